@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("mosaic: not built yet");
+    std::process::exit(2);
+}

@@ -1,0 +1,1 @@
+//! Benchmark support shared by the criterion benches and the `sweep` binary.

@@ -1,0 +1,323 @@
+//! Command recording, sync2 barriers and timeline-semaphore submission.
+//!
+//! A [`Recorder`] owns one command buffer (and its own transient pool, so recorders on
+//! different threads never share a pool). [`Recorder::submit`] puts it on its queue and
+//! signals the queue's timeline semaphore with the next value; the returned [`Submission`]
+//! waits for exactly that value. Work on the transfer queue and the compute queue is ordered
+//! with [`Recorder::wait_for`], a timeline wait, never with `vkQueueWaitIdle`.
+
+use std::any::Any;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ash::vk;
+use bytemuck::{NoUninit, Pod};
+
+use crate::context::{Context, Queue, Shared};
+use crate::error::{EngineError, Result, VkContext};
+use crate::memory::{Buffer, BufferBinding};
+use crate::pipeline::ComputePipeline;
+use crate::profile::{PassTime, Timestamps};
+
+/// Largest workgroup count per grid axis every Vulkan device supports.
+pub const MAX_GROUPS_PER_AXIS: u32 = 65535;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum QueueKind {
+    Compute,
+    Transfer,
+}
+
+/// A command buffer being recorded.
+pub struct Recorder {
+    ctx: Context,
+    kind: QueueKind,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    timestamps: Option<Timestamps>,
+    waits: Vec<(vk::Semaphore, u64)>,
+    keep: Vec<Box<dyn Any + Send + Sync>>,
+}
+
+fn queue(shared: &Shared, kind: QueueKind) -> &Queue {
+    match kind {
+        QueueKind::Transfer => shared.transfer.as_ref().unwrap_or(&shared.compute),
+        QueueKind::Compute => &shared.compute,
+    }
+}
+
+impl Context {
+    /// A recorder for the compute (universal) queue.
+    pub fn recorder(&self) -> Result<Recorder> {
+        Recorder::new(self.clone(), QueueKind::Compute)
+    }
+
+    /// A recorder for the dedicated transfer queue, or the compute queue on devices without
+    /// one. Only copies may be recorded on it.
+    pub fn transfer_recorder(&self) -> Result<Recorder> {
+        Recorder::new(self.clone(), QueueKind::Transfer)
+    }
+
+    /// Records with `f`, submits, waits.
+    pub fn run(&self, f: impl FnOnce(&mut Recorder) -> Result<()>) -> Result<()> {
+        let mut rec = self.recorder()?;
+        f(&mut rec)?;
+        rec.submit()?.wait()
+    }
+}
+
+impl Recorder {
+    fn new(ctx: Context, kind: QueueKind) -> Result<Recorder> {
+        let device = &ctx.shared.device;
+        let family = queue(&ctx.shared, kind).family;
+        let pool = unsafe {
+            device.create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(family).flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                None,
+            )
+        }
+        .vk("vkCreateCommandPool")?;
+        let cmd = unsafe {
+            device.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default().command_pool(pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1),
+            )
+        }
+        .vk("vkAllocateCommandBuffers")?[0];
+        unsafe {
+            device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT))
+        }
+        .vk("vkBeginCommandBuffer")?;
+        Ok(Recorder { ctx, kind, pool, cmd, timestamps: None, waits: Vec::new(), keep: Vec::new() })
+    }
+
+    /// The raw command buffer, for engine modules that record graphics work.
+    pub fn raw(&self) -> vk::CommandBuffer {
+        self.cmd
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Turns on GPU timestamps for up to `capacity` marks. The first timestamp is written
+    /// now; each [`Recorder::mark`] closes a pass.
+    pub fn enable_profiling(&mut self, capacity: u32) -> Result<()> {
+        if !self.ctx.info().timestamps_valid {
+            return Ok(());
+        }
+        let ts = Timestamps::new(self.ctx.shared.clone(), capacity + 1)?;
+        unsafe { self.ctx.shared.device.cmd_reset_query_pool(self.cmd, ts.pool, 0, ts.capacity) };
+        self.timestamps = Some(ts);
+        self.mark("begin");
+        Ok(())
+    }
+
+    /// Ends a named pass: writes a timestamp once all earlier commands completed. A no-op
+    /// without profiling, or once the capacity is used up.
+    pub fn mark(&mut self, name: &str) {
+        if let Some(ts) = &mut self.timestamps {
+            let index = ts.names.len() as u32;
+            if index < ts.capacity {
+                unsafe {
+                    self.ctx.shared.device.cmd_write_timestamp2(self.cmd, vk::PipelineStageFlags2::ALL_COMMANDS, ts.pool, index)
+                };
+                ts.names.push(name.to_string());
+            }
+        }
+    }
+
+    /// A full memory barrier: every earlier write (shader or transfer) is visible to every
+    /// later read or write (sync2).
+    pub fn barrier(&mut self) {
+        let barrier = vk::MemoryBarrier2::default()
+            .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+            .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
+            .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+            .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE);
+        let barriers = [barrier];
+        let dep = vk::DependencyInfo::default().memory_barriers(&barriers);
+        unsafe { self.ctx.shared.device.cmd_pipeline_barrier2(self.cmd, &dep) };
+    }
+
+    /// Records a dispatch of `groups` workgroups with the given buffers at bindings 0..n and
+    /// `push` as push constants.
+    pub fn dispatch<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P, groups: [u32; 3]) {
+        assert_eq!(bindings.len() as u32, pipe.bindings, "{}: wrong number of bindings", pipe.name());
+        let bytes = bytemuck::bytes_of(push);
+        assert!(bytes.len() as u32 <= pipe.push_bytes.max(bytes.len() as u32));
+        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
+        let device = &self.ctx.shared.device;
+        let infos: Vec<vk::DescriptorBufferInfo> =
+            bindings.iter().map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range)).collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_binding(i as u32)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .buffer_info(std::slice::from_ref(info))
+            })
+            .collect();
+        unsafe {
+            device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipe.raw);
+            if !writes.is_empty() {
+                self.ctx.shared.push_descriptor.cmd_push_descriptor_set(self.cmd, vk::PipelineBindPoint::COMPUTE, pipe.layout, 0, &writes);
+            }
+            if pipe.push_bytes > 0 && !bytes.is_empty() {
+                device.cmd_push_constants(self.cmd, pipe.layout, vk::ShaderStageFlags::COMPUTE, 0, bytes);
+            }
+            if groups.iter().all(|&g| g > 0) {
+                device.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
+            }
+        }
+    }
+
+    /// Dispatches `groups` workgroups laid out over x and y (x at most 65535), for kernels that
+    /// compute their linear group id with `linear_group_id()` from `include/common.glsl` and
+    /// bounds-check their element index.
+    pub fn dispatch_linear<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P, groups: u32) {
+        self.dispatch(pipe, bindings, push, linear_grid(groups));
+    }
+
+    /// Copies all of `src` into `dst` (which must be at least as long).
+    pub fn copy<T: Pod>(&mut self, src: &Buffer<T>, dst: &Buffer<T>) {
+        self.copy_region(src, 0, dst, 0, src.len());
+    }
+
+    /// Copies `len` elements from `src[src_start..]` to `dst[dst_start..]`.
+    pub fn copy_region<T: Pod>(&mut self, src: &Buffer<T>, src_start: usize, dst: &Buffer<T>, dst_start: usize, len: usize) {
+        assert!(src_start + len <= src.len() && dst_start + len <= dst.len(), "copy out of bounds");
+        if len == 0 {
+            return;
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let region = vk::BufferCopy::default()
+            .src_offset(src_start as u64 * size)
+            .dst_offset(dst_start as u64 * size)
+            .size(len as u64 * size);
+        unsafe { self.ctx.shared.device.cmd_copy_buffer(self.cmd, src.raw, dst.raw, &[region]) };
+    }
+
+    /// Fills a whole buffer with a repeated 32-bit pattern.
+    pub fn fill<T: Pod>(&mut self, dst: &Buffer<T>, word: u32) {
+        unsafe { self.ctx.shared.device.cmd_fill_buffer(self.cmd, dst.raw, 0, vk::WHOLE_SIZE, word) };
+    }
+
+    /// Makes this submission wait (on the GPU) until `other` has completed, e.g. compute
+    /// work after an upload on the transfer queue.
+    pub fn wait_for(&mut self, other: &Submission) {
+        self.waits.push((other.timeline, other.value));
+    }
+
+    /// Keeps `value` (typically a staging buffer) alive until the submission completes.
+    pub fn keep_alive<V: Any + Send + Sync>(&mut self, value: V) {
+        self.keep.push(Box::new(value));
+    }
+
+    /// Ends recording and submits; the queue's timeline semaphore is signalled on completion.
+    pub fn submit(mut self) -> Result<Submission> {
+        let device = &self.ctx.shared.device;
+        unsafe { device.end_command_buffer(self.cmd) }.vk("vkEndCommandBuffer")?;
+        let q = queue(&self.ctx.shared, self.kind);
+        let raw_queue = q.raw.lock().unwrap();
+        let value = q.next_value.fetch_add(1, Ordering::SeqCst);
+        let cmd_infos = [vk::CommandBufferSubmitInfo::default().command_buffer(self.cmd)];
+        let signal = [vk::SemaphoreSubmitInfo::default()
+            .semaphore(q.timeline)
+            .value(value)
+            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+        let waits: Vec<vk::SemaphoreSubmitInfo> = self
+            .waits
+            .iter()
+            .map(|&(s, v)| vk::SemaphoreSubmitInfo::default().semaphore(s).value(v).stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS))
+            .collect();
+        let submit = vk::SubmitInfo2::default().command_buffer_infos(&cmd_infos).signal_semaphore_infos(&signal).wait_semaphore_infos(&waits);
+        unsafe { device.queue_submit2(*raw_queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit2")?;
+        drop(raw_queue);
+        let pool = std::mem::replace(&mut self.pool, vk::CommandPool::null());
+        Ok(Submission {
+            shared: self.ctx.shared.clone(),
+            timeline: q.timeline,
+            value,
+            pool,
+            timestamps: self.timestamps.take(),
+            keep: std::mem::take(&mut self.keep),
+            done: false,
+        })
+    }
+}
+
+/// Splits `groups` over the x and y axes of a dispatch grid.
+pub fn linear_grid(groups: u32) -> [u32; 3] {
+    if groups <= MAX_GROUPS_PER_AXIS {
+        [groups, 1, 1]
+    } else {
+        [MAX_GROUPS_PER_AXIS, groups.div_ceil(MAX_GROUPS_PER_AXIS), 1]
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // A recorder dropped without submit: nothing is in flight, free at once.
+        if self.pool != vk::CommandPool::null() {
+            unsafe { self.ctx.shared.device.destroy_command_pool(self.pool, None) };
+        }
+    }
+}
+
+/// Work in flight on a queue. Waiting (or dropping) blocks until the GPU has finished it.
+pub struct Submission {
+    shared: Arc<Shared>,
+    timeline: vk::Semaphore,
+    value: u64,
+    pool: vk::CommandPool,
+    timestamps: Option<Timestamps>,
+    keep: Vec<Box<dyn Any + Send + Sync>>,
+    done: bool,
+}
+
+impl Submission {
+    fn block(&mut self) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        let semaphores = [self.timeline];
+        let values = [self.value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        let r = unsafe { self.shared.device.wait_semaphores(&info, u64::MAX) };
+        self.done = true;
+        unsafe { self.shared.device.destroy_command_pool(self.pool, None) };
+        self.keep.clear();
+        r.map_err(|result| match result {
+            vk::Result::ERROR_DEVICE_LOST => EngineError::Vulkan { call: "vkWaitSemaphores (device lost)", result },
+            result => EngineError::Vulkan { call: "vkWaitSemaphores", result },
+        })
+    }
+
+    /// Whether the GPU has finished this work (does not block).
+    pub fn is_complete(&self) -> bool {
+        self.done || unsafe { self.shared.device.get_semaphore_counter_value(self.timeline) }.map(|v| v >= self.value).unwrap_or(true)
+    }
+
+    /// Blocks until the GPU has finished this work.
+    pub fn wait(mut self) -> Result<()> {
+        self.block()
+    }
+
+    /// Blocks, then returns the GPU time of each pass marked with [`Recorder::mark`] (empty
+    /// without profiling).
+    pub fn wait_profiled(mut self) -> Result<Vec<PassTime>> {
+        self.block()?;
+        match &self.timestamps {
+            Some(ts) => ts.read(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl Drop for Submission {
+    fn drop(&mut self) {
+        let _ = self.block();
+    }
+}

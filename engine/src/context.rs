@@ -1,0 +1,503 @@
+//! The Vulkan instance, device choice (`--device N|NAME`), queues, enabled features and the
+//! device's limits.
+//!
+//! [`Instance`] loads Vulkan once per process and can list every device; [`Context`] is one
+//! opened device with its queues and allocator. Several contexts can be open at once on one
+//! instance (multi-GPU work). `Context` is cheap to clone: every buffer, pipeline and command
+//! recorder keeps a clone so nothing outlives the device it was made on.
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use serde::Serialize;
+
+use crate::error::{EngineError, Result, VkContext};
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+static VALIDATION_MESSAGES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many validation warnings and errors this process has seen so far. Tests assert it
+/// stays zero.
+pub fn validation_message_count() -> usize {
+    VALIDATION_MESSAGES.load(Ordering::SeqCst)
+}
+
+/// Whether validation layers are wanted: `TESSERA_VALIDATION=1` forces them on, `=0` off;
+/// otherwise they are on in debug builds (tests) when the layer is installed.
+fn validation_wanted() -> bool {
+    match std::env::var("TESSERA_VALIDATION").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => cfg!(debug_assertions),
+    }
+}
+
+unsafe extern "system" fn debug_callback(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    _user: *mut c_void,
+) -> vk::Bool32 {
+    let message = if data.is_null() || (*data).p_message.is_null() {
+        "(no message)".into()
+    } else {
+        CStr::from_ptr((*data).p_message).to_string_lossy()
+    };
+    // The loader reports its own layer discovery as validation "info"; only warnings and
+    // errors count.
+    VALIDATION_MESSAGES.fetch_add(1, Ordering::SeqCst);
+    eprintln!("tessera: vulkan validation {severity:?}: {message}");
+    vk::FALSE
+}
+
+/// The loaded Vulkan library and instance, with the validation messenger when enabled.
+pub struct Instance {
+    pub entry: ash::Entry,
+    pub raw: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    pub validation: bool,
+}
+
+impl Instance {
+    /// Loads Vulkan and creates an instance with the given extra instance extensions (the
+    /// viewer passes its surface extensions; compute work passes none).
+    pub fn new(extra_extensions: &[*const std::ffi::c_char]) -> Result<Arc<Instance>> {
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| EngineError::Loading(e.to_string()))?;
+        let layers_available = unsafe { entry.enumerate_instance_layer_properties() }.vk("vkEnumerateInstanceLayerProperties")?;
+        let has_layer = layers_available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
+        let validation = validation_wanted() && has_layer;
+        if validation_wanted() && !has_layer && std::env::var("TESSERA_VALIDATION").as_deref() == Ok("1") {
+            return Err(EngineError::Unsupported(
+                "TESSERA_VALIDATION=1 but VK_LAYER_KHRONOS_validation is not installed (apt-get install vulkan-validationlayers)".into(),
+            ));
+        }
+        let app_name = c"tessera";
+        let app = vk::ApplicationInfo::default()
+            .application_name(app_name)
+            .engine_name(app_name)
+            .api_version(vk::API_VERSION_1_3);
+        let mut extensions: Vec<*const std::ffi::c_char> = extra_extensions.to_vec();
+        let layers = [VALIDATION_LAYER.as_ptr()];
+        if validation {
+            extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        let mut info = vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&extensions);
+        if validation {
+            info = info.enabled_layer_names(&layers);
+        }
+        let raw = unsafe { entry.create_instance(&info, None) }.vk("vkCreateInstance")?;
+        let debug = if validation {
+            let loader = ash::ext::debug_utils::Instance::new(&entry, &raw);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+                        | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
+                )
+                .pfn_user_callback(Some(debug_callback));
+            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }.vk("vkCreateDebugUtilsMessengerEXT")?;
+            Some((loader, messenger))
+        } else {
+            None
+        };
+        Ok(Arc::new(Instance { entry, raw, debug, validation }))
+    }
+
+    /// Every Vulkan 1.3 device, in the driver's order.
+    pub fn devices(&self) -> Result<Vec<vk::PhysicalDevice>> {
+        let all = unsafe { self.raw.enumerate_physical_devices() }.vk("vkEnumeratePhysicalDevices")?;
+        Ok(all
+            .into_iter()
+            .filter(|&pd| unsafe { self.raw.get_physical_device_properties(pd) }.api_version >= vk::API_VERSION_1_3)
+            .collect())
+    }
+
+    /// The device named by `selector` (an index into [`Instance::devices`], or a
+    /// case-insensitive substring of the device name), or by default the first discrete GPU,
+    /// else integrated, else virtual, else CPU.
+    pub fn choose(&self, selector: Option<&str>) -> Result<vk::PhysicalDevice> {
+        let devices = self.devices()?;
+        if devices.is_empty() {
+            return Err(EngineError::NoDevice);
+        }
+        let names: Vec<String> = devices.iter().map(|&d| self.device_name(d)).collect();
+        match selector {
+            Some(s) => {
+                if let Ok(i) = s.parse::<usize>() {
+                    return devices.get(i).copied().ok_or_else(|| EngineError::DeviceNotFound(s.into(), list(&names)));
+                }
+                let lower = s.to_lowercase();
+                names
+                    .iter()
+                    .position(|n| n.to_lowercase().contains(&lower))
+                    .map(|i| devices[i])
+                    .ok_or_else(|| EngineError::DeviceNotFound(s.into(), list(&names)))
+            }
+            None => {
+                let rank = |d: vk::PhysicalDevice| match unsafe { self.raw.get_physical_device_properties(d) }.device_type {
+                    vk::PhysicalDeviceType::DISCRETE_GPU => 0,
+                    vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
+                    vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+                    vk::PhysicalDeviceType::CPU => 3,
+                    _ => 4,
+                };
+                Ok(*devices.iter().min_by_key(|&&d| rank(d)).unwrap())
+            }
+        }
+    }
+
+    pub fn device_name(&self, pd: vk::PhysicalDevice) -> String {
+        let props = unsafe { self.raw.get_physical_device_properties(pd) };
+        props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+    }
+}
+
+fn list(names: &[String]) -> String {
+    names.iter().enumerate().map(|(i, n)| format!("{i}: {n}")).collect::<Vec<_>>().join(", ")
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        unsafe {
+            if let Some((loader, messenger)) = self.debug.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.raw.destroy_instance(None);
+        }
+    }
+}
+
+/// One memory heap of the device.
+#[derive(Clone, Debug, Serialize)]
+pub struct HeapInfo {
+    pub bytes: u64,
+    pub device_local: bool,
+}
+
+/// What the kernels need to know about a device: limits, subgroups, features. Kernels read
+/// these at run time (subgroup size 8 on lavapipe, 32 on NVIDIA; shared memory 32 or 48 KiB).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    pub index: usize,
+    pub name: String,
+    pub device_type: String,
+    pub vendor_id: u32,
+    pub api_version: String,
+    pub driver_version: u32,
+    pub subgroup_size: u32,
+    pub subgroup_operations: Vec<&'static str>,
+    pub subgroup_stages_compute: bool,
+    pub max_shared_memory_bytes: u32,
+    pub max_workgroup_invocations: u32,
+    pub max_workgroup_size: [u32; 3],
+    pub max_workgroup_count: [u32; 3],
+    pub max_storage_buffer_range: u64,
+    pub max_push_constants_bytes: u32,
+    pub min_storage_buffer_offset_alignment: u64,
+    pub timestamp_period_ns: f32,
+    pub timestamps_valid: bool,
+    pub shader_float64: bool,
+    pub shader_int64: bool,
+    pub memory_heaps: Vec<HeapInfo>,
+    pub queue_families: Vec<String>,
+    pub dedicated_transfer_queue: bool,
+}
+
+impl DeviceInfo {
+    /// Whether the device supports every named subgroup operation class ("arithmetic",
+    /// "ballot", "shuffle", ...).
+    pub fn has_subgroup_ops(&self, ops: &[&str]) -> bool {
+        ops.iter().all(|o| self.subgroup_operations.contains(o))
+    }
+}
+
+fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, family: u32) -> DeviceInfo {
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+    unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+    let props = props2.properties;
+    let limits = props.limits;
+    let features = unsafe { instance.get_physical_device_features(pd) };
+    let mem = unsafe { instance.get_physical_device_memory_properties(pd) };
+    let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+    let ops = subgroup.supported_operations;
+    let named = [
+        (vk::SubgroupFeatureFlags::BASIC, "basic"),
+        (vk::SubgroupFeatureFlags::VOTE, "vote"),
+        (vk::SubgroupFeatureFlags::ARITHMETIC, "arithmetic"),
+        (vk::SubgroupFeatureFlags::BALLOT, "ballot"),
+        (vk::SubgroupFeatureFlags::SHUFFLE, "shuffle"),
+        (vk::SubgroupFeatureFlags::SHUFFLE_RELATIVE, "shuffle_relative"),
+        (vk::SubgroupFeatureFlags::CLUSTERED, "clustered"),
+        (vk::SubgroupFeatureFlags::QUAD, "quad"),
+    ];
+    let v = props.api_version;
+    DeviceInfo {
+        index,
+        name: props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+        device_type: format!("{:?}", props.device_type),
+        vendor_id: props.vendor_id,
+        api_version: format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v)),
+        driver_version: props.driver_version,
+        subgroup_size: subgroup.subgroup_size,
+        subgroup_operations: named.iter().filter(|(f, _)| ops.contains(*f)).map(|(_, n)| *n).collect(),
+        subgroup_stages_compute: subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+        max_shared_memory_bytes: limits.max_compute_shared_memory_size,
+        max_workgroup_invocations: limits.max_compute_work_group_invocations,
+        max_workgroup_size: limits.max_compute_work_group_size,
+        max_workgroup_count: limits.max_compute_work_group_count,
+        max_storage_buffer_range: limits.max_storage_buffer_range as u64,
+        max_push_constants_bytes: limits.max_push_constants_size,
+        min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+        timestamp_period_ns: limits.timestamp_period,
+        timestamps_valid: families.get(family as usize).map(|f| f.timestamp_valid_bits > 0).unwrap_or(false),
+        shader_float64: features.shader_float64 == vk::TRUE,
+        shader_int64: features.shader_int64 == vk::TRUE,
+        memory_heaps: mem.memory_heaps_as_slice()
+            .iter()
+            .map(|h| HeapInfo { bytes: h.size, device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL) })
+            .collect(),
+        queue_families: families.iter().map(|f| format!("{:?} x{}", f.queue_flags, f.queue_count)).collect(),
+        dedicated_transfer_queue: dedicated_transfer_family(&families).is_some(),
+    }
+}
+
+fn dedicated_transfer_family(families: &[vk::QueueFamilyProperties]) -> Option<u32> {
+    families
+        .iter()
+        .position(|f| {
+            f.queue_flags.contains(vk::QueueFlags::TRANSFER)
+                && !f.queue_flags.intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+        })
+        .map(|i| i as u32)
+}
+
+/// A queue with its own timeline semaphore. Submissions take the lock, so recorders on
+/// several threads can submit safely.
+pub(crate) struct Queue {
+    pub family: u32,
+    pub raw: Mutex<vk::Queue>,
+    pub timeline: vk::Semaphore,
+    pub next_value: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    pub instance: Arc<Instance>,
+    pub physical: vk::PhysicalDevice,
+    pub device: ash::Device,
+    pub push_descriptor: ash::khr::push_descriptor::Device,
+    pub allocator: Mutex<Option<Allocator>>,
+    pub compute: Queue,
+    pub transfer: Option<Queue>,
+    pub info: DeviceInfo,
+    pub swapchain_enabled: bool,
+}
+
+/// One opened device: queues, allocator, limits. Clone freely.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Options for [`Context::open_with`].
+#[derive(Default)]
+pub struct ContextOptions<'a> {
+    /// `--device` (index or name substring).
+    pub selector: Option<&'a str>,
+    /// Also enable VK_KHR_swapchain and require a queue that can present (the viewer).
+    pub swapchain: bool,
+}
+
+impl Context {
+    /// Opens the device named by `--device` (or the default one) for compute work, on a new
+    /// instance.
+    pub fn open(selector: Option<&str>) -> Result<Context> {
+        Context::open_with(Instance::new(&[])?, ContextOptions { selector, swapchain: false })
+    }
+
+    /// Opens every Vulkan 1.3 device on one instance (multi-GPU work).
+    pub fn open_all() -> Result<Vec<Context>> {
+        let instance = Instance::new(&[])?;
+        let n = instance.devices()?.len();
+        (0..n)
+            .map(|i| Context::open_with(instance.clone(), ContextOptions { selector: Some(&i.to_string()), swapchain: false }))
+            .collect()
+    }
+
+    /// Opens a device on an existing instance.
+    pub fn open_with(instance: Arc<Instance>, options: ContextOptions<'_>) -> Result<Context> {
+        let physical = instance.choose(options.selector)?;
+        let index = instance.devices()?.iter().position(|&d| d == physical).unwrap_or(0);
+        let raw = &instance.raw;
+        let families = unsafe { raw.get_physical_device_queue_family_properties(physical) };
+        // The universal family (graphics + compute) first: compute work and presentation share it.
+        let compute_family = families
+            .iter()
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE | vk::QueueFlags::GRAPHICS))
+            .or_else(|| families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)))
+            .ok_or_else(|| EngineError::Unsupported("device has no compute queue".into()))? as u32;
+        let transfer_family = dedicated_transfer_family(&families);
+
+        let available = unsafe { raw.enumerate_device_extension_properties(physical) }.vk("vkEnumerateDeviceExtensionProperties")?;
+        let has_ext = |name: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        let mut extensions = vec![ash::khr::push_descriptor::NAME.as_ptr()];
+        if !has_ext(ash::khr::push_descriptor::NAME) {
+            return Err(EngineError::Unsupported("VK_KHR_push_descriptor is required".into()));
+        }
+        if options.swapchain {
+            extensions.push(ash::khr::swapchain::NAME.as_ptr());
+        }
+
+        // Enable what the kernels use where the device has it.
+        let supported = unsafe { raw.get_physical_device_features(physical) };
+        let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
+        let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut s13 = vk::PhysicalDeviceVulkan13Features::default();
+        let mut query = vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
+        unsafe { raw.get_physical_device_features2(physical, &mut query) };
+        if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
+            return Err(EngineError::Unsupported("timeline semaphores and synchronization2 are required".into()));
+        }
+        let features = vk::PhysicalDeviceFeatures::default()
+            .shader_float64(supported.shader_float64 == vk::TRUE)
+            .shader_int64(supported.shader_int64 == vk::TRUE)
+            .shader_int16(supported.shader_int16 == vk::TRUE);
+        let mut f11 = vk::PhysicalDeviceVulkan11Features::default()
+            .storage_buffer16_bit_access(s11.storage_buffer16_bit_access == vk::TRUE);
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
+            .timeline_semaphore(true)
+            .scalar_block_layout(s12.scalar_block_layout == vk::TRUE)
+            .storage_buffer8_bit_access(s12.storage_buffer8_bit_access == vk::TRUE)
+            .shader_int8(s12.shader_int8 == vk::TRUE)
+            .shader_float16(s12.shader_float16 == vk::TRUE)
+            .host_query_reset(s12.host_query_reset == vk::TRUE);
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
+            .synchronization2(true)
+            .maintenance4(s13.maintenance4 == vk::TRUE)
+            .subgroup_size_control(s13.subgroup_size_control == vk::TRUE)
+            .compute_full_subgroups(s13.compute_full_subgroups == vk::TRUE);
+
+        let priorities = [1.0f32];
+        let mut queue_infos = vec![vk::DeviceQueueCreateInfo::default().queue_family_index(compute_family).queue_priorities(&priorities)];
+        if let Some(t) = transfer_family {
+            queue_infos.push(vk::DeviceQueueCreateInfo::default().queue_family_index(t).queue_priorities(&priorities));
+        }
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queue_infos)
+            .enabled_extension_names(&extensions)
+            .enabled_features(&features)
+            .push_next(&mut f11)
+            .push_next(&mut f12)
+            .push_next(&mut f13);
+        let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;
+        let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
+
+        let make_queue = |family: u32| -> Result<Queue> {
+            let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+            let timeline = unsafe { device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut ty), None) }
+                .vk("vkCreateSemaphore")?;
+            Ok(Queue {
+                family,
+                raw: Mutex::new(unsafe { device.get_device_queue(family, 0) }),
+                timeline,
+                next_value: AtomicU64::new(1),
+            })
+        };
+        let compute = make_queue(compute_family)?;
+        let transfer = transfer_family.map(make_queue).transpose()?;
+
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: raw.clone(),
+            device: device.clone(),
+            physical_device: physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .map_err(|e| EngineError::Allocator(e.to_string()))?;
+
+        let info = describe(raw, physical, index, compute_family);
+        Ok(Context {
+            shared: Arc::new(Shared {
+                instance,
+                physical,
+                device,
+                push_descriptor,
+                allocator: Mutex::new(Some(allocator)),
+                compute,
+                transfer,
+                info,
+                swapchain_enabled: options.swapchain,
+            }),
+        })
+    }
+
+    /// The device's limits, subgroup properties and features.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.shared.info
+    }
+
+    /// The raw `ash::Device`, for code in the engine that builds its own Vulkan objects.
+    pub fn device(&self) -> &ash::Device {
+        &self.shared.device
+    }
+
+    pub fn instance(&self) -> &Arc<Instance> {
+        &self.shared.instance
+    }
+
+    pub fn physical_device(&self) -> vk::PhysicalDevice {
+        self.shared.physical
+    }
+
+    /// The queue family compute (and graphics/present) work is submitted to.
+    pub fn compute_family(&self) -> u32 {
+        self.shared.compute.family
+    }
+
+    /// Whether this context was opened with VK_KHR_swapchain.
+    pub fn swapchain_enabled(&self) -> bool {
+        self.shared.swapchain_enabled
+    }
+
+    /// Waits until the device is idle. Only for teardown and tests, never in timed paths.
+    pub fn wait_idle(&self) -> Result<()> {
+        unsafe { self.shared.device.device_wait_idle() }.vk("vkDeviceWaitIdle")
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            // The allocator must release its memory blocks before the device goes.
+            self.allocator.lock().unwrap().take();
+            self.device.destroy_semaphore(self.compute.timeline, None);
+            if let Some(t) = &self.transfer {
+                self.device.destroy_semaphore(t.timeline, None);
+            }
+            self.device.destroy_device(None);
+        }
+    }
+}
+
+/// Every device on this machine, described (for `gpu-info`).
+pub fn describe_all() -> Result<Vec<DeviceInfo>> {
+    let instance = Instance::new(&[])?;
+    let devices = instance.devices()?;
+    Ok(devices
+        .iter()
+        .enumerate()
+        .map(|(i, &pd)| {
+            let families = unsafe { instance.raw.get_physical_device_queue_family_properties(pd) };
+            let family = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)).unwrap_or(0);
+            describe(&instance.raw, pd, i, family as u32)
+        })
+        .collect())
+}
+

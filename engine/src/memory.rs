@@ -1,0 +1,230 @@
+//! Memory through gpu-allocator: typed buffers ([`Buffer<T>`]), host-visible staging, and
+//! upload/download helpers.
+//!
+//! A buffer is device-local ([`Location::Device`]), host-writable ([`Location::Upload`]) or
+//! host-readable ([`Location::Download`]). Buffers are shared between the compute and the
+//! dedicated transfer queue family (concurrent sharing), so uploads on the transfer queue
+//! need no ownership transfer. Each buffer frees its memory when dropped; the caller keeps
+//! it alive while GPU work that uses it is in flight.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use ash::vk;
+use bytemuck::Pod;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+
+use crate::context::{Context, Shared};
+use crate::error::{EngineError, Result, VkContext};
+
+/// Where a buffer lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// Device-local; the fast place for kernels.
+    Device,
+    /// Host-visible, written by the CPU, read by the GPU (staging for uploads, uniforms).
+    Upload,
+    /// Host-visible and cached, written by the GPU, read by the CPU (readback).
+    Download,
+}
+
+impl Location {
+    fn memory(self) -> MemoryLocation {
+        match self {
+            Location::Device => MemoryLocation::GpuOnly,
+            Location::Upload => MemoryLocation::CpuToGpu,
+            Location::Download => MemoryLocation::GpuToCpu,
+        }
+    }
+}
+
+/// A typed Vulkan buffer of `len` elements of `T`.
+pub struct Buffer<T: Pod> {
+    shared: Arc<Shared>,
+    pub(crate) raw: vk::Buffer,
+    allocation: Option<Allocation>,
+    len: usize,
+    location: Location,
+    _t: PhantomData<T>,
+}
+
+/// A range of a buffer, as bound to a shader (`layout(binding = i) buffer`).
+#[derive(Clone, Copy, Debug)]
+pub struct BufferBinding {
+    pub raw: vk::Buffer,
+    pub offset: u64,
+    pub range: u64,
+}
+
+impl<T: Pod> Buffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn bytes(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    pub fn location(&self) -> Location {
+        self.location
+    }
+
+    pub fn raw(&self) -> vk::Buffer {
+        self.raw
+    }
+
+    /// The whole buffer as a shader binding.
+    pub fn binding(&self) -> BufferBinding {
+        BufferBinding { raw: self.raw, offset: 0, range: self.bytes().max(4) }
+    }
+
+    /// Elements `start..start+len` as a shader binding. The byte offset must meet the
+    /// device's minStorageBufferOffsetAlignment.
+    pub fn slice(&self, start: usize, len: usize) -> BufferBinding {
+        assert!(start + len <= self.len, "slice {start}+{len} past buffer of {}", self.len);
+        let size = std::mem::size_of::<T>() as u64;
+        BufferBinding { raw: self.raw, offset: start as u64 * size, range: (len as u64 * size).max(4) }
+    }
+
+    /// The mapped contents of a host-visible buffer.
+    pub fn mapped(&self) -> Result<&[T]> {
+        let bytes = self
+            .allocation
+            .as_ref()
+            .and_then(|a| a.mapped_slice())
+            .ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
+        Ok(bytemuck::cast_slice(&bytes[..self.bytes() as usize]))
+    }
+
+    /// The mapped contents of a host-visible buffer, writable.
+    pub fn mapped_mut(&mut self) -> Result<&mut [T]> {
+        let n = self.bytes() as usize;
+        let bytes = self
+            .allocation
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
+        Ok(bytemuck::cast_slice_mut(&mut bytes[..n]))
+    }
+}
+
+impl<T: Pod> Drop for Buffer<T> {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            if let Some(alloc) = self.shared.allocator.lock().unwrap().as_mut() {
+                let _ = alloc.free(a);
+            }
+        }
+        unsafe { self.shared.device.destroy_buffer(self.raw, None) };
+    }
+}
+
+impl Context {
+    /// A buffer of `len` elements of `T` (at least 4 bytes are allocated so empty buffers can
+    /// still be bound). `what` names it in out-of-memory errors.
+    pub fn buffer<T: Pod>(&self, len: usize, location: Location, what: &str) -> Result<Buffer<T>> {
+        let bytes = ((len * std::mem::size_of::<T>()) as u64).max(16);
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::INDIRECT_BUFFER
+            | vk::BufferUsageFlags::VERTEX_BUFFER
+            | vk::BufferUsageFlags::INDEX_BUFFER;
+        let mut families = vec![self.shared.compute.family];
+        if let Some(t) = &self.shared.transfer {
+            families.push(t.family);
+        }
+        let mut info = vk::BufferCreateInfo::default().size(bytes).usage(usage);
+        info = if families.len() > 1 {
+            info.sharing_mode(vk::SharingMode::CONCURRENT).queue_family_indices(&families)
+        } else {
+            info.sharing_mode(vk::SharingMode::EXCLUSIVE)
+        };
+        let device = &self.shared.device;
+        let raw = unsafe { device.create_buffer(&info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
+                EngineError::OutOfMemory { bytes, what: what.into() }
+            }
+            result => EngineError::Vulkan { call: "vkCreateBuffer", result },
+        })?;
+        let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
+        let allocation = self
+            .shared
+            .allocator
+            .lock()
+            .unwrap()
+            .as_mut()
+            .expect("allocator alive")
+            .allocate(&AllocationCreateDesc {
+                name: what,
+                requirements,
+                location: location.memory(),
+                linear: true,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            });
+        let allocation = match allocation {
+            Ok(a) => a,
+            Err(e) => {
+                unsafe { device.destroy_buffer(raw, None) };
+                return Err(match e {
+                    gpu_allocator::AllocationError::OutOfMemory => EngineError::OutOfMemory { bytes, what: what.into() },
+                    other => EngineError::Allocator(format!("{what} ({bytes} bytes): {other}")),
+                });
+            }
+        };
+        unsafe { device.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) }.vk("vkBindBufferMemory")?;
+        Ok(Buffer { shared: self.shared.clone(), raw, allocation: Some(allocation), len, location, _t: PhantomData })
+    }
+
+    /// A host-visible buffer holding a copy of `data`.
+    pub fn upload_buffer<T: Pod>(&self, data: &[T], what: &str) -> Result<Buffer<T>> {
+        let mut b = self.buffer::<T>(data.len(), Location::Upload, what)?;
+        b.mapped_mut()?.copy_from_slice(data);
+        Ok(b)
+    }
+
+    /// A device-local buffer holding `data`: staged, copied on the transfer queue (when the
+    /// device has one), and waited for.
+    pub fn upload<T: Pod>(&self, data: &[T], what: &str) -> Result<Buffer<T>> {
+        let dst = self.buffer::<T>(data.len(), Location::Device, what)?;
+        self.write(&dst, 0, data)?;
+        Ok(dst)
+    }
+
+    /// Copies `data` into `dst` starting at element `start`, through a staging buffer, and
+    /// waits.
+    pub fn write<T: Pod>(&self, dst: &Buffer<T>, start: usize, data: &[T]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        assert!(start + data.len() <= dst.len(), "write past the end of the buffer");
+        let staging = self.upload_buffer(data, "staging upload")?;
+        let mut rec = self.transfer_recorder()?;
+        rec.copy_region(&staging, 0, dst, start, data.len());
+        rec.submit()?.wait()
+    }
+
+    /// Reads the whole buffer back to the host (staging copy on the transfer queue, waited for).
+    pub fn download<T: Pod>(&self, src: &Buffer<T>) -> Result<Vec<T>> {
+        self.download_range(src, 0, src.len())
+    }
+
+    /// Reads elements `start..start+len` back to the host.
+    pub fn download_range<T: Pod>(&self, src: &Buffer<T>, start: usize, len: usize) -> Result<Vec<T>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.buffer::<T>(len, Location::Download, "staging download")?;
+        let mut rec = self.transfer_recorder()?;
+        rec.copy_region(src, start, &staging, 0, len);
+        rec.submit()?.wait()?;
+        Ok(staging.mapped()?.to_vec())
+    }
+}

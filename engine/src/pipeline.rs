@@ -1,0 +1,133 @@
+//! Compute pipelines from embedded SPIR-V, with specialization constants and push constants.
+//!
+//! Every compute kernel in Tessera binds storage buffers only, at `set = 0, binding = 0..n`,
+//! pushed per dispatch with VK_KHR_push_descriptor (no descriptor pools to manage), and takes
+//! its small arguments as push constants. Specialization constant `i` gets `spec[i]`; by
+//! convention constant 0 is the workgroup size (`layout(local_size_x_id = 0) in;`), so a
+//! sweep can tune it without recompiling.
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use ash::vk;
+
+use crate::context::{Context, Shared};
+use crate::error::{EngineError, Result, VkContext};
+
+/// What a compute pipeline is made of.
+#[derive(Clone, Debug)]
+pub struct PipelineDesc<'a> {
+    /// Shown in errors and profiles.
+    pub name: &'a str,
+    /// SPIR-V bytes (from a crate's generated `shaders` module).
+    pub spirv: &'a [u8],
+    /// Number of storage-buffer bindings (set 0, bindings 0..n).
+    pub bindings: u32,
+    /// Size of the push-constant block in bytes (0 for none).
+    pub push_bytes: u32,
+    /// Specialization constants by id: `spec[i]` for `constant_id = i` (floats as bits).
+    pub spec: &'a [u32],
+}
+
+/// A compute pipeline with its push-descriptor layout.
+pub struct ComputePipeline {
+    shared: Arc<Shared>,
+    pub(crate) raw: vk::Pipeline,
+    pub(crate) layout: vk::PipelineLayout,
+    set_layout: vk::DescriptorSetLayout,
+    pub(crate) bindings: u32,
+    pub(crate) push_bytes: u32,
+    name: String,
+}
+
+impl ComputePipeline {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Reads SPIR-V bytes as words (checks the magic number and alignment of the length).
+pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
+    ash::util::read_spv(&mut Cursor::new(bytes)).map_err(|e| EngineError::InvalidInput(format!("bad SPIR-V: {e}")))
+}
+
+impl Context {
+    /// Creates a compute pipeline. Creation compiles the shader in the driver (tens of ms on
+    /// a GPU), so create pipelines once and reuse them; keep creation out of timings.
+    pub fn compute_pipeline(&self, desc: &PipelineDesc<'_>) -> Result<ComputePipeline> {
+        let device = &self.shared.device;
+        if desc.push_bytes > self.info().max_push_constants_bytes {
+            return Err(EngineError::Unsupported(format!(
+                "{}: {} bytes of push constants, device allows {}",
+                desc.name,
+                desc.push_bytes,
+                self.info().max_push_constants_bytes
+            )));
+        }
+        let words = spirv_words(desc.spirv)?;
+        let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
+            .vk("vkCreateShaderModule")?;
+
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..desc.bindings)
+            .map(|i| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(i)
+                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let set_layout = unsafe {
+            device.create_descriptor_set_layout(
+                &vk::DescriptorSetLayoutCreateInfo::default()
+                    .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
+                    .bindings(&bindings),
+                None,
+            )
+        }
+        .vk("vkCreateDescriptorSetLayout")?;
+        let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).offset(0).size(desc.push_bytes)];
+        let set_layouts = [set_layout];
+        let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+        if desc.push_bytes > 0 {
+            layout_info = layout_info.push_constant_ranges(&ranges);
+        }
+        let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }.vk("vkCreatePipelineLayout")?;
+
+        let entries: Vec<vk::SpecializationMapEntry> = (0..desc.spec.len())
+            .map(|i| vk::SpecializationMapEntry::default().constant_id(i as u32).offset(4 * i as u32).size(4))
+            .collect();
+        let data: &[u8] = bytemuck::cast_slice(desc.spec);
+        let spec_info = vk::SpecializationInfo::default().map_entries(&entries).data(data);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        if !desc.spec.is_empty() {
+            stage = stage.specialization_info(&spec_info);
+        }
+        let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+        let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
+        unsafe { device.destroy_shader_module(module, None) };
+        let raw = result.map_err(|(_, r)| EngineError::Vulkan { call: "vkCreateComputePipelines", result: r })?[0];
+        Ok(ComputePipeline {
+            shared: self.shared.clone(),
+            raw,
+            layout,
+            set_layout,
+            bindings: desc.bindings,
+            push_bytes: desc.push_bytes,
+            name: desc.name.to_string(),
+        })
+    }
+}
+
+impl Drop for ComputePipeline {
+    fn drop(&mut self) {
+        unsafe {
+            self.shared.device.destroy_pipeline(self.raw, None);
+            self.shared.device.destroy_pipeline_layout(self.layout, None);
+            self.shared.device.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! GPU building blocks used by several apps. Each has a CPU reference beside it and tests
+//! that compare the two on random inputs at awkward sizes.
+
+pub mod reduce;

@@ -1,0 +1,36 @@
+//! Helpers for tests: one shared context per test binary (validation on in debug builds),
+//! the validation-message check, random inputs and relative-error comparison.
+
+use std::sync::OnceLock;
+
+use crate::context::{validation_message_count, Context};
+
+/// The device tests run on (lavapipe on CI), opened once per test binary. Honours
+/// `TESSERA_DEVICE` (index or name substring).
+pub fn context() -> &'static Context {
+    static CTX: OnceLock<Context> = OnceLock::new();
+    CTX.get_or_init(|| {
+        let selector = std::env::var("TESSERA_DEVICE").ok();
+        Context::open(selector.as_deref()).expect("open a Vulkan device for tests")
+    })
+}
+
+/// Panics if any validation message was printed so far in this process.
+pub fn assert_no_validation_messages() {
+    let n = validation_message_count();
+    assert_eq!(n, 0, "{n} Vulkan validation message(s); see stderr");
+}
+
+/// Largest relative error of `got` against `want`, relative to `max(|want|, floor)` so that
+/// values near zero are compared against the scale `floor` instead of blowing up.
+pub fn max_rel_error(got: &[f32], want: &[f64], floor: f64) -> f64 {
+    assert_eq!(got.len(), want.len(), "length mismatch");
+    got.iter()
+        .zip(want)
+        .map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(floor))
+        .fold(0.0, f64::max)
+}
+
+/// Sizes the primitives are tested at: 1, one below a workgroup, a non-multiple, and one
+/// past a power of two.
+pub const AWKWARD_SIZES: [usize; 4] = [1, 31, 1000, (1 << 20) + 7];
