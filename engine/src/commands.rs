@@ -72,19 +72,27 @@ impl Recorder {
         let family = queue(&ctx.shared, kind).family;
         let pool = unsafe {
             device.create_command_pool(
-                &vk::CommandPoolCreateInfo::default().queue_family_index(family).flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                &vk::CommandPoolCreateInfo::default()
+                    .queue_family_index(family)
+                    .flags(vk::CommandPoolCreateFlags::TRANSIENT),
                 None,
             )
         }
         .vk("vkCreateCommandPool")?;
         let cmd = unsafe {
             device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default().command_pool(pool).level(vk::CommandBufferLevel::PRIMARY).command_buffer_count(1),
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(pool)
+                    .level(vk::CommandBufferLevel::PRIMARY)
+                    .command_buffer_count(1),
             )
         }
         .vk("vkAllocateCommandBuffers")?[0];
         unsafe {
-            device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT))
+            device.begin_command_buffer(
+                cmd,
+                &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+            )
         }
         .vk("vkBeginCommandBuffer")?;
         Ok(Recorder { ctx, kind, pool, cmd, timestamps: None, waits: Vec::new(), keep: Vec::new() })
@@ -119,7 +127,12 @@ impl Recorder {
             let index = ts.names.len() as u32;
             if index < ts.capacity {
                 unsafe {
-                    self.ctx.shared.device.cmd_write_timestamp2(self.cmd, vk::PipelineStageFlags2::ALL_COMMANDS, ts.pool, index)
+                    self.ctx.shared.device.cmd_write_timestamp2(
+                        self.cmd,
+                        vk::PipelineStageFlags2::ALL_COMMANDS,
+                        ts.pool,
+                        index,
+                    )
                 };
                 ts.names.push(name.to_string());
             }
@@ -141,14 +154,22 @@ impl Recorder {
 
     /// Records a dispatch of `groups` workgroups with the given buffers at bindings 0..n and
     /// `push` as push constants.
-    pub fn dispatch<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P, groups: [u32; 3]) {
+    pub fn dispatch<P: NoUninit>(
+        &mut self,
+        pipe: &ComputePipeline,
+        bindings: &[BufferBinding],
+        push: &P,
+        groups: [u32; 3],
+    ) {
         assert_eq!(bindings.len() as u32, pipe.bindings, "{}: wrong number of bindings", pipe.name());
         let bytes = bytemuck::bytes_of(push);
         assert!(bytes.len() as u32 <= pipe.push_bytes.max(bytes.len() as u32));
         assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
         let device = &self.ctx.shared.device;
-        let infos: Vec<vk::DescriptorBufferInfo> =
-            bindings.iter().map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range)).collect();
+        let infos: Vec<vk::DescriptorBufferInfo> = bindings
+            .iter()
+            .map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range))
+            .collect();
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
             .enumerate()
@@ -162,7 +183,13 @@ impl Recorder {
         unsafe {
             device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipe.raw);
             if !writes.is_empty() {
-                self.ctx.shared.push_descriptor.cmd_push_descriptor_set(self.cmd, vk::PipelineBindPoint::COMPUTE, pipe.layout, 0, &writes);
+                self.ctx.shared.push_descriptor.cmd_push_descriptor_set(
+                    self.cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    pipe.layout,
+                    0,
+                    &writes,
+                );
             }
             if pipe.push_bytes > 0 && !bytes.is_empty() {
                 device.cmd_push_constants(self.cmd, pipe.layout, vk::ShaderStageFlags::COMPUTE, 0, bytes);
@@ -176,7 +203,13 @@ impl Recorder {
     /// Dispatches `groups` workgroups laid out over x and y (x at most 65535), for kernels that
     /// compute their linear group id with `linear_group_id()` from `include/common.glsl` and
     /// bounds-check their element index.
-    pub fn dispatch_linear<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P, groups: u32) {
+    pub fn dispatch_linear<P: NoUninit>(
+        &mut self,
+        pipe: &ComputePipeline,
+        bindings: &[BufferBinding],
+        push: &P,
+        groups: u32,
+    ) {
         self.dispatch(pipe, bindings, push, linear_grid(groups));
     }
 
@@ -186,7 +219,14 @@ impl Recorder {
     }
 
     /// Copies `len` elements from `src[src_start..]` to `dst[dst_start..]`.
-    pub fn copy_region<T: Pod>(&mut self, src: &Buffer<T>, src_start: usize, dst: &Buffer<T>, dst_start: usize, len: usize) {
+    pub fn copy_region<T: Pod>(
+        &mut self,
+        src: &Buffer<T>,
+        src_start: usize,
+        dst: &Buffer<T>,
+        dst_start: usize,
+        len: usize,
+    ) {
         assert!(src_start + len <= src.len() && dst_start + len <= dst.len(), "copy out of bounds");
         if len == 0 {
             return;
@@ -230,9 +270,17 @@ impl Recorder {
         let waits: Vec<vk::SemaphoreSubmitInfo> = self
             .waits
             .iter()
-            .map(|&(s, v)| vk::SemaphoreSubmitInfo::default().semaphore(s).value(v).stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS))
+            .map(|&(s, v)| {
+                vk::SemaphoreSubmitInfo::default()
+                    .semaphore(s)
+                    .value(v)
+                    .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+            })
             .collect();
-        let submit = vk::SubmitInfo2::default().command_buffer_infos(&cmd_infos).signal_semaphore_infos(&signal).wait_semaphore_infos(&waits);
+        let submit = vk::SubmitInfo2::default()
+            .command_buffer_infos(&cmd_infos)
+            .signal_semaphore_infos(&signal)
+            .wait_semaphore_infos(&waits);
         unsafe { device.queue_submit2(*raw_queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit2")?;
         drop(raw_queue);
         let pool = std::mem::replace(&mut self.pool, vk::CommandPool::null());
@@ -297,7 +345,10 @@ impl Submission {
 
     /// Whether the GPU has finished this work (does not block).
     pub fn is_complete(&self) -> bool {
-        self.done || unsafe { self.shared.device.get_semaphore_counter_value(self.timeline) }.map(|v| v >= self.value).unwrap_or(true)
+        self.done
+            || unsafe { self.shared.device.get_semaphore_counter_value(self.timeline) }
+                .map(|v| v >= self.value)
+                .unwrap_or(true)
     }
 
     /// Blocks until the GPU has finished this work.

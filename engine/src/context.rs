@@ -67,7 +67,8 @@ impl Instance {
     /// viewer passes its surface extensions; compute work passes none).
     pub fn new(extra_extensions: &[*const std::ffi::c_char]) -> Result<Arc<Instance>> {
         let entry = unsafe { ash::Entry::load() }.map_err(|e| EngineError::Loading(e.to_string()))?;
-        let layers_available = unsafe { entry.enumerate_instance_layer_properties() }.vk("vkEnumerateInstanceLayerProperties")?;
+        let layers_available =
+            unsafe { entry.enumerate_instance_layer_properties() }.vk("vkEnumerateInstanceLayerProperties")?;
         let has_layer = layers_available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
         let validation = validation_wanted() && has_layer;
         if validation_wanted() && !has_layer && std::env::var("TESSERA_VALIDATION").as_deref() == Ok("1") {
@@ -93,14 +94,17 @@ impl Instance {
         let debug = if validation {
             let loader = ash::ext::debug_utils::Instance::new(&entry, &raw);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
-                .message_severity(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
                 .message_type(
                     vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
                         | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
                         | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
                 )
                 .pfn_user_callback(Some(debug_callback));
-            let messenger = unsafe { loader.create_debug_utils_messenger(&info, None) }.vk("vkCreateDebugUtilsMessengerEXT")?;
+            let messenger =
+                unsafe { loader.create_debug_utils_messenger(&info, None) }.vk("vkCreateDebugUtilsMessengerEXT")?;
             Some((loader, messenger))
         } else {
             None
@@ -139,13 +143,14 @@ impl Instance {
                     .ok_or_else(|| EngineError::DeviceNotFound(s.into(), list(&names)))
             }
             None => {
-                let rank = |d: vk::PhysicalDevice| match unsafe { self.raw.get_physical_device_properties(d) }.device_type {
-                    vk::PhysicalDeviceType::DISCRETE_GPU => 0,
-                    vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
-                    vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
-                    vk::PhysicalDeviceType::CPU => 3,
-                    _ => 4,
-                };
+                let rank =
+                    |d: vk::PhysicalDevice| match unsafe { self.raw.get_physical_device_properties(d) }.device_type {
+                        vk::PhysicalDeviceType::DISCRETE_GPU => 0,
+                        vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
+                        vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+                        vk::PhysicalDeviceType::CPU => 3,
+                        _ => 4,
+                    };
                 Ok(*devices.iter().min_by_key(|&&d| rank(d)).unwrap())
             }
         }
@@ -258,7 +263,8 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, fami
         timestamps_valid: families.get(family as usize).map(|f| f.timestamp_valid_bits > 0).unwrap_or(false),
         shader_float64: features.shader_float64 == vk::TRUE,
         shader_int64: features.shader_int64 == vk::TRUE,
-        memory_heaps: mem.memory_heaps_as_slice()
+        memory_heaps: mem
+            .memory_heaps_as_slice()
             .iter()
             .map(|h| HeapInfo { bytes: h.size, device_local: h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL) })
             .collect(),
@@ -325,7 +331,12 @@ impl Context {
         let instance = Instance::new(&[])?;
         let n = instance.devices()?.len();
         (0..n)
-            .map(|i| Context::open_with(instance.clone(), ContextOptions { selector: Some(&i.to_string()), swapchain: false }))
+            .map(|i| {
+                Context::open_with(
+                    instance.clone(),
+                    ContextOptions { selector: Some(&i.to_string()), swapchain: false },
+                )
+            })
             .collect()
     }
 
@@ -340,10 +351,12 @@ impl Context {
             .iter()
             .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE | vk::QueueFlags::GRAPHICS))
             .or_else(|| families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE)))
-            .ok_or_else(|| EngineError::Unsupported("device has no compute queue".into()))? as u32;
+            .ok_or_else(|| EngineError::Unsupported("device has no compute queue".into()))?
+            as u32;
         let transfer_family = dedicated_transfer_family(&families);
 
-        let available = unsafe { raw.enumerate_device_extension_properties(physical) }.vk("vkEnumerateDeviceExtensionProperties")?;
+        let available = unsafe { raw.enumerate_device_extension_properties(physical) }
+            .vk("vkEnumerateDeviceExtensionProperties")?;
         let has_ext = |name: &CStr| available.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
         let mut extensions = vec![ash::khr::push_descriptor::NAME.as_ptr()];
         if !has_ext(ash::khr::push_descriptor::NAME) {
@@ -358,7 +371,8 @@ impl Context {
         let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut s13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut query = vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
+        let mut query =
+            vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
         unsafe { raw.get_physical_device_features2(physical, &mut query) };
         if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
             return Err(EngineError::Unsupported("timeline semaphores and synchronization2 are required".into()));
@@ -383,7 +397,8 @@ impl Context {
             .compute_full_subgroups(s13.compute_full_subgroups == vk::TRUE);
 
         let priorities = [1.0f32];
-        let mut queue_infos = vec![vk::DeviceQueueCreateInfo::default().queue_family_index(compute_family).queue_priorities(&priorities)];
+        let mut queue_infos =
+            vec![vk::DeviceQueueCreateInfo::default().queue_family_index(compute_family).queue_priorities(&priorities)];
         if let Some(t) = transfer_family {
             queue_infos.push(vk::DeviceQueueCreateInfo::default().queue_family_index(t).queue_priorities(&priorities));
         }
@@ -398,9 +413,11 @@ impl Context {
         let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
 
         let make_queue = |family: u32| -> Result<Queue> {
-            let mut ty = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
-            let timeline = unsafe { device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut ty), None) }
-                .vk("vkCreateSemaphore")?;
+            let mut ty =
+                vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+            let timeline =
+                unsafe { device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut ty), None) }
+                    .vk("vkCreateSemaphore")?;
             Ok(Queue {
                 family,
                 raw: Mutex::new(unsafe { device.get_device_queue(family, 0) }),
@@ -500,4 +517,3 @@ pub fn describe_all() -> Result<Vec<DeviceInfo>> {
         })
         .collect())
 }
-

@@ -155,14 +155,8 @@ impl Context {
             result => EngineError::Vulkan { call: "vkCreateBuffer", result },
         })?;
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
-        let allocation = self
-            .shared
-            .allocator
-            .lock()
-            .unwrap()
-            .as_mut()
-            .expect("allocator alive")
-            .allocate(&AllocationCreateDesc {
+        let allocation =
+            self.shared.allocator.lock().unwrap().as_mut().expect("allocator alive").allocate(&AllocationCreateDesc {
                 name: what,
                 requirements,
                 location: location.memory(),
@@ -174,7 +168,9 @@ impl Context {
             Err(e) => {
                 unsafe { device.destroy_buffer(raw, None) };
                 return Err(match e {
-                    gpu_allocator::AllocationError::OutOfMemory => EngineError::OutOfMemory { bytes, what: what.into() },
+                    gpu_allocator::AllocationError::OutOfMemory => {
+                        EngineError::OutOfMemory { bytes, what: what.into() }
+                    }
                     other => EngineError::Allocator(format!("{what} ({bytes} bytes): {other}")),
                 });
             }

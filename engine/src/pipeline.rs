@@ -86,7 +86,10 @@ impl Context {
             )
         }
         .vk("vkCreateDescriptorSetLayout")?;
-        let ranges = [vk::PushConstantRange::default().stage_flags(vk::ShaderStageFlags::COMPUTE).offset(0).size(desc.push_bytes)];
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .offset(0)
+            .size(desc.push_bytes)];
         let set_layouts = [set_layout];
         let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
         if desc.push_bytes > 0 {

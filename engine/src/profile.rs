@@ -56,11 +56,21 @@ impl Timestamps {
             return Ok(Vec::new());
         }
         let mut ticks = vec![0u64; n];
-        unsafe { self.shared.device.get_query_pool_results(self.pool, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT) }
-            .vk("vkGetQueryPoolResults")?;
+        unsafe {
+            self.shared.device.get_query_pool_results(
+                self.pool,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .vk("vkGetQueryPoolResults")?;
         let period = self.shared.info.timestamp_period_ns as f64;
         Ok((1..n)
-            .map(|i| PassTime { name: self.names[i].clone(), ms: ticks[i].wrapping_sub(ticks[i - 1]) as f64 * period * 1e-6 })
+            .map(|i| PassTime {
+                name: self.names[i].clone(),
+                ms: ticks[i].wrapping_sub(ticks[i - 1]) as f64 * period * 1e-6,
+            })
             .collect())
     }
 }

@@ -25,10 +25,7 @@ pub fn assert_no_validation_messages() {
 /// values near zero are compared against the scale `floor` instead of blowing up.
 pub fn max_rel_error(got: &[f32], want: &[f64], floor: f64) -> f64 {
     assert_eq!(got.len(), want.len(), "length mismatch");
-    got.iter()
-        .zip(want)
-        .map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(floor))
-        .fold(0.0, f64::max)
+    got.iter().zip(want).map(|(&g, &w)| (g as f64 - w).abs() / w.abs().max(floor)).fold(0.0, f64::max)
 }
 
 /// Sizes the primitives are tested at: 1, one below a workgroup, a non-multiple, and one

@@ -83,10 +83,7 @@ pub fn compile_dir(subdir: &str) {
             };
             for c in candidates {
                 if let Ok(content) = fs::read_to_string(&c) {
-                    return Ok(shaderc::ResolvedInclude {
-                        resolved_name: c.display().to_string(),
-                        content,
-                    });
+                    return Ok(shaderc::ResolvedInclude { resolved_name: c.display().to_string(), content });
                 }
             }
             Err(format!("#include \"{name}\" not found (searched {} and {})", inc.display(), own_dir.display()))
@@ -117,7 +114,13 @@ pub fn compile_dir(subdir: &str) {
 fn validate(spv: &Path, source: &str, errors: &mut String) {
     match Command::new("spirv-val").arg("--target-env").arg("vulkan1.3").arg(spv).output() {
         Ok(out) if !out.status.success() => {
-            writeln!(errors, "{source}: spirv-val: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)).unwrap();
+            writeln!(
+                errors,
+                "{source}: spirv-val: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .unwrap();
         }
         Ok(_) => {}
         Err(_) => println!("cargo:warning=spirv-val not found; SPIR-V of {source} not validated"),

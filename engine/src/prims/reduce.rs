@@ -42,7 +42,12 @@ impl Reducer {
     /// Records the partial sums of `input` into `partials` (length from [`Reducer::partial_len`]).
     pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) {
         let (groups, per_group) = Self::groups(input.len());
-        rec.dispatch_linear(&self.sum_u32, &[input.binding(), partials.binding()], &Push { n: input.len() as u32, per_group }, groups);
+        rec.dispatch_linear(
+            &self.sum_u32,
+            &[input.binding(), partials.binding()],
+            &Push { n: input.len() as u32, per_group },
+            groups,
+        );
     }
 
     /// Number of partial sums [`Reducer::record_sum_u32`] writes for `n` inputs.
