@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod ceilings;
 pub mod cli;
 pub mod commands;
 pub mod context;

@@ -1,0 +1,93 @@
+//! Measured physical ceilings of a device: copy bandwidth and FP32 FMA throughput. Every
+//! benchmark reports its floor as bytes / copy bandwidth or FLOPs / FMA rate measured here.
+
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::memory::Location;
+use crate::pipeline::PipelineDesc;
+use crate::profile::PassTime;
+use crate::shaders;
+
+/// The two ceilings.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ceilings {
+    /// Device-to-device copy by a compute shader, bytes read plus written per second, GB/s.
+    pub copy_gb_per_s: f64,
+    /// Bytes copied per measured pass.
+    pub copy_bytes: u64,
+    /// FP32 fused multiply-add throughput, TFLOP/s (2 FLOPs per FMA).
+    pub fma_tflop_per_s: f64,
+}
+
+fn best_ms(passes: &[PassTime], name: &str) -> f64 {
+    passes.iter().filter(|p| p.name == name).map(|p| p.ms).fold(f64::INFINITY, f64::min)
+}
+
+/// Measures both ceilings. `copy_bytes` is the size of the source buffer (the kernel moves
+/// twice that); use at least 256 MiB on a GPU so caches do not flatter the figure.
+pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ceilings> {
+    const WG: u32 = 256;
+    let words = (copy_bytes / 16) as usize;
+    let src = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe source")?;
+    let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
+    let copy = ctx.compute_pipeline(&PipelineDesc {
+        name: "ceiling_copy",
+        spirv: shaders::CEILING_COPY,
+        bindings: 2,
+        push_bytes: 4,
+        spec: &[WG],
+    })?;
+    let fma = ctx.compute_pipeline(&PipelineDesc {
+        name: "ceiling_fma",
+        spirv: shaders::CEILING_FMA,
+        bindings: 1,
+        push_bytes: 8,
+        spec: &[WG],
+    })?;
+    // Enough workgroups to fill any current GPU several times over.
+    let fma_groups = 4096u32;
+    let fma_out = ctx.buffer::<f32>((fma_groups * WG) as usize, Location::Device, "fma probe output")?;
+    let copy_groups = (words as u32).div_ceil(WG * 8).clamp(1, 65535);
+
+    let mut rec = ctx.recorder()?;
+    rec.fill(&src, 0x3f80_0000);
+    rec.barrier();
+    rec.enable_profiling(32)?;
+    for _ in 0..5 {
+        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [copy_groups, 1, 1]);
+        rec.barrier();
+        rec.mark("copy");
+    }
+    for _ in 0..5 {
+        rec.dispatch(&fma, &[fma_out.binding()], &[fma_iterations, 1.0f32.to_bits()], [fma_groups, 1, 1]);
+        rec.barrier();
+        rec.mark("fma");
+    }
+    let passes = rec.submit()?.wait_profiled()?;
+    let copy_ms = best_ms(&passes, "copy");
+    let fma_ms = best_ms(&passes, "fma");
+    // 16 FMAs per vec4-pair line x 4 lines x 2 FLOPs x 4 lanes... counted explicitly:
+    // each iteration does 8 vec4 fma = 32 scalar FMAs = 64 FLOPs.
+    let flops = fma_groups as f64 * WG as f64 * fma_iterations as f64 * 64.0;
+    Ok(Ceilings {
+        copy_gb_per_s: 2.0 * (words as f64 * 16.0) / (copy_ms * 1e-3) / 1e9,
+        copy_bytes: words as u64 * 16,
+        fma_tflop_per_s: flops / (fma_ms * 1e-3) / 1e12,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceilings_are_positive_and_finite() {
+        let ctx = crate::testing::context();
+        let c = measure(ctx, 1 << 20, 16).unwrap();
+        assert!(c.copy_gb_per_s > 0.0 && c.copy_gb_per_s.is_finite());
+        assert!(c.fma_tflop_per_s > 0.0 && c.fma_tflop_per_s.is_finite());
+        crate::testing::assert_no_validation_messages();
+    }
+}
