@@ -14,6 +14,8 @@ packages=(
   libopenmpi-dev openmpi-bin libclang-dev
   # build helpers
   pkg-config cmake
+  # a font for sweep plots
+  fonts-dejavu-core
 )
 
 missing=()

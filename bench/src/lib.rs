@@ -1,1 +1,40 @@
-//! Benchmark support shared by the criterion benches and the `sweep` binary.
+//! Benchmark support: the kernels `sweep` can vary, and CSV/PNG output of a sweep.
+//!
+//! A [`SweepKernel`] runs one GPU kernel at a given workgroup size and problem size and
+//! reports GPU milliseconds (timestamps) and the bytes it must move, so every point is also
+//! shown as a fraction of the measured copy bandwidth.
+
+pub mod kernels;
+pub mod plot;
+
+use engine::Context;
+
+/// One measured point of a sweep.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Point {
+    pub kernel: String,
+    pub workgroup: u32,
+    pub size: u64,
+    pub gpu_ms: f64,
+    /// Bytes read plus written per run, divided by the time.
+    pub gb_per_s: f64,
+}
+
+/// A kernel that `sweep` can run over a grid of workgroup and problem sizes.
+pub trait SweepKernel {
+    fn name(&self) -> &'static str;
+    /// Workgroup sizes the kernel accepts (specialization constant 0).
+    fn workgroups(&self) -> Vec<u32>;
+    /// Runs at `size` elements with workgroup size `workgroup`; returns (best GPU ms over a
+    /// few repeats, bytes moved per run).
+    fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> engine::Result<(f64, u64)>;
+}
+
+/// Writes points as CSV (header included).
+pub fn to_csv(points: &[Point]) -> String {
+    let mut s = String::from("kernel,workgroup,size,gpu_ms,gb_per_s\n");
+    for p in points {
+        s.push_str(&format!("{},{},{},{:.6},{:.3}\n", p.kernel, p.workgroup, p.size, p.gpu_ms, p.gb_per_s));
+    }
+    s
+}

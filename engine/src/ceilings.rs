@@ -25,6 +25,34 @@ fn best_ms(passes: &[PassTime], name: &str) -> f64 {
     passes.iter().filter(|p| p.name == name).map(|p| p.ms).fold(f64::INFINITY, f64::min)
 }
 
+/// GPU milliseconds of the best of `repeats` compute-shader copies of `bytes` bytes with
+/// workgroup size `workgroup` (for `sweep`).
+pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Result<f64> {
+    let words = (bytes / 16).max(1) as usize;
+    let src = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe source")?;
+    let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
+    let copy = copy_pipeline(ctx, workgroup)?;
+    let groups = (words as u32).div_ceil(workgroup * 8).clamp(1, 65535);
+    let mut rec = ctx.recorder()?;
+    rec.enable_profiling(repeats + 1)?;
+    for _ in 0..repeats {
+        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1]);
+        rec.barrier();
+        rec.mark("copy");
+    }
+    Ok(best_ms(&rec.submit()?.wait_profiled()?, "copy"))
+}
+
+fn copy_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
+    ctx.compute_pipeline(&PipelineDesc {
+        name: "ceiling_copy",
+        spirv: shaders::CEILING_COPY,
+        bindings: 2,
+        push_bytes: 4,
+        spec: &[workgroup],
+    })
+}
+
 /// Measures both ceilings. `copy_bytes` is the size of the source buffer (the kernel moves
 /// twice that); use at least 256 MiB on a GPU so caches do not flatter the figure.
 pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ceilings> {
@@ -32,13 +60,7 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
     let words = (copy_bytes / 16) as usize;
     let src = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe source")?;
     let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
-    let copy = ctx.compute_pipeline(&PipelineDesc {
-        name: "ceiling_copy",
-        spirv: shaders::CEILING_COPY,
-        bindings: 2,
-        push_bytes: 4,
-        spec: &[WG],
-    })?;
+    let copy = copy_pipeline(ctx, WG)?;
     let fma = ctx.compute_pipeline(&PipelineDesc {
         name: "ceiling_fma",
         spirv: shaders::CEILING_FMA,
@@ -68,8 +90,7 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
     let passes = rec.submit()?.wait_profiled()?;
     let copy_ms = best_ms(&passes, "copy");
     let fma_ms = best_ms(&passes, "fma");
-    // 16 FMAs per vec4-pair line x 4 lines x 2 FLOPs x 4 lanes... counted explicitly:
-    // each iteration does 8 vec4 fma = 32 scalar FMAs = 64 FLOPs.
+    // Each iteration does 8 vec4 FMAs = 32 scalar FMAs = 64 FLOPs.
     let flops = fma_groups as f64 * WG as f64 * fma_iterations as f64 * 64.0;
     Ok(Ceilings {
         copy_gb_per_s: 2.0 * (words as f64 * 16.0) / (copy_ms * 1e-3) / 1e9,
