@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (see tools/gpu-pack.sh): unpacks the Vulkan loader, then each named
+# benchmark set, writing <set>.jsonl and <set>.err, packed into $OUT/results.tar.gz (the
+# device tool brings back at most 8 files). Every set runs even if one fails.
+set -uo pipefail
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export TESSERA_VALIDATION=0
+OUT=${OUT:-/tmp/out}; RES=/tmp/tessera-results; mkdir -p "$OUT" "$RES"
+B=.gpu/bin
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(gpu-info prims mad smoe mosaic composite lightfield)
+run() { # name, command...
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$(date +%s.%N)
+  timeout 300 "$@" >"$RES/$name.jsonl" 2>"$RES/$name.err"; local rc=$?
+  echo "== $name: rc=$rc $(echo "$(date +%s.%N) - $t0" | bc) s"; tail -3 "$RES/$name.err"; tail -c 1500 "$RES/$name.jsonl"
+}
+for s in "${sets[@]}"; do
+  case $s in
+    gpu-info) run gpu-info $B/gpu-info --json ;;
+    prims) run prims $B/prims-bench ;;
+    sweep) run sweep $B/sweep --kernel copy --sizes 1M,16M,64M --out "$RES/sweep" --json ;;
+    mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
+    *) echo "unknown set $s" ;;
+  esac
+done
+tar czf "$OUT/results.tar.gz" -C "$RES" .

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, then runs every test of the workspace on the
+# default Vulkan device (lavapipe without a GPU) with validation layers on. A validation
+# message fails the test that caused it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+export TESSERA_VALIDATION=1
+# Open MPI as root inside containers, shared memory only, no ssh (see docs/PLATFORM notes).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
+mkdir -p target
+set +e
+cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
+status=${PIPESTATUS[0]}
+set -e
+echo "== test summary =="
+awk '/^test result:/ { split($0, a, /[ .;]+/); for (i in a) { if (a[i] == "passed") p += a[i-1]; if (a[i] == "failed") f += a[i-1]; if (a[i] == "ignored") g += a[i-1] } } END { printf "passed %d, failed %d, ignored %d\n", p, f, g }' target/test.log
+exit "$status"
