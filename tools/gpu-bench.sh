@@ -12,9 +12,9 @@ sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(gpu-info prims mad smoe mosaic compo
 run() { # name, command...
   local name=$1; shift
   echo "== $name: $*"
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   timeout 300 "$@" >"$RES/$name.jsonl" 2>"$RES/$name.err"; local rc=$?
-  echo "== $name: rc=$rc $(echo "$(date +%s.%N) - $t0" | bc) s"; tail -3 "$RES/$name.err"; tail -c 1500 "$RES/$name.jsonl"
+  echo "== $name: rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"; tail -3 "$RES/$name.err"; tail -c 1500 "$RES/$name.jsonl"
 }
 for s in "${sets[@]}"; do
   case $s in
