@@ -1,67 +1,334 @@
-//! Reductions: full sums (u32, f32), row sums and column sums of a row-major f32 matrix.
+//! Reductions: full sums (u32 wrapping, f32), and row sums and column sums of a row-major
+//! f32 matrix.
+//!
+//! f32 sums keep their error small without f64: every invocation accumulates its share with
+//! Kahan compensation (`shaders/include/kahan.glsl`) and invocations, subgroups and
+//! workgroups combine by trees. Row sums give each row a subgroup (short rows) or a whole
+//! workgroup (long rows); column sums read tiles of consecutive columns so every load is
+//! coalesced, split the rows into chunks when there are too few column tiles to fill the
+//! device, and add the chunks in a second pass. All passes of one call are recorded in the
+//! caller's [`Recorder`] with barriers between them; nothing returns to the host in between.
+//! As with every `record_*` in [`crate::prims`], the caller puts `rec.barrier()` between the
+//! work producing the inputs and the reduction, and between it and the consumers.
 
 use crate::commands::Recorder;
 use crate::context::Context;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 use crate::memory::{Buffer, Location};
 use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::prims::scan::{check_binding, check_len, check_workgroup};
 use crate::shaders;
+use rayon::prelude::*;
 
-const WORKGROUP: u32 = 256;
+/// Workgroup sizes (specialization constant 0) the reduction kernels accept.
+pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512, 1024];
+
+/// Workgroup size [`Reducer::new`] uses.
+pub const DEFAULT_WORKGROUP: u32 = 256;
+
+/// Elements per invocation a full-sum workgroup aims for (more makes fewer partials; the
+/// Kahan accumulation keeps long loops accurate).
+const PER_INVOCATION: usize = 16;
+
+/// At most this many partials, so the second pass is one workgroup's work.
+const MAX_PARTIALS: usize = 4096;
+
+/// Workgroups column sums aim for before they split rows into chunks (enough to fill a
+/// large GPU several times over).
+const TARGET_GROUPS: usize = 2048;
+
+/// Rows of one column-sum chunk, at least, per row of invocations.
+const MIN_ROWS_PER_INVOCATION: usize = 16;
+
+/// Rows at least this long get a whole workgroup each in row sums, shorter ones a subgroup.
+const WHOLE_GROUP_ROW: usize = 1024;
 
 /// Reduction pipelines for one context.
 pub struct Reducer {
     ctx: Context,
+    workgroup: u32,
     sum_u32: ComputePipeline,
+    sum_f32: ComputePipeline,
+    rows_f32: ComputePipeline,
+    cols_f32: ComputePipeline,
 }
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
+struct SumPush {
     n: u32,
     per_group: u32,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RowsPush {
+    m: u32,
+    n: u32,
+    whole_group: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ColsPush {
+    m: u32,
+    n: u32,
+    rows_per_chunk: u32,
+    tx: u32,
+    col_groups: u32,
+}
+
+/// How a column-sum call is split: `tx` columns per workgroup, `chunks` row chunks of
+/// `rows_per_chunk` rows.
+#[derive(Clone, Copy, Debug)]
+struct ColPlan {
+    tx: usize,
+    col_groups: usize,
+    chunks: usize,
+    rows_per_chunk: usize,
+}
+
 impl Reducer {
+    /// Creates the reduction pipelines with [`DEFAULT_WORKGROUP`].
     pub fn new(ctx: &Context) -> Result<Reducer> {
-        let sum_u32 = ctx.compute_pipeline(&PipelineDesc {
-            name: "reduce_sum_u32",
-            spirv: shaders::REDUCE_SUM_U32,
-            bindings: 2,
-            push_bytes: 8,
-            spec: &[WORKGROUP],
-        })?;
-        Ok(Reducer { ctx: ctx.clone(), sum_u32 })
+        Reducer::with_workgroup(ctx, DEFAULT_WORKGROUP)
     }
 
-    fn groups(n: usize) -> (u32, u32) {
-        let per_group = (WORKGROUP as usize * 16).max(n.div_ceil(4096)).next_multiple_of(WORKGROUP as usize);
+    /// Creates the reduction pipelines with the given workgroup size (one of
+    /// [`WORKGROUP_SIZES`]), for tuning sweeps.
+    pub fn with_workgroup(ctx: &Context, workgroup: u32) -> Result<Reducer> {
+        check_workgroup(ctx, "reduce", workgroup, WORKGROUP_SIZES)?;
+        let make = |name: &str, spirv: &[u8], push_bytes: usize| {
+            ctx.compute_pipeline(&PipelineDesc {
+                name,
+                spirv,
+                bindings: 2,
+                push_bytes: push_bytes as u32,
+                spec: &[workgroup],
+            })
+        };
+        Ok(Reducer {
+            ctx: ctx.clone(),
+            workgroup,
+            sum_u32: make("reduce_sum_u32", shaders::REDUCE_SUM_U32, std::mem::size_of::<SumPush>())?,
+            sum_f32: make("reduce_sum_f32", shaders::REDUCE_SUM_F32, std::mem::size_of::<SumPush>())?,
+            rows_f32: make("reduce_rows_f32", shaders::REDUCE_ROWS_F32, std::mem::size_of::<RowsPush>())?,
+            cols_f32: make("reduce_cols_f32", shaders::REDUCE_COLS_F32, std::mem::size_of::<ColsPush>())?,
+        })
+    }
+
+    /// The workgroup size this reducer was built with.
+    pub fn workgroup(&self) -> u32 {
+        self.workgroup
+    }
+
+    /// Workgroups and elements per workgroup of a full-sum pass over `n` elements.
+    fn groups(&self, n: usize) -> (u32, u32) {
+        let wg = self.workgroup as usize;
+        let per_group = (wg * PER_INVOCATION).max(n.div_ceil(MAX_PARTIALS)).next_multiple_of(wg);
         (n.div_ceil(per_group).max(1) as u32, per_group as u32)
     }
 
     /// Records the partial sums of `input` into `partials` (length from [`Reducer::partial_len`]).
     pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) {
-        let (groups, per_group) = Self::groups(input.len());
+        let (groups, per_group) = self.groups(input.len());
         rec.dispatch_linear(
             &self.sum_u32,
             &[input.binding(), partials.binding()],
-            &Push { n: input.len() as u32, per_group },
+            &SumPush { n: input.len() as u32, per_group },
             groups,
         );
     }
 
     /// Number of partial sums [`Reducer::record_sum_u32`] writes for `n` inputs.
-    pub fn partial_len(n: usize) -> usize {
-        Self::groups(n).0 as usize
+    pub fn partial_len(&self, n: usize) -> usize {
+        self.groups(n).0 as usize
     }
 
     /// The wrapping sum of all elements.
     pub fn sum_u32(&self, input: &Buffer<u32>) -> Result<u32> {
-        let partials = self.ctx.buffer::<u32>(Self::partial_len(input.len()), Location::Device, "reduce partials")?;
+        let partials = self.ctx.buffer::<u32>(self.partial_len(input.len()), Location::Device, "reduce partials")?;
         let mut rec = self.ctx.recorder()?;
         self.record_sum_u32(&mut rec, input, &partials);
         rec.submit()?.wait()?;
         Ok(self.ctx.download(&partials)?.into_iter().fold(0u32, u32::wrapping_add))
+    }
+
+    /// Length in f32 of the scratch buffer [`Reducer::record_sum_f32`] needs for `n` inputs.
+    pub fn sum_f32_scratch_len(&self, n: usize) -> usize {
+        self.partial_len(n)
+    }
+
+    /// Records `out[0] = sum of input` (f32; two passes: partials into `scratch`, then one
+    /// workgroup adds them).
+    pub fn record_sum_f32(
+        &self,
+        rec: &mut Recorder,
+        input: &Buffer<f32>,
+        scratch: &Buffer<f32>,
+        out: &Buffer<f32>,
+    ) -> Result<()> {
+        let n = input.len();
+        check_binding(&self.ctx, "sum input", n, input.bytes())?;
+        let (groups, per_group) = self.groups(n);
+        check_len("sum scratch", scratch.len(), groups as usize)?;
+        check_len("sum output", out.len(), 1)?;
+        rec.dispatch_linear(
+            &self.sum_f32,
+            &[input.binding(), scratch.slice(0, groups as usize)],
+            &SumPush { n: n as u32, per_group },
+            groups,
+        );
+        rec.barrier();
+        rec.dispatch_linear(
+            &self.sum_f32,
+            &[scratch.slice(0, groups as usize), out.slice(0, 1)],
+            &SumPush { n: groups, per_group: groups },
+            1,
+        );
+        Ok(())
+    }
+
+    /// The sum of all elements (records, submits, waits).
+    pub fn sum_f32(&self, input: &Buffer<f32>) -> Result<f32> {
+        let scratch = self.ctx.buffer(self.sum_f32_scratch_len(input.len()), Location::Device, "sum scratch")?;
+        let out = self.ctx.buffer(1, Location::Device, "sum")?;
+        let mut rec = self.ctx.recorder()?;
+        self.record_sum_f32(&mut rec, input, &scratch, &out)?;
+        rec.submit()?.wait()?;
+        Ok(self.ctx.download(&out)?[0])
+    }
+
+    fn check_matrix(&self, what: &str, matrix: &Buffer<f32>, m: usize, n: usize) -> Result<()> {
+        let len = m
+            .checked_mul(n)
+            .ok_or_else(|| EngineError::InvalidInput(format!("{what}: {m} x {n} matrix is too large")))?;
+        check_len(what, matrix.len(), len)?;
+        check_binding(&self.ctx, what, len, 4 * len as u64)
+    }
+
+    /// Records `out[i] = sum_j matrix[i * n + j]` for the row-major `m x n` matrix.
+    pub fn record_row_sums(
+        &self,
+        rec: &mut Recorder,
+        matrix: &Buffer<f32>,
+        m: usize,
+        n: usize,
+        out: &Buffer<f32>,
+    ) -> Result<()> {
+        self.check_matrix("row sums matrix", matrix, m, n)?;
+        check_len("row sums output", out.len(), m)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let whole_group = n >= WHOLE_GROUP_ROW;
+        let rows_per_group =
+            if whole_group { 1 } else { (self.workgroup / self.ctx.info().subgroup_size).max(1) as usize };
+        rec.dispatch_linear(
+            &self.rows_f32,
+            &[matrix.slice(0, m * n), out.slice(0, m)],
+            &RowsPush { m: m as u32, n: n as u32, whole_group: whole_group as u32 },
+            m.div_ceil(rows_per_group) as u32,
+        );
+        Ok(())
+    }
+
+    /// Row sums of the row-major `m x n` matrix in a new device buffer of `m` floats.
+    pub fn row_sums(&self, matrix: &Buffer<f32>, m: usize, n: usize) -> Result<Buffer<f32>> {
+        let out = self.ctx.buffer(m, Location::Device, "row sums")?;
+        let mut rec = self.ctx.recorder()?;
+        self.record_row_sums(&mut rec, matrix, m, n, &out)?;
+        rec.submit()?.wait()?;
+        Ok(out)
+    }
+
+    fn col_plan(&self, m: usize, n: usize) -> ColPlan {
+        let wg = self.workgroup as usize;
+        // Full subgroups of consecutive columns where the matrix is wide enough.
+        let tx = n.next_power_of_two().clamp(1, wg);
+        let ty = wg / tx;
+        let col_groups = n.div_ceil(tx).max(1);
+        let most_chunks = m.div_ceil(ty * MIN_ROWS_PER_INVOCATION).max(1);
+        let chunks = TARGET_GROUPS.div_ceil(col_groups).clamp(1, most_chunks);
+        let rows_per_chunk = m.div_ceil(chunks).max(1);
+        ColPlan { tx, col_groups, chunks: m.div_ceil(rows_per_chunk).max(1), rows_per_chunk }
+    }
+
+    /// Length in f32 of the scratch buffer [`Reducer::record_col_sums`] needs (at least 1).
+    pub fn col_sums_scratch_len(&self, m: usize, n: usize) -> usize {
+        let plan = self.col_plan(m, n);
+        if plan.chunks > 1 {
+            plan.chunks * n
+        } else {
+            1
+        }
+    }
+
+    fn dispatch_cols(
+        &self,
+        rec: &mut Recorder,
+        plan: ColPlan,
+        m: usize,
+        n: usize,
+        input: &Buffer<f32>,
+        out: &Buffer<f32>,
+    ) {
+        rec.dispatch_linear(
+            &self.cols_f32,
+            &[input.slice(0, m * n), out.slice(0, plan.chunks * n)],
+            &ColsPush {
+                m: m as u32,
+                n: n as u32,
+                rows_per_chunk: plan.rows_per_chunk as u32,
+                tx: plan.tx as u32,
+                col_groups: plan.col_groups as u32,
+            },
+            (plan.col_groups * plan.chunks) as u32,
+        );
+    }
+
+    /// Records `out[j] = sum_i matrix[i * n + j]` for the row-major `m x n` matrix; `scratch`
+    /// holds [`Reducer::col_sums_scratch_len`] floats of partial sums.
+    pub fn record_col_sums(
+        &self,
+        rec: &mut Recorder,
+        matrix: &Buffer<f32>,
+        m: usize,
+        n: usize,
+        scratch: &Buffer<f32>,
+        out: &Buffer<f32>,
+    ) -> Result<()> {
+        self.check_matrix("column sums matrix", matrix, m, n)?;
+        check_len("column sums output", out.len(), n)?;
+        check_len("column sums scratch", scratch.len(), self.col_sums_scratch_len(m, n))?;
+        if n == 0 {
+            return Ok(());
+        }
+        if m == 0 {
+            rec.fill(out, 0);
+            return Ok(());
+        }
+        let plan = self.col_plan(m, n);
+        if plan.chunks == 1 {
+            self.dispatch_cols(rec, plan, m, n, matrix, out);
+            return Ok(());
+        }
+        self.dispatch_cols(rec, plan, m, n, matrix, scratch);
+        rec.barrier();
+        // The chunks x n partials are themselves a matrix; one chunk covers all its rows.
+        let second = ColPlan { chunks: 1, rows_per_chunk: plan.chunks, ..self.col_plan(plan.chunks, n) };
+        self.dispatch_cols(rec, second, plan.chunks, n, scratch, out);
+        Ok(())
+    }
+
+    /// Column sums of the row-major `m x n` matrix in a new device buffer of `n` floats.
+    pub fn col_sums(&self, matrix: &Buffer<f32>, m: usize, n: usize) -> Result<Buffer<f32>> {
+        let out = self.ctx.buffer(n, Location::Device, "column sums")?;
+        let scratch = self.ctx.buffer(self.col_sums_scratch_len(m, n), Location::Device, "column sums scratch")?;
+        let mut rec = self.ctx.recorder()?;
+        self.record_col_sums(&mut rec, matrix, m, n, &scratch, &out)?;
+        rec.submit()?.wait()?;
+        Ok(out)
     }
 }
 
@@ -70,11 +337,79 @@ pub fn sum_u32_cpu(data: &[u32]) -> u32 {
     data.iter().fold(0u32, |a, &b| a.wrapping_add(b))
 }
 
+/// CPU reference: the sum in f64 (multithreaded).
+pub fn sum_f32_cpu(data: &[f32]) -> f64 {
+    data.par_chunks(1 << 16).map(|c| c.iter().map(|&x| x as f64).sum::<f64>()).sum()
+}
+
+/// CPU reference: row sums of a row-major `m x n` matrix, in f64 (multithreaded).
+pub fn row_sums_cpu(matrix: &[f32], m: usize, n: usize) -> Vec<f64> {
+    if n == 0 {
+        return vec![0.0; m];
+    }
+    matrix[..m * n].par_chunks(n).map(|row| row.iter().map(|&x| x as f64).sum()).collect()
+}
+
+/// CPU reference: column sums of a row-major `m x n` matrix, in f64 (multithreaded over
+/// blocks of rows).
+pub fn col_sums_cpu(matrix: &[f32], m: usize, n: usize) -> Vec<f64> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let rows_per_block = 64;
+    matrix[..m * n]
+        .par_chunks(n * rows_per_block)
+        .map(|block| {
+            let mut acc = vec![0.0f64; n];
+            for row in block.chunks(n) {
+                for (a, &x) in acc.iter_mut().zip(row) {
+                    *a += x as f64;
+                }
+            }
+            acc
+        })
+        .reduce(
+            || vec![0.0f64; n],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().zip(&b) {
+                    *x += y;
+                }
+                a
+            },
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing;
     use rand::{Rng, SeedableRng};
+
+    /// Relative error bound of f32 sums against f64: Kahan per invocation plus trees of
+    /// depth about log2(n) leave a few ulps (2^-24 = 6e-8 each) of the sum of magnitudes.
+    const SUM_BOUND: f64 = 2e-6;
+
+    /// The matrix shapes tested: every pair of awkward sizes whose product stays at most
+    /// 2^20 + 7 elements, plus a long-row case that takes the whole-workgroup path.
+    fn shapes() -> Vec<(usize, usize)> {
+        let mut shapes: Vec<(usize, usize)> = testing::AWKWARD_SIZES
+            .iter()
+            .flat_map(|&m| testing::AWKWARD_SIZES.iter().map(move |&n| (m, n)))
+            .filter(|&(m, n)| m * n <= (1 << 20) + 7)
+            .collect();
+        shapes.push((33, 4099));
+        shapes
+    }
+
+    /// Signed random data; errors are measured relative to the sum of magnitudes, the scale
+    /// rounding errors are proportional to.
+    fn random(rng: &mut impl Rng, len: usize) -> Vec<f32> {
+        (0..len).map(|_| rng.gen_range(-1.0f32..1.0) + if rng.gen_bool(0.5) { 0.25 } else { -0.125 }).collect()
+    }
+
+    fn scaled_error(got: &[f32], want: &[f64], scale: &[f64]) -> f64 {
+        got.iter().zip(want).zip(scale).map(|((&g, &w), &s)| (g as f64 - w).abs() / s.max(1e-30)).fold(0.0, f64::max)
+    }
 
     #[test]
     fn sum_u32_matches_cpu_at_awkward_sizes() {
@@ -87,5 +422,60 @@ mod tests {
             assert_eq!(reducer.sum_u32(&buf).unwrap(), sum_u32_cpu(&data), "n = {n}");
         }
         testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn sum_f32_matches_f64_at_awkward_sizes() {
+        let ctx = testing::context();
+        let reducer = Reducer::new(ctx).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for n in testing::AWKWARD_SIZES {
+            let data = random(&mut rng, n);
+            let buf = ctx.upload(&data, "sum input").unwrap();
+            let got = reducer.sum_f32(&buf).unwrap();
+            let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
+            let err = scaled_error(&[got], &[sum_f32_cpu(&data)], &[sum_f32_cpu(&abs)]);
+            assert!(err < SUM_BOUND, "n = {n}: error {err:e} relative to sum |x|");
+            // All-positive data: the plain relative error is bounded the same way.
+            let got = reducer.sum_f32(&ctx.upload(&abs, "sum input").unwrap()).unwrap();
+            let err = testing::max_rel_error(&[got], &[sum_f32_cpu(&abs)], 1e-30);
+            assert!(err < SUM_BOUND, "n = {n}: relative error {err:e}");
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn row_and_column_sums_match_f64() {
+        let ctx = testing::context();
+        let reducer = Reducer::new(ctx).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        for (m, n) in shapes() {
+            let data = random(&mut rng, m * n);
+            let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
+            let buf = ctx.upload(&data, "matrix").unwrap();
+            let rows = ctx.download(&reducer.row_sums(&buf, m, n).unwrap()).unwrap();
+            let err = scaled_error(&rows, &row_sums_cpu(&data, m, n), &row_sums_cpu(&abs, m, n));
+            assert!(err < SUM_BOUND, "row sums {m} x {n}: error {err:e}");
+            let cols = ctx.download(&reducer.col_sums(&buf, m, n).unwrap()).unwrap();
+            let err = scaled_error(&cols, &col_sums_cpu(&data, m, n), &col_sums_cpu(&abs, m, n));
+            assert!(err < SUM_BOUND, "column sums {m} x {n}: error {err:e}");
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn column_sums_split_into_chunks_for_tall_matrices() {
+        let reducer = Reducer::new(testing::context()).unwrap();
+        assert!(reducer.col_plan(1 << 20, 7).chunks > 1);
+        assert_eq!(reducer.col_plan(3, 1000).chunks, 1);
+    }
+
+    #[test]
+    fn reductions_reject_short_buffers() {
+        let ctx = testing::context();
+        let reducer = Reducer::new(ctx).unwrap();
+        let buf = ctx.upload(&[1.0f32; 10], "matrix").unwrap();
+        assert!(reducer.row_sums(&buf, 3, 4).is_err());
+        assert!(reducer.col_sums(&buf, 4, 3).is_err());
     }
 }
