@@ -1,0 +1,221 @@
+//! The CPU reference of the whole metric in f64 (rustfft, rayon): the correctness oracle
+//! for the GPU path and the benchmark baseline. Each step re-expresses one piece of the
+//! release (`MAD_index.m`, `ical_std.c`, `ical_stat.c`); the constants and their sources
+//! are in [`crate::constants`], the filters in [`crate::filters`], the block layout in
+//! [`crate::grid`].
+
+use rayon::prelude::*;
+use rustfft::num_complex::Complex64;
+
+use crate::constants::*;
+use crate::fft_cpu::fft2;
+use crate::filters::{csf, log_gabor};
+use crate::grid::Grid;
+use crate::input::{check_pair, GrayImage};
+use crate::{Maps, MadError, Scores};
+
+/// Scores one pair and returns the detection and appearance maps.
+pub fn score(reference: &GrayImage, distorted: &GrayImage) -> Result<(Scores, Maps), MadError> {
+    check_pair(reference, distorted)?;
+    let grid = Grid::new(reference.width, reference.height);
+    let (detection, detection_map) = detection(reference, distorted, &grid);
+    let (appearance, appearance_map) = appearance(reference, distorted, &grid);
+    let scores = Scores::combine(detection, appearance);
+    let maps = Maps::new(grid.width, grid.height, detection_map, appearance_map, scores.alpha);
+    Ok((scores, maps))
+}
+
+/// Sum of `values` over the `size x size` window at `(x0, y0)` and its central moments
+/// 2, 3 and 4 (two passes, as the C helpers do).
+fn window_moments(values: &[f64], width: usize, x0: usize, y0: usize, size: usize) -> [f64; 4] {
+    let rows = || (y0..y0 + size).flat_map(|y| values[y * width + x0..y * width + x0 + size].iter().copied());
+    let mean = rows().sum::<f64>() / (size * size) as f64;
+    let mut m = [mean, 0.0, 0.0, 0.0];
+    for v in rows() {
+        let d = v - mean;
+        m[1] += d * d;
+        m[2] += d * d * d;
+        m[3] += d * d * d * d;
+    }
+    m
+}
+
+/// `real(ifft2(ifftshift(fftshift(fft2(x)) .* csf)))`.
+fn csf_filtered(values: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut spectrum: Vec<Complex64> = values.iter().map(|&v| Complex64::new(v, 0.0)).collect();
+    fft2(&mut spectrum, rows, cols, false);
+    spectrum.par_chunks_mut(cols).enumerate().for_each(|(kr, row)| {
+        for (kc, v) in row.iter_mut().enumerate() {
+            *v *= csf(kr, kc, rows, cols);
+        }
+    });
+    fft2(&mut spectrum, rows, cols, true);
+    spectrum.into_iter().map(|c| c.re).collect()
+}
+
+/// The per-block statistics of `ical_std(dst - ref, ref)`: the standard deviation of the
+/// error over the 16x16 block (divisor 255), the reference mean over the block, and the
+/// reference's minimum 8x8 standard deviation (divisor 63) over the stored values at
+/// offsets 0 and 5.
+fn detection_blocks(reference: &[f64], error: &[f64], grid: &Grid) -> Vec<(f64, f64, f64)> {
+    let w = grid.width;
+    let per_block: Vec<(f64, f64, f64)> = (0..grid.blocks())
+        .into_par_iter()
+        .map(|b| {
+            let (x0, y0) = (STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x));
+            let e = window_moments(error, w, x0, y0, BLOCK);
+            let r = window_moments(reference, w, x0, y0, BLOCK);
+            let s = window_moments(reference, w, x0, y0, SUB_BLOCK);
+            let n = (BLOCK * BLOCK) as f64;
+            let n8 = (SUB_BLOCK * SUB_BLOCK) as f64;
+            ((e[1] / (n - 1.0)).sqrt(), r[0], (s[1] / (n8 - 1.0)).sqrt())
+        })
+        .collect();
+    (0..grid.blocks())
+        .map(|b| {
+            let (bx, by) = (b % grid.blocks_x, b / grid.blocks_x);
+            let small = |bx: usize, by: usize| per_block[by * grid.blocks_x + bx].2;
+            let mut m = small(bx, by);
+            let (right, lower) = (grid.right_neighbour(bx), grid.lower_neighbour(by));
+            if right {
+                m = m.min(small(bx + 1, by));
+            }
+            if lower {
+                m = m.min(small(bx, by + 1));
+            }
+            if right && lower {
+                m = m.min(small(bx + 1, by + 1));
+            }
+            (per_block[b].0, per_block[b].1, m)
+        })
+        .collect()
+}
+
+/// The visibility mask of one block from `hi_index`. Where the reference mean is under
+/// `G` (including negative means, whose log contrast is complex in MATLAB) `Ci_dst` is
+/// `-inf`, and MATLAB's comparisons on real parts then select neither branch: mask 0.
+pub fn visibility(std_error: f64, mean: f64, std_min: f64) -> f64 {
+    if mean < LUMINANCE_THRESHOLD {
+        return 0.0;
+    }
+    let ci_ref = (std_min / mean).ln();
+    let ci_dst = (std_error / mean).ln();
+    let slope_threshold = C_SLOPE * (ci_ref - CI_THRESHOLD) + CD_THRESHOLD;
+    if ci_ref > CI_THRESHOLD && ci_dst > slope_threshold {
+        (ci_dst - slope_threshold) / MS_SCALE
+    } else if ci_ref <= CI_THRESHOLD && ci_dst > CD_THRESHOLD {
+        (ci_dst - CD_THRESHOLD) / MS_SCALE
+    } else {
+        0.0
+    }
+}
+
+/// MATLAB's 'symmetric' padding: mirror with the edge sample repeated.
+fn mirror(i: isize, n: usize) -> usize {
+    let n = n as isize;
+    let i = if i < 0 { -i - 1 } else { i };
+    (if i >= n { 2 * n - 1 - i } else { i }) as usize
+}
+
+/// `imfilter((ref - dst).^2, ones(16)/256, 'symmetric', 'same', 'conv')`: the 16x16 mean
+/// over offsets -7..=8 (the centre of an even kernel is at floor((16+1)/2)).
+fn local_mse(reference: &GrayImage, distorted: &GrayImage) -> Vec<f64> {
+    let (w, h) = (reference.width, reference.height);
+    let sq: Vec<f64> = reference.values.iter().zip(&distorted.values).map(|(a, b)| (a - b) * (a - b)).collect();
+    let lo = -(BLOCK as isize / 2 - 1);
+    let hi = BLOCK as isize / 2;
+    let mut horizontal = vec![0.0; w * h];
+    horizontal.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        for (x, v) in row.iter_mut().enumerate() {
+            *v = (lo..=hi).map(|d| sq[y * w + mirror(x as isize + d, w)]).sum();
+        }
+    });
+    let mut out = vec![0.0; w * h];
+    out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
+        for (x, v) in row.iter_mut().enumerate() {
+            *v = (lo..=hi).map(|d| horizontal[mirror(y as isize + d, h) * w + x]).sum::<f64>()
+                / (BLOCK * BLOCK) as f64;
+        }
+    });
+    out
+}
+
+/// `sqrt(mean(map(crop).^2))`.
+fn cropped_rms(map: &[f64], grid: &Grid) -> f64 {
+    let sum: f64 = Grid::crop_range(grid.height)
+        .map(|y| Grid::crop_range(grid.width).map(|x| map[y * grid.width + x].powi(2)).sum::<f64>())
+        .sum();
+    (sum / grid.crop_pixels() as f64).sqrt()
+}
+
+/// `hi_index`: d_detect and the detection map (`msk .* lmse`).
+fn detection(reference: &GrayImage, distorted: &GrayImage, grid: &Grid) -> (f64, Vec<f64>) {
+    let (w, h) = (grid.width, grid.height);
+    let light = |img: &GrayImage| img.values.iter().map(|&v| img.lightness(v)).collect::<Vec<f64>>();
+    let ref_csf = csf_filtered(&light(reference), h, w);
+    let dst_csf = csf_filtered(&light(distorted), h, w);
+    let error: Vec<f64> = dst_csf.iter().zip(&ref_csf).map(|(d, r)| d - r).collect();
+    let mask: Vec<f64> =
+        detection_blocks(&ref_csf, &error, grid).into_iter().map(|(e, m, s)| visibility(e, m, s)).collect();
+    let lmse = local_mse(reference, distorted);
+    let map: Vec<f64> = (0..w * h)
+        .map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| mask[b] * lmse[i]))
+        .collect();
+    (cropped_rms(&map, grid) * DETECTION_SCALE, map)
+}
+
+/// `ical_stat`: standard deviation (divisor 255), skewness and kurtosis (divisor 256, zero
+/// where the block is flat) of one block.
+fn appearance_block_stats(magnitude: &[f64], width: usize, x0: usize, y0: usize) -> [f64; 3] {
+    let m = window_moments(magnitude, width, x0, y0, BLOCK);
+    let n = (BLOCK * BLOCK) as f64;
+    let std = (m[1] / (n - 1.0)).sqrt();
+    let biased = (m[1] / n).sqrt();
+    if biased == 0.0 {
+        return [std, 0.0, 0.0];
+    }
+    [std, (m[2] / n) / biased.powi(3), (m[3] / n) / biased.powi(4)]
+}
+
+/// `lo_index`: d_appear and the appearance map (per cell, expanded to pixels).
+fn appearance(reference: &GrayImage, distorted: &GrayImage, grid: &Grid) -> (f64, Vec<f64>) {
+    let (w, h) = (grid.width, grid.height);
+    let spectrum = |img: &GrayImage| {
+        let mut s: Vec<Complex64> = img.values.iter().map(|&v| Complex64::new(v, 0.0)).collect();
+        fft2(&mut s, h, w, false);
+        s
+    };
+    let spectra = [spectrum(reference), spectrum(distorted)];
+    let mut cells = vec![0.0; grid.blocks()];
+    for scale in 0..GABOR_SCALES {
+        for orientation in 0..GABOR_ORIENTATIONS {
+            let stats: Vec<Vec<[f64; 3]>> = spectra
+                .iter()
+                .map(|s| {
+                    let mut band = s.clone();
+                    band.par_chunks_mut(w).enumerate().for_each(|(kr, row)| {
+                        for (kc, v) in row.iter_mut().enumerate() {
+                            *v *= log_gabor(kr, kc, h, w, scale, orientation);
+                        }
+                    });
+                    fft2(&mut band, h, w, true);
+                    let magnitude: Vec<f64> = band.iter().map(|c| c.norm()).collect();
+                    (0..grid.blocks())
+                        .into_par_iter()
+                        .map(|b| {
+                            let (x0, y0) = (STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x));
+                            appearance_block_stats(&magnitude, w, x0, y0)
+                        })
+                        .collect()
+                })
+                .collect();
+            let weight = scale_weight(scale);
+            for (b, cell) in cells.iter_mut().enumerate() {
+                let (r, d) = (stats[0][b], stats[1][b]);
+                *cell += weight * ((r[0] - d[0]).abs() + SKEW_WEIGHT * (r[1] - d[1]).abs() + (r[2] - d[2]).abs());
+            }
+        }
+    }
+    let map: Vec<f64> = (0..w * h).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| cells[b])).collect();
+    (cropped_rms(&map, grid), map)
+}

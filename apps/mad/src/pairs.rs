@@ -1,0 +1,74 @@
+//! The batch input: a CSV of `ref,dist` lines, paths relative to the CSV's folder. A first
+//! line that names no existing files and reads `ref,dist` (any case, any spacing) is a
+//! header; blank lines and lines starting with `#` are skipped.
+
+use std::path::{Path, PathBuf};
+
+use crate::MadError;
+
+/// One line of the CSV.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pair {
+    /// The paths as written in the CSV (reported back in the output).
+    pub ref_name: String,
+    pub dist_name: String,
+    /// The paths resolved against the CSV's folder.
+    pub reference: PathBuf,
+    pub distorted: PathBuf,
+}
+
+/// Parses the CSV text of `path`.
+pub fn parse(text: &str, path: &Path) -> Result<Vec<Pair>, MadError> {
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut pairs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != 2 || fields.iter().any(|f| f.is_empty()) {
+            return Err(MadError::Pairs {
+                path: path.display().to_string(),
+                message: format!("line {}: expected `ref,dist`, got {line:?}", n + 1),
+            });
+        }
+        let is_header = pairs.is_empty()
+            && fields[0].eq_ignore_ascii_case("ref")
+            && fields[1].eq_ignore_ascii_case("dist")
+            && !base.join(fields[0]).exists();
+        if is_header {
+            continue;
+        }
+        pairs.push(Pair {
+            ref_name: fields[0].to_string(),
+            dist_name: fields[1].to_string(),
+            reference: base.join(fields[0]),
+            distorted: base.join(fields[1]),
+        });
+    }
+    Ok(pairs)
+}
+
+/// Reads and parses a pairs CSV.
+pub fn read(path: &Path) -> Result<Vec<Pair>, MadError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| MadError::Pairs { path: path.display().to_string(), message: e.to_string() })?;
+    parse(&text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_comments_and_relative_paths() {
+        let pairs = parse("ref,dist\n# c\n\na.png, b.png\nsub/c.png,d.png\n", Path::new("/data/pairs.csv")).unwrap();
+        assert_eq!(pairs.len(), 2);
+        assert_eq!(pairs[0].reference, Path::new("/data/a.png"));
+        assert_eq!(pairs[1].distorted, Path::new("/data/d.png"));
+        assert_eq!(pairs[1].ref_name, "sub/c.png");
+        assert!(parse("a.png\n", Path::new("p.csv")).is_err());
+        assert!(parse("a.png,b.png,c.png\n", Path::new("p.csv")).is_err());
+    }
+}
