@@ -167,9 +167,23 @@ impl Scanner {
         scratch: &Buffer<u32>,
         inclusive: bool,
     ) -> Result<()> {
-        let n = input.len();
+        self.record_prefix(rec, input, input.len(), output, scratch, inclusive)
+    }
+
+    /// Records the scan of the first `n` elements of `input` (for callers whose buffers are
+    /// sized for a larger problem).
+    pub(crate) fn record_prefix(
+        &self,
+        rec: &mut Recorder,
+        input: &Buffer<u32>,
+        n: usize,
+        output: &Buffer<u32>,
+        scratch: &Buffer<u32>,
+        inclusive: bool,
+    ) -> Result<()> {
         let (num_tiles, scratch_len) = tiles(n, self.workgroup);
-        check_binding(&self.ctx, "scan input", n, input.bytes())?;
+        check_len("scan input", input.len(), n)?;
+        check_binding(&self.ctx, "scan input", n, 4 * n as u64)?;
         check_len("scan output", output.len(), n)?;
         check_len("scan scratch", scratch.len(), scratch_len)?;
         // The ticket and the tile descriptors start from zero.
@@ -177,7 +191,7 @@ impl Scanner {
         rec.barrier();
         rec.dispatch_linear(
             &self.pipe,
-            &[input.binding(), output.slice(0, n), scratch.binding()],
+            &[input.slice(0, n), output.slice(0, n), scratch.binding()],
             &Push { n: n as u32, num_tiles: num_tiles as u32, flag: inclusive as u32 },
             num_tiles as u32,
         );
