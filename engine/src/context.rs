@@ -392,6 +392,7 @@ impl Context {
             .host_query_reset(s12.host_query_reset == vk::TRUE);
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
             .synchronization2(true)
+            .dynamic_rendering(s13.dynamic_rendering == vk::TRUE)
             .maintenance4(s13.maintenance4 == vk::TRUE)
             .subgroup_size_control(s13.subgroup_size_control == vk::TRUE)
             .compute_full_subgroups(s13.compute_full_subgroups == vk::TRUE);

@@ -1,0 +1,324 @@
+//! The Active Pixel (`.ap`) format: the file layout, a validating reader, a walker over the
+//! runs of an encoded payload, and [`ApWriter`], which builds canonical payloads.
+//!
+//! A payload is a sequence of runs, each a header of two little-endian u32 (inactive count,
+//! active count) followed by the active pixels, two u32 each (RGBA8 colour with R in the low
+//! byte, then the f32 depth bits). Pixels run in row-major order, row 0 at the top. The
+//! encoding is canonical: only the first header may have an inactive count of 0, only the
+//! last may have an active count of 0 (when the image ends with inactive pixels), and no
+//! header is (0, 0). Every producer in this crate (CPU and GPU encoders, compositing, split
+//! and concatenation) emits exactly this form, so equal images have equal bytes.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{CompositorError, Result};
+
+/// File magic.
+pub const MAGIC: &[u8; 4] = b"TSAP";
+/// File version.
+pub const VERSION: u32 = 1;
+/// Header bytes before the payload: magic, version, width, height, background, payload length.
+pub const HEADER_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 8;
+/// Depth of a pixel no fragment reached; such pixels are inactive.
+pub const BACKGROUND_DEPTH: f32 = 1.0;
+
+/// An encoded run of `pixels` consecutive pixels (a whole image or a span of one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    pub pixels: usize,
+    pub words: Vec<u32>,
+}
+
+impl Encoded {
+    /// Payload size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.words.len() * 4
+    }
+
+    /// Number of active pixels (walks the run headers).
+    pub fn active_pixels(&self) -> usize {
+        runs(&self.words).map(|r| r.active as usize).sum()
+    }
+}
+
+/// A whole encoded image as stored in a `.ap` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApImage {
+    pub width: u32,
+    pub height: u32,
+    pub background: [u8; 4],
+    pub encoded: Encoded,
+}
+
+/// One run of a payload: `inactive` background pixels, then `active` pixels whose words
+/// (colour, depth bits) are `pixels`.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<'a> {
+    pub inactive: u32,
+    pub active: u32,
+    pub pixels: &'a [u32],
+}
+
+/// Walks the runs of a payload that [`validate`] accepted.
+pub fn runs(words: &[u32]) -> impl Iterator<Item = Run<'_>> {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos + 2 > words.len() {
+            return None;
+        }
+        let (inactive, active) = (words[pos], words[pos + 1]);
+        let start = pos + 2;
+        pos = start + 2 * active as usize;
+        Some(Run { inactive, active, pixels: &words[start..pos] })
+    })
+}
+
+/// Checks that `words` is a canonical payload of exactly `pixels` pixels whose active
+/// pixels have real depths (not NaN, not the background depth 1.0).
+pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
+    let corrupt = |m: String| Err(CompositorError::Corrupt(m));
+    let mut pos = 0usize;
+    let mut total = 0u64;
+    let mut headers = 0usize;
+    while pos < words.len() {
+        if pos + 2 > words.len() {
+            return corrupt(format!("run header at byte {} is cut off", pos * 4));
+        }
+        let (inactive, active) = (words[pos], words[pos + 1]);
+        if inactive == 0 && active == 0 {
+            return corrupt(format!("empty run (0, 0) at byte {}", pos * 4));
+        }
+        if inactive == 0 && headers > 0 {
+            return corrupt(format!("run at byte {} has no inactive pixels but is not the first", pos * 4));
+        }
+        let end = pos + 2 + 2 * active as usize;
+        if end > words.len() {
+            return corrupt(format!(
+                "run at byte {} claims {active} active pixels but the payload ends after {} more bytes",
+                pos * 4,
+                (words.len() - pos - 2) * 4
+            ));
+        }
+        if active == 0 && end != words.len() {
+            return corrupt(format!("run at byte {} has no active pixels but is not the last", pos * 4));
+        }
+        for (k, px) in words[pos + 2..end].chunks_exact(2).enumerate() {
+            let d = f32::from_bits(px[1]);
+            if d.is_nan() || d == BACKGROUND_DEPTH {
+                return corrupt(format!(
+                    "active pixel {} of the run at byte {} has depth {d}, which marks inactive pixels",
+                    k,
+                    pos * 4
+                ));
+            }
+        }
+        total += inactive as u64 + active as u64;
+        if total > pixels as u64 {
+            return corrupt(format!("runs cover more than the {pixels} pixels of the image"));
+        }
+        headers += 1;
+        pos = end;
+    }
+    if total != pixels as u64 {
+        return corrupt(format!("runs cover {total} pixels but the image has {pixels}"));
+    }
+    Ok(())
+}
+
+/// Builds a canonical payload from pushed inactive counts and active pixels.
+#[derive(Default)]
+pub struct ApWriter {
+    words: Vec<u32>,
+    pending_inactive: u32,
+    /// Index of the header of the active run being extended, if the last push was active.
+    open: Option<usize>,
+}
+
+impl ApWriter {
+    pub fn with_capacity(words: usize) -> ApWriter {
+        ApWriter { words: Vec::with_capacity(words), ..Default::default() }
+    }
+
+    /// Appends `n` inactive pixels.
+    pub fn push_inactive(&mut self, n: u32) {
+        if n > 0 {
+            self.open = None;
+            self.pending_inactive += n;
+        }
+    }
+
+    /// Appends active pixels given as (colour, depth bits) word pairs.
+    pub fn push_active(&mut self, pixel_words: &[u32]) {
+        if pixel_words.is_empty() {
+            return;
+        }
+        let header = match self.open {
+            Some(h) => h,
+            None => {
+                self.words.extend_from_slice(&[self.pending_inactive, 0]);
+                self.pending_inactive = 0;
+                let h = self.words.len() - 2;
+                self.open = Some(h);
+                h
+            }
+        };
+        self.words[header + 1] += (pixel_words.len() / 2) as u32;
+        self.words.extend_from_slice(pixel_words);
+    }
+
+    /// Appends every run of another payload.
+    pub fn push_runs(&mut self, words: &[u32]) {
+        for run in runs(words) {
+            self.push_inactive(run.inactive);
+            self.push_active(run.pixels);
+        }
+    }
+
+    /// The finished payload (a trailing inactive run becomes `(count, 0)`).
+    pub fn finish(mut self) -> Vec<u32> {
+        if self.pending_inactive > 0 {
+            self.words.extend_from_slice(&[self.pending_inactive, 0]);
+        }
+        self.words
+    }
+}
+
+impl ApImage {
+    /// Checks the payload against the header's size.
+    pub fn new(width: u32, height: u32, background: [u8; 4], encoded: Encoded) -> Result<ApImage> {
+        let pixels = pixel_count(width, height)?;
+        if encoded.pixels != pixels {
+            return Err(CompositorError::SizeMismatch(format!(
+                "payload covers {} pixels, header says {width}x{height}",
+                encoded.pixels
+            )));
+        }
+        validate(&encoded.words, pixels)?;
+        Ok(ApImage { width, height, background, encoded })
+    }
+
+    /// The file bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_BYTES + self.encoded.bytes());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        out.extend_from_slice(&self.width.to_le_bytes());
+        out.extend_from_slice(&self.height.to_le_bytes());
+        out.extend_from_slice(&self.background);
+        out.extend_from_slice(&(self.encoded.bytes() as u64).to_le_bytes());
+        for w in &self.encoded.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+
+    /// Parses and fully validates file bytes; `path` names the file in errors.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ApImage> {
+        let bad = |m: String| CompositorError::BadFile { path: path.to_path_buf(), message: m };
+        if bytes.len() < HEADER_BYTES {
+            return Err(bad(format!("{} bytes is shorter than the {HEADER_BYTES}-byte header", bytes.len())));
+        }
+        if &bytes[0..4] != MAGIC {
+            return Err(bad(format!("magic is {:?}, expected \"TSAP\"", String::from_utf8_lossy(&bytes[0..4]))));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+        let version = u32_at(4);
+        if version != VERSION {
+            return Err(bad(format!("version {version}, this build reads version {VERSION}")));
+        }
+        let (width, height) = (u32_at(8), u32_at(12));
+        let background: [u8; 4] = bytes[16..20].try_into().unwrap();
+        let payload_len = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
+        let actual = (bytes.len() - HEADER_BYTES) as u64;
+        if payload_len != actual {
+            return Err(bad(format!("header says the payload has {payload_len} bytes, the file holds {actual}")));
+        }
+        if payload_len % 8 != 0 {
+            return Err(bad(format!("payload length {payload_len} is not a multiple of 8")));
+        }
+        let pixels = pixel_count(width, height).map_err(|e| bad(e.to_string()))?;
+        let words: Vec<u32> =
+            bytes[HEADER_BYTES..].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        validate(&words, pixels).map_err(|e| bad(e.to_string()))?;
+        Ok(ApImage { width, height, background, encoded: Encoded { pixels, words } })
+    }
+
+    /// Reads a `.ap` file.
+    pub fn read(path: &Path) -> Result<ApImage> {
+        let bytes = std::fs::read(path).map_err(|source| CompositorError::Io { path: path.to_path_buf(), source })?;
+        ApImage::from_bytes(&bytes, path)
+    }
+
+    /// Writes a `.ap` file atomically.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let bytes = self.to_bytes();
+        engine::io::write_atomic(path, |w| {
+            w.write_all(&bytes)
+                .map_err(|e| engine::EngineError::File { path: path.to_path_buf(), message: e.to_string() })
+        })?;
+        Ok(())
+    }
+}
+
+/// `width * height`, refusing empty images and sizes whose run counts would not fit a u32.
+pub fn pixel_count(width: u32, height: u32) -> Result<usize> {
+    let n = width as u64 * height as u64;
+    if n == 0 || n > u32::MAX as u64 {
+        return Err(CompositorError::Invalid(format!("image size {width}x{height} is empty or too large")));
+    }
+    Ok(n as usize)
+}
+
+/// Packs RGBA8 bytes into the colour word (R in the low byte).
+pub fn pack_rgba(c: [u8; 4]) -> u32 {
+    u32::from_le_bytes(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn px(c: u32, d: f32) -> [u32; 2] {
+        [c, d.to_bits()]
+    }
+
+    #[test]
+    fn writer_builds_canonical_runs() {
+        let mut w = ApWriter::default();
+        w.push_active(&px(1, 0.5));
+        w.push_active(&px(2, 0.25));
+        w.push_inactive(3);
+        w.push_inactive(2);
+        w.push_active(&px(3, 0.1));
+        w.push_inactive(4);
+        let words = w.finish();
+        let mut want = vec![0, 2, 1, 0.5f32.to_bits(), 2, 0.25f32.to_bits(), 5, 1, 3, 0.1f32.to_bits(), 4, 0];
+        assert_eq!(words, want);
+        validate(&words, 12).unwrap();
+        assert!(validate(&words, 13).is_err());
+        want[10] = 0;
+        assert!(validate(&want, 8).is_err(), "(0, 0) run must be refused");
+    }
+
+    #[test]
+    fn file_round_trip_and_bad_headers() {
+        let p = Path::new("x.ap");
+        let img = ApImage::new(3, 1, [1, 2, 3, 4], Encoded { pixels: 3, words: vec![1, 1, 7, 0.5f32.to_bits(), 1, 0] })
+            .unwrap();
+        let bytes = img.to_bytes();
+        assert_eq!(ApImage::from_bytes(&bytes, p).unwrap(), img);
+        for cut in [0, 10, HEADER_BYTES, bytes.len() - 1, bytes.len() - 4] {
+            assert!(ApImage::from_bytes(&bytes[..cut], p).is_err(), "cut at {cut}");
+        }
+        let mut wrong_magic = bytes.clone();
+        wrong_magic[0] = b'X';
+        assert!(ApImage::from_bytes(&wrong_magic, p).is_err());
+        let mut wrong_size = bytes.clone();
+        wrong_size[8] = 4;
+        assert!(ApImage::from_bytes(&wrong_size, p).unwrap_err().to_string().contains("cover"));
+        let mut inactive_depth = bytes.clone();
+        inactive_depth[HEADER_BYTES + 12..HEADER_BYTES + 16].copy_from_slice(&1.0f32.to_le_bytes());
+        assert!(ApImage::from_bytes(&inactive_depth, p).is_err());
+    }
+}

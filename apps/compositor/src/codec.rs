@@ -1,0 +1,60 @@
+//! CPU Active Pixel encoding and decoding: the serial encoder (the reference every GPU
+//! result is compared with byte for byte), a multithreaded encoder (row bands encoded in
+//! parallel and joined at the seams), and the decoder.
+
+use rayon::prelude::*;
+
+use crate::ap::{ApWriter, Encoded, BACKGROUND_DEPTH};
+use crate::frame::Frame;
+
+/// Serial Active Pixel encoding of `frame` pixels `begin..end`.
+pub fn encode_range(frame: &Frame, begin: usize, end: usize) -> Encoded {
+    let mut w = ApWriter::with_capacity(64);
+    let mut i = begin;
+    while i < end {
+        let start = i;
+        if frame.depth[i] == BACKGROUND_DEPTH {
+            while i < end && frame.depth[i] == BACKGROUND_DEPTH {
+                i += 1;
+            }
+            w.push_inactive((i - start) as u32);
+        } else {
+            let mut words = Vec::new();
+            while i < end && frame.depth[i] != BACKGROUND_DEPTH {
+                words.extend_from_slice(&[frame.color[i], frame.depth[i].to_bits()]);
+                i += 1;
+            }
+            w.push_active(&words);
+        }
+    }
+    Encoded { pixels: end - begin, words: w.finish() }
+}
+
+/// Serial encoding of a whole frame (the reference encoder).
+pub fn encode_serial(frame: &Frame) -> Encoded {
+    encode_range(frame, 0, frame.pixels())
+}
+
+/// Multithreaded encoding: bands of rows encoded in parallel, then joined.
+pub fn encode_parallel(frame: &Frame) -> Encoded {
+    let n = frame.pixels();
+    let band = (frame.width as usize * 16).max(1 << 16);
+    let bands: Vec<Encoded> =
+        (0..n.div_ceil(band)).into_par_iter().map(|b| encode_range(frame, b * band, ((b + 1) * band).min(n))).collect();
+    crate::ops::concat(&bands)
+}
+
+/// Decodes an encoded image of `width x height` (inactive pixels: colour 0, depth 1.0).
+pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
+    let mut frame = Frame::empty(width, height);
+    let mut p = 0usize;
+    for run in crate::ap::runs(&encoded.words) {
+        p += run.inactive as usize;
+        for px in run.pixels.chunks_exact(2) {
+            frame.color[p] = px[0];
+            frame.depth[p] = f32::from_bits(px[1]);
+            p += 1;
+        }
+    }
+    frame
+}

@@ -1,0 +1,27 @@
+//! The compositor's error type: bad `.ap` files, mismatched images, scene problems, and
+//! whatever the engine or MPI reported.
+
+use std::path::PathBuf;
+
+/// What went wrong in the compositor library.
+#[derive(Debug, thiserror::Error)]
+pub enum CompositorError {
+    #[error("{path}: not an Active Pixel file: {message}")]
+    BadFile { path: PathBuf, message: String },
+    #[error("corrupt Active Pixel payload: {0}")]
+    Corrupt(String),
+    #[error("image sizes differ: {0}")]
+    SizeMismatch(String),
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error("scene: {0}")]
+    Scene(String),
+    #[error("MPI: {0}")]
+    Mpi(String),
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+pub type Result<T, E = CompositorError> = std::result::Result<T, E>;

@@ -1,0 +1,70 @@
+//! A raw partial image as the rasteriser produces it: RGBA8 colour and f32 depth per pixel,
+//! row-major, row 0 at the top; depth 1.0 marks pixels no fragment reached.
+
+use std::path::Path;
+
+use crate::ap::{pack_rgba, BACKGROUND_DEPTH};
+use crate::error::{CompositorError, Result};
+
+/// Colour (packed RGBA8, R in the low byte) and depth planes of one image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    pub width: u32,
+    pub height: u32,
+    pub color: Vec<u32>,
+    pub depth: Vec<f32>,
+}
+
+impl Frame {
+    /// An all-background frame.
+    pub fn empty(width: u32, height: u32) -> Frame {
+        let n = width as usize * height as usize;
+        Frame { width, height, color: vec![0; n], depth: vec![BACKGROUND_DEPTH; n] }
+    }
+
+    pub fn pixels(&self) -> usize {
+        self.color.len()
+    }
+
+    /// RGBA8 bytes, with `background` where the depth is the background depth.
+    pub fn rgba_bytes(&self, background: [u8; 4]) -> Vec<u8> {
+        let bg = pack_rgba(background);
+        self.color
+            .iter()
+            .zip(&self.depth)
+            .flat_map(|(&c, &d)| if d == BACKGROUND_DEPTH { bg } else { c }.to_le_bytes())
+            .collect()
+    }
+
+    /// Loads colour from an RGBA PNG and depth from a float32 (H, W) `.npy`.
+    pub fn load(color: &Path, depth: &Path) -> Result<Frame> {
+        let (w, h, rgba) = engine::io::load_rgba8(color)?;
+        let npy = engine::io::read_npy(depth)?;
+        if npy.dtype != engine::io::NpyDtype::F32 {
+            return Err(CompositorError::Invalid(format!("{}: depth must be float32", depth.display())));
+        }
+        if npy.shape != [h, w] {
+            return Err(CompositorError::SizeMismatch(format!(
+                "{} is {w}x{h} but {} has shape {:?}, expected ({h}, {w})",
+                color.display(),
+                depth.display(),
+                npy.shape
+            )));
+        }
+        if let Some(i) = npy.data.iter().position(|d| d.is_nan()) {
+            return Err(CompositorError::Invalid(format!("{}: depth at pixel {i} is NaN", depth.display())));
+        }
+        let color = rgba.chunks_exact(4).map(|c| pack_rgba([c[0], c[1], c[2], c[3]])).collect();
+        Ok(Frame { width: w as u32, height: h as u32, color, depth: npy.data })
+    }
+
+    /// Writes colour as an RGBA8 PNG (background where inactive) and, if asked, depth as npy.
+    pub fn save(&self, color: &Path, depth: Option<&Path>, background: [u8; 4]) -> Result<()> {
+        let (w, h) = (self.width as usize, self.height as usize);
+        engine::io::save_png_rgba8(color, w, h, &self.rgba_bytes(background))?;
+        if let Some(d) = depth {
+            engine::io::write_npy_f32(d, &[h, w], &self.depth)?;
+        }
+        Ok(())
+    }
+}
