@@ -1,0 +1,33 @@
+//! 2D FFTs of batches of complex images: the GPU plan [`Fft2d`] and its CPU reference
+//! [`Fft2dCpu`] / [`fft2d_cpu`] (rustfft in f64, rayon).
+//!
+//! Conventions shared by both:
+//! - data is a stack of `batch` images, each `height` rows of `width` complex values, row
+//!   major: element `(b, y, x)` is at `b*width*height + y*width + x`; on the GPU a complex
+//!   value is `[re, im]` as `[f32; 2]` (a `vec2` in GLSL);
+//! - [`Direction::Forward`] computes `X[k] = sum_n x[n] exp(-2 pi i k.n / N)` (no scaling);
+//!   [`Direction::Inverse`] uses `exp(+2 pi i ...)` and scales by `1 / (width*height)`, so a
+//!   forward then inverse transform returns the input (MATLAB's `fft2` / `ifft2`).
+//!
+//! Any size works: power-of-two line lengths up to the shared-memory limit (4096 with 32 KiB)
+//! directly, other lengths by Bluestein's chirp-z algorithm on a power-of-two FFT of at least
+//! `2n - 1` (lengths up to 2048 with 32 KiB or 48 KiB). See `gpu.rs` for the kernel layout.
+
+mod cpu;
+mod gpu;
+mod tables;
+#[cfg(test)]
+mod tests;
+
+pub use cpu::{fft2d_cpu, Fft2dCpu};
+pub use gpu::Fft2d;
+pub use rustfft::num_complex::Complex64;
+
+/// Which way to transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// `exp(-2 pi i ...)`, unscaled.
+    Forward,
+    /// `exp(+2 pi i ...)`, scaled by `1 / (width*height)`.
+    Inverse,
+}

@@ -1,0 +1,95 @@
+//! GPU FFT against the f64 CPU reference on random complex images.
+//!
+//! Error norm, per image: `max_k |gpu[k] - ref[k]| / max_k |ref[k]|` (complex moduli), i.e.
+//! the largest deviation relative to the largest magnitude of the reference spectrum. Round
+//! trips (GPU forward then GPU inverse) use the same norm against the input.
+
+use rand::{Rng, SeedableRng};
+
+use super::*;
+use crate::error::EngineError;
+use crate::testing;
+
+const BOUND: f64 = 1e-5;
+
+fn random_images(len: usize, seed: u64) -> Vec<[f32; 2]> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..len).map(|_| [rng.gen_range(-1.0..1.0), rng.gen_range(-1.0..1.0)]).collect()
+}
+
+/// Largest per-image error of `got` against `want` in the norm above.
+fn max_image_error(got: &[[f32; 2]], want: &[Complex64], image: usize) -> f64 {
+    assert_eq!(got.len(), want.len());
+    got.chunks(image)
+        .zip(want.chunks(image))
+        .map(|(g, w)| {
+            let scale = w.iter().map(|v| v.norm()).fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+            let err =
+                g.iter().zip(w).map(|(g, w)| (Complex64::new(g[0] as f64, g[1] as f64) - w).norm()).fold(0.0, f64::max);
+            err / scale
+        })
+        .fold(0.0, f64::max)
+}
+
+fn check(width: usize, height: usize, batch: usize, seed: u64) {
+    let ctx = testing::context();
+    let plan = Fft2d::new(ctx, width, height, batch).unwrap();
+    let input = random_images(width * height * batch, seed);
+    let mut want: Vec<Complex64> = input.iter().map(|v| Complex64::new(v[0] as f64, v[1] as f64)).collect();
+    fft2d_cpu(&mut want, width, height, Direction::Forward).unwrap();
+
+    let spectrum = plan.forward(&input).unwrap();
+    let err = max_image_error(&spectrum, &want, width * height);
+    assert!(err < BOUND, "{width}x{height} x{batch}: forward error {err:e}");
+
+    let back = plan.inverse(&spectrum).unwrap();
+    let original: Vec<Complex64> = input.iter().map(|v| Complex64::new(v[0] as f64, v[1] as f64)).collect();
+    let err = max_image_error(&back, &original, width * height);
+    assert!(err < BOUND, "{width}x{height} x{batch}: round-trip error {err:e}");
+}
+
+#[test]
+fn power_of_two_sizes_match_rustfft() {
+    for (i, (w, h, b)) in
+        [(1, 1, 1), (2, 2, 1), (8, 8, 1), (64, 32, 3), (4, 16, 2), (512, 512, 1), (4096, 2, 1), (2, 4096, 1)]
+            .into_iter()
+            .enumerate()
+    {
+        check(w, h, b, i as u64);
+    }
+    testing::assert_no_validation_messages();
+}
+
+#[test]
+fn bluestein_sizes_match_rustfft() {
+    for (i, (w, h, b)) in
+        [(31, 17, 3), (1000, 3, 1), (333, 517, 1), (3, 1, 2), (1, 5, 1), (2047, 2, 1)].into_iter().enumerate()
+    {
+        check(w, h, b, 100 + i as u64);
+    }
+    testing::assert_no_validation_messages();
+}
+
+#[test]
+fn the_error_check_can_fail() {
+    // A transform that is off by one value must be caught by the norm above.
+    let ctx = testing::context();
+    let plan = Fft2d::new(ctx, 8, 4, 1).unwrap();
+    let input = random_images(32, 9);
+    let mut want: Vec<Complex64> = input.iter().map(|v| Complex64::new(v[0] as f64, v[1] as f64)).collect();
+    fft2d_cpu(&mut want, 8, 4, Direction::Forward).unwrap();
+    let mut got = plan.forward(&input).unwrap();
+    got[5][1] += 1e-3 * want.iter().map(|v| v.norm()).fold(0.0, f64::max) as f32;
+    assert!(max_image_error(&got, &want, 32) > BOUND);
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    let ctx = testing::context();
+    assert!(matches!(Fft2d::new(ctx, 0, 4, 1), Err(EngineError::InvalidInput(_))));
+    assert!(matches!(Fft2d::new(ctx, 1 << 20, 1, 1), Err(EngineError::Unsupported(_))));
+    let plan = Fft2d::new(ctx, 4, 4, 2).unwrap();
+    let short = ctx.upload(&[[0.0f32; 2]; 16], "short").unwrap();
+    let mut rec = ctx.recorder().unwrap();
+    assert!(matches!(plan.record(&mut rec, &short, Direction::Forward), Err(EngineError::InvalidInput(_))));
+}
