@@ -1,4 +1,24 @@
 //! Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact.
+//!
+//! - [`matrix`]: the distance matrix D, its checks, assignment validity and cost.
+//! - [`features`]: u x v mean-RGB features and Eq. 1 on the CPU; [`distance`] on the GPU.
+//! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
+//! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
+//! - [`synth`]: deterministic synthetic images, tiles and matrices.
+
+pub mod anneal;
+pub mod bench;
+pub mod error;
+pub mod exact;
+pub mod features;
+pub mod greedy;
+pub mod matrix;
+pub mod softassign;
+pub mod solve;
+pub mod synth;
+
+pub use error::{MosaicError, Result};
+pub use matrix::DistanceMatrix;
 
 /// Embedded SPIR-V of `shaders/mosaic/`.
 pub mod shaders {

@@ -1,0 +1,102 @@
+//! Simulated annealing (Section 3.3), on the CPU, seeded and deterministic.
+//!
+//! The state is a repetition-free assignment (started from the greedy one). A move picks a
+//! random patch r and a random other tile w: a free w replaces r's tile (the paper's move);
+//! a w used by patch r2 swaps the tiles of r and r2 (the paper's square-matrix move, used for
+//! every size so no proposal is wasted). Moves are accepted by the Metropolis rule of Eq. 8
+//! and the temperature falls geometrically, tau' = f tau. The best state seen is returned.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::greedy;
+use crate::matrix::DistanceMatrix;
+
+const FREE: usize = usize::MAX;
+
+/// Annealing schedule.
+#[derive(Clone, Debug)]
+pub struct AnnealParams {
+    pub seed: u64,
+    /// Number of temperature levels.
+    pub levels: u32,
+    /// Cooling factor f per level (Section 3.3: 0.85..0.99).
+    pub cooling: f64,
+    /// Proposed moves per level, per patch.
+    pub moves_per_patch: u32,
+}
+
+impl Default for AnnealParams {
+    fn default() -> Self {
+        AnnealParams { seed: 0, levels: 200, cooling: 0.95, moves_per_patch: 50 }
+    }
+}
+
+/// Cost change of a move of patch `r` to tile `w`, and the patch `w` belongs to (or FREE).
+fn delta(d: &DistanceMatrix, a: &[usize], owner: &[usize], r: usize, w: usize) -> (f64, usize) {
+    let b = a[r];
+    let r2 = owner[w];
+    let mut e = d.at(r, w) - d.at(r, b);
+    if r2 != FREE {
+        e += d.at(r2, b) - d.at(r2, w);
+    }
+    (e, r2)
+}
+
+/// Anneals from the greedy assignment.
+pub fn solve(d: &DistanceMatrix, params: &AnnealParams) -> Vec<usize> {
+    let mut a = greedy::solve(d);
+    if d.cols < 2 {
+        return a;
+    }
+    let mut owner = vec![FREE; d.cols];
+    for (i, &j) in a.iter().enumerate() {
+        owner[j] = i;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let propose = |rng: &mut ChaCha8Rng, a: &[usize]| {
+        let r = rng.gen_range(0..d.rows);
+        let mut w = rng.gen_range(0..d.cols - 1);
+        if w >= a[r] {
+            w += 1;
+        }
+        (r, w)
+    };
+    // Start where about half of the uphill moves would be accepted.
+    let uphill: Vec<f64> = (0..1000)
+        .map(|_| {
+            let (r, w) = propose(&mut rng, &a);
+            delta(d, &a, &owner, r, w).0
+        })
+        .filter(|&e| e > 0.0)
+        .collect();
+    if uphill.is_empty() {
+        return a;
+    }
+    let mut tau = uphill.iter().sum::<f64>() / uphill.len() as f64 / std::f64::consts::LN_2;
+    let mut cost = d.cost(&a);
+    let (mut best, mut best_cost) = (a.clone(), cost);
+    let moves = params.moves_per_patch as usize * d.rows;
+    for _ in 0..params.levels {
+        for _ in 0..moves {
+            let (r, w) = propose(&mut rng, &a);
+            let (e, r2) = delta(d, &a, &owner, r, w);
+            if e <= 0.0 || rng.gen::<f64>() < (-e / tau).exp() {
+                let b = a[r];
+                a[r] = w;
+                owner[w] = r;
+                owner[b] = r2;
+                if r2 != FREE {
+                    a[r2] = b;
+                }
+                cost += e;
+                if cost < best_cost {
+                    best_cost = cost;
+                    best.copy_from_slice(&a);
+                }
+            }
+        }
+        tau *= params.cooling;
+    }
+    best
+}

@@ -1,0 +1,170 @@
+//! `mosaic bench`: the paper's Table 2 (one cooling iteration = 10 stabilisations x 10
+//! Sinkhorn iterations) on the GPU against the CPU reference, the full 900 x 8192 solve with
+//! 200 cooling iterations, the exact solver at 2048 x 8192, and greedy/anneal/SoftAssign
+//! costs relative to the optimum. Data is synthetic and seeded. One JSON object per line.
+
+use std::time::Instant;
+
+use engine::profile::PassTime;
+use engine::Context;
+use serde_json::json;
+
+use crate::error::Result;
+use crate::features::distance_cpu;
+use crate::matrix::DistanceMatrix;
+use crate::softassign::cpu::CpuSoftAssign;
+use crate::softassign::gpu::GpuSoftAssign;
+use crate::softassign::{discretise, scale_of, SoftAssignParams};
+use crate::solve::{self, Method, SolveOptions};
+use crate::synth;
+
+/// The paper's Table 2: (rows, columns, GPU seconds on a GTX 280).
+const TABLE2: [(usize, usize, f64); 11] = [
+    (100, 100, 0.022),
+    (100, 500, 0.023),
+    (256, 1024, 0.024),
+    (400, 1500, 0.035),
+    (512, 2048, 0.052),
+    (900, 3000, 0.114),
+    (1024, 4096, 0.171),
+    (1200, 5000, 0.239),
+    (1600, 6000, 0.374),
+    (1800, 7000, 0.487),
+    (2048, 8192, 0.643),
+];
+/// Peak bandwidth used for the floor (H100 compute-shader copy, PLATFORM.md).
+const BANDWIDTH_GB_S: f64 = 2600.0;
+/// CPU reference work per measurement is capped at about this many matrix entries x
+/// Sinkhorn iterations; larger runs are extrapolated linearly in the iteration count.
+const CPU_ENTRY_ITERATIONS: f64 = 1.0e9;
+
+/// A photomosaic-like m x n matrix (seeded).
+pub fn matrix(m: usize, n: usize, seed: u64) -> DistanceMatrix {
+    let (patches, tiles) = synth::problem(synth::grid_for(m), n, (4, 4), seed);
+    DistanceMatrix::new(m, n, distance_cpu(&patches, &tiles)).expect("synthetic distances are valid")
+}
+
+fn total_ms(passes: &[PassTime]) -> f64 {
+    passes.iter().map(|p| p.ms).sum()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// GPU ms of one cooling iteration (median of `reps`, after a warm-up), with the split
+/// into row and column passes.
+fn gpu_cooling_ms(
+    ctx: &Context,
+    state: &GpuSoftAssign,
+    params: &SoftAssignParams,
+    reps: usize,
+) -> Result<(f64, f64, f64, f64)> {
+    let t = params.temperature(0, state.scale());
+    let marks = 2 * params.per_temperature() + 2;
+    let mut totals = Vec::new();
+    let mut walls = Vec::new();
+    let (mut rows, mut cols) = (0.0, 0.0);
+    for rep in 0..=reps {
+        state.reset()?;
+        let mut rec = ctx.recorder()?;
+        rec.enable_profiling(marks)?;
+        state.record_cooling_iteration(&mut rec, t, params);
+        let start = Instant::now();
+        let passes = rec.submit()?.wait_profiled()?;
+        let wall = start.elapsed().as_secs_f64() * 1e3;
+        if rep > 0 {
+            totals.push(total_ms(&passes));
+            walls.push(wall);
+            rows = passes.iter().filter(|p| p.name == "rows").map(|p| p.ms).sum();
+            cols = passes.iter().filter(|p| p.name == "columns").map(|p| p.ms).sum();
+        }
+    }
+    Ok((median(totals), median(walls), rows, cols))
+}
+
+/// CPU ms of one cooling iteration, measured on at most the capped number of Sinkhorn
+/// iterations and scaled; returns (ms, iterations measured).
+fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
+    let per = params.per_temperature();
+    let cap = (CPU_ENTRY_ITERATIONS / (d.rows * d.cols) as f64).floor().max(1.0) as u32;
+    let iterations = per.min(cap);
+    let mut state = CpuSoftAssign::new(d, params);
+    let t = params.temperature(0, scale_of(d));
+    let start = Instant::now();
+    for _ in 0..iterations {
+        state.sinkhorn(t);
+    }
+    (start.elapsed().as_secs_f64() * 1e3 * per as f64 / iterations as f64, iterations)
+}
+
+/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration.
+fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
+    (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
+}
+
+/// Runs the benchmark set; `emit` gets one JSON object per measurement.
+pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+    let params = SoftAssignParams::default();
+    let device = ctx.info().name.clone();
+    let sizes: Vec<(usize, usize, f64)> =
+        if quick { vec![(20, 30, f64::NAN), (37, 101, f64::NAN)] } else { TABLE2.to_vec() };
+    let reps = if quick { 1 } else { 5 };
+
+    // Table 2: one cooling iteration.
+    for &(m, n, paper_s) in &sizes {
+        let d = matrix(m, n, 1);
+        let state = GpuSoftAssign::new(ctx, &d, &params)?;
+        let (gpu_ms, wall_ms, rows_ms, cols_ms) = gpu_cooling_ms(ctx, &state, &params, reps)?;
+        let (cpu_ms, cpu_iterations) = cpu_cooling_ms(&d, &params);
+        emit(json!({
+            "bench": "softassign_cooling_iteration", "size": format!("{m}x{n}"), "device": device,
+            "gpu_ms": gpu_ms, "gpu_wall_ms": wall_ms, "rows_pass_ms": rows_ms, "columns_pass_ms": cols_ms,
+            "cpu_ms": cpu_ms, "cpu_threads": rayon::current_num_threads(),
+            "cpu_sinkhorn_iterations_measured": cpu_iterations, "cpu_note": "f64 rayon reference; scaled linearly to 100 Sinkhorn iterations when fewer were measured",
+            "paper_ms": paper_s * 1e3, "floor_ms": floor_ms(m, n, &params), "floor": "bytes (D read once per Sinkhorn iteration) / 2600 GB/s",
+            "sinkhorn_iterations": params.per_temperature(),
+        }));
+    }
+
+    // Full solves, all methods against the optimum.
+    let full: Vec<(usize, usize)> =
+        if quick { vec![(37, 101)] } else { vec![(100, 100), (100, 500), (400, 1500), (900, 8192)] };
+    for &(m, n) in &full {
+        let d = matrix(m, n, 2);
+        let options = SolveOptions { softassign: params.clone(), ..Default::default() };
+        let exact = solve::run(Method::Exact, &d, &options, Some(ctx))?;
+        // SoftAssign on the GPU, timing the annealing on its own too.
+        let state = GpuSoftAssign::new(ctx, &d, &params)?;
+        let start = Instant::now();
+        state.anneal(&params)?;
+        let anneal_s = start.elapsed().as_secs_f64();
+        let potentials = state.potentials()?;
+        let assignment = discretise(&d, &potentials);
+        let total_s = start.elapsed().as_secs_f64();
+        d.check_assignment(&assignment)?;
+        let soft_cost = d.cost(&assignment);
+        let greedy = solve::run(Method::Greedy, &d, &options, None)?;
+        let anneal = solve::run(Method::Anneal, &d, &options, None)?;
+        emit(json!({
+            "bench": "full_solve", "size": format!("{m}x{n}"), "device": device,
+            "cooling_iterations": params.iterations, "paper_ms": if (m, n) == (900, 8192) { json!(60000.0) } else { json!(null) },
+            "softassign_gpu_s": total_s, "softassign_gpu_anneal_s": anneal_s, "softassign_cost": soft_cost,
+            "softassign_ratio": soft_cost / exact.cost,
+            "exact_cost": exact.cost, "exact_s": exact.seconds,
+            "greedy_cost": greedy.cost, "greedy_ratio": greedy.cost / exact.cost, "greedy_s": greedy.seconds,
+            "anneal_cost": anneal.cost, "anneal_ratio": anneal.cost / exact.cost, "anneal_s": anneal.seconds,
+        }));
+    }
+
+    // Exact at the largest Table 2 size.
+    let (m, n) = if quick { (37, 101) } else { (2048, 8192) };
+    let d = matrix(m, n, 3);
+    let exact = solve::run(Method::Exact, &d, &SolveOptions::default(), None)?;
+    emit(json!({
+        "bench": "exact", "size": format!("{m}x{n}"), "cpu_ms": exact.seconds * 1e3, "cost": exact.cost,
+        "note": "CPU, single thread, f64 shortest augmenting paths",
+    }));
+    Ok(())
+}

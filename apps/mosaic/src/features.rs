@@ -1,0 +1,79 @@
+//! u x v mean-RGB features (Section 2) of image regions, and Eq. 1 on the CPU.
+
+use rayon::prelude::*;
+
+/// Features of a set of regions: `3 u v` values per region (cells row-major, RGB
+/// interleaved), in 0..255 units.
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    pub cells: (usize, usize),
+    pub data: Vec<f32>,
+}
+
+impl Features {
+    pub fn new(cells: (usize, usize)) -> Features {
+        Features { cells, data: Vec::new() }
+    }
+
+    /// Values per region.
+    pub fn width(&self) -> usize {
+        3 * self.cells.0 * self.cells.1
+    }
+
+    /// Number of regions.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.width().max(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    pub fn get(&self, k: usize) -> &[f32] {
+        let w = self.width();
+        &self.data[k * w..(k + 1) * w]
+    }
+}
+
+/// Mean colour of each of u x v cells of the rectangle (x0, y0, w, h) of an RGB f32 image
+/// (`data` interleaved, `width` pixels per row), appended to `out` in 0..255 units. Cell
+/// borders fall between pixels; pixels are split by their top-left corner.
+pub fn region_features(
+    data: &[f32],
+    width: usize,
+    rect: (usize, usize, usize, usize),
+    cells: (usize, usize),
+    out: &mut Vec<f32>,
+) {
+    let (x0, y0, w, h) = rect;
+    for b in 0..cells.1 {
+        let (ya, yb) = (y0 + b * h / cells.1, y0 + (b + 1) * h / cells.1);
+        for a in 0..cells.0 {
+            let (xa, xb) = (x0 + a * w / cells.0, x0 + (a + 1) * w / cells.0);
+            let mut sum = [0.0f64; 3];
+            for y in ya..yb.max(ya + 1) {
+                for x in xa..xb.max(xa + 1) {
+                    let p = (y * width + x) * 3;
+                    (0..3).for_each(|k| sum[k] += data[p + k] as f64);
+                }
+            }
+            let count = ((xb.max(xa + 1) - xa) * (yb.max(ya + 1) - ya)) as f64;
+            out.extend(sum.map(|s| (255.0 * s / count) as f32));
+        }
+    }
+}
+
+/// Eq. 1 for every (patch, tile) pair in f64: the CPU reference of the GPU distance kernel.
+pub fn distance_cpu(patches: &Features, tiles: &Features) -> Vec<f64> {
+    assert_eq!(patches.width(), tiles.width(), "feature widths differ");
+    let n = tiles.len();
+    (0..patches.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let p = patches.get(i);
+            (0..n).map(move |j| {
+                p.iter().zip(tiles.get(j)).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>().sqrt()
+            })
+        })
+        .collect()
+}

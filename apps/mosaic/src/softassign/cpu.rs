@@ -1,0 +1,96 @@
+//! CPU reference of SoftAssign in f64 (rayon): the oracle for the GPU kernels and the
+//! benchmark baseline. Same passes as the GPU: a row pass that normalises rows and sums the
+//! row-normalised columns, then a column pass with the outlier row.
+
+use rayon::prelude::*;
+
+use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
+use crate::matrix::DistanceMatrix;
+
+/// Rows per rayon task in the row pass (each task keeps one column-sum vector).
+const ROWS_PER_TASK: usize = 16;
+
+/// SoftAssign state on the CPU.
+pub struct CpuSoftAssign<'a> {
+    d: &'a DistanceMatrix,
+    alpha: f64,
+    pub potentials: Potentials,
+}
+
+impl<'a> CpuSoftAssign<'a> {
+    /// Starts from f = g = 0 (the first row pass then sees M = exp(-(D - alpha) / t)).
+    pub fn new(d: &'a DistanceMatrix, params: &SoftAssignParams) -> Self {
+        let alpha = params.alpha * scale_of(d);
+        CpuSoftAssign { d, alpha, potentials: Potentials { f: vec![0.0; d.rows], g: vec![0.0; d.cols] } }
+    }
+
+    /// One Sinkhorn iteration at temperature `t`.
+    pub fn sinkhorn(&mut self, t: f64) {
+        let (d, alpha, n) = (self.d, self.alpha, self.d.cols);
+        let g = &self.potentials.g;
+        let col_sums = self
+            .potentials
+            .f
+            .par_chunks_mut(ROWS_PER_TASK)
+            .enumerate()
+            .map(|(chunk, fs)| {
+                let mut acc = vec![0.0f64; n];
+                let mut e = vec![0.0f64; n];
+                for (k, fi) in fs.iter_mut().enumerate() {
+                    let row = d.row(chunk * ROWS_PER_TASK + k);
+                    let mut s = 0.0;
+                    for j in 0..n {
+                        e[j] = ((*fi + g[j] - (row[j] - alpha)) / t).clamp(-CLAMP_F64, CLAMP_F64).exp();
+                        s += e[j];
+                    }
+                    *fi -= t * s.ln();
+                    let inv = 1.0 / s;
+                    for j in 0..n {
+                        acc[j] += e[j] * inv;
+                    }
+                }
+                acc
+            })
+            .reduce(
+                || vec![0.0f64; n],
+                |mut a, b| {
+                    a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        self.potentials.g.par_iter_mut().zip(&col_sums).for_each(|(gj, &c)| {
+            let outlier = (*gj / t).clamp(-CLAMP_F64, CLAMP_F64).exp();
+            *gj -= t * (c + outlier).ln();
+        });
+    }
+
+    /// One cooling iteration (stabilisations x Sinkhorn iterations) at temperature `t`.
+    pub fn cooling_iteration(&mut self, t: f64, params: &SoftAssignParams) {
+        for _ in 0..params.per_temperature() {
+            self.sinkhorn(t);
+        }
+    }
+
+    /// M[i][j] for the current potentials at temperature `t` (tests compare it with the GPU).
+    pub fn matrix(&self, t: f64) -> Vec<f64> {
+        let (d, p) = (self.d, &self.potentials);
+        (0..d.rows)
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                (0..d.cols).map(move |j| {
+                    ((p.f[i] + p.g[j] - (d.at(i, j) - self.alpha)) / t).clamp(-CLAMP_F64, CLAMP_F64).exp()
+                })
+            })
+            .collect()
+    }
+}
+
+/// Full SoftAssign on the CPU: the temperature loop, then the discretisation.
+pub fn solve(d: &DistanceMatrix, params: &SoftAssignParams) -> Vec<usize> {
+    let scale = scale_of(d);
+    let mut state = CpuSoftAssign::new(d, params);
+    for k in 0..params.iterations {
+        state.cooling_iteration(params.temperature(k, scale), params);
+    }
+    discretise(d, &state.potentials)
+}

@@ -1,0 +1,205 @@
+//! SoftAssign on the GPU: the fused row pass (`sinkhorn_rows.comp`) and the column pass with
+//! the outlier row (`sinkhorn_cols.comp`), recorded for a whole temperature schedule.
+//! f32 throughout, with Section 5.1's clamp of the exponent to [-70, 70].
+
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+
+use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
+use crate::error::{MosaicError, Result};
+use crate::matrix::DistanceMatrix;
+use crate::shaders;
+
+/// Row blocks the row pass aims for: enough workgroups to fill a large GPU, few enough that
+/// the per-block column sums stay small next to D.
+const TARGET_BLOCKS: usize = 256;
+/// Workgroup size of the column pass.
+const COLUMN_WORKGROUP: u32 = 256;
+/// Cooling iterations per submitted command buffer.
+const COOLING_PER_SUBMIT: u32 = 25;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RowPush {
+    m: u32,
+    n: u32,
+    rows_per_block: u32,
+    t: f32,
+    alpha: f32,
+    clamp: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ColPush {
+    n: u32,
+    blocks: u32,
+    t: f32,
+    clamp: f32,
+}
+
+/// SoftAssign state on the GPU for one distance matrix.
+pub struct GpuSoftAssign {
+    ctx: Context,
+    rows_pipe: ComputePipeline,
+    cols_pipe: ComputePipeline,
+    m: usize,
+    n: usize,
+    rows_per_block: usize,
+    blocks: usize,
+    scale: f64,
+    alpha: f32,
+    d: Buffer<f32>,
+    f: Buffer<f32>,
+    g: Buffer<f32>,
+    partials: Buffer<f32>,
+}
+
+impl GpuSoftAssign {
+    /// Uploads D, allocates the potentials (zero) and creates the pipelines for this shape.
+    pub fn new(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams) -> Result<GpuSoftAssign> {
+        let (m, n) = (d.rows, d.cols);
+        let info = ctx.info();
+        let bytes = (m * n * 4) as u64;
+        if bytes > info.max_storage_buffer_range {
+            return Err(MosaicError::InvalidInput(format!(
+                "a {m} x {n} matrix ({:.0} MiB) exceeds this device's largest storage buffer ({:.0} MiB)",
+                bytes as f64 / 1048576.0,
+                info.max_storage_buffer_range as f64 / 1048576.0
+            )));
+        }
+        // The row pass keeps per-subgroup sums for at most 128 subgroups.
+        let max_wg = info.max_workgroup_invocations.min(1024).min(128 * info.subgroup_size.max(1));
+        let workgroup =
+            if n as u32 >= max_wg { max_wg } else { (n as u32).next_power_of_two().clamp(64.min(max_wg), max_wg) };
+        let per_thread = (n as u32).div_ceil(workgroup);
+        let rows_per_block = m.div_ceil(TARGET_BLOCKS);
+        let blocks = m.div_ceil(rows_per_block);
+        let rows_pipe = ctx.compute_pipeline(&PipelineDesc {
+            name: "sinkhorn_rows",
+            spirv: shaders::SINKHORN_ROWS,
+            bindings: 4,
+            push_bytes: std::mem::size_of::<RowPush>() as u32,
+            spec: &[workgroup, per_thread],
+        })?;
+        let cols_pipe = ctx.compute_pipeline(&PipelineDesc {
+            name: "sinkhorn_cols",
+            spirv: shaders::SINKHORN_COLS,
+            bindings: 2,
+            push_bytes: std::mem::size_of::<ColPush>() as u32,
+            spec: &[COLUMN_WORKGROUP],
+        })?;
+        let scale = scale_of(d);
+        let state = GpuSoftAssign {
+            ctx: ctx.clone(),
+            rows_pipe,
+            cols_pipe,
+            m,
+            n,
+            rows_per_block,
+            blocks,
+            scale,
+            alpha: (params.alpha * scale) as f32,
+            d: ctx.upload(&d.to_f32(), "distance matrix")?,
+            f: ctx.buffer(m, Location::Device, "row potentials")?,
+            g: ctx.buffer(n, Location::Device, "column potentials")?,
+            partials: ctx.buffer(blocks * n, Location::Device, "column partial sums")?,
+        };
+        state.reset()?;
+        Ok(state)
+    }
+
+    /// Sets f = g = 0 (the start of a solve).
+    pub fn reset(&self) -> Result<()> {
+        let mut rec = self.ctx.recorder()?;
+        rec.fill(&self.f, 0);
+        rec.fill(&self.g, 0);
+        rec.barrier();
+        rec.submit()?.wait()?;
+        Ok(())
+    }
+
+    /// The mean distance temperatures are relative to.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// Records one Sinkhorn iteration at temperature `t`: row pass, column pass.
+    pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64) {
+        let push = RowPush {
+            m: self.m as u32,
+            n: self.n as u32,
+            rows_per_block: self.rows_per_block as u32,
+            t: t as f32,
+            alpha: self.alpha,
+            clamp: CLAMP_F32,
+        };
+        rec.dispatch_linear(
+            &self.rows_pipe,
+            &[self.d.binding(), self.f.binding(), self.g.binding(), self.partials.binding()],
+            &push,
+            self.blocks as u32,
+        );
+        rec.barrier();
+        rec.mark("rows");
+        let push = ColPush { n: self.n as u32, blocks: self.blocks as u32, t: t as f32, clamp: CLAMP_F32 };
+        rec.dispatch_linear(
+            &self.cols_pipe,
+            &[self.partials.binding(), self.g.binding()],
+            &push,
+            (self.n as u32).div_ceil(COLUMN_WORKGROUP),
+        );
+        rec.barrier();
+        rec.mark("columns");
+    }
+
+    /// Records one cooling iteration (stabilisations x Sinkhorn iterations) at `t`.
+    pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams) {
+        for _ in 0..params.per_temperature() {
+            self.record_sinkhorn(rec, t);
+        }
+    }
+
+    /// Runs the whole temperature schedule from the current state.
+    pub fn anneal(&self, params: &SoftAssignParams) -> Result<()> {
+        let mut k = 0;
+        while k < params.iterations {
+            let mut rec = self.ctx.recorder()?;
+            let end = (k + COOLING_PER_SUBMIT).min(params.iterations);
+            for level in k..end {
+                self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params);
+            }
+            rec.submit()?.wait()?;
+            k = end;
+        }
+        Ok(())
+    }
+
+    /// Downloads the potentials.
+    pub fn potentials(&self) -> Result<Potentials> {
+        let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect();
+        Ok(Potentials { f: widen(self.ctx.download(&self.f)?), g: widen(self.ctx.download(&self.g)?) })
+    }
+
+    /// M[i][j] for the current potentials at temperature `t`, computed on the host from the
+    /// downloaded potentials exactly as the kernels do (for tests).
+    pub fn matrix(&self, d: &DistanceMatrix, t: f64) -> Result<Vec<f32>> {
+        let p = self.potentials()?;
+        let (alpha, t) = (self.alpha, t as f32);
+        Ok((0..d.rows)
+            .flat_map(|i| {
+                let p = &p;
+                (0..d.cols).map(move |j| {
+                    let x = (p.f[i] as f32 + (p.g[j] as f32 + alpha) - d.at(i, j) as f32) / t;
+                    x.clamp(-CLAMP_F32, CLAMP_F32).exp()
+                })
+            })
+            .collect())
+    }
+}
+
+/// Full SoftAssign on the GPU, discretised on the host.
+pub fn solve(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams) -> Result<Vec<usize>> {
+    let state = GpuSoftAssign::new(ctx, d, params)?;
+    state.anneal(params)?;
+    Ok(discretise(d, &state.potentials()?))
+}
