@@ -1,4 +1,18 @@
 //! Steered Mixture-of-Experts: model format, EM fitting, GPU renderer and viewer.
+//!
+//! - [`model`]: the model, its JSON and binary formats, validation.
+//! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
+//! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
+//! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
+//! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
+//! - [`bench`]: the Table 4 and fitting benchmarks.
+//! - [`viewer`]: the interactive window (winit + engine::present).
+
+pub mod data;
+pub mod fit;
+pub mod gpu;
+pub mod model;
+pub mod reference;
 
 /// Embedded SPIR-V of `shaders/smoe/`.
 pub mod shaders {

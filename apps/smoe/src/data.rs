@@ -1,0 +1,179 @@
+//! Inputs as joint samples (coordinates + colour), and deterministic generated inputs: a
+//! sample image with edges and gradients, and a light field of it seen with parallax.
+
+use std::path::Path;
+
+use engine::io::ImageF32;
+
+/// Errors reading inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("{0}")]
+    Engine(#[from] engine::EngineError),
+    #[error("{path}: {message}")]
+    Shape { path: String, message: String },
+}
+
+/// A regular grid of colour samples: an image (p = 2, extent [W, H]) or a light field
+/// (p = 4, extent [W, H, U, V]); colours RGB in [0, 1], stored (V, U, H, W, 3)
+/// with W fastest.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    pub extent: Vec<usize>,
+    pub rgb: Vec<f32>,
+}
+
+impl Grid {
+    pub fn coord_dims(&self) -> usize {
+        self.extent.len()
+    }
+
+    pub fn width(&self) -> usize {
+        self.extent[0]
+    }
+
+    pub fn height(&self) -> usize {
+        self.extent[1]
+    }
+
+    /// Number of views (1 for images).
+    pub fn views(&self) -> usize {
+        self.extent[2..].iter().product()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rgb.len() / 3
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rgb.is_empty()
+    }
+
+    /// Image of view (a, b) as RGB f32 (the whole grid for images).
+    pub fn view(&self, a: usize, b: usize) -> &[f32] {
+        let n = self.width() * self.height() * 3;
+        let u = if self.coord_dims() == 4 { self.extent[2] } else { 1 };
+        let i = b * u + a;
+        &self.rgb[i * n..(i + 1) * n]
+    }
+
+    /// Joint samples (x, y, [u, v], r, g, b) with normalised coordinates, row-major, f32.
+    pub fn samples(&self) -> Vec<f32> {
+        let p = self.coord_dims();
+        let (w, h) = (self.width(), self.height());
+        let (nu, nv) = if p == 4 { (self.extent[2], self.extent[3]) } else { (1, 1) };
+        let mut out = Vec::with_capacity(self.len() * (p + 3));
+        for b in 0..nv {
+            for a in 0..nu {
+                for r in 0..h {
+                    for c in 0..w {
+                        out.push((c as f32 + 0.5) / w as f32);
+                        out.push((r as f32 + 0.5) / h as f32);
+                        if p == 4 {
+                            out.push((a as f32 + 0.5) / nu as f32);
+                            out.push((b as f32 + 0.5) / nv as f32);
+                        }
+                        let i = (((b * nu + a) * h + r) * w + c) * 3;
+                        out.extend_from_slice(&self.rgb[i..i + 3]);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// An image grid from a decoded image (gray is replicated to RGB).
+    pub fn from_image(img: &ImageF32) -> Grid {
+        let rgb = if img.channels == 3 { img.data.clone() } else { img.data.iter().flat_map(|&g| [g; 3]).collect() };
+        Grid { extent: vec![img.width, img.height], rgb }
+    }
+
+    /// Loads an image (PNG, JPEG, ...) or a light field `.npy` of shape (U, V, H, W, 3)
+    /// (float in [0, 1], or uint8 scaled by 1/255).
+    pub fn load(path: &Path) -> Result<Grid, DataError> {
+        if path.extension().and_then(|e| e.to_str()) != Some("npy") {
+            return Ok(Grid::from_image(&engine::io::load_image(path)?));
+        }
+        let a = engine::io::read_npy(path)?;
+        let shape_err = |message: String| DataError::Shape { path: path.display().to_string(), message };
+        if a.shape.len() != 5 || a.shape[4] != 3 || a.shape.iter().any(|&s| s == 0) {
+            return Err(shape_err(format!("light field must have shape (U, V, H, W, 3), got {:?}", a.shape)));
+        }
+        let scale = if a.dtype == engine::io::NpyDtype::U8 { 1.0 / 255.0 } else { 1.0 };
+        if a.data.iter().any(|v| !v.is_finite()) {
+            return Err(shape_err("light field has non-finite values".into()));
+        }
+        let (nu, nv, h, w) = (a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
+        // Reorder (U, V, H, W, 3) to (V, U, H, W, 3).
+        let mut rgb = vec![0.0; a.data.len()];
+        let view = h * w * 3;
+        for u in 0..nu {
+            for v in 0..nv {
+                let src = &a.data[(u * nv + v) * view..(u * nv + v + 1) * view];
+                rgb[(v * nu + u) * view..(v * nu + u + 1) * view].iter_mut().zip(src).for_each(|(d, s)| *d = s * scale);
+            }
+        }
+        Ok(Grid { extent: vec![w, h, nu, nv], rgb })
+    }
+}
+
+/// Colour of the generated scene at normalised (x, y): a diagonal gradient, a soft-edged
+/// disc, a hard-edged bar and a ring of stripes.
+fn scene(x: f64, y: f64) -> [f64; 3] {
+    let mut c = [0.15 + 0.6 * x, 0.2 + 0.5 * y, 0.7 - 0.4 * x * y];
+    let (dx, dy) = (x - 0.35, y - 0.4);
+    let r = (dx * dx + dy * dy).sqrt();
+    if r < 0.22 {
+        let t = (0.22 - r) / 0.22;
+        c = [0.9 * t + c[0] * (1.0 - t), 0.3 + 0.2 * t, 0.2];
+    }
+    if (0.6..0.85).contains(&x) && (0.15..0.8).contains(&y) {
+        c = [0.1, 0.55 + 0.3 * (y - 0.15), 0.25];
+    }
+    let (ex, ey) = (x - 0.7, y - 0.8);
+    let rr = (ex * ex + ey * ey).sqrt();
+    if rr < 0.16 && ((rr * 40.0) as i64) % 2 == 0 {
+        c = [0.95, 0.95, 0.85];
+    }
+    c
+}
+
+/// The generated sample image, `w x h`, deterministic, with edges and gradients.
+pub fn sample_image(w: usize, h: usize) -> Grid {
+    sample_lightfield(w, h, 1, 1, 0.0)
+}
+
+/// The generated scene seen from a `u x v` grid of views, shifted by `disparity` pixels
+/// per view step (a plane in front of the camera plane). `u = v = 1` gives an image.
+pub fn sample_lightfield(w: usize, h: usize, u: usize, v: usize, disparity: f64) -> Grid {
+    let mut rgb = Vec::with_capacity(w * h * u * v * 3);
+    for b in 0..v {
+        for a in 0..u {
+            let sx = (a as f64 - (u as f64 - 1.0) / 2.0) * disparity;
+            let sy = (b as f64 - (v as f64 - 1.0) / 2.0) * disparity;
+            for r in 0..h {
+                for c in 0..w {
+                    let x = (c as f64 + 0.5 + sx) / w as f64;
+                    let y = (r as f64 + 0.5 + sy) / h as f64;
+                    rgb.extend(scene(x, y).iter().map(|&v| v as f32));
+                }
+            }
+        }
+    }
+    let extent = if u * v == 1 { vec![w, h] } else { vec![w, h, u, v] };
+    Grid { extent, rgb }
+}
+
+/// PSNR in dB between two RGB buffers of values in [0, 1] (the rendering clamped).
+pub fn psnr(got: &[f32], want: &[f32]) -> f64 {
+    let mse: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(&g, &w)| {
+            let e = g.clamp(0.0, 1.0) as f64 - w as f64;
+            e * e
+        })
+        .sum::<f64>()
+        / got.len().max(1) as f64;
+    10.0 * (1.0 / mse.max(1e-20)).log10()
+}

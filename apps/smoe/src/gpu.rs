@@ -1,0 +1,447 @@
+//! The GPU renderer: kernel preparation (fast or robust factorisation), per-view culling
+//! records, binning of kernels to screen tiles (exact bound, the paper's relevance window,
+//! or none), and the per-tile blend. Everything after the model upload stays on the GPU;
+//! a frame is one command buffer.
+
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+
+use crate::model::Model;
+use crate::shaders;
+
+/// How the per-pixel quadratic form and expert are computed (Section 5).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Closed-form inverse of the coordinate covariance.
+    Fast,
+    /// Cholesky factor and triangular solves.
+    Robust,
+}
+
+/// Which kernels each tile blends.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cull {
+    /// Per-tile lists from the error bound: the colour changes by less than 1/65536.
+    Exact,
+    /// The paper's relevance window: kernels centred within `window` pixels of the tile.
+    Window,
+    /// Every tile blends every kernel.
+    Off,
+}
+
+impl Cull {
+    fn code(self) -> u32 {
+        match self {
+            Cull::Off => 0,
+            Cull::Exact => 1,
+            Cull::Window => 2,
+        }
+    }
+}
+
+/// Pixel format of the render target buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutFormat {
+    /// Three f32 per pixel, unclamped.
+    RgbF32,
+    /// One u32 per pixel, bytes R, G, B, A (clamped, rounded).
+    Rgba8,
+    /// One u32 per pixel, bytes B, G, R, A.
+    Bgra8,
+}
+
+/// What to render.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderSettings {
+    pub width: u32,
+    pub height: u32,
+    /// Normalised view position (u, v); ignored for images.
+    pub uv: [f32; 2],
+    pub cull: Cull,
+    /// Tile (block) edge in pixels.
+    pub tile: u32,
+    /// Relevance-window border in pixels (Cull::Window).
+    pub window: f32,
+    pub format: OutFormat,
+}
+
+impl RenderSettings {
+    pub fn new(width: u32, height: u32) -> RenderSettings {
+        RenderSettings {
+            width,
+            height,
+            uv: [0.0; 2],
+            cull: Cull::Exact,
+            tile: 16,
+            window: 32.0,
+            format: OutFormat::RgbF32,
+        }
+    }
+
+    fn tiles(&self) -> (u32, u32) {
+        (self.width.div_ceil(self.tile), self.height.div_ceil(self.tile))
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Push {
+    width: u32,
+    height: u32,
+    tile: u32,
+    tiles_x: u32,
+    tiles_y: u32,
+    kernels: u32,
+    cull: u32,
+    phase: u32,
+    view_u: f32,
+    view_v: f32,
+    span: f32,
+    margin: f32,
+    window: f32,
+    capacity: u32,
+    out_format: u32,
+    ycbcr: u32,
+}
+
+const PUSH_BYTES: u32 = std::mem::size_of::<Push>() as u32;
+const LINEAR_GROUP: u32 = 64;
+const TILES_GROUP: u32 = 256;
+const CHUNK: u32 = 64;
+const CULL_STRIDE: usize = 12;
+
+/// Floats per prepared kernel record on the GPU.
+fn prep_stride(p: usize) -> usize {
+    if p == 2 {
+        16
+    } else {
+        32
+    }
+}
+
+/// Culling constants from the model: the colour deviation bound `a` and the log-margin
+/// `M = ln(65536 K gain) + 1` (docs/formats.md, "SMoE culling bound").
+pub fn culling_constants(model: &Model) -> (f64, f64) {
+    let (lo, hi) = model
+        .mu
+        .chunks_exact(model.dims())
+        .flat_map(|m| m[model.coord_dims..].iter().copied())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let span = (hi - lo) + 1.0;
+    let margin = 65536f64.ln() + (model.len() as f64).ln() + model.color_space.gain().ln() + 1.0;
+    (span, margin)
+}
+
+/// A model on the GPU, prepared for one mode, with the pipelines that render it.
+pub struct Renderer {
+    ctx: Context,
+    p: usize,
+    kernels: usize,
+    raw: Buffer<f32>,
+    prep: Buffer<f32>,
+    span: f32,
+    margin: f32,
+    ycbcr: bool,
+    view: ComputePipeline,
+    bin: ComputePipeline,
+    tiles: ComputePipeline,
+    render: Vec<(u32, ComputePipeline)>,
+    mode: Mode,
+}
+
+/// Per-size buffers of a frame (reused across frames of one size).
+pub struct Frame {
+    pub settings: RenderSettings,
+    tiles_x: u32,
+    tiles_y: u32,
+    cull: Buffer<f32>,
+    keys: Buffer<u32>,
+    counts: Buffer<u32>,
+    offsets: Buffer<u32>,
+    cursor: Buffer<u32>,
+    lists: Buffer<u32>,
+    /// [bound floor key, total list entries]
+    params: Buffer<u32>,
+    /// The rendered pixels (see [`OutFormat`]).
+    pub out: Buffer<u32>,
+}
+
+impl Frame {
+    /// Capacity of the tile-list buffer.
+    pub fn capacity(&self) -> usize {
+        self.lists.len()
+    }
+}
+
+impl Renderer {
+    /// Uploads and prepares `model` (validated) for `mode`.
+    pub fn new(ctx: &Context, model: &Model, mode: Mode) -> engine::Result<Renderer> {
+        let p = model.coord_dims;
+        let robust = (mode == Mode::Robust) as u32;
+        let spec = [LINEAR_GROUP, p as u32, robust];
+        let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
+            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: PUSH_BYTES, spec })
+        };
+        let prepare = pipe("smoe_prepare", shaders::SMOE_PREPARE, 2, &spec)?;
+        let view = pipe("smoe_view", shaders::SMOE_VIEW, 3, &spec)?;
+        let bin = pipe("smoe_bin", shaders::SMOE_BIN, 7, &spec)?;
+        let tiles = pipe("smoe_tiles", shaders::SMOE_TILES, 4, &[TILES_GROUP, p as u32, robust])?;
+        let kernels = model.len();
+        let raw = ctx.upload(&model.raw_records(), "smoe raw kernels")?;
+        let prep = ctx.buffer::<f32>(kernels * prep_stride(p), Location::Device, "smoe prepared kernels")?;
+        let (span, margin) = culling_constants(model);
+        let push = Push { kernels: kernels as u32, ..Default::default() };
+        ctx.run(|rec| {
+            rec.dispatch_linear(&prepare, &[raw.binding(), prep.binding()], &push, groups(kernels));
+            Ok(())
+        })?;
+        Ok(Renderer {
+            ctx: ctx.clone(),
+            p,
+            kernels,
+            raw,
+            prep,
+            span: span as f32,
+            margin: margin as f32,
+            ycbcr: model.color_space == crate::model::ColorSpace::YCbCr,
+            view,
+            bin,
+            tiles,
+            render: Vec::new(),
+            mode,
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn kernels(&self) -> usize {
+        self.kernels
+    }
+
+    /// Buffers for frames of `settings`' size; the tile lists start at `capacity` entries
+    /// (0: a guess) and grow with [`Renderer::fit_capacity`].
+    pub fn frame(&mut self, settings: RenderSettings, capacity: usize) -> engine::Result<Frame> {
+        if settings.width == 0 || settings.height == 0 || settings.tile == 0 {
+            return Err(engine::EngineError::InvalidInput("output size and tile must be positive".into()));
+        }
+        let (tiles_x, tiles_y) = settings.tiles();
+        if tiles_x > engine::commands::MAX_GROUPS_PER_AXIS || tiles_y > engine::commands::MAX_GROUPS_PER_AXIS {
+            return Err(engine::EngineError::InvalidInput(format!(
+                "{}x{} pixels in tiles of {} is too many tiles per axis",
+                settings.width, settings.height, settings.tile
+            )));
+        }
+        self.render_pipeline(settings.tile)?;
+        let n_tiles = (tiles_x * tiles_y) as usize;
+        let pixels = settings.width as usize * settings.height as usize;
+        let out_len = if settings.format == OutFormat::RgbF32 { pixels * 3 } else { pixels };
+        let capacity = if capacity == 0 { self.kernels * 8 + n_tiles * 64 } else { capacity };
+        let ctx = &self.ctx;
+        Ok(Frame {
+            settings,
+            tiles_x,
+            tiles_y,
+            cull: ctx.buffer(self.kernels * CULL_STRIDE, Location::Device, "smoe culling records")?,
+            keys: ctx.buffer(n_tiles, Location::Device, "smoe tile bounds")?,
+            counts: ctx.buffer(n_tiles, Location::Device, "smoe tile counts")?,
+            offsets: ctx.buffer(n_tiles, Location::Device, "smoe tile offsets")?,
+            cursor: ctx.buffer(n_tiles, Location::Device, "smoe tile cursors")?,
+            lists: ctx.buffer(capacity, Location::Device, "smoe tile lists")?,
+            params: ctx.buffer(4, Location::Device, "smoe frame params")?,
+            out: ctx.buffer(out_len, Location::Device, "smoe output")?,
+        })
+    }
+
+    fn render_pipeline(&mut self, tile: u32) -> engine::Result<&ComputePipeline> {
+        let edge = tile.min(16);
+        if !self.render.iter().any(|(e, _)| *e == edge) {
+            let spec = [edge, self.p as u32, (self.mode == Mode::Robust) as u32, edge, CHUNK];
+            let pipe = self.ctx.compute_pipeline(&PipelineDesc {
+                name: "smoe_render",
+                spirv: shaders::SMOE_RENDER,
+                bindings: 6,
+                push_bytes: PUSH_BYTES,
+                spec: &spec,
+            })?;
+            self.render.push((edge, pipe));
+        }
+        Ok(&self.render.iter().find(|(e, _)| *e == edge).expect("just created").1)
+    }
+
+    /// Records one frame: culling records for the view, binning, render into `frame.out`.
+    /// Marks passes "view", "bound", "bin", "render" for profiling.
+    pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
+        let s = &frame.settings;
+        let format = match s.format {
+            OutFormat::RgbF32 => 0,
+            OutFormat::Rgba8 => 1,
+            OutFormat::Bgra8 => 2,
+        };
+        let mut push = Push {
+            width: s.width,
+            height: s.height,
+            tile: s.tile,
+            tiles_x: frame.tiles_x,
+            tiles_y: frame.tiles_y,
+            kernels: self.kernels as u32,
+            cull: s.cull.code(),
+            phase: 0,
+            view_u: s.uv[0],
+            view_v: s.uv[1],
+            span: self.span,
+            margin: self.margin,
+            window: s.window,
+            capacity: frame.lists.len() as u32,
+            out_format: format,
+            ycbcr: self.ycbcr as u32,
+        };
+        for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.params] {
+            rec.fill(b, 0);
+        }
+        rec.barrier();
+        let k_groups = groups(self.kernels);
+        rec.dispatch_linear(
+            &self.view,
+            &[self.raw.binding(), self.prep.binding(), frame.cull.binding()],
+            &push,
+            k_groups,
+        );
+        rec.barrier();
+        rec.mark("view");
+        let bin_bindings = [
+            frame.cull.binding(),
+            frame.keys.binding(),
+            frame.counts.binding(),
+            frame.offsets.binding(),
+            frame.cursor.binding(),
+            frame.lists.binding(),
+            frame.params.binding(),
+        ];
+        let tile_bindings =
+            [frame.keys.binding(), frame.counts.binding(), frame.offsets.binding(), frame.params.binding()];
+        if s.cull == Cull::Exact {
+            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.barrier();
+            rec.dispatch(&self.tiles, &tile_bindings, &push, [1, 1, 1]);
+            rec.barrier();
+            rec.mark("bound");
+        }
+        if s.cull != Cull::Off {
+            push.phase = 1;
+            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.barrier();
+            rec.dispatch(&self.tiles, &tile_bindings, &push, [1, 1, 1]);
+            rec.barrier();
+            push.phase = 2;
+            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.barrier();
+            rec.mark("bin");
+        }
+        let edge = s.tile.min(16);
+        let pipe = &self.render.iter().find(|(e, _)| *e == edge).expect("frame() created the render pipeline").1;
+        rec.dispatch(
+            pipe,
+            &[
+                self.prep.binding(),
+                frame.counts.binding(),
+                frame.offsets.binding(),
+                frame.lists.binding(),
+                frame.keys.binding(),
+                frame.out.binding(),
+            ],
+            &push,
+            [frame.tiles_x, frame.tiles_y, 1],
+        );
+        rec.mark("render");
+    }
+
+    /// Total tile-list entries the last completed frame needed (reads 4 bytes back).
+    pub fn list_entries(&self, frame: &Frame) -> engine::Result<usize> {
+        Ok(self.ctx.download_range(&frame.params, 1, 1)?[0] as usize)
+    }
+
+    /// Grows the frame's tile lists to `entries` if they were too short; true if it grew
+    /// (the frame then needs rendering again to use lists everywhere).
+    pub fn fit_capacity(&self, frame: &mut Frame, entries: usize) -> engine::Result<bool> {
+        if entries <= frame.lists.len() {
+            return Ok(false);
+        }
+        frame.lists = self.ctx.buffer(entries + entries / 8, Location::Device, "smoe tile lists")?;
+        Ok(true)
+    }
+
+    /// Renders one image (RGB f32, row 0 at the top) and returns it with the frame's tile
+    /// list size.
+    pub fn render_rgb(&mut self, settings: RenderSettings) -> engine::Result<(Vec<f32>, usize)> {
+        let settings = RenderSettings { format: OutFormat::RgbF32, ..settings };
+        let mut frame = self.frame(settings, 0)?;
+        loop {
+            let mut rec = self.ctx.recorder()?;
+            self.record(&mut rec, &frame);
+            rec.submit()?.wait()?;
+            let entries = if settings.cull == Cull::Off { 0 } else { self.list_entries(&frame)? };
+            if !self.fit_capacity(&mut frame, entries)? {
+                let pixels = self.ctx.download(&frame.out)?;
+                return Ok((bytemuck::cast_slice(&pixels).to_vec(), entries));
+            }
+        }
+    }
+}
+
+fn groups(n: usize) -> u32 {
+    (n as u32).div_ceil(LINEAR_GROUP).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{sample_image, sample_lightfield, Grid};
+    use crate::fit::fit_gpu;
+    use crate::reference;
+
+    fn fitted(grid: &Grid, k: usize) -> Model {
+        fit_gpu(engine::testing::context(), grid, k, 8, |_, _| {}).unwrap().0
+    }
+
+    /// Max and mean absolute error of the GPU rendering against the f64 oracle.
+    fn errors(model: &Model, settings: RenderSettings, mode: Mode, view: [f64; 2]) -> (f64, f64, usize) {
+        let ctx = engine::testing::context();
+        let uv = reference::view_coords(model, view);
+        let settings = RenderSettings { uv: [uv[0] as f32, uv[1] as f32], ..settings };
+        let mut r = Renderer::new(ctx, model, mode).unwrap();
+        let (got, entries) = r.render_rgb(settings).unwrap();
+        let want = reference::render(model, settings.width as usize, settings.height as usize, uv);
+        let max = got.iter().zip(&want).map(|(&g, w)| (g as f64 - w).abs()).fold(0.0, f64::max);
+        let mean = got.iter().zip(&want).map(|(&g, w)| (g as f64 - w).abs()).sum::<f64>() / want.len() as f64;
+        (max, mean, entries)
+    }
+
+    fn check(model: &Model, w: u32, h: u32, view: [f64; 2]) {
+        for mode in [Mode::Robust, Mode::Fast] {
+            for (cull, tile) in [(Cull::Exact, 8), (Cull::Off, 16), (Cull::Exact, 16), (Cull::Window, 16)] {
+                let settings = RenderSettings { cull, tile, window: 64.0, ..RenderSettings::new(w, h) };
+                let (max, mean, entries) = errors(model, settings, mode, view);
+                eprintln!("{mode:?} {cull:?} tile {tile} {w}x{h}: max {max:.2e} mean {mean:.2e} entries {entries}");
+                assert!(max <= 1.0 / 4096.0 && mean <= 1.0 / 65536.0, "{mode:?} {cull:?} {w}x{h}: {max} {mean}");
+            }
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn image_model_matches_f64_reference_at_odd_and_upsampled_sizes() {
+        let model = fitted(&sample_image(37, 29), 40);
+        check(&model, 37, 29, [0.0; 2]);
+        check(&model, 74, 58, [0.0; 2]);
+    }
+
+    #[test]
+    fn light_field_model_matches_f64_reference_at_fractional_views() {
+        let model = fitted(&sample_lightfield(19, 15, 3, 3, 1.5), 24);
+        check(&model, 19, 15, [1.0, 1.0]);
+        check(&model, 25, 21, [0.5, 1.75]);
+    }
+}
