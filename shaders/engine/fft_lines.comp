@@ -1,7 +1,7 @@
 #version 460
 // Batched 1D FFTs along the lines (rows or columns) of a stack of complex images, in place.
 //
-// One workgroup transforms `group_lines` lines of length `n`. Each line is an FFT of size
+// One workgroup transforms GROUP_LINES lines of length `n`. Each line is an FFT of size
 // `m` (a power of two): `m == n` directly, or, for any other `n`, Bluestein's chirp-z
 // algorithm with `m >= 2n - 1` (multiply by the chirp, FFT, multiply by the FFT of the
 // conjugate chirp, inverse FFT, multiply by the chirp) without leaving the workgroup.
@@ -15,37 +15,43 @@
 //
 // Twiddles and chirps come from a table computed in f64 on the host (no sin/cos here: the
 // Vulkan precision of sin/cos is far too loose for 1e-5).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
+// The shape of the transform is specialised, so that every loop over registers and passes
+// unrolls with constant register indices; only the direction and the data layout are pushed.
 layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint E = 8;         // values per invocation: 2, 4 or 8
-layout(constant_id = 2) const uint SHARED = 4096; // complex slots: group_lines * m
+layout(constant_id = 1) const uint E = 8;           // values per invocation: 2, 4 or 8
+layout(constant_id = 2) const uint LOG2M = 9;       // FFT size m = 2^LOG2M
+layout(constant_id = 3) const uint GROUP_LINES = 1; // lines per workgroup
+layout(constant_id = 4) const bool BLUESTEIN = false;
+// Neighbouring invocations take neighbouring lines (coalesced column access) instead of
+// neighbouring positions on one line (coalesced row access).
+layout(constant_id = 5) const bool LINES_FAST = false;
+// Rows only: one padding slot after every 8, so the stride-8 Stockham scatter of the early
+// passes does not hit the same shared-memory banks (0 where the padding would not fit).
+layout(constant_id = 6) const uint PAD_SHIFT = 0;
+layout(constant_id = 7) const uint SHARED = 4096;   // complex slots in shared memory
+
+const uint M = 1u << LOG2M;
+const uint T = M / E; // invocations per line
 
 layout(set = 0, binding = 0) buffer Data { vec2 data[]; };
 layout(set = 0, binding = 1) readonly buffer Tables { vec2 tables[]; };
 
 layout(push_constant) uniform Push {
     uint n;               // line length
-    uint m;               // FFT size (power of two)
-    uint log2m;
     uint lines;           // lines in the whole batch
     uint lines_per_image;
     uint image_stride;    // elements between images
     uint line_stride;     // elements between lines of one image
     uint elem_stride;     // elements between neighbours on a line
-    uint group_lines;     // lines per workgroup
-    uint flags;           // FLAG_*
+    uint inverse;         // 0: exp(-2 pi i ...), 1: exp(+2 pi i ...)
     uint twiddle_at;      // tables[twiddle_at + i] = exp(-2 pi i / m), i < m
     uint chirp_at;        // tables[chirp_at + i] = exp(-pi i^2 / n), i < n (Bluestein)
     uint kernel_at;       // FFT_m(conj chirp, wrapped) / m, conjugated for the inverse (Bluestein)
     float scale;          // applied to every output
 };
-
-const uint FLAG_INVERSE = 1u;
-const uint FLAG_BLUESTEIN = 2u;
-// Invocations next to each other take neighbouring lines (coalesced column access) instead
-// of neighbouring positions on one line (coalesced row access).
-const uint FLAG_LINES_FAST = 4u;
 
 shared vec2 buf[SHARED];
 vec2 x[8];
@@ -104,20 +110,24 @@ void dft8(uint o, uint s, bool inv) {
 }
 
 // Shared-memory slot of position p of this workgroup's line ll.
-uint slot(uint ll, uint p, bool lines_fast) {
-    return lines_fast ? p * group_lines + ll : ll * m + p;
+uint slot(uint ll, uint p) {
+    if (LINES_FAST) return p * GROUP_LINES + ll;
+    uint padded = PAD_SHIFT == 0u ? M : M + (M >> PAD_SHIFT);
+    return ll * padded + (PAD_SHIFT == 0u ? p : p + (p >> PAD_SHIFT));
 }
 
 // One radix-r Stockham pass over sub-transforms of length ns: butterfly j (this invocation
 // owns j = tj + b*T) takes x[b + q*(E/r)] for q < r, i.e. positions j + q*m/r.
-void butterflies(uint r, uint log2r, uint ns, uint log2ns, uint tj, uint T, bool inv) {
+void butterflies(uint r, uint log2r, uint ns, uint log2ns, uint tj, bool inv) {
     uint per = E / r;
-    for (uint b = 0u; b < per; b++) {
+    [[unroll]] for (uint b = 0u; b < per; b++) {
         uint k = (tj + b * T) & (ns - 1u);
         if (k != 0u) {
             // W_{ns r}^{q k} = exp(-2 pi i q k m / (ns r) / m).
-            uint step = k << (log2m - log2ns - log2r);
-            for (uint q = 1u; q < r; q++) x[b + q * per] = cmul(x[b + q * per], table(twiddle_at, q * step, inv));
+            uint step = k << (LOG2M - log2ns - log2r);
+            [[unroll]] for (uint q = 1u; q < r; q++) {
+                x[b + q * per] = cmul(x[b + q * per], table(twiddle_at, q * step, inv));
+            }
         }
         if (r == 8u) dft8(b, per, inv);
         else if (r == 4u) dft4(b, per, inv);
@@ -127,82 +137,82 @@ void butterflies(uint r, uint log2r, uint ns, uint log2ns, uint tj, uint T, bool
 
 // Scatters the pass results to their Stockham positions and gathers this invocation's
 // positions for the next pass.
-void exchange(uint r, uint ns, uint ll, uint tj, uint T, bool lines_fast) {
+void exchange(uint r, uint ns, uint ll, uint tj) {
     uint per = E / r;
     barrier();
-    for (uint b = 0u; b < per; b++) {
+    [[unroll]] for (uint b = 0u; b < per; b++) {
         uint j = tj + b * T;
         uint k = j & (ns - 1u);
         uint out_pos = (j - k) * r + k;
-        for (uint q = 0u; q < r; q++) buf[slot(ll, out_pos + q * ns, lines_fast)] = x[b + q * per];
+        [[unroll]] for (uint q = 0u; q < r; q++) buf[slot(ll, out_pos + q * ns)] = x[b + q * per];
     }
     barrier();
-    for (uint e = 0u; e < E; e++) x[e] = buf[slot(ll, tj + e * T, lines_fast)];
+    [[unroll]] for (uint e = 0u; e < E; e++) x[e] = buf[slot(ll, tj + e * T)];
 }
 
 // One Stockham pass; the radix is a literal in each branch so that, once inlined, every
 // register index is a constant (a dynamic index would push x[] out to local memory).
-bool stockham_pass(uint log2r, uint ns, uint log2ns, uint ll, uint tj, uint T, bool inv, bool lines_fast) {
+// Returns false after the last pass, whose results stay in registers.
+bool stockham_pass(uint log2r, uint ns, uint log2ns, uint ll, uint tj, bool inv) {
     uint r = 1u << log2r;
-    if (log2r == 3u) butterflies(8u, 3u, ns, log2ns, tj, T, inv);
-    else if (log2r == 2u) butterflies(4u, 2u, ns, log2ns, tj, T, inv);
-    else butterflies(2u, 1u, ns, log2ns, tj, T, inv);
-    if (ns * r == m) return false;
-    if (log2r == 3u) exchange(8u, ns, ll, tj, T, lines_fast);
-    else if (log2r == 2u) exchange(4u, ns, ll, tj, T, lines_fast);
-    else exchange(2u, ns, ll, tj, T, lines_fast);
+    if (log2r == 3u) butterflies(8u, 3u, ns, log2ns, tj, inv);
+    else if (log2r == 2u) butterflies(4u, 2u, ns, log2ns, tj, inv);
+    else butterflies(2u, 1u, ns, log2ns, tj, inv);
+    if (ns * r == M) return false;
+    if (log2r == 3u) exchange(8u, ns, ll, tj);
+    else if (log2r == 2u) exchange(4u, ns, ll, tj);
+    else exchange(2u, ns, ll, tj);
     return true;
 }
 
 // FFT of size m of the values in x (positions tj + e*T); results in the same positions.
-void fft(uint ll, uint tj, uint T, bool inv, bool lines_fast) {
+// Radix E, except one smaller first pass when log2(m) is not a multiple of log2(E).
+void fft(uint ll, uint tj, bool inv) {
     uint log2e = findLSB(E);
-    uint first = log2m % log2e;
+    uint first = LOG2M % log2e;
     uint ns = 1u, log2ns = 0u;
     if (first != 0u) {
-        if (!stockham_pass(first, ns, log2ns, ll, tj, T, inv, lines_fast)) return;
+        if (!stockham_pass(first, ns, log2ns, ll, tj, inv)) return;
         ns <<= first;
         log2ns += first;
     }
-    while (stockham_pass(log2e, ns, log2ns, ll, tj, T, inv, lines_fast)) {
+    [[unroll]] for (uint pass = 0u; pass < LOG2M / log2e; pass++) {
+        if (!stockham_pass(log2e, ns, log2ns, ll, tj, inv)) return;
         ns <<= log2e;
         log2ns += log2e;
     }
 }
 
 void main() {
-    bool inv = (flags & FLAG_INVERSE) != 0u;
-    bool bluestein = (flags & FLAG_BLUESTEIN) != 0u;
-    bool lines_fast = (flags & FLAG_LINES_FAST) != 0u;
-    uint T = m / E;
+    bool inv = inverse != 0u;
     uint t = gl_LocalInvocationID.x;
-    uint ll = lines_fast ? t % group_lines : t / T;
-    uint tj = lines_fast ? t / group_lines : t % T;
-    uint line = linear_group_id() * group_lines + ll;
+    uint ll = LINES_FAST ? t % GROUP_LINES : t / T;
+    uint tj = LINES_FAST ? t / GROUP_LINES : t % T;
+    uint line = linear_group_id() * GROUP_LINES + ll;
     bool valid = line < lines;
     uint base = (line / lines_per_image) * image_stride + (line % lines_per_image) * line_stride;
 
-    for (uint e = 0u; e < E; e++) {
+    [[unroll]] for (uint e = 0u; e < E; e++) {
         uint p = tj + e * T;
         vec2 v = vec2(0.0);
         if (valid && p < n) {
             v = data[base + p * elem_stride];
-            if (bluestein) v = cmul(v, table(chirp_at, p, inv));
+            if (BLUESTEIN) v = cmul(v, table(chirp_at, p, inv));
         }
         x[e] = v;
     }
-    fft(ll, tj, T, inv, lines_fast);
-    if (bluestein) {
-        for (uint e = 0u; e < E; e++) x[e] = cmul(x[e], table(kernel_at, tj + e * T, inv));
+    fft(ll, tj, inv);
+    if (BLUESTEIN) {
+        [[unroll]] for (uint e = 0u; e < E; e++) x[e] = cmul(x[e], table(kernel_at, tj + e * T, inv));
         // The convolution's inverse FFT (unnormalised; 1/m is in the kernel table).
-        fft(ll, tj, T, !inv, lines_fast);
-        for (uint e = 0u; e < E; e++) {
+        fft(ll, tj, !inv);
+        [[unroll]] for (uint e = 0u; e < E; e++) {
             uint p = tj + e * T;
             if (p < n) x[e] = cmul(x[e], table(chirp_at, p, inv));
         }
     }
     if (valid) {
-        for (uint e = 0u; e < E; e++) {
+        [[unroll]] for (uint e = 0u; e < E; e++) {
             uint p = tj + e * T;
             if (p < n) data[base + p * elem_stride] = x[e] * scale;
         }

@@ -27,24 +27,17 @@ const MAX_COLUMNS_PER_GROUP: usize = 16;
 /// Invocations a row workgroup aims for when lines are short (many rows per workgroup).
 const ROW_GROUP_INVOCATIONS: usize = 128;
 
-const FLAG_INVERSE: u32 = 1;
-const FLAG_BLUESTEIN: u32 = 2;
-const FLAG_LINES_FAST: u32 = 4;
-
 /// Push constants of `fft_lines.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 struct Push {
     n: u32,
-    m: u32,
-    log2m: u32,
     lines: u32,
     lines_per_image: u32,
     image_stride: u32,
     line_stride: u32,
     elem_stride: u32,
-    group_lines: u32,
-    flags: u32,
+    inverse: u32,
     twiddle_at: u32,
     chirp_at: u32,
     kernel_at: u32,
@@ -136,7 +129,11 @@ impl Fft2d {
         let m = fft_size(n);
         let values = VALUES_PER_INVOCATION.min(m);
         let per_line = m / values;
-        let shared_limit = info.max_shared_memory_bytes as usize / (m * COMPLEX_BYTES);
+        let max_shared = info.max_shared_memory_bytes as usize;
+        // Rows pad their shared-memory lines (one slot per 8) where the padding fits.
+        let pad_shift = if !lines.lines_fast && (m + m / 8) * COMPLEX_BYTES <= max_shared { 3 } else { 0 };
+        let line_slots = if pad_shift > 0 { m + (m >> pad_shift) } else { m };
+        let shared_limit = max_shared / (line_slots * COMPLEX_BYTES);
         let invocation_limit = info.max_workgroup_invocations.min(info.max_workgroup_size[0]) as usize / per_line;
         if shared_limit == 0 || invocation_limit == 0 {
             return Err(EngineError::Unsupported(format!(
@@ -151,34 +148,25 @@ impl Fft2d {
 
         let twiddle_at = table.len() as u32;
         table.extend(twiddles(m));
-        let (chirp_at, kernel_at) = if m == n {
-            (0, 0)
-        } else {
+        let bluestein = m != n;
+        let (chirp_at, kernel_at) = if bluestein {
             let c = chirp(n);
             let chirp_at = table.len() as u32;
             table.extend(c.iter().map(|v| [v.re as f32, v.im as f32]));
             let kernel_at = table.len() as u32;
             table.extend(bluestein_kernel(&c, m));
             (chirp_at, kernel_at)
+        } else {
+            (0, 0)
         };
-        let mut flags = 0;
-        if m != n {
-            flags |= FLAG_BLUESTEIN;
-        }
-        if lines.lines_fast {
-            flags |= FLAG_LINES_FAST;
-        }
         let push = Push {
             n: n as u32,
-            m: m as u32,
-            log2m: m.trailing_zeros(),
             lines: lines.count as u32,
             lines_per_image: lines.per_image as u32,
             image_stride: lines.image_stride as u32,
             line_stride: lines.line_stride as u32,
             elem_stride: lines.elem_stride as u32,
-            group_lines: group_lines as u32,
-            flags,
+            inverse: 0,
             twiddle_at,
             chirp_at,
             kernel_at,
@@ -189,7 +177,16 @@ impl Fft2d {
             spirv: shaders::FFT_LINES,
             bindings: 2,
             push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[(group_lines * per_line) as u32, values as u32, (group_lines * m) as u32],
+            spec: &[
+                (group_lines * per_line) as u32,
+                values as u32,
+                m.trailing_zeros(),
+                group_lines as u32,
+                bluestein as u32,
+                lines.lines_fast as u32,
+                pad_shift,
+                (group_lines * line_slots) as u32,
+            ],
         })?;
         Ok(Axis { pipeline, push, groups: lines.count.div_ceil(group_lines) as u32 })
     }
@@ -243,7 +240,7 @@ impl Fft2d {
             }
             let mut push = axis.push;
             if direction == Direction::Inverse {
-                push.flags |= FLAG_INVERSE;
+                push.inverse = 1;
                 if i == last {
                     push.scale = 1.0 / (self.width * self.height) as f32;
                 }
