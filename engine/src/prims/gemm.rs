@@ -202,7 +202,7 @@ impl ModeProduct {
     }
 
     /// The batched GEMM this product is: for every tensor and every index p of the modes
-    /// before `mode`, `Y_p (J x Q) = op(U) (J x D) * X_p (D x Q)` with D = dims[mode] and Q the
+    /// before `mode`, `Y_p (J x Q) = op(U) (J x D) * X_p (D x Q)` with `D = dims[mode]` and Q the
     /// product of the later dimensions.
     pub fn as_gemm(&self) -> Result<BatchedGemm> {
         if self.mode >= self.dims.len() {
