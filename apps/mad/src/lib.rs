@@ -1,6 +1,80 @@
-//! The Most Apparent Distortion image quality metric (Larson & Chandler 2010), exact, on the GPU.
+//! The Most Apparent Distortion image quality metric (Larson & Chandler 2010), exactly as
+//! the authors' 2011 release defines it, with an f64 CPU reference ([`cpu`]) and a batched
+//! Vulkan path ([`gpu`]).
+//!
+//! - [`constants`]: every constant, with its source in the release.
+//! - [`filters`], [`grid`]: the CSF and log-Gabor filters per FFT bin, the block layout.
+//! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output.
+//! - [`synth`]: deterministic sample images and distortions (demo, bench, tests).
+
+pub mod constants;
+pub mod cpu;
+mod fft_cpu;
+pub mod filters;
+pub mod gpu;
+pub mod grid;
+pub mod input;
+pub mod maps;
+pub mod pairs;
+pub mod synth;
+
+pub use input::GrayImage;
 
 /// Embedded SPIR-V of `shaders/mad/`.
 pub mod shaders {
     include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
+}
+
+/// What can go wrong while scoring.
+#[derive(Debug, thiserror::Error)]
+pub enum MadError {
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+    #[error("size mismatch: reference is {}x{}, distorted is {}x{}", reference.0, reference.1, distorted.0, distorted.1)]
+    SizeMismatch { reference: (usize, usize), distorted: (usize, usize) },
+    #[error("image is {width}x{height}; MAD needs at least {min}x{min} (its maps are cropped by 17 pixels per side)")]
+    TooSmall { width: usize, height: usize, min: usize },
+    #[error("{path}: {message}")]
+    Pairs { path: String, message: String },
+}
+
+/// The scores of one pair.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Scores {
+    pub mad: f64,
+    /// d_detect (the release's `index.HI`).
+    pub detection: f64,
+    /// d_appear (the release's `index.LO`).
+    pub appearance: f64,
+    pub alpha: f64,
+}
+
+impl Scores {
+    /// Blends d_detect and d_appear into the final score.
+    pub fn combine(detection: f64, appearance: f64) -> Scores {
+        let (mad, alpha) = constants::combine(detection, appearance);
+        Scores { mad, detection, appearance, alpha }
+    }
+}
+
+/// The per-pixel maps of one pair, row-major.
+#[derive(Clone, Debug)]
+pub struct Maps {
+    pub width: usize,
+    pub height: usize,
+    /// `msk .* lmse` of the detection stage (before the crop).
+    pub detection: Vec<f32>,
+    /// The weighted statistics differences of the appearance stage.
+    pub appearance: Vec<f32>,
+    /// `detection^alpha * appearance^(1-alpha)` per pixel, with the pair's alpha.
+    pub combined: Vec<f32>,
+}
+
+impl Maps {
+    pub fn new(width: usize, height: usize, detection: Vec<f64>, appearance: Vec<f64>, alpha: f64) -> Maps {
+        let combined =
+            detection.iter().zip(&appearance).map(|(&d, &a)| (d.powf(alpha) * a.powf(1.0 - alpha)) as f32).collect();
+        let to32 = |v: Vec<f64>| v.into_iter().map(|x| x as f32).collect();
+        Maps { width, height, detection: to32(detection), appearance: to32(appearance), combined }
+    }
 }

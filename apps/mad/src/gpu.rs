@@ -1,0 +1,377 @@
+//! The GPU path: pairs of one size are scored in chunks, every stage of a chunk recorded in
+//! one command buffer (no host round trip between stages), with two chunk slots in flight so
+//! the host decodes and stages the next chunk while the GPU works on the current one.
+//!
+//! Per chunk of `B` pairs (images `2p` = reference, `2p+1` = distorted):
+//! 1. `prepare`: lightness (reference, and distorted minus reference: the CSF is linear),
+//!    mean-free gray values for the log-Gabor stage, squared differences for the local MSE;
+//! 2. engine FFT (batched, any size) of both stacks; `csf_apply` builds the CSF per bin;
+//!    inverse FFT;
+//! 3. `detect_blocks` (shared-memory tiles, two-pass moments), `detect_map` (separable 16x16
+//!    box in shared memory times the visibility mask), `sum_detection` (partials per row);
+//! 4. for each of the 20 log-Gabor bands: `gabor_apply` (filter per bin) -> inverse FFT ->
+//!    `appear_blocks` (std, skewness, kurtosis of the magnitudes, weighted differences
+//!    accumulated into the cells); then `sum_appearance`;
+//! 5. the partial sums (and the maps, when asked for) are copied to host-readable memory.
+
+use engine::prims::fft::{Direction, Fft2d};
+use engine::profile::total_by_name;
+use engine::{Buffer, ComputePipeline, Context, Location, PassTime, PipelineDesc, Recorder, Submission};
+
+use crate::constants::{GABOR_ORIENTATIONS, GABOR_SCALES};
+use crate::grid::Grid;
+use crate::input::{check_pair, GrayImage};
+use crate::{shaders, Maps, MadError, Scores};
+
+/// Invocations per workgroup of the per-element kernels.
+const WORKGROUP: u32 = 256;
+/// Blocks per side of a statistics tile: (4*8+12)^2 pixels of two images in shared memory
+/// (15.5 KiB) fit lavapipe's 32 KiB and NVIDIA's 48 KiB.
+const TILE: u32 = 8;
+/// Side of the detection-map tile (fixed in `detect_map.comp`).
+const MAP_TILE: u32 = 16;
+/// Bytes of complex lightness per chunk the automatic chunk size aims for.
+const CHUNK_TARGET_BYTES: usize = 64 << 20;
+
+/// Push constants shared by every MAD kernel (`mad_common.glsl`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Push {
+    width: u32,
+    height: u32,
+    pairs: u32,
+    blocks_x: u32,
+    blocks_y: u32,
+    scale: u32,
+    orientation: u32,
+    accumulate: u32,
+}
+
+/// One scored pair coming back from the GPU, tagged as it was given.
+pub struct Scored<T> {
+    pub tag: T,
+    pub scores: Scores,
+    pub maps: Option<Maps>,
+}
+
+/// The MAD pipelines on one device.
+pub struct GpuMad {
+    ctx: Context,
+    prepare: ComputePipeline,
+    csf_apply: ComputePipeline,
+    gabor_apply: ComputePipeline,
+    detect_blocks: ComputePipeline,
+    detect_map: ComputePipeline,
+    appear_blocks: ComputePipeline,
+    sum_detection: ComputePipeline,
+    sum_appearance: ComputePipeline,
+}
+
+/// Device buffers and the FFT plan for chunks of up to `capacity` pairs of one size.
+struct Slot {
+    grid: Grid,
+    capacity: usize,
+    fft: Fft2d,
+    gray: Buffer<f32>,
+    info: Buffer<[f32; 4]>,
+    light: Buffer<[f32; 2]>,
+    spec: Buffer<[f32; 2]>,
+    sqdiff: Buffer<f32>,
+    blocks: Buffer<[f32; 4]>,
+    detection_map: Buffer<f32>,
+    cells: Buffer<f32>,
+    detection_partials: Buffer<f32>,
+    appearance_partials: Buffer<f32>,
+    readback: Buffer<f32>,
+    map_readback: Option<(Buffer<f32>, Buffer<f32>)>,
+}
+
+/// A chunk on the GPU: what it was given, and its submission.
+struct InFlight<T> {
+    slot: Slot,
+    tags: Vec<T>,
+    submission: Submission,
+}
+
+impl Slot {
+    fn crop_rows(&self) -> usize {
+        Grid::crop_range(self.grid.height).len()
+    }
+}
+
+impl GpuMad {
+    pub fn new(ctx: &Context) -> Result<GpuMad, MadError> {
+        let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
+            ctx.compute_pipeline(&PipelineDesc {
+                name,
+                spirv,
+                bindings,
+                push_bytes: std::mem::size_of::<Push>() as u32,
+                spec,
+            })
+        };
+        let tile = [TILE * TILE, TILE];
+        Ok(GpuMad {
+            ctx: ctx.clone(),
+            prepare: make("mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
+            csf_apply: make("mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
+            gabor_apply: make("mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
+            detect_blocks: make("mad detect blocks", shaders::DETECT_BLOCKS, 2, &tile)?,
+            detect_map: make("mad detect map", shaders::DETECT_MAP, 3, &[])?,
+            appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &tile)?,
+            sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
+            sum_appearance: make("mad sum appearance", shaders::SUM_APPEARANCE, 2, &[WORKGROUP])?,
+        })
+    }
+
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The chunk size used for `width x height` pairs when none is asked for: about
+    /// 64 MiB of complex lightness, within the device's storage-buffer range.
+    pub fn default_chunk(&self, width: usize, height: usize) -> usize {
+        let per_pair = 2 * width * height * 8;
+        let range = self.ctx.info().max_storage_buffer_range as usize;
+        (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1))
+    }
+
+    fn slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
+        let ctx = &self.ctx;
+        let (p, nb) = (grid.pixels(), grid.blocks());
+        let crop_rows = Grid::crop_range(grid.height).len();
+        let partial_len = capacity * (crop_rows + grid.blocks_y);
+        let map_readback = if maps {
+            Some((
+                ctx.buffer(capacity * p, Location::Download, "mad detection map readback")?,
+                ctx.buffer(capacity * nb, Location::Download, "mad appearance cells readback")?,
+            ))
+        } else {
+            None
+        };
+        Ok(Slot {
+            grid,
+            capacity,
+            fft: Fft2d::new(ctx, grid.width, grid.height, 2 * capacity)?,
+            gray: ctx.buffer(2 * capacity * p, Location::Upload, "mad gray input")?,
+            info: ctx.buffer(capacity, Location::Upload, "mad pair info")?,
+            light: ctx.buffer(2 * capacity * p, Location::Device, "mad lightness spectra")?,
+            spec: ctx.buffer(2 * capacity * p, Location::Device, "mad gray spectra")?,
+            sqdiff: ctx.buffer(capacity * p, Location::Device, "mad squared differences")?,
+            blocks: ctx.buffer(capacity * nb, Location::Device, "mad detection blocks")?,
+            detection_map: ctx.buffer(capacity * p, Location::Device, "mad detection map")?,
+            cells: ctx.buffer(capacity * nb, Location::Device, "mad appearance cells")?,
+            detection_partials: ctx.buffer(capacity * crop_rows, Location::Device, "mad detection partial sums")?,
+            appearance_partials: ctx.buffer(
+                capacity * grid.blocks_y,
+                Location::Device,
+                "mad appearance partial sums",
+            )?,
+            readback: ctx.buffer(partial_len, Location::Download, "mad partial sums readback")?,
+            map_readback,
+        })
+    }
+
+    /// Writes a chunk's gray values and per-pair info into the slot's upload buffers.
+    fn stage<T>(slot: &mut Slot, pairs: &[(T, GrayImage, GrayImage)]) -> Result<(), MadError> {
+        let p = slot.grid.pixels();
+        let gray = slot.gray.mapped_mut()?;
+        for (k, (_, r, d)) in pairs.iter().enumerate() {
+            for (dst, src) in gray[2 * k * p..(2 * k + 1) * p].iter_mut().zip(&r.values) {
+                *dst = *src as f32;
+            }
+            for (dst, src) in gray[(2 * k + 1) * p..(2 * k + 2) * p].iter_mut().zip(&d.values) {
+                *dst = *src as f32;
+            }
+        }
+        let info = slot.info.mapped_mut()?;
+        for (k, (_, r, d)) in pairs.iter().enumerate() {
+            let mean = |img: &GrayImage| (img.values.iter().sum::<f64>() / p as f64) as f32;
+            info[k] = [if r.eight_bit { 1.0 } else { 0.0 }, mean(r), mean(d), 0.0];
+        }
+        Ok(())
+    }
+
+    /// Records every stage of one chunk of `count` pairs.
+    fn record(&self, rec: &mut Recorder, slot: &Slot, count: usize) -> Result<(), MadError> {
+        let g = slot.grid;
+        let base = Push {
+            width: g.width as u32,
+            height: g.height as u32,
+            pairs: count as u32,
+            blocks_x: g.blocks_x as u32,
+            blocks_y: g.blocks_y as u32,
+            ..Push::default()
+        };
+        let pixels = (count * g.pixels()) as u32;
+        let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
+        rec.dispatch_linear(
+            &self.prepare,
+            &[slot.gray.binding(), slot.info.binding(), slot.light.binding(), slot.spec.binding(), slot.sqdiff.binding()],
+            &base,
+            pixels.div_ceil(WORKGROUP),
+        );
+        rec.barrier();
+        slot.fft.record(rec, &slot.light, Direction::Forward)?;
+        slot.fft.record(rec, &slot.spec, Direction::Forward)?;
+        rec.barrier();
+        rec.mark("prepare + forward FFTs");
+        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], &base, (2 * pixels).div_ceil(WORKGROUP));
+        rec.barrier();
+        slot.fft.record(rec, &slot.light, Direction::Inverse)?;
+        rec.barrier();
+        rec.dispatch(&self.detect_blocks, &[slot.light.binding(), slot.blocks.binding()], &base, tiles);
+        rec.barrier();
+        rec.dispatch(
+            &self.detect_map,
+            &[slot.sqdiff.binding(), slot.blocks.binding(), slot.detection_map.binding()],
+            &base,
+            [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count as u32],
+        );
+        rec.barrier();
+        let crop_rows = slot.crop_rows();
+        rec.dispatch(
+            &self.sum_detection,
+            &[slot.detection_map.binding(), slot.detection_partials.binding()],
+            &base,
+            [crop_rows as u32, 1, count as u32],
+        );
+        rec.mark("detection");
+        for scale in 0..GABOR_SCALES {
+            for orientation in 0..GABOR_ORIENTATIONS {
+                let push = Push {
+                    scale: scale as u32,
+                    orientation: orientation as u32,
+                    accumulate: (scale + orientation > 0) as u32,
+                    ..base
+                };
+                rec.dispatch_linear(
+                    &self.gabor_apply,
+                    &[slot.spec.binding(), slot.light.binding()],
+                    &push,
+                    (2 * pixels).div_ceil(WORKGROUP),
+                );
+                rec.barrier();
+                slot.fft.record(rec, &slot.light, Direction::Inverse)?;
+                rec.barrier();
+                rec.dispatch(&self.appear_blocks, &[slot.light.binding(), slot.cells.binding()], &push, tiles);
+                rec.barrier();
+            }
+        }
+        rec.mark("appearance");
+        rec.dispatch(
+            &self.sum_appearance,
+            &[slot.cells.binding(), slot.appearance_partials.binding()],
+            &base,
+            [g.blocks_y as u32, 1, count as u32],
+        );
+        rec.barrier();
+        // Both partial arrays go to one readback buffer: detection first, then appearance.
+        rec.copy(&slot.detection_partials, &slot.readback);
+        rec.copy_region(&slot.appearance_partials, 0, &slot.readback, slot.capacity * crop_rows, slot.appearance_partials.len());
+        if let Some((map, cells)) = &slot.map_readback {
+            rec.copy_region(&slot.detection_map, 0, map, 0, count * g.pixels());
+            rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
+        }
+        rec.mark("sums + readback");
+        Ok(())
+    }
+
+    /// Reads a finished chunk's scores (and maps).
+    fn collect<T>(&self, done: InFlight<T>, out: &mut impl FnMut(Scored<T>)) -> Result<(Slot, Vec<PassTime>), MadError> {
+        let passes = done.submission.wait_profiled()?;
+        let slot = done.slot;
+        let g = slot.grid;
+        let crop_rows = slot.crop_rows();
+        let sums = slot.readback.mapped()?;
+        let crop_pixels = g.crop_pixels() as f64;
+        for (k, tag) in done.tags.into_iter().enumerate() {
+            let det: f64 = sums[k * crop_rows..(k + 1) * crop_rows].iter().map(|&v| v as f64).sum();
+            let app_at = slot.capacity * crop_rows + k * g.blocks_y;
+            let app: f64 = sums[app_at..app_at + g.blocks_y].iter().map(|&v| v as f64).sum();
+            let scores = Scores::combine(
+                (det / crop_pixels).sqrt() * crate::constants::DETECTION_SCALE,
+                (app / crop_pixels).sqrt(),
+            );
+            let maps = match &slot.map_readback {
+                Some((map, cells)) => {
+                    let map = &map.mapped()?[k * g.pixels()..(k + 1) * g.pixels()];
+                    let cells = &cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()];
+                    let appearance = (0..g.pixels())
+                        .map(|i| g.cell_of(i % g.width, i / g.width).map_or(0.0, |b| cells[b] as f64))
+                        .collect();
+                    Some(Maps::new(g.width, g.height, map.iter().map(|&v| v as f64).collect(), appearance, scores.alpha))
+                }
+                None => None,
+            };
+            out(Scored { tag, scores, maps });
+        }
+        Ok((slot, passes))
+    }
+
+    /// Scores a stream of pairs, in chunks of up to `chunk` pairs of the same size (a change of
+    /// size starts a new chunk), two chunks in flight. Each result goes to `out` with its tag,
+    /// in input order. Pairs must already pass [`check_pair`]. Returns the GPU time per pass,
+    /// summed over chunks (empty where the device has no timestamps).
+    pub fn score_stream<T>(
+        &self,
+        pairs: impl IntoIterator<Item = (T, GrayImage, GrayImage)>,
+        chunk: Option<usize>,
+        maps: bool,
+        mut out: impl FnMut(Scored<T>),
+    ) -> Result<Vec<PassTime>, MadError> {
+        let mut passes = Vec::new();
+        let mut in_flight: std::collections::VecDeque<InFlight<T>> = Default::default();
+        let mut spare: Vec<Slot> = Vec::new();
+        let mut pending: Vec<(T, GrayImage, GrayImage)> = Vec::new();
+        let mut iter = pairs.into_iter();
+        loop {
+            let next = iter.next();
+            let size_changes = matches!((&next, pending.first()), (Some((_, a, _)), Some((_, b, _))) if (a.width, a.height) != (b.width, b.height));
+            let capacity = pending.first().map(|(_, r, _)| chunk.unwrap_or_else(|| self.default_chunk(r.width, r.height)));
+            let full = capacity.is_some_and(|c| pending.len() >= c);
+            if !pending.is_empty() && (next.is_none() || size_changes || full) {
+                let capacity = capacity.unwrap_or(1);
+                let grid = Grid::new(pending[0].1.width, pending[0].1.height);
+                if in_flight.len() >= 2 {
+                    let (slot, p) = self.collect(in_flight.pop_front().unwrap(), &mut out)?;
+                    passes.extend(p);
+                    spare.push(slot);
+                }
+                spare.retain(|s| s.grid == grid && s.capacity == capacity);
+                let mut slot = match spare.pop() {
+                    Some(s) => s,
+                    None => self.slot(grid, capacity, maps)?,
+                };
+                let batch = std::mem::take(&mut pending);
+                Self::stage(&mut slot, &batch)?;
+                let mut rec = self.ctx.recorder()?;
+                rec.enable_profiling(8)?;
+                self.record(&mut rec, &slot, batch.len())?;
+                let submission = rec.submit()?;
+                let tags = batch.into_iter().map(|(t, _, _)| t).collect();
+                in_flight.push_back(InFlight { slot, tags, submission });
+            }
+            match next {
+                Some(item) => {
+                    check_pair(&item.1, &item.2)?;
+                    pending.push(item);
+                }
+                None => break,
+            }
+        }
+        while let Some(done) = in_flight.pop_front() {
+            let (_, p) = self.collect(done, &mut out)?;
+            passes.extend(p);
+        }
+        Ok(total_by_name(&passes))
+    }
+
+    /// Scores one pair (and returns its maps when asked).
+    pub fn score(&self, reference: &GrayImage, distorted: &GrayImage, maps: bool) -> Result<(Scores, Option<Maps>), MadError> {
+        check_pair(reference, distorted)?;
+        let mut result = None;
+        self.score_stream([((), reference.clone(), distorted.clone())], Some(1), maps, |s| result = Some((s.scores, s.maps)))?;
+        Ok(result.expect("one pair in, one result out"))
+    }
+}

@@ -1,0 +1,62 @@
+#version 460
+// Block statistics of ical_stat on the magnitudes of one log-Gabor band, for the reference
+// and the distorted image of each pair: standard deviation (divisor 255), skewness and
+// kurtosis (divisor 256, zero on flat blocks), two-pass from a shared-memory tile. Each
+// block adds weight(scale) * (|d std| + 2 |d skew| + |d kurt|) to its cell (lo_index).
+#include "common.glsl"
+#include "mad_common.glsl"
+
+layout(local_size_x_id = 0) in;  // TILE * TILE invocations
+layout(constant_id = 1) const uint TILE = 8u;
+layout(set = 0, binding = 0) readonly buffer Band { vec2 band[]; };  // [2p] ref, [2p+1] dst
+layout(set = 0, binding = 1) buffer Cells { float cells[]; };
+
+const uint SPAN = STRIDE * TILE + BLOCK - STRIDE;
+shared float s_img[2 * SPAN * SPAN];
+
+vec3 stats(uint base) {
+    float mean = 0.0;
+    for (uint r = 0u; r < BLOCK; r++) {
+        for (uint c = 0u; c < BLOCK; c++) mean += s_img[base + r * SPAN + c];
+    }
+    mean /= float(BLOCK * BLOCK);
+    float m2 = 0.0, m3 = 0.0, m4 = 0.0;
+    for (uint r = 0u; r < BLOCK; r++) {
+        for (uint c = 0u; c < BLOCK; c++) {
+            float d = s_img[base + r * SPAN + c] - mean;
+            float d2 = d * d;
+            m2 += d2;
+            m3 += d2 * d;
+            m4 += d2 * d2;
+        }
+    }
+    float n = float(BLOCK * BLOCK);
+    float std_dev = sqrt(m2 / (n - 1.0));
+    float biased = sqrt(m2 / n);
+    if (biased == 0.0) return vec3(std_dev, 0.0, 0.0);
+    return vec3(std_dev, (m3 / n) / (biased * biased * biased), (m4 / n) / (biased * biased * biased * biased));
+}
+
+void main() {
+    uint p = gl_WorkGroupID.z;
+    uint n = pixels();
+    uint x0 = gl_WorkGroupID.x * TILE * STRIDE;
+    uint y0 = gl_WorkGroupID.y * TILE * STRIDE;
+    for (uint t = gl_LocalInvocationID.x; t < 2u * SPAN * SPAN; t += gl_WorkGroupSize.x) {
+        uint img = t / (SPAN * SPAN);
+        uint u = t - img * SPAN * SPAN;
+        uint x = x0 + u % SPAN;
+        uint y = y0 + u / SPAN;
+        s_img[t] = (x < width && y < height) ? length(band[(2u * p + img) * n + y * width + x]) : 0.0;
+    }
+    barrier();
+    uint bx = gl_WorkGroupID.x * TILE + gl_LocalInvocationID.x % TILE;
+    uint by = gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
+    if (bx >= blocks_x || by >= blocks_y) return;
+    uint origin = (STRIDE * (gl_LocalInvocationID.x / TILE)) * SPAN + STRIDE * (gl_LocalInvocationID.x % TILE);
+    vec3 r = stats(origin);
+    vec3 d = stats(SPAN * SPAN + origin);
+    float diff = SCALE_WEIGHTS[scale] * (abs(r.x - d.x) + SKEW_WEIGHT * abs(r.y - d.y) + abs(r.z - d.z));
+    uint cell = p * blocks() + by * blocks_x + bx;
+    cells[cell] = accumulate != 0u ? cells[cell] + diff : diff;
+}

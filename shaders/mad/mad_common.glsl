@@ -1,0 +1,122 @@
+// Shared by every MAD kernel: the constants of the release (twin of apps/mad/src/constants.rs,
+// each with its source there), the push constants, the block geometry and the two
+// frequency-domain filters evaluated per FFT bin (twin of apps/mad/src/filters.rs).
+#ifndef MAD_COMMON_GLSL
+#define MAD_COMMON_GLSL
+
+// MAD_index.m hi_index: k = 0.02874, LUT = k .* LUT .^ (2.2/3); uint8 LUT(v+1) saturates at 254.
+const float LUT_K = 0.02874;
+const float LUT_EXPONENT = 2.2 / 3.0;
+const float LUT_MAX_8BIT = 254.0;
+// make_csf(M, N, 32): nfreq 32, w = 0.7, 2.6*(0.0192+0.114 f) exp(-(0.114 f)^1.1), 0.9809 below 7.8909.
+const float CSF_NFREQ = 32.0;
+const float CSF_W = 0.7;
+const float CSF_GAIN = 2.6;
+const float CSF_OFFSET = 0.0192;
+const float CSF_SLOPE = 0.114;
+const float CSF_POWER = 1.1;
+const float CSF_PEAK_FREQ = 7.8909;
+const float CSF_PEAK_VALUE = 0.9809;
+// hi_index: G = 0.5, C_slope = 1, Ci_thrsh = -5, Cd_thrsh = -5, ms_scale = 1.
+const float LUMINANCE_THRESHOLD = 0.5;
+const float C_SLOPE = 1.0;
+const float CI_THRESHOLD = -5.0;
+const float CD_THRESHOLD = -5.0;
+const float MS_SCALE = 1.0;
+// ical_std.c / ical_stat.c: 16x16 blocks every 4 pixels, 8x8 windows, the minimum read at +5.
+const uint BLOCK = 16u;
+const uint STRIDE = 4u;
+const uint SUB_BLOCK = 8u;
+const uint MIN_NEIGHBOUR_OFFSET = 5u;
+// MAD_index.m: BSIZE = 16, crop BSIZE+1 : end-BSIZE-1.
+const uint CROP = 16u;
+// gaborconvolve: nscale 5, norient 4, minWaveLength 3, mult 3, sigmaOnf 0.55, dThetaOnSigma 1.5.
+const uint GABOR_ORIENTATIONS = 4u;
+const float GABOR_MIN_WAVELENGTH = 3.0;
+const float GABOR_MULT = 3.0;
+const float GABOR_SIGMA_ON_F = 0.55;
+const float GABOR_DTHETA_ON_SIGMA = 1.5;
+// lo_index: s = [0.5 0.75 1 5 6] / sum, skewness weighted by 2.
+const float SCALE_WEIGHTS[5] = float[5](0.5 / 13.25, 0.75 / 13.25, 1.0 / 13.25, 5.0 / 13.25, 6.0 / 13.25);
+const float SKEW_WEIGHT = 2.0;
+const float PI = 3.14159265358979;
+
+layout(push_constant) uniform Push {
+    uint width;
+    uint height;
+    uint pairs;
+    uint blocks_x;
+    uint blocks_y;
+    uint scale;        // log-Gabor scale (0..5)
+    uint orientation;  // log-Gabor orientation (0..4)
+    uint accumulate;   // appearance: add to the cells (0: overwrite, the first band)
+};
+
+uint pixels() { return width * height; }
+uint blocks() { return blocks_x * blocks_y; }
+
+// ical_std.c reads the neighbour's stored 8x8 deviation at i+5 only while i+5 < size-15.
+bool right_neighbour(uint bx) { return STRIDE * bx + MIN_NEIGHBOUR_OFFSET + BLOCK - 1u < width; }
+bool lower_neighbour(uint by) { return STRIDE * by + MIN_NEIGHBOUR_OFFSET + BLOCK - 1u < height; }
+
+// Position of bin k after MATLAB's fftshift (circshift by floor(n/2)).
+float csf_coordinate(uint k, uint n) { return float((k + n / 2u) % n) - float(n) * 0.5 + 0.5; }
+
+// make_csf(M, N, 32)' at bin (kr, kc): see filters.rs::csf.
+float csf(uint kr, uint kc) {
+    float scale_f = 2.0 * CSF_NFREQ / float(width);
+    float u = csf_coordinate(kr, height) * scale_f;
+    float v = csf_coordinate(kc, width) * scale_f;
+    float radius = length(vec2(u, v));
+    // atan(0, 0) is undefined in GLSL; a zero radius is below the peak at any angle.
+    if (radius == 0.0) return CSF_PEAK_VALUE;
+    float angle = atan(v, u);
+    float s = (1.0 - CSF_W) * 0.5 * cos(4.0 * angle) + (1.0 + CSF_W) * 0.5;
+    float f = radius / s;
+    if (f < CSF_PEAK_FREQ) return CSF_PEAK_VALUE;
+    return CSF_GAIN * (CSF_OFFSET + CSF_SLOPE * f) * exp(-pow(CSF_SLOPE * f, CSF_POWER));
+}
+
+// Centred-grid coordinate that gaborconvolve's fftshift moves to bin k, normalised by n/2.
+float gabor_coordinate(uint k, uint n) {
+    float half_n = float(n) * 0.5;
+    return (float((k + (n + 1u) / 2u) % n) - half_n) / half_n;
+}
+
+// gaborconvolve's log-Gabor filter at bin (kr, kc): see filters.rs::log_gabor.
+float log_gabor(uint kr, uint kc, uint s, uint o) {
+    if (kr == 0u && kc == 0u) return 0.0;
+    float y = gabor_coordinate(kr, height);
+    float x = gabor_coordinate(kc, width);
+    float radius = length(vec2(x, y));
+    float wavelength = GABOR_MIN_WAVELENGTH * pow(GABOR_MULT, float(s));
+    float rfo = (1.0 / wavelength) / 0.5;
+    float log_sigma = log(GABOR_SIGMA_ON_F);
+    float lr = log(radius) - log(rfo);
+    float radial = exp(lr * lr / -(2.0 * log_sigma * log_sigma));
+    float theta = atan(-y, x);
+    float angle = float(o) * PI / float(GABOR_ORIENTATIONS);
+    float ds = sin(theta) * cos(angle) - cos(theta) * sin(angle);
+    float dc = cos(theta) * cos(angle) + sin(theta) * sin(angle);
+    float dtheta = abs(atan(ds, dc));
+    float theta_sigma = PI / float(GABOR_ORIENTATIONS) / GABOR_DTHETA_ON_SIGMA;
+    return radial * exp(-dtheta * dtheta / (2.0 * theta_sigma * theta_sigma));
+}
+
+// The visibility mask of hi_index for one block (see cpu.rs::visibility): zero where the
+// reference mean is under G, where MATLAB's real-part comparisons select no branch.
+float visibility(float std_error, float mean, float std_min) {
+    if (mean < LUMINANCE_THRESHOLD) return 0.0;
+    // log(0) is undefined in GLSL: spell out the -inf cases. Ci_dst = -inf selects nothing;
+    // Ci_ref = -inf takes the constant-threshold branch.
+    if (std_error <= 0.0) return 0.0;
+    float ci_dst = log(std_error / mean);
+    if (std_min <= 0.0) return ci_dst > CD_THRESHOLD ? (ci_dst - CD_THRESHOLD) / MS_SCALE : 0.0;
+    float ci_ref = log(std_min / mean);
+    float slope_threshold = C_SLOPE * (ci_ref - CI_THRESHOLD) + CD_THRESHOLD;
+    if (ci_ref > CI_THRESHOLD && ci_dst > slope_threshold) return (ci_dst - slope_threshold) / MS_SCALE;
+    if (ci_ref <= CI_THRESHOLD && ci_dst > CD_THRESHOLD) return (ci_dst - CD_THRESHOLD) / MS_SCALE;
+    return 0.0;
+}
+
+#endif
