@@ -463,6 +463,26 @@ mod tests {
         testing::assert_no_validation_messages();
     }
 
+    /// Small integers sum exactly in f32 (every partial sum stays below 2^24), so a dropped
+    /// or doubled element shows as an exact mismatch however large the input.
+    #[test]
+    fn integer_valued_sums_are_exact() {
+        let ctx = testing::context();
+        let reducer = Reducer::new(ctx).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(15);
+        for (m, n) in shapes() {
+            let data: Vec<f32> = (0..m * n).map(|_| rng.gen_range(1..8) as f32).collect();
+            let buf = ctx.upload(&data, "matrix").unwrap();
+            let exact = |v: Vec<f64>| v.into_iter().map(|x| x as f32).collect::<Vec<f32>>();
+            assert_eq!(reducer.sum_f32(&buf).unwrap() as f64, sum_f32_cpu(&data), "sum of {m} x {n}");
+            let rows = ctx.download(&reducer.row_sums(&buf, m, n).unwrap()).unwrap();
+            assert!(rows == exact(row_sums_cpu(&data, m, n)), "row sums {m} x {n}");
+            let cols = ctx.download(&reducer.col_sums(&buf, m, n).unwrap()).unwrap();
+            assert!(cols == exact(col_sums_cpu(&data, m, n)), "column sums {m} x {n}");
+        }
+        testing::assert_no_validation_messages();
+    }
+
     #[test]
     fn column_sums_split_into_chunks_for_tall_matrices() {
         let reducer = Reducer::new(testing::context()).unwrap();
