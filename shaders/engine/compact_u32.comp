@@ -33,7 +33,7 @@ void main() {
         keep[r] = uvec4(notEqual(f, uvec4(0u)));
     }
     uvec4 pos[4] = keep;
-    scan_tile(pos, tile, num_tiles);
+    scan_tile(pos, tile, num_tiles, false);
     for (uint r = 0u; r < 4u; r++) {
         if (all(equal(keep[r], uvec4(0u)))) continue;
         uint q = tile * 4u * wg + r * wg + gl_LocalInvocationID.x;

@@ -18,7 +18,6 @@ void main() {
     if (tile >= num_tiles) return;
     uint wg = gl_WorkGroupSize.x;
     uvec4 v[4];
-    uvec4 orig[4];
     for (uint r = 0u; r < 4u; r++) {
         uint q = tile * 4u * wg + r * wg + gl_LocalInvocationID.x;
         uint e = 4u * q;
@@ -27,17 +26,15 @@ void main() {
         } else {
             for (uint c = 0u; c < 4u; c++) v[r][c] = e + c < n ? in1[e + c] : 0u;
         }
-        orig[r] = v[r];
     }
-    scan_tile(v, tile, num_tiles);
+    scan_tile(v, tile, num_tiles, inclusive != 0u);
     for (uint r = 0u; r < 4u; r++) {
         uint q = tile * 4u * wg + r * wg + gl_LocalInvocationID.x;
         uint e = 4u * q;
-        uvec4 y = inclusive != 0u ? v[r] + orig[r] : v[r];
         if (e + 3u < n) {
-            out4[q] = y;
+            out4[q] = v[r];
         } else {
-            for (uint c = 0u; c < 4u; c++) if (e + c < n) out1[e + c] = y[c];
+            for (uint c = 0u; c < 4u; c++) if (e + c < n) out1[e + c] = v[r][c];
         }
     }
 }

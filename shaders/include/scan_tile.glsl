@@ -79,16 +79,18 @@ uint scan_look_back(uint tile) {
     return prefix;
 }
 
-// Replaces `v` (this invocation's 16 elements of tile `tile`) by their exclusive prefix
-// over the whole array. The last tile (`tile == num_tiles - 1`) writes the total.
-void scan_tile(inout uvec4 v[4], uint tile, uint num_tiles) {
+// Replaces `v` (this invocation's 16 elements of tile `tile`) by their exclusive (or, with
+// `inclusive`, inclusive) prefix over the whole array. The last tile (`tile == num_tiles - 1`)
+// writes the total.
+void scan_tile(inout uvec4 v[4], uint tile, uint num_tiles, bool inclusive) {
     uint sg = gl_SubgroupID;
     uint nsg = gl_NumSubgroups;
     uvec4 vec_sum;
     for (uint r = 0u; r < 4u; r++) {
         uvec4 x = v[r];
         vec_sum[r] = x.x + x.y + x.z + x.w;
-        v[r] = uvec4(0u, x.x, x.x + x.y, x.x + x.y + x.z);
+        uvec4 excl = uvec4(0u, x.x, x.x + x.y, x.x + x.y + x.z);
+        v[r] = inclusive ? excl + x : excl;
     }
     uvec4 incl = subgroupInclusiveAdd(vec_sum);
     uint last_lane = subgroupBallotFindMSB(subgroupBallot(true));
