@@ -550,9 +550,19 @@ impl Recorder {
     /// Copies the whole image into `buffer` (texels tightly packed, row 0 first; 4 bytes a
     /// texel for RGBA8 and D32). Put `rec.barrier()` before shaders read the buffer.
     pub fn copy_image_to_buffer<T: Pod>(&mut self, image: &Image2D, buffer: &Buffer<T>) {
-        assert!(buffer.bytes() >= image.width as u64 * image.height as u64 * 4, "buffer too small for the image");
+        self.copy_image_rect_to_buffer(image, [0, 0, image.width, image.height], buffer);
+    }
+
+    /// Copies the rectangle `[x, y, width, height]` of the image into `buffer`, tightly
+    /// packed (a region of interest read back without the rest of the image).
+    pub fn copy_image_rect_to_buffer<T: Pod>(&mut self, image: &Image2D, rect: [u32; 4], buffer: &Buffer<T>) {
+        let [x, y, w, h] = rect;
+        assert!(x + w <= image.width && y + h <= image.height, "rectangle outside the image");
+        assert!(buffer.bytes() >= w as u64 * h as u64 * 4, "buffer too small for the rectangle");
         self.transition(image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        let region = image_region(image);
+        let region = image_region(image)
+            .image_offset(vk::Offset3D { x: x as i32, y: y as i32, z: 0 })
+            .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
         let device = &self.context().shared.device;
         unsafe {
             device.cmd_copy_image_to_buffer(

@@ -58,3 +58,31 @@ pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
     }
     frame
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patterns;
+
+    #[test]
+    fn decode_inverts_encode_and_parallel_matches_serial() {
+        for (w, h) in patterns::SIZES {
+            for (name, frame) in patterns::all(w, h, 7) {
+                let e = encode_serial(&frame);
+                crate::ap::validate(&e.words, frame.pixels()).unwrap();
+                assert_eq!(decode(&e, w, h), frame, "{name} {w}x{h}");
+                assert_eq!(encode_parallel(&frame), e, "{name} {w}x{h}");
+            }
+        }
+    }
+
+    #[test]
+    fn known_layouts() {
+        let mut f = Frame::empty(3, 2);
+        assert_eq!(encode_serial(&f).words, vec![6, 0]);
+        f.depth.iter_mut().for_each(|d| *d = 0.5);
+        let e = encode_serial(&f);
+        assert_eq!(&e.words[..2], &[0, 6]);
+        assert_eq!(e.words.len(), 2 + 12);
+    }
+}

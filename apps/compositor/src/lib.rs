@@ -4,12 +4,22 @@
 //! - [`frame`]: raw colour + depth images.
 //! - [`codec`]: CPU encoders (serial reference, multithreaded) and the decoder.
 //! - [`ops`]: compositing on encoded images (z-buffer, premultiplied over), split and join.
+//! - [`scene`]: OBJ folders and generated point clouds, the camera, the split across ranks.
+//! - [`raster`]: the Vulkan rasteriser (impostor spheres, meshes) into colour + depth.
+//! - [`gpu_encode`]: ROI detection and Algorithm 1 on the GPU.
+//! - [`gpu_blend`]: compositing of encoded images on the GPU.
 
 pub mod ap;
 pub mod codec;
 pub mod error;
 pub mod frame;
+pub mod gpu_blend;
+pub mod gpu_encode;
 pub mod ops;
+#[cfg(test)]
+mod patterns;
+pub mod raster;
+pub mod scene;
 
 pub use error::{CompositorError, Result};
 

@@ -208,3 +208,102 @@ pub fn concat(pieces: &[Encoded]) -> Encoded {
     }
     Encoded { pixels: pieces.iter().map(|p| p.pixels).sum(), words: writer.finish() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{decode, encode_serial};
+    use crate::frame::Frame;
+    use crate::patterns;
+
+    /// Per-pixel reference on decoded frames.
+    fn reference(frames: &[Frame], op: Op) -> Frame {
+        let mut out = Frame::empty(frames[0].width, frames[0].height);
+        for i in 0..out.pixels() {
+            let active: Vec<[u32; 2]> = frames
+                .iter()
+                .filter(|f| f.depth[i] != crate::ap::BACKGROUND_DEPTH)
+                .map(|f| [f.color[i], f.depth[i].to_bits()])
+                .collect();
+            if !active.is_empty() {
+                let px = combine(op, &active);
+                (out.color[i], out.depth[i]) = (px[0], f32::from_bits(px[1]));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn composite_matches_decoded_reference() {
+        for (w, h) in patterns::SIZES {
+            let a = patterns::all(w, h, 1);
+            let b = patterns::all(w, h, 2);
+            for ((na, fa), (nb, fb)) in a.iter().zip(b.iter().rev()) {
+                let mut fb = fb.clone();
+                // Equal depths at some pixels exercise the tie rule.
+                for i in (0..fb.pixels()).step_by(5) {
+                    if fa.depth[i] != 1.0 && fb.depth[i] != 1.0 {
+                        fb.depth[i] = fa.depth[i];
+                    }
+                }
+                let frames = [fa.clone(), fb.clone(), fa.clone()];
+                let encoded: Vec<Encoded> = frames.iter().map(encode_serial).collect();
+                let refs: Vec<&Encoded> = encoded.iter().collect();
+                for op in [Op::ZBuffer, Op::Over] {
+                    let got = composite(&refs, op).unwrap();
+                    let want = reference(&frames, op);
+                    assert_eq!(decode(&got, w, h), want, "{na} + {nb} {op:?} {w}x{h}");
+                    assert_eq!(got, encode_serial(&want), "canonical bytes: {na} + {nb} {op:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zbuffer_ties_go_to_the_earlier_input() {
+        let mut a = Frame::empty(2, 1);
+        let mut b = Frame::empty(2, 1);
+        (a.color[0], a.depth[0]) = (1, 0.5);
+        (b.color[0], b.depth[0]) = (2, 0.5);
+        let (ea, eb) = (encode_serial(&a), encode_serial(&b));
+        assert_eq!(decode(&composite(&[&ea, &eb], Op::ZBuffer).unwrap(), 2, 1).color[0], 1);
+        assert_eq!(decode(&composite(&[&eb, &ea], Op::ZBuffer).unwrap(), 2, 1).color[0], 2);
+    }
+
+    #[test]
+    fn over_is_premultiplied() {
+        // Half-transparent red over opaque blue: (128, 0, 0, 128) + (0, 0, 255, 255) * 127/255.
+        let front = u32::from_le_bytes([128, 0, 0, 128]);
+        let back = u32::from_le_bytes([0, 0, 255, 255]);
+        assert_eq!(over_rgba(front, back).to_le_bytes(), [128, 0, 127, 255]);
+    }
+
+    #[test]
+    fn split_then_concat_is_identity() {
+        for (w, h) in patterns::SIZES {
+            for (name, frame) in patterns::all(w, h, 3) {
+                let e = encode_serial(&frame);
+                let n = frame.pixels();
+                let bounds = [0, n / 3, n / 3, n / 2, n];
+                let pieces = split(&e, &bounds);
+                assert_eq!(pieces.len(), bounds.len() + 1);
+                let mut start = 0;
+                for (k, p) in pieces.iter().enumerate() {
+                    let end = bounds.get(k).copied().unwrap_or(n);
+                    assert_eq!(p.pixels, end - start);
+                    crate::ap::validate(&p.words, p.pixels).unwrap();
+                    assert_eq!(*p, crate::codec::encode_range(&frame, start, end), "{name} piece {k}");
+                    start = end;
+                }
+                assert_eq!(concat(&pieces), e, "{name} {w}x{h}");
+            }
+        }
+    }
+
+    #[test]
+    fn different_sizes_are_refused() {
+        let a = encode_serial(&Frame::empty(2, 2));
+        let b = encode_serial(&Frame::empty(3, 2));
+        assert!(matches!(composite(&[&a, &b], Op::ZBuffer), Err(CompositorError::SizeMismatch(_))));
+    }
+}

@@ -1,0 +1,342 @@
+//! Region-of-interest detection and Active Pixel encoding on the GPU, exactly as the paper's
+//! Algorithm 1, with the engine's decoupled look-back scan:
+//!
+//! 1. `ap_properties`: `new_run` and `is_active` per pixel of the encoded range;
+//! 2. inclusive scan of `new_run` -> `run_id` (1-based);
+//! 3. reduce-by-key of `run_id` with constant 1 -> run lengths (`ap_run_ends`: runs are
+//!    contiguous, so it writes each run's end and lengths are differences of ends);
+//! 4. exclusive scan of `is_active` -> `active_idx`;
+//! 5. `ap_compress`: scatter pixels and run headers to their Equation 1 offsets, the final
+//!    header and the payload size.
+//!
+//! The encoded range is the linear span from the first to the last pixel of the ROI
+//! bounding box (everything outside it is inactive by definition); `ap_compress` folds the
+//! pixels before and after the span into the first and last inactive counts, so the result
+//! is the payload of the whole image, byte-identical with [`crate::codec::encode_serial`].
+//! Only the payload's bytes are copied to the host.
+
+use std::time::Instant;
+
+use engine::prims::scan::Scanner;
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+
+use crate::ap::Encoded;
+use crate::error::{CompositorError, Result};
+use crate::shaders;
+
+const WORKGROUP: u32 = 256;
+/// Pixels each ROI workgroup reduces before its one atomic per bound.
+const ROI_PER_GROUP: u32 = WORKGROUP * 32;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RangePush {
+    begin: u32,
+    n: u32,
+    total: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct RoiPush {
+    width: u32,
+    height: u32,
+    per_group: u32,
+}
+
+/// Bounding box of the active pixels, inclusive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Roi {
+    pub x0: u32,
+    pub y0: u32,
+    pub x1: u32,
+    pub y1: u32,
+}
+
+impl Roi {
+    pub fn pixels(&self) -> usize {
+        (self.x1 - self.x0 + 1) as usize * (self.y1 - self.y0 + 1) as usize
+    }
+
+    /// The linear pixel span `begin..end` from the box's first to its last pixel.
+    pub fn span(&self, width: u32) -> (usize, usize) {
+        let w = width as usize;
+        (self.y0 as usize * w + self.x0 as usize, self.y1 as usize * w + self.x1 as usize + 1)
+    }
+}
+
+/// CPU reference of the ROI: the bounding box of pixels whose depth is not 1.0.
+pub fn roi_cpu(depth: &[f32], width: u32) -> Option<Roi> {
+    let mut roi: Option<Roi> = None;
+    for (i, &d) in depth.iter().enumerate() {
+        if d != crate::ap::BACKGROUND_DEPTH {
+            let (x, y) = ((i % width as usize) as u32, (i / width as usize) as u32);
+            roi = Some(match roi {
+                None => Roi { x0: x, y0: y, x1: x, y1: y },
+                Some(r) => Roi { x0: r.x0.min(x), y0: r.y0.min(y), x1: r.x1.max(x), y1: r.y1.max(y) },
+            });
+        }
+    }
+    roi
+}
+
+/// Per-stage times of one GPU encoding, in milliseconds (GPU timestamps; wall-clock where
+/// the device has none).
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct EncodeTimes {
+    pub roi_ms: f64,
+    pub encode_ms: f64,
+    pub d2h_ms: f64,
+}
+
+/// Intermediate buffers of Algorithm 1 for a span of `n` pixels (the scan takes its length
+/// from the buffer, so they are sized exactly and kept while `n` repeats).
+struct SpanBuffers {
+    n: usize,
+    new_run: Buffer<u32>,
+    is_active: Buffer<u32>,
+    run_id: Buffer<u32>,
+    run_end: Buffer<u32>,
+    active_idx: Buffer<u32>,
+    scratch_inclusive: Buffer<u32>,
+    scratch_exclusive: Buffer<u32>,
+}
+
+/// ROI and Active Pixel encoding pipelines with their buffers.
+pub struct GpuEncoder {
+    ctx: Context,
+    scanner: Scanner,
+    roi: ComputePipeline,
+    properties: ComputePipeline,
+    run_ends: ComputePipeline,
+    compress: ComputePipeline,
+    span: Option<SpanBuffers>,
+    out: Option<Buffer<u32>>,
+    host: Option<Buffer<u32>>,
+    roi_box: Buffer<u32>,
+    size: Buffer<u32>,
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// GPU milliseconds of the profiled passes, or the wall-clock fallback.
+fn gpu_ms(passes: &[engine::PassTime], wall: f64) -> f64 {
+    if passes.is_empty() {
+        wall
+    } else {
+        passes.iter().map(|p| p.ms).sum()
+    }
+}
+
+impl GpuEncoder {
+    pub fn new(ctx: &Context) -> Result<GpuEncoder> {
+        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize| {
+            ctx.compute_pipeline(&PipelineDesc {
+                name,
+                spirv,
+                bindings,
+                push_bytes: push_bytes as u32,
+                spec: &[WORKGROUP],
+            })
+        };
+        let range = std::mem::size_of::<RangePush>();
+        Ok(GpuEncoder {
+            ctx: ctx.clone(),
+            scanner: Scanner::new(ctx)?,
+            roi: pipe("roi", shaders::ROI, 2, std::mem::size_of::<RoiPush>())?,
+            properties: pipe("ap_properties", shaders::AP_PROPERTIES, 3, range)?,
+            run_ends: pipe("ap_run_ends", shaders::AP_RUN_ENDS, 3, range)?,
+            compress: pipe("ap_compress", shaders::AP_COMPRESS, 9, range)?,
+            span: None,
+            out: None,
+            host: None,
+            roi_box: ctx.buffer(4, Location::Download, "roi box")?,
+            size: ctx.buffer(1, Location::Download, "ap size")?,
+        })
+    }
+
+    /// The bounding box of the active pixels of a `width x height` depth plane, and its GPU
+    /// time in ms.
+    pub fn roi(&mut self, depth: &Buffer<f32>, width: u32, height: u32) -> Result<(Option<Roi>, f64)> {
+        let n = width as usize * height as usize;
+        if depth.len() < n {
+            return Err(CompositorError::Invalid(format!("depth buffer of {} for {width}x{height}", depth.len())));
+        }
+        let wall = Instant::now();
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(2)?;
+        rec.fill(&self.roi_box, u32::MAX);
+        rec.barrier();
+        let push = RoiPush { width, height, per_group: ROI_PER_GROUP };
+        rec.dispatch_linear(
+            &self.roi,
+            &[depth.binding(), self.roi_box.binding()],
+            &push,
+            n.div_ceil(ROI_PER_GROUP as usize) as u32,
+        );
+        rec.mark("roi");
+        let passes = rec.submit()?.wait_profiled()?;
+        let ms = gpu_ms(&passes, ms_since(wall));
+        let b = self.roi_box.mapped()?;
+        let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });
+        Ok((roi, ms))
+    }
+
+    fn span_buffers(&mut self, n: usize) -> Result<&SpanBuffers> {
+        if self.span.as_ref().map(|s| s.n) != Some(n) {
+            self.span = None;
+            let b = |what| self.ctx.buffer::<u32>(n, Location::Device, what);
+            self.span = Some(SpanBuffers {
+                n,
+                new_run: b("ap new_run")?,
+                is_active: b("ap is_active")?,
+                run_id: b("ap run_id")?,
+                run_end: b("ap run_end")?,
+                active_idx: b("ap active_idx")?,
+                scratch_inclusive: self.scanner.scratch(n)?,
+                scratch_exclusive: self.scanner.scratch(n)?,
+            });
+        }
+        Ok(self.span.as_ref().unwrap())
+    }
+
+    /// Encodes pixels `begin..end` of an image of `total` pixels whose pixels outside the
+    /// span are all inactive, into the device payload buffer. Returns the payload length in
+    /// words and the GPU time in ms.
+    pub fn encode_span(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        total: usize,
+        begin: usize,
+        end: usize,
+    ) -> Result<(usize, f64)> {
+        if begin >= end || end > total || color.len() < total || depth.len() < total {
+            return Err(CompositorError::Invalid(format!("encode span {begin}..{end} of {total} pixels")));
+        }
+        let capacity = 2 * total + 4;
+        if self.out.as_ref().is_none_or(|o| o.len() < capacity) {
+            self.out = None;
+            self.out = Some(self.ctx.buffer(capacity, Location::Device, "ap payload")?);
+        }
+        let n = end - begin;
+        self.span_buffers(n)?;
+        let (s, out) = (self.span.as_ref().unwrap(), self.out.as_ref().unwrap());
+        let push = RangePush { begin: begin as u32, n: n as u32, total: total as u32 };
+        let groups = n.div_ceil(WORKGROUP as usize) as u32;
+        let wall = Instant::now();
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(8)?;
+        rec.dispatch_linear(
+            &self.properties,
+            &[depth.binding(), s.new_run.binding(), s.is_active.binding()],
+            &push,
+            groups,
+        );
+        rec.barrier();
+        self.scanner.record_inclusive(&mut rec, &s.new_run, &s.run_id, &s.scratch_inclusive)?;
+        self.scanner.record_exclusive(&mut rec, &s.is_active, &s.active_idx, &s.scratch_exclusive)?;
+        rec.barrier();
+        rec.dispatch_linear(
+            &self.run_ends,
+            &[s.new_run.binding(), s.run_id.binding(), s.run_end.binding()],
+            &push,
+            groups,
+        );
+        rec.barrier();
+        rec.dispatch_linear(
+            &self.compress,
+            &[
+                color.binding(),
+                depth.binding(),
+                s.new_run.binding(),
+                s.is_active.binding(),
+                s.run_id.binding(),
+                s.run_end.binding(),
+                s.active_idx.binding(),
+                out.binding(),
+                self.size.binding(),
+            ],
+            &push,
+            groups,
+        );
+        rec.mark("encode");
+        let passes = rec.submit()?.wait_profiled()?;
+        let ms = gpu_ms(&passes, ms_since(wall));
+        let words = self.size.mapped()?[0] as usize;
+        if words > capacity {
+            return Err(CompositorError::Corrupt(format!("GPU encoder reported {words} words, capacity {capacity}")));
+        }
+        Ok((words, ms))
+    }
+
+    /// Copies the first `words` of the device payload to the host; returns them and the copy
+    /// time in ms.
+    pub fn download(&mut self, words: usize) -> Result<(Vec<u32>, f64)> {
+        if self.host.as_ref().is_none_or(|h| h.len() < words) {
+            self.host = None;
+            self.host = Some(self.ctx.buffer(words.next_power_of_two(), Location::Download, "ap payload (host)")?);
+        }
+        let (out, host) = (self.out.as_ref().unwrap(), self.host.as_ref().unwrap());
+        let wall = Instant::now();
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(2)?;
+        rec.copy_region(out, 0, host, 0, words);
+        rec.mark("d2h");
+        let passes = rec.submit()?.wait_profiled()?;
+        let ms = gpu_ms(&passes, ms_since(wall));
+        Ok((host.mapped()?[..words].to_vec(), ms))
+    }
+
+    /// ROI detection, encoding of the ROI span and download of the payload of a rendered
+    /// `width x height` frame.
+    pub fn encode(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        width: u32,
+        height: u32,
+    ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
+        let total = crate::ap::pixel_count(width, height)?;
+        let (roi, roi_ms) = self.roi(depth, width, height)?;
+        let Some(r) = roi else {
+            let times = EncodeTimes { roi_ms, ..Default::default() };
+            return Ok((Encoded { pixels: total, words: vec![total as u32, 0] }, None, times));
+        };
+        let (begin, end) = r.span(width);
+        let (words, encode_ms) = self.encode_span(color, depth, total, begin, end)?;
+        let (words, d2h_ms) = self.download(words)?;
+        Ok((Encoded { pixels: total, words }, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::encode_serial;
+    use crate::patterns;
+    use engine::testing;
+
+    #[test]
+    fn gpu_encoding_is_byte_identical_with_the_cpu_reference() {
+        let ctx = testing::context();
+        let mut enc = GpuEncoder::new(ctx).unwrap();
+        for (w, h) in patterns::SIZES {
+            for (name, frame) in patterns::all(w, h, 11) {
+                let color = ctx.upload(&frame.color, "color").unwrap();
+                let depth = ctx.upload(&frame.depth, "depth").unwrap();
+                let want = encode_serial(&frame);
+                let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
+                assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h}");
+                assert_eq!(got, want, "ROI encoding of {name} {w}x{h}");
+                // Algorithm 1 over the whole image, without the ROI span.
+                let n = frame.pixels();
+                let (words, _) = enc.encode_span(&color, &depth, n, 0, n).unwrap();
+                assert_eq!(enc.download(words).unwrap().0, want.words, "full encoding of {name} {w}x{h}");
+            }
+        }
+        testing::assert_no_validation_messages();
+    }
+}

@@ -1,0 +1,48 @@
+//! Test images: the acceptance patterns (empty, full, checkerboard, single pixel) and random
+//! frames with runs of every length, at awkward sizes.
+
+use rand::{Rng, SeedableRng};
+
+use crate::frame::Frame;
+
+/// Sizes tests use: small, odd, not multiples of any workgroup size.
+pub const SIZES: [(u32, u32); 4] = [(1, 1), (7, 3), (96, 64), (333, 211)];
+
+fn random_pixel(rng: &mut impl Rng) -> (u32, f32) {
+    (rng.gen(), rng.gen_range(0.0f32..0.999))
+}
+
+/// Every named pattern at one size, with its name.
+pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let n = (width * height) as usize;
+    let mut out = vec![("empty".to_string(), Frame::empty(width, height))];
+    let mut fill = |name: &str, active: &dyn Fn(usize) -> bool, rng: &mut rand_chacha::ChaCha8Rng| {
+        let mut f = Frame::empty(width, height);
+        for i in 0..n {
+            if active(i) {
+                (f.color[i], f.depth[i]) = random_pixel(rng);
+            }
+        }
+        out.push((name.to_string(), f));
+    };
+    let w = width as usize;
+    fill("full", &|_| true, &mut rng);
+    fill("checkerboard", &|i| (i % w + i / w) % 2 == 0, &mut rng);
+    fill("single pixel", &|i| i == n / 2, &mut rng);
+    fill("last pixel", &|i| i == n - 1, &mut rng);
+    // Random runs of geometric lengths (short and long ones).
+    let mut mask = vec![false; n];
+    let mut i = 0usize;
+    let mut on = rng.gen_bool(0.5);
+    while i < n {
+        let len = 1 + (rng.gen_range(0.0f64..1.0).powi(3) * 200.0) as usize;
+        for m in mask.iter_mut().skip(i).take(len) {
+            *m = on;
+        }
+        i += len;
+        on = !on;
+    }
+    fill("random runs", &|i| mask[i], &mut rng);
+    out
+}
