@@ -1,40 +1,16 @@
 #version 460
 // Batched 1D FFTs along the lines (rows or columns) of a stack of complex images, in place.
 //
-// One workgroup transforms GROUP_LINES lines of length `n`. Each line is an FFT of size
-// `m` (a power of two): `m == n` directly, or, for any other `n`, Bluestein's chirp-z
-// algorithm with `m >= 2n - 1` (multiply by the chirp, FFT, multiply by the FFT of the
-// conjugate chirp, inverse FFT, multiply by the chirp) without leaving the workgroup.
-//
-// The FFT is Stockham autosort: every invocation holds E (2, 4 or 8) values in registers,
-// always at positions tj + e*T of its line (T = m/E invocations per line), does E/R radix-R
-// butterflies per pass and exchanges through shared memory between passes. The first pass
-// reads global memory directly and the last pass leaves the results in the same positions
-// it read, so each dispatch reads and writes its lines exactly once, and in place is safe.
-// Radix E everywhere except one smaller first pass when log2(m) is not a multiple of log2(E).
-//
-// Twiddles and chirps come from a table computed in f64 on the host (no sin/cos here: the
-// Vulkan precision of sin/cos is far too loose for 1e-5).
+// One workgroup transforms GROUP_LINES whole lines of length `n`, held in registers and
+// shared memory (fft_stockham.glsl), so the dispatch reads and writes every line exactly
+// once. Each line is an FFT of size M (a power of two): M == n directly, or, for any other
+// n, Bluestein's chirp-z algorithm with M >= 2n - 1 (multiply by the chirp, FFT, multiply by
+// the FFT of the conjugate chirp, inverse FFT, multiply by the chirp) without leaving the
+// workgroup.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-// The shape of the transform is specialised, so that every loop over registers and passes
-// unrolls with constant register indices; only the direction and the data layout are pushed.
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint E = 8;           // values per invocation: 2, 4 or 8
-layout(constant_id = 2) const uint LOG2M = 9;       // FFT size m = 2^LOG2M
-layout(constant_id = 3) const uint GROUP_LINES = 1; // lines per workgroup
-layout(constant_id = 4) const bool BLUESTEIN = false;
-// Neighbouring invocations take neighbouring lines (coalesced column access) instead of
-// neighbouring positions on one line (coalesced row access).
-layout(constant_id = 5) const bool LINES_FAST = false;
-// Rows only: one padding slot after every 8, so the stride-8 Stockham scatter of the early
-// passes does not hit the same shared-memory banks (0 where the padding would not fit).
-layout(constant_id = 6) const uint PAD_SHIFT = 0;
-layout(constant_id = 7) const uint SHARED = 4096;   // complex slots in shared memory
-
-const uint M = 1u << LOG2M;
-const uint T = M / E; // invocations per line
+layout(constant_id = 7) const bool BLUESTEIN = false;
 
 layout(set = 0, binding = 0) buffer Data { vec2 data[]; };
 layout(set = 0, binding = 1) readonly buffer Tables { vec2 tables[]; };
@@ -47,147 +23,18 @@ layout(push_constant) uniform Push {
     uint line_stride;     // elements between lines of one image
     uint elem_stride;     // elements between neighbours on a line
     uint inverse;         // 0: exp(-2 pi i ...), 1: exp(+2 pi i ...)
-    uint twiddle_at;      // tables[twiddle_at + i] = exp(-2 pi i / m), i < m
+    uint twiddle_at;      // tables[twiddle_at + i] = exp(-2 pi i / M), i < M
     uint chirp_at;        // tables[chirp_at + i] = exp(-pi i^2 / n), i < n (Bluestein)
-    uint kernel_at;       // FFT_m(conj chirp, wrapped) / m, conjugated for the inverse (Bluestein)
+    uint kernel_at;       // FFT_M(conj chirp, wrapped) / M, conjugated for the inverse (Bluestein)
     float scale;          // applied to every output
 };
 
-shared vec2 buf[SHARED];
-vec2 x[8];
-
-vec2 cmul(vec2 a, vec2 b) {
-    return vec2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-
-// Multiplies by -i (forward) or +i (inverse).
-vec2 rot(vec2 v, bool inv) {
-    return inv ? vec2(-v.y, v.x) : vec2(v.y, -v.x);
-}
-
-vec2 table(uint at, uint i, bool inv) {
-    vec2 v = tables[at + i];
-    return inv ? vec2(v.x, -v.y) : v;
-}
-
-// Radix-2, -4 and -8 DFTs in place on x[o], x[o + s], ... (o, s constant after unrolling).
-void dft2(uint o, uint s) {
-    vec2 a = x[o], b = x[o + s];
-    x[o] = a + b;
-    x[o + s] = a - b;
-}
-
-void dft4(uint o, uint s, bool inv) {
-    vec2 t0 = x[o] + x[o + 2u * s], t1 = x[o] - x[o + 2u * s];
-    vec2 t2 = x[o + s] + x[o + 3u * s], t3 = rot(x[o + s] - x[o + 3u * s], inv);
-    x[o] = t0 + t2;
-    x[o + s] = t1 + t3;
-    x[o + 2u * s] = t0 - t2;
-    x[o + 3u * s] = t1 - t3;
-}
-
-void dft8(uint o, uint s, bool inv) {
-    const float h = 0.70710678118654752;
-    // Even and odd halves as radix-4 DFTs, then the radix-2 combination with W8^k.
-    vec2 e0 = x[o] + x[o + 4u * s], e1 = x[o] - x[o + 4u * s];
-    vec2 e2 = x[o + 2u * s] + x[o + 6u * s], e3 = rot(x[o + 2u * s] - x[o + 6u * s], inv);
-    vec2 o0 = x[o + s] + x[o + 5u * s], o1 = x[o + s] - x[o + 5u * s];
-    vec2 o2 = x[o + 3u * s] + x[o + 7u * s], o3 = rot(x[o + 3u * s] - x[o + 7u * s], inv);
-    vec2 E0 = e0 + e2, E2 = e0 - e2, E1 = e1 + e3, E3 = e1 - e3;
-    vec2 O0 = o0 + o2, O2 = o0 - o2, O1 = o1 + o3, O3 = o1 - o3;
-    // W8 = (1 - i)/sqrt2 forward, (1 + i)/sqrt2 inverse; W8^2 = rot; W8^3 = rot(W8).
-    vec2 w1 = inv ? vec2(h * (O1.x - O1.y), h * (O1.x + O1.y)) : vec2(h * (O1.x + O1.y), h * (O1.y - O1.x));
-    vec2 w2 = rot(O2, inv);
-    vec2 w3 = inv ? vec2(-h * (O3.x + O3.y), h * (O3.x - O3.y)) : vec2(h * (O3.y - O3.x), -h * (O3.x + O3.y));
-    x[o] = E0 + O0;
-    x[o + 4u * s] = E0 - O0;
-    x[o + s] = E1 + w1;
-    x[o + 5u * s] = E1 - w1;
-    x[o + 2u * s] = E2 + w2;
-    x[o + 6u * s] = E2 - w2;
-    x[o + 3u * s] = E3 + w3;
-    x[o + 7u * s] = E3 - w3;
-}
-
-// Shared-memory slot of position p of this workgroup's line ll.
-uint slot(uint ll, uint p) {
-    if (LINES_FAST) return p * GROUP_LINES + ll;
-    uint padded = PAD_SHIFT == 0u ? M : M + (M >> PAD_SHIFT);
-    return ll * padded + (PAD_SHIFT == 0u ? p : p + (p >> PAD_SHIFT));
-}
-
-// One radix-r Stockham pass over sub-transforms of length ns: butterfly j (this invocation
-// owns j = tj + b*T) takes x[b + q*(E/r)] for q < r, i.e. positions j + q*m/r.
-void butterflies(uint r, uint log2r, uint ns, uint log2ns, uint tj, bool inv) {
-    uint per = E / r;
-    [[unroll]] for (uint b = 0u; b < per; b++) {
-        uint k = (tj + b * T) & (ns - 1u);
-        if (k != 0u) {
-            // W_{ns r}^{q k} = exp(-2 pi i q k m / (ns r) / m).
-            uint step = k << (LOG2M - log2ns - log2r);
-            [[unroll]] for (uint q = 1u; q < r; q++) {
-                x[b + q * per] = cmul(x[b + q * per], table(twiddle_at, q * step, inv));
-            }
-        }
-        if (r == 8u) dft8(b, per, inv);
-        else if (r == 4u) dft4(b, per, inv);
-        else dft2(b, per);
-    }
-}
-
-// Scatters the pass results to their Stockham positions and gathers this invocation's
-// positions for the next pass.
-void exchange(uint r, uint ns, uint ll, uint tj) {
-    uint per = E / r;
-    barrier();
-    [[unroll]] for (uint b = 0u; b < per; b++) {
-        uint j = tj + b * T;
-        uint k = j & (ns - 1u);
-        uint out_pos = (j - k) * r + k;
-        [[unroll]] for (uint q = 0u; q < r; q++) buf[slot(ll, out_pos + q * ns)] = x[b + q * per];
-    }
-    barrier();
-    [[unroll]] for (uint e = 0u; e < E; e++) x[e] = buf[slot(ll, tj + e * T)];
-}
-
-// One Stockham pass; the radix is a literal in each branch so that, once inlined, every
-// register index is a constant (a dynamic index would push x[] out to local memory).
-// Returns false after the last pass, whose results stay in registers.
-bool stockham_pass(uint log2r, uint ns, uint log2ns, uint ll, uint tj, bool inv) {
-    uint r = 1u << log2r;
-    if (log2r == 3u) butterflies(8u, 3u, ns, log2ns, tj, inv);
-    else if (log2r == 2u) butterflies(4u, 2u, ns, log2ns, tj, inv);
-    else butterflies(2u, 1u, ns, log2ns, tj, inv);
-    if (ns * r == M) return false;
-    if (log2r == 3u) exchange(8u, ns, ll, tj);
-    else if (log2r == 2u) exchange(4u, ns, ll, tj);
-    else exchange(2u, ns, ll, tj);
-    return true;
-}
-
-// FFT of size m of the values in x (positions tj + e*T); results in the same positions.
-// Radix E, except one smaller first pass when log2(m) is not a multiple of log2(E).
-void fft(uint ll, uint tj, bool inv) {
-    uint log2e = findLSB(E);
-    uint first = LOG2M % log2e;
-    uint ns = 1u, log2ns = 0u;
-    if (first != 0u) {
-        if (!stockham_pass(first, ns, log2ns, ll, tj, inv)) return;
-        ns <<= first;
-        log2ns += first;
-    }
-    [[unroll]] for (uint pass = 0u; pass < LOG2M / log2e; pass++) {
-        if (!stockham_pass(log2e, ns, log2ns, ll, tj, inv)) return;
-        ns <<= log2e;
-        log2ns += log2e;
-    }
-}
+#include "fft_stockham.glsl"
 
 void main() {
     bool inv = inverse != 0u;
-    uint t = gl_LocalInvocationID.x;
-    uint ll = LINES_FAST ? t % GROUP_LINES : t / T;
-    uint tj = LINES_FAST ? t / GROUP_LINES : t % T;
+    uint ll = local_line();
+    uint tj = first_position();
     uint line = linear_group_id() * GROUP_LINES + ll;
     bool valid = line < lines;
     uint base = (line / lines_per_image) * image_stride + (line % lines_per_image) * line_stride;

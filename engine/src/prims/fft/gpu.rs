@@ -182,10 +182,10 @@ impl Fft2d {
                 values as u32,
                 m.trailing_zeros(),
                 group_lines as u32,
-                bluestein as u32,
                 lines.lines_fast as u32,
                 pad_shift,
                 (group_lines * line_slots) as u32,
+                bluestein as u32,
             ],
         })?;
         Ok(Axis { pipeline, push, groups: lines.count.div_ceil(group_lines) as u32 })

@@ -93,3 +93,14 @@ fn bad_shapes_are_errors() {
     let mut rec = ctx.recorder().unwrap();
     assert!(matches!(plan.record(&mut rec, &short, Direction::Forward), Err(EngineError::InvalidInput(_))));
 }
+
+/// Image-sized transforms, too slow for lavapipe in CI; run with `cargo test -- --ignored`
+/// (on a GPU: `TESSERA_DEVICE=0`).
+#[test]
+#[ignore]
+fn image_sizes_match_rustfft() {
+    for (i, (w, h, b)) in [(1920, 1080, 1), (4096, 4096, 1), (512, 512, 8), (2048, 1536, 2)].into_iter().enumerate() {
+        check(w, h, b, 200 + i as u64);
+    }
+    testing::assert_no_validation_messages();
+}
