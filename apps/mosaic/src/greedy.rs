@@ -29,13 +29,12 @@ pub fn solve(d: &DistanceMatrix) -> Vec<usize> {
     }
     let mut used: Vec<bool> = owner.iter().map(|&o| o != usize::MAX).collect();
     let mut assignment = best;
-    for i in 0..d.rows {
-        let j = assignment[i];
-        if owner[j] != i {
+    for (i, tile) in assignment.iter_mut().enumerate() {
+        if owner[*tile] != i {
             let row = d.row(i);
             let free = argmin(row.iter().zip(&used).map(|(&v, &u)| if u { f64::INFINITY } else { v }));
             used[free] = true;
-            assignment[i] = free;
+            *tile = free;
         }
     }
     assignment

@@ -4,15 +4,23 @@
 //! - [`features`]: u x v mean-RGB features and Eq. 1 on the CPU; [`distance`] on the GPU.
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
+//! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`].
+//! - [`demo`]: `mosaic demo`.
 //! - [`synth`]: deterministic synthetic images, tiles and matrices.
 
 pub mod anneal;
 pub mod bench;
+pub mod compose;
+pub mod demo;
+pub mod distance;
 pub mod error;
 pub mod exact;
 pub mod features;
 pub mod greedy;
+pub mod image_ops;
+pub mod index;
 pub mod matrix;
+pub mod render;
 pub mod softassign;
 pub mod solve;
 pub mod synth;

@@ -1,11 +1,14 @@
 //! `mosaic`: photomosaics without repeated tiles (see `mosaic --help`).
 
 use std::path::PathBuf;
+use std::time::Instant;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use engine::cli::{print_json, Backend, CommonArgs};
 use mosaic::anneal::AnnealParams;
+use mosaic::compose::{self, Dims};
+use mosaic::index::{self, IndexParams};
 use mosaic::softassign::SoftAssignParams;
 use mosaic::solve::{self, Method, SolveOptions};
 use mosaic::DistanceMatrix;
@@ -26,8 +29,16 @@ struct Cli {
 enum Command {
     /// Solve the assignment for a distance matrix D.npy (rows = patches, columns = tiles)
     Solve(SolveArgs),
+    /// Distance matrix (Eq. 1) between the patches of a target and the tiles of a folder
+    Distance(DistanceArgs),
+    /// Build a mosaic image: index tiles, distances, solve, render
+    Build(BuildArgs),
+    /// Index a tile folder (recursively) into its cache file
+    Index(IndexArgs),
     /// Benchmarks on synthetic data (GPU and CPU reference), one JSON object per line
     Bench(BenchArgs),
+    /// Generate sample data, build mosaics with SoftAssign and exact, write PNGs and JSON
+    Demo(DemoArgs),
 }
 
 /// Method parameters shared by `solve` and `build`.
@@ -102,6 +113,85 @@ struct SolveArgs {
 }
 
 #[derive(Args)]
+struct DistanceArgs {
+    /// Target image
+    #[arg(long)]
+    target: PathBuf,
+    /// Folder of tile images (searched recursively)
+    #[arg(long)]
+    tiles: PathBuf,
+    /// Patch grid, COLSxROWS
+    #[arg(long)]
+    grid: Dims,
+    /// Feature cells per patch and tile, UxV
+    #[arg(long, default_value = "4x4")]
+    cells: Dims,
+    /// Output .npy (float32, shape (m, n), rows = patches row-major over the grid)
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct BuildArgs {
+    /// Target image
+    #[arg(long)]
+    target: PathBuf,
+    /// Folder of tile images (searched recursively)
+    #[arg(long)]
+    tiles: PathBuf,
+    /// Patch grid, COLSxROWS
+    #[arg(long)]
+    grid: Dims,
+    /// Feature cells per patch and tile, UxV
+    #[arg(long, default_value = "4x4")]
+    cells: Dims,
+    /// Assignment method
+    #[arg(long, value_enum)]
+    method: Method,
+    /// Output PNG
+    #[arg(long)]
+    out: PathBuf,
+    /// Width of one tile in the output, in pixels (height follows the patch aspect)
+    #[arg(long, default_value_t = 32)]
+    tile_px: usize,
+    /// Also solve exactly and report the cost relative to the optimum
+    #[arg(long)]
+    compare_exact: bool,
+    #[command(flatten)]
+    params: MethodArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct IndexArgs {
+    /// Folder of tile images (searched recursively)
+    dir: PathBuf,
+    /// Feature cells, UxV
+    #[arg(long, default_value = "4x4")]
+    cells: Dims,
+    /// Patch aspect (width / height) the tiles are cropped to
+    #[arg(long, default_value_t = 1.0)]
+    aspect: f64,
+    /// Print one JSON object instead of text
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Output folder (created if missing)
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    params: MethodArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     /// Tiny sizes only (seconds on lavapipe)
     #[arg(long)]
@@ -114,8 +204,23 @@ struct BenchArgs {
 fn main() -> Result<()> {
     match Cli::parse().command {
         Command::Solve(args) => cmd_solve(args),
+        Command::Distance(args) => cmd_distance(args),
+        Command::Build(args) => cmd_build(args),
+        Command::Index(args) => cmd_index(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Demo(args) => cmd_demo(args),
     }
+}
+
+fn warn(message: &str) {
+    eprintln!("mosaic: warning: {message}");
+}
+
+fn gpu_context(common: &CommonArgs) -> Result<Option<engine::Context>> {
+    Ok(match common.backend {
+        Backend::Gpu => Some(open(common.device.as_deref())?),
+        Backend::Cpu => None,
+    })
 }
 
 fn open(device: Option<&str>) -> Result<engine::Context> {
@@ -154,5 +259,117 @@ fn cmd_solve(args: SolveArgs) -> Result<()> {
 fn cmd_bench(args: BenchArgs) -> Result<()> {
     let ctx = open(args.device.as_deref())?;
     mosaic::bench::run(&ctx, args.quick, |v| print_json(&v))?;
+    Ok(())
+}
+
+fn cmd_distance(args: DistanceArgs) -> Result<()> {
+    engine::io::check_not_input(&args.out, &[&args.target])?;
+    let ctx = gpu_context(&args.common)?;
+    let start = Instant::now();
+    let problem = compose::prepare(&args.target, &args.tiles, args.grid, args.cells, warn)?;
+    let d = problem.distances(args.common.backend, ctx.as_ref())?;
+    engine::io::write_npy_f32(&args.out, &[d.rows, d.cols], &d.to_f32())?;
+    if args.common.json {
+        print_json(&json!({
+            "out": args.out, "patches": d.rows, "tiles": d.cols, "index": problem.index_stats,
+            "seconds": start.elapsed().as_secs_f64(),
+        }));
+    } else {
+        println!("wrote {} ({} patches x {} tiles)", args.out.display(), d.rows, d.cols);
+    }
+    Ok(())
+}
+
+fn cmd_build(args: BuildArgs) -> Result<()> {
+    engine::io::check_not_input(&args.out, &[&args.target])?;
+    if args.out.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()) != Some("png".into()) {
+        bail!("--out must name a .png file (got {})", args.out.display());
+    }
+    let ctx = gpu_context(&args.common)?;
+    let options = args.params.options(args.common.backend);
+    let start = Instant::now();
+    let problem = compose::prepare(&args.target, &args.tiles, args.grid, args.cells, warn)?;
+    let d = problem.distances(args.common.backend, ctx.as_ref())?;
+    let built = compose::build(&problem, &d, args.method, &options, args.tile_px, ctx.as_ref())?;
+    engine::io::save_png_rgb8(&args.out, built.layout.width(), built.layout.height(), &built.rgb)?;
+    let exact = if args.compare_exact && args.method != Method::Exact {
+        Some(solve::run(Method::Exact, &d, &options, None)?.cost)
+    } else if args.method == Method::Exact {
+        Some(built.solved.cost)
+    } else {
+        None
+    };
+    let ratio = exact.map(|e| built.solved.cost / e);
+    if args.common.json {
+        print_json(&json!({
+            "method": args.method.name(), "cost": built.solved.cost, "ratio_to_exact": ratio,
+            "patches": d.rows, "tiles": d.cols, "tiles_used": built.solved.assignment.len(),
+            "solve_seconds": built.solved.seconds, "seconds": start.elapsed().as_secs_f64(),
+            "index": problem.index_stats, "out": args.out,
+            "width": built.layout.width(), "height": built.layout.height(),
+        }));
+    } else {
+        let ratio = ratio.map(|r| format!(" ({r:.4} x exact)")).unwrap_or_default();
+        println!(
+            "{}: {} patches from {} tiles, cost {:.1}{ratio}, solved in {:.3} s; wrote {} ({}x{})",
+            args.method.name(),
+            d.rows,
+            d.cols,
+            built.solved.cost,
+            built.solved.seconds,
+            args.out.display(),
+            built.layout.width(),
+            built.layout.height()
+        );
+    }
+    Ok(())
+}
+
+fn cmd_index(args: IndexArgs) -> Result<()> {
+    if !(args.aspect > 0.0 && args.aspect.is_finite()) {
+        bail!("--aspect must be > 0 (got {})", args.aspect);
+    }
+    let start = Instant::now();
+    let params = IndexParams { cells: (args.cells.0, args.cells.1), thumb: compose::thumb_size(args.aspect) };
+    let (tiles, stats) = index::index(&args.dir, &params, warn)?;
+    if args.json {
+        print_json(&json!({
+            "tiles": tiles.len(), "stats": stats, "cache": params.cache_path(&args.dir),
+            "seconds": start.elapsed().as_secs_f64(),
+        }));
+    } else {
+        println!(
+            "{} tiles indexed ({} from cache, {} decoded, {} skipped) in {:.3} s; cache {}",
+            tiles.len(),
+            stats.from_cache,
+            stats.decoded,
+            stats.skipped,
+            start.elapsed().as_secs_f64(),
+            params.cache_path(&args.dir).display()
+        );
+    }
+    Ok(())
+}
+
+fn cmd_demo(args: DemoArgs) -> Result<()> {
+    let ctx = open(args.common.device.as_deref())?;
+    let options = args.params.options(args.common.backend);
+    let summary = mosaic::demo::run(&ctx, &args.out, &options)?;
+    if args.common.json {
+        print_json(&summary);
+    } else {
+        let m = &summary["methods"];
+        println!(
+            "mosaic demo: {} patches from {} tiles on {}: softassign cost {:.1} = {:.4} x exact in {:.2} s (greedy {:.4} x); wrote {}",
+            summary["patches"],
+            summary["tiles"],
+            summary["device"].as_str().unwrap_or("?"),
+            m["softassign"]["cost"].as_f64().unwrap_or(f64::NAN),
+            m["softassign"]["ratio_to_exact"].as_f64().unwrap_or(f64::NAN),
+            m["softassign"]["seconds"].as_f64().unwrap_or(f64::NAN),
+            m["greedy"]["ratio_to_exact"].as_f64().unwrap_or(f64::NAN),
+            args.out.display()
+        );
+    }
     Ok(())
 }

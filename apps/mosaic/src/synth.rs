@@ -108,7 +108,7 @@ pub fn problem(grid: (usize, usize), tiles: usize, cells: (usize, usize), seed: 
 /// The grid (cols, rows) closest to square with exactly `m` patches.
 pub fn grid_for(m: usize) -> (usize, usize) {
     let mut rows = (m as f64).sqrt() as usize;
-    while m % rows != 0 {
+    while !m.is_multiple_of(rows) {
         rows -= 1;
     }
     (m / rows, rows)

@@ -133,13 +133,13 @@ pub fn discretise(d: &DistanceMatrix, p: &Potentials) -> Vec<usize> {
             used[j] = true;
         }
     }
-    for i in 0..d.rows {
-        if assignment[i] == usize::MAX {
+    for (i, tile) in assignment.iter_mut().enumerate() {
+        if *tile == usize::MAX {
             let j = (0..d.cols)
                 .filter(|&j| !used[j])
                 .min_by(|&a, &b| reduced(i, a).total_cmp(&reduced(i, b)))
                 .expect("m <= n leaves a free tile");
-            assignment[i] = j;
+            *tile = j;
             used[j] = true;
         }
     }

@@ -1,0 +1,142 @@
+//! From a target image and a tile folder to a mosaic: patch features over the grid, the tile
+//! index, the distance matrix (GPU or CPU), a solver, and the rendered image.
+
+use std::path::Path;
+use std::time::Instant;
+
+use engine::cli::Backend;
+use engine::Context;
+
+use crate::error::{MosaicError, Result};
+use crate::features::{distance_cpu, region_features, Features};
+use crate::image_ops::to_rgb;
+use crate::index::{self, IndexParams, IndexStats, TileIndex};
+use crate::matrix::DistanceMatrix;
+use crate::render::{self, Layout};
+use crate::solve::{self, Method, SolveOptions, Solved};
+
+/// Thumbnail width stored in the tile index (height follows the patch aspect).
+pub const THUMB_PX: usize = 64;
+
+/// A grid or cell count "AxB".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dims(pub usize, pub usize);
+
+impl std::str::FromStr for Dims {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Dims, String> {
+        let (a, b) = s.split_once(['x', 'X']).ok_or_else(|| format!("{s:?} is not of the form AxB"))?;
+        let parse = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("{s:?}: {v:?} is not a whole number"));
+        let (a, b) = (parse(a)?, parse(b)?);
+        if a == 0 || b == 0 {
+            return Err(format!("{s:?}: both numbers must be >= 1"));
+        }
+        Ok(Dims(a, b))
+    }
+}
+
+/// A target cut into a grid of patches, and the tile library indexed for that patch shape.
+pub struct Problem {
+    pub grid: Dims,
+    pub patches: Features,
+    pub tiles: TileIndex,
+    pub index_stats: IndexStats,
+    /// Patch width / height in target pixels.
+    pub aspect: f64,
+}
+
+/// Thumbnail size for a patch aspect: THUMB_PX wide.
+pub fn thumb_size(aspect: f64) -> (usize, usize) {
+    (THUMB_PX, ((THUMB_PX as f64 / aspect).round() as usize).max(1))
+}
+
+/// Loads the target, computes its patch features and indexes the tiles (warnings to `warn`).
+pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl FnMut(&str)) -> Result<Problem> {
+    let img = engine::io::load_image(target)?;
+    if img.width < grid.0 * cells.0 || img.height < grid.1 * cells.1 {
+        return Err(MosaicError::InvalidInput(format!(
+            "target {}x{} is too small for a {}x{} grid of {}x{} cells",
+            img.width, img.height, grid.0, grid.1, cells.0, cells.1
+        )));
+    }
+    let rgb = to_rgb(&img);
+    let mut patches = Features::new((cells.0, cells.1));
+    for r in 0..grid.1 {
+        let (y0, y1) = (r * img.height / grid.1, (r + 1) * img.height / grid.1);
+        for c in 0..grid.0 {
+            let (x0, x1) = (c * img.width / grid.0, (c + 1) * img.width / grid.0);
+            region_features(&rgb, img.width, (x0, y0, x1 - x0, y1 - y0), (cells.0, cells.1), &mut patches.data);
+        }
+    }
+    let aspect = (img.width as f64 / grid.0 as f64) / (img.height as f64 / grid.1 as f64);
+    let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
+    let (tiles, index_stats) = index::index(tiles, &params, warn)?;
+    if tiles.is_empty() {
+        return Err(MosaicError::InvalidInput("no readable tile images found".into()));
+    }
+    Ok(Problem { grid, patches, tiles, index_stats, aspect })
+}
+
+impl Problem {
+    /// The distance matrix (Eq. 1) on the GPU or the CPU.
+    pub fn distances(&self, backend: Backend, ctx: Option<&Context>) -> Result<DistanceMatrix> {
+        let (m, n) = (self.patches.len(), self.tiles.len());
+        let data = match (backend, ctx) {
+            (Backend::Gpu, Some(ctx)) => crate::distance::distance_gpu(ctx, &self.patches, &self.tiles.features)?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            _ => distance_cpu(&self.patches, &self.tiles.features),
+        };
+        DistanceMatrix::new(m, n, data)
+    }
+
+    /// Renders the mosaic for `assignment` with cells `tile_px` wide, on the GPU or the CPU.
+    pub fn render(
+        &self,
+        assignment: &[usize],
+        tile_px: usize,
+        backend: Backend,
+        ctx: Option<&Context>,
+    ) -> Result<(Layout, Vec<u8>)> {
+        if tile_px == 0 {
+            return Err(MosaicError::InvalidInput("--tile-px must be >= 1".into()));
+        }
+        let layout = Layout {
+            cols: self.grid.0,
+            rows: self.grid.1,
+            cell: (tile_px, ((tile_px as f64 / self.aspect).round() as usize).max(1)),
+            thumb: self.tiles.params.thumb,
+        };
+        let thumbs: Vec<u8> = assignment.iter().flat_map(|&j| self.tiles.thumb(j).iter().copied()).collect();
+        let rgb = match (backend, ctx) {
+            (Backend::Gpu, Some(ctx)) => render::render_gpu(ctx, &layout, &thumbs)?,
+            _ => render::render_cpu(&layout, &thumbs)?,
+        };
+        Ok((layout, rgb))
+    }
+}
+
+/// A solved and rendered mosaic.
+pub struct Built {
+    pub solved: Solved,
+    pub layout: Layout,
+    pub rgb: Vec<u8>,
+    /// Seconds spent rendering.
+    pub render_seconds: f64,
+}
+
+/// Solves `d` with `method` and renders the result with cells `tile_px` wide.
+pub fn build(
+    problem: &Problem,
+    d: &DistanceMatrix,
+    method: Method,
+    options: &SolveOptions,
+    tile_px: usize,
+    ctx: Option<&Context>,
+) -> Result<Built> {
+    let solved = solve::run(method, d, options, ctx)?;
+    let start = Instant::now();
+    let (layout, rgb) = problem.render(&solved.assignment, tile_px, options.backend, ctx)?;
+    Ok(Built { solved, layout, rgb, render_seconds: start.elapsed().as_secs_f64() })
+}
