@@ -12,7 +12,7 @@ use crate::fft_cpu::fft2;
 use crate::filters::{csf, log_gabor};
 use crate::grid::Grid;
 use crate::input::{check_pair, GrayImage};
-use crate::{Maps, MadError, Scores};
+use crate::{MadError, Maps, Scores};
 
 /// Scores one pair and returns the detection and appearance maps.
 pub fn score(reference: &GrayImage, distorted: &GrayImage) -> Result<(Scores, Maps), MadError> {
@@ -133,8 +133,7 @@ fn local_mse(reference: &GrayImage, distorted: &GrayImage) -> Vec<f64> {
     let mut out = vec![0.0; w * h];
     out.par_chunks_mut(w).enumerate().for_each(|(y, row)| {
         for (x, v) in row.iter_mut().enumerate() {
-            *v = (lo..=hi).map(|d| horizontal[mirror(y as isize + d, h) * w + x]).sum::<f64>()
-                / (BLOCK * BLOCK) as f64;
+            *v = (lo..=hi).map(|d| horizontal[mirror(y as isize + d, h) * w + x]).sum::<f64>() / (BLOCK * BLOCK) as f64;
         }
     });
     out
@@ -158,9 +157,7 @@ fn detection(reference: &GrayImage, distorted: &GrayImage, grid: &Grid) -> (f64,
     let mask: Vec<f64> =
         detection_blocks(&ref_csf, &error, grid).into_iter().map(|(e, m, s)| visibility(e, m, s)).collect();
     let lmse = local_mse(reference, distorted);
-    let map: Vec<f64> = (0..w * h)
-        .map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| mask[b] * lmse[i]))
-        .collect();
+    let map: Vec<f64> = (0..w * h).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| mask[b] * lmse[i])).collect();
     (cropped_rms(&map, grid) * DETECTION_SCALE, map)
 }
 

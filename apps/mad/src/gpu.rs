@@ -14,14 +14,18 @@
 //!    accumulated into the cells); then `sum_appearance`;
 //! 5. the partial sums (and the maps, when asked for) are copied to host-readable memory.
 
+use std::borrow::Borrow;
+use std::sync::Mutex;
+
 use engine::prims::fft::{Direction, Fft2d};
 use engine::profile::total_by_name;
 use engine::{Buffer, ComputePipeline, Context, Location, PassTime, PipelineDesc, Recorder, Submission};
+use rayon::prelude::*;
 
 use crate::constants::{GABOR_ORIENTATIONS, GABOR_SCALES};
 use crate::grid::Grid;
 use crate::input::{check_pair, GrayImage};
-use crate::{shaders, Maps, MadError, Scores};
+use crate::{shaders, MadError, Maps, Scores};
 
 /// Invocations per workgroup of the per-element kernels.
 const WORKGROUP: u32 = 256;
@@ -30,6 +34,8 @@ const WORKGROUP: u32 = 256;
 const TILE: u32 = 8;
 /// Side of the detection-map tile (fixed in `detect_map.comp`).
 const MAP_TILE: u32 = 16;
+/// Chunk slots in flight at once, and kept between calls.
+const KEPT_SLOTS: usize = 2;
 /// Bytes of complex lightness per chunk the automatic chunk size aims for.
 const CHUNK_TARGET_BYTES: usize = 64 << 20;
 
@@ -50,6 +56,8 @@ struct Push {
 /// One scored pair coming back from the GPU, tagged as it was given.
 pub struct Scored<T> {
     pub tag: T,
+    pub width: usize,
+    pub height: usize,
     pub scores: Scores,
     pub maps: Option<Maps>,
 }
@@ -65,6 +73,9 @@ pub struct GpuMad {
     appear_blocks: ComputePipeline,
     sum_detection: ComputePipeline,
     sum_appearance: ComputePipeline,
+    /// Slots kept between calls (at most [`KEPT_SLOTS`]), so repeated calls at one size
+    /// reuse their FFT plans and buffers.
+    kept: Mutex<Vec<Slot>>,
 }
 
 /// Device buffers and the FFT plan for chunks of up to `capacity` pairs of one size.
@@ -121,6 +132,7 @@ impl GpuMad {
             appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &tile)?,
             sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
             sum_appearance: make("mad sum appearance", shaders::SUM_APPEARANCE, 2, &[WORKGROUP])?,
+            kept: Mutex::new(Vec::new()),
         })
     }
 
@@ -136,7 +148,26 @@ impl GpuMad {
         (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1))
     }
 
-    fn slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
+    /// A kept slot of this shape, or a new one.
+    fn take_slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = |s: &Slot| s.grid == grid && s.capacity == capacity && s.map_readback.is_some() == maps;
+        match kept.iter().position(fits) {
+            Some(i) => Ok(kept.swap_remove(i)),
+            None => self.new_slot(grid, capacity, maps),
+        }
+    }
+
+    /// Keeps a finished slot for later calls, dropping the oldest beyond [`KEPT_SLOTS`].
+    fn keep_slot(&self, slot: Slot) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push(slot);
+        if kept.len() > KEPT_SLOTS {
+            kept.remove(0);
+        }
+    }
+
+    fn new_slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
         let ctx = &self.ctx;
         let (p, nb) = (grid.pixels(), grid.blocks());
         let crop_rows = Grid::crop_range(grid.height).len();
@@ -172,20 +203,26 @@ impl GpuMad {
         })
     }
 
-    /// Writes a chunk's gray values and per-pair info into the slot's upload buffers.
-    fn stage<T>(slot: &mut Slot, pairs: &[(T, GrayImage, GrayImage)]) -> Result<(), MadError> {
+    /// Writes a chunk's gray values (as f32) and per-pair info into the slot's upload buffers.
+    fn stage<T, R: Borrow<GrayImage> + Sync, D: Borrow<GrayImage> + Sync>(
+        slot: &mut Slot,
+        pairs: &[(T, R, D)],
+    ) -> Result<(), MadError>
+    where
+        T: Sync,
+    {
         let p = slot.grid.pixels();
         let gray = slot.gray.mapped_mut()?;
-        for (k, (_, r, d)) in pairs.iter().enumerate() {
-            for (dst, src) in gray[2 * k * p..(2 * k + 1) * p].iter_mut().zip(&r.values) {
-                *dst = *src as f32;
+        gray[..2 * p * pairs.len()].par_chunks_mut(p).enumerate().for_each(|(i, dst)| {
+            let (_, r, d) = &pairs[i / 2];
+            let src = if i % 2 == 0 { r.borrow() } else { d.borrow() };
+            for (o, v) in dst.iter_mut().zip(&src.values) {
+                *o = *v as f32;
             }
-            for (dst, src) in gray[(2 * k + 1) * p..(2 * k + 2) * p].iter_mut().zip(&d.values) {
-                *dst = *src as f32;
-            }
-        }
+        });
         let info = slot.info.mapped_mut()?;
         for (k, (_, r, d)) in pairs.iter().enumerate() {
+            let (r, d) = (r.borrow(), d.borrow());
             let mean = |img: &GrayImage| (img.values.iter().sum::<f64>() / p as f64) as f32;
             info[k] = [if r.eight_bit { 1.0 } else { 0.0 }, mean(r), mean(d), 0.0];
         }
@@ -207,7 +244,13 @@ impl GpuMad {
         let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
         rec.dispatch_linear(
             &self.prepare,
-            &[slot.gray.binding(), slot.info.binding(), slot.light.binding(), slot.spec.binding(), slot.sqdiff.binding()],
+            &[
+                slot.gray.binding(),
+                slot.info.binding(),
+                slot.light.binding(),
+                slot.spec.binding(),
+                slot.sqdiff.binding(),
+            ],
             &base,
             pixels.div_ceil(WORKGROUP),
         );
@@ -268,7 +311,13 @@ impl GpuMad {
         rec.barrier();
         // Both partial arrays go to one readback buffer: detection first, then appearance.
         rec.copy(&slot.detection_partials, &slot.readback);
-        rec.copy_region(&slot.appearance_partials, 0, &slot.readback, slot.capacity * crop_rows, slot.appearance_partials.len());
+        rec.copy_region(
+            &slot.appearance_partials,
+            0,
+            &slot.readback,
+            slot.capacity * crop_rows,
+            slot.appearance_partials.len(),
+        );
         if let Some((map, cells)) = &slot.map_readback {
             rec.copy_region(&slot.detection_map, 0, map, 0, count * g.pixels());
             rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
@@ -278,7 +327,11 @@ impl GpuMad {
     }
 
     /// Reads a finished chunk's scores (and maps).
-    fn collect<T>(&self, done: InFlight<T>, out: &mut impl FnMut(Scored<T>)) -> Result<(Slot, Vec<PassTime>), MadError> {
+    fn collect<T>(
+        &self,
+        done: InFlight<T>,
+        out: &mut impl FnMut(Scored<T>),
+    ) -> Result<(Slot, Vec<PassTime>), MadError> {
         let passes = done.submission.wait_profiled()?;
         let slot = done.slot;
         let g = slot.grid;
@@ -300,11 +353,17 @@ impl GpuMad {
                     let appearance = (0..g.pixels())
                         .map(|i| g.cell_of(i % g.width, i / g.width).map_or(0.0, |b| cells[b] as f64))
                         .collect();
-                    Some(Maps::new(g.width, g.height, map.iter().map(|&v| v as f64).collect(), appearance, scores.alpha))
+                    Some(Maps::new(
+                        g.width,
+                        g.height,
+                        map.iter().map(|&v| v as f64).collect(),
+                        appearance,
+                        scores.alpha,
+                    ))
                 }
                 None => None,
             };
-            out(Scored { tag, scores, maps });
+            out(Scored { tag, width: g.width, height: g.height, scores, maps });
         }
         Ok((slot, passes))
     }
@@ -313,36 +372,35 @@ impl GpuMad {
     /// size starts a new chunk), two chunks in flight. Each result goes to `out` with its tag,
     /// in input order. Pairs must already pass [`check_pair`]. Returns the GPU time per pass,
     /// summed over chunks (empty where the device has no timestamps).
-    pub fn score_stream<T>(
+    pub fn score_stream<T: Sync, R: Borrow<GrayImage> + Sync, D: Borrow<GrayImage> + Sync>(
         &self,
-        pairs: impl IntoIterator<Item = (T, GrayImage, GrayImage)>,
+        pairs: impl IntoIterator<Item = (T, R, D)>,
         chunk: Option<usize>,
         maps: bool,
         mut out: impl FnMut(Scored<T>),
     ) -> Result<Vec<PassTime>, MadError> {
         let mut passes = Vec::new();
         let mut in_flight: std::collections::VecDeque<InFlight<T>> = Default::default();
-        let mut spare: Vec<Slot> = Vec::new();
-        let mut pending: Vec<(T, GrayImage, GrayImage)> = Vec::new();
+        let mut pending: Vec<(T, R, D)> = Vec::new();
         let mut iter = pairs.into_iter();
         loop {
             let next = iter.next();
-            let size_changes = matches!((&next, pending.first()), (Some((_, a, _)), Some((_, b, _))) if (a.width, a.height) != (b.width, b.height));
-            let capacity = pending.first().map(|(_, r, _)| chunk.unwrap_or_else(|| self.default_chunk(r.width, r.height)));
+            let size_of = |r: &R| (r.borrow().width, r.borrow().height);
+            let first_size = pending.first().map(|(_, r, _)| size_of(r));
+            let size_changes = matches!((&next, first_size), (Some((_, a, _)), Some(b)) if size_of(a) != b);
+            let capacity = first_size.map(|(w, h)| chunk.unwrap_or_else(|| self.default_chunk(w, h)));
             let full = capacity.is_some_and(|c| pending.len() >= c);
             if !pending.is_empty() && (next.is_none() || size_changes || full) {
-                let capacity = capacity.unwrap_or(1);
-                let grid = Grid::new(pending[0].1.width, pending[0].1.height);
-                if in_flight.len() >= 2 {
+                let (w, h) = first_size.unwrap_or_default();
+                let grid = Grid::new(w, h);
+                if in_flight.len() >= KEPT_SLOTS {
                     let (slot, p) = self.collect(in_flight.pop_front().unwrap(), &mut out)?;
                     passes.extend(p);
-                    spare.push(slot);
+                    self.keep_slot(slot);
                 }
-                spare.retain(|s| s.grid == grid && s.capacity == capacity);
-                let mut slot = match spare.pop() {
-                    Some(s) => s,
-                    None => self.slot(grid, capacity, maps)?,
-                };
+                // A short last chunk gets a slot of its own size: the FFT transforms a slot's
+                // whole capacity.
+                let mut slot = self.take_slot(grid, pending.len(), maps)?;
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
@@ -354,24 +412,30 @@ impl GpuMad {
             }
             match next {
                 Some(item) => {
-                    check_pair(&item.1, &item.2)?;
+                    check_pair(item.1.borrow(), item.2.borrow())?;
                     pending.push(item);
                 }
                 None => break,
             }
         }
         while let Some(done) = in_flight.pop_front() {
-            let (_, p) = self.collect(done, &mut out)?;
+            let (slot, p) = self.collect(done, &mut out)?;
             passes.extend(p);
+            self.keep_slot(slot);
         }
         Ok(total_by_name(&passes))
     }
 
     /// Scores one pair (and returns its maps when asked).
-    pub fn score(&self, reference: &GrayImage, distorted: &GrayImage, maps: bool) -> Result<(Scores, Option<Maps>), MadError> {
+    pub fn score(
+        &self,
+        reference: &GrayImage,
+        distorted: &GrayImage,
+        maps: bool,
+    ) -> Result<(Scores, Option<Maps>), MadError> {
         check_pair(reference, distorted)?;
         let mut result = None;
-        self.score_stream([((), reference.clone(), distorted.clone())], Some(1), maps, |s| result = Some((s.scores, s.maps)))?;
+        self.score_stream([((), reference, distorted)], Some(1), maps, |s| result = Some((s.scores, s.maps)))?;
         Ok(result.expect("one pair in, one result out"))
     }
 }

@@ -75,8 +75,10 @@ mod tests {
     fn cells_cover_the_crop_as_the_release_does() {
         for (w, h) in [(34, 34), (97, 61), (512, 512), (100, 37)] {
             let g = Grid::new(w, h);
-            let total: usize =
-                (0..g.blocks_y).flat_map(|by| (0..g.blocks_x).map(move |bx| (bx, by))).map(|(bx, by)| g.cell_crop_pixels(bx, by)).sum();
+            let total: usize = (0..g.blocks_y)
+                .flat_map(|by| (0..g.blocks_x).map(move |bx| (bx, by)))
+                .map(|(bx, by)| g.cell_crop_pixels(bx, by))
+                .sum();
             // Cells reach row 4*(blocks-1)+3 >= size-13 > size-18, so they cover the crop.
             assert_eq!(total, g.crop_pixels(), "{w}x{h}");
         }

@@ -6,9 +6,12 @@
 //! - [`filters`], [`grid`]: the CSF and log-Gabor filters per FFT bin, the block layout.
 //! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output.
 //! - [`synth`]: deterministic sample images and distortions (demo, bench, tests).
+//! - [`bench`], [`demo`]: the `mad bench` and `mad demo` subcommands.
 
+pub mod bench;
 pub mod constants;
 pub mod cpu;
+pub mod demo;
 mod fft_cpu;
 pub mod filters;
 pub mod gpu;

@@ -47,7 +47,9 @@ pub fn colourise(values: &[f32], width: usize, height: usize) -> Vec<u8> {
 pub fn write_maps(dir: &Path, maps: &Maps, inputs: &[&Path]) -> Result<Vec<std::path::PathBuf>, MadError> {
     std::fs::create_dir_all(dir).map_err(|e| engine::EngineError::File { path: dir.into(), message: e.to_string() })?;
     let mut written = Vec::new();
-    for (name, values) in [("detection", &maps.detection), ("appearance", &maps.appearance), ("combined", &maps.combined)] {
+    for (name, values) in
+        [("detection", &maps.detection), ("appearance", &maps.appearance), ("combined", &maps.combined)]
+    {
         let png = dir.join(format!("{name}.png"));
         let npy = dir.join(format!("{name}.npy"));
         engine::io::check_not_input(&png, inputs)?;

@@ -136,7 +136,11 @@ fn blur(img: &GrayImage, sigma: f64) -> Vec<f64> {
                     .iter()
                     .zip(-radius..=radius)
                     .map(|(k, d)| {
-                        let j = if horizontal { y as usize * w as usize + clamp(x + d, w) } else { clamp(y + d, h) * w as usize + x as usize };
+                        let j = if horizontal {
+                            y as usize * w as usize + clamp(x + d, w)
+                        } else {
+                            clamp(y + d, h) * w as usize + x as usize
+                        };
                         k * src[j]
                     })
                     .sum::<f64>()

@@ -57,10 +57,9 @@ fn maps_match_the_cpu_reference() {
     let (c, cmaps) = mad::cpu::score(&r, &d).unwrap();
     assert!(rel(g.mad, c.mad) < BOUND, "gpu {} cpu {}", g.mad, c.mad);
     let maps = maps.unwrap();
-    for (name, a, b) in [
-        ("detection", &maps.detection, &cmaps.detection),
-        ("appearance", &maps.appearance, &cmaps.appearance),
-    ] {
+    for (name, a, b) in
+        [("detection", &maps.detection, &cmaps.detection), ("appearance", &maps.appearance, &cmaps.appearance)]
+    {
         let scale = b.iter().fold(0.0f32, |m, v| m.max(v.abs())) as f64;
         let want: Vec<f64> = b.iter().map(|&v| v as f64).collect();
         let err = engine::testing::max_rel_error(a, &want, scale * 1e-2);

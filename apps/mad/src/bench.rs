@@ -1,0 +1,154 @@
+//! `mad bench`: the benchmark set on generated pairs (deterministic seeds): one
+//! 512x512 pair (latency), a batch of 1000 512x512 pairs (throughput), one 1920x1080 pair;
+//! each beside the CPU reference on the same inputs (the batch's CPU figure is measured on a
+//! subset and said so), the paper's 40.2 ms (Titan Black) and a memory-traffic floor.
+//! `--quick` runs tiny sizes so a test can exercise it on lavapipe in seconds.
+
+use std::time::Instant;
+
+use engine::cli::print_json;
+use engine::{Context, PassTime};
+use serde_json::json;
+
+use crate::gpu::GpuMad;
+use crate::synth::{distort, scene, Distortion};
+use crate::{GrayImage, MadError};
+
+/// The paper's time for one 512x512 pair on a Titan Black (mad-iqa-gpu.txt, Table 2).
+const PAPER_MS_512: f64 = 40.2;
+/// The copy bandwidth the floor assumes (H100, compute-shader copy, PLATFORM.md).
+const FLOOR_GB_PER_S: f64 = 2600.0;
+/// Timed repetitions of the single-pair latency.
+const LATENCY_RUNS: usize = 10;
+
+/// Bytes each pair must move at least, per pixel, on this design: 23 batched 2D FFTs of two
+/// complex f32 images (2 axes, read + write: 64 B/px each), the CSF and 20 filter
+/// multiplications (read + write of two complex images: 32 B/px each), 21 reads of two
+/// complex images by the block statistics (16 B/px each), plus the input, the squared
+/// differences and the detection map (about 50 B/px).
+fn floor_bytes_per_pixel() -> f64 {
+    23.0 * 64.0 + 21.0 * 32.0 + 21.0 * 16.0 + 50.0
+}
+
+fn floor_ms(pixels: usize, pairs: usize) -> f64 {
+    floor_bytes_per_pixel() * pixels as f64 * pairs as f64 / (FLOOR_GB_PER_S * 1e9) * 1e3
+}
+
+/// A few distinct pairs of one size to cycle through.
+fn pairs(width: usize, height: usize, distinct: usize) -> Vec<(GrayImage, GrayImage)> {
+    let kinds = [Distortion::Jpeg(30), Distortion::Blur(1.5), Distortion::Noise(10.0), Distortion::Contrast(0.6)];
+    (0..distinct)
+        .map(|i| {
+            let r = scene(width, height, 100 + i as u64);
+            let d = distort(&r, kinds[i % kinds.len()], i as u64);
+            (r, d)
+        })
+        .collect()
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn passes_json(passes: &[PassTime]) -> serde_json::Value {
+    passes.iter().map(|p| (p.name.clone(), json!(p.ms))).collect::<serde_json::Map<_, _>>().into()
+}
+
+/// Times one pair on the GPU (median of `runs` after a warm-up) and once on the CPU.
+fn latency(
+    gpu: &GpuMad,
+    name: &str,
+    width: usize,
+    height: usize,
+    runs: usize,
+    paper: Option<f64>,
+) -> Result<(), MadError> {
+    let (r, d) = pairs(width, height, 1).remove(0);
+    let warm = gpu.score(&r, &d, false)?.0;
+    let mut wall = Vec::new();
+    let mut passes = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        passes = gpu.score_stream([((), &r, &d)], Some(1), false, |_| {})?;
+        wall.push(ms(t));
+    }
+    wall.sort_by(f64::total_cmp);
+    let t = Instant::now();
+    let (cpu, _) = crate::cpu::score(&r, &d)?;
+    let cpu_ms = ms(t);
+    print_json(&json!({
+        "bench": name,
+        "size": format!("{width}x{height}"),
+        "pairs": 1,
+        "gpu_ms": wall[wall.len() / 2],
+        "gpu_kernel_ms": passes.iter().map(|p| p.ms).sum::<f64>(),
+        "gpu_passes_ms": passes_json(&passes),
+        "cpu_ms": cpu_ms,
+        "paper_ms": paper,
+        "floor_ms": floor_ms(width * height, 1),
+        "floor": "bytes moved / 2600 GB/s",
+        "mad_gpu": warm.mad,
+        "mad_cpu": cpu.mad,
+        "rel_diff": (warm.mad - cpu.mad).abs() / cpu.mad.abs().max(1e-12),
+        "runs": runs,
+    }));
+    Ok(())
+}
+
+/// Scores `count` pairs as one stream and reports pairs per second; the CPU reference runs on
+/// the first `cpu_count` of them.
+fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: usize) -> Result<(), MadError> {
+    let distinct = pairs(size, size, 8);
+    let stream = |n: usize| (0..n).map(|i| (i, &distinct[i % distinct.len()].0, &distinct[i % distinct.len()].1));
+    let chunk = gpu.default_chunk(size, size).min(count);
+    gpu.score_stream(stream(chunk.min(count)), None, false, |_| {})?;
+    let t = Instant::now();
+    let mut scored = 0usize;
+    let passes = gpu.score_stream(stream(count), None, false, |_| scored += 1)?;
+    let gpu_ms = ms(t);
+    let t = Instant::now();
+    for (r, d) in distinct.iter().cycle().take(cpu_count) {
+        crate::cpu::score(r, d)?;
+    }
+    let cpu_ms_per_pair = ms(t) / cpu_count as f64;
+    print_json(&json!({
+        "bench": name,
+        "size": format!("{size}x{size}"),
+        "pairs": scored,
+        "chunk": chunk,
+        "gpu_ms": gpu_ms,
+        "gpu_ms_per_pair": gpu_ms / scored as f64,
+        "pairs_per_s": scored as f64 / (gpu_ms / 1e3),
+        "gpu_kernel_ms": passes.iter().map(|p| p.ms).sum::<f64>(),
+        "gpu_passes_ms": passes_json(&passes),
+        "cpu_ms_per_pair": cpu_ms_per_pair,
+        "cpu_ms": cpu_ms_per_pair * scored as f64,
+        "cpu_note": format!("CPU reference timed on {cpu_count} pairs, extrapolated to {scored}"),
+        "paper_ms": PAPER_MS_512 * scored as f64,
+        "floor_ms": floor_ms(size * size, scored),
+        "floor": "bytes moved / 2600 GB/s",
+    }));
+    Ok(())
+}
+
+/// Runs the benchmark set on `ctx`, one JSON line per measurement.
+pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
+    let t = Instant::now();
+    let gpu = GpuMad::new(ctx)?;
+    print_json(&json!({
+        "bench": "setup",
+        "device": ctx.info().name,
+        "pipeline_ms": ms(t),
+        "cpu_threads": rayon::current_num_threads(),
+    }));
+    if quick {
+        latency(&gpu, "latency_64", 64, 64, 2, None)?;
+        throughput(&gpu, "batch_64", 64, 6, 2)?;
+        latency(&gpu, "latency_97x61", 97, 61, 1, None)?;
+    } else {
+        latency(&gpu, "latency_512", 512, 512, LATENCY_RUNS, Some(PAPER_MS_512))?;
+        throughput(&gpu, "batch_512", 512, 1000, 16)?;
+        latency(&gpu, "latency_1920x1080", 1920, 1080, LATENCY_RUNS, None)?;
+    }
+    Ok(())
+}
