@@ -5,6 +5,8 @@ use std::path::Path;
 
 use engine::io::ImageF32;
 
+use crate::model::{packed_index, packed_len, Model};
+
 /// Errors reading inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
@@ -176,4 +178,52 @@ pub fn psnr(got: &[f32], want: &[f32]) -> f64 {
         .sum::<f64>()
         / got.len().max(1) as f64;
     10.0 * (1.0 / mse.max(1e-20)).log10()
+}
+
+/// Tiles `tile` (a model of a `tile_px x tile_px` image) over a `width x height` frame,
+/// keeps the kernels whose centre falls inside, and drops evenly spaced kernels until
+/// exactly `k` remain (the paper repeats its Car model the same way to reach its K).
+pub fn tile_model(tile: &Model, tile_px: usize, width: usize, height: usize, k: usize) -> Model {
+    let d = tile.dims();
+    let tri = packed_len(d);
+    let (sx, sy) = (tile_px as f64 / width as f64, tile_px as f64 / height as f64);
+    let mut out =
+        Model { pi: Vec::new(), mu: Vec::new(), cov: Vec::new(), extent: vec![width, height], ..tile.clone() };
+    for ty in 0..height.div_ceil(tile_px) {
+        for tx in 0..width.div_ceil(tile_px) {
+            for j in 0..tile.len() {
+                let mu = tile.mean(j);
+                let (x, y) = ((tx as f64 + mu[0]) * sx, (ty as f64 + mu[1]) * sy);
+                if !(0.0..1.0).contains(&x) || !(0.0..1.0).contains(&y) {
+                    continue;
+                }
+                out.pi.push(tile.pi[j]);
+                out.mu.extend([x, y]);
+                out.mu.extend_from_slice(&mu[2..]);
+                let c = tile.covariance(j);
+                let scale = |i: usize| match i {
+                    0 => sx,
+                    1 => sy,
+                    _ => 1.0,
+                };
+                for a in 0..d {
+                    for b in 0..=a {
+                        out.cov.push(c[packed_index(a, b)] * scale(a) * scale(b));
+                    }
+                }
+            }
+        }
+    }
+    let have = out.len();
+    assert!(have >= k, "tiling gives {have} kernels, fewer than {k}");
+    let drop = have - k;
+    let keep: Vec<usize> = (0..have).filter(|&i| drop == 0 || (i * drop) % have >= drop).collect();
+    let keep: Vec<usize> = keep.into_iter().take(k).collect();
+    let total: f64 = keep.iter().map(|&i| out.pi[i]).sum();
+    Model {
+        pi: keep.iter().map(|&i| out.pi[i] / total).collect(),
+        mu: keep.iter().flat_map(|&i| out.mu[i * d..(i + 1) * d].to_vec()).collect(),
+        cov: keep.iter().flat_map(|&i| out.cov[i * tri..(i + 1) * tri].to_vec()).collect(),
+        ..out
+    }
 }

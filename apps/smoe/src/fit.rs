@@ -9,7 +9,8 @@
 
 use engine::{Context, Location, PipelineDesc};
 
-use crate::data::Grid;
+use crate::data::{psnr, Grid};
+use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{cholesky_packed, packed_index, packed_len, ColorSpace, Model};
 use crate::shaders;
 
@@ -165,6 +166,27 @@ pub fn fit_gpu(
     report.wall_ms = start.elapsed().as_secs_f64() * 1e3;
     let params = ctx.download(&raw)?;
     Ok((model_from_raw(&init, &params), report))
+}
+
+/// PSNR of the model rendered (exact culling, robust) against the grid it was fitted to;
+/// for light fields the mean squared error is over every view.
+pub fn render_psnr(ctx: &Context, model: &Model, grid: &Grid) -> engine::Result<f64> {
+    let mut renderer = Renderer::new(ctx, model, Mode::Robust)?;
+    let (nu, nv) = if grid.coord_dims() == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
+    let mut got = Vec::with_capacity(grid.rgb.len());
+    let mut want = Vec::with_capacity(grid.rgb.len());
+    for b in 0..nv {
+        for a in 0..nu {
+            let uv = crate::reference::view_coords(model, [a as f64, b as f64]);
+            let settings = RenderSettings {
+                uv: [uv[0] as f32, uv[1] as f32],
+                ..RenderSettings::new(grid.width() as u32, grid.height() as u32)
+            };
+            got.extend(renderer.render_rgb(settings)?.0);
+            want.extend_from_slice(grid.view(a, b));
+        }
+    }
+    Ok(psnr(&got, &want))
 }
 
 /// A model with `template`'s header and the raw f32 records `params`.

@@ -136,13 +136,22 @@ pub fn view_coords(model: &Model, view: [f64; 2]) -> [f64; 2] {
 /// Renders `width x height` RGB (row 0 at the top) in f64 over all kernels, on all cores.
 /// `uv` is the normalised view position (ignored for images).
 pub fn render(model: &Model, width: usize, height: usize, uv: [f64; 2]) -> Vec<f64> {
+    render_region(model, width, height, uv, [0, 0, width, height])
+}
+
+/// Like [`render`], only the pixels of `[x0, y0, w, h]` (clipped to the image), row-major.
+pub fn render_region(model: &Model, width: usize, height: usize, uv: [f64; 2], region: [usize; 4]) -> Vec<f64> {
+    let [x0, y0, w, h] = region;
+    let (x1, y1) = ((x0 + w).min(width), (y0 + h).min(height));
+    let w = x1.saturating_sub(x0);
     let f = Factored::new(model);
-    let mut out = vec![0.0; width * height * 3];
-    out.par_chunks_mut(width * 3).enumerate().for_each(|(row, line)| {
-        for col in 0..width {
+    let mut out = vec![0.0; w * y1.saturating_sub(y0) * 3];
+    out.par_chunks_mut((w * 3).max(1)).enumerate().for_each(|(i, line)| {
+        let row = y0 + i;
+        for (j, px) in line.chunks_exact_mut(3).enumerate() {
+            let col = x0 + j;
             let x = [(col as f64 + 0.5) / width as f64, (row as f64 + 0.5) / height as f64, uv[0], uv[1]];
-            let c = model.color_space.to_rgb(f.eval(&x[..model.coord_dims]));
-            line[col * 3..col * 3 + 3].copy_from_slice(&c);
+            px.copy_from_slice(&model.color_space.to_rgb(f.eval(&x[..model.coord_dims])));
         }
     });
     out

@@ -1,0 +1,209 @@
+//! `smoe bench`: the paper's Table 4 (a 1080p model with K = 169,401 and a 4K model with
+//! K = 686,763, made by tiling a fitted model as the paper does, rendered at block sizes
+//! 16..256 in both modes with exact culling, the relevance window, and no culling), and EM
+//! fit time + PSNR at K = 500 and 2000 on a generated 512x512 image. One JSON object per
+//! measurement on stdout.
+
+use std::time::Instant;
+
+use engine::Context;
+use serde_json::json;
+
+use smoe::data::{sample_image, tile_model, Grid};
+use smoe::fit::{em_step_cpu, fit_gpu, grid_init, regularisation, render_psnr};
+use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
+use smoe::model::Model;
+
+/// FP32 rate the floors are computed against (measured FMA ceiling class of an H100).
+const PEAK_FLOPS: f64 = 50e12;
+/// FLOPs of one kernel evaluated at one pixel (2D): offset, quadratic form, log-weight,
+/// softmax update, expert (3 x 2 matrix-vector), accumulation.
+const FLOPS_PER_EVAL: f64 = 32.0;
+
+struct Sizes {
+    tile_px: usize,
+    tile_k: usize,
+    frames: Vec<(&'static str, usize, usize, usize, f64)>,
+    blocks: Vec<u32>,
+    reps: usize,
+    fit_px: usize,
+    fit_ks: Vec<usize>,
+    fit_iters: usize,
+    cpu_crop: usize,
+    cpu_fit_px: usize,
+}
+
+fn sizes(quick: bool) -> Sizes {
+    if quick {
+        Sizes {
+            tile_px: 32,
+            tile_k: 90,
+            frames: vec![("1080p", 160, 90, 1200, 11.7), ("4K", 320, 180, 4900, 44.4)],
+            blocks: vec![16, 32],
+            reps: 1,
+            fit_px: 48,
+            fit_ks: vec![20],
+            fit_iters: 3,
+            cpu_crop: 8,
+            cpu_fit_px: 16,
+        }
+    } else {
+        Sizes {
+            tile_px: 128,
+            tile_k: 1400,
+            frames: vec![("1080p", 1920, 1080, 169_401, 11.7), ("4K", 3840, 2160, 686_763, 44.4)],
+            blocks: vec![16, 32, 64, 128, 256],
+            reps: 5,
+            fit_px: 512,
+            fit_ks: vec![500, 2000],
+            fit_iters: 30,
+            cpu_crop: 24,
+            cpu_fit_px: 64,
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Renders `reps` frames (after a warm-up that also sizes the tile lists); returns median
+/// GPU ms per pass name and in total, median wall ms, and the list entries.
+fn time_frames(
+    ctx: &Context,
+    renderer: &mut Renderer,
+    settings: RenderSettings,
+    reps: usize,
+) -> engine::Result<(Vec<(String, f64)>, f64, f64, usize)> {
+    let mut frame = renderer.frame(settings, 0)?;
+    let mut entries = 0;
+    for _ in 0..2 {
+        let mut rec = ctx.recorder()?;
+        renderer.record(&mut rec, &frame);
+        rec.submit()?.wait()?;
+        if settings.cull != Cull::Off {
+            entries = renderer.list_entries(&frame)?;
+            renderer.fit_capacity(&mut frame, entries)?;
+        }
+    }
+    let mut passes: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut totals = Vec::new();
+    let mut walls = Vec::new();
+    for _ in 0..reps {
+        let start = Instant::now();
+        let mut rec = ctx.recorder()?;
+        rec.enable_profiling(8)?;
+        renderer.record(&mut rec, &frame);
+        let times = rec.submit()?.wait_profiled()?;
+        walls.push(start.elapsed().as_secs_f64() * 1e3);
+        totals.push(times.iter().map(|t| t.ms).sum());
+        for t in times {
+            match passes.iter_mut().find(|(n, _)| *n == t.name) {
+                Some((_, v)) => v.push(t.ms),
+                None => passes.push((t.name, vec![t.ms])),
+            }
+        }
+    }
+    Ok((passes.into_iter().map(|(n, v)| (n, median(v))).collect(), median(totals), median(walls), entries))
+}
+
+/// Runs the benchmark set on `ctx`, printing one JSON line per measurement.
+pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
+    let s = sizes(quick);
+    let device = ctx.info().name.clone();
+    // The tile: a fitted model of the generated image, as dense as the paper's models.
+    let tile_grid = sample_image(s.tile_px, s.tile_px);
+    let start = Instant::now();
+    let (tile, _) = fit_gpu(ctx, &tile_grid, s.tile_k, 10, |_, _| {})?;
+    eprintln!("smoe bench: fitted a {}-kernel tile in {:.1} s", s.tile_k, start.elapsed().as_secs_f64());
+
+    for &(name, w, h, k, paper_ms) in &s.frames {
+        let model = tile_model(&tile, s.tile_px, w, h, k);
+        // CPU reference: the f64 renderer over all K kernels on a crop, extrapolated.
+        let crop = Model { extent: vec![w, h], ..model.clone() };
+        let t = Instant::now();
+        let _ = smoe::reference::render_region(&crop, w, h, [0.0; 2], [w / 2, h / 2, s.cpu_crop, s.cpu_crop]);
+        let cpu_crop_ms = t.elapsed().as_secs_f64() * 1e3;
+        let cpu_ms = cpu_crop_ms * (w * h) as f64 / (s.cpu_crop * s.cpu_crop) as f64;
+        let mut exact_image: Option<Vec<f32>> = None;
+        for mode in [Mode::Fast, Mode::Robust] {
+            let mut renderer = Renderer::new(ctx, &model, mode)?;
+            for &block in &s.blocks {
+                for cull in [Cull::Exact, Cull::Window] {
+                    let settings =
+                        RenderSettings { cull, tile: block, window: 16.0, ..RenderSettings::new(w as u32, h as u32) };
+                    let (passes, gpu_ms, wall_ms, entries) = time_frames(ctx, &mut renderer, settings, s.reps)?;
+                    let tiles = (w as u32).div_ceil(block) as usize * (h as u32).div_ceil(block) as usize;
+                    let evals = entries as f64 * (block * block) as f64;
+                    let mut line = json!({
+                        "bench": format!("render_{name}"), "size": format!("{w}x{h}"), "kernels": k,
+                        "mode": mode, "cull": cull, "block": block, "window_px": 16,
+                        "gpu_ms": gpu_ms, "wall_ms": wall_ms,
+                        "passes_ms": passes.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                        "kernels_per_block": entries as f64 / tiles as f64,
+                        "cpu_ms": cpu_ms,
+                        "cpu_note": format!("f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame", s.cpu_crop),
+                        "paper_ms": if block == 16 { json!(paper_ms) } else { json!(null) },
+                        "paper_note": "Titan X, block 16, relevance window (Table 4)",
+                        "floor_ms": evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
+                        "floor": "flops: kernel-pixel evaluations x 32 FLOP / 50 TFLOP/s",
+                    });
+                    if block == 16 && mode == Mode::Fast {
+                        // Accuracy of the relevance window against exact culling, same frame.
+                        let (img, _) = renderer.render_rgb(settings)?;
+                        match (&exact_image, cull) {
+                            (None, Cull::Exact) => exact_image = Some(img),
+                            (Some(e), Cull::Window) => {
+                                let diff = img.iter().zip(e).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                                line["max_abs_diff_vs_exact"] = json!(diff);
+                            }
+                            _ => {}
+                        }
+                    }
+                    engine::cli::print_json(&line);
+                }
+            }
+            if name == "1080p" && mode == Mode::Fast {
+                let settings = RenderSettings { cull: Cull::Off, tile: 16, ..RenderSettings::new(w as u32, h as u32) };
+                let (passes, gpu_ms, wall_ms, _) = time_frames(ctx, &mut renderer, settings, 1)?;
+                let evals = (w * h * k) as f64;
+                engine::cli::print_json(&json!({
+                    "bench": format!("render_{name}"), "size": format!("{w}x{h}"), "kernels": k,
+                    "mode": mode, "cull": "off", "block": 16, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
+                    "passes_ms": passes.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                    "cpu_ms": cpu_ms, "paper_ms": null,
+                    "floor_ms": evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
+                    "floor": "flops: kernel-pixel evaluations x 32 FLOP / 50 TFLOP/s",
+                }));
+            }
+        }
+    }
+
+    let grid = sample_image(s.fit_px, s.fit_px);
+    for &k in &s.fit_ks {
+        let t = Instant::now();
+        let (model, report) = fit_gpu(ctx, &grid, k, s.fit_iters, |_, _| {})?;
+        let fit_wall = t.elapsed().as_secs_f64() * 1e3;
+        let quality = render_psnr(ctx, &model, &grid)?;
+        // CPU reference: one f64 EM iteration on a smaller image, scaled by samples.
+        let small: Grid = sample_image(s.cpu_fit_px, s.cpu_fit_px);
+        let init = grid_init(&small, k);
+        let t = Instant::now();
+        let _ = em_step_cpu(&init, &small.samples(), &regularisation(&small));
+        let cpu_iter_ms = t.elapsed().as_secs_f64() * 1e3 * (grid.len() as f64 / small.len() as f64);
+        let evals = 2.0 * (grid.len() * k) as f64 * s.fit_iters as f64;
+        engine::cli::print_json(&json!({
+            "bench": "fit", "size": format!("{0}x{0}", s.fit_px), "kernels": k, "iterations": s.fit_iters,
+            "gpu_ms": report.gpu_ms, "wall_ms": fit_wall, "psnr_db": quality,
+            "loglik_first": report.loglik.first(), "loglik_last": report.loglik.last(),
+            "cpu_ms": cpu_iter_ms * s.fit_iters as f64,
+            "cpu_note": format!("single-threaded f64 EM iteration on {0}x{0} scaled by samples and iterations", s.cpu_fit_px),
+            "paper_ms": null,
+            "floor_ms": evals * 60.0 / PEAK_FLOPS * 1e3,
+            "floor": "flops: 2 passes x samples x kernels x 60 FLOP per joint log-density / 50 TFLOP/s",
+            "device": device,
+        }));
+    }
+    Ok(())
+}
