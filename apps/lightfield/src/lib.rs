@@ -1,4 +1,38 @@
 //! Multidimensional dictionary-ensemble light-field codec: train, encode on the GPU, decode.
+//!
+//! A light field (U x V views of H x W RGB pixels) is cut into 5D patches (views x views x
+//! rows x columns x colours). An ensemble of K dictionaries, each one orthonormal matrix per
+//! patch mode, is trained from example light fields ([`train`]). The encoder ([`encoder`]
+//! on the CPU, [`gpu`] on Vulkan) projects every patch onto every dictionary with n-mode
+//! products, keeps the fewest largest coefficients that bring the patch's RMSE under the
+//! threshold (quantisation included) and picks the sparsest dictionary. [`bitstream`]
+//! stores the result in a self-contained `.lfc` file; [`decoder`] reconstructs it.
+//!
+//! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
+//! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
+//! - [`dictionary`]: the ensemble, its `.lfd` file, n-mode products on the CPU.
+//! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
+//! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
+//! - [`synth`]: synthetic light fields with real parallax, for tests and benchmarks.
+//! - [`bench`] and [`demo`]: the benchmark set and the demo behind the CLI.
+
+pub mod bench;
+pub mod bitstream;
+pub mod codec;
+pub mod decoder;
+pub mod demo;
+pub mod dictionary;
+pub mod encoder;
+pub mod error;
+pub mod gpu;
+pub mod lightfield;
+pub mod linalg;
+pub mod patch;
+pub mod select;
+pub mod synth;
+pub mod train;
+
+pub use error::{LfError, Result};
 
 /// Embedded SPIR-V of `shaders/lightfield/`.
 pub mod shaders {

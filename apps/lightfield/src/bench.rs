@@ -1,0 +1,257 @@
+//! `lightfield bench`: the paper's Table 1 setting (a 1024 x 1024 x 8 x 8-view RGB light
+//! field, K = 64 dictionaries, T = 300, epsilon = 5e-3) encoded on the GPU with the CPU
+//! reference beside it (on a crop, extrapolated by patch count), the decoder, and
+//! rate-distortion points for several epsilon against JPEG per view at equal size.
+//! Everything is generated from fixed seeds. One JSON object per measurement.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::codec::{decode_lightfield, encode_lightfield, Backend};
+use crate::dictionary::Ensemble;
+use crate::encoder::Params;
+use crate::error::{LfError, Result};
+use crate::gpu::GpuCodec;
+use crate::lightfield::{psnr, LightField};
+use crate::patch::{PatchGrid, PatchShape};
+use crate::synth::generate;
+use crate::train::{train, TrainDevice, TrainOptions};
+
+/// The paper's Table 1: Lego Knights, K = 64, T = 300, epsilon = 5e-3, 8.5 s on a Titan Xp.
+const PAPER_K: usize = 64;
+const PAPER_T: usize = 300;
+const PAPER_EPSILON: f32 = 5e-3;
+const PAPER_GPU_MS: f64 = 8500.0;
+const PAPER_CPU_MS: f64 = 124_000.0;
+/// FP32 FMA rate used for the compute floor (H100 class).
+const FLOPS_PER_S: f64 = 50e12;
+
+/// Sizes of one benchmark run.
+struct Sizes {
+    shape: PatchShape,
+    k: usize,
+    sparsity: usize,
+    views: (usize, usize),
+    full: (usize, usize),
+    cpu_crop: (usize, usize),
+    train: (usize, usize),
+    train_iterations: usize,
+    rd: (usize, usize),
+    rd_epsilons: &'static [f32],
+}
+
+fn sizes(quick: bool) -> Sizes {
+    if quick {
+        Sizes {
+            shape: PatchShape { my: 5, mx: 5, mu: 4, mv: 4 },
+            k: 4,
+            sparsity: 120,
+            views: (4, 4),
+            full: (40, 30),
+            cpu_crop: (20, 15),
+            train: (30, 25),
+            train_iterations: 1,
+            rd: (30, 20),
+            rd_epsilons: &[0.01, 0.04],
+        }
+    } else {
+        Sizes {
+            shape: PatchShape::PAPER,
+            k: PAPER_K,
+            sparsity: PAPER_T,
+            views: (8, 8),
+            full: (1024, 1024),
+            cpu_crop: (320, 320),
+            train: (200, 200),
+            train_iterations: 3,
+            rd: (200, 200),
+            rd_epsilons: &[0.002, 0.005, 0.01, 0.02, 0.04],
+        }
+    }
+}
+
+/// Runs the benchmark set, handing each JSON line to `emit`.
+pub fn run(quick: bool, device: Option<&str>, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+    let s = sizes(quick);
+    let ctx = engine::Context::open(device)?;
+    let device_name = ctx.info().name.clone();
+
+    // Train the ensemble on two other scenes (assignment on the GPU).
+    let train_lfs = [generate(s.views, s.train, 101), generate(s.views, s.train, 102)];
+    let opts = TrainOptions {
+        k: s.k,
+        shape: s.shape,
+        iterations: s.train_iterations,
+        params: Params { sparsity: s.shape.len() / 8, epsilon: PAPER_EPSILON },
+        seed: 1,
+        max_patches: 20_000,
+    };
+    let t0 = Instant::now();
+    let mut last = None;
+    let ens = train(&train_lfs, &opts, TrainDevice::Gpu(&ctx), |st| last = Some(st.clone()))?;
+    emit(json!({
+        "bench": "train", "device": device_name, "k": s.k, "patch": s.shape.to_string(),
+        "training_patches": train_lfs.iter().map(|lf| PatchGrid::new(s.shape, lf.u, lf.v, lf.h, lf.w).len()).sum::<usize>(),
+        "iterations": s.train_iterations, "wall_ms": t0.elapsed().as_secs_f64() * 1e3,
+        "final": last,
+    }));
+
+    table1(&ctx, &ens, &s, &device_name, &mut emit)?;
+    rate_distortion(&ctx, &ens, &s, &device_name, &mut emit)
+}
+
+fn crop(lf: &LightField, w: usize, h: usize) -> LightField {
+    let (w, h) = (w.min(lf.w), h.min(lf.h));
+    let mut data = Vec::with_capacity(lf.u * lf.v * h * w * 3);
+    for u in 0..lf.u {
+        for v in 0..lf.v {
+            for y in 0..h {
+                let i = lf.index(u, v, y, 0);
+                data.extend_from_slice(&lf.data[i..i + w * 3]);
+            }
+        }
+    }
+    LightField::new(lf.u, lf.v, h, w, data).expect("crop sizes")
+}
+
+fn table1(
+    ctx: &engine::Context,
+    ens: &Ensemble,
+    s: &Sizes,
+    device_name: &str,
+    emit: &mut impl FnMut(serde_json::Value),
+) -> Result<()> {
+    let params = Params { sparsity: s.sparsity, epsilon: PAPER_EPSILON };
+    let lf = generate(s.views, s.full, 11);
+    let gpu = GpuCodec::new(ctx, ens)?;
+    // Warm-up (driver caches, allocator) on a crop, then the timed run.
+    encode_lightfield(&crop(&lf, 64, 64), ens, params, Backend::Gpu(&gpu))?;
+    let t0 = Instant::now();
+    let (compressed, time) = encode_lightfield(&lf, ens, params, Backend::Gpu(&gpu))?;
+    let wall_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let bytes = compressed.to_bytes()?;
+    let time = time.expect("GPU time");
+    let t1 = Instant::now();
+    let (decoded, dtime) = decode_lightfield(&compressed, Backend::Gpu(&gpu))?;
+    let decode_wall_ms = t1.elapsed().as_secs_f64() * 1e3;
+    let dtime = dtime.expect("GPU time");
+
+    // CPU reference on a crop, extrapolated by patch count; the GPU encodes the same crop
+    // so the two can be compared choice by choice.
+    let small = crop(&lf, s.cpu_crop.0, s.cpu_crop.1);
+    let t2 = Instant::now();
+    let (cpu_codes, _) = encode_lightfield(&small, ens, params, Backend::Cpu)?;
+    let cpu_ms = t2.elapsed().as_secs_f64() * 1e3;
+    let t3 = Instant::now();
+    decode_lightfield(&cpu_codes, Backend::Cpu)?;
+    let cpu_decode_ms = t3.elapsed().as_secs_f64() * 1e3;
+    let (gpu_small, _) = encode_lightfield(&small, ens, params, Backend::Gpu(&gpu))?;
+    let n_full = compressed.codes.len();
+    let n_small = cpu_codes.codes.len();
+    let scale = n_full as f64 / n_small as f64;
+    let same = (0..n_small)
+        .filter(|&p| {
+            let (a, b) = (&cpu_codes.codes, &gpu_small.codes);
+            a.membership[p] == b.membership[p]
+                && a.locations[a.offsets[p]..a.offsets[p + 1]] == b.locations[b.offsets[p]..b.offsets[p + 1]]
+                && a.levels[a.offsets[p]..a.offsets[p + 1]] == b.levels[b.offsets[p]..b.offsets[p + 1]]
+        })
+        .count();
+
+    let plen = s.shape.len();
+    let mode_sum: usize = s.shape.modes().iter().sum();
+    let flops = n_full as f64 * s.k as f64 * 2.0 * plen as f64 * mode_sum as f64;
+    let samples = lf.samples() as f64;
+    let size = format!("{}x{}x{}x{}x3", s.full.0, s.full.1, s.views.0, s.views.1);
+    emit(json!({
+        "bench": "encode_table1", "device": device_name, "size": size, "patches": n_full,
+        "k": s.k, "sparsity": s.sparsity, "epsilon": PAPER_EPSILON,
+        "gpu_ms": time.kernel_ms, "gpu_transfer_ms": time.total_ms - time.kernel_ms, "gpu_wall_ms": wall_ms,
+        "cpu_ms": cpu_ms * scale, "cpu_measured_ms": cpu_ms,
+        "cpu_note": format!("CPU (rayon, {} threads) measured on a {}x{} crop ({n_small} patches), scaled by patch count x{scale:.2}",
+            rayon::current_num_threads(), small.w, small.h),
+        "paper_ms": PAPER_GPU_MS, "paper_cpu_ms": PAPER_CPU_MS, "paper_device": "Titan Xp (CPU: 40 Xeon cores)",
+        "floor_ms": flops / FLOPS_PER_S * 1e3,
+        "floor": "FLOPs of the n-mode products (2 * 4800 * 29 per patch and dictionary) / 50 TFLOP/s",
+        "mean_coefficients": compressed.codes.locations.len() as f64 / n_full as f64,
+        "success_fraction": compressed.codes.success.iter().filter(|&&x| x).count() as f64 / n_full as f64,
+        "bits_per_sample": bytes.len() as f64 * 8.0 / samples,
+        "psnr_db": psnr(&lf.data, &decoded.data),
+        "cpu_gpu_identical_fraction": same as f64 / n_small as f64,
+    }));
+    emit(json!({
+        "bench": "decode_table1", "device": device_name, "size": size, "patches": n_full,
+        "gpu_ms": dtime.kernel_ms, "gpu_transfer_ms": dtime.total_ms - dtime.kernel_ms, "gpu_wall_ms": decode_wall_ms,
+        "cpu_ms": cpu_decode_ms * scale, "cpu_measured_ms": cpu_decode_ms,
+        "cpu_note": "measured on the same crop, scaled by patch count",
+        "floor_ms": n_full as f64 * 2.0 * plen as f64 * mode_sum as f64 / FLOPS_PER_S * 1e3,
+        "floor": "FLOPs of the synthesis n-mode products / 50 TFLOP/s",
+    }));
+    Ok(())
+}
+
+/// JPEG of every view at `quality`: total bytes and the decoded light field.
+fn jpeg_views(lf: &LightField, quality: u8) -> Result<(usize, Vec<f32>)> {
+    use image::ImageEncoder;
+    let mut total = 0;
+    let mut decoded = Vec::with_capacity(lf.samples());
+    for u in 0..lf.u {
+        for v in 0..lf.v {
+            let rgb: Vec<u8> = lf.view(u, v).iter().map(|&x| engine::io::to_u8(x)).collect();
+            let mut bytes = Vec::new();
+            image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
+                .write_image(&rgb, lf.w as u32, lf.h as u32, image::ExtendedColorType::Rgb8)
+                .map_err(|e| LfError::Invalid(format!("JPEG encoder: {e}")))?;
+            total += bytes.len();
+            let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
+                .map_err(|e| LfError::Invalid(format!("JPEG decoder: {e}")))?;
+            decoded.extend(img.to_rgb8().into_raw().into_iter().map(|b| b as f32 / 255.0));
+        }
+    }
+    Ok((total, decoded))
+}
+
+/// The JPEG quality whose total size is closest to `target` bytes (sizes grow with quality).
+fn jpeg_at_size(lf: &LightField, target: usize) -> Result<(u8, usize, Vec<f32>)> {
+    let (mut lo, mut hi) = (1u8, 100u8);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if jpeg_views(lf, mid)?.0 <= target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let (a, b) = (jpeg_views(lf, lo)?, jpeg_views(lf, hi)?);
+    Ok(if a.0.abs_diff(target) <= b.0.abs_diff(target) { (lo, a.0, a.1) } else { (hi, b.0, b.1) })
+}
+
+fn rate_distortion(
+    ctx: &engine::Context,
+    ens: &Ensemble,
+    s: &Sizes,
+    device_name: &str,
+    emit: &mut impl FnMut(serde_json::Value),
+) -> Result<()> {
+    let lf = generate(s.views, s.rd, 21);
+    let gpu = GpuCodec::new(ctx, ens)?;
+    let samples = lf.samples() as f64;
+    for &epsilon in s.rd_epsilons {
+        let params = Params { sparsity: s.shape.len() / 4, epsilon };
+        let (compressed, _) = encode_lightfield(&lf, ens, params, Backend::Gpu(&gpu))?;
+        let bytes = compressed.to_bytes()?.len();
+        let (decoded, _) = decode_lightfield(&compressed, Backend::Gpu(&gpu))?;
+        let (quality, jpeg_bytes, jpeg) = jpeg_at_size(&lf, bytes)?;
+        emit(json!({
+            "bench": "rate_distortion", "device": device_name,
+            "size": format!("{}x{}x{}x{}x3", s.rd.0, s.rd.1, s.views.0, s.views.1),
+            "k": s.k, "sparsity": params.sparsity, "epsilon": epsilon,
+            "bits_per_sample": bytes as f64 * 8.0 / samples, "psnr_db": psnr(&lf.data, &decoded.data),
+            "mean_coefficients": compressed.codes.locations.len() as f64 / compressed.codes.len() as f64,
+            "jpeg_quality": quality, "jpeg_bits_per_sample": jpeg_bytes as f64 * 8.0 / samples,
+            "jpeg_psnr_db": psnr(&lf.data, &jpeg),
+        }));
+    }
+    Ok(())
+}

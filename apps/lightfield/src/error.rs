@@ -1,0 +1,27 @@
+//! The codec's error type: bad input files, bad parameters, and engine failures.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LfError {
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("invalid input: {0}")]
+    Invalid(String),
+    #[error("corrupt {what}: {message}")]
+    Corrupt { what: &'static str, message: String },
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
+}
+
+pub type Result<T, E = LfError> = std::result::Result<T, E>;
+
+impl LfError {
+    pub fn file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
+        LfError::File { path: path.into(), message: message.to_string() }
+    }
+
+    pub fn corrupt(what: &'static str, message: impl std::fmt::Display) -> Self {
+        LfError::Corrupt { what, message: message.to_string() }
+    }
+}

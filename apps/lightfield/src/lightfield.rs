@@ -1,0 +1,166 @@
+//! Light fields in memory and their input files: a `.npy` array of shape (U, V, H, W, 3)
+//! (uint8 scaled by 1/255, or float in [0, 1]), or a folder of view images that sort
+//! row-major into a U x V grid. Every reader checks the shape, NaN and the value range.
+
+use std::path::Path;
+
+use crate::error::{LfError, Result};
+use crate::patch::COLOURS;
+
+/// U x V views of H x W RGB pixels, f32 in [0, 1], stored (U, V, H, W, 3) in C order;
+/// view (0, 0) is the top-left camera.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LightField {
+    pub u: usize,
+    pub v: usize,
+    pub h: usize,
+    pub w: usize,
+    pub data: Vec<f32>,
+}
+
+impl LightField {
+    /// Wraps `data`, checking its length against the shape.
+    pub fn new(u: usize, v: usize, h: usize, w: usize, data: Vec<f32>) -> Result<LightField> {
+        if u == 0 || v == 0 || h == 0 || w == 0 {
+            return Err(LfError::Invalid(format!("light field {u}x{v} views of {w}x{h} pixels is empty")));
+        }
+        if data.len() != u * v * h * w * COLOURS {
+            return Err(LfError::Invalid(format!(
+                "light field of {u}x{v} views of {w}x{h} pixels needs {} samples, got {}",
+                u * v * h * w * COLOURS,
+                data.len()
+            )));
+        }
+        Ok(LightField { u, v, h, w, data })
+    }
+
+    /// Index of the red sample of pixel (y, x) in view (u, v).
+    pub fn index(&self, u: usize, v: usize, y: usize, x: usize) -> usize {
+        (((u * self.v + v) * self.h + y) * self.w + x) * COLOURS
+    }
+
+    /// Samples in the light field (U * V * H * W * 3).
+    pub fn samples(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Shape as written to `.npy`.
+    pub fn shape(&self) -> [usize; 5] {
+        [self.u, self.v, self.h, self.w, COLOURS]
+    }
+
+    /// The pixels of view (u, v), interleaved RGB.
+    pub fn view(&self, u: usize, v: usize) -> &[f32] {
+        let start = self.index(u, v, 0, 0);
+        &self.data[start..start + self.h * self.w * COLOURS]
+    }
+
+    /// Refuses NaN, infinities and values outside [0, 1].
+    pub fn check_values(&self, what: &str) -> Result<()> {
+        if let Some(i) = self.data.iter().position(|x| !x.is_finite()) {
+            return Err(LfError::Invalid(format!("{what}: sample {i} is {} (NaN or infinite)", self.data[i])));
+        }
+        if let Some(i) = self.data.iter().position(|&x| !(0.0..=1.0).contains(&x)) {
+            return Err(LfError::Invalid(format!(
+                "{what}: sample {i} is {}; float light fields must hold values in [0, 1]",
+                self.data[i]
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 or float.
+    pub fn read_npy(path: &Path) -> Result<LightField> {
+        let array = engine::io::read_npy(path)?;
+        let &[u, v, h, w, c] = array.shape.as_slice() else {
+            return Err(LfError::file(path, format!("shape {:?} is not (U, V, H, W, 3)", array.shape)));
+        };
+        if c != COLOURS {
+            return Err(LfError::file(path, format!("shape {:?}: the last axis must be 3 (RGB)", array.shape)));
+        }
+        let mut data = array.data;
+        if array.dtype == engine::io::NpyDtype::U8 {
+            data.iter_mut().for_each(|x| *x /= 255.0);
+        }
+        let lf = LightField::new(u, v, h, w, data).map_err(|e| LfError::file(path, e))?;
+        lf.check_values(&path.display().to_string())?;
+        Ok(lf)
+    }
+
+    /// Reads a folder of view images (any format engine::io::load_image reads), sorted by
+    /// file name and laid out row-major in a `grid` = (U, V) grid. Gray views are repeated
+    /// into the three colours.
+    pub fn read_folder(dir: &Path, grid: (usize, usize)) -> Result<LightField> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| LfError::file(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+                    matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "webp")
+                })
+            })
+            .collect();
+        files.sort();
+        let (u, v) = grid;
+        if files.len() != u * v {
+            return Err(LfError::file(
+                dir,
+                format!("holds {} view images, --grid {u}x{v} needs {}", files.len(), u * v),
+            ));
+        }
+        let mut data = Vec::new();
+        let mut size = None;
+        for f in &files {
+            let img = engine::io::load_image(f)?;
+            if *size.get_or_insert((img.width, img.height)) != (img.width, img.height) {
+                let (w, h) = size.unwrap();
+                return Err(LfError::file(f, format!("is {}x{}, the first view is {w}x{h}", img.width, img.height)));
+            }
+            if img.channels == 1 {
+                data.extend(img.data.iter().flat_map(|&g| [g; COLOURS]));
+            } else {
+                data.extend_from_slice(&img.data);
+            }
+        }
+        let (w, h) = size.unwrap_or((0, 0));
+        let lf = LightField::new(u, v, h, w, data).map_err(|e| LfError::file(dir, e))?;
+        lf.check_values(&dir.display().to_string())?;
+        Ok(lf)
+    }
+
+    /// Reads `path`: a folder (needs `grid`) or a `.npy` file.
+    pub fn read(path: &Path, grid: Option<(usize, usize)>) -> Result<LightField> {
+        if path.is_dir() {
+            let grid = grid.ok_or_else(|| LfError::file(path, "is a folder of views: give --grid UxV"))?;
+            LightField::read_folder(path, grid)
+        } else {
+            LightField::read_npy(path)
+        }
+    }
+
+    /// Writes the light field as float32 `.npy` of shape (U, V, H, W, 3).
+    pub fn write_npy(&self, path: &Path) -> Result<()> {
+        Ok(engine::io::write_npy_f32(path, &self.shape(), &self.data)?)
+    }
+}
+
+/// Parses `UxV` (a view grid) or `WxH` (an image size) into two positive numbers.
+pub fn parse_pair(text: &str) -> Result<(usize, usize)> {
+    let mut it = text.split('x').map(|p| p.trim().parse::<usize>());
+    match (it.next(), it.next(), it.next()) {
+        (Some(Ok(a)), Some(Ok(b)), None) if a > 0 && b > 0 => Ok((a, b)),
+        _ => Err(LfError::Invalid(format!("{text:?}: expected two positive numbers like 8x8"))),
+    }
+}
+
+/// Mean squared error between two sample arrays (f64 accumulation).
+pub fn mse(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let sum: f64 = a.iter().zip(b).map(|(&x, &y)| (x as f64 - y as f64).powi(2)).sum();
+    sum / a.len().max(1) as f64
+}
+
+/// PSNR in dB for values in [0, 1] (infinite for identical inputs).
+pub fn psnr(a: &[f32], b: &[f32]) -> f64 {
+    -10.0 * mse(a, b).log10()
+}

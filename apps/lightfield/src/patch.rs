@@ -1,0 +1,227 @@
+//! Patch shapes and the patch grid of a light field: which samples a patch covers, how
+//! patches are gathered (padding past the edges by repeating the last row, column or view)
+//! and scattered back (cropping the padding away).
+//!
+//! A patch is a 5D tensor stored in the light field's own axis order, slowest first:
+//! view row (mu), view column (mv), pixel row (my), pixel column (mx), colour (3). Patch
+//! mode `n` is that axis; [`PatchShape::modes`] lists their sizes.
+
+use rayon::prelude::*;
+
+use crate::error::{LfError, Result};
+use crate::lightfield::LightField;
+
+/// Colour channels of every light field (RGB).
+pub const COLOURS: usize = 3;
+/// Number of patch modes.
+pub const MODES: usize = 5;
+/// Largest size of one patch mode the GPU kernels accept (fibers are held in registers).
+pub const MAX_MODE: usize = 16;
+
+/// The size of a patch: `my x mx` pixels times `mu x mv` views, all three colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PatchShape {
+    pub my: usize,
+    pub mx: usize,
+    pub mu: usize,
+    pub mv: usize,
+}
+
+impl PatchShape {
+    /// The paper's patch: 5 x 5 pixels, 8 x 8 views.
+    pub const PAPER: PatchShape = PatchShape { my: 5, mx: 5, mu: 8, mv: 8 };
+
+    /// Parses `HxWxUxV` (pixels then views) or `HxWx3xUxV` (with the colour count).
+    pub fn parse(text: &str) -> Result<PatchShape> {
+        let parts: Vec<usize> = text
+            .split('x')
+            .map(|p| p.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| LfError::Invalid(format!("patch {text:?}: expected HxWxUxV, e.g. 5x5x8x8")))?;
+        let shape = match parts.as_slice() {
+            [my, mx, mu, mv] => PatchShape { my: *my, mx: *mx, mu: *mu, mv: *mv },
+            [my, mx, c, mu, mv] if *c == COLOURS => PatchShape { my: *my, mx: *mx, mu: *mu, mv: *mv },
+            _ => return Err(LfError::Invalid(format!("patch {text:?}: expected HxWxUxV or HxWx3xUxV"))),
+        };
+        shape.check()?;
+        Ok(shape)
+    }
+
+    /// Checks that every mode has a size in 1..=MAX_MODE.
+    pub fn check(&self) -> Result<()> {
+        if self.modes().iter().any(|&m| m == 0 || m > MAX_MODE) {
+            return Err(LfError::Invalid(format!("patch {self}: every size must be in 1..={MAX_MODE}")));
+        }
+        Ok(())
+    }
+
+    /// Mode sizes in storage order: view row, view column, pixel row, pixel column, colour.
+    pub fn modes(&self) -> [usize; MODES] {
+        [self.mu, self.mv, self.my, self.mx, COLOURS]
+    }
+
+    /// Samples in one patch.
+    pub fn len(&self) -> usize {
+        self.modes().iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Distance in the patch's linear storage between neighbours along each mode.
+    pub fn strides(&self) -> [usize; MODES] {
+        let m = self.modes();
+        let mut s = [1; MODES];
+        for n in (0..MODES - 1).rev() {
+            s[n] = s[n + 1] * m[n + 1];
+        }
+        s
+    }
+}
+
+impl std::fmt::Display for PatchShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}x{}x{}", self.my, self.mx, COLOURS, self.mu, self.mv)
+    }
+}
+
+/// How a light field of size (u, v, h, w) is tiled by patches of one shape (the last
+/// patch along each axis may reach past the edge).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PatchGrid {
+    pub shape: PatchShape,
+    /// Light-field size: views (u, v), pixels (h, w).
+    pub size: [usize; 4],
+    /// Patches along u, v, y, x.
+    pub count: [usize; 4],
+}
+
+impl PatchGrid {
+    pub fn new(shape: PatchShape, u: usize, v: usize, h: usize, w: usize) -> PatchGrid {
+        let count = [u.div_ceil(shape.mu), v.div_ceil(shape.mv), h.div_ceil(shape.my), w.div_ceil(shape.mx)];
+        PatchGrid { shape, size: [u, v, h, w], count }
+    }
+
+    /// Number of patches.
+    pub fn len(&self) -> usize {
+        self.count.iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first light-field coordinate (u, v, y, x) patch `p` covers.
+    pub fn origin(&self, p: usize) -> [usize; 4] {
+        let [_, cv, cy, cx] = self.count;
+        let bx = p % cx;
+        let by = (p / cx) % cy;
+        let bv = (p / (cx * cy)) % cv;
+        let bu = p / (cx * cy * cv);
+        [bu * self.shape.mu, bv * self.shape.mv, by * self.shape.my, bx * self.shape.mx]
+    }
+
+    /// Extent of patch `p` inside the light field along (u, v, y, x).
+    pub fn valid_extent(&self, p: usize) -> [usize; 4] {
+        let o = self.origin(p);
+        let m = [self.shape.mu, self.shape.mv, self.shape.my, self.shape.mx];
+        std::array::from_fn(|a| m[a].min(self.size[a] - o[a]))
+    }
+
+    /// Samples of patch `p` that lie inside the light field (the others are padding).
+    pub fn valid_samples(&self, p: usize) -> usize {
+        self.valid_extent(p).iter().product::<usize>() * COLOURS
+    }
+
+    /// Patches `range` in patch-major order, `shape.len()` samples each; samples past the
+    /// edge repeat the nearest one inside (padding that costs few coefficients).
+    pub fn gather(&self, lf: &LightField, range: std::ops::Range<usize>) -> Vec<f32> {
+        let mut out = vec![0f32; range.len() * self.shape.len()];
+        self.gather_into(lf, range, &mut out);
+        out
+    }
+
+    /// [`PatchGrid::gather`] into `out` (exactly `range.len() * shape.len()` samples).
+    pub fn gather_into(&self, lf: &LightField, range: std::ops::Range<usize>, out: &mut [f32]) {
+        let plen = self.shape.len();
+        out.par_chunks_mut(plen).zip(range).for_each(|(dst, p)| {
+            let o = self.origin(p);
+            let s = self.shape;
+            let mut i = 0;
+            for du in 0..s.mu {
+                let u = (o[0] + du).min(lf.u - 1);
+                for dv in 0..s.mv {
+                    let v = (o[1] + dv).min(lf.v - 1);
+                    for dy in 0..s.my {
+                        let y = (o[2] + dy).min(lf.h - 1);
+                        for dx in 0..s.mx {
+                            let x = (o[3] + dx).min(lf.w - 1);
+                            let src = lf.index(u, v, y, x);
+                            dst[i..i + COLOURS].copy_from_slice(&lf.data[src..src + COLOURS]);
+                            i += COLOURS;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Writes patches `range` (patch-major, as from [`PatchGrid::gather`]) into `lf`,
+    /// dropping the samples that fall outside it.
+    pub fn scatter(&self, patches: &[f32], range: std::ops::Range<usize>, lf: &mut LightField) {
+        let plen = self.shape.len();
+        let s = self.shape;
+        for (src, p) in patches.chunks(plen).zip(range) {
+            let o = self.origin(p);
+            let e = self.valid_extent(p);
+            for du in 0..e[0] {
+                for dv in 0..e[1] {
+                    for dy in 0..e[2] {
+                        let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
+                        let dst = lf.index(o[0] + du, o[1] + dv, o[2] + dy, o[3]);
+                        let n = e[3] * COLOURS;
+                        lf.data[dst..dst + n].copy_from_slice(&src[row..row + n]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_shapes_and_strides() {
+        let s = PatchShape::parse("5x5x8x8").unwrap();
+        assert_eq!(s, PatchShape::PAPER);
+        assert_eq!(PatchShape::parse("5x4x3x2x3").unwrap(), PatchShape { my: 5, mx: 4, mu: 2, mv: 3 });
+        assert_eq!(s.len(), 4800);
+        assert_eq!(s.strides(), [600, 75, 15, 3, 1]);
+        assert!(PatchShape::parse("5x5x8").is_err());
+        assert!(PatchShape::parse("5x5x4x8x8").is_err());
+        assert!(PatchShape::parse("0x5x8x8").is_err());
+        assert!(PatchShape::parse("axbxcxd").is_err());
+    }
+
+    #[test]
+    fn gather_pads_and_scatter_crops() {
+        let (u, v, h, w) = (3, 2, 7, 4);
+        let data: Vec<f32> = (0..u * v * h * w * 3).map(|i| i as f32).collect();
+        let lf = LightField::new(u, v, h, w, data).unwrap();
+        let grid = PatchGrid::new(PatchShape { my: 3, mx: 3, mu: 2, mv: 2 }, u, v, h, w);
+        assert_eq!(grid.count, [2, 1, 3, 2]);
+        let patches = grid.gather(&lf, 0..grid.len());
+        // The last patch along x repeats column 3 in its padded columns.
+        let p = grid.len() - 1;
+        assert_eq!(grid.valid_extent(p), [1, 2, 1, 1]);
+        assert_eq!(grid.valid_samples(p), 6);
+        let patch = &patches[p * 108..(p + 1) * 108];
+        assert_eq!(patch[0..3], patch[3..6]);
+        let mut back = LightField::new(u, v, h, w, vec![0.0; lf.data.len()]).unwrap();
+        grid.scatter(&patches, 0..grid.len(), &mut back);
+        assert_eq!(back.data, lf.data);
+    }
+}

@@ -1,0 +1,304 @@
+#version 460
+// Algorithm 1 (light-field dictionary-ensemble paper), fused into one kernel: one workgroup
+// per patch projects the patch onto every dictionary with five in-place n-mode products in
+// shared memory, then finds the fewest largest quantised coefficients that meet the patch's
+// squared-error budget, and keeps the sparsest dictionary (ties by error, then by index).
+//
+// Why fused rather than the engine's batched GEMM: each product is a 4800 x m by m x m
+// multiply with m <= 8, far too thin to be worth a round trip through global memory, and
+// the selection needs the whole coefficient tensor of one (patch, dictionary) pair at once.
+// Kept here, the tensor never leaves shared memory: the only global traffic is the patch
+// (read once per dictionary, from L2) and the chosen coefficients.
+//
+// Selection without sorting (Eq. 9-12): with orthonormal dictionaries the squared error of
+// keeping the set S = { key >= t } is sum_{j not in S} x_j^2 + sum_{j in S} d_j^2 (d is the
+// quantisation error), so a threshold search over t (binary search on the bit patterns of
+// |x|, which order like |x|) finds the same set as the paper's greedy nullification, with one
+// workgroup reduction per step and no reconstruction. See apps/lightfield/src/select.rs for
+// the exact semantics (ties, the sparsity cap, failures), which the CPU reference shares.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint PER_THREAD = 1u;  // ceil(P / workgroup size)
+layout(constant_id = 2) const uint P = 1u;
+layout(constant_id = 3) const uint D = 1u;
+layout(constant_id = 4) const uint M0 = 1u;
+layout(constant_id = 5) const uint M1 = 1u;
+layout(constant_id = 6) const uint M2 = 1u;
+layout(constant_id = 7) const uint M3 = 1u;
+layout(constant_id = 8) const uint M4 = 1u;
+
+layout(set = 0, binding = 0) readonly buffer Patches { float patches[]; };
+layout(set = 0, binding = 1) readonly buffer Dicts { float dicts[]; };
+// Per patch: squared-error budget, quantisation step and its reciprocal (from the host, so
+// the CPU reference quantises with bit-identical arithmetic), padding.
+layout(set = 0, binding = 2) readonly buffer Limits { vec4 limits[]; };
+layout(set = 0, binding = 3) writeonly buffer Info { uint info[]; };      // per patch: dict, count, success, error bits
+layout(set = 0, binding = 4) writeonly buffer Locations { uint locations[]; };  // per patch: sparsity slots
+layout(set = 0, binding = 5) writeonly buffer Levels { int levels[]; };
+layout(push_constant) uniform Push {
+    uint n_patches;
+    uint n_dicts;
+    uint sparsity;
+};
+
+shared float X[P];
+shared float Mats[D];
+#define MODE_INPUT(i) patches[i]
+#include "modes.glsl"
+
+const uint KEEP_NOTHING = 0x7F800001u;  // above every finite |x| bit pattern
+const uint NONE = 0xFFFFFFFFu;
+
+// This invocation's share of the coefficient tensor (elements lane + r * workgroup size).
+uint reg_key[PER_THREAD];
+float reg_x2[PER_THREAD];
+float reg_d2[PER_THREAD];
+
+shared float red_err[2 * 64];
+shared float red_total[2 * 64];
+shared uint red_count[2 * 64];
+shared uint sg_counts[64];
+shared uint sg_ties[64];
+uint slot = 0u;
+float step, inv_step;
+
+float quant_level(float x) {
+    precise float a = floor(abs(x) * inv_step + 0.5);
+    return a;
+}
+
+void load_terms() {
+    for (uint r = 0u; r < PER_THREAD; r++) {
+        uint j = r * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+        float x = j < P ? X[j] : 0.0;
+        float a = quant_level(x);
+        float d = abs(x) - a * step;
+        reg_key[r] = a == 0.0 ? 0u : floatBitsToUint(abs(x));
+        reg_x2[r] = x * x;
+        reg_d2[r] = d * d;
+    }
+}
+
+// Squared error and size of the set { key >= t }, and the total energy, for the whole
+// patch; every invocation gets the same values (summed in a fixed order). Two slots of
+// shared scratch alternate so one barrier per call suffices.
+void evaluate(uint t, out float err, out uint count, out float total) {
+    float e = 0.0, tot = 0.0;
+    uint c = 0u;
+    for (uint r = 0u; r < PER_THREAD; r++) {
+        bool keep = reg_key[r] >= t;
+        e += keep ? reg_d2[r] : reg_x2[r];
+        tot += reg_x2[r];
+        c += keep ? 1u : 0u;
+    }
+    e = subgroupAdd(e);
+    tot = subgroupAdd(tot);
+    c = subgroupAdd(c);
+    uint base = slot * 64u;
+    if (subgroupElect()) {
+        red_err[base + gl_SubgroupID] = e;
+        red_total[base + gl_SubgroupID] = tot;
+        red_count[base + gl_SubgroupID] = c;
+    }
+    barrier();
+    err = 0.0;
+    total = 0.0;
+    count = 0u;
+    for (uint s = 0u; s < gl_NumSubgroups; s++) {
+        err += red_err[base + s];
+        total += red_total[base + s];
+        count += red_count[base + s];
+    }
+    slot ^= 1u;
+}
+
+// The smallest set meeting `budget`, if it has at most `cap` coefficients.
+bool fewest_within(float budget, uint cap, out uint count, out float err, out uint thr) {
+    float e, total, e_lo;
+    uint c, c_lo;
+    evaluate(1u, e_lo, c_lo, total);
+    if (total <= budget) {
+        count = 0u;
+        err = total;
+        thr = KEEP_NOTHING;
+        return true;
+    }
+    if (e_lo > budget) return false;  // even every non-zero coefficient is not enough
+    uint lo = 1u, hi = KEEP_NOTHING, c_hi = 0u;
+    // Invariant: { key >= lo } meets the budget, { key >= hi } does not. Stop once one key
+    // value separates them.
+    while (hi - lo > 1u && c_lo - c_hi > 1u) {
+        uint mid = lo + (hi - lo) / 2u;
+        evaluate(mid, e, c, total);
+        if (e <= budget) {
+            lo = mid;
+            e_lo = e;
+            c_lo = c;
+        } else {
+            hi = mid;
+            c_hi = c;
+            if (c > cap) return false;  // the answer keeps even more: cannot win
+        }
+    }
+    if (c_lo > cap) return false;
+    count = c_lo;
+    err = e_lo;
+    thr = lo;
+    return true;
+}
+
+// The `cap` largest non-zero coefficients (all if fewer), ties at the last place broken by
+// lower location: the set { key >= thr } plus the first tie_take coefficients of key tie_key.
+void most_within(uint cap, out uint count, out float err, out uint thr, out uint tie_key, out uint tie_take) {
+    float e, total;
+    uint c;
+    tie_key = 0u;
+    tie_take = 0u;
+    evaluate(1u, e, c, total);
+    if (c <= cap) {
+        count = c;
+        err = e;
+        thr = c == 0u ? KEEP_NOTHING : 1u;
+        return;
+    }
+    uint lo = 1u, hi = KEEP_NOTHING, c_lo = c, c_hi = 0u;
+    float e_hi = total;
+    // Invariant: { key >= lo } holds more than cap coefficients, { key >= hi } at most cap.
+    while (hi - lo > 1u && c_lo - c_hi > 1u) {
+        uint mid = lo + (hi - lo) / 2u;
+        evaluate(mid, e, c, total);
+        if (c <= cap) {
+            hi = mid;
+            c_hi = c;
+            e_hi = e;
+        } else {
+            lo = mid;
+            c_lo = c;
+        }
+    }
+    count = c_hi;
+    err = e_hi;
+    thr = hi;
+    if (c_hi < cap) {
+        // Only one key value (lo) lies below hi in the set of lo: a tie group straddles cap.
+        tie_key = lo;
+        tie_take = cap - c_hi;
+        float x = uintBitsToFloat(lo);
+        float d = x - quant_level(x) * step;
+        err = e_hi - float(tie_take) * (x * x - d * d);
+        count = cap;
+    }
+}
+
+void load_dict(uint k) {
+    for (uint i = gl_LocalInvocationID.x; i < D; i += gl_WorkGroupSize.x) Mats[i] = dicts[k * D + i];
+    barrier();
+}
+
+// Writes the kept coefficients (key >= thr, plus the first tie_take of key tie_key) of the
+// tensor in X in ascending location order: element lane + r * workgroup size, with lanes
+// numbered subgroup by subgroup so a ballot prefix gives each its slot.
+void compact(uint pid, uint thr, uint tie_key, uint tie_take) {
+    uint lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+    uint out_base = pid * sparsity;
+    uint written = 0u, ties_seen = 0u;
+    for (uint r = 0u; r < PER_THREAD; r++) {
+        uint j = r * gl_WorkGroupSize.x + lane;
+        float x = j < P ? X[j] : 0.0;
+        float a = quant_level(x);
+        uint key = (j < P && a != 0.0) ? floatBitsToUint(abs(x)) : 0u;
+        bool tie = tie_take > 0u && key == tie_key;
+        uint tie_before = subgroupBallotExclusiveBitCount(subgroupBallot(tie));
+        if (subgroupElect()) sg_ties[gl_SubgroupID] = subgroupBallotBitCount(subgroupBallot(tie));
+        barrier();
+        uint tie_rank = ties_seen + tie_before, ties_total = 0u;
+        for (uint s = 0u; s < gl_NumSubgroups; s++) {
+            uint n = sg_ties[s];
+            tie_rank += s < gl_SubgroupID ? n : 0u;
+            ties_total += n;
+        }
+        ties_seen += ties_total;
+        bool keep = key != 0u && (key >= thr || (tie && tie_rank < tie_take));
+        uvec4 ballot = subgroupBallot(keep);
+        uint before = subgroupBallotExclusiveBitCount(ballot);
+        if (subgroupElect()) sg_counts[gl_SubgroupID] = subgroupBallotBitCount(ballot);
+        barrier();
+        uint offset = written, total = 0u;
+        for (uint s = 0u; s < gl_NumSubgroups; s++) {
+            uint n = sg_counts[s];
+            offset += s < gl_SubgroupID ? n : 0u;
+            total += n;
+        }
+        uint at = offset + before;
+        if (keep && at < sparsity) {
+            locations[out_base + at] = j;
+            levels[out_base + at] = x < 0.0 ? -int(a) : int(a);
+        }
+        written += total;
+        barrier();
+    }
+}
+
+void main() {
+    uint pid = linear_group_id();
+    if (pid >= n_patches) return;
+    uint in_base = pid * P;
+    vec4 limit = limits[pid];
+    float budget = limit.x;
+    step = limit.y;
+    inv_step = limit.z;
+
+    bool success = false;
+    uint best_k = NONE, best_c = 0u, best_t = KEEP_NOTHING, last_k = NONE, best_tie_key = 0u, best_tie_take = 0u;
+    float best_e = 0.0;
+    for (uint k = 0u; k < n_dicts; k++) {
+        load_dict(k);
+        all_modes(true, true, in_base);
+        load_terms();
+        last_k = k;
+        uint c, t;
+        float e;
+        if (fewest_within(budget, success ? best_c : sparsity, c, e, t)) {
+            if (!success || c < best_c || (c == best_c && e < best_e)) {
+                success = true;
+                best_k = k;
+                best_c = c;
+                best_e = e;
+                best_t = t;
+            }
+        }
+    }
+    if (!success) {
+        for (uint k = 0u; k < n_dicts; k++) {
+            load_dict(k);
+            all_modes(true, true, in_base);
+            load_terms();
+            last_k = k;
+            uint c, t, tk, tt;
+            float e;
+            most_within(sparsity, c, e, t, tk, tt);
+            if (best_k == NONE || e < best_e) {
+                best_k = k;
+                best_c = c;
+                best_e = e;
+                best_t = t;
+                best_tie_key = tk;
+                best_tie_take = tt;
+            }
+        }
+    }
+    if (best_k != last_k) {
+        load_dict(best_k);
+        all_modes(true, true, in_base);
+    }
+    compact(pid, best_t, best_tie_key, best_tie_take);
+    if (gl_LocalInvocationID.x == 0u) {
+        info[4u * pid + 0u] = best_k;
+        info[4u * pid + 1u] = best_c;
+        info[4u * pid + 2u] = success ? 1u : 0u;
+        info[4u * pid + 3u] = floatBitsToUint(best_e);
+    }
+}
