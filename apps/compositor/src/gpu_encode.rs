@@ -23,6 +23,7 @@ use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
 use crate::ap::Encoded;
 use crate::error::{CompositorError, Result};
 use crate::shaders;
+use crate::timing::{gpu_ms, ms_since};
 
 const WORKGROUP: u32 = 256;
 /// Pixels each ROI workgroup reduces before its one atomic per bound.
@@ -115,19 +116,6 @@ pub struct GpuEncoder {
     host: Option<Buffer<u32>>,
     roi_box: Buffer<u32>,
     size: Buffer<u32>,
-}
-
-fn ms_since(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
-}
-
-/// GPU milliseconds of the profiled passes, or the wall-clock fallback.
-fn gpu_ms(passes: &[engine::PassTime], wall: f64) -> f64 {
-    if passes.is_empty() {
-        wall
-    } else {
-        passes.iter().map(|p| p.ms).sum()
-    }
 }
 
 impl GpuEncoder {

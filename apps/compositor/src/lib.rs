@@ -8,9 +8,16 @@
 //! - [`raster`]: the Vulkan rasteriser (impostor spheres, meshes) into colour + depth.
 //! - [`gpu_encode`]: ROI detection and Algorithm 1 on the GPU.
 //! - [`gpu_blend`]: compositing of encoded images on the GPU.
+//! - [`schedule`], [`comm`], [`distributed`]: binary-swap / radix-k / direct-send over MPI.
+//! - [`demo`]: the project demo's compositor part.
+//! - [`bench`]: the paper's Tables 1 and 2 (`composite bench`).
 
 pub mod ap;
+pub mod bench;
 pub mod codec;
+pub mod comm;
+pub mod demo;
+pub mod distributed;
 pub mod error;
 pub mod frame;
 pub mod gpu_blend;
@@ -20,6 +27,8 @@ pub mod ops;
 mod patterns;
 pub mod raster;
 pub mod scene;
+pub mod schedule;
+pub mod timing;
 
 pub use error::{CompositorError, Result};
 

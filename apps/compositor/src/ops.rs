@@ -54,7 +54,7 @@ pub fn over_rgba(front: u32, back: u32) -> u32 {
 
 /// Combines active pixels (colour, depth bits) of several inputs at one position, given in
 /// input order.
-fn combine(op: Op, pixels: &[[u32; 2]]) -> [u32; 2] {
+pub(crate) fn combine(op: Op, pixels: &[[u32; 2]]) -> [u32; 2] {
     let mut acc = pixels[0];
     for px in &pixels[1..] {
         match op {

@@ -28,7 +28,7 @@ pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
     };
     let w = width as usize;
     fill("full", &|_| true, &mut rng);
-    fill("checkerboard", &|i| (i % w + i / w) % 2 == 0, &mut rng);
+    fill("checkerboard", &|i| (i % w + i / w).is_multiple_of(2), &mut rng);
     fill("single pixel", &|i| i == n / 2, &mut rng);
     fill("last pixel", &|i| i == n - 1, &mut rng);
     // Random runs of geometric lengths (short and long ones).

@@ -103,6 +103,13 @@ impl Rasteriser {
         rec.copy_image_to_buffer(&self.depth_image, &self.depth);
         rec.barrier();
     }
+
+    /// Records reading the rectangle `[x, y, width, height]` of the last rendered colour and
+    /// depth images into `color` and `depth` (raw region-of-interest readback).
+    pub fn record_rect_readback(&self, rec: &mut Recorder, rect: [u32; 4], color: &Buffer<u32>, depth: &Buffer<f32>) {
+        rec.copy_image_rect_to_buffer(&self.color_image, rect, color);
+        rec.copy_image_rect_to_buffer(&self.depth_image, rect, depth);
+    }
 }
 
 #[cfg(test)]

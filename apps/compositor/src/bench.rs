@@ -1,0 +1,223 @@
+//! `composite bench`: the paper's Tables 1 and 2 on a generated GPS-like point cloud.
+//!
+//! For HD, 4K and 8K and two scales (6 and 192 ranks, as the paper's GPS runs) one rank's
+//! share is rendered and its image leaves the GPU three ways: the raw full frame (IceT's
+//! generic interface), the raw region of interest (its OpenGL 3 interface, then encoded on
+//! the CPU), and GPU Active Pixel encoding with only the payload copied (the paper's
+//! method). Device-to-host bytes and GPU times of each, the serial CPU encoder's time (the
+//! paper's CPU compression) and the multithreaded one, and the copy-bandwidth floor of the
+//! GPU encoder are printed as one JSON object per line. Then, over every rank of each
+//! scale, the min and max ROI and AP data sizes relative to the raw frame (Table 2).
+
+use engine::{Buffer, Context, Location};
+use serde_json::json;
+
+use crate::codec::encode_range;
+use crate::error::Result;
+use crate::frame::Frame;
+use crate::gpu_encode::{GpuEncoder, Roi};
+use crate::raster::Rasteriser;
+use crate::scene::Scene;
+use crate::timing::{time_ms, timed_pass};
+
+/// Copy bandwidth the floors are computed with (H100 compute-shader copy, PLATFORM.md).
+const COPY_BANDWIDTH: f64 = 2.6e12;
+
+/// The paper's GPS point-cloud figures (ms) at small (6) and large (192) scale: OGL3 GPU
+/// transfer and compression, OGL3 CPU transfer and compression, generic transfer.
+struct Paper {
+    gpu_d2h: [f64; 2],
+    gpu_encode: [f64; 2],
+    roi_d2h: [f64; 2],
+    cpu_encode: [f64; 2],
+    raw_d2h: [f64; 2],
+}
+
+fn paper(size: &str) -> Option<Paper> {
+    Some(match size {
+        "HD" => Paper {
+            gpu_d2h: [0.044, 0.027],
+            gpu_encode: [0.689, 0.719],
+            roi_d2h: [4.140, 2.256],
+            cpu_encode: [2.584, 0.964],
+            raw_d2h: [36.539, 43.184],
+        },
+        "4K" => Paper {
+            gpu_d2h: [0.097, 0.031],
+            gpu_encode: [1.809, 1.717],
+            roi_d2h: [15.602, 7.835],
+            cpu_encode: [9.994, 3.811],
+            raw_d2h: [143.465, 159.966],
+        },
+        "8K" => Paper {
+            gpu_d2h: [0.297, 0.043],
+            gpu_encode: [6.248, 5.669],
+            roi_d2h: [61.075, 29.594],
+            cpu_encode: [39.376, 15.239],
+            raw_d2h: [574.176, 632.394],
+        },
+        _ => return None,
+    })
+}
+
+/// Table 2, GPS point cloud: min ROI, max ROI, min AP, max AP (% of the raw frame).
+const PAPER_RATIOS: [[f64; 4]; 2] = [[15.452, 75.262, 0.185, 2.433], [0.308, 71.010, 0.002, 0.468]];
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    (v.iter().cloned().fold(f64::MAX, f64::min), v.iter().cloned().fold(0.0, f64::max))
+}
+
+/// Runs the benchmark and hands each JSON line to `emit`.
+pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+    let ctx = Context::open(device)?;
+    let sizes: &[(&str, u32, u32)] =
+        if quick { &[("tiny", 96, 64)] } else { &[("HD", 1920, 1080), ("4K", 3840, 2160), ("8K", 7680, 4320)] };
+    let scales: [usize; 2] = if quick { [2, 3] } else { [6, 192] };
+    let points = if quick { 3000 } else { 4_000_000 };
+    let reps = if quick { 1 } else { 10 };
+    let cpu_reps = if quick { 1 } else { 3 };
+    let scene = Scene::points(points, 7);
+    emit(json!({"bench": "setup", "device": ctx.info().name, "points": points, "scene": format!("points:{points}:7"),
+        "reps": reps, "cpu_reps": cpu_reps, "note": "CPU encoders run on the same frames; serial = the paper's CPU compression"}));
+    let mut encoder = GpuEncoder::new(&ctx)?;
+    for &(size, width, height) in sizes {
+        let raster = Rasteriser::new(&ctx, width, height)?;
+        let n = width as usize * height as usize;
+        let host_color: Buffer<u32> = ctx.buffer(n, Location::Download, "raw colour (host)")?;
+        let host_depth: Buffer<f32> = ctx.buffer(n, Location::Download, "raw depth (host)")?;
+        let (view, proj) = scene.camera(0, width, height);
+        for (scale, &ranks) in scales.iter().enumerate() {
+            let mut roi_ratios = Vec::new();
+            let mut ap_ratios = Vec::new();
+            let timed_rank = ranks / 2;
+            for rank in 0..ranks {
+                let geometry = raster.upload(&scene.geometry.share(rank, ranks))?;
+                let render_ms = timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj))?;
+                let (encoded, roi, _) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+                roi_ratios.push(roi.map_or(0, |r| r.pixels()) as f64 / n as f64);
+                ap_ratios.push(encoded.bytes() as f64 / (8 * n) as f64);
+                if rank == timed_rank {
+                    let line = time_rank(&ctx, &raster, &mut encoder, &host_color, &host_depth, reps, cpu_reps)?;
+                    let p = paper(size);
+                    let pick = |f: fn(&Paper) -> [f64; 2]| p.as_ref().map(|p| f(p)[scale]);
+                    let mut v = line;
+                    v["bench"] = json!("ap_encode");
+                    v["size"] = json!(size);
+                    v["width"] = json!(width);
+                    v["height"] = json!(height);
+                    v["ranks"] = json!(ranks);
+                    v["rank"] = json!(rank);
+                    v["render_ms"] = json!(render_ms);
+                    v["paper_ms"] = json!(pick(|p| p.gpu_encode));
+                    v["paper_d2h_ap_ms"] = json!(pick(|p| p.gpu_d2h));
+                    v["paper_d2h_roi_ms"] = json!(pick(|p| p.roi_d2h));
+                    v["paper_cpu_encode_ms"] = json!(pick(|p| p.cpu_encode));
+                    v["paper_d2h_raw_ms"] = json!(pick(|p| p.raw_d2h));
+                    v["paper_note"] =
+                        json!("paper: GPS point cloud on a K80, 6 / 192 ranks; nuclear plant 8K encode 10.818 ms");
+                    emit(v);
+                }
+            }
+            let ((lo, hi), (alo, ahi)) = (min_max(&roi_ratios), min_max(&ap_ratios));
+            emit(json!({"bench": "ap_ratios", "size": size, "ranks": ranks,
+                "min_roi_pct": 100.0 * lo, "max_roi_pct": 100.0 * hi, "min_ap_pct": 100.0 * alo, "max_ap_pct": 100.0 * ahi,
+                "mean_ap_pct": 100.0 * mean(&ap_ratios),
+                "paper_pct": {"min_roi": PAPER_RATIOS[scale][0], "max_roi": PAPER_RATIOS[scale][1],
+                    "min_ap": PAPER_RATIOS[scale][2], "max_ap": PAPER_RATIOS[scale][3]}}));
+        }
+    }
+    Ok(())
+}
+
+/// Times the three readback paths and the encoders on the frame the rasteriser holds.
+fn time_rank(
+    ctx: &Context,
+    raster: &Rasteriser,
+    encoder: &mut GpuEncoder,
+    host_color: &Buffer<u32>,
+    host_depth: &Buffer<f32>,
+    reps: usize,
+    cpu_reps: usize,
+) -> Result<serde_json::Value> {
+    let (width, height) = (raster.width, raster.height);
+    let n = width as usize * height as usize;
+    // Warm-up (first use of each pipeline and buffer).
+    let (encoded, roi, _) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+    let mut raw_ms = Vec::new();
+    let mut roi_d2h_ms = Vec::new();
+    let mut gpu = Vec::new();
+    for _ in 0..=reps {
+        raw_ms.push(timed_pass(ctx, |rec| {
+            rec.copy(&raster.color, host_color);
+            rec.copy(&raster.depth, host_depth);
+        })?);
+        if let Some(r) = roi {
+            let rect = [r.x0, r.y0, r.x1 - r.x0 + 1, r.y1 - r.y0 + 1];
+            roi_d2h_ms.push(timed_pass(ctx, |rec| raster.record_rect_readback(rec, rect, host_color, host_depth))?);
+        }
+        let (again, _, times) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+        debug_assert_eq!(again, encoded);
+        gpu.push(times);
+    }
+    // Drop the first repetition of each (warm-up of the copy paths).
+    raw_ms.remove(0);
+    if !roi_d2h_ms.is_empty() {
+        roi_d2h_ms.remove(0);
+    }
+    gpu.remove(0);
+
+    // CPU encoders on the same frame (read back once, untimed).
+    ctx.run(|rec| {
+        rec.copy(&raster.color, host_color);
+        rec.copy(&raster.depth, host_depth);
+        Ok(())
+    })?;
+    let frame =
+        Frame { width, height, color: host_color.mapped()?[..n].to_vec(), depth: host_depth.mapped()?[..n].to_vec() };
+    let span = roi.map(|r: Roi| r.span(width)).unwrap_or((0, 0));
+    let mut cpu_roi = Vec::new();
+    let mut cpu_full = Vec::new();
+    let mut cpu_par = Vec::new();
+    for _ in 0..cpu_reps {
+        let (e, ms) = time_ms(|| encode_range(&frame, span.0, span.1));
+        std::hint::black_box(e);
+        cpu_roi.push(ms);
+        let (full, ms) = time_ms(|| crate::codec::encode_serial(&frame));
+        cpu_full.push(ms);
+        let (par, ms) = time_ms(|| crate::codec::encode_parallel(&frame));
+        cpu_par.push(ms);
+        if full != encoded || par != encoded {
+            return Err(crate::CompositorError::Corrupt("CPU and GPU encodings differ in the benchmark".into()));
+        }
+    }
+    let span_pixels = span.1 - span.0;
+    let active = encoded.active_pixels();
+    let floor_bytes = 4 * span_pixels + 4 * active + encoded.bytes();
+    let floor_ms = floor_bytes as f64 / COPY_BANDWIDTH * 1e3;
+    let encode_ms = mean(&gpu.iter().map(|t| t.encode_ms).collect::<Vec<_>>());
+    let roi_pixels = roi.map_or(0, |r| r.pixels());
+    Ok(json!({
+        "gpu_ms": encode_ms,
+        "cpu_ms": mean(&cpu_roi),
+        "cpu_full_frame_ms": mean(&cpu_full),
+        "cpu_parallel_ms": mean(&cpu_par),
+        "floor_ms": floor_ms,
+        "floor": "bytes read+written / 2600 GB/s: depth of every pixel in the ROI span, colour of active pixels, payload written",
+        "floor_fraction": floor_ms / encode_ms,
+        "roi_ms": mean(&gpu.iter().map(|t| t.roi_ms).collect::<Vec<_>>()),
+        "d2h_ap_ms": mean(&gpu.iter().map(|t| t.d2h_ms).collect::<Vec<_>>()),
+        "d2h_roi_ms": mean(&roi_d2h_ms),
+        "d2h_raw_ms": mean(&raw_ms),
+        "bytes_raw": 8 * n,
+        "bytes_roi": 8 * roi_pixels,
+        "bytes_ap": encoded.bytes(),
+        "ratio_roi_pct": 100.0 * (8 * roi_pixels) as f64 / (8 * n) as f64,
+        "ratio_ap_pct": 100.0 * encoded.bytes() as f64 / (8 * n) as f64,
+        "span_pixels": span_pixels,
+        "active_pixels": active,
+    }))
+}

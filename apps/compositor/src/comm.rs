@@ -1,0 +1,102 @@
+//! Message passing between ranks: MPI when the process was started by `mpirun`, otherwise a
+//! single rank that needs no MPI at all (so the binary runs anywhere without `mpirun`).
+
+use mpi::collective::Root;
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::Communicator;
+
+use crate::error::{CompositorError, Result};
+
+/// Point-to-point exchange and a gather of statistics, all the compositing needs.
+pub trait Comm {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Sends each `(destination, words)` and receives one message from each rank of `from`,
+    /// returned in the order of `from`.
+    fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>>;
+    /// Gathers `values` (the same length on every rank) to rank 0: one vector per rank there,
+    /// `None` elsewhere.
+    fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>>;
+}
+
+/// The one rank of a process started without `mpirun`.
+pub struct Single;
+
+impl Comm for Single {
+    fn rank(&self) -> usize {
+        0
+    }
+
+    fn size(&self) -> usize {
+        1
+    }
+
+    fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
+        if sends.is_empty() && from.is_empty() {
+            Ok(Vec::new())
+        } else {
+            Err(CompositorError::Mpi("a single rank has no one to exchange with".into()))
+        }
+    }
+
+    fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>> {
+        Some(vec![values.to_vec()])
+    }
+}
+
+/// MPI's world communicator (Open MPI through the `mpi` crate).
+pub struct Mpi {
+    // Finalizes MPI when dropped.
+    _universe: mpi::environment::Universe,
+    world: mpi::topology::SimpleCommunicator,
+}
+
+impl Mpi {
+    /// Whether this process was started by an MPI launcher.
+    pub fn launched() -> bool {
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
+    }
+
+    pub fn init() -> Result<Mpi> {
+        let universe = mpi::initialize().ok_or_else(|| CompositorError::Mpi("MPI was already initialised".into()))?;
+        let world = universe.world();
+        Ok(Mpi { _universe: universe, world })
+    }
+}
+
+impl Comm for Mpi {
+    fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+
+    fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+
+    fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
+        Ok(mpi::request::scope(|scope| {
+            let requests: Vec<_> = sends
+                .iter()
+                .map(|&(to, words)| self.world.process_at_rank(to as i32).immediate_send(scope, words))
+                .collect();
+            let received: Vec<Vec<u32>> =
+                from.iter().map(|&src| self.world.process_at_rank(src as i32).receive_vec::<u32>().0).collect();
+            for r in requests {
+                r.wait();
+            }
+            received
+        }))
+    }
+
+    fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>> {
+        let root = self.world.process_at_rank(0);
+        if self.rank() == 0 {
+            let mut all = vec![0.0f64; values.len() * self.size()];
+            root.gather_into_root(values, &mut all[..]);
+            Some(all.chunks(values.len().max(1)).map(|c| c.to_vec()).collect())
+        } else {
+            root.gather_into(values);
+            None
+        }
+    }
+}

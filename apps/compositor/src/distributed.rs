@@ -1,0 +1,354 @@
+//! The distributed frame: every rank renders its share of the scene, encodes it on the GPU
+//! (or reads it back raw with `--no-compress`), the ranks composite the partial images with
+//! the chosen [`Strategy`] by exchanging encoded spans, and rank 0 gathers the final image.
+//! Per frame, rank 0 reports render, ROI, encode, device-to-host, exchange and composite
+//! times (the maximum over ranks) and the bytes all ranks sent.
+
+use std::time::Instant;
+
+use engine::{Buffer, Context, ContextOptions, Instance, Location};
+use serde_json::json;
+
+use crate::ap::{validate, Encoded, BACKGROUND_DEPTH};
+use crate::comm::Comm;
+use crate::error::{CompositorError, Result};
+use crate::frame::Frame;
+use crate::gpu_encode::GpuEncoder;
+use crate::ops::{self, Op};
+use crate::raster::Rasteriser;
+use crate::scene::Scene;
+use crate::schedule::{cut, rounds, Strategy};
+use crate::timing::{ms_since, time_ms, timed_pass};
+
+/// A span of a partial image as it travels between ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Piece {
+    /// Active Pixel encoded.
+    Encoded(Encoded),
+    /// Raw: (colour, depth bits) per pixel.
+    Raw { pixels: usize, words: Vec<u32> },
+}
+
+impl Piece {
+    pub fn pixels(&self) -> usize {
+        match self {
+            Piece::Encoded(e) => e.pixels,
+            Piece::Raw { pixels, .. } => *pixels,
+        }
+    }
+
+    pub fn words(&self) -> &[u32] {
+        match self {
+            Piece::Encoded(e) => &e.words,
+            Piece::Raw { words, .. } => words,
+        }
+    }
+
+    /// Rebuilds a received piece of `pixels` pixels, checking it before trusting it.
+    fn received(compressed: bool, pixels: usize, words: Vec<u32>) -> Result<Piece> {
+        if compressed {
+            validate(&words, pixels)?;
+            Ok(Piece::Encoded(Encoded { pixels, words }))
+        } else if words.len() == 2 * pixels {
+            Ok(Piece::Raw { pixels, words })
+        } else {
+            Err(CompositorError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len())))
+        }
+    }
+
+    fn empty(compressed: bool) -> Piece {
+        if compressed {
+            Piece::Encoded(Encoded { pixels: 0, words: Vec::new() })
+        } else {
+            Piece::Raw { pixels: 0, words: Vec::new() }
+        }
+    }
+
+    fn split(&self, bounds: &[usize]) -> Vec<Piece> {
+        match self {
+            Piece::Encoded(e) => ops::split(e, bounds).into_iter().map(Piece::Encoded).collect(),
+            Piece::Raw { pixels, words } => {
+                let mut ends = bounds.to_vec();
+                ends.push(*pixels);
+                let mut start = 0;
+                ends.iter()
+                    .map(|&end| {
+                        let p = Piece::Raw { pixels: end - start, words: words[2 * start..2 * end].to_vec() };
+                        start = end;
+                        p
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn composite(pieces: &[&Piece], op: Op) -> Result<Piece> {
+        if let Some(Piece::Encoded(_)) = pieces.first() {
+            let encoded: Vec<&Encoded> = pieces
+                .iter()
+                .filter_map(|p| match p {
+                    Piece::Encoded(e) => Some(e),
+                    Piece::Raw { .. } => None,
+                })
+                .collect();
+            return Ok(Piece::Encoded(ops::composite(&encoded, op)?));
+        }
+        let pixels = pieces[0].pixels();
+        let mut out = vec![0u32; 2 * pixels];
+        let background = BACKGROUND_DEPTH.to_bits();
+        let mut active = Vec::with_capacity(pieces.len());
+        for i in 0..pixels {
+            active.clear();
+            active.extend(
+                pieces.iter().map(|p| [p.words()[2 * i], p.words()[2 * i + 1]]).filter(|px| px[1] != background),
+            );
+            let px = if active.is_empty() { [0, background] } else { ops::combine(op, &active) };
+            out[2 * i..2 * i + 2].copy_from_slice(&px);
+        }
+        Ok(Piece::Raw { pixels, words: out })
+    }
+
+    fn concat(pieces: Vec<Piece>, compressed: bool) -> Piece {
+        if compressed {
+            let encoded: Vec<Encoded> = pieces
+                .into_iter()
+                .filter_map(|p| match p {
+                    Piece::Encoded(e) => Some(e),
+                    Piece::Raw { .. } => None,
+                })
+                .collect();
+            Piece::Encoded(ops::concat(&encoded))
+        } else {
+            let pixels = pieces.iter().map(Piece::pixels).sum();
+            Piece::Raw { pixels, words: pieces.iter().flat_map(|p| p.words().iter().copied()).collect() }
+        }
+    }
+
+    /// The whole image as a frame.
+    pub fn to_frame(&self, width: u32, height: u32) -> Frame {
+        match self {
+            Piece::Encoded(e) => crate::codec::decode(e, width, height),
+            Piece::Raw { words, .. } => Frame {
+                width,
+                height,
+                color: words.chunks_exact(2).map(|p| p[0]).collect(),
+                depth: words.chunks_exact(2).map(|p| f32::from_bits(p[1])).collect(),
+            },
+        }
+    }
+}
+
+/// Time and traffic of one rank's compositing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExchangeStats {
+    pub exchange_ms: f64,
+    pub composite_ms: f64,
+    pub bytes_sent: usize,
+}
+
+/// Composites every rank's full-size `piece` with `strategy` and gathers the result on rank
+/// 0 (`Some` there, `None` elsewhere).
+pub fn composite_frame(
+    comm: &dyn Comm,
+    piece: Piece,
+    strategy: Strategy,
+    op: Op,
+) -> Result<(Option<Piece>, ExchangeStats)> {
+    let compressed = matches!(piece, Piece::Encoded(_));
+    let total = piece.pixels();
+    let me = comm.rank();
+    let mut stats = ExchangeStats::default();
+    let (mut lo, mut hi) = (0usize, total);
+    let mut piece = piece;
+    for round in rounds(strategy, comm.size()) {
+        let Some(group) = round.iter().find(|g| g.members.contains(&me)) else { continue };
+        let j = group.members.iter().position(|&m| m == me).unwrap();
+        if group.fold {
+            if j == 1 {
+                let t = Instant::now();
+                comm.exchange(&[(group.members[0], piece.words())], &[])?;
+                stats.exchange_ms += ms_since(t);
+                stats.bytes_sent += 4 * piece.words().len();
+                piece = Piece::empty(compressed);
+                lo = hi;
+            } else {
+                let t = Instant::now();
+                let words = comm.exchange(&[], &[group.members[1]])?.remove(0);
+                stats.exchange_ms += ms_since(t);
+                let (result, ms) = time_ms(|| -> Result<Piece> {
+                    let theirs = Piece::received(compressed, piece.pixels(), words)?;
+                    Piece::composite(&[&piece, &theirs], op)
+                });
+                piece = result?;
+                stats.composite_ms += ms;
+            }
+            continue;
+        }
+        let k = group.members.len();
+        let bounds = cut(lo, hi, k);
+        let (parts, split_ms) = time_ms(|| piece.split(&bounds.iter().map(|b| b - lo).collect::<Vec<_>>()));
+        stats.composite_ms += split_ms;
+        let sends: Vec<(usize, &[u32])> =
+            (0..k).filter(|&m| m != j).map(|m| (group.members[m], parts[m].words())).collect();
+        let from: Vec<usize> = (0..k).filter(|&m| m != j).map(|m| group.members[m]).collect();
+        stats.bytes_sent += sends.iter().map(|s| 4 * s.1.len()).sum::<usize>();
+        let t = Instant::now();
+        let mut received = comm.exchange(&sends, &from)?.into_iter();
+        stats.exchange_ms += ms_since(t);
+        let (result, ms) = time_ms(|| -> Result<Piece> {
+            let own = &parts[j];
+            let others: Vec<Piece> = (0..k - 1)
+                .map(|_| Piece::received(compressed, own.pixels(), received.next().unwrap_or_default()))
+                .collect::<Result<_>>()?;
+            let mut ordered: Vec<&Piece> = others.iter().collect();
+            ordered.insert(j, own);
+            Piece::composite(&ordered, op)
+        });
+        piece = result?;
+        stats.composite_ms += ms;
+        let ends: Vec<usize> = std::iter::once(lo).chain(bounds.iter().copied()).chain(std::iter::once(hi)).collect();
+        (lo, hi) = (ends[j], ends[j + 1]);
+    }
+    // Gather: every rank's final span, prefixed with its first and last pixel.
+    let t = Instant::now();
+    if me != 0 {
+        let mut message = vec![lo as u32, hi as u32];
+        message.extend_from_slice(piece.words());
+        stats.bytes_sent += 4 * message.len();
+        comm.exchange(&[(0, &message)], &[])?;
+        stats.exchange_ms += ms_since(t);
+        return Ok((None, stats));
+    }
+    let others: Vec<usize> = (1..comm.size()).collect();
+    let messages = comm.exchange(&[], &others)?;
+    stats.exchange_ms += ms_since(t);
+    let (result, ms) = time_ms(|| -> Result<Piece> {
+        let mut spans = vec![(lo, piece)];
+        for m in messages {
+            if m.len() < 2 || m[0] > m[1] || m[1] as usize > total {
+                return Err(CompositorError::Corrupt("gathered span header out of range".into()));
+            }
+            let (a, b) = (m[0] as usize, m[1] as usize);
+            spans.push((a, Piece::received(compressed, b - a, m[2..].to_vec())?));
+        }
+        spans.sort_by_key(|s| s.0);
+        let mut next = 0;
+        for (a, p) in &spans {
+            if *a != next && p.pixels() > 0 {
+                return Err(CompositorError::Corrupt(format!("gathered spans leave a gap at pixel {next}")));
+            }
+            next = a + p.pixels();
+        }
+        let whole = Piece::concat(spans.into_iter().map(|s| s.1).collect(), compressed);
+        if whole.pixels() != total {
+            return Err(CompositorError::Corrupt(format!("gathered {} of {total} pixels", whole.pixels())));
+        }
+        Ok(whole)
+    });
+    stats.composite_ms += ms;
+    Ok((Some(result?), stats))
+}
+
+/// What `composite render` was asked for.
+#[derive(Clone, Debug)]
+pub struct RenderRequest {
+    pub scene: String,
+    pub width: u32,
+    pub height: u32,
+    pub frames: u32,
+    pub strategy: Strategy,
+    pub compress: bool,
+    /// `--device`; by default rank i uses device i mod the device count.
+    pub device: Option<String>,
+}
+
+/// Opens the device for a rank: the named one, else device `rank mod count`.
+pub fn open_device(rank: usize, selector: Option<&str>) -> Result<Context> {
+    let instance = Instance::new(&[])?;
+    let index = match selector {
+        Some(s) => s.to_string(),
+        None => (rank % instance.devices()?.len().max(1)).to_string(),
+    };
+    Ok(Context::open_with(instance, ContextOptions { selector: Some(&index), swapchain: false })?)
+}
+
+const STAT_NAMES: [&str; 9] = [
+    "render_ms",
+    "roi_ms",
+    "encode_ms",
+    "d2h_ms",
+    "exchange_ms",
+    "composite_ms",
+    "frame_ms",
+    "bytes_sent",
+    "bytes_d2h",
+];
+
+/// Renders and composites `frames` frames; `emit` gets one JSON object per frame on rank 0.
+/// Returns the last frame's image on rank 0.
+pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_json::Value)) -> Result<Option<Frame>> {
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let ctx = open_device(rank, req.device.as_deref())?;
+    let scene = Scene::load(&req.scene)?;
+    let share = scene.geometry.share(rank, ranks);
+    let raster = Rasteriser::new(&ctx, req.width, req.height)?;
+    let geometry = raster.upload(&share)?;
+    let mut encoder = GpuEncoder::new(&ctx)?;
+    let total = crate::ap::pixel_count(req.width, req.height)?;
+    let raw_host: Option<(Buffer<u32>, Buffer<f32>)> = if req.compress {
+        None
+    } else {
+        Some((
+            ctx.buffer(total, Location::Download, "raw colour")?,
+            ctx.buffer(total, Location::Download, "raw depth")?,
+        ))
+    };
+    let mut last = None;
+    for f in 0..req.frames {
+        let start = Instant::now();
+        let (view, proj) = scene.camera(f, req.width, req.height);
+        let render_ms = timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj))?;
+        let (piece, roi_ms, encode_ms, d2h_ms) = match &raw_host {
+            None => {
+                let (e, _, t) = encoder.encode(&raster.color, &raster.depth, req.width, req.height)?;
+                (Piece::Encoded(e), t.roi_ms, t.encode_ms, t.d2h_ms)
+            }
+            Some((color, depth)) => {
+                let ms = timed_pass(&ctx, |rec| {
+                    rec.copy(&raster.color, color);
+                    rec.copy(&raster.depth, depth);
+                })?;
+                let words = color.mapped()?.iter().zip(depth.mapped()?).flat_map(|(&c, &d)| [c, d.to_bits()]).collect();
+                (Piece::Raw { pixels: total, words }, 0.0, 0.0, ms)
+            }
+        };
+        let bytes_d2h = 4 * piece.words().len();
+        let (result, stats) = composite_frame(comm, piece, req.strategy, Op::ZBuffer)?;
+        let values = [
+            render_ms,
+            roi_ms,
+            encode_ms,
+            d2h_ms,
+            stats.exchange_ms,
+            stats.composite_ms,
+            ms_since(start),
+            stats.bytes_sent as f64,
+            bytes_d2h as f64,
+        ];
+        if let Some(all) = comm.gather(&values) {
+            let mut line = json!({"frame": f, "ranks": ranks, "strategy": req.strategy, "compress": req.compress,
+                "width": req.width, "height": req.height, "device": ctx.info().name});
+            for (i, name) in STAT_NAMES.iter().enumerate() {
+                let column = all.iter().map(|v| v[i]);
+                line[*name] = if name.starts_with("bytes") {
+                    json!(column.sum::<f64>() as u64)
+                } else {
+                    json!(column.fold(0.0, f64::max))
+                };
+            }
+            emit(line);
+        }
+        last = result;
+    }
+    Ok(last.map(|p| p.to_frame(req.width, req.height)))
+}
