@@ -20,9 +20,91 @@ impl SweepKernel for Copy {
     }
 }
 
+/// Best-of-`repeats` GPU ms of `body` recorded back to back with timestamps.
+fn best_ms(ctx: &Context, repeats: u32, mut body: impl FnMut(&mut engine::Recorder) -> Result<()>) -> Result<f64> {
+    let mut warm = ctx.recorder()?;
+    body(&mut warm)?;
+    warm.submit()?.wait()?;
+    let mut rec = ctx.recorder()?;
+    rec.enable_profiling(repeats + 1)?;
+    for _ in 0..repeats {
+        body(&mut rec)?;
+        rec.barrier();
+        rec.mark("rep");
+    }
+    Ok(rec.submit()?.wait_profiled()?.iter().map(|p| p.ms).fold(f64::INFINITY, f64::min))
+}
+
+fn pattern(n: usize) -> Vec<u32> {
+    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) | 1).collect()
+}
+
+/// Exclusive scan of u32 (decoupled look-back).
+pub struct Scan;
+
+impl SweepKernel for Scan {
+    fn name(&self) -> &'static str {
+        "scan"
+    }
+    fn workgroups(&self) -> Vec<u32> {
+        engine::prims::scan::WORKGROUP_SIZES.to_vec()
+    }
+    fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> Result<(f64, u64)> {
+        let n = size as usize;
+        let scanner = engine::prims::scan::Scanner::with_workgroup(ctx, workgroup)?;
+        let input = ctx.upload(&pattern(n), "scan input")?;
+        let output = ctx.buffer::<u32>(n, engine::Location::Device, "scan output")?;
+        let scratch = scanner.scratch(n)?;
+        let ms = best_ms(ctx, 5, |rec| scanner.record_exclusive(rec, &input, &output, &scratch))?;
+        Ok((ms, 8 * size))
+    }
+}
+
+/// Radix sort of u32 key / u32 value pairs.
+pub struct Sort;
+
+impl SweepKernel for Sort {
+    fn name(&self) -> &'static str {
+        "sort"
+    }
+    fn workgroups(&self) -> Vec<u32> {
+        engine::prims::sort::WORKGROUP_SIZES.to_vec()
+    }
+    fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> Result<(f64, u64)> {
+        let n = size as usize;
+        let sorter = engine::prims::sort::Sorter::with_workgroup(ctx, workgroup)?;
+        let keys = ctx.upload(&pattern(n), "sort keys")?;
+        let values = ctx.upload(&pattern(n), "sort values")?;
+        let scratch = sorter.scratch::<u32>(n)?;
+        let ms = best_ms(ctx, 3, |rec| sorter.record_sort_pairs(rec, &keys, &values, &scratch))?;
+        Ok((ms, 16 * size))
+    }
+}
+
+/// Row sums of a row-major f32 matrix with 1024 columns (size = elements).
+pub struct RowSums;
+
+impl SweepKernel for RowSums {
+    fn name(&self) -> &'static str {
+        "row_sums"
+    }
+    fn workgroups(&self) -> Vec<u32> {
+        engine::prims::reduce::WORKGROUP_SIZES.to_vec()
+    }
+    fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> Result<(f64, u64)> {
+        let n = 1024;
+        let m = (size as usize / n).max(1);
+        let reducer = engine::prims::reduce::Reducer::with_workgroup(ctx, workgroup)?;
+        let matrix = ctx.upload(&vec![1.0f32; m * n], "matrix")?;
+        let out = ctx.buffer::<f32>(m, engine::Location::Device, "row sums")?;
+        let ms = best_ms(ctx, 5, |rec| reducer.record_row_sums(rec, &matrix, m, n, &out))?;
+        Ok((ms, 4 * (m * n) as u64))
+    }
+}
+
 /// Every kernel `sweep` can run.
 pub fn all() -> Vec<Box<dyn SweepKernel>> {
-    vec![Box::new(Copy)]
+    vec![Box::new(Copy), Box::new(Scan), Box::new(Sort), Box::new(RowSums)]
 }
 
 /// The kernel called `name`.

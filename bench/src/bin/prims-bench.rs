@@ -92,6 +92,70 @@ fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_js
         "gb_per_s": bytes / (gpu * 1e-3) / 1e9, "correct": got == reference}))
 }
 
+fn sort(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_json::Value> {
+    use engine::prims::sort::{sort_pairs_cpu, Sorter};
+    let keys_host = random_u32(n, 2);
+    let values_host: Vec<u32> = (0..n as u32).collect();
+    let keys = ctx.upload(&keys_host, "sort keys")?;
+    let values = ctx.upload(&values_host, "sort values")?;
+    let sorter = Sorter::new(ctx)?;
+    let scratch = sorter.scratch::<u32>(n)?;
+    // The first (warm-up) run sorts; later runs re-sort sorted data, which costs a radix sort
+    // the same (every pass still moves every pair).
+    let gpu = gpu_median(ctx, repeats, |rec| sorter.record_sort_pairs(rec, &keys, &values, &scratch))?;
+    let mut reference = (Vec::new(), Vec::new());
+    let cpu = cpu_ms(|| reference = sort_pairs_cpu(&keys_host, &values_host));
+    let correct = ctx.download(&keys)? == reference.0 && ctx.download(&values)? == reference.1;
+    // Four 8-bit passes, each reading keys and values twice (histogram + scatter) and
+    // writing them once: the fewest bytes an LSD radix sort of this shape must move.
+    let bytes = 4.0 * (8.0 + 8.0 + 4.0) * n as f64;
+    let ideal = 16.0 * n as f64;
+    Ok(
+        json!({"bench": "radix_sort_u32_pairs", "size": n, "gpu_ms": gpu, "cpu_ms": cpu, "cpu": "rayon par_sort_by_key (stable)",
+        "floor_ms": floor.ms(ideal), "floor": "one read + one write of keys and values / copy bandwidth",
+        "passes_floor_ms": floor.ms(bytes), "mkeys_per_s": n as f64 / (gpu * 1e-3) / 1e6, "correct": correct}),
+    )
+}
+
+fn reductions(ctx: &Context, floor: &Floor, m: usize, n: usize, repeats: u32) -> Result<Vec<serde_json::Value>> {
+    use engine::prims::reduce::{col_sums_cpu, row_sums_cpu, Reducer};
+    let host: Vec<f32> = random_u32(m * n, 3).into_iter().map(|v| (v >> 8) as f32 / 16777216.0).collect();
+    let matrix = ctx.upload(&host, "matrix")?;
+    let reducer = Reducer::new(ctx)?;
+    let rows = ctx.buffer::<f32>(m, Location::Device, "row sums")?;
+    let cols = ctx.buffer::<f32>(n, Location::Device, "col sums")?;
+    let scratch = ctx.buffer::<f32>(reducer.col_sums_scratch_len(m, n), Location::Device, "col scratch")?;
+    let row_ms = gpu_median(ctx, repeats, |rec| reducer.record_row_sums(rec, &matrix, m, n, &rows))?;
+    let col_ms = gpu_median(ctx, repeats, |rec| reducer.record_col_sums(rec, &matrix, m, n, &scratch, &cols))?;
+    let row_cpu = cpu_ms(|| drop(row_sums_cpu(&host, m, n)));
+    let col_cpu = cpu_ms(|| drop(col_sums_cpu(&host, m, n)));
+    let bytes = 4.0 * (m * n) as f64;
+    let line = |name: &str, gpu: f64, cpu: f64| {
+        json!({"bench": name, "size": [m, n], "gpu_ms": gpu, "cpu_ms": cpu, "floor_ms": floor.ms(bytes),
+            "floor": "one read of the matrix / copy bandwidth", "fraction_of_copy_bw": floor.ms(bytes) / gpu})
+    };
+    Ok(vec![line("row_sums_f32", row_ms, row_cpu), line("col_sums_f32", col_ms, col_cpu)])
+}
+
+fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32) -> Result<serde_json::Value> {
+    use engine::prims::gemm::{batched_gemm_cpu, BatchedGemm, Gemm};
+    let desc = BatchedGemm::packed(batch, size, size, size);
+    let len = batch * size * size;
+    let a_host: Vec<f32> = random_u32(len, 4).into_iter().map(|v| (v >> 8) as f32 / 16777216.0 - 0.5).collect();
+    let b_host: Vec<f32> = random_u32(len, 5).into_iter().map(|v| (v >> 8) as f32 / 16777216.0 - 0.5).collect();
+    let a = ctx.upload(&a_host, "gemm a")?;
+    let b = ctx.upload(&b_host, "gemm b")?;
+    let c = ctx.buffer::<f32>(len, Location::Device, "gemm c")?;
+    let g = Gemm::new(ctx)?;
+    let gpu = gpu_median(ctx, repeats, |rec| g.record(rec, &desc, &a, &b, &c))?;
+    let zeros = vec![0f32; len];
+    let cpu = cpu_ms(|| drop(batched_gemm_cpu(&desc, &a_host, &b_host, &zeros)));
+    let flops = 2.0 * (batch * size * size * size) as f64;
+    Ok(json!({"bench": "batched_gemm_f32", "batch": batch, "size": size, "gpu_ms": gpu, "cpu_ms": cpu,
+        "cpu": "f64 reference (rayon)", "floor_ms": flops / (fma_tflops * 1e12) * 1e3, "floor": "FLOPs / measured FMA rate",
+        "tflop_per_s": flops / (gpu * 1e-3) / 1e12}))
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let ctx = Context::open(args.device.as_deref())?;
@@ -105,5 +169,13 @@ fn main() -> Result<()> {
     let floor = Floor { copy_gb_per_s: ceilings.copy_gb_per_s };
     let scan_n = if args.quick { (1 << 20) + 7 } else { 1 << 28 };
     println!("{}", scan(&ctx, &floor, scan_n, args.repeats)?);
+    let sort_n = if args.quick { 100_003 } else { 1 << 26 };
+    println!("{}", sort(&ctx, &floor, sort_n, args.repeats)?);
+    let (m, n) = if args.quick { (100, 333) } else { (2048, 8192) };
+    for line in reductions(&ctx, &floor, m, n, args.repeats)? {
+        println!("{line}");
+    }
+    let batch = if args.quick { 10 } else { 20_000 };
+    println!("{}", gemm(&ctx, ceilings.fma_tflop_per_s, batch, 64, args.repeats)?);
     Ok(())
 }

@@ -62,7 +62,16 @@ fn main() -> Result<()> {
     let mut points = Vec::new();
     for &wg in workgroups.iter().filter(|&&w| w <= max_wg) {
         for &size in &sizes {
-            let (ms, bytes) = kernel.run(&ctx, wg, size)?;
+            let (ms, bytes) = match kernel.run(&ctx, wg, size) {
+                Ok(r) => r,
+                // A workgroup size this device cannot run (shared memory, invocations) is
+                // skipped, not fatal: the sweep shows what the device can do.
+                Err(engine::EngineError::Unsupported(why)) => {
+                    eprintln!("sweep: skipping workgroup {wg}: {why}");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             let p = tessera_bench::Point {
                 kernel: kernel.name().into(),
                 workgroup: wg,
@@ -75,6 +84,9 @@ fn main() -> Result<()> {
             }
             points.push(p);
         }
+    }
+    if points.is_empty() {
+        bail!("no point of the grid could run on {}", ctx.info().name);
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("create {}", args.out.display()))?;
     let csv = args.out.join(format!("{}.csv", kernel.name()));
