@@ -164,12 +164,7 @@ impl Model {
     /// Checks dimensions, extent, and every kernel (finite values, pi > 0, symmetric
     /// positive-definite covariance); errors name the kernel index.
     pub fn validate(&self) -> Result<()> {
-        if self.coord_dims != 2 && self.coord_dims != 4 {
-            return Err(ModelError::Invalid(format!("coord_dims must be 2 or 4, got {}", self.coord_dims)));
-        }
-        if self.color_dims != 3 {
-            return Err(ModelError::Invalid(format!("color_dims must be 3, got {}", self.color_dims)));
-        }
+        check_dims(self.coord_dims, self.color_dims)?;
         if self.extent.len() != self.coord_dims || self.extent.iter().any(|&e| e == 0) {
             return Err(ModelError::Invalid(format!(
                 "extent must hold {} positive sizes, got {:?}",
@@ -221,6 +216,7 @@ impl Model {
             "ycbcr" => ColorSpace::YCbCr,
             other => return Err(ModelError::Invalid(format!("color_space must be rgb or ycbcr, got {other:?}"))),
         };
+        check_dims(h.coord_dims, h.color_dims)?;
         let d = h.coord_dims + h.color_dims;
         let mut model = Model {
             coord_dims: h.coord_dims,
@@ -405,6 +401,16 @@ impl Model {
             r.map_err(|e| engine::EngineError::File { path: path.to_path_buf(), message: e.to_string() })
         })
     }
+}
+
+fn check_dims(p: usize, q: usize) -> Result<()> {
+    if p != 2 && p != 4 {
+        return Err(ModelError::Invalid(format!("coord_dims must be 2 or 4, got {p}")));
+    }
+    if q != 3 {
+        return Err(ModelError::Invalid(format!("color_dims must be 3, got {q}")));
+    }
+    Ok(())
 }
 
 /// Cholesky factor (packed lower) of a packed symmetric `d x d` matrix, or None when it is not
