@@ -4,11 +4,10 @@
 //! are in [`crate::constants`], the filters in [`crate::filters`], the block layout in
 //! [`crate::grid`].
 
+use engine::prims::fft::{Complex64, Direction, Fft2dCpu};
 use rayon::prelude::*;
-use rustfft::num_complex::Complex64;
 
 use crate::constants::*;
-use crate::fft_cpu::fft2;
 use crate::filters::{csf, log_gabor};
 use crate::grid::Grid;
 use crate::input::{check_pair, GrayImage};
@@ -18,8 +17,9 @@ use crate::{MadError, Maps, Scores};
 pub fn score(reference: &GrayImage, distorted: &GrayImage) -> Result<(Scores, Maps), MadError> {
     check_pair(reference, distorted)?;
     let grid = Grid::new(reference.width, reference.height);
-    let (detection, detection_map) = detection(reference, distorted, &grid);
-    let (appearance, appearance_map) = appearance(reference, distorted, &grid);
+    let fft = Fft2dCpu::new(grid.width, grid.height)?;
+    let (detection, detection_map) = detection(reference, distorted, &grid, &fft)?;
+    let (appearance, appearance_map) = appearance(reference, distorted, &grid, &fft)?;
     let scores = Scores::combine(detection, appearance);
     let maps = Maps::new(grid.width, grid.height, detection_map, appearance_map, scores.alpha);
     Ok((scores, maps))
@@ -40,17 +40,29 @@ fn window_moments(values: &[f64], width: usize, x0: usize, y0: usize, size: usiz
     m
 }
 
-/// `real(ifft2(ifftshift(fftshift(fft2(x)) .* csf)))`.
-fn csf_filtered(values: &[f64], rows: usize, cols: usize) -> Vec<f64> {
-    let mut spectrum: Vec<Complex64> = values.iter().map(|&v| Complex64::new(v, 0.0)).collect();
-    fft2(&mut spectrum, rows, cols, false);
-    spectrum.par_chunks_mut(cols).enumerate().for_each(|(kr, row)| {
+/// The spectra of a stack of real images (each `rows x cols`).
+fn spectra(images: &[&[f64]], fft: &Fft2dCpu) -> Result<Vec<Complex64>, MadError> {
+    let mut s: Vec<Complex64> = images.iter().flat_map(|i| i.iter().map(|&v| Complex64::new(v, 0.0))).collect();
+    fft.process(&mut s, Direction::Forward)?;
+    Ok(s)
+}
+
+/// Multiplies every spectrum of a stack by `filter(kr, kc)`.
+fn apply(stack: &mut [Complex64], rows: usize, cols: usize, filter: impl Fn(usize, usize) -> f64 + Sync) {
+    stack.par_chunks_mut(cols).enumerate().for_each(|(line, row)| {
+        let kr = line % rows;
         for (kc, v) in row.iter_mut().enumerate() {
-            *v *= csf(kr, kc, rows, cols);
+            *v *= filter(kr, kc);
         }
     });
-    fft2(&mut spectrum, rows, cols, true);
-    spectrum.into_iter().map(|c| c.re).collect()
+}
+
+/// `real(ifft2(ifftshift(fftshift(fft2(x)) .* csf)))` of a stack of images.
+fn csf_filtered(images: &[&[f64]], rows: usize, cols: usize, fft: &Fft2dCpu) -> Result<Vec<f64>, MadError> {
+    let mut s = spectra(images, fft)?;
+    apply(&mut s, rows, cols, |kr, kc| csf(kr, kc, rows, cols));
+    fft.process(&mut s, Direction::Inverse)?;
+    Ok(s.into_iter().map(|c| c.re).collect())
 }
 
 /// The per-block statistics of `ical_std(dst - ref, ref)`: the standard deviation of the
@@ -148,17 +160,22 @@ fn cropped_rms(map: &[f64], grid: &Grid) -> f64 {
 }
 
 /// `hi_index`: d_detect and the detection map (`msk .* lmse`).
-fn detection(reference: &GrayImage, distorted: &GrayImage, grid: &Grid) -> (f64, Vec<f64>) {
+fn detection(
+    reference: &GrayImage,
+    distorted: &GrayImage,
+    grid: &Grid,
+    fft: &Fft2dCpu,
+) -> Result<(f64, Vec<f64>), MadError> {
     let (w, h) = (grid.width, grid.height);
     let light = |img: &GrayImage| img.values.iter().map(|&v| img.lightness(v)).collect::<Vec<f64>>();
-    let ref_csf = csf_filtered(&light(reference), h, w);
-    let dst_csf = csf_filtered(&light(distorted), h, w);
-    let error: Vec<f64> = dst_csf.iter().zip(&ref_csf).map(|(d, r)| d - r).collect();
+    let filtered = csf_filtered(&[&light(reference), &light(distorted)], h, w, fft)?;
+    let (ref_csf, dst_csf) = filtered.split_at(w * h);
+    let error: Vec<f64> = dst_csf.iter().zip(ref_csf).map(|(d, r)| d - r).collect();
     let mask: Vec<f64> =
-        detection_blocks(&ref_csf, &error, grid).into_iter().map(|(e, m, s)| visibility(e, m, s)).collect();
+        detection_blocks(ref_csf, &error, grid).into_iter().map(|(e, m, s)| visibility(e, m, s)).collect();
     let lmse = local_mse(reference, distorted);
     let map: Vec<f64> = (0..w * h).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| mask[b] * lmse[i])).collect();
-    (cropped_rms(&map, grid) * DETECTION_SCALE, map)
+    Ok((cropped_rms(&map, grid) * DETECTION_SCALE, map))
 }
 
 /// `ical_stat`: standard deviation (divisor 255), skewness and kurtosis (divisor 256, zero
@@ -175,44 +192,37 @@ fn appearance_block_stats(magnitude: &[f64], width: usize, x0: usize, y0: usize)
 }
 
 /// `lo_index`: d_appear and the appearance map (per cell, expanded to pixels).
-fn appearance(reference: &GrayImage, distorted: &GrayImage, grid: &Grid) -> (f64, Vec<f64>) {
+fn appearance(
+    reference: &GrayImage,
+    distorted: &GrayImage,
+    grid: &Grid,
+    fft: &Fft2dCpu,
+) -> Result<(f64, Vec<f64>), MadError> {
     let (w, h) = (grid.width, grid.height);
-    let spectrum = |img: &GrayImage| {
-        let mut s: Vec<Complex64> = img.values.iter().map(|&v| Complex64::new(v, 0.0)).collect();
-        fft2(&mut s, h, w, false);
-        s
-    };
-    let spectra = [spectrum(reference), spectrum(distorted)];
+    let n = grid.pixels();
+    let both = spectra(&[&reference.values, &distorted.values], fft)?;
     let mut cells = vec![0.0; grid.blocks()];
     for scale in 0..GABOR_SCALES {
         for orientation in 0..GABOR_ORIENTATIONS {
-            let stats: Vec<Vec<[f64; 3]>> = spectra
-                .iter()
-                .map(|s| {
-                    let mut band = s.clone();
-                    band.par_chunks_mut(w).enumerate().for_each(|(kr, row)| {
-                        for (kc, v) in row.iter_mut().enumerate() {
-                            *v *= log_gabor(kr, kc, h, w, scale, orientation);
-                        }
-                    });
-                    fft2(&mut band, h, w, true);
-                    let magnitude: Vec<f64> = band.iter().map(|c| c.norm()).collect();
-                    (0..grid.blocks())
-                        .into_par_iter()
-                        .map(|b| {
-                            let (x0, y0) = (STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x));
-                            appearance_block_stats(&magnitude, w, x0, y0)
-                        })
-                        .collect()
-                })
-                .collect();
+            let mut band = both.clone();
+            apply(&mut band, h, w, |kr, kc| log_gabor(kr, kc, h, w, scale, orientation));
+            fft.process(&mut band, Direction::Inverse)?;
+            let magnitude: Vec<f64> = band.par_iter().map(|c| c.norm()).collect();
+            let stats = |image: &[f64]| -> Vec<[f64; 3]> {
+                (0..grid.blocks())
+                    .into_par_iter()
+                    .map(|b| {
+                        appearance_block_stats(image, w, STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x))
+                    })
+                    .collect()
+            };
+            let (r, d) = (stats(&magnitude[..n]), stats(&magnitude[n..]));
             let weight = scale_weight(scale);
-            for (b, cell) in cells.iter_mut().enumerate() {
-                let (r, d) = (stats[0][b], stats[1][b]);
+            for ((cell, r), d) in cells.iter_mut().zip(r).zip(d) {
                 *cell += weight * ((r[0] - d[0]).abs() + SKEW_WEIGHT * (r[1] - d[1]).abs() + (r[2] - d[2]).abs());
             }
         }
     }
-    let map: Vec<f64> = (0..w * h).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| cells[b])).collect();
-    (cropped_rms(&map, grid), map)
+    let map: Vec<f64> = (0..n).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| cells[b])).collect();
+    Ok((cropped_rms(&map, grid), map))
 }

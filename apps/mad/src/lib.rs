@@ -12,7 +12,6 @@ pub mod bench;
 pub mod constants;
 pub mod cpu;
 pub mod demo;
-mod fft_cpu;
 pub mod filters;
 pub mod gpu;
 pub mod grid;
