@@ -124,3 +124,77 @@ impl Solution {
         Ok(d.cost(&self.assignment) - dual)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Optimum by enumerating every injective map (independent of the solver).
+    fn brute_force(d: &DistanceMatrix) -> f64 {
+        fn go(d: &DistanceMatrix, i: usize, used: &mut Vec<bool>, acc: f64, best: &mut f64) {
+            if i == d.rows {
+                *best = best.min(acc);
+                return;
+            }
+            for j in 0..d.cols {
+                if !used[j] {
+                    used[j] = true;
+                    go(d, i + 1, used, acc + d.at(i, j), best);
+                    used[j] = false;
+                }
+            }
+        }
+        let mut best = f64::INFINITY;
+        go(d, 0, &mut vec![false; d.cols], 0.0, &mut best);
+        best
+    }
+
+    fn random(m: usize, n: usize, levels: u32, rng: &mut rand_chacha::ChaCha8Rng) -> DistanceMatrix {
+        // Few distinct levels make many ties.
+        DistanceMatrix::new(m, n, (0..m * n).map(|_| rng.gen_range(0..levels) as f64 * 0.5).collect()).unwrap()
+    }
+
+    #[test]
+    fn matches_brute_force_on_tiny_cases_with_ties() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..300 {
+            let m = rng.gen_range(1..=6);
+            let n = rng.gen_range(m..=8);
+            let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
+            let s = solve_with_duals(&d);
+            d.check_assignment(&s.assignment).unwrap();
+            let want = brute_force(&d);
+            assert!(
+                (d.cost(&s.assignment) - want).abs() <= 1e-9 * want.max(1.0),
+                "{m}x{n}: {} vs {want}",
+                d.cost(&s.assignment)
+            );
+        }
+    }
+
+    #[test]
+    fn dual_certificate_proves_optimality() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(10);
+        let cases = [
+            random(40, 90, 1_000_000, &mut rng),
+            random(50, 50, 4, &mut rng),
+            random(1, 30, 100, &mut rng),
+            DistanceMatrix::new(3, 3, vec![0.0; 9]).unwrap(),
+            crate::bench::matrix(60, 200, 4),
+        ];
+        for d in cases {
+            let s = solve_with_duals(&d);
+            d.check_assignment(&s.assignment).unwrap();
+            let gap = s.certify(&d, 1e-9 * d.mean().max(1.0)).unwrap();
+            let cost = d.cost(&s.assignment);
+            assert!(gap.abs() <= 1e-9 * cost.max(1.0), "{}x{}: duality gap {gap}", d.rows, d.cols);
+        }
+    }
+
+    #[test]
+    fn single_row_takes_its_minimum() {
+        let d = DistanceMatrix::new(1, 4, vec![3.0, 1.0, 2.0, 1.0]).unwrap();
+        assert_eq!(d.cost(&solve(&d)), 1.0);
+    }
+}

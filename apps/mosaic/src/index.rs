@@ -293,3 +293,56 @@ fn read_cache(path: &Path, params: &IndexParams) -> std::result::Result<HashMap<
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(path: &Path, w: usize, h: usize, colour: [u8; 3]) {
+        let rgb: Vec<u8> = (0..w * h).flat_map(|_| colour).collect();
+        engine::io::save_png_rgb8(path, w, h, &rgb).unwrap();
+    }
+
+    #[test]
+    fn indexes_recursively_skips_unreadable_files_and_caches() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
+        png(&root.join("a.png"), 8, 6, [255, 0, 0]);
+        png(&root.join("sub/b.PNG"), 5, 9, [0, 255, 0]);
+        png(&root.join("sub/deeper/c.png"), 4, 4, [0, 0, 255]);
+        std::fs::write(root.join("sub/broken.jpg"), b"not a jpeg").unwrap();
+        std::fs::write(root.join("notes.txt"), b"ignored").unwrap();
+        let params = IndexParams { cells: (2, 2), thumb: (4, 2) };
+
+        let mut warnings = Vec::new();
+        let (tiles, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        assert_eq!(tiles.paths, ["a.png", "sub/b.PNG", "sub/deeper/c.png"]);
+        assert_eq!((stats.files, stats.decoded, stats.from_cache, stats.skipped), (4, 4, 0, 1));
+        assert!(warnings.len() == 1 && warnings[0].contains("broken.jpg"), "{warnings:?}");
+        assert_eq!(tiles.features.len(), 3);
+        assert!((tiles.features.get(0)[0] - 255.0).abs() < 1e-3 && tiles.features.get(0)[1].abs() < 1e-3);
+        assert_eq!(&tiles.thumb(1)[..3], &[0, 255, 0]);
+
+        // Unchanged: nothing is decoded, the result is identical.
+        let (again, stats) = index(root, &params, |_| {}).unwrap();
+        assert_eq!((stats.decoded, stats.from_cache, stats.skipped), (0, 4, 1));
+        assert_eq!(again.features.data, tiles.features.data);
+        assert_eq!(again.thumbs, tiles.thumbs);
+
+        // A changed file is decoded again; a removed one disappears.
+        png(&root.join("a.png"), 10, 6, [0, 0, 0]);
+        std::fs::remove_file(root.join("sub/deeper/c.png")).unwrap();
+        let (changed, stats) = index(root, &params, |_| {}).unwrap();
+        assert_eq!((stats.decoded, stats.from_cache), (1, 2));
+        assert_eq!(changed.len(), 2);
+        assert!(changed.features.get(0)[0].abs() < 1e-3);
+
+        // A corrupt cache is ignored with a warning and rebuilt.
+        std::fs::write(params.cache_path(root), b"TSMI garbage").unwrap();
+        let mut warnings = Vec::new();
+        let (_, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        assert_eq!(stats.decoded, 3);
+        assert!(warnings.iter().any(|w| w.contains("ignoring tile index cache")));
+    }
+}

@@ -32,3 +32,6 @@ pub use matrix::DistanceMatrix;
 pub mod shaders {
     include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 }
+
+#[cfg(test)]
+mod methods_test;

@@ -1,0 +1,63 @@
+//! Every method on the shapes that break assignment code: m = 1, m = n, ties, all zeros.
+
+use crate::anneal::AnnealParams;
+use crate::matrix::DistanceMatrix;
+use crate::softassign::SoftAssignParams;
+use crate::solve::{run, Method, SolveOptions};
+use engine::cli::Backend;
+
+fn options(backend: Backend) -> SolveOptions {
+    SolveOptions {
+        backend,
+        softassign: SoftAssignParams { iterations: 30, ..Default::default() },
+        anneal: AnnealParams { levels: 20, ..Default::default() },
+    }
+}
+
+fn shapes() -> Vec<DistanceMatrix> {
+    vec![
+        DistanceMatrix::new(1, 1, vec![2.0]).unwrap(),
+        DistanceMatrix::new(1, 5, vec![4.0, 3.0, 3.0, 9.0, 3.0]).unwrap(),
+        DistanceMatrix::new(4, 4, vec![1.0; 16]).unwrap(),
+        DistanceMatrix::new(3, 7, vec![0.0; 21]).unwrap(),
+        crate::bench::matrix(12, 12, 8),
+        crate::bench::matrix(9, 31, 8),
+    ]
+}
+
+#[test]
+fn every_method_returns_a_valid_assignment_no_better_than_exact() {
+    let ctx = engine::testing::context();
+    for d in shapes() {
+        let optimum = run(Method::Exact, &d, &options(Backend::Cpu), None).unwrap().cost;
+        for method in [Method::Greedy, Method::Anneal, Method::Softassign] {
+            for backend in [Backend::Cpu, Backend::Gpu] {
+                if method != Method::Softassign && backend == Backend::Gpu {
+                    continue;
+                }
+                let solved = run(method, &d, &options(backend), Some(ctx)).unwrap();
+                d.check_assignment(&solved.assignment).unwrap();
+                assert!(solved.cost >= optimum - 1e-9 * optimum.max(1.0), "{method:?} beat the optimum");
+            }
+        }
+    }
+    engine::testing::assert_no_validation_messages();
+}
+
+#[test]
+fn cpu_softassign_with_defaults_is_within_three_percent() {
+    for (m, n, seed) in [(30, 30, 1), (25, 100, 2)] {
+        let d = crate::bench::matrix(m, n, seed);
+        let optimum = run(Method::Exact, &d, &SolveOptions::default(), None).unwrap().cost;
+        let solved = run(Method::Softassign, &d, &options(Backend::Cpu).with_default_softassign(), None).unwrap();
+        let ratio = solved.cost / optimum;
+        assert!(ratio < 1.03, "{m}x{n}: softassign / exact = {ratio}");
+    }
+}
+
+impl SolveOptions {
+    fn with_default_softassign(mut self) -> Self {
+        self.softassign = SoftAssignParams::default();
+        self
+    }
+}

@@ -1,0 +1,228 @@
+//! End-to-end tests of the `mosaic` binary on small inputs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn mosaic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mosaic")).args(args).output().expect("run mosaic")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A minimal float64 `.npy` writer (engine::io writes float32 only).
+fn write_npy_f64(path: &Path, rows: usize, cols: usize, data: &[f64]) {
+    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(header.as_bytes());
+    for v in data {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn solve_json(path: &Path, method: &str, extra: &[&str]) -> serde_json::Value {
+    let p = path.to_str().unwrap();
+    let mut args = vec!["solve", "--distance", p, "--method", method, "--json"];
+    args.extend_from_slice(extra);
+    let out = mosaic(&args);
+    assert!(out.status.success(), "{method}: {}", stderr(&out));
+    serde_json::from_str(stdout(&out).trim()).expect("one JSON line")
+}
+
+#[test]
+fn solve_reads_float32_and_float64_and_prints_one_json_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 patches x 4 tiles; optimum is 1 + 1 + 2 = 4 via (0->1, 1->0, 2->3).
+    let data = [5.0, 1.0, 9.0, 9.0, 1.0, 3.0, 9.0, 9.0, 9.0, 2.0, 9.0, 2.0];
+    let f64_path = dir.path().join("d64.npy");
+    write_npy_f64(&f64_path, 3, 4, &data);
+    let f32_path = dir.path().join("d32.npy");
+    let data32: Vec<f32> = data.iter().map(|&v| v as f32).collect();
+    engine::io::write_npy_f32(&f32_path, &[3, 4], &data32).unwrap();
+    for path in [&f64_path, &f32_path] {
+        for (method, extra) in [
+            ("exact", vec![]),
+            ("greedy", vec![]),
+            ("anneal", vec!["--seed", "3", "--anneal-levels", "10"]),
+            ("softassign", vec!["--backend", "cpu"]),
+            ("softassign", vec!["--iterations", "20"]),
+        ] {
+            let v = solve_json(path, method, &extra);
+            assert_eq!(v["method"], method);
+            let a: Vec<usize> = serde_json::from_value(v["assignment"].clone()).unwrap();
+            assert_eq!(a.len(), 3);
+            let mut sorted = a.clone();
+            sorted.sort();
+            sorted.dedup();
+            assert_eq!(sorted.len(), 3, "{method}: tile used twice: {a:?}");
+            let cost: f64 = a.iter().enumerate().map(|(i, &j)| data[i * 4 + j]).sum();
+            assert!((v["cost"].as_f64().unwrap() - cost).abs() < 1e-12);
+            assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+            if method == "exact" {
+                assert_eq!(cost, 4.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_matrices_fail_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, usize, usize, Vec<f64>, &str); 4] = [
+        ("tall", 3, 2, vec![1.0; 6], "no mosaic without repeated tiles"),
+        ("nan", 2, 2, vec![1.0, f64::NAN, 1.0, 1.0], "NaN"),
+        ("negative", 2, 3, vec![1.0, 1.0, -0.5, 1.0, 1.0, 1.0], "negative"),
+        ("inf", 1, 2, vec![f64::INFINITY, 1.0], "infinite"),
+    ];
+    for (name, m, n, data, message) in cases {
+        let path = dir.path().join(format!("{name}.npy"));
+        write_npy_f64(&path, m, n, &data);
+        for method in ["exact", "softassign"] {
+            let out = mosaic(&["solve", "--distance", path.to_str().unwrap(), "--method", method]);
+            assert!(!out.status.success(), "{name}/{method} succeeded");
+            assert!(stderr(&out).contains(message), "{name}/{method}: {}", stderr(&out));
+            assert!(!stderr(&out).contains("panicked"), "{name}: {}", stderr(&out));
+        }
+    }
+    let missing = mosaic(&["solve", "--distance", "/nonexistent/D.npy", "--method", "greedy"]);
+    assert!(!missing.status.success() && !stderr(&missing).contains("panicked"));
+    let not_npy = dir.path().join("text.npy");
+    std::fs::write(&not_npy, "hello").unwrap();
+    let out = mosaic(&["solve", "--distance", not_npy.to_str().unwrap(), "--method", "greedy"]);
+    assert!(!out.status.success() && !stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+#[test]
+fn small_end_to_end_build_distance_and_index() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(tiles.join("more")).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    for k in 0..24 {
+        let sub = if k % 3 == 0 { tiles.join("more") } else { tiles.clone() };
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(12, 10, 0.05, &mut rng);
+        engine::io::save_png_rgb8(&sub.join(format!("t{k}.png")), 12, 10, &rgb).unwrap();
+    }
+    std::fs::write(tiles.join("corrupt.png"), b"\x89PNG broken").unwrap();
+    let target = dir.path().join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, 4).render(40, 30, 0.02, &mut rng);
+    engine::io::save_png_rgb8(&target, 40, 30, &rgb).unwrap();
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+
+    let out_png = dir.path().join("mosaic.png");
+    let out = mosaic(&[
+        "build",
+        "--target",
+        t,
+        "--tiles",
+        d,
+        "--grid",
+        "5x4",
+        "--method",
+        "softassign",
+        "--out",
+        out_png.to_str().unwrap(),
+        "--tile-px",
+        "8",
+        "--iterations",
+        "20",
+        "--compare-exact",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("corrupt.png"), "no warning for the corrupt tile: {}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!((v["patches"].as_u64(), v["tiles"].as_u64(), v["tiles_used"].as_u64()), (Some(20), Some(24), Some(20)));
+    assert!(v["ratio_to_exact"].as_f64().unwrap() >= 1.0 - 1e-12);
+    let img = engine::io::load_image(&out_png).unwrap();
+    // Patches are 8 x 7.5 target pixels: 8 px wide cells are 8 px tall.
+    assert_eq!((img.width, img.height), (40, 32));
+
+    // The second run reads every tile from the cache.
+    let index = mosaic(&["index", d, "--aspect", "1.0", "--json"]);
+    assert!(index.status.success(), "{}", stderr(&index));
+    let again = mosaic(&["index", d, "--aspect", "1.0", "--json"]);
+    let s: serde_json::Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    assert_eq!((s["tiles"].as_u64(), s["stats"]["decoded"].as_u64()), (Some(24), Some(0)));
+
+    // distance writes the matrix solve reads; GPU and CPU agree.
+    let npy = dir.path().join("D.npy");
+    let npy_cpu = dir.path().join("D_cpu.npy");
+    for (path, backend) in [(&npy, "gpu"), (&npy_cpu, "cpu")] {
+        let out = mosaic(&[
+            "distance",
+            "--target",
+            t,
+            "--tiles",
+            d,
+            "--grid",
+            "5x4",
+            "--cells",
+            "2x3",
+            "--out",
+            path.to_str().unwrap(),
+            "--backend",
+            backend,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let (a, b) = (engine::io::read_npy(&npy).unwrap(), engine::io::read_npy(&npy_cpu).unwrap());
+    assert_eq!(a.shape, vec![20, 24]);
+    assert!(a.data.iter().zip(&b.data).all(|(x, y)| (x - y).abs() <= 1e-4 * y.max(1.0)));
+    let v = solve_json(&npy, "exact", &[]);
+    assert_eq!(v["assignment"].as_array().unwrap().len(), 20);
+
+    // Refuses to overwrite its input, and bad grids fail cleanly.
+    let out = mosaic(&["build", "--target", t, "--tiles", d, "--grid", "5x4", "--method", "greedy", "--out", t]);
+    assert!(!out.status.success());
+    let out = mosaic(&[
+        "build",
+        "--target",
+        t,
+        "--tiles",
+        d,
+        "--grid",
+        "50x4",
+        "--method",
+        "greedy",
+        "--out",
+        out_png.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success() && stderr(&out).contains("too small"), "{}", stderr(&out));
+    let out = mosaic(&[
+        "build",
+        "--target",
+        t,
+        "--tiles",
+        d,
+        "--grid",
+        "6x5",
+        "--method",
+        "greedy",
+        "--out",
+        out_png.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success() && stderr(&out).contains("m <= n"), "{}", stderr(&out));
+}
+
+#[test]
+fn bench_quick_prints_json_lines() {
+    let out = mosaic(&["bench", "--quick"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().any(|v| v["bench"] == "softassign_cooling_iteration" && v["gpu_ms"].as_f64().unwrap() > 0.0));
+    let full = lines.iter().find(|v| v["bench"] == "full_solve").unwrap();
+    assert!(full["softassign_ratio"].as_f64().unwrap() < 1.03);
+}
