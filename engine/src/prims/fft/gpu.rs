@@ -1,19 +1,21 @@
-//! The GPU 2D FFT plan: one dispatch of `shaders/engine/fft_lines.comp` per axis.
+//! The GPU 2D FFT plan: dispatches of `shaders/engine/fft_lines.comp` (and `fft_long.comp`).
 //!
-//! A 2D FFT is a batch of row FFTs followed by a batch of column FFTs, each done in place by
-//! one dispatch that reads and writes the whole data once (so a 2D FFT is 2 passes over
-//! memory, 1 when width or height is 1, for every size, power of two or Bluestein). A
-//! workgroup holds a few whole lines in shared memory: rows with neighbouring invocations on
-//! neighbouring values, columns with neighbouring invocations on neighbouring columns, both
-//! coalesced. The line's FFT size (the length, or the Bluestein size for other lengths) must
-//! fit in shared memory: `8 * m <= maxComputeSharedMemorySize`.
+//! A 2D FFT is a batch of row FFTs followed by a batch of column FFTs. Where a line's FFT
+//! (its length, or the Bluestein size for other lengths) fits in one workgroup's shared
+//! memory (`8 * m <= maxComputeSharedMemorySize`: up to 4096, so Bluestein up to length 2048),
+//! each axis is one in-place dispatch that reads and writes the whole data once, so a 2D FFT
+//! is 2 passes over memory (1 when width or height is 1). A workgroup holds a few whole
+//! lines: rows with neighbouring invocations on neighbouring values, columns with
+//! neighbouring invocations on neighbouring columns, both coalesced. Longer lines take the
+//! four-step path through a scratch buffer owned by the plan: 2 dispatches per axis for
+//! powers of two, 3 for Bluestein.
 
 use super::tables::{bluestein_kernel, chirp, fft_size, twiddles};
 use super::Direction;
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
-use crate::memory::Buffer;
+use crate::memory::{Buffer, Location};
 use crate::pipeline::{ComputePipeline, PipelineDesc};
 use crate::shaders;
 
@@ -30,7 +32,7 @@ const ROW_GROUP_INVOCATIONS: usize = 128;
 /// Push constants of `fft_lines.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
+struct LinesPush {
     n: u32,
     lines: u32,
     lines_per_image: u32,
@@ -44,6 +46,33 @@ struct Push {
     scale: f32,
 }
 
+/// Push constants of `fft_long.comp` (same order).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct LongPush {
+    n: u32,
+    lines: u32,
+    lines_per_image: u32,
+    image_stride: u32,
+    line_stride: u32,
+    elem_stride: u32,
+    scratch_line: u32,
+    scratch_elem: u32,
+    log2_total: u32,
+    inverse: u32,
+    twiddle_at: u32,
+    total_twiddle_at: u32,
+    chirp_at: u32,
+    kernel_at: u32,
+    scale: f32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Push {
+    Lines(LinesPush),
+    Long(LongPush),
+}
+
 /// How the lines of one axis are laid out in memory.
 struct Lines {
     len: usize,
@@ -52,143 +81,140 @@ struct Lines {
     image_stride: usize,
     line_stride: usize,
     elem_stride: usize,
-    /// Columns: neighbouring invocations take neighbouring lines.
-    lines_fast: bool,
+    /// Rows (values of a line are neighbours in memory) rather than columns (lines are).
+    rows: bool,
 }
 
-/// One axis of the plan: its pipeline (specialised for its workgroup shape) and arguments.
-struct Axis {
+/// The workgroup shape of in-workgroup FFTs of size `m`.
+struct Shape {
+    m: usize,
+    values: usize,
+    group_lines: usize,
+    lines_fast: bool,
+    pad_shift: u32,
+    line_slots: usize,
+}
+
+impl Shape {
+    /// The shape for `count` lines, or `None` when one line does not fit in a workgroup of
+    /// this device (or exceeds `direct_limit`, which tests lower to reach the long path).
+    fn new(ctx: &Context, m: usize, lines_fast: bool, count: usize, direct_limit: usize) -> Option<Shape> {
+        let info = ctx.info();
+        let values = VALUES_PER_INVOCATION.min(m);
+        let per_line = m / values;
+        let max_shared = info.max_shared_memory_bytes as usize;
+        // Rows pad their shared-memory lines (one slot per 8) where the padding fits.
+        let pad_shift = if !lines_fast && (m + m / 8) * COMPLEX_BYTES <= max_shared { 3 } else { 0 };
+        let line_slots = if pad_shift > 0 { m + (m >> pad_shift) } else { m };
+        let shared_limit = max_shared / (line_slots * COMPLEX_BYTES);
+        let invocation_limit = info.max_workgroup_invocations.min(info.max_workgroup_size[0]) as usize / per_line;
+        if m > direct_limit || shared_limit == 0 || invocation_limit == 0 {
+            return None;
+        }
+        let wanted = if lines_fast { MAX_COLUMNS_PER_GROUP } else { ROW_GROUP_INVOCATIONS.div_ceil(per_line) };
+        let group_lines = wanted.min(shared_limit).min(invocation_limit).min(count).max(1);
+        Some(Shape { m, values, group_lines, lines_fast, pad_shift, line_slots })
+    }
+
+    /// Specialization constants 0..=6 of `fft_stockham.glsl`, then `extra`.
+    fn spec(&self, extra: &[u32]) -> Vec<u32> {
+        let mut spec = vec![
+            (self.group_lines * self.m / self.values) as u32,
+            self.values as u32,
+            self.m.trailing_zeros(),
+            self.group_lines as u32,
+            self.lines_fast as u32,
+            self.pad_shift,
+            (self.group_lines * self.line_slots) as u32,
+        ];
+        spec.extend_from_slice(extra);
+        spec
+    }
+}
+
+/// One dispatch of the plan.
+struct Dispatch {
     pipeline: ComputePipeline,
     push: Push,
     groups: u32,
 }
 
-/// A 2D FFT plan for `batch` complex images of `width x height` on one device: pipelines and
-/// constant tables are made once here; [`Fft2d::record`] records the transform.
+/// A 2D FFT plan for `batch` complex images of `width x height` on one device: pipelines,
+/// constant tables and scratch are made once here; [`Fft2d::record`] records the transform.
 pub struct Fft2d {
     ctx: Context,
     width: usize,
     height: usize,
     batch: usize,
-    axes: Vec<Axis>,
+    dispatches: Vec<Dispatch>,
     tables: Buffer<[f32; 2]>,
+    /// For lines too long for one workgroup (four-step), else a minimal placeholder.
+    scratch: Buffer<[f32; 2]>,
 }
 
 impl Fft2d {
     /// Plans the transform; fails with [`EngineError::InvalidInput`] for an empty shape and
-    /// [`EngineError::Unsupported`] when a line needs a larger FFT than shared memory holds.
+    /// [`EngineError::Unsupported`] when the data, or the scratch that lines too long for
+    /// one workgroup need, exceeds what one storage buffer may hold on this device.
     pub fn new(ctx: &Context, width: usize, height: usize, batch: usize) -> Result<Fft2d> {
+        Self::with_direct_limit(ctx, width, height, batch, usize::MAX)
+    }
+
+    /// [`Fft2d::new`], using the four-step path for every line whose FFT size exceeds
+    /// `direct_limit` (tests use it to reach that path at small sizes).
+    pub(super) fn with_direct_limit(
+        ctx: &Context,
+        width: usize,
+        height: usize,
+        batch: usize,
+        direct_limit: usize,
+    ) -> Result<Fft2d> {
         if width == 0 || height == 0 || batch == 0 {
             return Err(EngineError::InvalidInput(format!("FFT of {batch} images of {width}x{height}")));
         }
         let total = width.checked_mul(height).and_then(|v| v.checked_mul(batch)).unwrap_or(usize::MAX);
-        let bytes = total.saturating_mul(COMPLEX_BYTES) as u64;
-        if total > u32::MAX as usize || bytes > ctx.info().max_storage_buffer_range {
-            return Err(EngineError::Unsupported(format!(
-                "FFT of {batch} images of {width}x{height} ({bytes} bytes) exceeds the device's storage buffer range of {} bytes; split the batch",
-                ctx.info().max_storage_buffer_range
-            )));
-        }
+        check_buffer(ctx, total, "FFT data", batch, width, height)?;
         let image = width * height;
-        let mut layouts = Vec::new();
+        let mut axes = Vec::new();
         if width > 1 {
-            layouts.push(Lines {
+            axes.push(Lines {
                 len: width,
                 count: batch * height,
                 per_image: height,
                 image_stride: image,
                 line_stride: width,
                 elem_stride: 1,
-                lines_fast: false,
+                rows: true,
             });
         }
         if height > 1 {
-            layouts.push(Lines {
+            axes.push(Lines {
                 len: height,
                 count: batch * width,
                 per_image: width,
                 image_stride: image,
                 line_stride: 1,
                 elem_stride: width,
-                lines_fast: true,
+                rows: false,
             });
         }
         let mut table = Vec::new();
-        let mut axes = Vec::new();
-        for lines in &layouts {
-            axes.push(Self::axis(ctx, lines, &mut table)?);
+        let mut dispatches = Vec::new();
+        let mut scratch_len = 0;
+        for lines in &axes {
+            let m = fft_size(lines.len);
+            match Shape::new(ctx, m, !lines.rows, lines.count, direct_limit) {
+                Some(shape) => dispatches.push(direct(ctx, lines, &shape, &mut table)?),
+                None => {
+                    dispatches.extend(long(ctx, lines, direct_limit, &mut table)?);
+                    scratch_len = scratch_len.max(lines.count.saturating_mul(m));
+                }
+            }
         }
+        check_buffer(ctx, scratch_len, "FFT scratch for lines longer than a workgroup holds", batch, width, height)?;
         let tables = ctx.upload(&table, "FFT twiddle and chirp tables")?;
-        Ok(Fft2d { ctx: ctx.clone(), width, height, batch, axes, tables })
-    }
-
-    /// Builds one axis: appends its tables to `table` and creates its pipeline.
-    fn axis(ctx: &Context, lines: &Lines, table: &mut Vec<[f32; 2]>) -> Result<Axis> {
-        let info = ctx.info();
-        let n = lines.len;
-        let m = fft_size(n);
-        let values = VALUES_PER_INVOCATION.min(m);
-        let per_line = m / values;
-        let max_shared = info.max_shared_memory_bytes as usize;
-        // Rows pad their shared-memory lines (one slot per 8) where the padding fits.
-        let pad_shift = if !lines.lines_fast && (m + m / 8) * COMPLEX_BYTES <= max_shared { 3 } else { 0 };
-        let line_slots = if pad_shift > 0 { m + (m >> pad_shift) } else { m };
-        let shared_limit = max_shared / (line_slots * COMPLEX_BYTES);
-        let invocation_limit = info.max_workgroup_invocations.min(info.max_workgroup_size[0]) as usize / per_line;
-        if shared_limit == 0 || invocation_limit == 0 {
-            return Err(EngineError::Unsupported(format!(
-                "FFT line length {n} needs an in-workgroup FFT of size {m} ({} bytes of shared memory, {per_line} invocations); this device allows {} bytes and {} invocations",
-                m * COMPLEX_BYTES,
-                info.max_shared_memory_bytes,
-                info.max_workgroup_invocations
-            )));
-        }
-        let wanted = if lines.lines_fast { MAX_COLUMNS_PER_GROUP } else { ROW_GROUP_INVOCATIONS.div_ceil(per_line) };
-        let group_lines = wanted.min(shared_limit).min(invocation_limit).min(lines.count).max(1);
-
-        let twiddle_at = table.len() as u32;
-        table.extend(twiddles(m));
-        let bluestein = m != n;
-        let (chirp_at, kernel_at) = if bluestein {
-            let c = chirp(n);
-            let chirp_at = table.len() as u32;
-            table.extend(c.iter().map(|v| [v.re as f32, v.im as f32]));
-            let kernel_at = table.len() as u32;
-            table.extend(bluestein_kernel(&c, m));
-            (chirp_at, kernel_at)
-        } else {
-            (0, 0)
-        };
-        let push = Push {
-            n: n as u32,
-            lines: lines.count as u32,
-            lines_per_image: lines.per_image as u32,
-            image_stride: lines.image_stride as u32,
-            line_stride: lines.line_stride as u32,
-            elem_stride: lines.elem_stride as u32,
-            inverse: 0,
-            twiddle_at,
-            chirp_at,
-            kernel_at,
-            scale: 1.0,
-        };
-        let pipeline = ctx.compute_pipeline(&PipelineDesc {
-            name: "fft_lines",
-            spirv: shaders::FFT_LINES,
-            bindings: 2,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[
-                (group_lines * per_line) as u32,
-                values as u32,
-                m.trailing_zeros(),
-                group_lines as u32,
-                lines.lines_fast as u32,
-                pad_shift,
-                (group_lines * line_slots) as u32,
-                bluestein as u32,
-            ],
-        })?;
-        Ok(Axis { pipeline, push, groups: lines.count.div_ceil(group_lines) as u32 })
+        let scratch = ctx.buffer(scratch_len.max(1), Location::Device, "FFT scratch")?;
+        Ok(Fft2d { ctx: ctx.clone(), width, height, batch, dispatches, tables, scratch })
     }
 
     pub fn width(&self) -> usize {
@@ -212,10 +238,11 @@ impl Fft2d {
         false
     }
 
-    /// Dispatches [`Fft2d::record`] makes; each reads and writes the whole batch once, so the
-    /// transform moves `passes() * 2 * len() * 8` bytes.
+    /// Dispatches [`Fft2d::record`] makes, each reading and writing the whole batch (or its
+    /// padded scratch) once: 1 per axis longer than 1 whose FFT fits in a workgroup (so 2 for
+    /// a 2D FFT up to 4096x4096, Bluestein or not), else 2 (powers of two) or 3 (Bluestein).
     pub fn passes(&self) -> usize {
-        self.axes.len()
+        self.dispatches.len()
     }
 
     /// Records the transform of `data` (`len()` complex values, the batch of images) in place:
@@ -233,19 +260,27 @@ impl Fft2d {
                 data.len()
             )));
         }
-        let last = self.axes.len().saturating_sub(1);
-        for (i, axis) in self.axes.iter().enumerate() {
+        let last = self.dispatches.len().saturating_sub(1);
+        let inverse = direction == Direction::Inverse;
+        // The inverse's 1/(width*height) goes to the last dispatch, the one writing the result.
+        let scale = |i: usize| if inverse && i == last { 1.0 / (self.width * self.height) as f32 } else { 1.0 };
+        for (i, d) in self.dispatches.iter().enumerate() {
             if i > 0 {
                 rec.barrier();
             }
-            let mut push = axis.push;
-            if direction == Direction::Inverse {
-                push.inverse = 1;
-                if i == last {
-                    push.scale = 1.0 / (self.width * self.height) as f32;
+            match d.push {
+                Push::Lines(mut push) => {
+                    push.inverse = inverse as u32;
+                    push.scale = scale(i);
+                    rec.dispatch_linear(&d.pipeline, &[data.binding(), self.tables.binding()], &push, d.groups);
+                }
+                Push::Long(mut push) => {
+                    push.inverse = inverse as u32;
+                    push.scale = scale(i);
+                    let bindings = [data.binding(), self.scratch.binding(), self.tables.binding()];
+                    rec.dispatch_linear(&d.pipeline, &bindings, &push, d.groups);
                 }
             }
-            rec.dispatch_linear(&axis.pipeline, &[data.binding(), self.tables.binding()], &push, axis.groups);
         }
         Ok(())
     }
@@ -269,4 +304,121 @@ impl Fft2d {
     pub fn inverse(&self, host: &[[f32; 2]]) -> Result<Vec<[f32; 2]>> {
         self.transform(host, Direction::Inverse)
     }
+}
+
+/// Fails unless `len` complex values fit one storage-buffer binding and u32 indexing.
+fn check_buffer(ctx: &Context, len: usize, what: &str, batch: usize, width: usize, height: usize) -> Result<()> {
+    let bytes = len.saturating_mul(COMPLEX_BYTES) as u64;
+    let range = ctx.info().max_storage_buffer_range;
+    if len > u32::MAX as usize || bytes > range {
+        return Err(EngineError::Unsupported(format!(
+            "{what} for {batch} images of {width}x{height} needs {bytes} bytes, over the device's storage buffer range of {range} bytes; split the batch"
+        )));
+    }
+    Ok(())
+}
+
+/// Appends `values` to the plan's table and returns where they start.
+fn append(table: &mut Vec<[f32; 2]>, values: impl IntoIterator<Item = [f32; 2]>) -> u32 {
+    let at = table.len() as u32;
+    table.extend(values);
+    at
+}
+
+/// Chirp and filter tables of Bluestein's algorithm for length `n` and FFT size `m`.
+fn append_bluestein(table: &mut Vec<[f32; 2]>, n: usize, m: usize) -> (u32, u32) {
+    let c = chirp(n);
+    let chirp_at = append(table, c.iter().map(|v| [v.re as f32, v.im as f32]));
+    let kernel_at = append(table, bluestein_kernel(&c, m));
+    (chirp_at, kernel_at)
+}
+
+/// The single dispatch of an axis whose lines fit in a workgroup.
+fn direct(ctx: &Context, lines: &Lines, shape: &Shape, table: &mut Vec<[f32; 2]>) -> Result<Dispatch> {
+    let (n, m) = (lines.len, shape.m);
+    let twiddle_at = append(table, twiddles(m));
+    let bluestein = m != n;
+    let (chirp_at, kernel_at) = if bluestein { append_bluestein(table, n, m) } else { (0, 0) };
+    let push = LinesPush {
+        n: n as u32,
+        lines: lines.count as u32,
+        lines_per_image: lines.per_image as u32,
+        image_stride: lines.image_stride as u32,
+        line_stride: lines.line_stride as u32,
+        elem_stride: lines.elem_stride as u32,
+        inverse: 0,
+        twiddle_at,
+        chirp_at,
+        kernel_at,
+        scale: 1.0,
+    };
+    let pipeline = ctx.compute_pipeline(&PipelineDesc {
+        name: "fft_lines",
+        spirv: shaders::FFT_LINES,
+        bindings: 2,
+        push_bytes: std::mem::size_of::<LinesPush>() as u32,
+        spec: &shape.spec(&[bluestein as u32]),
+    })?;
+    Ok(Dispatch { pipeline, push: Push::Lines(push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
+}
+
+/// The four-step dispatches (`fft_long.comp`: stages A and B, and C for Bluestein) of an
+/// axis whose lines need an FFT larger than a workgroup holds.
+fn long(ctx: &Context, lines: &Lines, direct_limit: usize, table: &mut Vec<[f32; 2]>) -> Result<Vec<Dispatch>> {
+    let (n, m) = (lines.len, fft_size(lines.len));
+    let log2m = m.trailing_zeros();
+    // Stages A and C transform over n1 (size m1), stage B over n2 (size m2).
+    let m1 = 1usize << log2m.div_ceil(2);
+    let m2 = m / m1;
+    let unsupported = || {
+        EngineError::Unsupported(format!(
+            "FFT line length {n} needs an FFT of size {m}, over the square of what one workgroup of this device holds"
+        ))
+    };
+    // Stages A and C: sub-lines of one long line are neighbours for rows, the same sub-line
+    // of neighbouring lines for columns; both coalesced with neighbouring invocations on
+    // neighbouring sub-lines. Stage B: positions are contiguous in scratch for rows.
+    let shape_ac = Shape::new(ctx, m1, true, lines.count * (m / m1), direct_limit).ok_or_else(unsupported)?;
+    let shape_b = Shape::new(ctx, m2, !lines.rows, lines.count * (m / m2), direct_limit).ok_or_else(unsupported)?;
+    let twiddle_ac = append(table, twiddles(m1));
+    let twiddle_b = append(table, twiddles(m2));
+    let total_twiddle_at = append(table, twiddles(m));
+    let bluestein = m != n;
+    let (chirp_at, kernel_at) = if bluestein { append_bluestein(table, n, m) } else { (0, 0) };
+    // Scratch holds each line padded to m: contiguous per line for rows, line-fastest for
+    // columns, so both stay coalesced like the data.
+    let (scratch_line, scratch_elem) = if lines.rows { (m, 1) } else { (1, lines.count) };
+    let stages: &[u32] = if bluestein { &[0, 1, 2] } else { &[0, 1] };
+    stages
+        .iter()
+        .map(|&stage| {
+            let shape = if stage == 1 { &shape_b } else { &shape_ac };
+            let push = LongPush {
+                n: n as u32,
+                lines: lines.count as u32,
+                lines_per_image: lines.per_image as u32,
+                image_stride: lines.image_stride as u32,
+                line_stride: lines.line_stride as u32,
+                elem_stride: lines.elem_stride as u32,
+                scratch_line: scratch_line as u32,
+                scratch_elem: scratch_elem as u32,
+                log2_total: log2m,
+                inverse: 0,
+                twiddle_at: if stage == 1 { twiddle_b } else { twiddle_ac },
+                total_twiddle_at,
+                chirp_at,
+                kernel_at,
+                scale: 1.0,
+            };
+            let pipeline = ctx.compute_pipeline(&PipelineDesc {
+                name: "fft_long",
+                spirv: shaders::FFT_LONG,
+                bindings: 3,
+                push_bytes: std::mem::size_of::<LongPush>() as u32,
+                spec: &shape.spec(&[bluestein as u32, stage, lines.rows as u32]),
+            })?;
+            let subs = lines.count * (m / shape.m);
+            Ok(Dispatch { pipeline, push: Push::Long(push), groups: subs.div_ceil(shape.group_lines) as u32 })
+        })
+        .collect()
 }

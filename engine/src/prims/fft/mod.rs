@@ -9,9 +9,10 @@
 //!   [`Direction::Inverse`] uses `exp(+2 pi i ...)` and scales by `1 / (width*height)`, so a
 //!   forward then inverse transform returns the input (MATLAB's `fft2` / `ifft2`).
 //!
-//! Any size works: power-of-two line lengths up to the shared-memory limit (4096 with 32 KiB)
-//! directly, other lengths by Bluestein's chirp-z algorithm on a power-of-two FFT of at least
-//! `2n - 1` (lengths up to 2048 with 32 KiB or 48 KiB). See `gpu.rs` for the kernel layout.
+//! Any size works: line lengths whose FFT fits in one workgroup's shared memory (powers of two
+//! up to 4096, other lengths up to 2048 by Bluestein's chirp-z algorithm on a power-of-two FFT
+//! of at least `2n - 1`) in one pass per axis, longer lines by a four-step decomposition into
+//! two or three passes (up to 16M-point FFTs). See `gpu.rs` for the kernel layout.
 
 mod cpu;
 mod gpu;

@@ -32,8 +32,12 @@ fn max_image_error(got: &[[f32; 2]], want: &[Complex64], image: usize) -> f64 {
 }
 
 fn check(width: usize, height: usize, batch: usize, seed: u64) {
-    let ctx = testing::context();
-    let plan = Fft2d::new(ctx, width, height, batch).unwrap();
+    check_plan(&Fft2d::new(testing::context(), width, height, batch).unwrap(), seed);
+}
+
+/// Forward against the CPU reference and the round trip, both within [`BOUND`].
+fn check_plan(plan: &Fft2d, seed: u64) {
+    let (width, height, batch) = (plan.width(), plan.height(), plan.batch());
     let input = random_images(width * height * batch, seed);
     let mut want: Vec<Complex64> = input.iter().map(|v| Complex64::new(v[0] as f64, v[1] as f64)).collect();
     fft2d_cpu(&mut want, width, height, Direction::Forward).unwrap();
@@ -87,7 +91,7 @@ fn the_error_check_can_fail() {
 fn bad_shapes_are_errors() {
     let ctx = testing::context();
     assert!(matches!(Fft2d::new(ctx, 0, 4, 1), Err(EngineError::InvalidInput(_))));
-    assert!(matches!(Fft2d::new(ctx, 1 << 20, 1, 1), Err(EngineError::Unsupported(_))));
+    assert!(matches!(Fft2d::new(ctx, 1 << 25, 1, 1), Err(EngineError::Unsupported(_))));
     let plan = Fft2d::new(ctx, 4, 4, 2).unwrap();
     let short = ctx.upload(&[[0.0f32; 2]; 16], "short").unwrap();
     let mut rec = ctx.recorder().unwrap();
@@ -99,8 +103,42 @@ fn bad_shapes_are_errors() {
 #[test]
 #[ignore]
 fn image_sizes_match_rustfft() {
-    for (i, (w, h, b)) in [(1920, 1080, 1), (4096, 4096, 1), (512, 512, 8), (2048, 1536, 2)].into_iter().enumerate() {
+    for (i, (w, h, b)) in [
+        (1920, 1080, 1),
+        (4096, 4096, 1),
+        (512, 512, 8),
+        (2048, 1536, 2),
+        (2560, 1440, 1),
+        (16384, 64, 1),
+        (50, 16383, 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         check(w, h, b, 200 + i as u64);
+    }
+    testing::assert_no_validation_messages();
+}
+
+/// The four-step path for lines longer than a workgroup holds, reached at small sizes by
+/// lowering the in-workgroup limit; one real long size as well.
+#[test]
+fn four_step_sizes_match_rustfft() {
+    let ctx = testing::context();
+    for (i, (w, h, b, limit)) in [
+        (64, 32, 2, 16),
+        (256, 8, 1, 64),
+        (31, 17, 3, 16),
+        (333, 100, 1, 64),
+        (5, 1024, 1, 32),
+        (8192, 2, 1, usize::MAX),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let plan = Fft2d::with_direct_limit(ctx, w, h, b, limit).unwrap();
+        assert!(plan.passes() > 2, "{w}x{h}: the four-step path was not taken");
+        check_plan(&plan, 300 + i as u64);
     }
     testing::assert_no_validation_messages();
 }
