@@ -156,6 +156,40 @@ fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32)
         "tflop_per_s": flops / (gpu * 1e-3) / 1e12}))
 }
 
+fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) -> Result<serde_json::Value> {
+    use engine::prims::fft::{Direction, Fft2d, Fft2dCpu};
+    let len = size * size * batch;
+    let host: Vec<[f32; 2]> = random_u32(2 * len, 6)
+        .chunks(2)
+        .map(|c| [(c[0] >> 8) as f32 / 16777216.0 - 0.5, (c[1] >> 8) as f32 / 16777216.0 - 0.5])
+        .collect();
+    let data = ctx.upload(&host, "fft data")?;
+    let plan = Fft2d::new(ctx, size, size, batch)?;
+    let gpu = gpu_median(ctx, repeats, |rec| {
+        plan.record(rec, &data, Direction::Forward)?;
+        rec.barrier();
+        plan.record(rec, &data, Direction::Inverse)
+    })?;
+    // The forward + inverse round trip must give the input back.
+    let back = ctx.download(&data)?;
+    let err = back.iter().zip(&host).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0f32, f32::max);
+    let cpu_plan = Fft2dCpu::new(size, size)?;
+    let mut cpu_data: Vec<engine::prims::fft::Complex64> =
+        host.iter().map(|c| engine::prims::fft::Complex64::new(c[0] as f64, c[1] as f64)).collect();
+    let cpu = cpu_ms(|| {
+        for image in cpu_data.chunks_mut(size * size) {
+            cpu_plan.process(image, Direction::Forward).unwrap();
+            cpu_plan.process(image, Direction::Inverse).unwrap();
+        }
+    });
+    // Floor: each of forward and inverse reads and writes the batch once (8 bytes a value).
+    let bytes = 2.0 * 2.0 * 8.0 * len as f64;
+    Ok(json!({"bench": "fft2d_c2c_forward_inverse", "size": [size, size], "batch": batch, "gpu_ms": gpu, "cpu_ms": cpu,
+        "cpu": "rustfft f64, rows and columns in parallel (rayon)", "passes_per_transform": plan.passes(),
+        "floor_ms": floor.ms(bytes), "floor": "one read + one write of the batch per transform / copy bandwidth",
+        "fraction_of_copy_bw": floor.ms(bytes) / gpu, "round_trip_max_abs_error": err, "correct": err < 1e-4}))
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let ctx = Context::open(args.device.as_deref())?;
@@ -175,6 +209,8 @@ fn main() -> Result<()> {
     for line in reductions(&ctx, &floor, m, n, args.repeats)? {
         println!("{line}");
     }
+    let (size, batch) = if args.quick { (64, 3) } else { (512, 40) };
+    println!("{}", fft(&ctx, &floor, size, batch, args.repeats)?);
     let batch = if args.quick { 10 } else { 20_000 };
     println!("{}", gemm(&ctx, ceilings.fma_tflop_per_s, batch, 64, args.repeats)?);
     Ok(())
