@@ -52,7 +52,7 @@ fn sizes(quick: bool) -> Sizes {
             tile_px: 128,
             tile_k: 1400,
             frames: vec![("1080p", 1920, 1080, 169_401, 11.7), ("4K", 3840, 2160, 686_763, 44.4)],
-            blocks: vec![16, 32, 64, 128, 256],
+            blocks: vec![8, 16, 32, 64, 128, 256],
             reps: 5,
             fit_px: 512,
             fit_ks: vec![500, 2000],
@@ -68,6 +68,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// Median GPU ms per pass, median GPU ms in total, median wall ms, tile-list entries.
+struct Timing {
+    passes: Vec<(String, f64)>,
+    gpu_ms: f64,
+    wall_ms: f64,
+    entries: usize,
+}
+
 /// Renders `reps` frames (after a warm-up that also sizes the tile lists); returns median
 /// GPU ms per pass name and in total, median wall ms, and the list entries.
 fn time_frames(
@@ -75,7 +83,7 @@ fn time_frames(
     renderer: &mut Renderer,
     settings: RenderSettings,
     reps: usize,
-) -> engine::Result<(Vec<(String, f64)>, f64, f64, usize)> {
+) -> engine::Result<Timing> {
     let mut frame = renderer.frame(settings, 0)?;
     let mut entries = 0;
     for _ in 0..2 {
@@ -105,7 +113,12 @@ fn time_frames(
             }
         }
     }
-    Ok((passes.into_iter().map(|(n, v)| (n, median(v))).collect(), median(totals), median(walls), entries))
+    Ok(Timing {
+        passes: passes.into_iter().map(|(n, v)| (n, median(v))).collect(),
+        gpu_ms: median(totals),
+        wall_ms: median(walls),
+        entries,
+    })
 }
 
 /// Runs the benchmark set on `ctx`, printing one JSON line per measurement.
@@ -133,7 +146,8 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
                 for cull in [Cull::Exact, Cull::Window] {
                     let settings =
                         RenderSettings { cull, tile: block, window: 16.0, ..RenderSettings::new(w as u32, h as u32) };
-                    let (passes, gpu_ms, wall_ms, entries) = time_frames(ctx, &mut renderer, settings, s.reps)?;
+                    let Timing { passes, gpu_ms, wall_ms, entries } =
+                        time_frames(ctx, &mut renderer, settings, s.reps)?;
                     let tiles = (w as u32).div_ceil(block) as usize * (h as u32).div_ceil(block) as usize;
                     let evals = entries as f64 * (block * block) as f64;
                     let mut line = json!({
@@ -166,7 +180,7 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
             }
             if name == "1080p" && mode == Mode::Fast {
                 let settings = RenderSettings { cull: Cull::Off, tile: 16, ..RenderSettings::new(w as u32, h as u32) };
-                let (passes, gpu_ms, wall_ms, _) = time_frames(ctx, &mut renderer, settings, 1)?;
+                let Timing { passes, gpu_ms, wall_ms, .. } = time_frames(ctx, &mut renderer, settings, 1)?;
                 let evals = (w * h * k) as f64;
                 engine::cli::print_json(&json!({
                     "bench": format!("render_{name}"), "size": format!("{w}x{h}"), "kernels": k,

@@ -98,7 +98,7 @@ impl Grid {
         }
         let a = engine::io::read_npy(path)?;
         let shape_err = |message: String| DataError::Shape { path: path.display().to_string(), message };
-        if a.shape.len() != 5 || a.shape[4] != 3 || a.shape.iter().any(|&s| s == 0) {
+        if a.shape.len() != 5 || a.shape[4] != 3 || a.shape.contains(&0) {
             return Err(shape_err(format!("light field must have shape (U, V, H, W, 3), got {:?}", a.shape)));
         }
         let scale = if a.dtype == engine::io::NpyDtype::U8 { 1.0 / 255.0 } else { 1.0 };

@@ -61,10 +61,8 @@ pub fn grid_init(grid: &Grid, k: usize) -> Model {
                 var.extend([1.0 / 12.0, 1.0 / 12.0]);
             }
             var.extend([0.01; 3]);
-            for a in 0..d {
-                for b in 0..=a {
-                    m.cov.push(if a == b { var[a] } else { 0.0 });
-                }
+            for (a, &va) in var.iter().enumerate() {
+                m.cov.extend((0..=a).map(|b| if a == b { va } else { 0.0 }));
             }
         }
     }

@@ -165,7 +165,7 @@ impl Model {
     /// positive-definite covariance); errors name the kernel index.
     pub fn validate(&self) -> Result<()> {
         check_dims(self.coord_dims, self.color_dims)?;
-        if self.extent.len() != self.coord_dims || self.extent.iter().any(|&e| e == 0) {
+        if self.extent.len() != self.coord_dims || self.extent.contains(&0) {
             return Err(ModelError::Invalid(format!(
                 "extent must hold {} positive sizes, got {:?}",
                 self.coord_dims, self.extent
@@ -424,7 +424,7 @@ pub fn cholesky_packed(a: &[f64], d: usize) -> Option<Vec<f64>> {
                 s -= l[packed_index(i, k)] * l[packed_index(j, k)];
             }
             if i == j {
-                if !(s > 0.0) || !s.is_finite() {
+                if s.is_nan() || s <= 0.0 || !s.is_finite() {
                     return None;
                 }
                 l[packed_index(i, i)] = s.sqrt();

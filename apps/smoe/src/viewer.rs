@@ -102,7 +102,7 @@ impl App {
         // Now and then (and on the first frame of a size), wait for this frame and grow the
         // tile lists if they overflowed; an overflowing tile was still rendered correctly,
         // with all kernels.
-        if state.since_check % 30 == 0 {
+        if state.since_check.is_multiple_of(30) {
             if let Some(s) = state.in_flight.take() {
                 s.wait()?;
             }

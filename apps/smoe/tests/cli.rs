@@ -140,7 +140,8 @@ fn convert_round_trip_and_bad_models() {
     let text = std::fs::read_to_string(&model).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let out = dir.path().join("o.png");
-    let cases: Vec<(Box<dyn Fn(&mut serde_json::Value)>, &str)> = vec![
+    type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
+    let cases: Vec<(Mutation, &str)> = vec![
         (Box::new(|v| v["kernels"][3]["pi"] = serde_json::json!(0.0)), "kernel 3"),
         (Box::new(|v| v["kernels"][5]["cov"][0][0] = serde_json::json!(-1.0)), "kernel 5"),
         (Box::new(|v| v["kernels"][2]["mu"] = serde_json::json!([0.5, 0.5])), "kernel 2"),
