@@ -1,7 +1,7 @@
 //! Message passing between ranks: MPI when the process was started by `mpirun`, otherwise a
 //! single rank that needs no MPI at all (so the binary runs anywhere without `mpirun`).
 
-use mpi::collective::Root;
+use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 
@@ -17,6 +17,8 @@ pub trait Comm {
     /// Gathers `values` (the same length on every rank) to rank 0: one vector per rank there,
     /// `None` elsewhere.
     fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>>;
+    /// Waits until every rank got here.
+    fn barrier(&self);
 }
 
 /// The one rank of a process started without `mpirun`.
@@ -42,6 +44,8 @@ impl Comm for Single {
     fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>> {
         Some(vec![values.to_vec()])
     }
+
+    fn barrier(&self) {}
 }
 
 /// MPI's world communicator (Open MPI through the `mpi` crate).
@@ -98,5 +102,9 @@ impl Comm for Mpi {
             root.gather_into(values);
             None
         }
+    }
+
+    fn barrier(&self) {
+        self.world.barrier();
     }
 }

@@ -323,6 +323,9 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             }
         };
         let bytes_d2h = 4 * piece.words().len();
+        // Ranks finish rendering at different times; waiting here keeps that skew out of the
+        // exchange time.
+        comm.barrier();
         let (result, stats) = composite_frame(comm, piece, req.strategy, Op::ZBuffer)?;
         let values = [
             render_ms,

@@ -1,0 +1,244 @@
+//! End-to-end tests of the `composite` binary: encode/decode/blend round trips on both
+//! backends, clear errors on bad `.ap` files, render (points and OBJ), demo, bench --quick,
+//! and distributed runs under `mpirun` compared byte for byte with the single-rank image.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use compositor::ap::{ApImage, HEADER_BYTES};
+use compositor::frame::Frame;
+use rand::{Rng, SeedableRng};
+
+const BIN: &str = env!("CARGO_BIN_EXE_composite");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run composite")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "composite {args:?} failed:\n{err}");
+    assert!(!err.contains("vulkan validation"), "composite {args:?}: validation messages:\n{err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs a command that must fail cleanly; returns its stderr.
+fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "composite {args:?} should fail");
+    assert!(!err.contains("panicked"), "composite {args:?} panicked:\n{err}");
+    assert!(err.contains("Error"), "composite {args:?}: no error message:\n{err}");
+    err
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A random partial image with runs, as colour PNG + depth npy.
+fn write_inputs(dir: &Path, name: &str, w: u32, h: u32, seed: u64) -> (PathBuf, PathBuf, Frame) {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut f = Frame::empty(w, h);
+    let mut on = false;
+    let mut i = 0;
+    while i < f.pixels() {
+        let len = rng.gen_range(1..40);
+        for p in i..(i + len).min(f.pixels()) {
+            if on {
+                f.color[p] = rng.gen();
+                f.depth[p] = rng.gen_range(0.0..0.99);
+            }
+        }
+        i += len;
+        on = !on;
+    }
+    let color = dir.join(format!("{name}.png"));
+    let depth = dir.join(format!("{name}.npy"));
+    engine::io::save_png_rgba8(&color, w as usize, h as usize, &f.rgba_bytes([0; 4])).unwrap();
+    engine::io::write_npy_f32(&depth, &[h as usize, w as usize], &f.depth).unwrap();
+    // Inactive pixels read back with colour 0 (the PNG holds the background there).
+    for p in 0..f.pixels() {
+        if f.depth[p] == 1.0 {
+            f.color[p] = 0;
+        }
+    }
+    (color, depth, f)
+}
+
+#[test]
+fn encode_decode_blend_round_trips_on_both_backends() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (c, z, frame) = write_inputs(d, "a", 333, 211, 1);
+    let (c2, z2, _) = write_inputs(d, "b", 333, 211, 2);
+    let (gpu, cpu, b) = (d.join("gpu.ap"), d.join("cpu.ap"), d.join("b.ap"));
+    ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&gpu), "--background", "1,2,3,4"]);
+    ok(&[
+        "encode",
+        "--color",
+        s(&c),
+        "--depth",
+        s(&z),
+        "--out",
+        s(&cpu),
+        "--background",
+        "1,2,3,4",
+        "--backend",
+        "cpu",
+    ]);
+    ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"]);
+    assert_eq!(std::fs::read(&gpu).unwrap(), std::fs::read(&cpu).unwrap(), "GPU and CPU .ap files differ");
+
+    let (png, npy) = (d.join("dec.png"), d.join("dec.npy"));
+    ok(&["decode", s(&gpu), "--color", s(&png), "--depth", s(&npy)]);
+    let back = Frame::load(&png, &npy).unwrap();
+    assert_eq!(back.depth, frame.depth);
+    let (_, _, rgba) = engine::io::load_rgba8(&png).unwrap();
+    for p in 0..frame.pixels() {
+        let want = if frame.depth[p] == 1.0 { [1, 2, 3, 4] } else { frame.color[p].to_le_bytes() };
+        assert_eq!(rgba[4 * p..4 * p + 4], want, "pixel {p}");
+    }
+
+    for op in ["zbuffer", "over"] {
+        let (g, c) = (d.join(format!("{op}_gpu.png")), d.join(format!("{op}_cpu.png")));
+        ok(&["blend", s(&gpu), s(&b), "--out", s(&g), "--op", op]);
+        ok(&[
+            "blend",
+            s(&gpu),
+            s(&b),
+            "--out",
+            s(&c),
+            "--op",
+            op,
+            "--backend",
+            "cpu",
+            "--depth-out",
+            s(&d.join("z.npy")),
+        ]);
+        assert_eq!(std::fs::read(&g).unwrap(), std::fs::read(&c).unwrap(), "{op}: GPU and CPU blends differ");
+    }
+    fails(&["blend", s(&gpu), s(&b), "--out", s(&gpu)]);
+}
+
+#[test]
+fn bad_ap_files_give_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (c, z, _) = write_inputs(d, "a", 96, 64, 3);
+    let (c2, z2, _) = write_inputs(d, "b", 7, 3, 4);
+    let (a, small) = (d.join("a.ap"), d.join("small.ap"));
+    ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a), "--backend", "cpu"]);
+    ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&small), "--backend", "cpu"]);
+    let bytes = std::fs::read(&a).unwrap();
+    let out = d.join("out.png");
+    let write = |name: &str, b: &[u8]| {
+        let p = d.join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    };
+    let truncated = write("truncated.ap", &bytes[..bytes.len() - 8]);
+    assert!(fails(&["decode", s(&truncated), "--color", s(&out)]).contains("payload"));
+    let short = write("short.ap", &bytes[..10]);
+    fails(&["decode", s(&short), "--color", s(&out)]);
+    let mut magic = bytes.clone();
+    magic[..4].copy_from_slice(b"NOPE");
+    assert!(fails(&["decode", s(&write("magic.ap", &magic)), "--color", s(&out)]).contains("magic"));
+    // Header and payload disagree: a different height.
+    let mut size = bytes.clone();
+    size[12..16].copy_from_slice(&65u32.to_le_bytes());
+    assert!(fails(&["decode", s(&write("size.ap", &size)), "--color", s(&out)]).contains("pixels"));
+    // A run header that claims more pixels than follow.
+    let mut runs = bytes.clone();
+    runs[HEADER_BYTES + 4..HEADER_BYTES + 8].copy_from_slice(&1_000_000u32.to_le_bytes());
+    fails(&["decode", s(&write("runs.ap", &runs)), "--color", s(&out)]);
+    assert!(fails(&["blend", s(&a), s(&small), "--out", s(&out)]).contains("sizes differ"));
+    fails(&["decode", s(&d.join("missing.ap")), "--color", s(&out)]);
+    assert!(!out.exists(), "a failed command wrote its output");
+    // The good file still decodes.
+    assert!(ApImage::read(&a).is_ok());
+}
+
+fn render(extra: &[&str], out: &Path) -> Vec<u8> {
+    let mut args = vec!["render", "--size", "96x64", "--out", s(out)];
+    args.extend_from_slice(extra);
+    ok(&args);
+    std::fs::read(out).unwrap()
+}
+
+#[test]
+fn render_points_and_obj_single_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = render(&["--scene", "points:3000:2", "--frames", "2", "--json"], &d.join("a.png"));
+    let raw = render(&["--scene", "points:3000:2", "--frames", "2", "--no-compress"], &d.join("raw.png"));
+    assert_eq!(a, raw, "raw and encoded exchange give different images");
+    let objs = d.join("objs");
+    std::fs::create_dir(&objs).unwrap();
+    for (k, off) in [0.0f32, 0.7].iter().enumerate() {
+        let cube: String = (0..8)
+            .map(|i| format!("v {} {} {}\n", (i & 1) as f32 + off, ((i >> 1) & 1) as f32, ((i >> 2) & 1) as f32 - off))
+            .chain(["f 1 2 4 3\nf 5 6 8 7\nf 1 2 6 5\nf 3 4 8 7\nf 1 3 7 5\nf 2 4 8 6\n".to_string()])
+            .collect();
+        std::fs::write(objs.join(format!("cube{k}.obj")), cube).unwrap();
+    }
+    let mesh = render(&["--scene", s(&objs)], &d.join("mesh.png"));
+    let (_, _, rgba) = engine::io::load_rgba8(&d.join("mesh.png")).unwrap();
+    assert!(rgba.chunks(4).filter(|p| p[3] == 255).count() > 500, "the cubes did not render");
+    assert!(!mesh.is_empty());
+    fails(&["render", "--scene", "points:0", "--size", "96x64", "--out", s(&d.join("x.png"))]);
+    fails(&["render", "--scene", "points:10", "--size", "96by64", "--out", s(&d.join("x.png"))]);
+    fails(&["render", "--scene", s(&d.join("nothing")), "--size", "9x6", "--out", s(&d.join("x.png"))]);
+}
+
+#[test]
+fn mpirun_matches_the_single_rank_image() {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        println!("mpirun not found: skipping the distributed test");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let scene = ["--scene", "points:4000:9"];
+    let single = render(&scene, &d.join("single.png"));
+    for (n, strategy, extra) in [
+        (2, "binary-swap", None),
+        (3, "binary-swap", None),
+        (3, "radix-k", Some("--no-compress")),
+        (4, "radix-k", None),
+        (4, "direct-send", None),
+    ] {
+        let out = d.join(format!("mpi{n}{strategy}.png"));
+        let mut cmd = Command::new("mpirun");
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_btl", "self,vader")
+            .env("OMPI_MCA_plm_rsh_agent", "")
+            .args(["-n", &n.to_string(), "--oversubscribe", BIN, "render", "--size", "96x64", "--json"])
+            .args(scene)
+            .args(["--strategy", strategy, "--out", s(&out)])
+            .args(extra);
+        let result = cmd.output().expect("run mpirun");
+        let err = String::from_utf8_lossy(&result.stderr);
+        assert!(result.status.success(), "mpirun -n {n}: {err}");
+        assert!(!err.contains("vulkan validation"), "mpirun -n {n}: validation messages:\n{err}");
+        let stdout = String::from_utf8_lossy(&result.stdout);
+        let line: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(line["ranks"], n);
+        assert!(line["bytes_sent"].as_u64().unwrap() > 0);
+        assert_eq!(std::fs::read(&out).unwrap(), single, "mpirun -n {n} {strategy} differs from one rank");
+    }
+}
+
+#[test]
+fn demo_and_quick_bench_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let stdout = ok(&["demo", "--out", s(dir.path())]);
+    assert!(stdout.contains("== single-pass render: true"), "{stdout}");
+    assert!(dir.path().join("composite.png").exists() && dir.path().join("summary.json").exists());
+    let bench = ok(&["bench", "--quick"]);
+    let lines: Vec<serde_json::Value> = bench.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().any(|l| l["bench"] == "ap_encode" && l["gpu_ms"].as_f64().unwrap() > 0.0));
+    assert!(lines.iter().any(|l| l["bench"] == "ap_ratios"));
+}
