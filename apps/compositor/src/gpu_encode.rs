@@ -116,6 +116,7 @@ pub struct GpuEncoder {
     host: Option<Buffer<u32>>,
     roi_box: Buffer<u32>,
     size: Buffer<u32>,
+    last_steps: Vec<engine::PassTime>,
 }
 
 impl GpuEncoder {
@@ -142,6 +143,7 @@ impl GpuEncoder {
             host: None,
             roi_box: ctx.buffer(4, Location::Download, "roi box")?,
             size: ctx.buffer(1, Location::Download, "ap size")?,
+            last_steps: Vec::new(),
         })
     }
 
@@ -226,6 +228,7 @@ impl GpuEncoder {
         rec.barrier();
         self.scanner.record_inclusive(&mut rec, &s.new_run, &s.run_id, &s.scratch_inclusive)?;
         self.scanner.record_exclusive(&mut rec, &s.is_active, &s.active_idx, &s.scratch_exclusive)?;
+        rec.mark("scans");
         rec.barrier();
         rec.dispatch_linear(
             &self.run_ends,
@@ -250,14 +253,21 @@ impl GpuEncoder {
             &push,
             groups,
         );
-        rec.mark("encode");
+        rec.mark("compress");
         let passes = rec.submit()?.wait_profiled()?;
         let ms = gpu_ms(&passes, ms_since(wall));
+        self.last_steps = passes;
         let words = self.size.mapped()?[0] as usize;
         if words > capacity {
             return Err(CompositorError::Corrupt(format!("GPU encoder reported {words} words, capacity {capacity}")));
         }
         Ok((words, ms))
+    }
+
+    /// GPU time of each step of the last [`GpuEncoder::encode_span`] (empty without
+    /// timestamps).
+    pub fn last_steps(&self) -> &[engine::PassTime] {
+        &self.last_steps
     }
 
     /// Copies the first `words` of the device payload to the host; returns them and the copy
