@@ -163,8 +163,11 @@ impl GpuSoftAssign {
         }
     }
 
-    /// Runs the whole temperature schedule from the current state.
+    /// Runs the whole temperature schedule from the current state. Command buffers are
+    /// submitted as soon as they are recorded, so recording overlaps GPU work; each ends in
+    /// a barrier, which orders it before the next submission on the queue.
     pub fn anneal(&self, params: &SoftAssignParams) -> Result<()> {
+        let mut in_flight = Vec::new();
         let mut k = 0;
         while k < params.iterations {
             let mut rec = self.ctx.recorder()?;
@@ -172,8 +175,11 @@ impl GpuSoftAssign {
             for level in k..end {
                 self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params);
             }
-            rec.submit()?.wait()?;
+            in_flight.push(rec.submit()?);
             k = end;
+        }
+        for submission in in_flight {
+            submission.wait()?;
         }
         Ok(())
     }
@@ -231,7 +237,7 @@ mod tests {
             let mut cpu = CpuSoftAssign::new(&d, &params);
             cpu.cooling_iteration(t, &params);
             let err = testing::max_rel_error(&gpu.matrix(&d, t).unwrap(), &cpu.matrix(t), 1e-6);
-            assert!(err < 2e-3, "{m}x{n}: M differs by {err:e} (relative, floor 1e-6)");
+            assert!(err < 1e-4, "{m}x{n}: M differs by {err:e} (relative, floor 1e-6)");
             // After normalisation every real row of M sums to ~1.
             let p = gpu.matrix(&d, t).unwrap();
             for i in 0..m {
