@@ -2,7 +2,7 @@
 // Per kernel: turns a raw record (pi, mu, covariance) into what the renderer evaluates per
 // pixel. fast (ROBUST = 0): closed-form inverse of the coordinate covariance (2x2 directly,
 // 4x4 by 2x2 blocks and the Schur complement), A = S_YX S_XX^-1. robust (ROBUST = 1):
-// Cholesky factor L of S_XX and B = L^-1 S_XY, so that the expert is mu_Y + B^T (L^-1 d).
+// Cholesky factor L of S_XX (diagonal stored as 1/L_ii) and B = L^-1 S_XY, so that the expert is mu_Y + B^T (L^-1 d).
 #include "common.glsl"
 #include "smoe.glsl"
 
@@ -75,7 +75,8 @@ void main() {
                 } else {
                     L[i][j] = s / L[j][j];
                 }
-                prep[pb + OFF_MAT + packed_index(i, j)] = L[i][j];
+                // The renderer multiplies by the diagonal's reciprocal instead of dividing.
+                prep[pb + OFF_MAT + packed_index(i, j)] = i == j ? 1.0 / L[i][i] : L[i][j];
             }
         }
         for (uint c = 0u; c < 3u; c++) {

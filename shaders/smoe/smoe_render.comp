@@ -63,7 +63,7 @@ void main() {
                         for (uint i = 0u; i < P; i++) {
                             float a = d[i];
                             for (uint r = 0u; r < i; r++) a -= chunk[b + OFF_MAT + packed_index(i, r)] * v[r];
-                            v[i] = a / chunk[b + OFF_MAT + packed_index(i, i)];
+                            v[i] = a * chunk[b + OFF_MAT + packed_index(i, i)];
                             q += v[i] * v[i];
                         }
                     } else {
@@ -75,6 +75,9 @@ void main() {
                         }
                     }
                     float l = chunk[b + OFF_C] - 0.5 * q;
+                    // Below e^-40 of the running maximum a kernel cannot move the colour
+                    // by more than K e^-40 (far below f32 resolution): skip its expert.
+                    if (l < mx - 40.0) continue;
                     if (l > mx) {
                         float f = exp(mx - l);
                         sum *= f;

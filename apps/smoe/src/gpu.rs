@@ -438,6 +438,24 @@ mod tests {
         check(&model, 74, 58, [0.0; 2]);
     }
 
+    /// A model as dense as the benchmark's (a fitted tile repeated), where exact culling
+    /// drops most kernels from each tile and must still hold the error bounds.
+    #[test]
+    fn exact_culling_prunes_and_holds_the_bound_on_a_tiled_model() {
+        let tile = fitted(&sample_image(24, 24), 40);
+        let model = crate::data::tile_model(&tile, 24, 100, 70, 450);
+        assert_eq!(model.len(), 450);
+        for mode in [Mode::Robust, Mode::Fast] {
+            let settings = RenderSettings { tile: 8, ..RenderSettings::new(100, 70) };
+            let (max, mean, entries) = errors(&model, settings, mode, [0.0; 2]);
+            let tiles = 13 * 9;
+            eprintln!("{mode:?}: max {max:.2e} mean {mean:.2e}, {} kernels per tile", entries / tiles);
+            assert!(entries < tiles * model.len() / 3, "culling kept {entries} of {}", tiles * model.len());
+            assert!(max <= 1.0 / 4096.0 && mean <= 1.0 / 65536.0, "{mode:?}: {max} {mean}");
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
     #[test]
     fn light_field_model_matches_f64_reference_at_fractional_views() {
         let model = fitted(&sample_lightfield(19, 15, 3, 3, 1.5), 24);
