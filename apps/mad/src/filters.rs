@@ -90,7 +90,8 @@ mod tests {
         let (rows, cols) = (96, 96);
         let kc = 32;
         assert!((log_gabor(0, kc, rows, cols, 0, 0) - 1.0).abs() < 1e-12);
-        assert!(log_gabor(0, kc, rows, cols, 0, 2) < 1e-3);
+        // Orientation 2 lies pi/2 away, with an angular sigma of pi/6: exp(-(pi/2)^2 / (2 (pi/6)^2)) = exp(-4.5).
+        assert!((log_gabor(0, kc, rows, cols, 0, 2) - (-4.5f64).exp()).abs() < 1e-12);
         assert_eq!(log_gabor(0, 0, rows, cols, 3, 1), 0.0);
     }
 }

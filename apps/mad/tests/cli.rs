@@ -1,0 +1,199 @@
+//! End-to-end tests of the `mad` binary: the interface of the issue (score, batch, --maps,
+//! --json, --backend), bad inputs, 16-bit and RGB inputs, bench --quick and demo.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mad::synth::{distort, scene, to_u8, Distortion};
+use serde_json::Value;
+
+fn mad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mad")).args(args).output().expect("run mad")
+}
+
+fn json_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Writes a 61x45 scene and a noisy version as 8-bit gray PNGs.
+fn write_pair(dir: &Path, sigma: f64) -> (PathBuf, PathBuf) {
+    let r = scene(61, 45, 5);
+    let d = distort(&r, Distortion::Noise(sigma), 1);
+    let (rp, dp) = (dir.join("ref.png"), dir.join(format!("noise{sigma}.png")));
+    engine::io::save_png_gray8(&rp, 61, 45, &to_u8(&r)).unwrap();
+    engine::io::save_png_gray8(&dp, 61, 45, &to_u8(&d)).unwrap();
+    (rp, dp)
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn score_json_on_both_backends_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, d) = write_pair(dir.path(), 10.0);
+    let gpu = mad(&["score", p(&r), p(&d), "--json"]);
+    let cpu = mad(&["score", p(&r), p(&d), "--json", "--backend", "cpu"]);
+    assert!(gpu.status.success() && cpu.status.success(), "{}{}", stderr(&gpu), stderr(&cpu));
+    let (g, c) = (&json_lines(&gpu)[0], &json_lines(&cpu)[0]);
+    for key in ["mad", "detection", "appearance", "alpha"] {
+        let (a, b) = (g[key].as_f64().unwrap(), c[key].as_f64().unwrap());
+        assert!((a - b).abs() <= 1e-3 * b.abs(), "{key}: gpu {a} cpu {b}");
+    }
+    assert_eq!((g["width"].as_u64(), g["height"].as_u64()), (Some(61), Some(45)));
+    assert!(c["mad"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn identical_images_score_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = write_pair(dir.path(), 1.0);
+    let out = mad(&["score", p(&r), p(&r), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = &json_lines(&out)[0];
+    // The release gives HI = LO = 0, alpha = 1 and MAD = 0^1 * 0^0 = 0.
+    assert_eq!(v["mad"].as_f64(), Some(0.0));
+    assert_eq!(v["detection"].as_f64(), Some(0.0));
+    assert_eq!(v["alpha"].as_f64(), Some(1.0));
+}
+
+#[test]
+fn maps_are_written_as_png_and_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, d) = write_pair(dir.path(), 10.0);
+    let maps = dir.path().join("maps");
+    let out = mad(&["score", p(&r), p(&d), "--maps", p(&maps)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in ["detection", "appearance", "combined"] {
+        let npy = engine::io::read_npy(&maps.join(format!("{name}.npy"))).unwrap();
+        assert_eq!(npy.shape, vec![45, 61]);
+        assert!(npy.data.iter().all(|v| v.is_finite()));
+        assert!(npy.data.iter().any(|&v| v > 0.0), "{name} map is all zero");
+        let png = engine::io::load_image(&maps.join(format!("{name}.png"))).unwrap();
+        assert_eq!((png.width, png.channels), (61, 3));
+    }
+}
+
+#[test]
+fn bad_inputs_fail_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = write_pair(dir.path(), 10.0);
+    let other = dir.path().join("other.png");
+    engine::io::save_png_gray8(&other, 60, 45, &vec![100; 60 * 45]).unwrap();
+    let tiny = dir.path().join("tiny.png");
+    engine::io::save_png_gray8(&tiny, 20, 20, &vec![100; 400]).unwrap();
+    let garbage = dir.path().join("garbage.png");
+    std::fs::write(&garbage, b"not an image at all").unwrap();
+    let missing = dir.path().join("missing.png");
+    let cases: [(&[&str], &str); 4] = [
+        (&["score", p(&r), p(&other)], "size mismatch"),
+        (&["score", p(&r), p(&missing)], "missing.png"),
+        (&["score", p(&r), p(&garbage)], "garbage.png"),
+        (&["score", p(&tiny), p(&tiny)], "at least 34x34"),
+    ];
+    for (args, needle) in cases {
+        let out = mad(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?} panicked");
+    }
+}
+
+#[test]
+fn sixteen_bit_and_rgb_inputs_match_their_8_bit_gray_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    // No pixel at 255, where the release's uint8 LUT lookup saturates (8-bit only).
+    let s = scene(50, 40, 8);
+    let r: Vec<u8> = to_u8(&s).into_iter().map(|v| v.min(250)).collect();
+    let d: Vec<u8> = to_u8(&distort(&s, Distortion::Blur(2.0), 0)).into_iter().map(|v| v.min(250)).collect();
+    let gray = |name: &str, px: &[u8]| {
+        let path = dir.path().join(name);
+        engine::io::save_png_gray8(&path, 50, 40, px).unwrap();
+        path
+    };
+    let wide = |name: &str, px: &[u8]| {
+        let path = dir.path().join(name);
+        let v: Vec<u16> = px.iter().map(|&v| v as u16 * 257).collect();
+        image::ImageBuffer::<image::Luma<u16>, _>::from_raw(50, 40, v).unwrap().save(&path).unwrap();
+        path
+    };
+    let rgb = |name: &str, px: &[u8]| {
+        let path = dir.path().join(name);
+        engine::io::save_png_rgb8(&path, 50, 40, &px.iter().flat_map(|&v| [v, v, v]).collect::<Vec<u8>>()).unwrap();
+        path
+    };
+    let score = |a: &Path, b: &Path, backend: &str| {
+        let out = mad(&["score", p(a), p(b), "--json", "--backend", backend]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json_lines(&out)[0]["mad"].as_f64().unwrap()
+    };
+    let base = score(&gray("r8.png", &r), &gray("d8.png", &d), "cpu");
+    assert!(base > 0.0);
+    let sixteen = score(&wide("r16.png", &r), &wide("d16.png", &d), "cpu");
+    assert!((sixteen - base).abs() <= 1e-9 * base, "16-bit {sixteen} vs 8-bit {base}");
+    let colour = score(&rgb("rgb_r.png", &r), &rgb("rgb_d.png", &d), "cpu");
+    assert_eq!(colour, base, "RGB with equal channels is its gray image");
+    let sixteen_gpu = score(&dir.path().join("r16.png"), &dir.path().join("d16.png"), "gpu");
+    assert!((sixteen_gpu - base).abs() <= 1e-3 * base, "16-bit on the GPU {sixteen_gpu} vs {base}");
+}
+
+#[test]
+fn batch_reports_failures_in_order_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _) = write_pair(dir.path(), 5.0);
+    let (_, _) = write_pair(dir.path(), 15.0);
+    engine::io::save_png_gray8(&dir.path().join("small.png"), 40, 40, &vec![7; 1600]).unwrap();
+    let csv = dir.path().join("pairs.csv");
+    std::fs::write(&csv, "ref,dist\nref.png,noise5.png\nref.png,missing.png\nref.png,small.png\nref.png,noise15.png\n")
+        .unwrap();
+    for backend in ["gpu", "cpu"] {
+        let out = mad(&["batch", "--pairs", p(&csv), "--json", "--backend", backend]);
+        assert!(!out.status.success(), "a failed pair must make the exit status non-zero");
+        let lines = json_lines(&out);
+        assert_eq!(lines.len(), 4, "{backend}: {lines:?}");
+        let dists: Vec<&str> = lines.iter().map(|l| l["dist"].as_str().unwrap()).collect();
+        assert_eq!(dists, ["noise5.png", "missing.png", "small.png", "noise15.png"]);
+        assert!(lines[1]["error"].as_str().unwrap().contains("missing.png"));
+        assert!(lines[2]["error"].as_str().unwrap().contains("size mismatch"));
+        let (mild, strong) = (lines[0]["mad"].as_f64().unwrap(), lines[3]["mad"].as_f64().unwrap());
+        assert!(mild < strong, "{backend}: more noise must score higher ({mild} vs {strong})");
+        assert_eq!(lines[0]["width"].as_u64(), Some(61));
+    }
+}
+
+#[test]
+fn bench_quick_prints_measurements() {
+    let out = mad(&["bench", "--quick"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    let names: Vec<&str> = lines.iter().map(|l| l["bench"].as_str().unwrap()).collect();
+    assert_eq!(names, ["setup", "latency_64", "batch_64", "latency_97x61"]);
+    for l in &lines[1..] {
+        assert!(l["gpu_ms"].as_f64().unwrap() > 0.0 && l["cpu_ms"].as_f64().unwrap() > 0.0);
+        assert!(l["floor_ms"].as_f64().unwrap() > 0.0);
+    }
+    assert!(lines[1]["rel_diff"].as_f64().unwrap() < 1e-3);
+}
+
+#[test]
+fn demo_writes_images_maps_and_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = mad(&["demo", "--out", p(dir.path()), "--backend", "cpu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "one summary line");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("mad_summary.json")).unwrap()).unwrap();
+    let pairs = summary["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 8);
+    // Mild then strong of each kind: the strong one scores higher.
+    for k in 0..4 {
+        assert!(pairs[2 * k]["mad"].as_f64() < pairs[2 * k + 1]["mad"].as_f64(), "{}", pairs[2 * k]);
+    }
+    assert!(dir.path().join("maps/jpeg10/combined.png").exists());
+    assert!(dir.path().join("images/reference.png").exists());
+}
