@@ -44,8 +44,12 @@ void main() {
     uint i = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     if (i >= n) return;
     uint p = begin + i;
+    bool last = i + 1u == n;
+    uint on = is_active[i];
+    // Inactive pixels other than the last write nothing: skip their other loads.
+    if (on == 0u && !last) return;
     uint r = run_id[i];
-    if (is_active[i] == 1u) {
+    if (on == 1u) {
         uint pos = ap_offset(active_idx[i], r);
         ap[pos] = color[p];
         ap[pos + 1u] = depth_bits[p];
@@ -56,11 +60,11 @@ void main() {
             ap[pos - 1u] = run_len(r);
         }
     }
-    if (i + 1u == n) {
+    if (last) {
         uint tail = total - begin - n;
-        uint active_run = r + is_active[i] - 1u;
+        uint active_run = r + on - 1u;
         uint pos = ap_offset(active_idx[i], active_run);
-        if (is_active[i] == 1u) {
+        if (on == 1u) {
             if (tail > 0u) {
                 ap[pos + 2u] = tail;
                 ap[pos + 3u] = 0u;

@@ -225,6 +225,7 @@ impl GpuEncoder {
             &push,
             groups,
         );
+        rec.mark("properties");
         rec.barrier();
         self.scanner.record_inclusive(&mut rec, &s.new_run, &s.run_id, &s.scratch_inclusive)?;
         self.scanner.record_exclusive(&mut rec, &s.is_active, &s.active_idx, &s.scratch_exclusive)?;
@@ -236,6 +237,7 @@ impl GpuEncoder {
             &push,
             groups,
         );
+        rec.mark("run_ends");
         rec.barrier();
         rec.dispatch_linear(
             &self.compress,
