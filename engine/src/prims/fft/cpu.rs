@@ -48,19 +48,18 @@ impl Fft2dCpu {
             )));
         }
         let d = direction as usize;
+        let scale = if direction == Direction::Inverse { 1.0 / (w * h) as f64 } else { 1.0 };
         lines_in_parallel(data, w, &self.rows[d]);
         if h > 1 {
             let mut t = vec![Complex64::new(0.0, 0.0); data.len()];
             for (src, dst) in data.chunks(w * h).zip(t.chunks_mut(w * h)) {
-                transpose(src, dst, w, h);
+                transpose(src, dst, w, h, 1.0);
             }
             lines_in_parallel(&mut t, h, &self.cols[d]);
             for (src, dst) in t.chunks(w * h).zip(data.chunks_mut(w * h)) {
-                transpose(src, dst, h, w);
+                transpose(src, dst, h, w, scale);
             }
-        }
-        if direction == Direction::Inverse {
-            let scale = 1.0 / (w * h) as f64;
+        } else if scale != 1.0 {
             data.par_iter_mut().for_each(|v| *v *= scale);
         }
         Ok(())
@@ -84,16 +83,16 @@ fn lines_in_parallel(data: &mut [Complex64], len: usize, fft: &Arc<dyn Fft<f64>>
     );
 }
 
-/// `dst` (`w` rows of `h`) = transpose of `src` (`h` rows of `w`), in parallel over blocks of
-/// destination rows.
-fn transpose(src: &[Complex64], dst: &mut [Complex64], w: usize, h: usize) {
+/// `dst` (`w` rows of `h`) = `scale` times the transpose of `src` (`h` rows of `w`), in
+/// parallel over blocks of destination rows.
+fn transpose(src: &[Complex64], dst: &mut [Complex64], w: usize, h: usize, scale: f64) {
     dst.par_chunks_mut(h * TRANSPOSE_BLOCK).enumerate().for_each(|(block, out)| {
         let x0 = block * TRANSPOSE_BLOCK;
         let cols = out.len() / h;
         for y in 0..h {
             let row = &src[y * w + x0..y * w + x0 + cols];
             for (dx, v) in row.iter().enumerate() {
-                out[dx * h + y] = *v;
+                out[dx * h + y] = *v * scale;
             }
         }
     });
