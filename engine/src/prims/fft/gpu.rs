@@ -98,7 +98,8 @@ struct Shape {
 
 impl Shape {
     /// The shape for `count` lines, or `None` when one line does not fit in a workgroup of
-    /// this device (or exceeds `direct_limit`, which tests lower to reach the long path).
+    /// this device (or exceeds `direct_limit`, which tests lower to reach the long path), or
+    /// is shorter than 2 (lines of 1 need no transform and are never planned).
     fn new(ctx: &Context, m: usize, lines_fast: bool, count: usize, direct_limit: usize) -> Option<Shape> {
         let info = ctx.info();
         let values = VALUES_PER_INVOCATION.min(m);
@@ -109,7 +110,7 @@ impl Shape {
         let line_slots = if pad_shift > 0 { m + (m >> pad_shift) } else { m };
         let shared_limit = max_shared / (line_slots * COMPLEX_BYTES);
         let invocation_limit = info.max_workgroup_invocations.min(info.max_workgroup_size[0]) as usize / per_line;
-        if m > direct_limit || shared_limit == 0 || invocation_limit == 0 {
+        if m < 2 || m > direct_limit || shared_limit == 0 || invocation_limit == 0 {
             return None;
         }
         let wanted = if lines_fast { MAX_COLUMNS_PER_GROUP } else { ROW_GROUP_INVOCATIONS.div_ceil(per_line) };
