@@ -14,16 +14,18 @@ layout(set = 0, binding = 1) buffer Cells { float cells[]; };
 const uint SPAN = STRIDE * TILE + BLOCK - STRIDE;
 shared float s_img[2 * SPAN * SPAN];
 
-vec3 stats(uint base) {
+// `phase` rotates the column order per invocation so a warp's stride-4 block origins fall
+// in different shared-memory banks.
+vec3 stats(uint base, uint phase) {
     float mean = 0.0;
     for (uint r = 0u; r < BLOCK; r++) {
-        for (uint c = 0u; c < BLOCK; c++) mean += s_img[base + r * SPAN + c];
+        for (uint c = 0u; c < BLOCK; c++) mean += s_img[base + r * SPAN + (c + phase) % BLOCK];
     }
     mean /= float(BLOCK * BLOCK);
     float m2 = 0.0, m3 = 0.0, m4 = 0.0;
     for (uint r = 0u; r < BLOCK; r++) {
         for (uint c = 0u; c < BLOCK; c++) {
-            float d = s_img[base + r * SPAN + c] - mean;
+            float d = s_img[base + r * SPAN + (c + phase) % BLOCK] - mean;
             float d2 = d * d;
             m2 += d2;
             m3 += d2 * d;
@@ -54,8 +56,9 @@ void main() {
     uint by = gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
     if (bx >= blocks_x || by >= blocks_y) return;
     uint origin = (STRIDE * (gl_LocalInvocationID.x / TILE)) * SPAN + STRIDE * (gl_LocalInvocationID.x % TILE);
-    vec3 r = stats(origin);
-    vec3 d = stats(SPAN * SPAN + origin);
+    uint phase = gl_LocalInvocationID.x / TILE;
+    vec3 r = stats(origin, phase);
+    vec3 d = stats(SPAN * SPAN + origin, phase);
     float diff = SCALE_WEIGHTS[scale] * (abs(r.x - d.x) + SKEW_WEIGHT * abs(r.y - d.y) + abs(r.z - d.z));
     uint cell = p * blocks() + by * blocks_x + bx;
     cells[cell] = accumulate != 0u ? cells[cell] + diff : diff;

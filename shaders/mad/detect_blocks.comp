@@ -35,15 +35,19 @@ void main() {
     if (bx >= blocks_x || by >= blocks_y) return;
     uint origin = (STRIDE * (gl_LocalInvocationID.x / TILE)) * SPAN + STRIDE * (gl_LocalInvocationID.x % TILE);
 
+    // Each invocation walks its block's columns starting at its own rotation, so the 32 lanes
+    // of a warp (stride-4 block origins) hit 32 different shared-memory banks.
+    uint phase = gl_LocalInvocationID.x / TILE;
     float mean_ref = 0.0, mean_err = 0.0, mean_small = 0.0;
     for (uint r = 0u; r < BLOCK; r++) {
         for (uint c = 0u; c < BLOCK; c++) {
-            mean_ref += s_ref[origin + r * SPAN + c];
-            mean_err += s_err[origin + r * SPAN + c];
+            uint at = origin + r * SPAN + (c + phase) % BLOCK;
+            mean_ref += s_ref[at];
+            mean_err += s_err[at];
         }
     }
     for (uint r = 0u; r < SUB_BLOCK; r++) {
-        for (uint c = 0u; c < SUB_BLOCK; c++) mean_small += s_ref[origin + r * SPAN + c];
+        for (uint c = 0u; c < SUB_BLOCK; c++) mean_small += s_ref[origin + r * SPAN + (c + phase) % SUB_BLOCK];
     }
     mean_ref /= float(BLOCK * BLOCK);
     mean_err /= float(BLOCK * BLOCK);
@@ -51,13 +55,13 @@ void main() {
     float var_err = 0.0, var_small = 0.0;
     for (uint r = 0u; r < BLOCK; r++) {
         for (uint c = 0u; c < BLOCK; c++) {
-            float d = s_err[origin + r * SPAN + c] - mean_err;
+            float d = s_err[origin + r * SPAN + (c + phase) % BLOCK] - mean_err;
             var_err += d * d;
         }
     }
     for (uint r = 0u; r < SUB_BLOCK; r++) {
         for (uint c = 0u; c < SUB_BLOCK; c++) {
-            float d = s_ref[origin + r * SPAN + c] - mean_small;
+            float d = s_ref[origin + r * SPAN + (c + phase) % SUB_BLOCK] - mean_small;
             var_small += d * d;
         }
     }

@@ -241,6 +241,8 @@ impl GpuMad {
             ..Push::default()
         };
         let pixels = (count * g.pixels()) as u32;
+        // The filters run one invocation per frequency bin, over all images of the chunk.
+        let bins = g.pixels() as u32;
         let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
         rec.dispatch_linear(
             &self.prepare,
@@ -259,7 +261,7 @@ impl GpuMad {
         slot.fft.record(rec, &slot.spec, Direction::Forward)?;
         rec.barrier();
         rec.mark("prepare + forward FFTs");
-        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], &base, (2 * pixels).div_ceil(WORKGROUP));
+        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], &base, bins.div_ceil(WORKGROUP));
         rec.barrier();
         slot.fft.record(rec, &slot.light, Direction::Inverse)?;
         rec.barrier();
@@ -292,7 +294,7 @@ impl GpuMad {
                     &self.gabor_apply,
                     &[slot.spec.binding(), slot.light.binding()],
                     &push,
-                    (2 * pixels).div_ceil(WORKGROUP),
+                    bins.div_ceil(WORKGROUP),
                 );
                 rec.barrier();
                 slot.fft.record(rec, &slot.light, Direction::Inverse)?;
