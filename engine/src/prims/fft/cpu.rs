@@ -19,6 +19,7 @@ const TRANSPOSE_BLOCK: usize = 16;
 pub struct Fft2dCpu {
     width: usize,
     height: usize,
+    /// Forward and inverse plans for the rows (length `width`) and the columns.
     rows: [Arc<dyn Fft<f64>>; 2],
     cols: [Arc<dyn Fft<f64>>; 2],
 }
@@ -47,7 +48,10 @@ impl Fft2dCpu {
                 data.len()
             )));
         }
-        let d = direction as usize;
+        let d = match direction {
+            Direction::Forward => 0,
+            Direction::Inverse => 1,
+        };
         let scale = if direction == Direction::Inverse { 1.0 / (w * h) as f64 } else { 1.0 };
         lines_in_parallel(data, w, &self.rows[d]);
         if h > 1 {
