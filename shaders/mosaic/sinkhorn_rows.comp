@@ -40,20 +40,30 @@ void main() {
     float gj[PER_THREAD];
     float colsum[PER_THREAD];
     float e[PER_THREAD];
+    // The current row's distances; the next row's are loaded into it before the barrier,
+    // so their latency overlaps the reduction.
+    float dv[PER_THREAD];
     for (uint k = 0; k < PER_THREAD; k++) {
         uint j = lid + k * gl_WorkGroupSize.x;
         gj[k] = j < n ? g[j] + alpha : 0.0;
         colsum[k] = 0.0;
+        dv[k] = (j < n && row_begin < row_end) ? d[row_begin * n + j] : 0.0;
     }
     for (uint i = row_begin; i < row_end; i++) {
         float fi = f[i];
-        uint base = i * n;
         float s = 0.0;
         for (uint k = 0; k < PER_THREAD; k++) {
             uint j = lid + k * gl_WorkGroupSize.x;
-            float x = j < n ? (fi + gj[k] - d[base + j]) * inv_t : -clamp_;
+            float x = (fi + gj[k] - dv[k]) * inv_t;
             e[k] = j < n ? exp(clamp(x, -clamp_, clamp_)) : 0.0;
             s += e[k];
+        }
+        if (i + 1u < row_end) {
+            uint next = (i + 1u) * n;
+            for (uint k = 0; k < PER_THREAD; k++) {
+                uint j = lid + k * gl_WorkGroupSize.x;
+                dv[k] = j < n ? d[next + j] : 0.0;
+            }
         }
         s = subgroupAdd(s);
         uint parity = i & 1u;

@@ -20,8 +20,15 @@
 //!   (warm start) between stabilisations and temperatures instead of restarting from fresh
 //!   exponentials: `stabilisations x sinkhorn` normalisations run per temperature. The
 //!   outlier row keeps its column scaling rather than being refreshed each stabilisation.
+//! - M starts from f = g = 0 (the first pass sees exp(-(D - alpha) / t)), not from small
+//!   random values: the fixed point does not depend on the start, and runs are reproducible.
+//! - The pseudo-code's per-cooling-iteration `sum_all(Q)` test (keep the M of lowest cost)
+//!   is left out: with warm-started potentials each temperature refines the previous one,
+//!   and only the final M is discretised.
 //! - Temperatures (t0) and alpha are in units of the mean of D, so defaults carry across
-//!   matrices of any scale.
+//!   matrices of any scale. With the outlier row absorbing the n - m unused tiles, alpha
+//!   shifts the row potentials and cancels at convergence; it matters only while the
+//!   normalisation has not converged.
 //! - The discretisation is greedy on the final matrix: candidate pairs (the `CANDIDATES`
 //!   largest entries of each row of M) are taken in order of decreasing M when both patch
 //!   and tile are still free; any patch left takes its largest entry among free tiles.
