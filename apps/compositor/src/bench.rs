@@ -224,6 +224,11 @@ fn time_rank(
     let active = encoded.active_pixels();
     let floor_bytes = 4 * span_pixels + 4 * active + encoded.bytes();
     let floor_ms = floor_bytes as f64 / COPY_BANDWIDTH * 1e3;
+    // What the five passes of Algorithm 1 move with u32 intermediates: properties (depth in,
+    // two flags out), two scans (in and out), run ends (two reads), compress (flag read for
+    // every pixel; run id, flags, active index, colour, depth in and 8 bytes out per active
+    // pixel).
+    let pass_bytes = 12 * span_pixels + 16 * span_pixels + 8 * span_pixels + 4 * span_pixels + 28 * active;
     let encode_ms = mean(&gpu.iter().map(|t| t.encode_ms).collect::<Vec<_>>());
     let roi_pixels = roi.map_or(0, |r| r.pixels());
     Ok(json!({
@@ -234,6 +239,8 @@ fn time_rank(
         "floor_ms": floor_ms,
         "floor": "bytes read+written / 2600 GB/s: depth of every pixel in the ROI span, colour of active pixels, payload written",
         "floor_fraction": floor_ms / encode_ms,
+        "pass_bytes": pass_bytes,
+        "pass_floor_ms": pass_bytes as f64 / COPY_BANDWIDTH * 1e3,
         "roi_ms": mean(&gpu.iter().map(|t| t.roi_ms).collect::<Vec<_>>()),
         "d2h_ap_ms": mean(&gpu.iter().map(|t| t.d2h_ms).collect::<Vec<_>>()),
         "d2h_roi_ms": mean(&roi_d2h_ms),

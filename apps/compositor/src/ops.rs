@@ -202,6 +202,9 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
 
 /// Joins encoded spans that follow each other into one.
 pub fn concat(pieces: &[Encoded]) -> Encoded {
+    if let [one] = pieces {
+        return one.clone();
+    }
     let mut writer = ApWriter::with_capacity(pieces.iter().map(|p| p.words.len()).sum());
     for p in pieces {
         writer.push_runs(&p.words);
