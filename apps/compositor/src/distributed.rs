@@ -1,5 +1,5 @@
 //! The distributed frame: every rank renders its share of the scene, encodes it on the GPU
-//! (or reads it back raw with `--no-compress`), the ranks composite the partial images with
+//! (or reads it back raw and encodes it on the CPU, or exchanges it raw: [`Readback`]), the ranks composite the partial images with
 //! the chosen [`Strategy`] by exchanging encoded spans, and rank 0 gathers the final image.
 //! Per frame, rank 0 reports render, ROI, encode, device-to-host, exchange and composite
 //! times (the maximum over ranks) and the bytes all ranks sent.
@@ -249,6 +249,18 @@ pub fn composite_frame(
     Ok((Some(result?), stats))
 }
 
+/// How a rank's partial image leaves the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Readback {
+    /// ROI and Active Pixel encoding on the GPU; only the payload is copied (the paper).
+    GpuAp,
+    /// The raw frame is copied and encoded on the CPU (IceT's path; `--backend cpu`).
+    CpuAp,
+    /// The raw frame is copied and exchanged unencoded (`--no-compress`).
+    Raw,
+}
+
 /// What `composite render` was asked for.
 #[derive(Clone, Debug)]
 pub struct RenderRequest {
@@ -257,7 +269,7 @@ pub struct RenderRequest {
     pub height: u32,
     pub frames: u32,
     pub strategy: Strategy,
-    pub compress: bool,
+    pub readback: Readback,
     /// `--device`; by default rank i uses device i mod the device count.
     pub device: Option<String>,
 }
@@ -295,34 +307,41 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
     let geometry = raster.upload(&share)?;
     let mut encoder = GpuEncoder::new(&ctx)?;
     let total = crate::ap::pixel_count(req.width, req.height)?;
-    let raw_host: Option<(Buffer<u32>, Buffer<f32>)> = if req.compress {
-        None
-    } else {
-        Some((
+    let host: Option<(Buffer<u32>, Buffer<f32>)> = match req.readback {
+        Readback::GpuAp => None,
+        Readback::CpuAp | Readback::Raw => Some((
             ctx.buffer(total, Location::Download, "raw colour")?,
             ctx.buffer(total, Location::Download, "raw depth")?,
-        ))
+        )),
     };
     let mut last = None;
     for f in 0..req.frames {
         let start = Instant::now();
         let (view, proj) = scene.camera(f, req.width, req.height);
         let render_ms = timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj))?;
-        let (piece, roi_ms, encode_ms, d2h_ms) = match &raw_host {
+        let (piece, roi_ms, encode_ms, d2h_ms, bytes_d2h) = match &host {
             None => {
                 let (e, _, t) = encoder.encode(&raster.color, &raster.depth, req.width, req.height)?;
-                (Piece::Encoded(e), t.roi_ms, t.encode_ms, t.d2h_ms)
+                let bytes = e.bytes();
+                (Piece::Encoded(e), t.roi_ms, t.encode_ms, t.d2h_ms, bytes)
             }
             Some((color, depth)) => {
                 let ms = timed_pass(&ctx, |rec| {
                     rec.copy(&raster.color, color);
                     rec.copy(&raster.depth, depth);
                 })?;
-                let words = color.mapped()?.iter().zip(depth.mapped()?).flat_map(|(&c, &d)| [c, d.to_bits()]).collect();
-                (Piece::Raw { pixels: total, words }, 0.0, 0.0, ms)
+                let (color, depth) = (color.mapped()?, depth.mapped()?);
+                if req.readback == Readback::CpuAp {
+                    let frame =
+                        Frame { width: req.width, height: req.height, color: color.to_vec(), depth: depth.to_vec() };
+                    let (e, encode_ms) = time_ms(|| crate::codec::encode_parallel(&frame));
+                    (Piece::Encoded(e), 0.0, encode_ms, ms, 8 * total)
+                } else {
+                    let words = color.iter().zip(depth).flat_map(|(&c, &d)| [c, d.to_bits()]).collect();
+                    (Piece::Raw { pixels: total, words }, 0.0, 0.0, ms, 8 * total)
+                }
             }
         };
-        let bytes_d2h = 4 * piece.words().len();
         // Ranks finish rendering at different times; waiting here keeps that skew out of the
         // exchange time.
         comm.barrier();
@@ -339,7 +358,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             bytes_d2h as f64,
         ];
         if let Some(all) = comm.gather(&values) {
-            let mut line = json!({"frame": f, "ranks": ranks, "strategy": req.strategy, "compress": req.compress,
+            let mut line = json!({"frame": f, "ranks": ranks, "strategy": req.strategy, "readback": req.readback,
                 "width": req.width, "height": req.height, "device": ctx.info().name});
             for (i, name) in STAT_NAMES.iter().enumerate() {
                 let column = all.iter().map(|v| v[i]);

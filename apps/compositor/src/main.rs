@@ -7,7 +7,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand};
 use compositor::ap::{ApImage, Encoded};
 use compositor::comm::{Comm, Mpi, Single};
-use compositor::distributed::{self, RenderRequest};
+use compositor::distributed::{self, Readback, RenderRequest};
 use compositor::frame::Frame;
 use compositor::gpu_blend::GpuBlender;
 use compositor::gpu_encode::GpuEncoder;
@@ -63,7 +63,8 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Render a scene split across the MPI ranks and composite it (one rank without mpirun)
+    /// Render a scene split across the MPI ranks and composite it (one rank without mpirun).
+    /// --backend gpu: ROI + Active Pixel encoding on the GPU; cpu: raw readback, CPU encoding
     Render {
         /// A folder of .obj files, or points:N[:seed]
         #[arg(long)]
@@ -231,11 +232,13 @@ fn main() -> Result<()> {
             if frames == 0 {
                 bail!("--frames must be at least 1");
             }
-            if common.backend == Backend::Cpu {
-                bail!("render rasterises on the GPU; --backend cpu is not available for it");
-            }
-            let req =
-                RenderRequest { scene, width, height, frames, strategy, compress: !no_compress, device: common.device };
+            // Rasterisation is always on the GPU; the backend picks where encoding runs.
+            let readback = match (no_compress, common.backend) {
+                (true, _) => Readback::Raw,
+                (false, Backend::Gpu) => Readback::GpuAp,
+                (false, Backend::Cpu) => Readback::CpuAp,
+            };
+            let req = RenderRequest { scene, width, height, frames, strategy, readback, device: common.device };
             render(req, &out, common.json)
         }
         Command::Demo { out, common } => {

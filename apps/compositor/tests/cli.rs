@@ -174,6 +174,8 @@ fn render_points_and_obj_single_rank() {
     let a = render(&["--scene", "points:3000:2", "--frames", "2", "--json"], &d.join("a.png"));
     let raw = render(&["--scene", "points:3000:2", "--frames", "2", "--no-compress"], &d.join("raw.png"));
     assert_eq!(a, raw, "raw and encoded exchange give different images");
+    let cpu = render(&["--scene", "points:3000:2", "--frames", "2", "--backend", "cpu"], &d.join("cpu.png"));
+    assert_eq!(a, cpu, "CPU and GPU encoding give different images");
     let objs = d.join("objs");
     std::fs::create_dir(&objs).unwrap();
     for (k, off) in [0.0f32, 0.7].iter().enumerate() {
