@@ -217,6 +217,9 @@ fn main() -> Result<()> {
         Command::Encode { color, depth, out, background, common } => encode(&color, &depth, &out, &background, &common),
         Command::Decode { input, color, depth, common } => {
             check_not_input(&color, &[&input])?;
+            if let Some(d) = &depth {
+                check_not_input(d, &[&input, &color])?;
+            }
             let image = ApImage::read(&input)?;
             let frame = compositor::codec::decode(&image.encoded, image.width, image.height);
             frame.save(&color, depth.as_deref(), image.background)?;
