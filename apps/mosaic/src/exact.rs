@@ -26,47 +26,67 @@ pub fn solve(d: &DistanceMatrix) -> Vec<usize> {
 }
 
 /// Solves exactly and keeps the dual potentials.
+///
+/// The unvisited columns of a Dijkstra run are kept compacted in parallel arrays (index,
+/// potential, tentative distance, predecessor, free), so the scan reads them contiguously
+/// and gathers only the cost row.
 pub fn solve_with_duals(d: &DistanceMatrix) -> Solution {
     let (m, n) = (d.rows, d.cols);
     let mut u = vec![0.0f64; m];
     let mut v = vec![0.0f64; n];
     let mut col4row = vec![NONE; m];
     let mut row4col = vec![NONE; n];
-    let mut shortest = vec![f64::INFINITY; n];
+    let mut shortest = vec![0.0f64; n];
     let mut path = vec![NONE; n];
-    let mut visited_col = vec![false; n];
-    let mut remaining: Vec<usize> = Vec::with_capacity(n);
+    let mut rem_j: Vec<usize> = Vec::with_capacity(n);
+    let mut rem_v: Vec<f64> = Vec::with_capacity(n);
+    let mut rem_dist: Vec<f64> = Vec::with_capacity(n);
+    let mut rem_path: Vec<usize> = Vec::with_capacity(n);
+    let mut rem_free: Vec<bool> = Vec::with_capacity(n);
+    let mut visited_cols: Vec<usize> = Vec::with_capacity(m + 1);
     let mut visited_rows: Vec<usize> = Vec::with_capacity(m);
 
     for cur in 0..m {
-        shortest.fill(f64::INFINITY);
-        visited_col.fill(false);
-        remaining.clear();
-        remaining.extend(0..n);
+        rem_j.clear();
+        rem_j.extend(0..n);
+        rem_v.clear();
+        rem_v.extend_from_slice(&v);
+        rem_dist.clear();
+        rem_dist.resize(n, f64::INFINITY);
+        rem_path.clear();
+        rem_path.resize(n, NONE);
+        rem_free.clear();
+        rem_free.extend(row4col.iter().map(|&r| r == NONE));
+        visited_cols.clear();
         visited_rows.clear();
         let mut min_val = 0.0f64;
         let mut i = cur;
         let sink = loop {
             visited_rows.push(i);
             let row = d.row(i);
-            let ui = u[i];
+            let base = min_val - u[i];
             let mut lowest = f64::INFINITY;
             let mut index = NONE;
-            for (it, &j) in remaining.iter().enumerate() {
-                let r = min_val + row[j] - ui - v[j];
-                if r < shortest[j] {
-                    path[j] = i;
-                    shortest[j] = r;
+            for it in 0..rem_j.len() {
+                let r = base + row[rem_j[it]] - rem_v[it];
+                if r < rem_dist[it] {
+                    rem_path[it] = i;
+                    rem_dist[it] = r;
                 }
                 // Ties prefer a free column: the path ends sooner.
-                if shortest[j] < lowest || (shortest[j] == lowest && row4col[j] == NONE) {
-                    lowest = shortest[j];
+                let s = rem_dist[it];
+                if s < lowest || (s == lowest && rem_free[it]) {
+                    lowest = s;
                     index = it;
                 }
             }
             min_val = lowest;
-            let j = remaining.swap_remove(index);
-            visited_col[j] = true;
+            let j = rem_j.swap_remove(index);
+            rem_v.swap_remove(index);
+            shortest[j] = rem_dist.swap_remove(index);
+            path[j] = rem_path.swap_remove(index);
+            rem_free.swap_remove(index);
+            visited_cols.push(j);
             if row4col[j] == NONE {
                 break j;
             }
@@ -76,10 +96,8 @@ pub fn solve_with_duals(d: &DistanceMatrix) -> Solution {
         for &r in &visited_rows[1..] {
             u[r] += min_val - shortest[col4row[r]];
         }
-        for j in 0..n {
-            if visited_col[j] {
-                v[j] -= min_val - shortest[j];
-            }
+        for &j in &visited_cols {
+            v[j] -= min_val - shortest[j];
         }
         let mut j = sink;
         loop {
