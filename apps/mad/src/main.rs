@@ -1,9 +1,10 @@
 //! `mad`: the Most Apparent Distortion image quality metric on the command line.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
@@ -41,7 +42,8 @@ enum Command {
     Batch {
         #[arg(long)]
         pairs: PathBuf,
-        /// Pairs per GPU chunk (default: about 64 MiB of spectra per chunk)
+        /// Pairs per GPU chunk (default: about 64 MiB of spectra per chunk). With `--device all`
+        /// or `--device 0,1`, the pairs are split across those GPUs
         #[arg(long)]
         chunk: Option<usize>,
         #[command(flatten)]
@@ -116,6 +118,8 @@ struct Ordered {
     next: usize,
     ready: BTreeMap<usize, serde_json::Value>,
     failed: usize,
+    /// Pairs never reported (their worker failed).
+    skipped: usize,
 }
 
 impl Ordered {
@@ -124,6 +128,19 @@ impl Ordered {
             self.failed += 1;
         }
         self.ready.insert(index, line);
+        self.print_ready();
+    }
+
+    /// Prints what is left after a worker failed, skipping the pairs it never reported.
+    fn flush_gaps(&mut self) {
+        while let Some((&index, _)) = self.ready.first_key_value() {
+            self.skipped += index - self.next;
+            self.next = index;
+            self.print_ready();
+        }
+    }
+
+    fn print_ready(&mut self) {
         while let Some(line) = self.ready.remove(&self.next) {
             if self.json {
                 print_json(&line);
@@ -147,10 +164,30 @@ impl Ordered {
     }
 }
 
+/// The devices `--device` names for a batch: one selector as usual, or `all` / a comma list
+/// to split the batch across several GPUs (each takes the next group of pairs when ready).
+fn batch_devices(selector: Option<&str>) -> Result<Vec<engine::Context>> {
+    match selector {
+        Some("all") => Ok(engine::Context::open_all()?),
+        Some(list) if list.contains(',') => {
+            let instance = engine::Instance::new(&[])?;
+            list.split(',')
+                .map(|d| {
+                    let options = engine::ContextOptions { selector: Some(d.trim()), swapchain: false };
+                    Ok(engine::Context::open_with(instance.clone(), options)?)
+                })
+                .collect()
+        }
+        one => Ok(vec![engine::Context::open(one)?]),
+    }
+}
+
 fn batch(csv: &Path, chunk: Option<usize>, common: &CommonArgs) -> Result<bool> {
     let pairs = mad::pairs::read(csv)?;
-    let gpu = open_gpu(common)?;
-    let out = RefCell::new(Ordered { json: common.json, next: 0, ready: BTreeMap::new(), failed: 0 });
+    let devices = match common.backend {
+        Backend::Gpu => batch_devices(common.device.as_deref())?,
+        Backend::Cpu => Vec::new(),
+    };
     let named = |i: usize, mut fields: serde_json::Map<String, serde_json::Value>| {
         fields.insert("ref".into(), pairs[i].ref_name.clone().into());
         fields.insert("dist".into(), pairs[i].dist_name.clone().into());
@@ -159,47 +196,76 @@ fn batch(csv: &Path, chunk: Option<usize>, common: &CommonArgs) -> Result<bool> 
     let error = |i: usize, e: &dyn std::fmt::Display| {
         named(i, json!({ "error": e.to_string() }).as_object().cloned().unwrap_or_default())
     };
-    let bar = engine::cli::progress(pairs.len() as u64, "mad batch", common.json);
-    // Pairs are decoded in parallel groups, lazily, so decoding overlaps the GPU's work.
+    // Workers (one per device, or one for the CPU) claim groups of pairs from a shared
+    // counter and decode each group in parallel, lazily, so decoding overlaps GPU work.
     let group = rayon::current_num_threads().max(4) * 2;
-    let loaded = (0..pairs.len()).step_by(group).flat_map(|start| {
-        let end = (start + group).min(pairs.len());
-        let decoded: Vec<_> =
-            (start..end).into_par_iter().map(|i| (i, load_pair(&pairs[i].reference, &pairs[i].distorted))).collect();
-        decoded
-    });
-    let mut ok = loaded.filter_map(|(i, r)| match r {
-        Ok((a, b)) => Some((i, a, b)),
-        Err(e) => {
-            out.borrow_mut().put(i, error(i, &e));
-            bar.inc(1);
-            None
-        }
-    });
-    match &gpu {
-        Some(gpu) => {
-            gpu.score_stream(&mut ok, chunk, false, |s| {
-                out.borrow_mut().put(s.tag, named(s.tag, score_fields(&s.scores, s.width, s.height)));
-                bar.inc(1);
-            })?;
-        }
-        None => {
-            for (i, r, d) in ok {
-                let line = match mad::cpu::score(&r, &d) {
-                    Ok((s, _)) => named(i, score_fields(&s, r.width, r.height)),
-                    Err(e) => error(i, &e),
-                };
-                out.borrow_mut().put(i, line);
-                bar.inc(1);
+    let next = AtomicUsize::new(0);
+    let claims = |tx: mpsc::Sender<(usize, serde_json::Value)>| {
+        std::iter::from_fn(|| {
+            let start = next.fetch_add(group, Ordering::Relaxed);
+            (start < pairs.len()).then(|| start..(start + group).min(pairs.len()))
+        })
+        .flat_map(|range| {
+            let decoded: Vec<_> =
+                range.into_par_iter().map(|i| (i, load_pair(&pairs[i].reference, &pairs[i].distorted))).collect();
+            decoded
+        })
+        .filter_map(move |(i, loaded)| match loaded {
+            Ok((r, d)) => Some((i, r, d)),
+            Err(e) => {
+                let _ = tx.send((i, error(i, &e)));
+                None
             }
+        })
+    };
+    let mut out = Ordered { json: common.json, next: 0, ready: BTreeMap::new(), failed: 0, skipped: 0 };
+    let bar = engine::cli::progress(pairs.len() as u64, "mad batch", common.json);
+    let worker_errors: Vec<anyhow::Error> = std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(usize, serde_json::Value)>();
+        let mut workers = Vec::new();
+        if devices.is_empty() {
+            let (tx, claims) = (tx.clone(), &claims);
+            workers.push(scope.spawn(move || -> Result<()> {
+                for (i, r, d) in claims(tx.clone()) {
+                    let line = match mad::cpu::score(&r, &d) {
+                        Ok((s, _)) => named(i, score_fields(&s, r.width, r.height)),
+                        Err(e) => error(i, &e),
+                    };
+                    let _ = tx.send((i, line));
+                }
+                Ok(())
+            }));
         }
-    }
+        for ctx in &devices {
+            let (tx, claims) = (tx.clone(), &claims);
+            workers.push(scope.spawn(move || -> Result<()> {
+                let gpu = GpuMad::new(ctx)?;
+                gpu.score_stream(claims(tx.clone()), chunk, false, |s| {
+                    let _ = tx.send((s.tag, named(s.tag, score_fields(&s.scores, s.width, s.height))));
+                })?;
+                Ok(())
+            }));
+        }
+        drop(tx);
+        for (i, line) in rx {
+            out.put(i, line);
+            bar.inc(1);
+        }
+        workers
+            .into_iter()
+            .filter_map(|w| w.join().unwrap_or_else(|_| Err(anyhow::anyhow!("worker panicked"))).err())
+            .collect()
+    });
     bar.finish_and_clear();
-    let failed = out.borrow().failed;
-    if failed > 0 {
-        eprintln!("mad batch: {failed} of {} pairs failed", pairs.len());
+    out.flush_gaps();
+    for e in &worker_errors {
+        eprintln!("mad batch: error: {e:#}");
     }
-    Ok(failed == 0)
+    let missing = pairs.len() - out.next.min(pairs.len()) + out.skipped;
+    if out.failed > 0 || missing > 0 {
+        eprintln!("mad batch: {} of {} pairs failed", out.failed + missing, pairs.len());
+    }
+    Ok(out.failed == 0 && missing == 0 && worker_errors.is_empty())
 }
 
 fn run(cli: Cli) -> Result<bool> {

@@ -167,6 +167,24 @@ fn batch_reports_failures_in_order_and_goes_on() {
 }
 
 #[test]
+fn batch_split_across_two_contexts_gives_the_same_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    for sigma in [3.0, 6.0, 9.0, 12.0, 15.0] {
+        write_pair(dir.path(), sigma);
+    }
+    let csv = dir.path().join("pairs.csv");
+    let lines: String = [3, 6, 9, 12, 15].iter().map(|s| format!("ref.png,noise{s}.png\n")).collect();
+    std::fs::write(&csv, lines).unwrap();
+    // Two contexts on device 0 stand in for two GPUs: each claims groups of pairs.
+    let split = mad(&["batch", "--pairs", p(&csv), "--json", "--device", "0,0", "--chunk", "2"]);
+    let single = mad(&["batch", "--pairs", p(&csv), "--json"]);
+    assert!(split.status.success() && single.status.success(), "{}{}", stderr(&split), stderr(&single));
+    assert_eq!(json_lines(&split), json_lines(&single));
+    let scores: Vec<f64> = json_lines(&single).iter().map(|l| l["mad"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] < w[1]), "more noise, higher MAD: {scores:?}");
+}
+
+#[test]
 fn bench_quick_prints_measurements() {
     let out = mad(&["bench", "--quick"]);
     assert!(out.status.success(), "{}", stderr(&out));
