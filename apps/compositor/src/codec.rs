@@ -6,6 +6,7 @@ use rayon::prelude::*;
 
 use crate::ap::{ApWriter, Encoded, BACKGROUND_DEPTH};
 use crate::frame::Frame;
+use crate::gpu_encode::Roi;
 
 /// Serial Active Pixel encoding of `frame` pixels `begin..end`.
 pub fn encode_range(frame: &Frame, begin: usize, end: usize) -> Encoded {
@@ -28,6 +29,23 @@ pub fn encode_range(frame: &Frame, begin: usize, end: usize) -> Encoded {
         }
     }
     Encoded { pixels: end - begin, words: w.finish() }
+}
+
+/// Serial encoding of a frame whose pixels outside the box `roi` are all inactive, reading
+/// only the box (the CPU encoder after a region-of-interest readback).
+pub fn encode_roi(frame: &Frame, roi: &Roi) -> Encoded {
+    let w = frame.width as usize;
+    let mut writer = ApWriter::with_capacity(64);
+    let (x0, x1) = (roi.x0 as usize, roi.x1 as usize + 1);
+    writer.push_inactive((roi.y0 as usize * w + x0) as u32);
+    for y in roi.y0 as usize..=roi.y1 as usize {
+        if y > roi.y0 as usize {
+            writer.push_inactive((w - (x1 - x0)) as u32);
+        }
+        writer.push_runs(&encode_range(frame, y * w + x0, y * w + x1).words);
+    }
+    writer.push_inactive((frame.pixels() - (roi.y1 as usize * w + x1)) as u32);
+    Encoded { pixels: frame.pixels(), words: writer.finish() }
 }
 
 /// Serial encoding of a whole frame (the reference encoder).
@@ -72,6 +90,9 @@ mod tests {
                 crate::ap::validate(&e.words, frame.pixels()).unwrap();
                 assert_eq!(decode(&e, w, h), frame, "{name} {w}x{h}");
                 assert_eq!(encode_parallel(&frame), e, "{name} {w}x{h}");
+                if let Some(roi) = crate::gpu_encode::roi_cpu(&frame.depth, w) {
+                    assert_eq!(encode_roi(&frame, &roi), e, "ROI encoding of {name} {w}x{h}");
+                }
             }
         }
     }

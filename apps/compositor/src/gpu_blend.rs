@@ -6,7 +6,7 @@ use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositorError, Result};
-use crate::gpu_encode::GpuEncoder;
+use crate::gpu_encode::{GpuEncoder, Roi};
 use crate::ops::Op;
 use crate::shaders;
 
@@ -85,7 +85,9 @@ impl GpuBlender {
             );
             Ok(())
         })?;
-        let (words, _) = self.encoder.encode_span(&color, &depth, n, 0, n)?;
+        // The result is encoded as one row of n pixels (the encoding does not depend on the
+        // image's shape).
+        let (words, _) = self.encoder.encode_roi(&color, &depth, n as u32, 1, &Roi::full(n as u32, 1))?;
         let (words, _) = self.encoder.download(words)?;
         Ok(Encoded { pixels: n, words })
     }

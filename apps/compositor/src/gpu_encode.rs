@@ -9,11 +9,12 @@
 //! 5. `ap_compress`: scatter pixels and run headers to their Equation 1 offsets, the final
 //!    header and the payload size.
 //!
-//! The encoded range is the linear span from the first to the last pixel of the ROI
-//! bounding box (everything outside it is inactive by definition); `ap_compress` folds the
-//! pixels before and after the span into the first and last inactive counts, so the result
-//! is the payload of the whole image, byte-identical with [`crate::codec::encode_serial`].
-//! Only the payload's bytes are copied to the host.
+//! Only the pixels of the ROI bounding box are encoded (everything outside it is inactive
+//! by definition), as in the paper's IceT integration: the passes run over the box's pixels
+//! row by row, with one gap element after each box row that stands for the inactive pixels
+//! outside the box (`ap_elements.glsl`); run lengths are measured in image pixels, so the
+//! result is the payload of the whole image, byte-identical with
+//! [`crate::codec::encode_serial`]. Only the payload's bytes are copied to the host.
 
 use std::time::Instant;
 
@@ -31,10 +32,34 @@ const ROI_PER_GROUP: u32 = WORKGROUP * 32;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct RangePush {
-    begin: u32,
+struct ElementsPush {
+    width: u32,
+    x0: u32,
+    y0: u32,
+    box_w: u32,
     n: u32,
+    stride: u32,
     total: u32,
+    end: u32,
+}
+
+impl ElementsPush {
+    /// The element sequence over `roi` of a `width`-wide image of `total` pixels.
+    fn new(roi: &Roi, width: u32, total: usize) -> ElementsPush {
+        let box_w = roi.x1 - roi.x0 + 1;
+        let box_h = roi.y1 - roi.y0 + 1;
+        let stride = if box_w < width { box_w + 1 } else { box_w };
+        ElementsPush {
+            width,
+            x0: roi.x0,
+            y0: roi.y0,
+            box_w,
+            n: box_h * stride - (stride - box_w),
+            stride,
+            total: total as u32,
+            end: roi.y1 * width + roi.x1 + 1,
+        }
+    }
 }
 
 #[repr(C)]
@@ -59,10 +84,15 @@ impl Roi {
         (self.x1 - self.x0 + 1) as usize * (self.y1 - self.y0 + 1) as usize
     }
 
-    /// The linear pixel span `begin..end` from the box's first to its last pixel.
-    pub fn span(&self, width: u32) -> (usize, usize) {
-        let w = width as usize;
-        (self.y0 as usize * w + self.x0 as usize, self.y1 as usize * w + self.x1 as usize + 1)
+    /// The whole of a `width x height` image.
+    pub fn full(width: u32, height: u32) -> Roi {
+        Roi { x0: 0, y0: 0, x1: width - 1, y1: height - 1 }
+    }
+
+    /// Elements Algorithm 1 runs over for this box: its pixels plus one gap per box row
+    /// boundary when the box is narrower than the image.
+    pub fn elements(&self, width: u32) -> usize {
+        ElementsPush::new(self, width, 0).n as usize
     }
 }
 
@@ -90,8 +120,8 @@ pub struct EncodeTimes {
     pub d2h_ms: f64,
 }
 
-/// Intermediate buffers of Algorithm 1 for a span of `n` pixels (the scan takes its length
-/// from the buffer, so they are sized exactly and kept while `n` repeats).
+/// Intermediate buffers of Algorithm 1 for `n` elements (the scan takes its length from the
+/// buffer, so they are sized exactly and kept while `n` repeats).
 struct SpanBuffers {
     n: usize,
     new_run: Buffer<u32>,
@@ -130,7 +160,7 @@ impl GpuEncoder {
                 spec: &[WORKGROUP],
             })
         };
-        let range = std::mem::size_of::<RangePush>();
+        let range = std::mem::size_of::<ElementsPush>();
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             scanner: Scanner::new(ctx)?,
@@ -192,29 +222,33 @@ impl GpuEncoder {
         Ok(self.span.as_ref().unwrap())
     }
 
-    /// Encodes pixels `begin..end` of an image of `total` pixels whose pixels outside the
-    /// span are all inactive, into the device payload buffer. Returns the payload length in
-    /// words and the GPU time in ms.
-    pub fn encode_span(
+    /// Encodes the `roi` box of a `width x height` image whose pixels outside the box are
+    /// all inactive, into the device payload buffer. Returns the payload length in words and
+    /// the GPU time in ms.
+    pub fn encode_roi(
         &mut self,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
-        total: usize,
-        begin: usize,
-        end: usize,
+        width: u32,
+        height: u32,
+        roi: &Roi,
     ) -> Result<(usize, f64)> {
-        if begin >= end || end > total || color.len() < total || depth.len() < total {
-            return Err(CompositorError::Invalid(format!("encode span {begin}..{end} of {total} pixels")));
+        let total = crate::ap::pixel_count(width, height)?;
+        if roi.x0 > roi.x1 || roi.y0 > roi.y1 || roi.x1 >= width || roi.y1 >= height {
+            return Err(CompositorError::Invalid(format!("ROI {roi:?} outside a {width}x{height} image")));
+        }
+        if color.len() < total || depth.len() < total {
+            return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
         }
         let capacity = 2 * total + 4;
         if self.out.as_ref().is_none_or(|o| o.len() < capacity) {
             self.out = None;
             self.out = Some(self.ctx.buffer(capacity, Location::Device, "ap payload")?);
         }
-        let n = end - begin;
+        let push = ElementsPush::new(roi, width, total);
+        let n = push.n as usize;
         self.span_buffers(n)?;
         let (s, out) = (self.span.as_ref().unwrap(), self.out.as_ref().unwrap());
-        let push = RangePush { begin: begin as u32, n: n as u32, total: total as u32 };
         let groups = n.div_ceil(WORKGROUP as usize) as u32;
         let wall = Instant::now();
         let mut rec = self.ctx.recorder()?;
@@ -266,7 +300,7 @@ impl GpuEncoder {
         Ok((words, ms))
     }
 
-    /// GPU time of each step of the last [`GpuEncoder::encode_span`] (empty without
+    /// GPU time of each step of the last [`GpuEncoder::encode_roi`] (empty without
     /// timestamps).
     pub fn last_steps(&self) -> &[engine::PassTime] {
         &self.last_steps
@@ -290,7 +324,7 @@ impl GpuEncoder {
         Ok((host.mapped()?[..words].to_vec(), ms))
     }
 
-    /// ROI detection, encoding of the ROI span and download of the payload of a rendered
+    /// ROI detection, encoding of the ROI box and download of the payload of a rendered
     /// `width x height` frame.
     pub fn encode(
         &mut self,
@@ -305,8 +339,7 @@ impl GpuEncoder {
             let times = EncodeTimes { roi_ms, ..Default::default() };
             return Ok((Encoded { pixels: total, words: vec![total as u32, 0] }, None, times));
         };
-        let (begin, end) = r.span(width);
-        let (words, encode_ms) = self.encode_span(color, depth, total, begin, end)?;
+        let (words, encode_ms) = self.encode_roi(color, depth, width, height, &r)?;
         let (words, d2h_ms) = self.download(words)?;
         Ok((Encoded { pixels: total, words }, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms }))
     }
@@ -331,9 +364,8 @@ mod tests {
                 let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
                 assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h}");
                 assert_eq!(got, want, "ROI encoding of {name} {w}x{h}");
-                // Algorithm 1 over the whole image, without the ROI span.
-                let n = frame.pixels();
-                let (words, _) = enc.encode_span(&color, &depth, n, 0, n).unwrap();
+                // Algorithm 1 over the whole image, without the ROI box.
+                let (words, _) = enc.encode_roi(&color, &depth, w, h, &Roi::full(w, h)).unwrap();
                 assert_eq!(enc.download(words).unwrap().0, want.words, "full encoding of {name} {w}x{h}");
             }
         }

@@ -31,6 +31,11 @@ pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
     fill("checkerboard", &|i| (i % w + i / w).is_multiple_of(2), &mut rng);
     fill("single pixel", &|i| i == n / 2, &mut rng);
     fill("last pixel", &|i| i == n - 1, &mut rng);
+    // A narrow box whose rows end and start active (runs must break at the box edges), and
+    // a two-pixel-wide, full-height box holding only two active pixels.
+    let h = height as usize;
+    fill("band", &|i| (w / 3..=w / 3 + w / 5).contains(&(i % w)) && (i / w) % 5 != 2, &mut rng);
+    fill("two pixels", &|i| i == w / 2 || i == (h - 1) * w + (w / 2).saturating_sub(1), &mut rng);
     // Random runs of geometric lengths (short and long ones).
     let mut mask = vec![false; n];
     let mut i = 0usize;
