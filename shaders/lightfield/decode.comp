@@ -2,6 +2,7 @@
 // Decoder: one workgroup per patch scatters the patch's dequantised coefficients into a
 // zeroed tensor in shared memory, applies the five synthesis n-mode products of its
 // dictionary (X x_n U), and writes the patch (patch-major; the host crops the padding).
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;

@@ -18,6 +18,7 @@
 // the exact semantics (ties, the sparsity cap, failures), which the CPU reference shares.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -52,14 +53,18 @@ shared float Mats[D];
 const uint KEEP_NOTHING = 0x7F800001u;  // above every finite |x| bit pattern
 const uint NONE = 0xFFFFFFFFu;
 
-// This invocation's share of the coefficient tensor (elements lane + r * workgroup size).
+// This invocation's share of the coefficient tensor (elements lane + r * workgroup size):
+// the key (bits of |x|, or 0 for a zero level) and the quantisation error d^2; x^2 is the
+// key's value squared. Coefficients of level 0 are never kept, so their x^2 only enters as
+// a constant (zero_x2). Two arrays rather than three keep registers, and occupancy, up.
 uint reg_key[PER_THREAD];
-float reg_x2[PER_THREAD];
 float reg_d2[PER_THREAD];
+float zero_x2;
 
 shared float red_err[2 * 64];
 shared float red_total[2 * 64];
 shared uint red_count[2 * 64];
+shared uint red_max[2 * 64];
 shared uint sg_counts[64];
 shared uint sg_ties[64];
 uint slot = 0u;
@@ -71,68 +76,98 @@ float quant_level(float x) {
 }
 
 void load_terms() {
-    for (uint r = 0u; r < PER_THREAD; r++) {
+    zero_x2 = 0.0;
+    [[unroll]] for (uint r = 0u; r < PER_THREAD; r++) {
         uint j = r * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
         float x = j < P ? X[j] : 0.0;
         float a = quant_level(x);
         float d = abs(x) - a * step;
         reg_key[r] = a == 0.0 ? 0u : floatBitsToUint(abs(x));
-        reg_x2[r] = x * x;
         reg_d2[r] = d * d;
+        zero_x2 += a == 0.0 ? x * x : 0.0;
     }
 }
 
-// Squared error and size of the set { key >= t }, and the total energy, for the whole
-// patch; every invocation gets the same values (summed in a fixed order). Two slots of
-// shared scratch alternate so one barrier per call suffices.
-void evaluate(uint t, out float err, out uint count, out float total) {
-    float e = 0.0, tot = 0.0;
-    uint c = 0u;
-    for (uint r = 0u; r < PER_THREAD; r++) {
+// Squared error and size of the set { key >= t }, the total energy and the largest key, for
+// the whole patch; every invocation gets the same values (summed in a fixed order). Two
+// slots of shared scratch alternate so one barrier per call suffices.
+void evaluate(uint t, out float err, out uint count, out float total, out uint kmax) {
+    float e = zero_x2, tot = zero_x2;
+    uint c = 0u, km = 0u;
+    [[unroll]] for (uint r = 0u; r < PER_THREAD; r++) {
+        float ax = uintBitsToFloat(reg_key[r]);
+        float x2 = ax * ax;
         bool keep = reg_key[r] >= t;
-        e += keep ? reg_d2[r] : reg_x2[r];
-        tot += reg_x2[r];
+        e += keep ? reg_d2[r] : x2;
+        tot += x2;
         c += keep ? 1u : 0u;
+        km = max(km, reg_key[r]);
     }
     e = subgroupAdd(e);
     tot = subgroupAdd(tot);
     c = subgroupAdd(c);
+    km = subgroupMax(km);
     uint base = slot * 64u;
     if (subgroupElect()) {
         red_err[base + gl_SubgroupID] = e;
         red_total[base + gl_SubgroupID] = tot;
         red_count[base + gl_SubgroupID] = c;
+        red_max[base + gl_SubgroupID] = km;
     }
     barrier();
     err = 0.0;
     total = 0.0;
     count = 0u;
+    kmax = 0u;
     for (uint s = 0u; s < gl_NumSubgroups; s++) {
         err += red_err[base + s];
         total += red_total[base + s];
         count += red_count[base + s];
+        kmax = max(kmax, red_max[base + s]);
     }
     slot ^= 1u;
 }
 
-// The smallest set meeting `budget`, if it has at most `cap` coefficients.
-bool fewest_within(float budget, uint cap, out uint count, out float err, out uint thr) {
+// The smallest set meeting `budget`, if it has at most `cap` coefficients. `probe` (0 for
+// none) is the threshold the best dictionary so far chose: tested first, it usually shows
+// at once that this dictionary needs more than `cap` coefficients, so losing dictionaries
+// cost one reduction instead of a whole search.
+bool fewest_within(float budget, uint cap, uint probe, out uint count, out float err, out uint thr) {
     float e, total, e_lo;
-    uint c, c_lo;
-    evaluate(1u, e_lo, c_lo, total);
+    uint c, c_lo, kmax;
+    // Every key of a non-zero level is at least about step/2, so this bound keeps the same
+    // set as threshold 1 and narrows the search.
+    uint lo = floatBitsToUint(0.49 * step), hi = KEEP_NOTHING, c_hi = 0u;
+    bool lo_known = false;
+    if (probe > lo && probe < KEEP_NOTHING) {
+        evaluate(probe, e, c, total, kmax);
+        if (e <= budget) {
+            lo = probe;
+            e_lo = e;
+            c_lo = c;
+            lo_known = true;
+        } else {
+            if (c > cap && total > budget) return false;  // the answer keeps even more: cannot win
+            hi = probe;
+            c_hi = c;
+        }
+    }
+    if (!lo_known) {
+        evaluate(lo, e_lo, c_lo, total, kmax);
+        if (e_lo > budget) return false;  // even every non-zero coefficient is not enough
+    }
     if (total <= budget) {
         count = 0u;
         err = total;
         thr = KEEP_NOTHING;
         return true;
     }
-    if (e_lo > budget) return false;  // even every non-zero coefficient is not enough
-    uint lo = 1u, hi = KEEP_NOTHING, c_hi = 0u;
+    hi = min(hi, kmax + 1u);
     // Invariant: { key >= lo } meets the budget, { key >= hi } does not. Stop once one key
     // value separates them.
     while (hi - lo > 1u && c_lo - c_hi > 1u) {
         uint mid = lo + (hi - lo) / 2u;
-        evaluate(mid, e, c, total);
+        evaluate(mid, e, c, total, kmax);
         if (e <= budget) {
             lo = mid;
             e_lo = e;
@@ -140,7 +175,7 @@ bool fewest_within(float budget, uint cap, out uint count, out float err, out ui
         } else {
             hi = mid;
             c_hi = c;
-            if (c > cap) return false;  // the answer keeps even more: cannot win
+            if (c > cap) return false;
         }
     }
     if (c_lo > cap) return false;
@@ -154,22 +189,22 @@ bool fewest_within(float budget, uint cap, out uint count, out float err, out ui
 // lower location: the set { key >= thr } plus the first tie_take coefficients of key tie_key.
 void most_within(uint cap, out uint count, out float err, out uint thr, out uint tie_key, out uint tie_take) {
     float e, total;
-    uint c;
+    uint c, kmax;
     tie_key = 0u;
     tie_take = 0u;
-    evaluate(1u, e, c, total);
+    evaluate(1u, e, c, total, kmax);
     if (c <= cap) {
         count = c;
         err = e;
         thr = c == 0u ? KEEP_NOTHING : 1u;
         return;
     }
-    uint lo = 1u, hi = KEEP_NOTHING, c_lo = c, c_hi = 0u;
+    uint lo = 1u, hi = kmax + 1u, c_lo = c, c_hi = 0u;
     float e_hi = total;
     // Invariant: { key >= lo } holds more than cap coefficients, { key >= hi } at most cap.
     while (hi - lo > 1u && c_lo - c_hi > 1u) {
         uint mid = lo + (hi - lo) / 2u;
-        evaluate(mid, e, c, total);
+        evaluate(mid, e, c, total, kmax);
         if (c <= cap) {
             hi = mid;
             c_hi = c;
@@ -205,7 +240,7 @@ void compact(uint pid, uint thr, uint tie_key, uint tie_take) {
     uint lane = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
     uint out_base = pid * sparsity;
     uint written = 0u, ties_seen = 0u;
-    for (uint r = 0u; r < PER_THREAD; r++) {
+    [[unroll]] for (uint r = 0u; r < PER_THREAD; r++) {
         uint j = r * gl_WorkGroupSize.x + lane;
         float x = j < P ? X[j] : 0.0;
         float a = quant_level(x);
@@ -261,7 +296,7 @@ void main() {
         last_k = k;
         uint c, t;
         float e;
-        if (fewest_within(budget, success ? best_c : sparsity, c, e, t)) {
+        if (fewest_within(budget, success ? best_c : sparsity, success ? best_t : 0u, c, e, t)) {
             if (!success || c < best_c || (c == best_c && e < best_e)) {
                 success = true;
                 best_k = k;

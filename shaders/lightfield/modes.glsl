@@ -31,12 +31,12 @@ void mode_product(uint m, uint s, uint moff, bool analysis, bool from_input, uin
         uint outer = f / s;
         uint base = outer * m * s + (f - outer * s);
         float v[MAX_MODE];
-        for (uint t = 0u; t < m; t++) {
+        [[unroll]] for (uint t = 0u; t < m; t++) {
             v[t] = from_input ? MODE_INPUT(input_base + base + t * s) : X[base + t * s];
         }
-        for (uint i = 0u; i < m; i++) {
+        [[unroll]] for (uint i = 0u; i < m; i++) {
             float acc = 0.0;
-            for (uint t = 0u; t < m; t++) {
+            [[unroll]] for (uint t = 0u; t < m; t++) {
                 acc += (analysis ? Mats[moff + t * m + i] : Mats[moff + i * m + t]) * v[t];
             }
             X[base + i * s] = acc;

@@ -75,8 +75,8 @@ impl GpuCodec {
                 info.subgroup_size
             ))));
         }
-        // X, Mats, three reduction arrays of 2 x 64, the compaction counts.
-        let shared = 4 * (plen + dlen + 3 * 128 + 64);
+        // X, Mats, four reduction arrays of 2 x 64, two compaction count arrays of 64.
+        let shared = 4 * (plen + dlen + 4 * 128 + 2 * 64);
         if shared > info.max_shared_memory_bytes as usize {
             return Err(LfError::Invalid(format!(
                 "patch {shape} needs {shared} bytes of shared memory; the device has {}",
