@@ -67,3 +67,26 @@ fn maps_match_the_cpu_reference() {
     }
     engine::testing::assert_no_validation_messages();
 }
+
+#[test]
+fn random_pixels_at_an_awkward_size_match_the_cpu_reference() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let (w, h) = (71, 43);
+    let r: Vec<u8> = (0..w * h).map(|_| rng.gen_range(1..=255)).collect();
+    let d: Vec<u8> = r.iter().map(|&v| (v as i32 + rng.gen_range(-30..=30)).clamp(1, 255) as u8).collect();
+    let (r, d) = (GrayImage::from_u8(w, h, &r), GrayImage::from_u8(w, h, &d));
+    let gpu = GpuMad::new(engine::testing::context()).unwrap();
+    let (g, maps) = gpu.score(&r, &d, true).unwrap();
+    let (c, cmaps) = mad::cpu::score(&r, &d).unwrap();
+    for (name, a, b) in
+        [("mad", g.mad, c.mad), ("detection", g.detection, c.detection), ("appearance", g.appearance, c.appearance)]
+    {
+        assert!(rel(a, b) < BOUND, "{name}: gpu {a} cpu {b}");
+    }
+    let maps = maps.unwrap();
+    let want: Vec<f64> = cmaps.appearance.iter().map(|&v| v as f64).collect();
+    let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert!(engine::testing::max_rel_error(&maps.appearance, &want, scale * 1e-2) < 1e-2);
+    engine::testing::assert_no_validation_messages();
+}
