@@ -1,6 +1,7 @@
 //! `mosaic`: photomosaics without repeated tiles (see `mosaic --help`).
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
@@ -201,8 +202,19 @@ struct BenchArgs {
     device: Option<String>,
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
+/// Errors print as one line (with their causes), never as a backtrace; exit status 1.
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mosaic: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
         Command::Solve(args) => cmd_solve(args),
         Command::Distance(args) => cmd_distance(args),
         Command::Build(args) => cmd_build(args),
