@@ -13,6 +13,9 @@
 //!    `appear_blocks` (std, skewness, kurtosis of the magnitudes, weighted differences
 //!    accumulated into the cells); then `sum_appearance`;
 //! 5. the partial sums (and the maps, when asked for) are copied to host-readable memory.
+//!
+//! Several GPUs: `mad batch --device all` (or a list) runs one [`GpuMad`] per device, each
+//! claiming the next group of pairs when it is ready (see `main.rs`).
 
 use std::borrow::Borrow;
 use std::sync::Mutex;
@@ -112,6 +115,16 @@ impl Slot {
 
 impl GpuMad {
     pub fn new(ctx: &Context) -> Result<GpuMad, MadError> {
+        // The statistics kernels hold two (4*TILE + 12)^2 tiles of f32 in shared memory.
+        let span = (4 * TILE + 12) as usize;
+        let shared = 2 * span * span * 4;
+        if shared > ctx.info().max_shared_memory_bytes as usize {
+            return Err(engine::EngineError::Unsupported(format!(
+                "MAD's block statistics need {shared} bytes of shared memory; the device has {}",
+                ctx.info().max_shared_memory_bytes
+            ))
+            .into());
+        }
         let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
             ctx.compute_pipeline(&PipelineDesc {
                 name,
