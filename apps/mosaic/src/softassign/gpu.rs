@@ -127,8 +127,9 @@ impl GpuSoftAssign {
         self.scale
     }
 
-    /// Records one Sinkhorn iteration at temperature `t`: row pass, column pass.
-    pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64) {
+    /// Records one Sinkhorn iteration at temperature `t`: row pass, column pass; with
+    /// `mark_passes`, each pass ends in a profiling mark ("rows", "columns").
+    pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
         let push = RowPush {
             m: self.m as u32,
             n: self.n as u32,
@@ -144,7 +145,9 @@ impl GpuSoftAssign {
             self.blocks as u32,
         );
         rec.barrier();
-        rec.mark("rows");
+        if mark_passes {
+            rec.mark("rows");
+        }
         let push = ColPush { n: self.n as u32, blocks: self.blocks as u32, t: t as f32, clamp: CLAMP_F32 };
         rec.dispatch_linear(
             &self.cols_pipe,
@@ -153,13 +156,15 @@ impl GpuSoftAssign {
             (self.n as u32).div_ceil(COLUMN_WORKGROUP),
         );
         rec.barrier();
-        rec.mark("columns");
+        if mark_passes {
+            rec.mark("columns");
+        }
     }
 
     /// Records one cooling iteration (stabilisations x Sinkhorn iterations) at `t`.
-    pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams) {
+    pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams, mark_passes: bool) {
         for _ in 0..params.per_temperature() {
-            self.record_sinkhorn(rec, t);
+            self.record_sinkhorn(rec, t, mark_passes);
         }
     }
 
@@ -173,7 +178,7 @@ impl GpuSoftAssign {
             let mut rec = self.ctx.recorder()?;
             let end = (k + COOLING_PER_SUBMIT).min(params.iterations);
             for level in k..end {
-                self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params);
+                self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params, false);
             }
             in_flight.push(rec.submit()?);
             k = end;
@@ -232,7 +237,7 @@ mod tests {
             let t = params.temperature(0, scale_of(&d));
             let gpu = GpuSoftAssign::new(ctx, &d, &params).unwrap();
             let mut rec = ctx.recorder().unwrap();
-            gpu.record_cooling_iteration(&mut rec, t, &params);
+            gpu.record_cooling_iteration(&mut rec, t, &params, false);
             rec.submit().unwrap().wait().unwrap();
             let mut cpu = CpuSoftAssign::new(&d, &params);
             cpu.cooling_iteration(t, &params);
