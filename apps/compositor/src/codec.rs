@@ -59,7 +59,7 @@ pub fn encode_parallel(frame: &Frame) -> Encoded {
     let band = (frame.width as usize * 16).max(1 << 16);
     let bands: Vec<Encoded> =
         (0..n.div_ceil(band)).into_par_iter().map(|b| encode_range(frame, b * band, ((b + 1) * band).min(n))).collect();
-    crate::ops::concat(&bands)
+    crate::ops::concat(bands)
 }
 
 /// Decodes an encoded image of `width x height` (inactive pixels: colour 0, depth 1.0).

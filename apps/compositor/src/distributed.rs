@@ -117,7 +117,7 @@ impl Piece {
                     Piece::Raw { .. } => None,
                 })
                 .collect();
-            Piece::Encoded(ops::concat(&encoded))
+            Piece::Encoded(ops::concat(encoded))
         } else {
             let pixels = pieces.iter().map(Piece::pixels).sum();
             Piece::Raw { pixels, words: pieces.iter().flat_map(|p| p.words().iter().copied()).collect() }

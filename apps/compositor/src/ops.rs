@@ -201,12 +201,12 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
 }
 
 /// Joins encoded spans that follow each other into one.
-pub fn concat(pieces: &[Encoded]) -> Encoded {
-    if let [one] = pieces {
-        return one.clone();
+pub fn concat(mut pieces: Vec<Encoded>) -> Encoded {
+    if pieces.len() == 1 {
+        return pieces.remove(0);
     }
     let mut writer = ApWriter::with_capacity(pieces.iter().map(|p| p.words.len()).sum());
-    for p in pieces {
+    for p in &pieces {
         writer.push_runs(&p.words);
     }
     Encoded { pixels: pieces.iter().map(|p| p.pixels).sum(), words: writer.finish() }
@@ -298,7 +298,7 @@ mod tests {
                     assert_eq!(*p, crate::codec::encode_range(&frame, start, end), "{name} piece {k}");
                     start = end;
                 }
-                assert_eq!(concat(&pieces), e, "{name} {w}x{h}");
+                assert_eq!(concat(pieces), e, "{name} {w}x{h}");
             }
         }
     }
