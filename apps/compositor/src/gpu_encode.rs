@@ -1,7 +1,7 @@
 //! Region-of-interest detection and Active Pixel encoding on the GPU, exactly as the paper's
 //! Algorithm 1, with the engine's decoupled look-back scan:
 //!
-//! 1. `ap_properties`: `new_run` and `is_active` per pixel of the encoded range;
+//! 1. `ap_properties`: `new_run` and `is_active` per element (see below);
 //! 2. inclusive scan of `new_run` -> `run_id` (1-based);
 //! 3. reduce-by-key of `run_id` with constant 1 -> run lengths (`ap_run_ends`: runs are
 //!    contiguous, so it writes each run's end and lengths are differences of ends);
@@ -122,7 +122,7 @@ pub struct EncodeTimes {
 
 /// Intermediate buffers of Algorithm 1 for `n` elements (the scan takes its length from the
 /// buffer, so they are sized exactly and kept while `n` repeats).
-struct SpanBuffers {
+struct ElementBuffers {
     n: usize,
     new_run: Buffer<u32>,
     is_active: Buffer<u32>,
@@ -141,7 +141,7 @@ pub struct GpuEncoder {
     properties: ComputePipeline,
     run_ends: ComputePipeline,
     compress: ComputePipeline,
-    span: Option<SpanBuffers>,
+    elements: Option<ElementBuffers>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     roi_box: Buffer<u32>,
@@ -160,15 +160,15 @@ impl GpuEncoder {
                 spec: &[WORKGROUP],
             })
         };
-        let range = std::mem::size_of::<ElementsPush>();
+        let push_bytes = std::mem::size_of::<ElementsPush>();
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             scanner: Scanner::new(ctx)?,
             roi: pipe("roi", shaders::ROI, 2, std::mem::size_of::<RoiPush>())?,
-            properties: pipe("ap_properties", shaders::AP_PROPERTIES, 3, range)?,
-            run_ends: pipe("ap_run_ends", shaders::AP_RUN_ENDS, 3, range)?,
-            compress: pipe("ap_compress", shaders::AP_COMPRESS, 9, range)?,
-            span: None,
+            properties: pipe("ap_properties", shaders::AP_PROPERTIES, 3, push_bytes)?,
+            run_ends: pipe("ap_run_ends", shaders::AP_RUN_ENDS, 3, push_bytes)?,
+            compress: pipe("ap_compress", shaders::AP_COMPRESS, 9, push_bytes)?,
+            elements: None,
             out: None,
             host: None,
             roi_box: ctx.buffer(4, Location::Download, "roi box")?,
@@ -204,11 +204,11 @@ impl GpuEncoder {
         Ok((roi, ms))
     }
 
-    fn span_buffers(&mut self, n: usize) -> Result<&SpanBuffers> {
-        if self.span.as_ref().map(|s| s.n) != Some(n) {
-            self.span = None;
+    fn element_buffers(&mut self, n: usize) -> Result<&ElementBuffers> {
+        if self.elements.as_ref().map(|s| s.n) != Some(n) {
+            self.elements = None;
             let b = |what| self.ctx.buffer::<u32>(n, Location::Device, what);
-            self.span = Some(SpanBuffers {
+            self.elements = Some(ElementBuffers {
                 n,
                 new_run: b("ap new_run")?,
                 is_active: b("ap is_active")?,
@@ -219,7 +219,7 @@ impl GpuEncoder {
                 scratch_exclusive: self.scanner.scratch(n)?,
             });
         }
-        Ok(self.span.as_ref().unwrap())
+        Ok(self.elements.as_ref().unwrap())
     }
 
     /// Encodes the `roi` box of a `width x height` image whose pixels outside the box are
@@ -247,8 +247,8 @@ impl GpuEncoder {
         }
         let push = ElementsPush::new(roi, width, total);
         let n = push.n as usize;
-        self.span_buffers(n)?;
-        let (s, out) = (self.span.as_ref().unwrap(), self.out.as_ref().unwrap());
+        self.element_buffers(n)?;
+        let (s, out) = (self.elements.as_ref().unwrap(), self.out.as_ref().unwrap());
         let groups = n.div_ceil(WORKGROUP as usize) as u32;
         let wall = Instant::now();
         let mut rec = self.ctx.recorder()?;
