@@ -233,12 +233,15 @@ impl GpuMad {
                 *o = *v as f32;
             }
         });
-        let info = slot.info.mapped_mut()?;
-        for (k, (_, r, d)) in pairs.iter().enumerate() {
-            let (r, d) = (r.borrow(), d.borrow());
-            let mean = |img: &GrayImage| (img.values.iter().sum::<f64>() / p as f64) as f32;
-            info[k] = [if r.eight_bit { 1.0 } else { 0.0 }, mean(r), mean(d), 0.0];
-        }
+        let mean = |img: &GrayImage| (img.values.iter().sum::<f64>() / p as f64) as f32;
+        let rows: Vec<[f32; 4]> = pairs
+            .par_iter()
+            .map(|(_, r, d)| {
+                let (r, d) = (r.borrow(), d.borrow());
+                [if r.eight_bit { 1.0 } else { 0.0 }, mean(r), mean(d), 0.0]
+            })
+            .collect();
+        slot.info.mapped_mut()?[..rows.len()].copy_from_slice(&rows);
         Ok(())
     }
 
