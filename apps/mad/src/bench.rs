@@ -103,7 +103,7 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     // A chunk size that divides the count, so every chunk reuses the two slots (FFT plans,
     // buffers) the warm-up made, and no plan is built inside the timing.
     let largest = gpu.default_chunk(size, size).min(count);
-    let chunk = (1..=largest).rev().find(|c| count % c == 0).unwrap_or(1);
+    let chunk = (1..=largest).rev().find(|c| count.is_multiple_of(*c)).unwrap_or(1);
     gpu.score_stream(stream((2 * chunk).min(count)), Some(chunk), false, |_| {})?;
     let t = Instant::now();
     let mut scored = 0usize;
