@@ -13,7 +13,7 @@ run() { # name, command...
   local name=$1; shift
   echo "== $name: $*"
   local t0=$(date +%s%N)
-  timeout 300 "$@" >"$RES/$name.jsonl" 2>"$RES/$name.err"; local rc=$?
+  timeout "${BENCH_TIMEOUT:-300}" "$@" >"$RES/$name.jsonl" 2>"$RES/$name.err"; local rc=$?
   echo "== $name: rc=$rc $(( ($(date +%s%N) - t0) / 1000000 )) ms"; tail -3 "$RES/$name.err"; tail -c 1500 "$RES/$name.jsonl"
 }
 for s in "${sets[@]}"; do
