@@ -19,6 +19,9 @@ pub trait Comm {
     fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>>;
     /// Waits until every rank got here.
     fn barrier(&self);
+    /// Ends every rank's process with `code` (after an error on one rank, so the others do
+    /// not wait for it forever).
+    fn abort(&self, code: i32) -> !;
 }
 
 /// The one rank of a process started without `mpirun`.
@@ -46,6 +49,10 @@ impl Comm for Single {
     }
 
     fn barrier(&self) {}
+
+    fn abort(&self, code: i32) -> ! {
+        std::process::exit(code)
+    }
 }
 
 /// MPI's world communicator (Open MPI through the `mpi` crate).
@@ -106,5 +113,9 @@ impl Comm for Mpi {
 
     fn barrier(&self) {
         self.world.barrier();
+    }
+
+    fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
     }
 }

@@ -190,7 +190,7 @@ fn blend(inputs: &[PathBuf], out: &Path, depth_out: Option<&Path>, op: Op, commo
 
 fn render(req: RenderRequest, out: &Path, json: bool) -> Result<()> {
     let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
-    let frame = distributed::render(comm.as_ref(), &req, |line| {
+    let result = distributed::render(comm.as_ref(), &req, |line| {
         if json {
             print_json(&line);
         } else {
@@ -201,7 +201,15 @@ fn render(req: RenderRequest, out: &Path, json: bool) -> Result<()> {
                 line["exchange_ms"].as_f64().unwrap_or(0.0), line["composite_ms"].as_f64().unwrap_or(0.0), line["bytes_sent"]
             );
         }
-    })?;
+    });
+    let frame = match result {
+        Ok(frame) => frame,
+        Err(e) if comm.size() > 1 => {
+            eprintln!("Error: rank {}: {e}", comm.rank());
+            comm.abort(1)
+        }
+        Err(e) => return Err(e.into()),
+    };
     if let Some(frame) = frame {
         frame.save(out, None, [0, 0, 0, 0])?;
         if !json {
