@@ -173,7 +173,7 @@ fn table1(
             rayon::current_num_threads(), small.w, small.h),
         "paper_ms": PAPER_GPU_MS, "paper_cpu_ms": PAPER_CPU_MS, "paper_device": "Titan Xp (CPU: 40 Xeon cores)",
         "floor_ms": flops / FLOPS_PER_S * 1e3,
-        "floor": "FLOPs of the n-mode products (2 * 4800 * 29 per patch and dictionary) / 50 TFLOP/s",
+        "floor": format!("FLOPs of the analysis n-mode products (2 * {plen} * {mode_sum} per patch and dictionary) / 50 TFLOP/s"),
         "mean_coefficients": compressed.codes.locations.len() as f64 / n_full as f64,
         "success_fraction": compressed.codes.success.iter().filter(|&&x| x).count() as f64 / n_full as f64,
         "bits_per_sample": bytes.len() as f64 * 8.0 / samples,
@@ -194,22 +194,22 @@ fn table1(
 /// JPEG of every view at `quality`: total bytes and the decoded light field.
 fn jpeg_views(lf: &LightField, quality: u8) -> Result<(usize, Vec<f32>)> {
     use image::ImageEncoder;
-    let mut total = 0;
-    let mut decoded = Vec::with_capacity(lf.samples());
-    for u in 0..lf.u {
-        for v in 0..lf.v {
-            let rgb: Vec<u8> = lf.view(u, v).iter().map(|&x| engine::io::to_u8(x)).collect();
+    use rayon::prelude::*;
+    let views: Vec<(usize, Vec<f32>)> = (0..lf.u * lf.v)
+        .into_par_iter()
+        .map(|i| {
+            let rgb: Vec<u8> = lf.view(i / lf.v, i % lf.v).iter().map(|&x| engine::io::to_u8(x)).collect();
             let mut bytes = Vec::new();
             image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
                 .write_image(&rgb, lf.w as u32, lf.h as u32, image::ExtendedColorType::Rgb8)
                 .map_err(|e| LfError::Invalid(format!("JPEG encoder: {e}")))?;
-            total += bytes.len();
             let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
                 .map_err(|e| LfError::Invalid(format!("JPEG decoder: {e}")))?;
-            decoded.extend(img.to_rgb8().into_raw().into_iter().map(|b| b as f32 / 255.0));
-        }
-    }
-    Ok((total, decoded))
+            Ok((bytes.len(), img.to_rgb8().into_raw().into_iter().map(|b| b as f32 / 255.0).collect()))
+        })
+        .collect::<Result<_>>()?;
+    let total = views.iter().map(|v| v.0).sum();
+    Ok((total, views.into_iter().flat_map(|v| v.1).collect()))
 }
 
 /// The JPEG quality whose total size is closest to `target` bytes (sizes grow with quality).

@@ -46,6 +46,7 @@ pub struct GpuCodec {
     encode: ComputePipeline,
     decode: ComputePipeline,
     dicts: Buffer<f32>,
+    max_chunk: usize,
 }
 
 /// One chunk's buffers (two of these alternate).
@@ -110,7 +111,7 @@ impl GpuCodec {
             spec: &spec,
         })?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
-        Ok(GpuCodec { ctx: ctx.clone(), ensemble: ensemble.clone(), encode, decode, dicts })
+        Ok(GpuCodec { ctx: ctx.clone(), ensemble: ensemble.clone(), encode, decode, dicts, max_chunk: MAX_CHUNK })
     }
 
     pub fn context(&self) -> &Context {
@@ -122,10 +123,16 @@ impl GpuCodec {
         &self.ensemble
     }
 
-    /// Patches per chunk: within the device's largest storage binding and [`MAX_CHUNK`].
+    /// Caps the patches per submission (tests use tiny chunks to exercise the streaming).
+    pub fn with_max_chunk(mut self, patches: usize) -> GpuCodec {
+        self.max_chunk = patches.clamp(1, MAX_CHUNK);
+        self
+    }
+
+    /// Patches per chunk: within the device's largest storage binding and the chunk cap.
     fn chunk_len(&self, per_patch_floats: usize) -> usize {
         let range = self.ctx.info().max_storage_buffer_range as usize;
-        (range / (4 * per_patch_floats.max(1))).clamp(1, MAX_CHUNK)
+        (range / (4 * per_patch_floats.max(1))).clamp(1, self.max_chunk)
     }
 
     fn slot(&self, n: usize, sparsity: usize) -> Result<Slot> {
@@ -344,6 +351,8 @@ mod tests {
             let noise: f32 = rng.gen_range(0.0..0.2);
             patches.extend((0..SHAPE.len()).map(|_| (base + noise * rng.gen_range(-1.0f32..1.0)).clamp(0.0, 1.0)));
         }
+        // The second codec streams the patches in chunks of 5 (two in flight).
+        let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(5);
         for params in [Params { sparsity: 200, epsilon: 0.05 }, Params { sparsity: SHAPE.len(), epsilon: 0.02 }] {
             let limits: Vec<Limit> = patches
                 .chunks(SHAPE.len())
@@ -361,6 +370,7 @@ mod tests {
             let (got, _) = gpu.encode_patches(&patches, &limits, params).unwrap();
             let bad = mismatches(&got, &cpu);
             assert!(bad <= 1, "{bad} of {n} patches differ ({params:?})");
+            assert_eq!(chunked.encode_patches(&patches, &limits, params).unwrap().0, got);
             let successes = cpu.success.iter().filter(|&&s| s).count();
             assert!(successes > 0 || params.sparsity < SHAPE.len(), "test data should meet the budget sometimes");
         }
@@ -414,6 +424,8 @@ mod tests {
         }
         let got = got.unwrap();
         let (a, _) = decode_lightfield(&got, Backend::Gpu(&gpu)).unwrap();
+        let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(4);
+        assert_eq!(decode_lightfield(&got, Backend::Gpu(&chunked)).unwrap().0, a);
         let (b, _) = decode_lightfield(&got, Backend::Cpu).unwrap();
         let worst = a.data.iter().zip(&b.data).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
         assert!(worst < 1e-5, "GPU and CPU decoders differ by {worst}");
