@@ -274,12 +274,18 @@ pub struct RenderRequest {
     pub device: Option<String>,
 }
 
-/// Opens the device for a rank: the named one, else device `rank mod count`.
+/// Opens the device for a rank: the named one, else device `rank mod count`, counting only
+/// GPUs when there are any (a CPU Vulkan driver installed beside them is not a rank's GPU).
 pub fn open_device(rank: usize, selector: Option<&str>) -> Result<Context> {
     let instance = Instance::new(&[])?;
     let index = match selector {
         Some(s) => s.to_string(),
-        None => (rank % instance.devices()?.len().max(1)).to_string(),
+        None => {
+            let devices = engine::context::describe_all()?;
+            let gpus: Vec<usize> = devices.iter().filter(|d| d.device_type != "CPU").map(|d| d.index).collect();
+            let pool: Vec<usize> = if gpus.is_empty() { (0..devices.len()).collect() } else { gpus };
+            pool.get(rank % pool.len().max(1)).copied().unwrap_or(0).to_string()
+        }
     };
     Ok(Context::open_with(instance, ContextOptions { selector: Some(&index), swapchain: false })?)
 }
