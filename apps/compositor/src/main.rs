@@ -63,8 +63,10 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Render a scene split across the MPI ranks and composite it (one rank without mpirun).
-    /// --backend gpu: ROI + Active Pixel encoding on the GPU; cpu: raw readback, CPU encoding
+    /// Render a scene split across the MPI ranks and composite it (one rank without mpirun)
+    ///
+    /// --backend gpu (default): ROI and Active Pixel encoding on the GPU, only the payload is
+    /// copied; --backend cpu: raw readback, CPU encoding; --no-compress: raw exchange.
     Render {
         /// A folder of .obj files, or points:N[:seed]
         #[arg(long)]
