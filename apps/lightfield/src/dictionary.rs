@@ -175,27 +175,37 @@ pub fn mode_products(data: &mut [f32], shape: PatchShape, dict: &[f32], analysis
 
 /// [`mode_products`] over every mode but `skip` (training needs the product with all the
 /// other modes of a dictionary).
+///
+/// The fibers of one mode that share an outer index lie side by side (`inner` runs over the
+/// stride), so each output row is accumulated for all of them at once: the loop over
+/// `inner` vectorises while every fiber still sums its terms in index order.
 pub fn mode_products_except(data: &mut [f32], shape: PatchShape, dict: &[f32], analysis: bool, skip: Option<usize>) {
     let modes = shape.modes();
     let strides = shape.strides();
     let (offsets, _) = mode_offsets(shape);
-    let mut fiber = [0f32; crate::patch::MAX_MODE];
+    let mut block = vec![0f32; data.len()];
+    let mut weights = [0f32; crate::patch::MAX_MODE * crate::patch::MAX_MODE];
     for n in (0..MODES).filter(|&n| Some(n) != skip) {
         let (m, s) = (modes[n], strides[n]);
         let u = &dict[offsets[n]..offsets[n] + m * m];
-        for outer in 0..data.len() / (m * s) {
-            for inner in 0..s {
-                let base = outer * m * s + inner;
+        // weights[i * m + t] multiplies input t for output i.
+        for i in 0..m {
+            for t in 0..m {
+                weights[i * m + t] = if analysis { u[t * m + i] } else { u[i * m + t] };
+            }
+        }
+        let span = m * s;
+        let block = &mut block[..span];
+        for chunk in data.chunks_exact_mut(span) {
+            block.copy_from_slice(chunk);
+            for i in 0..m {
+                let out = &mut chunk[i * s..(i + 1) * s];
+                out.fill(0.0);
                 for t in 0..m {
-                    fiber[t] = data[base + t * s];
-                }
-                for i in 0..m {
-                    let mut acc = 0f32;
-                    for t in 0..m {
-                        let coef = if analysis { u[t * m + i] } else { u[i * m + t] };
-                        acc += coef * fiber[t];
+                    let w = weights[i * m + t];
+                    for (o, &x) in out.iter_mut().zip(&block[t * s..(t + 1) * s]) {
+                        *o += w * x;
                     }
-                    data[base + i * s] = acc;
                 }
             }
         }

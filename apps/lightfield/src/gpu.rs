@@ -13,8 +13,10 @@ use crate::error::{LfError, Result};
 
 /// Largest workgroup; one workgroup encodes one patch.
 const WORKGROUP: u32 = 256;
-/// Most patches per chunk (bounds staging memory to a few hundred MiB at the paper's size).
-const MAX_CHUNK: usize = 16384;
+/// Most patches per chunk: 4096 paper-size patches are 79 MiB of host-visible staging per
+/// slot, small enough for a device's host-visible device-local (BAR) heap, and still
+/// thousands of workgroups per submission.
+const MAX_CHUNK: usize = 4096;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
