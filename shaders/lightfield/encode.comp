@@ -131,16 +131,22 @@ void evaluate(uint t, out float err, out uint count, out float total, out uint k
 // The smallest set meeting `budget`, if it has at most `cap` coefficients. `probe` (0 for
 // none) is the threshold the best dictionary so far chose: tested first, it usually shows
 // at once that this dictionary needs more than `cap` coefficients, so losing dictionaries
-// cost one reduction instead of a whole search.
-bool fewest_within(float budget, uint cap, uint probe, out uint count, out float err, out uint thr) {
+// cost one reduction instead of a whole search. The probe's error and size come back in
+// probe_e and probe_c (probe_c = NONE if it was not evaluated).
+bool fewest_within(float budget, uint cap, uint probe, out uint count, out float err, out uint thr,
+                   out float probe_e, out uint probe_c) {
     float e, total, e_lo;
     uint c, c_lo, kmax;
+    probe_e = 0.0;
+    probe_c = NONE;
     // Every key of a non-zero level is at least about step/2, so this bound keeps the same
     // set as threshold 1 and narrows the search.
     uint lo = floatBitsToUint(0.49 * step), hi = KEEP_NOTHING, c_hi = 0u;
     bool lo_known = false;
     if (probe > lo && probe < KEEP_NOTHING) {
         evaluate(probe, e, c, total, kmax);
+        probe_e = e;
+        probe_c = c;
         if (e <= budget) {
             lo = probe;
             e_lo = e;
@@ -286,17 +292,23 @@ void main() {
     step = limit.y;
     inv_step = limit.z;
 
+    // Sparsest successful dictionary so far (best_*), and, while none succeeded, the failed
+    // one with the least error at T coefficients (fail_*): one pass over the dictionaries
+    // serves both, so a patch no dictionary can serve costs no second pass.
     bool success = false;
     uint best_k = NONE, best_c = 0u, best_t = KEEP_NOTHING, last_k = NONE, best_tie_key = 0u, best_tie_take = 0u;
     float best_e = 0.0;
+    uint fail_k = NONE, fail_c = 0u, fail_t = KEEP_NOTHING, fail_tie_key = 0u, fail_tie_take = 0u;
+    float fail_e = 0.0;
     for (uint k = 0u; k < n_dicts; k++) {
         load_dict(k);
         all_modes(true, true, in_base);
         load_terms();
         last_k = k;
-        uint c, t;
-        float e;
-        if (fewest_within(budget, success ? best_c : sparsity, success ? best_t : 0u, c, e, t)) {
+        uint c, t, probe_c;
+        float e, probe_e;
+        uint probe = success ? best_t : (fail_k != NONE ? fail_t : 0u);
+        if (fewest_within(budget, success ? best_c : sparsity, probe, c, e, t, probe_e, probe_c)) {
             if (!success || c < best_c || (c == best_c && e < best_e)) {
                 success = true;
                 best_k = k;
@@ -305,25 +317,31 @@ void main() {
                 best_t = t;
             }
         }
-    }
-    if (!success) {
-        for (uint k = 0u; k < n_dicts; k++) {
-            load_dict(k);
-            all_modes(true, true, in_base);
-            load_terms();
-            last_k = k;
-            uint c, t, tk, tt;
-            float e;
-            most_within(sparsity, c, e, t, tk, tt);
-            if (best_k == NONE || e < best_e) {
-                best_k = k;
-                best_c = c;
-                best_e = e;
-                best_t = t;
-                best_tie_key = tk;
-                best_tie_take = tt;
+        if (!success) {
+            // A set of at least T coefficients with error >= fail_e bounds this dictionary's
+            // T-coefficient error from below: it cannot do strictly better.
+            bool beaten = fail_k != NONE && probe_c != NONE && probe_c >= sparsity && probe_e >= fail_e;
+            if (!beaten) {
+                uint tk, tt;
+                most_within(sparsity, c, e, t, tk, tt);
+                if (fail_k == NONE || e < fail_e) {
+                    fail_k = k;
+                    fail_c = c;
+                    fail_e = e;
+                    fail_t = t;
+                    fail_tie_key = tk;
+                    fail_tie_take = tt;
+                }
             }
         }
+    }
+    if (!success) {
+        best_k = fail_k;
+        best_c = fail_c;
+        best_e = fail_e;
+        best_t = fail_t;
+        best_tie_key = fail_tie_key;
+        best_tie_take = fail_tie_take;
     }
     if (best_k != last_k) {
         load_dict(best_k);
