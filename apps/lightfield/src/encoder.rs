@@ -198,3 +198,42 @@ pub fn encode_patches_cpu(patches: &[f32], limits: &[Limit], ens: &Ensemble, par
         .collect();
     Codes::from_patches(codes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::PatchShape;
+
+    #[test]
+    fn picks_the_sparsest_dictionary_and_stores_its_largest_levels() {
+        let shape = PatchShape { my: 2, mx: 3, mu: 2, mv: 1 };
+        let plen = shape.len();
+        // Dictionary 1 is the identity, in which a patch of three spikes has three
+        // coefficients; dictionary 0 (random) spreads them over all of them.
+        let mut ens = Ensemble::random(shape, 2, 7);
+        let d = ens.dictionary_len();
+        let (offsets, _) = crate::dictionary::mode_offsets(shape);
+        for (n, m) in shape.modes().into_iter().enumerate() {
+            for i in 0..m * m {
+                ens.mats[d + offsets[n] + i] = if i % (m + 1) == 0 { 1.0 } else { 0.0 };
+            }
+        }
+        let mut patch = vec![0f32; plen];
+        patch[3] = 0.9;
+        patch[17] = 0.5;
+        patch[30] = 0.25;
+        let params = Params { sparsity: plen, epsilon: 0.01 };
+        let limits = [Limit::new(params, plen, plen, 1.0, 10)];
+        let codes = encode_patches_cpu(&patch, &limits, &ens, params);
+        assert_eq!(codes.membership, vec![1]);
+        assert!(codes.success[0]);
+        assert_eq!(codes.locations, vec![3, 17, 30]);
+        assert_eq!(codes.levels, vec![90, 50, 25]);
+        // With T = 2 nothing meets the budget: the least error at two coefficients wins, and
+        // that is still the identity keeping the two largest spikes.
+        let params = Params { sparsity: 2, epsilon: 0.01 };
+        let codes = encode_patches_cpu(&patch, &limits, &ens, params);
+        assert_eq!((codes.membership[0], codes.success[0]), (1, false));
+        assert_eq!(codes.locations, vec![3, 17]);
+    }
+}

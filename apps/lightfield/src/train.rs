@@ -236,3 +236,30 @@ pub fn train(
     ens.validate()?;
     Ok(ens)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn training_is_deterministic_and_does_not_lose_quality() {
+        let lfs = [crate::synth::generate((4, 4), (25, 20), 31)];
+        let opts = TrainOptions {
+            k: 2,
+            shape: PatchShape { my: 5, mx: 5, mu: 4, mv: 4 },
+            iterations: 2,
+            params: Params { sparsity: 300, epsilon: 0.02 },
+            seed: 9,
+            max_patches: 1000,
+        };
+        let mut psnr = Vec::new();
+        let a = train(&lfs, &opts, TrainDevice::Cpu, |s| psnr.push(s.psnr_db)).unwrap();
+        let b = train(&lfs, &opts, TrainDevice::Cpu, |_| {}).unwrap();
+        assert_eq!(a, b);
+        a.validate().unwrap();
+        assert_eq!(psnr.len(), 3);
+        assert!(psnr[2] >= psnr[0] - 0.1, "training made the fit worse: {psnr:?}");
+        let other = train(&lfs, &TrainOptions { seed: 10, ..opts }, TrainDevice::Cpu, |_| {}).unwrap();
+        assert_ne!(a, other);
+    }
+}
