@@ -15,5 +15,12 @@ for b in gpu-info sweep prims-bench mad smoe mosaic composite lightfield; do
   if [ -x "$CARGO_TARGET_DIR/release/$b" ]; then cp "$CARGO_TARGET_DIR/release/$b" .gpu/bin/; fi
 done
 cp tools/gpu-bench.sh .gpu/
-[ -d .gl ] && ls .gl/*.deb >/dev/null 2>&1 || bash ../shared/tools/gpu-carry.sh
+# The Vulkan loader, plus the GL vendor-neutral dispatch libraries: without libglvnd the NVIDIA
+# ICD (libGLX_nvidia) cannot hand out vkCreateInstance ("Found no drivers").
+if ! ls .gl/libglvnd0_*.deb >/dev/null 2>&1; then
+  mkdir -p .gl /tmp/amd64/partial
+  o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+  apt-get $o update -qq
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
 du -sh .gpu .gl
