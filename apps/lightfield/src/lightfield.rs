@@ -57,6 +57,12 @@ impl LightField {
 
     /// Refuses NaN, infinities and values outside [0, 1].
     pub fn check_values(&self, what: &str) -> Result<()> {
+        use rayon::prelude::*;
+        // One parallel pass for the common case (NaN fails the range test too); the slow
+        // search for a message only runs on bad input.
+        if self.data.par_iter().all(|x| (0.0..=1.0).contains(x)) {
+            return Ok(());
+        }
         if let Some(i) = self.data.iter().position(|x| !x.is_finite()) {
             return Err(LfError::Invalid(format!("{what}: sample {i} is {} (NaN or infinite)", self.data[i])));
         }
