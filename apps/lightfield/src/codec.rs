@@ -2,6 +2,8 @@
 //! chunk by chunk with their error budgets, encoded, and decoded patches are cropped back
 //! into the light field.
 
+use rayon::prelude::*;
+
 use crate::bitstream::Compressed;
 use crate::decoder::decode_patches_cpu;
 use crate::dictionary::Ensemble;
@@ -34,10 +36,10 @@ pub fn prepare_chunk(
     let plen = grid.shape.len();
     grid.gather_into(lf, range.clone(), patches);
     let mode_sum: usize = grid.shape.modes().iter().sum();
-    for ((l, patch), p) in limits.iter_mut().zip(patches.chunks(plen)).zip(range) {
+    limits.par_iter_mut().zip(patches.par_chunks(plen)).zip(range).for_each(|((l, patch), p)| {
         let norm = patch.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
         *l = Limit::new(params, grid.valid_samples(p), plen, norm, mode_sum);
-    }
+    });
 }
 
 /// Quantisation steps of patches `range` (border patches have finer steps).
