@@ -252,8 +252,9 @@ void compact(uint pid, uint thr, uint tie_key, uint tie_take) {
         float a = quant_level(x);
         uint key = (j < P && a != 0.0) ? floatBitsToUint(abs(x)) : 0u;
         bool tie = tie_take > 0u && key == tie_key;
-        uint tie_before = subgroupBallotExclusiveBitCount(subgroupBallot(tie));
-        if (subgroupElect()) sg_ties[gl_SubgroupID] = subgroupBallotBitCount(subgroupBallot(tie));
+        uvec4 tie_ballot = subgroupBallot(tie);  // outside the elect branch: all lanes vote
+        uint tie_before = subgroupBallotExclusiveBitCount(tie_ballot);
+        if (subgroupElect()) sg_ties[gl_SubgroupID] = subgroupBallotBitCount(tie_ballot);
         barrier();
         uint tie_rank = ties_seen + tie_before, ties_total = 0u;
         for (uint s = 0u; s < gl_NumSubgroups; s++) {

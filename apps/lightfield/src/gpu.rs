@@ -392,8 +392,13 @@ mod tests {
         }
         assert_eq!(ens.mats.len(), dlen);
         let levels = [0.25f32, 0.5, 0.75, 0.3125];
-        let patches: Vec<f32> =
+        let mut patches: Vec<f32> =
             (0..3 * SHAPE.len()).map(|i| levels[(i * 7 / 5) % 4] * ((i / 1200) as f32 + 1.0) / 3.0).collect();
+        // Ten larger samples at the end of each patch: kept above the tie group, and after it
+        // in location order, so keeping one tie too many would push one of them out.
+        for p in 0..3 {
+            patches[(p + 1) * SHAPE.len() - 10..(p + 1) * SHAPE.len()].fill(0.95);
+        }
         let params = Params { sparsity: 50, epsilon: 0.001 };
         let limits: Vec<Limit> = (0..3).map(|_| Limit::new(params, SHAPE.len(), SHAPE.len(), 1.0, 29)).collect();
         let gpu = GpuCodec::new(ctx, &ens).unwrap();
