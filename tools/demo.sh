@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 bash tools/setup.sh
 cargo build --release --workspace --bins
 mkdir -p out
-B=target/release
+B=${CARGO_TARGET_DIR:-target}/release
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 
 $B/gpu-info --copy-mib 64 --fma-iterations 512 > out/gpu-info.json.tmp && mv out/gpu-info.json.tmp out/gpu-info.json
