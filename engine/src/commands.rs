@@ -16,7 +16,7 @@ use bytemuck::{NoUninit, Pod};
 use crate::context::{Context, Queue, Shared};
 use crate::error::{EngineError, Result, VkContext};
 use crate::memory::{Buffer, BufferBinding};
-use crate::pipeline::ComputePipeline;
+use crate::pipeline::{ComputePipeline, PipelineHandles};
 use crate::profile::{PassTime, Timestamps};
 
 /// Largest workgroup count per grid axis every Vulkan device supports.
@@ -161,11 +161,46 @@ impl Recorder {
         push: &P,
         groups: [u32; 3],
     ) {
-        assert_eq!(bindings.len() as u32, pipe.bindings, "{}: wrong number of bindings", pipe.name());
-        let bytes = bytemuck::bytes_of(push);
-        assert!(bytes.len() as u32 <= pipe.push_bytes.max(bytes.len() as u32));
         assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
+        self.bind(
+            vk::PipelineBindPoint::COMPUTE,
+            vk::ShaderStageFlags::COMPUTE,
+            PipelineHandles {
+                raw: pipe.raw,
+                layout: pipe.layout,
+                bindings: pipe.bindings,
+                push_bytes: pipe.push_bytes,
+                name: pipe.name(),
+            },
+            bindings,
+            bytemuck::bytes_of(push),
+        );
         let device = &self.ctx.shared.device;
+        unsafe {
+            if groups.iter().all(|&g| g > 0) {
+                device.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
+            }
+        }
+    }
+
+    /// Binds a pipeline (raw handle, layout, binding count, push-constant size, name), pushes
+    /// its storage-buffer descriptors and its push constants. Shared by dispatches and draws.
+    pub(crate) fn bind(
+        &mut self,
+        bind_point: vk::PipelineBindPoint,
+        stages: vk::ShaderStageFlags,
+        pipe: PipelineHandles<'_>,
+        bindings: &[BufferBinding],
+        push: &[u8],
+    ) {
+        let PipelineHandles { raw, layout, bindings: binding_count, push_bytes, name } = pipe;
+        assert_eq!(bindings.len() as u32, binding_count, "{name}: wrong number of bindings");
+        assert!(
+            push.len() as u32 <= push_bytes,
+            "{name}: {} bytes of push constants for a pipeline that takes {push_bytes}",
+            push.len()
+        );
+        let shared = &self.ctx.shared;
         let infos: Vec<vk::DescriptorBufferInfo> = bindings
             .iter()
             .map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range))
@@ -181,21 +216,12 @@ impl Recorder {
             })
             .collect();
         unsafe {
-            device.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipe.raw);
+            shared.device.cmd_bind_pipeline(self.cmd, bind_point, raw);
             if !writes.is_empty() {
-                self.ctx.shared.push_descriptor.cmd_push_descriptor_set(
-                    self.cmd,
-                    vk::PipelineBindPoint::COMPUTE,
-                    pipe.layout,
-                    0,
-                    &writes,
-                );
+                shared.push_descriptor.cmd_push_descriptor_set(self.cmd, bind_point, layout, 0, &writes);
             }
-            if pipe.push_bytes > 0 && !bytes.is_empty() {
-                device.cmd_push_constants(self.cmd, pipe.layout, vk::ShaderStageFlags::COMPUTE, 0, bytes);
-            }
-            if groups.iter().all(|&g| g > 0) {
-                device.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
+            if push_bytes > 0 && !push.is_empty() {
+                shared.device.cmd_push_constants(self.cmd, layout, stages, 0, push);
             }
         }
     }

@@ -24,6 +24,7 @@ use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
 use crate::memory::{Buffer, BufferBinding};
 use crate::pipeline::spirv_words;
+use crate::pipeline::PipelineHandles;
 
 /// Colour format of render targets whose pixels are RGBA8 bytes (R first in memory).
 pub const COLOR_RGBA8: vk::Format = vk::Format::R8G8B8A8_UNORM;
@@ -311,37 +312,8 @@ impl Context {
         fragment: vk::ShaderModule,
     ) -> Result<GraphicsPipeline> {
         let device = &self.shared.device;
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..desc.bindings)
-            .map(|i| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(i)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(GRAPHICS_STAGES)
-            })
-            .collect();
-        let set_layout = unsafe {
-            device.create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default()
-                    .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
-                    .bindings(&bindings),
-                None,
-            )
-        }
-        .vk("vkCreateDescriptorSetLayout")?;
-        let ranges = [vk::PushConstantRange::default().stage_flags(GRAPHICS_STAGES).offset(0).size(desc.push_bytes)];
-        let set_layouts = [set_layout];
-        let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
-        if desc.push_bytes > 0 {
-            layout_info = layout_info.push_constant_ranges(&ranges);
-        }
-        let layout = match unsafe { device.create_pipeline_layout(&layout_info, None) } {
-            Ok(l) => l,
-            Err(result) => {
-                unsafe { device.destroy_descriptor_set_layout(set_layout, None) };
-                return Err(EngineError::Vulkan { call: "vkCreatePipelineLayout", result });
-            }
-        };
+        let (set_layout, layout) =
+            crate::pipeline::push_descriptor_layout(device, desc.bindings, desc.push_bytes, GRAPHICS_STAGES)?;
 
         let stages = [
             vk::PipelineShaderStageCreateInfo::default()
@@ -504,38 +476,22 @@ impl Recorder {
         vertices: u32,
         instances: u32,
     ) {
-        assert_eq!(bindings.len() as u32, pipe.bindings, "{}: wrong number of bindings", pipe.name);
-        let bytes = bytemuck::bytes_of(push);
+        self.bind(
+            vk::PipelineBindPoint::GRAPHICS,
+            GRAPHICS_STAGES,
+            PipelineHandles {
+                raw: pipe.raw,
+                layout: pipe.layout,
+                bindings: pipe.bindings,
+                push_bytes: pipe.push_bytes,
+                name: &pipe.name,
+            },
+            bindings,
+            bytemuck::bytes_of(push),
+        );
         let shared = self.context().shared.clone();
-        let infos: Vec<vk::DescriptorBufferInfo> = bindings
-            .iter()
-            .map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range))
-            .collect();
-        let writes: Vec<vk::WriteDescriptorSet> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                vk::WriteDescriptorSet::default()
-                    .dst_binding(i as u32)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .buffer_info(std::slice::from_ref(info))
-            })
-            .collect();
         let cmd = self.raw();
         unsafe {
-            shared.device.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.raw);
-            if !writes.is_empty() {
-                shared.push_descriptor.cmd_push_descriptor_set(
-                    cmd,
-                    vk::PipelineBindPoint::GRAPHICS,
-                    pipe.layout,
-                    0,
-                    &writes,
-                );
-            }
-            if pipe.push_bytes > 0 && !bytes.is_empty() {
-                shared.device.cmd_push_constants(cmd, pipe.layout, GRAPHICS_STAGES, 0, bytes);
-            }
             if vertices > 0 && instances > 0 {
                 shared.device.cmd_draw(cmd, vertices, instances, 0, 0);
             }

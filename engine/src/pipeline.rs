@@ -46,6 +46,57 @@ impl ComputePipeline {
     }
 }
 
+/// What binding a pipeline needs: its handles, binding count, push-constant size and name.
+pub(crate) struct PipelineHandles<'a> {
+    pub raw: vk::Pipeline,
+    pub layout: vk::PipelineLayout,
+    pub bindings: u32,
+    pub push_bytes: u32,
+    pub name: &'a str,
+}
+
+/// The layouts every Tessera pipeline uses: `bindings` storage buffers at set 0, pushed per
+/// draw or dispatch (VK_KHR_push_descriptor), and `push_bytes` of push constants, visible to
+/// `stages`. Shared by compute and graphics pipelines.
+pub(crate) fn push_descriptor_layout(
+    device: &ash::Device,
+    bindings: u32,
+    push_bytes: u32,
+    stages: vk::ShaderStageFlags,
+) -> Result<(vk::DescriptorSetLayout, vk::PipelineLayout)> {
+    let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..bindings)
+        .map(|i| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(i)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .descriptor_count(1)
+                .stage_flags(stages)
+        })
+        .collect();
+    let set_layout = unsafe {
+        device.create_descriptor_set_layout(
+            &vk::DescriptorSetLayoutCreateInfo::default()
+                .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
+                .bindings(&bindings),
+            None,
+        )
+    }
+    .vk("vkCreateDescriptorSetLayout")?;
+    let ranges = [vk::PushConstantRange::default().stage_flags(stages).offset(0).size(push_bytes)];
+    let set_layouts = [set_layout];
+    let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
+    if push_bytes > 0 {
+        layout_info = layout_info.push_constant_ranges(&ranges);
+    }
+    match unsafe { device.create_pipeline_layout(&layout_info, None) } {
+        Ok(layout) => Ok((set_layout, layout)),
+        Err(result) => {
+            unsafe { device.destroy_descriptor_set_layout(set_layout, None) };
+            Err(EngineError::Vulkan { call: "vkCreatePipelineLayout", result })
+        }
+    }
+}
+
 /// Reads SPIR-V bytes as words (checks the magic number and alignment of the length).
 pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
     ash::util::read_spv(&mut Cursor::new(bytes)).map_err(|e| EngineError::InvalidInput(format!("bad SPIR-V: {e}")))
@@ -68,34 +119,14 @@ impl Context {
         let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
             .vk("vkCreateShaderModule")?;
 
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..desc.bindings)
-            .map(|i| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(i)
-                    .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let set_layout = unsafe {
-            device.create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default()
-                    .flags(vk::DescriptorSetLayoutCreateFlags::PUSH_DESCRIPTOR_KHR)
-                    .bindings(&bindings),
-                None,
-            )
-        }
-        .vk("vkCreateDescriptorSetLayout")?;
-        let ranges = [vk::PushConstantRange::default()
-            .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .offset(0)
-            .size(desc.push_bytes)];
-        let set_layouts = [set_layout];
-        let mut layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts);
-        if desc.push_bytes > 0 {
-            layout_info = layout_info.push_constant_ranges(&ranges);
-        }
-        let layout = unsafe { device.create_pipeline_layout(&layout_info, None) }.vk("vkCreatePipelineLayout")?;
+        let (set_layout, layout) =
+            match push_descriptor_layout(device, desc.bindings, desc.push_bytes, vk::ShaderStageFlags::COMPUTE) {
+                Ok(l) => l,
+                Err(e) => {
+                    unsafe { device.destroy_shader_module(module, None) };
+                    return Err(e);
+                }
+            };
 
         let entries: Vec<vk::SpecializationMapEntry> = (0..desc.spec.len())
             .map(|i| vk::SpecializationMapEntry::default().constant_id(i as u32).offset(4 * i as u32).size(4))
