@@ -10,7 +10,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-layout(constant_id = 7) const bool BLUESTEIN = false;
+layout(constant_id = 8) const bool BLUESTEIN = false;
 
 layout(set = 0, binding = 0) buffer Data { vec2 data[]; };
 layout(set = 0, binding = 1) readonly buffer Tables { vec2 tables[]; };

@@ -19,11 +19,11 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
-layout(constant_id = 7) const bool BLUESTEIN = false;
-layout(constant_id = 8) const uint STAGE = 0; // 0: A, 1: B, 2: C
+layout(constant_id = 8) const bool BLUESTEIN = false;
+layout(constant_id = 9) const uint STAGE = 0; // 0: A, 1: B, 2: C
 // Whether the sub-lines of one long line are numbered consecutively (rows, where they are
 // neighbours in memory) or the same sub-line of consecutive long lines is (columns).
-layout(constant_id = 9) const bool ROWS = true;
+layout(constant_id = 10) const bool ROWS = true;
 
 layout(set = 0, binding = 0) buffer Data { vec2 data[]; };
 layout(set = 0, binding = 1) buffer Scratch { vec2 scratch[]; };

@@ -24,6 +24,9 @@ layout(constant_id = 4) const bool LINES_FAST = false;
 // scatter of the early passes does not hit the same shared-memory banks (0: no padding).
 layout(constant_id = 5) const uint PAD_SHIFT = 0;
 layout(constant_id = 6) const uint SHARED = 4096;   // complex slots in shared memory
+// Exchange the real, then the imaginary parts, each slot() a float of `buf` (slot s is
+// buf[s / 2][s % 2]) rather than a complex: half the shared memory per line.
+layout(constant_id = 7) const bool SPLIT = false;
 
 const uint M = 1u << LOG2M;
 const uint T = M / E; // invocations per line
@@ -121,16 +124,38 @@ void butterflies(uint r, uint log2r, uint ns, uint log2ns, uint tj, bool inv) {
     }
 }
 
+// Shared-memory slot of output q of this invocation's butterfly b in a radix-r pass over
+// sub-transforms of length ns: its Stockham position.
+uint scatter_slot(uint r, uint ns, uint ll, uint tj, uint b, uint q) {
+    uint j = tj + b * T;
+    uint k = j & (ns - 1u);
+    return slot(ll, (j - k) * r + k + q * ns);
+}
+
 // Scatters the pass results to their Stockham positions and gathers this invocation's
 // positions for the next pass.
 void exchange(uint r, uint ns, uint ll, uint tj) {
     uint per = E / r;
+    if (SPLIT) {
+        [[unroll]] for (uint c = 0u; c < 2u; c++) {
+            barrier();
+            [[unroll]] for (uint b = 0u; b < per; b++) {
+                [[unroll]] for (uint q = 0u; q < r; q++) {
+                    uint s = scatter_slot(r, ns, ll, tj, b, q);
+                    buf[s >> 1u][s & 1u] = x[b + q * per][c];
+                }
+            }
+            barrier();
+            [[unroll]] for (uint e = 0u; e < E; e++) {
+                uint s = slot(ll, tj + e * T);
+                x[e][c] = buf[s >> 1u][s & 1u];
+            }
+        }
+        return;
+    }
     barrier();
     [[unroll]] for (uint b = 0u; b < per; b++) {
-        uint j = tj + b * T;
-        uint k = j & (ns - 1u);
-        uint out_pos = (j - k) * r + k;
-        [[unroll]] for (uint q = 0u; q < r; q++) buf[slot(ll, out_pos + q * ns)] = x[b + q * per];
+        [[unroll]] for (uint q = 0u; q < r; q++) buf[scatter_slot(r, ns, ll, tj, b, q)] = x[b + q * per];
     }
     barrier();
     [[unroll]] for (uint e = 0u; e < E; e++) x[e] = buf[slot(ll, tj + e * T)];
