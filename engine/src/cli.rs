@@ -51,3 +51,14 @@ pub fn progress(len: u64, message: &str, json: bool) -> ProgressBar {
 pub fn print_json(value: &serde_json::Value) {
     println!("{}", serde_json::to_string(value).unwrap_or_else(|_| "{}".into()));
 }
+
+/// Arguments of every binary's `bench` subcommand: `Bench(engine::cli::BenchArgs)`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct BenchArgs {
+    /// Tiny sizes only: a smoke test that runs in seconds on lavapipe
+    #[arg(long)]
+    pub quick: bool,
+    /// Device index or a substring of its name
+    #[arg(long)]
+    pub device: Option<String>,
+}

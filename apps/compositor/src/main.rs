@@ -94,13 +94,7 @@ enum Command {
         common: CommonArgs,
     },
     /// The paper's Tables 1 and 2 on the GPU (one JSON object per line)
-    Bench {
-        /// Tiny sizes, for a smoke test
-        #[arg(long)]
-        quick: bool,
-        #[arg(long)]
-        device: Option<String>,
-    },
+    Bench(engine::cli::BenchArgs),
 }
 
 fn parse_background(s: &str) -> Result<[u8; 4]> {
@@ -263,7 +257,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
-        Command::Bench { quick, device } => {
+        Command::Bench(engine::cli::BenchArgs { quick, device }) => {
             compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }

@@ -50,13 +50,7 @@ enum Command {
         common: CommonArgs,
     },
     /// The benchmark set (512x512 latency, 1000-pair throughput, 1920x1080), JSON lines
-    Bench {
-        /// Tiny sizes, for a quick check
-        #[arg(long)]
-        quick: bool,
-        #[arg(long)]
-        device: Option<String>,
-    },
+    Bench(engine::cli::BenchArgs),
     /// Generate a sample scene and distortions, score them, write images, maps and a JSON summary
     Demo {
         #[arg(long)]
@@ -274,7 +268,7 @@ fn run(cli: Cli) -> Result<bool> {
             score(&reference, &distorted, maps.as_deref(), &common).map(|_| true)
         }
         Command::Batch { pairs, chunk, common } => batch(&pairs, chunk, &common),
-        Command::Bench { quick, device } => {
+        Command::Bench(engine::cli::BenchArgs { quick, device }) => {
             let ctx = engine::Context::open(device.as_deref())?;
             mad::bench::run(&ctx, quick)?;
             Ok(true)

@@ -37,7 +37,7 @@ enum Command {
     /// Index a tile folder (recursively) into its cache file
     Index(IndexArgs),
     /// Benchmarks on synthetic data (GPU and CPU reference), one JSON object per line
-    Bench(BenchArgs),
+    Bench(engine::cli::BenchArgs),
     /// Generate sample data, build mosaics with SoftAssign and exact, write PNGs and JSON
     Demo(DemoArgs),
 }
@@ -192,16 +192,6 @@ struct DemoArgs {
     common: CommonArgs,
 }
 
-#[derive(Args)]
-struct BenchArgs {
-    /// Tiny sizes only (seconds on lavapipe)
-    #[arg(long)]
-    quick: bool,
-    /// Device index or a substring of its name
-    #[arg(long)]
-    device: Option<String>,
-}
-
 /// Errors print as one line (with their causes), never as a backtrace; exit status 1.
 fn main() -> ExitCode {
     match run(Cli::parse()) {
@@ -268,7 +258,7 @@ fn cmd_solve(args: SolveArgs) -> Result<()> {
     Ok(())
 }
 
-fn cmd_bench(args: BenchArgs) -> Result<()> {
+fn cmd_bench(args: engine::cli::BenchArgs) -> Result<()> {
     let ctx = open(args.device.as_deref())?;
     mosaic::bench::run(&ctx, args.quick, |v| print_json(&v))?;
     Ok(())

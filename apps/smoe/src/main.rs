@@ -86,13 +86,7 @@ enum Command {
     /// Convert between the JSON and binary (.smoe/.bin) model formats
     Convert { input: PathBuf, output: PathBuf },
     /// Benchmarks: the paper's Table 4 and fitting (JSON lines)
-    Bench {
-        /// Tiny sizes, for a smoke test
-        #[arg(long)]
-        quick: bool,
-        #[arg(long)]
-        device: Option<String>,
-    },
+    Bench(engine::cli::BenchArgs),
     /// Generate a sample image, fit it, render at 1x and 2x, write everything to DIR
     Demo {
         #[arg(long)]
@@ -135,7 +129,7 @@ fn run(cli: Cli) -> Result<()> {
             println!("smoe: converted {} kernels to {}", m.len(), output.display());
             Ok(())
         }
-        Command::Bench { quick, device } => {
+        Command::Bench(engine::cli::BenchArgs { quick, device }) => {
             let ctx = engine::Context::open(device.as_deref())?;
             bench::run(&ctx, quick)
         }
