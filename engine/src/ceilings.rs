@@ -25,6 +25,32 @@ fn best_ms(passes: &[PassTime], name: &str) -> f64 {
     passes.iter().filter(|p| p.name == name).map(|p| p.ms).fold(f64::INFINITY, f64::min)
 }
 
+/// Keeps the GPU busy for about `duration` of wall time with the FMA probe, so that the
+/// work timed right after it runs at full clocks. GPUs drop their clocks within seconds of
+/// idling (an H100 fell from 1980 to 345-900 MHz between short bursts of benchmark work), and
+/// a benchmark that times a short burst after host-side work measures that low-clock state.
+pub fn warm_up(ctx: &Context, duration: std::time::Duration) -> Result<()> {
+    const WG: u32 = 256;
+    let fma = ctx.compute_pipeline(&PipelineDesc {
+        name: "ceiling_fma",
+        spirv: shaders::CEILING_FMA,
+        bindings: 1,
+        push_bytes: 8,
+        spec: &[WG],
+    })?;
+    // Each submission is ~0.1 ms on an H100 (tens of ms on lavapipe): small enough not to
+    // overshoot `duration` much, large enough to keep the GPU busy between submissions.
+    let groups = 512u32;
+    let out = ctx.buffer::<f32>((groups * WG) as usize, Location::Device, "warm-up output")?;
+    let start = std::time::Instant::now();
+    while start.elapsed() < duration {
+        let mut rec = ctx.recorder()?;
+        rec.dispatch(&fma, &[out.binding()], &[512u32, 1.0f32.to_bits()], [groups, 1, 1]);
+        rec.submit()?.wait()?;
+    }
+    Ok(())
+}
+
 /// GPU milliseconds of the best of `repeats` compute-shader copies of `bytes` bytes with
 /// workgroup size `workgroup` (for `sweep`).
 pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Result<f64> {
@@ -102,6 +128,15 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warm_up_returns_after_its_duration() {
+        let ctx = crate::testing::context();
+        let t = std::time::Instant::now();
+        warm_up(ctx, std::time::Duration::from_millis(20)).unwrap();
+        assert!(t.elapsed() >= std::time::Duration::from_millis(20));
+        crate::testing::assert_no_validation_messages();
+    }
 
     #[test]
     fn ceilings_are_positive_and_finite() {

@@ -24,6 +24,9 @@ struct Args {
     repeats: u32,
 }
 
+/// GPU busy time before each timed set, so it runs at full clocks (see ceilings::warm_up).
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(400);
+
 /// Deterministic, fast pseudo-random u32s (xorshift64*), non-zero.
 fn random_u32(n: usize, seed: u64) -> Vec<u32> {
     let mut s = seed | 1;
@@ -42,12 +45,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Records `body` once to warm up, then `repeats` times with a timestamp after each; returns
-/// the median GPU ms of one repetition.
+/// Records `body` once to warm up, brings the GPU to full clocks, then records it `repeats`
+/// times with a timestamp after each; returns the median GPU ms of one repetition.
 fn gpu_median(ctx: &Context, repeats: u32, mut body: impl FnMut(&mut Recorder) -> engine::Result<()>) -> Result<f64> {
     let mut warm = ctx.recorder()?;
     body(&mut warm)?;
     warm.submit()?.wait()?;
+    engine::ceilings::warm_up(ctx, WARM_UP)?;
     let mut rec = ctx.recorder()?;
     rec.enable_profiling(repeats + 1)?;
     for _ in 0..repeats {
