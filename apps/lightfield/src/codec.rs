@@ -25,6 +25,11 @@ const CPU_CHUNK: usize = 4096;
 
 /// Gathers patches `range` of `lf` into `patches` and fills their limits (error budget and
 /// quantisation step).
+///
+/// On the GPU path `patches` is mapped staging memory, often write-combined device memory
+/// behind the PCIe bar where every CPU read is an uncached bus round trip; so each patch is
+/// gathered into a per-thread buffer in ordinary memory, its norm taken there, and only
+/// then written to `patches` in one sequential copy (the destination is never read).
 pub fn prepare_chunk(
     grid: &PatchGrid,
     lf: &LightField,
@@ -34,12 +39,16 @@ pub fn prepare_chunk(
     limits: &mut [Limit],
 ) {
     let plen = grid.shape.len();
-    grid.gather_into(lf, range.clone(), patches);
     let mode_sum: usize = grid.shape.modes().iter().sum();
-    limits.par_iter_mut().zip(patches.par_chunks(plen)).zip(range).for_each(|((l, patch), p)| {
-        let norm = patch.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
-        *l = Limit::new(params, grid.valid_samples(p), plen, norm, mode_sum);
-    });
+    patches.par_chunks_mut(plen).zip(limits.par_iter_mut()).zip(range).for_each_init(
+        || vec![0f32; plen],
+        |buf, ((dst, l), p)| {
+            grid.gather_patch(lf, p, buf);
+            let norm = buf.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+            *l = Limit::new(params, grid.valid_samples(p), plen, norm, mode_sum);
+            dst.copy_from_slice(buf);
+        },
+    );
 }
 
 /// Quantisation steps of patches `range` (border patches have finer steps).

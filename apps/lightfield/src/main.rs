@@ -111,6 +111,9 @@ enum Command {
         /// Tiny sizes, for a smoke test
         #[arg(long)]
         quick: bool,
+        /// Only training and the Table 1 encode/decode (no rate-distortion set)
+        #[arg(long)]
+        encode_only: bool,
         #[arg(long)]
         device: Option<String>,
     },
@@ -254,7 +257,9 @@ fn run(cli: Cli) -> Result<()> {
             lf.write_npy(&out)?;
             println!("wrote {:?} float32 light field -> {}", lf.shape(), out.display());
         }
-        Command::Bench { quick, device } => lightfield::bench::run(quick, device.as_deref(), |v| print_json(&v))?,
+        Command::Bench { quick, encode_only, device } => {
+            lightfield::bench::run(quick, encode_only, device.as_deref(), |v| print_json(&v))?
+        }
         Command::Demo { out, device } => println!("{}", lightfield::demo::run(&out, device.as_deref())?),
     }
     Ok(())

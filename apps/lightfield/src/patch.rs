@@ -145,47 +145,57 @@ impl PatchGrid {
     /// [`PatchGrid::gather`] into `out` (exactly `range.len() * shape.len()` samples).
     pub fn gather_into(&self, lf: &LightField, range: std::ops::Range<usize>, out: &mut [f32]) {
         let plen = self.shape.len();
-        out.par_chunks_mut(plen).zip(range).for_each(|(dst, p)| {
-            let o = self.origin(p);
-            let s = self.shape;
-            let mut i = 0;
-            for du in 0..s.mu {
-                let u = (o[0] + du).min(lf.u - 1);
-                for dv in 0..s.mv {
-                    let v = (o[1] + dv).min(lf.v - 1);
-                    for dy in 0..s.my {
-                        let y = (o[2] + dy).min(lf.h - 1);
-                        for dx in 0..s.mx {
-                            let x = (o[3] + dx).min(lf.w - 1);
-                            let src = lf.index(u, v, y, x);
-                            dst[i..i + COLOURS].copy_from_slice(&lf.data[src..src + COLOURS]);
-                            i += COLOURS;
-                        }
-                    }
-                }
-            }
-        });
+        out.par_chunks_mut(plen).zip(range).for_each(|(dst, p)| self.gather_patch(lf, p, dst));
     }
 
-    /// Writes patches `range` (patch-major, as from [`PatchGrid::gather`]) into `lf`,
-    /// dropping the samples that fall outside it.
-    pub fn scatter(&self, patches: &[f32], range: std::ops::Range<usize>, lf: &mut LightField) {
-        let plen = self.shape.len();
+    /// Patch `p` into `dst` (`shape.len()` samples), padded as in [`PatchGrid::gather`].
+    pub fn gather_patch(&self, lf: &LightField, p: usize, dst: &mut [f32]) {
+        let o = self.origin(p);
         let s = self.shape;
-        for (src, p) in patches.chunks(plen).zip(range) {
-            let o = self.origin(p);
-            let e = self.valid_extent(p);
-            for du in 0..e[0] {
-                for dv in 0..e[1] {
-                    for dy in 0..e[2] {
-                        let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
-                        let dst = lf.index(o[0] + du, o[1] + dv, o[2] + dy, o[3]);
-                        let n = e[3] * COLOURS;
-                        lf.data[dst..dst + n].copy_from_slice(&src[row..row + n]);
+        let mut i = 0;
+        for du in 0..s.mu {
+            let u = (o[0] + du).min(lf.u - 1);
+            for dv in 0..s.mv {
+                let v = (o[1] + dv).min(lf.v - 1);
+                for dy in 0..s.my {
+                    let y = (o[2] + dy).min(lf.h - 1);
+                    for dx in 0..s.mx {
+                        let x = (o[3] + dx).min(lf.w - 1);
+                        let src = lf.index(u, v, y, x);
+                        dst[i..i + COLOURS].copy_from_slice(&lf.data[src..src + COLOURS]);
+                        i += COLOURS;
                     }
                 }
             }
         }
+    }
+
+    /// Writes patches `range` (patch-major, as from [`PatchGrid::gather`]) into `lf`,
+    /// dropping the samples that fall outside it. Parallel over view rows: each view row is
+    /// a contiguous slab of `lf` that only its own thread writes.
+    pub fn scatter(&self, patches: &[f32], range: std::ops::Range<usize>, lf: &mut LightField) {
+        let plen = self.shape.len();
+        let s = self.shape;
+        let (h, w) = (lf.h, lf.w);
+        let slab = lf.v * h * w * COLOURS;
+        lf.data.par_chunks_mut(slab).enumerate().for_each(|(u, out)| {
+            for (src, p) in patches.chunks(plen).zip(range.clone()) {
+                let o = self.origin(p);
+                if u < o[0] || u >= o[0] + s.mu {
+                    continue;
+                }
+                let du = u - o[0];
+                let e = self.valid_extent(p);
+                for dv in 0..e[1] {
+                    for dy in 0..e[2] {
+                        let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
+                        let dst = (((o[1] + dv) * h + o[2] + dy) * w + o[3]) * COLOURS;
+                        let n = e[3] * COLOURS;
+                        out[dst..dst + n].copy_from_slice(&src[row..row + n]);
+                    }
+                }
+            }
+        });
     }
 }
 
