@@ -2,9 +2,13 @@
 // SoftAssign column pass: adds the row pass's per-block column sums and the outlier row's
 // entry O[j] = exp(clamp(g[j] / t)) (an unused tile costs 0), then normalises the column:
 // g[j] -= t ln(colsum + O[j]).
+// A workgroup owns COLUMNS consecutive columns; its invocations form workgroup_size / COLUMNS
+// slices, slice s adding blocks s, s + slices, ... so every block row is read coalesced and
+// many workgroups share the blocks; the slices are then added in shared memory.
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint COLUMNS = 32;
 
 layout(set = 0, binding = 0) readonly buffer Partials { float partials[]; };
 layout(set = 0, binding = 1) buffer ColPotentials { float g[]; };
@@ -15,12 +19,24 @@ layout(push_constant) uniform Push {
     float clamp_;
 };
 
+shared float slice_sums[gl_WorkGroupSize.x];
+
 void main() {
-    uint j = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    if (j >= n) return;
+    uint lid = gl_LocalInvocationID.x;
+    uint c = lid % COLUMNS;
+    uint slice = lid / COLUMNS;
+    uint slices = gl_WorkGroupSize.x / COLUMNS;
+    uint j = linear_group_id() * COLUMNS + c;
     float s = 0.0;
-    for (uint b = 0; b < blocks; b++) s += partials[b * n + j];
+    if (j < n) {
+        for (uint b = slice; b < blocks; b += slices) s += partials[b * n + j];
+    }
+    slice_sums[lid] = s;
+    barrier();
+    if (slice != 0u || j >= n) return;
+    float total = 0.0;
+    for (uint q = 0; q < slices; q++) total += slice_sums[q * COLUMNS + c];
     float gj = g[j];
-    s += exp(clamp(gj / t, -clamp_, clamp_));
-    g[j] = gj - t * log(s);
+    total += exp(clamp(gj / t, -clamp_, clamp_));
+    g[j] = gj - t * log(total);
 }

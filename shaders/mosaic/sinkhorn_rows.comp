@@ -7,6 +7,7 @@
 //   s = sum_j e[j];  f[i] -= t ln s;  colsum[j] += e[j] / s   (the row-normalised M)
 // so D is read once per Sinkhorn iteration. The block's column sums go to partials[block].
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
@@ -43,16 +44,19 @@ void main() {
     // The current row's distances; the next row's are loaded into it before the barrier,
     // so their latency overlaps the reduction.
     float dv[PER_THREAD];
-    for (uint k = 0; k < PER_THREAD; k++) {
+    [[unroll]] for (uint k = 0; k < PER_THREAD; k++) {
         uint j = lid + k * gl_WorkGroupSize.x;
         gj[k] = j < n ? g[j] + alpha : 0.0;
         colsum[k] = 0.0;
         dv[k] = (j < n && row_begin < row_end) ? d[row_begin * n + j] : 0.0;
     }
+    // f[i] of the block's rows is written only by this workgroup, after it was read; the
+    // next row's is loaded with its distances.
+    float f_next = row_begin < row_end ? f[row_begin] : 0.0;
     for (uint i = row_begin; i < row_end; i++) {
-        float fi = f[i];
+        float fi = f_next;
         float s = 0.0;
-        for (uint k = 0; k < PER_THREAD; k++) {
+        [[unroll]] for (uint k = 0; k < PER_THREAD; k++) {
             uint j = lid + k * gl_WorkGroupSize.x;
             float x = (fi + gj[k] - dv[k]) * inv_t;
             e[k] = j < n ? exp(clamp(x, -clamp_, clamp_)) : 0.0;
@@ -60,7 +64,8 @@ void main() {
         }
         if (i + 1u < row_end) {
             uint next = (i + 1u) * n;
-            for (uint k = 0; k < PER_THREAD; k++) {
+            f_next = f[i + 1u];
+            [[unroll]] for (uint k = 0; k < PER_THREAD; k++) {
                 uint j = lid + k * gl_WorkGroupSize.x;
                 dv[k] = j < n ? d[next + j] : 0.0;
             }
@@ -72,10 +77,10 @@ void main() {
         float total = 0.0;
         for (uint q = 0; q < gl_NumSubgroups; q++) total += subgroup_sums[parity][q];
         float inv_total = 1.0 / total;
-        for (uint k = 0; k < PER_THREAD; k++) colsum[k] += e[k] * inv_total;
+        [[unroll]] for (uint k = 0; k < PER_THREAD; k++) colsum[k] += e[k] * inv_total;
         if (lid == 0u) f[i] = fi - t * log(total);
     }
-    for (uint k = 0; k < PER_THREAD; k++) {
+    [[unroll]] for (uint k = 0; k < PER_THREAD; k++) {
         uint j = lid + k * gl_WorkGroupSize.x;
         if (j < n) partials[block * n + j] = colsum[k];
     }
