@@ -26,6 +26,9 @@ const LATENCY_RUNS: usize = 10;
 /// multiplications (read + write of two complex images: 32 B/px each), 21 reads of two
 /// complex images by the block statistics (16 B/px each), plus the input, the squared
 /// differences and the detection map (about 50 B/px).
+/// GPU busy time before each timed set, so it runs at full clocks (engine::ceilings::warm_up).
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
+
 fn floor_bytes_per_pixel() -> f64 {
     23.0 * 64.0 + 21.0 * 32.0 + 21.0 * 16.0 + 50.0
 }
@@ -65,6 +68,7 @@ fn latency(
 ) -> Result<(), MadError> {
     let (r, d) = pairs(width, height, 1).remove(0);
     let warm = gpu.score(&r, &d, false)?.0;
+    engine::ceilings::warm_up(gpu.context(), WARM_UP)?;
     let mut wall = Vec::new();
     let mut passes = Vec::new();
     for _ in 0..runs {
@@ -105,6 +109,7 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     let largest = gpu.default_chunk(size, size).min(count);
     let chunk = (1..=largest).rev().find(|c| count.is_multiple_of(*c)).unwrap_or(1);
     gpu.score_stream(stream((2 * chunk).min(count)), Some(chunk), false, |_| {})?;
+    engine::ceilings::warm_up(gpu.context(), WARM_UP)?;
     let t = Instant::now();
     let mut scored = 0usize;
     let passes = gpu.score_stream(stream(count), Some(chunk), false, |_| scored += 1)?;

@@ -95,6 +95,8 @@ fn time_frames(
             renderer.fit_capacity(&mut frame, entries)?;
         }
     }
+    // Full clocks for the timed frames (GPUs clock down within seconds of idling).
+    engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     let mut passes: Vec<(String, Vec<f64>)> = Vec::new();
     let mut totals = Vec::new();
     let mut walls = Vec::new();
