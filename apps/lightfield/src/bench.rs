@@ -136,6 +136,8 @@ fn table1(
     let gpu = GpuCodec::new(ctx, ens)?;
     // Warm-up (driver caches, allocator) on a crop, then the timed run.
     encode_lightfield(&crop(&lf, 64, 64), ens, params, Backend::Gpu(&gpu))?;
+    // Full clocks for the timed runs (GPUs clock down within seconds of host-only work).
+    engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     // The run of median wall time out of three (the first full-size run has varied by 2x).
     let mut runs = Vec::new();
     for _ in 0..3 {

@@ -65,6 +65,9 @@ fn gpu_cooling_ms(
     let t = params.temperature(0, state.scale());
     let mut totals = Vec::new();
     let mut walls = Vec::new();
+    // Full clocks for the timed iterations: each size is timed right after seconds of CPU
+    // reference work, and GPUs clock down within seconds of idling.
+    engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     for rep in 0..=reps {
         state.reset()?;
         let mut rec = ctx.recorder()?;
