@@ -108,14 +108,11 @@ enum Command {
     },
     /// Benchmarks (paper's Table 1 setting, rate-distortion vs JPEG); JSON lines
     Bench {
-        /// Tiny sizes, for a smoke test
-        #[arg(long)]
-        quick: bool,
+        #[command(flatten)]
+        common: engine::cli::BenchArgs,
         /// Only training and the Table 1 encode/decode (no rate-distortion set)
         #[arg(long)]
         encode_only: bool,
-        #[arg(long)]
-        device: Option<String>,
     },
     /// Generate, train, encode and decode a small light field into DIR
     Demo {
@@ -257,8 +254,8 @@ fn run(cli: Cli) -> Result<()> {
             lf.write_npy(&out)?;
             println!("wrote {:?} float32 light field -> {}", lf.shape(), out.display());
         }
-        Command::Bench { quick, encode_only, device } => {
-            lightfield::bench::run(quick, encode_only, device.as_deref(), |v| print_json(&v))?
+        Command::Bench { common, encode_only } => {
+            lightfield::bench::run(common.quick, encode_only, common.device.as_deref(), |v| print_json(&v))?
         }
         Command::Demo { out, device } => println!("{}", lightfield::demo::run(&out, device.as_deref())?),
     }
