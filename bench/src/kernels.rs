@@ -20,19 +20,10 @@ impl SweepKernel for Copy {
     }
 }
 
-/// Best-of-`repeats` GPU ms of `body` recorded back to back with timestamps.
-fn best_ms(ctx: &Context, repeats: u32, mut body: impl FnMut(&mut engine::Recorder) -> Result<()>) -> Result<f64> {
-    let mut warm = ctx.recorder()?;
-    body(&mut warm)?;
-    warm.submit()?.wait()?;
-    let mut rec = ctx.recorder()?;
-    rec.enable_profiling(repeats + 1)?;
-    for _ in 0..repeats {
-        body(&mut rec)?;
-        rec.barrier();
-        rec.mark("rep");
-    }
-    Ok(rec.submit()?.wait_profiled()?.iter().map(|p| p.ms).fold(f64::INFINITY, f64::min))
+/// Best-of-`repeats` GPU ms of `body` (a short warm-up: sweeps run many points back to back).
+fn best_ms(ctx: &Context, repeats: u32, body: impl FnMut(&mut engine::Recorder) -> Result<()>) -> Result<f64> {
+    let times = crate::time_repetitions(ctx, repeats, std::time::Duration::from_millis(20), body)?;
+    Ok(times.into_iter().fold(f64::INFINITY, f64::min))
 }
 
 fn pattern(n: usize) -> Vec<u32> {

@@ -30,6 +30,29 @@ pub trait SweepKernel {
     fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> engine::Result<(f64, u64)>;
 }
 
+/// Records `body` once (warm-up: first use of pipelines and buffers), keeps the GPU busy for
+/// `warm_up` so the timed work runs at full clocks, then records `body` `repeats` times in one
+/// submission with a timestamp after each; returns the GPU ms of every repetition.
+pub fn time_repetitions(
+    ctx: &Context,
+    repeats: u32,
+    warm_up: std::time::Duration,
+    mut body: impl FnMut(&mut engine::Recorder) -> engine::Result<()>,
+) -> engine::Result<Vec<f64>> {
+    let mut warm = ctx.recorder()?;
+    body(&mut warm)?;
+    warm.submit()?.wait()?;
+    engine::ceilings::warm_up(ctx, warm_up)?;
+    let mut rec = ctx.recorder()?;
+    rec.enable_profiling(repeats + 1)?;
+    for _ in 0..repeats {
+        body(&mut rec)?;
+        rec.barrier();
+        rec.mark("rep");
+    }
+    Ok(rec.submit()?.wait_profiled()?.iter().map(|p| p.ms).collect())
+}
+
 /// Writes points as CSV (header included).
 pub fn to_csv(points: &[Point]) -> String {
     let mut s = String::from("kernel,workgroup,size,gpu_ms,gb_per_s\n");

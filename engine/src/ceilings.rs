@@ -31,13 +31,7 @@ fn best_ms(passes: &[PassTime], name: &str) -> f64 {
 /// a benchmark that times a short burst after host-side work measures that low-clock state.
 pub fn warm_up(ctx: &Context, duration: std::time::Duration) -> Result<()> {
     const WG: u32 = 256;
-    let fma = ctx.compute_pipeline(&PipelineDesc {
-        name: "ceiling_fma",
-        spirv: shaders::CEILING_FMA,
-        bindings: 1,
-        push_bytes: 8,
-        spec: &[WG],
-    })?;
+    let fma = fma_pipeline(ctx, WG)?;
     // Each submission is ~0.1 ms on an H100 (tens of ms on lavapipe): small enough not to
     // overshoot `duration` much, large enough to keep the GPU busy between submissions.
     let groups = 512u32;
@@ -69,6 +63,16 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
     Ok(best_ms(&rec.submit()?.wait_profiled()?, "copy"))
 }
 
+fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
+    ctx.compute_pipeline(&PipelineDesc {
+        name: "ceiling_fma",
+        spirv: shaders::CEILING_FMA,
+        bindings: 1,
+        push_bytes: 8,
+        spec: &[workgroup],
+    })
+}
+
 fn copy_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
     ctx.compute_pipeline(&PipelineDesc {
         name: "ceiling_copy",
@@ -87,13 +91,7 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
     let src = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe source")?;
     let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
     let copy = copy_pipeline(ctx, WG)?;
-    let fma = ctx.compute_pipeline(&PipelineDesc {
-        name: "ceiling_fma",
-        spirv: shaders::CEILING_FMA,
-        bindings: 1,
-        push_bytes: 8,
-        spec: &[WG],
-    })?;
+    let fma = fma_pipeline(ctx, WG)?;
     // Enough workgroups to fill any current GPU several times over.
     let fma_groups = 4096u32;
     let fma_out = ctx.buffer::<f32>((fma_groups * WG) as usize, Location::Device, "fma probe output")?;

@@ -45,22 +45,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Records `body` once to warm up, brings the GPU to full clocks, then records it `repeats`
-/// times with a timestamp after each; returns the median GPU ms of one repetition.
-fn gpu_median(ctx: &Context, repeats: u32, mut body: impl FnMut(&mut Recorder) -> engine::Result<()>) -> Result<f64> {
-    let mut warm = ctx.recorder()?;
-    body(&mut warm)?;
-    warm.submit()?.wait()?;
-    engine::ceilings::warm_up(ctx, WARM_UP)?;
-    let mut rec = ctx.recorder()?;
-    rec.enable_profiling(repeats + 1)?;
-    for _ in 0..repeats {
-        body(&mut rec)?;
-        rec.barrier();
-        rec.mark("rep");
-    }
-    let passes = rec.submit()?.wait_profiled()?;
-    Ok(median(passes.iter().map(|p| p.ms).collect()))
+/// The median GPU ms of one repetition of `body`, at full clocks.
+fn gpu_median(ctx: &Context, repeats: u32, body: impl FnMut(&mut Recorder) -> engine::Result<()>) -> Result<f64> {
+    Ok(median(tessera_bench::time_repetitions(ctx, repeats, WARM_UP, body)?))
 }
 
 fn cpu_ms(f: impl FnOnce()) -> f64 {
