@@ -13,8 +13,7 @@ mkdir -p out
 B=${CARGO_TARGET_DIR:-target}/release
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 
-$B/gpu-info --copy-mib 64 --fma-iterations 512 > out/gpu-info.json.tmp && mv out/gpu-info.json.tmp out/gpu-info.json
-python3 -c 'import json;d=json.load(open("out/gpu-info.json"))["devices"];print("gpu-info: "+"; ".join(f"{x[\"name\"]}: subgroup {x[\"subgroup_size\"]}, copy {x.get(\"ceilings\",{}).get(\"copy_gb_per_s\",0):.1f} GB/s, {x.get(\"ceilings\",{}).get(\"fma_tflop_per_s\",0):.2f} TFLOP/s" for x in d))'
+$B/gpu-info --copy-mib 64 --fma-iterations 512 --summary > out/gpu-info.json.tmp && mv out/gpu-info.json.tmp out/gpu-info.json
 $B/sweep --kernel copy --sizes 64K,1M,4M --workgroups 64,256,1024 --out out/sweep
 for app in mad smoe mosaic composite lightfield; do
   $B/$app demo --out out/$app

@@ -23,6 +23,9 @@ struct Args {
     /// One line of JSON instead of pretty-printed
     #[arg(long)]
     json: bool,
+    /// Also print a one-line human summary on stderr
+    #[arg(long)]
+    summary: bool,
 }
 
 fn main() -> Result<()> {
@@ -37,10 +40,20 @@ fn main() -> Result<()> {
             None => true,
         };
         let mut entry = serde_json::to_value(&info)?;
+        let mut line = format!(
+            "{}: subgroup {}, {} KiB shared",
+            info.name,
+            info.subgroup_size,
+            info.max_shared_memory_bytes / 1024
+        );
         if wanted && !args.no_measure {
             let ctx = engine::Context::open(Some(&info.index.to_string()))?;
             let ceilings = engine::ceilings::measure(&ctx, args.copy_mib << 20, args.fma_iterations)?;
+            line += &format!(", copy {:.1} GB/s, FMA {:.2} TFLOP/s", ceilings.copy_gb_per_s, ceilings.fma_tflop_per_s);
             entry["ceilings"] = serde_json::to_value(ceilings)?;
+        }
+        if args.summary {
+            eprintln!("gpu-info: {line}");
         }
         devices.push(entry);
     }
