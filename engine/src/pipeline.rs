@@ -143,7 +143,16 @@ impl Context {
         let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
         let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
         unsafe { device.destroy_shader_module(module, None) };
-        let raw = result.map_err(|(_, r)| EngineError::Vulkan { call: "vkCreateComputePipelines", result: r })?[0];
+        let raw = match result {
+            Ok(pipelines) => pipelines[0],
+            Err((_, result)) => {
+                unsafe {
+                    device.destroy_pipeline_layout(layout, None);
+                    device.destroy_descriptor_set_layout(set_layout, None);
+                }
+                return Err(EngineError::Vulkan { call: "vkCreateComputePipelines", result });
+            }
+        };
         Ok(ComputePipeline {
             shared: self.shared.clone(),
             raw,
