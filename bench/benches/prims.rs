@@ -26,5 +26,38 @@ fn reduce(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, reduce);
+fn scan_and_sort(c: &mut Criterion) {
+    let ctx = engine::Context::open(std::env::var("TESSERA_DEVICE").ok().as_deref()).expect("device");
+    let scanner = engine::prims::scan::Scanner::new(&ctx).expect("pipelines");
+    let sorter = engine::prims::sort::Sorter::new(&ctx).expect("pipelines");
+    let n = 1usize << 20;
+    let data = random_u32(n);
+    let input = ctx.upload(&data, "bench input").expect("upload");
+    let values = ctx.upload(&data, "bench values").expect("upload");
+    let mut group = c.benchmark_group("scan_sort_u32");
+    group.throughput(Throughput::Bytes(4 * n as u64));
+    group.bench_function(BenchmarkId::new("scan_gpu", n), |b| b.iter(|| scanner.exclusive(&input).unwrap()));
+    group.bench_function(BenchmarkId::new("scan_cpu", n), |b| b.iter(|| engine::prims::scan::exclusive_cpu(&data)));
+    group.bench_function(BenchmarkId::new("sort_gpu", n), |b| b.iter(|| sorter.sort_pairs(&input, &values).unwrap()));
+    group.bench_function(BenchmarkId::new("sort_cpu", n), |b| {
+        b.iter(|| engine::prims::sort::sort_pairs_cpu(&data, &data))
+    });
+    group.finish();
+}
+
+fn fft(c: &mut Criterion) {
+    use engine::prims::fft::{Direction, Fft2d};
+    let ctx = engine::Context::open(std::env::var("TESSERA_DEVICE").ok().as_deref()).expect("device");
+    let (size, batch) = (256usize, 4usize);
+    let host: Vec<[f32; 2]> = random_u32(size * size * batch).iter().map(|&v| [(v >> 8) as f32 * 1e-7, 0.5]).collect();
+    let plan = Fft2d::new(&ctx, size, size, batch).expect("plan");
+    let mut group = c.benchmark_group("fft2d");
+    group.throughput(Throughput::Bytes(8 * host.len() as u64));
+    group.bench_function(BenchmarkId::new("gpu_forward", size), |b| {
+        b.iter(|| plan.transform(&host, Direction::Forward).unwrap())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, reduce, scan_and_sort, fft);
 criterion_main!(benches);
