@@ -4,6 +4,7 @@
 //! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
 //! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
 //! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
+//! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter.
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
 //! - [`bench`]: the Table 4 and fitting benchmarks.
 //! - [`viewer`]: the interactive window (winit + engine::present).
@@ -11,6 +12,7 @@
 pub mod data;
 pub mod fit;
 pub mod gpu;
+pub mod kmeans;
 pub mod model;
 pub mod reference;
 

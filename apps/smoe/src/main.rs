@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use engine::cli::{print_json, Backend, CommonArgs};
 use serde_json::json;
 use smoe::data::{sample_image, Grid};
-use smoe::fit::{fit_gpu, render_psnr};
+use smoe::fit::{fit_gpu, fit_gpu_from, render_psnr, Init};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::Model;
 use smoe::reference;
@@ -61,6 +61,9 @@ enum Command {
         out: PathBuf,
         #[arg(long, default_value_t = 40)]
         iterations: usize,
+        /// Starting kernels: kmeans (k-means++ and Lloyd on the joint samples) or grid
+        #[arg(long, default_value = "kmeans")]
+        init: Init,
         #[arg(long)]
         device: Option<String>,
         #[arg(long)]
@@ -108,8 +111,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Render { model, out, size, view, mode, cull, tile, window, common } => {
             render(&model, &out, size.as_deref(), view.as_deref(), mode, cull, tile, window, &common)
         }
-        Command::Fit { input, kernels, out, iterations, device, json } => {
-            fit(&input, kernels, &out, iterations, device.as_deref(), json)
+        Command::Fit { input, kernels, out, iterations, init, device, json } => {
+            fit(&input, kernels, &out, iterations, init, device.as_deref(), json)
         }
         Command::View { model, frames, screenshot, mode, size, device } => {
             let m = Model::load(&model)?;
@@ -237,7 +240,15 @@ fn render(
     Ok(())
 }
 
-fn fit(input: &Path, kernels: usize, out: &Path, iterations: usize, device: Option<&str>, json: bool) -> Result<()> {
+fn fit(
+    input: &Path,
+    kernels: usize,
+    out: &Path,
+    iterations: usize,
+    init: Init,
+    device: Option<&str>,
+    json: bool,
+) -> Result<()> {
     engine::io::check_not_input(out, &[input])?;
     if kernels == 0 {
         bail!("--kernels must be at least 1");
@@ -251,7 +262,10 @@ fn fit(input: &Path, kernels: usize, out: &Path, iterations: usize, device: Opti
     }
     let ctx = engine::Context::open(device)?;
     let bar = engine::cli::progress(iterations as u64, "EM", json);
-    let (model, report) = fit_gpu(&ctx, &grid, kernels, iterations, |_, ll| {
+    let t = std::time::Instant::now();
+    let start = init.model(&grid, kernels);
+    let init_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (model, report) = fit_gpu_from(&ctx, &grid, start, iterations, |_, ll| {
         bar.set_message(format!("ll {ll:.3}"));
         bar.inc(1);
     })?;
@@ -263,11 +277,12 @@ fn fit(input: &Path, kernels: usize, out: &Path, iterations: usize, device: Opti
         print_json(&json!({
             "command": "fit", "out": out, "kernels": kernels, "samples": report.samples,
             "iterations": iterations, "psnr_db": quality, "loglik": report.loglik.last(),
-            "gpu_ms": report.gpu_ms, "wall_ms": report.wall_ms,
+            "gpu_ms": report.gpu_ms, "wall_ms": report.wall_ms, "init": format!("{init:?}").to_lowercase(),
+            "init_ms": init_ms,
         }));
     } else {
         println!(
-            "smoe: fitted {kernels} kernels to {} samples in {iterations} iterations ({:.0} ms), PSNR {quality:.2} dB -> {}",
+            "smoe: fitted {kernels} kernels to {} samples in {iterations} iterations ({:.0} ms after a {init_ms:.0} ms {init:?} init), PSNR {quality:.2} dB -> {}",
             report.samples,
             report.wall_ms,
             out.display()

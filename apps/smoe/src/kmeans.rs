@@ -1,0 +1,176 @@
+//! The k-means initialisation of the EM fitter: k-means++ seeding (deterministic for a seed)
+//! and a few Lloyd iterations on the joint samples, on the CPU with rayon; each cluster
+//! becomes one kernel with its share of the samples, its mean and its (regularised)
+//! covariance. It places kernels where the colour changes, which a regular grid does not.
+
+use rayon::prelude::*;
+
+use crate::data::Grid;
+use crate::model::{packed_len, ColorSpace, Model};
+
+/// Lloyd iterations after seeding: enough to settle the seeds; EM does the rest.
+const LLOYD_ITERATIONS: usize = 10;
+/// Samples per rayon task when reducing cluster sums.
+const CHUNK: usize = 4096;
+
+fn dist2(a: &[f32], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(&x, &y)| (x as f64 - y).powi(2)).sum()
+}
+
+/// SplitMix64: a small deterministic generator, all the seeding needs.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in 0..n.
+    fn below(&mut self, n: usize) -> usize {
+        ((self.unit() * n as f64) as usize).min(n - 1)
+    }
+}
+
+/// Index of the centre nearest to `s` (`centres` is `k x d`).
+fn nearest(s: &[f32], centres: &[f64], d: usize) -> usize {
+    let mut best = (f64::INFINITY, 0);
+    for (j, c) in centres.chunks_exact(d).enumerate() {
+        let e = dist2(s, c);
+        if e < best.0 {
+            best = (e, j);
+        }
+    }
+    best.1
+}
+
+/// k-means++ seeding: the first centre uniformly, each next one with probability
+/// proportional to the squared distance to the nearest centre chosen so far.
+fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix) -> Vec<f64> {
+    let n = samples.len() / d;
+    let first = rng.below(n);
+    let mut centres: Vec<f64> = samples[first * d..(first + 1) * d].iter().map(|&v| v as f64).collect();
+    let mut near: Vec<f64> = samples.par_chunks_exact(d).map(|s| dist2(s, &centres)).collect();
+    while centres.len() < k * d {
+        let total: f64 = near.iter().sum();
+        // All samples coincide with a centre: any sample will do.
+        let pick = if total > 0.0 {
+            let mut target = rng.unit() * total;
+            near.iter()
+                .position(|&e| {
+                    target -= e;
+                    target < 0.0
+                })
+                .unwrap_or(n - 1)
+        } else {
+            rng.below(n)
+        };
+        let c: Vec<f64> = samples[pick * d..(pick + 1) * d].iter().map(|&v| v as f64).collect();
+        near.par_iter_mut().zip(samples.par_chunks_exact(d)).for_each(|(e, s)| *e = e.min(dist2(s, &c)));
+        centres.extend(c);
+    }
+    centres
+}
+
+/// Per-cluster sample counts and coordinate sums of an assignment to `centres`.
+fn cluster_sums(samples: &[f32], centres: &[f64], d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    samples
+        .par_chunks(CHUNK * d)
+        .map(|chunk| {
+            let (mut count, mut sum) = (vec![0.0; k], vec![0.0; k * d]);
+            for s in chunk.chunks_exact(d) {
+                let j = nearest(s, centres, d);
+                count[j] += 1.0;
+                for (acc, &v) in sum[j * d..(j + 1) * d].iter_mut().zip(s) {
+                    *acc += v as f64;
+                }
+            }
+            (count, sum)
+        })
+        .reduce(
+            || (vec![0.0; k], vec![0.0; k * d]),
+            |(mut c0, mut s0), (c1, s1)| {
+                c0.iter_mut().zip(c1).for_each(|(a, b)| *a += b);
+                s0.iter_mut().zip(s1).for_each(|(a, b)| *a += b);
+                (c0, s0)
+            },
+        )
+}
+
+/// `k` kernels from k-means on the joint samples of `grid` (`k` at most the sample count):
+/// weights are cluster shares, means the centroids, covariances the cluster covariances
+/// plus `reg` on the diagonal (so single-sample clusters stay positive definite).
+pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64) -> Model {
+    let samples = grid.samples();
+    let d = grid.coord_dims() + 3;
+    let n = samples.len() / d;
+    let mut rng = SplitMix(seed);
+    let mut centres = seed_centres(&samples, d, k, &mut rng);
+    for _ in 0..LLOYD_ITERATIONS {
+        let (count, sum) = cluster_sums(&samples, &centres, d, k);
+        for j in 0..k {
+            // An emptied cluster keeps its centre.
+            if count[j] > 0.0 {
+                for a in 0..d {
+                    centres[j * d + a] = sum[j * d + a] / count[j];
+                }
+            }
+        }
+    }
+    // Final assignment, then each cluster's mean and covariance about it.
+    let label: Vec<usize> = samples.par_chunks_exact(d).map(|s| nearest(s, &centres, d)).collect();
+    let pl = packed_len(d);
+    let (mut count, mut mean, mut scatter) = (vec![0.0; k], vec![0.0; k * d], vec![0.0; k * pl]);
+    for (s, &j) in samples.chunks_exact(d).zip(&label) {
+        count[j] += 1.0;
+        for a in 0..d {
+            mean[j * d + a] += s[a] as f64;
+        }
+    }
+    for j in 0..k {
+        for a in 0..d {
+            mean[j * d + a] = if count[j] > 0.0 { mean[j * d + a] / count[j] } else { centres[j * d + a] };
+        }
+    }
+    for (s, &j) in samples.chunks_exact(d).zip(&label) {
+        let m = &mean[j * d..(j + 1) * d];
+        let mut idx = j * pl;
+        for a in 0..d {
+            for b in 0..=a {
+                scatter[idx] += (s[a] as f64 - m[a]) * (s[b] as f64 - m[b]);
+                idx += 1;
+            }
+        }
+    }
+    let mut cov = Vec::with_capacity(k * pl);
+    for (&cnt, sc) in count.iter().zip(scatter.chunks_exact(pl)) {
+        let mut idx = 0;
+        for (a, &ra) in reg.iter().enumerate().take(d) {
+            for b in 0..=a {
+                let c = if cnt > 0.0 { sc[idx] / cnt } else { 0.0 };
+                cov.push(if a == b { c + ra } else { c });
+                idx += 1;
+            }
+        }
+    }
+    // An empty cluster still needs pi > 0: give it one sample's share.
+    let pi: Vec<f64> = count.iter().map(|&c| c.max(1.0) / n as f64).collect();
+    let total: f64 = pi.iter().sum();
+    Model {
+        coord_dims: grid.coord_dims(),
+        color_dims: 3,
+        color_space: ColorSpace::Rgb,
+        extent: grid.extent.clone(),
+        pi: pi.iter().map(|p| p / total).collect(),
+        mu: mean,
+        cov,
+    }
+}
