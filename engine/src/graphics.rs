@@ -369,16 +369,7 @@ impl Context {
             .layout(layout)
             .push_next(&mut rendering);
         let result = unsafe { device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
-        let raw = match result {
-            Ok(p) => p[0],
-            Err((_, result)) => {
-                unsafe {
-                    device.destroy_pipeline_layout(layout, None);
-                    device.destroy_descriptor_set_layout(set_layout, None);
-                }
-                return Err(EngineError::Vulkan { call: "vkCreateGraphicsPipelines", result });
-            }
-        };
+        let raw = crate::pipeline::take_pipeline(device, result, (set_layout, layout), "vkCreateGraphicsPipelines")?;
         Ok(GraphicsPipeline {
             shared: self.shared.clone(),
             raw,

@@ -97,6 +97,26 @@ pub(crate) fn push_descriptor_layout(
     }
 }
 
+/// The pipeline from a `vkCreate*Pipelines` result, or the error after releasing the layouts
+/// made for it (by [`push_descriptor_layout`]). Shared by compute and graphics pipelines.
+pub(crate) fn take_pipeline(
+    device: &ash::Device,
+    result: std::result::Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)>,
+    (set_layout, layout): (vk::DescriptorSetLayout, vk::PipelineLayout),
+    call: &'static str,
+) -> Result<vk::Pipeline> {
+    match result {
+        Ok(pipelines) => Ok(pipelines[0]),
+        Err((_, result)) => {
+            unsafe {
+                device.destroy_pipeline_layout(layout, None);
+                device.destroy_descriptor_set_layout(set_layout, None);
+            }
+            Err(EngineError::Vulkan { call, result })
+        }
+    }
+}
+
 /// Reads SPIR-V bytes as words (checks the magic number and alignment of the length).
 pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
     ash::util::read_spv(&mut Cursor::new(bytes)).map_err(|e| EngineError::InvalidInput(format!("bad SPIR-V: {e}")))
@@ -143,16 +163,7 @@ impl Context {
         let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
         let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
         unsafe { device.destroy_shader_module(module, None) };
-        let raw = match result {
-            Ok(pipelines) => pipelines[0],
-            Err((_, result)) => {
-                unsafe {
-                    device.destroy_pipeline_layout(layout, None);
-                    device.destroy_descriptor_set_layout(set_layout, None);
-                }
-                return Err(EngineError::Vulkan { call: "vkCreateComputePipelines", result });
-            }
-        };
+        let raw = take_pipeline(device, result, (set_layout, layout), "vkCreateComputePipelines")?;
         Ok(ComputePipeline {
             shared: self.shared.clone(),
             raw,
