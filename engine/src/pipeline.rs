@@ -176,6 +176,26 @@ impl Context {
     }
 }
 
+impl Context {
+    /// A compute pipeline whose push-constant block is the type `P` (its size is taken from
+    /// the type, so the Rust struct and the pipeline layout cannot drift apart).
+    pub fn compute_pipeline_for<P: bytemuck::NoUninit>(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        bindings: u32,
+        spec: &[u32],
+    ) -> Result<ComputePipeline> {
+        self.compute_pipeline(&PipelineDesc {
+            name,
+            spirv,
+            bindings,
+            push_bytes: std::mem::size_of::<P>() as u32,
+            spec,
+        })
+    }
+}
+
 impl Drop for ComputePipeline {
     fn drop(&mut self) {
         unsafe {

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 
 use engine::prims::fft::{Direction, Fft2d};
 use engine::profile::total_by_name;
-use engine::{Buffer, ComputePipeline, Context, Location, PassTime, PipelineDesc, Recorder, Submission};
+use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Recorder, Submission};
 use rayon::prelude::*;
 
 use crate::constants::{GABOR_ORIENTATIONS, GABOR_SCALES};
@@ -126,13 +126,7 @@ impl GpuMad {
             .into());
         }
         let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline(&PipelineDesc {
-                name,
-                spirv,
-                bindings,
-                push_bytes: std::mem::size_of::<Push>() as u32,
-                spec,
-            })
+            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
         };
         let tile = [TILE * TILE, TILE];
         Ok(GpuMad {

@@ -24,7 +24,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::memory::{Buffer, Location};
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_len, check_workgroup, Scanner};
 use crate::shaders;
 
@@ -148,13 +148,7 @@ impl Sorter {
             )));
         }
         let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline(&PipelineDesc {
-                name,
-                spirv,
-                bindings,
-                push_bytes: std::mem::size_of::<Push>() as u32,
-                spec,
-            })
+            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
         };
         Ok(Sorter {
             ctx: ctx.clone(),
