@@ -270,6 +270,19 @@ impl Recorder {
         unsafe { self.ctx.shared.device.cmd_fill_buffer(self.cmd, dst.raw, 0, vk::WHOLE_SIZE, word) };
     }
 
+    /// Writes `data` into `dst[start..]` from the command buffer itself (vkCmdUpdateBuffer: at
+    /// most 65536 bytes), for small parameters that GPU passes of the same submission read.
+    pub fn update<T: Pod>(&mut self, dst: &Buffer<T>, start: usize, data: &[T]) {
+        let bytes: &[u8] = bytemuck::cast_slice(data);
+        assert!(start + data.len() <= dst.len() && bytes.len() <= 65536, "update out of bounds");
+        assert!(bytes.len() % 4 == 0 && (start * std::mem::size_of::<T>()) % 4 == 0, "update not 4-byte aligned");
+        if bytes.is_empty() {
+            return;
+        }
+        let offset = (start * std::mem::size_of::<T>()) as u64;
+        unsafe { self.ctx.shared.device.cmd_update_buffer(self.cmd, dst.raw, offset, bytes) };
+    }
+
     /// Makes this submission wait (on the GPU) until `other` has completed, e.g. compute
     /// work after an upload on the transfer queue.
     pub fn wait_for(&mut self, other: &Submission) {

@@ -8,28 +8,42 @@
 #ifndef TESSERA_AP_ELEMENTS_GLSL
 #define TESSERA_AP_ELEMENTS_GLSL
 
-layout(push_constant) uniform Push {
-    uint width;   // image width
-    uint x0;      // ROI box origin
-    uint y0;
-    uint box_w;   // ROI box width
-    uint n;       // number of elements
-    uint stride;  // elements per box row: box_w, plus 1 for the gap when box_w < width
-    uint total;   // image pixels
-    uint end;     // image index one past the box's last pixel
-};
+uint el_width;   // image width
+uint el_total;   // image pixels
+uint el_x0;      // ROI box origin
+uint el_y0;
+uint el_box_w;   // ROI box width
+uint el_stride;  // elements per box row: box_w, plus 1 for the gap when box_w < width
+uint el_n;       // number of elements (0: no active pixel at all)
+uint el_end;     // image index one past the box's last pixel
+
+// Sets the sequence up for the inclusive box (x0, y0, x1, y1) of a width x height image;
+// x0 = 0xFFFFFFFF means the image has no active pixel.
+void elements_init(uint width, uint height, uvec4 box) {
+    el_width = width;
+    el_total = width * height;
+    el_n = 0u;
+    el_end = 0u;
+    if (box.x == 0xFFFFFFFFu) return;
+    el_x0 = box.x;
+    el_y0 = box.y;
+    el_box_w = box.z - box.x + 1u;
+    el_stride = el_box_w < width ? el_box_w + 1u : el_box_w;
+    el_n = (box.w - box.y + 1u) * el_stride - (el_stride - el_box_w);
+    el_end = box.w * width + box.z + 1u;
+}
 
 // Whether element e is a gap element.
 bool is_gap(uint e) {
-    return e % stride >= box_w;
+    return e % el_stride >= el_box_w;
 }
 
 // Image index of element e's first pixel (for a gap: the pixel after its box row); n maps to
 // `end`.
 uint element_pixel(uint e) {
-    if (e >= n) return end;
-    uint row = e / stride;
-    return (y0 + row) * width + x0 + (e - row * stride);
+    if (e >= el_n) return el_end;
+    uint row = e / el_stride;
+    return (el_y0 + row) * el_width + el_x0 + (e - row * el_stride);
 }
 
 #endif

@@ -17,7 +17,7 @@ layout(push_constant) uniform Push { uint n; uint num_tiles; uint use_index; };
 #include "scan_tile.glsl"
 
 void main() {
-    uint tile = scan_take_tile();
+    uint tile = lb_take_tile();
     if (tile >= num_tiles) return;
     uint wg = gl_WorkGroupSize.x;
     uvec4 keep[4];

@@ -229,11 +229,6 @@ fn time_rank(
     let active = encoded.active_pixels();
     let floor_bytes = 4 * elements + 4 * active + encoded.bytes();
     let floor_ms = floor_bytes as f64 / COPY_BANDWIDTH * 1e3;
-    // What the five passes of Algorithm 1 move with u32 intermediates: properties (depth in,
-    // two flags out), two scans (in and out), run ends (two reads), compress (flag read for
-    // every pixel; run id, flags, active index, colour, depth in and 8 bytes out per active
-    // pixel).
-    let pass_bytes = (12 + 16 + 8 + 4) * elements + 28 * active;
     let encode_ms = mean(&gpu.iter().map(|t| t.encode_ms).collect::<Vec<_>>());
     let roi_pixels = roi.map_or(0, |r| r.pixels());
     Ok(json!({
@@ -244,8 +239,6 @@ fn time_rank(
         "floor_ms": floor_ms,
         "floor": "bytes read+written / 2600 GB/s: depth of every pixel in the ROI box, colour of active pixels, payload written",
         "floor_fraction": floor_ms / encode_ms,
-        "pass_bytes": pass_bytes,
-        "pass_floor_ms": pass_bytes as f64 / COPY_BANDWIDTH * 1e3,
         "roi_ms": mean(&gpu.iter().map(|t| t.roi_ms).collect::<Vec<_>>()),
         "d2h_ap_ms": mean(&gpu.iter().map(|t| t.d2h_ms).collect::<Vec<_>>()),
         "d2h_roi_ms": mean(&roi_d2h_ms),
@@ -255,7 +248,6 @@ fn time_rank(
         "bytes_ap": encoded.bytes(),
         "ratio_roi_pct": 100.0 * (8 * roi_pixels) as f64 / (8 * n) as f64,
         "ratio_ap_pct": 100.0 * encoded.bytes() as f64 / (8 * n) as f64,
-        "encode_steps_ms": encoder.last_steps().iter().map(|p| (p.name.clone(), json!(p.ms))).collect::<serde_json::Map<_, _>>(),
         "roi_elements": elements,
         "active_pixels": active,
     }))

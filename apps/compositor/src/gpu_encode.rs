@@ -1,25 +1,22 @@
-//! Region-of-interest detection and Active Pixel encoding on the GPU, exactly as the paper's
-//! Algorithm 1, with the engine's decoupled look-back scan:
+//! Region-of-interest detection and Active Pixel encoding on the GPU, per the paper's
+//! Algorithm 1, in two kernels recorded into one submission:
 //!
-//! 1. `ap_properties`: `new_run` and `is_active` per element (see below);
-//! 2. inclusive scan of `new_run` -> `run_id` (1-based);
-//! 3. reduce-by-key of `run_id` with constant 1 -> run lengths (`ap_run_ends`: runs are
-//!    contiguous, so it writes each run's end and lengths are differences of ends);
-//! 4. exclusive scan of `is_active` -> `active_idx`;
-//! 5. `ap_compress`: scatter pixels and run headers to their Equation 1 offsets, the final
-//!    header and the payload size.
+//! 1. `roi`: the bounding box of the active pixels, left in a device buffer;
+//! 2. `ap_encode`: the five steps of Algorithm 1 (pixel properties, run ids, run lengths,
+//!    active indices, scatter) fused into one single-pass scan with decoupled look-back
+//!    over the box's pixels (see the shader), reading the box from that buffer, so the host
+//!    never waits between the two.
 //!
-//! Only the pixels of the ROI bounding box are encoded (everything outside it is inactive
-//! by definition), as in the paper's IceT integration: the passes run over the box's pixels
-//! row by row, with one gap element after each box row that stands for the inactive pixels
-//! outside the box (`ap_elements.glsl`); run lengths are measured in image pixels, so the
-//! result is the payload of the whole image, byte-identical with
-//! [`crate::codec::encode_serial`]. Only the payload's bytes are copied to the host.
+//! Only the pixels of the ROI box are encoded (everything outside it is inactive by
+//! definition), as in the paper's IceT integration: the encoder walks the box row by row,
+//! with one gap element after each box row that stands for the inactive pixels outside the
+//! box (`ap_elements.glsl`); run lengths are measured in image pixels, so the result is the
+//! payload of the whole image, byte-identical with [`crate::codec::encode_serial`]. Only
+//! the payload's bytes are copied to the host.
 
 use std::time::Instant;
 
-use engine::prims::scan::Scanner;
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
 use crate::ap::Encoded;
 use crate::error::{CompositorError, Result};
@@ -29,37 +26,17 @@ use crate::timing::{gpu_ms, ms_since};
 const WORKGROUP: u32 = 256;
 /// Pixels each ROI workgroup reduces before its one atomic per bound.
 const ROI_PER_GROUP: u32 = WORKGROUP * 32;
+/// Elements of one `ap_encode` tile (16 per invocation).
+const ENCODE_TILE: usize = 16 * WORKGROUP as usize;
+/// Scratch words per `ap_encode` tile descriptor: three values in two halves each
+/// (`lookback.glsl`).
+const DESCRIPTOR_WORDS: usize = 6;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct ElementsPush {
+struct EncodePush {
     width: u32,
-    x0: u32,
-    y0: u32,
-    box_w: u32,
-    n: u32,
-    stride: u32,
-    total: u32,
-    end: u32,
-}
-
-impl ElementsPush {
-    /// The element sequence over `roi` of a `width`-wide image of `total` pixels.
-    fn new(roi: &Roi, width: u32, total: usize) -> ElementsPush {
-        let box_w = roi.x1 - roi.x0 + 1;
-        let box_h = roi.y1 - roi.y0 + 1;
-        let stride = if box_w < width { box_w + 1 } else { box_w };
-        ElementsPush {
-            width,
-            x0: roi.x0,
-            y0: roi.y0,
-            box_w,
-            n: box_h * stride - (stride - box_w),
-            stride,
-            total: total as u32,
-            end: roi.y1 * width + roi.x1 + 1,
-        }
-    }
+    height: u32,
 }
 
 #[repr(C)]
@@ -92,7 +69,18 @@ impl Roi {
     /// Elements Algorithm 1 runs over for this box: its pixels plus one gap per box row
     /// boundary when the box is narrower than the image.
     pub fn elements(&self, width: u32) -> usize {
-        ElementsPush::new(self, width, 0).n as usize
+        let box_w = (self.x1 - self.x0 + 1) as usize;
+        let rows = (self.y1 - self.y0 + 1) as usize;
+        if box_w < width as usize {
+            rows * (box_w + 1) - 1
+        } else {
+            rows * box_w
+        }
+    }
+
+    /// The box as the ROI kernel stores it: minima of (x0, y0, !x1, !y1).
+    fn device_words(&self) -> [u32; 4] {
+        [self.x0, self.y0, !self.x1, !self.y1]
     }
 }
 
@@ -120,33 +108,18 @@ pub struct EncodeTimes {
     pub d2h_ms: f64,
 }
 
-/// Intermediate buffers of Algorithm 1 for `n` elements (the scan takes its length from the
-/// buffer, so they are sized exactly and kept while `n` repeats).
-struct ElementBuffers {
-    n: usize,
-    new_run: Buffer<u32>,
-    is_active: Buffer<u32>,
-    run_id: Buffer<u32>,
-    run_end: Buffer<u32>,
-    active_idx: Buffer<u32>,
-    scratch_inclusive: Buffer<u32>,
-    scratch_exclusive: Buffer<u32>,
-}
-
 /// ROI and Active Pixel encoding pipelines with their buffers.
 pub struct GpuEncoder {
     ctx: Context,
-    scanner: Scanner,
     roi: ComputePipeline,
-    properties: ComputePipeline,
-    run_ends: ComputePipeline,
-    compress: ComputePipeline,
-    elements: Option<ElementBuffers>,
+    encode: ComputePipeline,
+    /// The box on the device (what `ap_encode` reads) and its host copy.
+    roi_box: Buffer<u32>,
+    roi_host: Buffer<u32>,
+    scratch: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
-    roi_box: Buffer<u32>,
     size: Buffer<u32>,
-    last_steps: Vec<engine::PassTime>,
 }
 
 impl GpuEncoder {
@@ -160,66 +133,75 @@ impl GpuEncoder {
                 spec: &[WORKGROUP],
             })
         };
-        let push_bytes = std::mem::size_of::<ElementsPush>();
         Ok(GpuEncoder {
             ctx: ctx.clone(),
-            scanner: Scanner::new(ctx)?,
             roi: pipe("roi", shaders::ROI, 2, std::mem::size_of::<RoiPush>())?,
-            properties: pipe("ap_properties", shaders::AP_PROPERTIES, 3, push_bytes)?,
-            run_ends: pipe("ap_run_ends", shaders::AP_RUN_ENDS, 3, push_bytes)?,
-            compress: pipe("ap_compress", shaders::AP_COMPRESS, 9, push_bytes)?,
-            elements: None,
+            encode: pipe("ap_encode", shaders::AP_ENCODE, 6, std::mem::size_of::<EncodePush>())?,
+            roi_box: ctx.buffer(4, Location::Device, "roi box")?,
+            roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
+            scratch: None,
             out: None,
             host: None,
-            roi_box: ctx.buffer(4, Location::Download, "roi box")?,
             size: ctx.buffer(1, Location::Download, "ap size")?,
-            last_steps: Vec::new(),
         })
     }
 
-    /// The bounding box of the active pixels of a `width x height` depth plane, and its GPU
-    /// time in ms.
-    pub fn roi(&mut self, depth: &Buffer<f32>, width: u32, height: u32) -> Result<(Option<Roi>, f64)> {
-        let n = width as usize * height as usize;
-        if depth.len() < n {
-            return Err(CompositorError::Invalid(format!("depth buffer of {} for {width}x{height}", depth.len())));
+    /// Checks the frame and sizes the payload and scratch buffers for it; returns the
+    /// number of `ap_encode` workgroups (tiles) that cover the whole image.
+    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, width: u32, height: u32) -> Result<usize> {
+        let total = crate::ap::pixel_count(width, height)?;
+        if color.len() < total || depth.len() < total {
+            return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
         }
-        let wall = Instant::now();
-        let mut rec = self.ctx.recorder()?;
-        rec.enable_profiling(2)?;
-        rec.fill(&self.roi_box, u32::MAX);
-        rec.barrier();
-        let push = RoiPush { width, height, per_group: ROI_PER_GROUP };
-        rec.dispatch_linear(
-            &self.roi,
-            &[depth.binding(), self.roi_box.binding()],
-            &push,
-            n.div_ceil(ROI_PER_GROUP as usize) as u32,
-        );
-        rec.mark("roi");
-        let passes = rec.submit()?.wait_profiled()?;
-        let ms = gpu_ms(&passes, ms_since(wall));
-        let b = self.roi_box.mapped()?;
-        let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });
-        Ok((roi, ms))
+        let capacity = 2 * total + 4;
+        if self.out.as_ref().is_none_or(|o| o.len() < capacity) {
+            self.out = None;
+            self.out = Some(self.ctx.buffer(capacity, Location::Device, "ap payload")?);
+        }
+        let tiles = total.div_ceil(ENCODE_TILE);
+        let scratch_len = 2 + DESCRIPTOR_WORDS * tiles;
+        if self.scratch.as_ref().is_none_or(|s| s.len() < scratch_len) {
+            self.scratch = None;
+            self.scratch = Some(self.ctx.buffer(scratch_len, Location::Device, "ap scan scratch")?);
+        }
+        Ok(tiles)
     }
 
-    fn element_buffers(&mut self, n: usize) -> Result<&ElementBuffers> {
-        if self.elements.as_ref().map(|s| s.n) != Some(n) {
-            self.elements = None;
-            let b = |what| self.ctx.buffer::<u32>(n, Location::Device, what);
-            self.elements = Some(ElementBuffers {
-                n,
-                new_run: b("ap new_run")?,
-                is_active: b("ap is_active")?,
-                run_id: b("ap run_id")?,
-                run_end: b("ap run_end")?,
-                active_idx: b("ap active_idx")?,
-                scratch_inclusive: self.scanner.scratch(n)?,
-                scratch_exclusive: self.scanner.scratch(n)?,
-            });
+    /// Records the encoding of the box in `roi_box` (filled by the recording before it).
+    fn record_encode(
+        &self,
+        rec: &mut Recorder,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        (width, height): (u32, u32),
+        tiles: usize,
+    ) {
+        let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
+        rec.dispatch_linear(
+            &self.encode,
+            &[
+                color.binding(),
+                depth.binding(),
+                self.roi_box.binding(),
+                out.binding(),
+                self.size.binding(),
+                scratch.binding(),
+            ],
+            &EncodePush { width, height },
+            tiles as u32,
+        );
+    }
+
+    /// Submits a recording that ends with an encoding and returns the payload length in
+    /// words and the profiled passes.
+    fn finish(&self, rec: Recorder, total: usize) -> Result<(usize, Vec<engine::PassTime>, f64)> {
+        let wall = Instant::now();
+        let passes = rec.submit()?.wait_profiled()?;
+        let words = self.size.mapped()?[0] as usize;
+        if words > 2 * total + 4 {
+            return Err(CompositorError::Corrupt(format!("GPU encoder reported {words} words for {total} pixels")));
         }
-        Ok(self.elements.as_ref().unwrap())
+        Ok((words, passes, ms_since(wall)))
     }
 
     /// Encodes the `roi` box of a `width x height` image whose pixels outside the box are
@@ -233,77 +215,19 @@ impl GpuEncoder {
         height: u32,
         roi: &Roi,
     ) -> Result<(usize, f64)> {
-        let total = crate::ap::pixel_count(width, height)?;
         if roi.x0 > roi.x1 || roi.y0 > roi.y1 || roi.x1 >= width || roi.y1 >= height {
             return Err(CompositorError::Invalid(format!("ROI {roi:?} outside a {width}x{height} image")));
         }
-        if color.len() < total || depth.len() < total {
-            return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
-        }
-        let capacity = 2 * total + 4;
-        if self.out.as_ref().is_none_or(|o| o.len() < capacity) {
-            self.out = None;
-            self.out = Some(self.ctx.buffer(capacity, Location::Device, "ap payload")?);
-        }
-        let push = ElementsPush::new(roi, width, total);
-        let n = push.n as usize;
-        self.element_buffers(n)?;
-        let (s, out) = (self.elements.as_ref().unwrap(), self.out.as_ref().unwrap());
-        let groups = n.div_ceil(WORKGROUP as usize) as u32;
-        let wall = Instant::now();
+        let tiles = self.prepare(color, depth, width, height)?;
         let mut rec = self.ctx.recorder()?;
-        rec.enable_profiling(8)?;
-        rec.dispatch_linear(
-            &self.properties,
-            &[depth.binding(), s.new_run.binding(), s.is_active.binding()],
-            &push,
-            groups,
-        );
-        rec.mark("properties");
+        rec.enable_profiling(2)?;
+        rec.update(&self.roi_box, 0, &roi.device_words());
+        rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
-        self.scanner.record_inclusive(&mut rec, &s.new_run, &s.run_id, &s.scratch_inclusive)?;
-        self.scanner.record_exclusive(&mut rec, &s.is_active, &s.active_idx, &s.scratch_exclusive)?;
-        rec.mark("scans");
-        rec.barrier();
-        rec.dispatch_linear(
-            &self.run_ends,
-            &[s.new_run.binding(), s.run_id.binding(), s.run_end.binding()],
-            &push,
-            groups,
-        );
-        rec.mark("run_ends");
-        rec.barrier();
-        rec.dispatch_linear(
-            &self.compress,
-            &[
-                color.binding(),
-                depth.binding(),
-                s.new_run.binding(),
-                s.is_active.binding(),
-                s.run_id.binding(),
-                s.run_end.binding(),
-                s.active_idx.binding(),
-                out.binding(),
-                self.size.binding(),
-            ],
-            &push,
-            groups,
-        );
-        rec.mark("compress");
-        let passes = rec.submit()?.wait_profiled()?;
-        let ms = gpu_ms(&passes, ms_since(wall));
-        self.last_steps = passes;
-        let words = self.size.mapped()?[0] as usize;
-        if words > capacity {
-            return Err(CompositorError::Corrupt(format!("GPU encoder reported {words} words, capacity {capacity}")));
-        }
-        Ok((words, ms))
-    }
-
-    /// GPU time of each step of the last [`GpuEncoder::encode_roi`] (empty without
-    /// timestamps).
-    pub fn last_steps(&self) -> &[engine::PassTime] {
-        &self.last_steps
+        self.record_encode(&mut rec, color, depth, (width, height), tiles);
+        rec.mark("encode");
+        let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
+        Ok((words, gpu_ms(&passes, wall)))
     }
 
     /// Copies the first `words` of the device payload to the host; returns them and the copy
@@ -333,13 +257,32 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let total = crate::ap::pixel_count(width, height)?;
-        let (roi, roi_ms) = self.roi(depth, width, height)?;
-        let Some(r) = roi else {
-            let times = EncodeTimes { roi_ms, ..Default::default() };
-            return Ok((Encoded { pixels: total, words: vec![total as u32, 0] }, None, times));
+        let tiles = self.prepare(color, depth, width, height)?;
+        let total = width as usize * height as usize;
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(3)?;
+        rec.fill(&self.roi_box, u32::MAX);
+        rec.fill(self.scratch.as_ref().unwrap(), 0);
+        rec.barrier();
+        rec.dispatch_linear(
+            &self.roi,
+            &[depth.binding(), self.roi_box.binding()],
+            &RoiPush { width, height, per_group: ROI_PER_GROUP },
+            total.div_ceil(ROI_PER_GROUP as usize) as u32,
+        );
+        rec.mark("roi");
+        rec.barrier();
+        self.record_encode(&mut rec, color, depth, (width, height), tiles);
+        rec.copy(&self.roi_box, &self.roi_host);
+        rec.mark("encode");
+        let (words, passes, wall) = self.finish(rec, total)?;
+        let b = self.roi_host.mapped()?;
+        let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });
+        let pass = |name: &str| passes.iter().find(|p| p.name == name).map(|p| p.ms);
+        let (roi_ms, encode_ms) = match (pass("roi"), pass("encode")) {
+            (Some(r), Some(e)) => (r, e),
+            _ => (0.0, wall),
         };
-        let (words, encode_ms) = self.encode_roi(color, depth, width, height, &r)?;
         let (words, d2h_ms) = self.download(words)?;
         Ok((Encoded { pixels: total, words }, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms }))
     }
