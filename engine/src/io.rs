@@ -116,6 +116,11 @@ fn save_png(path: &Path, width: usize, height: usize, data: &[u8], color: image:
     })
 }
 
+/// Writes `bytes` to `path` atomically (see [`write_atomic`]).
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic(path, |w| w.write_all(bytes).map_err(|e| EngineError::file(path, e)))
+}
+
 /// Writes an 8-bit RGB PNG (3 bytes per pixel, row 0 at the top).
 pub fn save_png_rgb8(path: &Path, width: usize, height: usize, rgb: &[u8]) -> Result<()> {
     save_png(path, width, height, rgb, image::ExtendedColorType::Rgb8)

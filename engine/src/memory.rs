@@ -179,6 +179,23 @@ impl Context {
         Ok(Buffer { shared: self.shared.clone(), raw, allocation: Some(allocation), len, location, _t: PhantomData })
     }
 
+    /// Makes `slot` hold a buffer of at least `len` elements at `location`, keeping the one
+    /// it has when that is large enough (for buffers reused frame after frame); returns it.
+    pub fn reuse_buffer<'a, T: Pod>(
+        &self,
+        slot: &'a mut Option<Buffer<T>>,
+        len: usize,
+        location: Location,
+        what: &str,
+    ) -> Result<&'a mut Buffer<T>> {
+        if slot.as_ref().is_none_or(|b| b.len() < len || b.location != location) {
+            // Free the old buffer before allocating its successor.
+            *slot = None;
+            *slot = Some(self.buffer(len, location, what)?);
+        }
+        Ok(slot.as_mut().unwrap())
+    }
+
     /// A host-visible buffer holding a copy of `data`.
     pub fn upload_buffer<T: Pod>(&self, data: &[T], what: &str) -> Result<Buffer<T>> {
         let mut b = self.buffer::<T>(data.len(), Location::Upload, what)?;

@@ -9,7 +9,6 @@
 //! header is (0, 0). Every producer in this crate (CPU and GPU encoders, compositing, split
 //! and concatenation) emits exactly this form, so equal images have equal bytes.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::error::{CompositorError, Result};
@@ -252,12 +251,7 @@ impl ApImage {
 
     /// Writes a `.ap` file atomically.
     pub fn write(&self, path: &Path) -> Result<()> {
-        let bytes = self.to_bytes();
-        engine::io::write_atomic(path, |w| {
-            w.write_all(&bytes)
-                .map_err(|e| engine::EngineError::File { path: path.to_path_buf(), message: e.to_string() })
-        })?;
-        Ok(())
+        Ok(engine::io::write_bytes_atomic(path, &self.to_bytes())?)
     }
 }
 

@@ -4,6 +4,7 @@
 //! Per frame, rank 0 reports render, ROI, encode, device-to-host, exchange and composite
 //! times (the maximum over ranks) and the bytes all ranks sent.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use engine::{Buffer, Context, ContextOptions, Instance, Location};
@@ -13,6 +14,7 @@ use crate::ap::{validate, Encoded, BACKGROUND_DEPTH};
 use crate::comm::Comm;
 use crate::error::{CompositorError, Result};
 use crate::frame::Frame;
+use crate::gpu_blend::GpuBlender;
 use crate::gpu_encode::GpuEncoder;
 use crate::ops::{self, Op};
 use crate::raster::Rasteriser;
@@ -82,7 +84,9 @@ impl Piece {
         }
     }
 
-    fn composite(pieces: &[&Piece], op: Op) -> Result<Piece> {
+    /// Composites pieces of one span in order; encoded pieces on the GPU when `gpu` is
+    /// given.
+    fn composite(pieces: &[&Piece], op: Op, gpu: Option<&mut GpuBlender>) -> Result<Piece> {
         if let Some(Piece::Encoded(_)) = pieces.first() {
             let encoded: Vec<&Encoded> = pieces
                 .iter()
@@ -91,7 +95,10 @@ impl Piece {
                     Piece::Raw { .. } => None,
                 })
                 .collect();
-            return Ok(Piece::Encoded(ops::composite(&encoded, op)?));
+            return Ok(Piece::Encoded(match gpu {
+                Some(blender) => blender.composite(&encoded, op)?,
+                None => ops::composite(&encoded, op)?,
+            }));
         }
         let pixels = pieces[0].pixels();
         let mut out = vec![0u32; 2 * pixels];
@@ -147,12 +154,14 @@ pub struct ExchangeStats {
 }
 
 /// Composites every rank's full-size `piece` with `strategy` and gathers the result on rank
-/// 0 (`Some` there, `None` elsewhere).
+/// 0 (`Some` there, `None` elsewhere). Encoded pieces are composited on the GPU when `gpu`
+/// is given, else on the CPU.
 pub fn composite_frame(
     comm: &dyn Comm,
     piece: Piece,
     strategy: Strategy,
     op: Op,
+    mut gpu: Option<&mut GpuBlender>,
 ) -> Result<(Option<Piece>, ExchangeStats)> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let total = piece.pixels();
@@ -177,7 +186,7 @@ pub fn composite_frame(
                 stats.exchange_ms += ms_since(t);
                 let (result, ms) = time_ms(|| -> Result<Piece> {
                     let theirs = Piece::received(compressed, piece.pixels(), words)?;
-                    Piece::composite(&[&piece, &theirs], op)
+                    Piece::composite(&[&piece, &theirs], op, gpu.as_deref_mut())
                 });
                 piece = result?;
                 stats.composite_ms += ms;
@@ -202,7 +211,7 @@ pub fn composite_frame(
                 .collect::<Result<_>>()?;
             let mut ordered: Vec<&Piece> = others.iter().collect();
             ordered.insert(j, own);
-            Piece::composite(&ordered, op)
+            Piece::composite(&ordered, op, gpu.as_deref_mut())
         });
         piece = result?;
         stats.composite_ms += ms;
@@ -272,6 +281,20 @@ pub struct RenderRequest {
     pub readback: Readback,
     /// `--device`; by default rank i uses device i mod the device count.
     pub device: Option<String>,
+    /// `--partials DIR`: every rank writes its last rendered partial image there (raw, for
+    /// other compositors such as IceT to run on the same images).
+    pub partials: Option<PathBuf>,
+}
+
+/// Writes a rank's rendered partial image as `DIR/rank{r}.rgba` (RGBA8 per pixel, row 0 at
+/// the top) and `DIR/rank{r}.depth` (little-endian f32, 1.0 = background).
+fn save_partial(ctx: &Context, raster: &Rasteriser, dir: &Path, rank: usize) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| CompositorError::Io { path: dir.to_path_buf(), source })?;
+    let color = ctx.download(&raster.color)?;
+    let depth = ctx.download(&raster.depth)?;
+    engine::io::write_bytes_atomic(&dir.join(format!("rank{rank}.rgba")), bytemuck::cast_slice(&color))?;
+    engine::io::write_bytes_atomic(&dir.join(format!("rank{rank}.depth")), bytemuck::cast_slice(&depth))?;
+    Ok(())
 }
 
 /// Opens the device for a rank: the named one, else device `rank mod count`, counting only
@@ -312,6 +335,12 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
     let raster = Rasteriser::new(&ctx, req.width, req.height)?;
     let geometry = raster.upload(&share)?;
     let mut encoder = GpuEncoder::new(&ctx)?;
+    // Encoded pieces travel as they are and are composited on the GPU (the paper's method);
+    // the CPU-encode path composites on the CPU, as IceT does.
+    let mut blender = match req.readback {
+        Readback::GpuAp => Some(GpuBlender::new(&ctx)?),
+        Readback::CpuAp | Readback::Raw => None,
+    };
     let total = crate::ap::pixel_count(req.width, req.height)?;
     let host: Option<(Buffer<u32>, Buffer<f32>)> = match req.readback {
         Readback::GpuAp => None,
@@ -351,7 +380,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
         // Ranks finish rendering at different times; waiting here keeps that skew out of the
         // exchange time.
         comm.barrier();
-        let (result, stats) = composite_frame(comm, piece, req.strategy, Op::ZBuffer)?;
+        let (result, stats) = composite_frame(comm, piece, req.strategy, Op::ZBuffer, blender.as_mut())?;
         let values = [
             render_ms,
             roi_ms,
@@ -377,6 +406,9 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             emit(line);
         }
         last = result;
+    }
+    if let Some(dir) = &req.partials {
+        save_partial(&ctx, &raster, dir, rank)?;
     }
     Ok(last.map(|p| p.to_frame(req.width, req.height)))
 }

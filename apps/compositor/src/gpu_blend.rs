@@ -1,8 +1,9 @@
 //! Compositing of encoded images on the GPU (`ap_blend.comp`): the encoded payloads go to
 //! the device as they are, with a table of their active segments; the kernel composites
 //! every pixel straight from the payloads into a raw frame, which the GPU encoder encodes.
+//! Buffers are kept from call to call (the distributed renderer composites every frame).
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositorError, Result};
@@ -20,11 +21,40 @@ struct Push {
     op: u32,
 }
 
-/// The GPU compositing pipeline and the encoder for its result.
+/// A host-written array and its device copy, both kept between calls.
+#[derive(Default)]
+struct Staged {
+    host: Option<Buffer<u32>>,
+    device: Option<Buffer<u32>>,
+}
+
+impl Staged {
+    /// Writes `data` to the host buffer and records its copy to the device buffer.
+    fn stage(&mut self, ctx: &Context, rec: &mut Recorder, data: &[u32], what: &str) -> Result<()> {
+        // Never empty: a binding needs a buffer even when there is nothing in it.
+        let len = data.len().max(1).next_power_of_two();
+        let host = ctx.reuse_buffer(&mut self.host, len, Location::Upload, what)?;
+        host.mapped_mut()?[..data.len()].copy_from_slice(data);
+        let device = ctx.reuse_buffer(&mut self.device, len, Location::Device, what)?;
+        rec.copy_region(self.host.as_ref().unwrap(), 0, device, 0, data.len());
+        Ok(())
+    }
+
+    fn device(&self) -> &Buffer<u32> {
+        self.device.as_ref().unwrap()
+    }
+}
+
+/// The GPU compositing pipeline, the encoder for its result and their buffers.
 pub struct GpuBlender {
     ctx: Context,
     pipe: ComputePipeline,
     encoder: GpuEncoder,
+    payload: Staged,
+    segments: Staged,
+    table: Staged,
+    color: Option<Buffer<u32>>,
+    depth: Option<Buffer<f32>>,
 }
 
 impl GpuBlender {
@@ -36,7 +66,16 @@ impl GpuBlender {
             push_bytes: std::mem::size_of::<Push>() as u32,
             spec: &[WORKGROUP],
         })?;
-        Ok(GpuBlender { ctx: ctx.clone(), pipe, encoder: GpuEncoder::new(ctx)? })
+        Ok(GpuBlender {
+            ctx: ctx.clone(),
+            pipe,
+            encoder: GpuEncoder::new(ctx)?,
+            payload: Staged::default(),
+            segments: Staged::default(),
+            table: Staged::default(),
+            color: None,
+            depth: None,
+        })
     }
 
     /// Composites validated encoded inputs of equal pixel count with `op` (same result,
@@ -50,6 +89,9 @@ impl GpuBlender {
             )));
         }
         let n = first.pixels;
+        if n == 0 {
+            return Ok(Encoded { pixels: 0, words: Vec::new() });
+        }
         // Active segments: first pixel, count, word offset in the concatenated payloads.
         let mut payload: Vec<u32> = Vec::with_capacity(inputs.iter().map(|e| e.words.len()).sum());
         let mut segments: Vec<u32> = Vec::new();
@@ -70,24 +112,31 @@ impl GpuBlender {
             payload.extend_from_slice(&e.words);
             table.extend_from_slice(&[first_segment as u32, (segments.len() / 3 - first_segment) as u32]);
         }
-        let payload = self.ctx.upload(&payload, "blend payloads")?;
-        let segments = self.ctx.upload(&segments, "blend segments")?;
-        let table = self.ctx.upload(&table, "blend inputs")?;
-        let color: Buffer<u32> = self.ctx.buffer(n, Location::Device, "blend colour")?;
-        let depth: Buffer<f32> = self.ctx.buffer(n, Location::Device, "blend depth")?;
-        let push = Push { n: n as u32, k: inputs.len() as u32, op: op.code() };
-        self.ctx.run(|rec| {
-            rec.dispatch_linear(
-                &self.pipe,
-                &[payload.binding(), segments.binding(), table.binding(), color.binding(), depth.binding()],
-                &push,
-                n.div_ceil(WORKGROUP as usize) as u32,
-            );
-            Ok(())
-        })?;
+        let ctx = self.ctx.clone();
+        let mut rec = ctx.recorder()?;
+        self.payload.stage(&ctx, &mut rec, &payload, "blend payloads")?;
+        self.segments.stage(&ctx, &mut rec, &segments, "blend segments")?;
+        self.table.stage(&ctx, &mut rec, &table, "blend inputs")?;
+        let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?;
+        let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?;
+        rec.barrier();
+        rec.dispatch_linear(
+            &self.pipe,
+            &[
+                self.payload.device().binding(),
+                self.segments.device().binding(),
+                self.table.device().binding(),
+                color.binding(),
+                depth.binding(),
+            ],
+            &Push { n: n as u32, k: inputs.len() as u32, op: op.code() },
+            n.div_ceil(WORKGROUP as usize) as u32,
+        );
+        rec.submit()?.wait()?;
         // The result is encoded as one row of n pixels (the encoding does not depend on the
         // image's shape).
-        let (words, _) = self.encoder.encode_roi(&color, &depth, n as u32, 1, &Roi::full(n as u32, 1))?;
+        let (color, depth) = (self.color.as_ref().unwrap(), self.depth.as_ref().unwrap());
+        let (words, _) = self.encoder.encode_roi(color, depth, n as u32, 1, &Roi::full(n as u32, 1))?;
         let (words, _) = self.encoder.download(words)?;
         Ok(Encoded { pixels: n, words })
     }

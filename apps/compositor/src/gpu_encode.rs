@@ -153,17 +153,9 @@ impl GpuEncoder {
         if color.len() < total || depth.len() < total {
             return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
         }
-        let capacity = 2 * total + 4;
-        if self.out.as_ref().is_none_or(|o| o.len() < capacity) {
-            self.out = None;
-            self.out = Some(self.ctx.buffer(capacity, Location::Device, "ap payload")?);
-        }
+        self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         let tiles = total.div_ceil(ENCODE_TILE);
-        let scratch_len = 2 + DESCRIPTOR_WORDS * tiles;
-        if self.scratch.as_ref().is_none_or(|s| s.len() < scratch_len) {
-            self.scratch = None;
-            self.scratch = Some(self.ctx.buffer(scratch_len, Location::Device, "ap scan scratch")?);
-        }
+        self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
         Ok(tiles)
     }
 
@@ -233,10 +225,7 @@ impl GpuEncoder {
     /// Copies the first `words` of the device payload to the host; returns them and the copy
     /// time in ms.
     pub fn download(&mut self, words: usize) -> Result<(Vec<u32>, f64)> {
-        if self.host.as_ref().is_none_or(|h| h.len() < words) {
-            self.host = None;
-            self.host = Some(self.ctx.buffer(words.next_power_of_two(), Location::Download, "ap payload (host)")?);
-        }
+        self.ctx.reuse_buffer(&mut self.host, words.next_power_of_two(), Location::Download, "ap payload (host)")?;
         let (out, host) = (self.out.as_ref().unwrap(), self.host.as_ref().unwrap());
         let wall = Instant::now();
         let mut rec = self.ctx.recorder()?;

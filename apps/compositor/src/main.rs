@@ -83,6 +83,10 @@ enum Command {
         /// Exchange raw pixels instead of Active Pixel encoded ones
         #[arg(long)]
         no_compress: bool,
+        /// Also write each rank's last partial image to DIR as rank{r}.rgba (RGBA8) and
+        /// rank{r}.depth (f32), e.g. to run another compositor on the same images
+        #[arg(long)]
+        partials: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -234,7 +238,7 @@ fn main() -> Result<()> {
         Command::Blend { inputs, out, depth_out, op, common } => {
             blend(&inputs, &out, depth_out.as_deref(), op, &common)
         }
-        Command::Render { scene, size, out, frames, strategy, no_compress, common } => {
+        Command::Render { scene, size, out, frames, strategy, no_compress, partials, common } => {
             let (width, height) = parse_size(&size)?;
             if frames == 0 {
                 bail!("--frames must be at least 1");
@@ -245,7 +249,8 @@ fn main() -> Result<()> {
                 (false, Backend::Gpu) => Readback::GpuAp,
                 (false, Backend::Cpu) => Readback::CpuAp,
             };
-            let req = RenderRequest { scene, width, height, frames, strategy, readback, device: common.device };
+            let req =
+                RenderRequest { scene, width, height, frames, strategy, readback, device: common.device, partials };
             render(req, &out, common.json)
         }
         Command::Demo { out, common } => {

@@ -204,14 +204,16 @@ fn mpirun_matches_the_single_rank_image() {
     let d = dir.path();
     let scene = ["--scene", "points:4000:9"];
     let single = render(&scene, &d.join("single.png"));
+    let partials = d.join("partials");
     for (n, strategy, extra) in [
-        (2, "binary-swap", None),
-        (3, "binary-swap", None),
-        (3, "radix-k", Some("--no-compress")),
-        (4, "radix-k", None),
-        (4, "direct-send", None),
+        (2, "binary-swap", vec!["--partials", s(&partials)]),
+        (2, "binary-swap", vec!["--backend", "cpu"]),
+        (3, "binary-swap", vec![]),
+        (3, "radix-k", vec!["--no-compress"]),
+        (4, "radix-k", vec![]),
+        (4, "direct-send", vec![]),
     ] {
-        let out = d.join(format!("mpi{n}{strategy}.png"));
+        let out = d.join(format!("mpi{n}{strategy}{}.png", extra.len()));
         let mut cmd = Command::new("mpirun");
         cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
             .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -220,7 +222,7 @@ fn mpirun_matches_the_single_rank_image() {
             .args(["-n", &n.to_string(), "--oversubscribe", BIN, "render", "--size", "96x64", "--json"])
             .args(scene)
             .args(["--strategy", strategy, "--out", s(&out)])
-            .args(extra);
+            .args(&extra);
         let result = cmd.output().expect("run mpirun");
         let err = String::from_utf8_lossy(&result.stderr);
         assert!(result.status.success(), "mpirun -n {n}: {err}");
@@ -229,8 +231,20 @@ fn mpirun_matches_the_single_rank_image() {
         let line: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
         assert_eq!(line["ranks"], n);
         assert!(line["bytes_sent"].as_u64().unwrap() > 0);
-        assert_eq!(std::fs::read(&out).unwrap(), single, "mpirun -n {n} {strategy} differs from one rank");
+        assert_eq!(std::fs::read(&out).unwrap(), single, "mpirun -n {n} {strategy} {extra:?} differs from one rank");
     }
+    // The partials of the 2-rank run, z-buffered here (ties to rank 0), give the same image.
+    let read = |name: &str| std::fs::read(partials.join(name)).unwrap();
+    let (c0, d0, c1, d1) = (read("rank0.rgba"), read("rank0.depth"), read("rank1.rgba"), read("rank1.depth"));
+    assert_eq!((c0.len(), d0.len(), c1.len(), d1.len()), (96 * 64 * 4, 96 * 64 * 4, 96 * 64 * 4, 96 * 64 * 4));
+    let depth = |d: &[u8], i: usize| f32::from_le_bytes(d[4 * i..4 * i + 4].try_into().unwrap());
+    let mut composed = Vec::with_capacity(c0.len());
+    for i in 0..96 * 64 {
+        let pick = if depth(&d1, i) < depth(&d0, i) { &c1 } else { &c0 };
+        composed.extend_from_slice(&pick[4 * i..4 * i + 4]);
+    }
+    let (_, _, want) = engine::io::load_rgba8(&d.join("single.png")).unwrap();
+    assert_eq!(composed, want, "the written partials do not composite to the rendered image");
 }
 
 #[test]
