@@ -275,12 +275,12 @@ impl Recorder {
     pub fn update<T: Pod>(&mut self, dst: &Buffer<T>, start: usize, data: &[T]) {
         let bytes: &[u8] = bytemuck::cast_slice(data);
         assert!(start + data.len() <= dst.len() && bytes.len() <= 65536, "update out of bounds");
-        assert!(bytes.len() % 4 == 0 && (start * std::mem::size_of::<T>()) % 4 == 0, "update not 4-byte aligned");
+        let offset_bytes = start * std::mem::size_of::<T>();
+        assert!(bytes.len().is_multiple_of(4) && offset_bytes.is_multiple_of(4), "update not 4-byte aligned");
         if bytes.is_empty() {
             return;
         }
-        let offset = (start * std::mem::size_of::<T>()) as u64;
-        unsafe { self.ctx.shared.device.cmd_update_buffer(self.cmd, dst.raw, offset, bytes) };
+        unsafe { self.ctx.shared.device.cmd_update_buffer(self.cmd, dst.raw, offset_bytes as u64, bytes) };
     }
 
     /// Makes this submission wait (on the GPU) until `other` has completed, e.g. compute
