@@ -3,7 +3,8 @@
 # benchmark driver and the Vulkan loader .deb go into .gpu/ and .gl/ (both git-ignored).
 # Then one device call runs the whole benchmark set there:
 #   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-bench.sh [SET ...]")
-# SET: gpu-info prims mad smoe mosaic composite lightfield (default: all). Results come back
+# SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep, and
+# composite-mpi (one rank per GPU, with IceT when a .gpu-icet bundle is carried too). Results come back
 # under $OUT as JSON lines, one file per set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ mkdir -p .gpu/bin
 for b in gpu-info sweep prims-bench mad smoe mosaic composite lightfield; do
   if [ -x "$CARGO_TARGET_DIR/release/$b" ]; then cp "$CARGO_TARGET_DIR/release/$b" .gpu/bin/; fi
 done
-cp tools/gpu-bench.sh .gpu/
+cp tools/gpu-bench.sh tools/gpu-composite-mpi.sh .gpu/
 # The Vulkan loader, plus the GL vendor-neutral dispatch libraries: without libglvnd the NVIDIA
 # ICD (libGLX_nvidia) cannot hand out vkCreateInstance ("Found no drivers").
 if ! ls .gl/libglvnd0_*.deb >/dev/null 2>&1; then
