@@ -17,9 +17,10 @@
 //   inactive, and the payload size.
 // Elements are measured in image pixels, so the payload is that of the whole image.
 //
-// A tile is 16 elements per invocation, element k * WG + i of the tile on invocation i;
-// activity is kept as bit masks of 32 elements (from subgroup ballots) so the run starts,
-// their counts and the last start of every 32 elements come from bit operations.
+// A tile is PER_INVOCATION elements per invocation, element k * WG + i of the tile on
+// invocation i; activity is kept as bit masks of 32 elements (from subgroup ballots) so the
+// run starts, their counts and the last start of every 32 elements come from bit
+// operations.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
@@ -28,12 +29,13 @@
 #include "ap_elements.glsl"
 
 layout(local_size_x_id = 0) in;
-layout(set = 0, binding = 0) readonly buffer Color { uint color[]; };
-layout(set = 0, binding = 1) readonly buffer Depth { uint depth_bits[]; };
+layout(set = 0, binding = 0) restrict readonly buffer Color { uint color[]; };
+layout(set = 0, binding = 1) restrict readonly buffer Depth { uint depth_bits[]; };
 // The box as the ROI kernel leaves it: (x0, y0, ~x1, ~y1), x0 = 0xFFFFFFFF when empty.
 layout(set = 0, binding = 2) readonly buffer Roi { uint roi[4]; };
 layout(set = 0, binding = 3) writeonly buffer Out { uint ap[]; };
 layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
+
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) coherent buffer Scratch { uint scratch[]; };
 layout(push_constant) uniform Push { uint width; uint height; };
@@ -42,7 +44,8 @@ layout(push_constant) uniform Push { uint width; uint height; };
 #define LB_MAX_MASK 4u
 #include "lookback.glsl"
 
-const uint PER_INVOCATION = 16u;
+// Elements per invocation (specialization constant 1).
+layout(constant_id = 1) const uint PER_INVOCATION = 16u;
 const uint WG = gl_WorkGroupSize.x;
 const uint TILE = PER_INVOCATION * WG;
 const uint WORDS = TILE / 32u;
@@ -100,11 +103,18 @@ void main() {
     }
     barrier();
 
-    // Step 1 (pixel properties): activity bits by ballot.
-    bool on[PER_INVOCATION];
+    // Step 1 (pixel properties): activity bits by ballot. All loads are issued before the
+    // first ballot so their latencies overlap.
+    uint pixel[PER_INVOCATION];
+    uint depth[PER_INVOCATION];
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-        on[k] = element_active(base + k * WG + lid);
-        uvec4 b = subgroupBallot(on[k]);
+        uint e = base + k * WG + lid;
+        bool real = e < el_n && !is_gap(e);
+        pixel[k] = element_pixel(e);
+        depth[k] = real ? depth_bits[pixel[k]] : BACKGROUND_BITS;
+    }
+    [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+        uvec4 b = subgroupBallot(depth[k] != BACKGROUND_BITS);
         if (subgroupElect()) {
             uint first = k * WG + gl_SubgroupID * gl_SubgroupSize;
             if (gl_SubgroupSize >= 32u) {
@@ -113,6 +123,11 @@ void main() {
                 atomicOr(s_mask[first / 32u], b.x << (first % 32u));
             }
         }
+    }
+    // The active pixels' colours, loaded while the scans below run.
+    uint colour[PER_INVOCATION];
+    [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+        colour[k] = depth[k] != BACKGROUND_BITS ? color[pixel[k]] : 0u;
     }
     barrier();
 
@@ -164,8 +179,9 @@ void main() {
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uint off = k * WG + lid;
         uint e = base + off;
+        bool on = depth[k] != BACKGROUND_BITS;
         bool last = e + 1u == el_n;
-        if (!on[k] && !last) continue;
+        if (!on && !last) continue;
         uint w = off >> 5;
         uint bit = 1u << (off & 31u);
         uint upto = bit | (bit - 1u);
@@ -176,14 +192,13 @@ void main() {
         uint r = pre.x + bitCount(starts & upto);
         uint mine = starts & upto;
         uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
-        if (on[k]) {
-            uint p = element_pixel(e);
+        if (on) {
             uint pos = ap_offset(a, r);
-            ap2[pos >> 1] = uvec2(color[p], depth_bits[p]);
+            ap2[pos >> 1] = uvec2(colour[k], depth[k]);
             if ((starts & bit) != 0u) {
                 uint earlier = starts & (bit - 1u);
                 uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
-                ap[pos - 2u] = p - start_pixel(previous);
+                ap[pos - 2u] = pixel[k] - start_pixel(previous);
             }
             bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
                                               : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);

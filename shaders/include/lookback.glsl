@@ -18,13 +18,18 @@
 // Each descriptor word is `flag << 16 | half`, so it is published with one atomic store and
 // can never be seen torn. Flags only grow (0 none, 1 aggregate of this tile, 2 inclusive
 // prefix up to this tile); a reader trusts a descriptor only when all its halves carry the
-// same flag.
+// same flag. Words are published with relaxed atomic stores, which do not wait for a reply
+// as read-modify-write atomics do, so a descriptor's words go out with overlapping
+// latencies (publishing sits on every tile's critical path). They are read with
+// atomicOr(.., 0): with relaxed atomic loads (or volatile loads) instead, lavapipe's scans
+// came out wrong on a million elements.
 #ifndef TESSERA_LOOKBACK_GLSL
 #define TESSERA_LOOKBACK_GLSL
 
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_memory_scope_semantics : require
 
 const uint LB_FLAG_AGGREGATE = 1u;
 const uint LB_FLAG_PREFIX = 2u;
@@ -49,12 +54,20 @@ uvec4 lb_combine(uvec4 a, uvec4 b) {
     return r;
 }
 
+uint lb_load(uint i) {
+    return atomicOr(scratch[i], 0u);
+}
+
+void lb_store(uint i, uint value) {
+    atomicStore(scratch[i], value, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
+}
+
 // Publishes tile `tile`'s descriptor (one invocation).
 void lb_publish(uint tile, uint flag, uvec4 value) {
     uint base = 2u + LB_WORDS * tile;
     for (uint c = 0u; c < LB_COMPONENTS; c++) {
-        atomicExchange(scratch[base + 2u * c], (flag << 16) | (value[c] & 0xffffu));
-        atomicExchange(scratch[base + 2u * c + 1u], (flag << 16) | (value[c] >> 16));
+        lb_store(base + 2u * c, (flag << 16) | (value[c] & 0xffffu));
+        lb_store(base + 2u * c + 1u, (flag << 16) | (value[c] >> 16));
     }
 }
 
@@ -80,11 +93,11 @@ uvec4 lb_look_back(uint tile) {
         uvec4 value = uvec4(0u);
         if (j >= 0) {
             uint base = 2u + LB_WORDS * uint(j);
-            // atomicOr(.., 0) is an atomic load: never hoisted out of the spin loop.
-            flag = atomicOr(scratch[base], 0u) >> 16;
             for (uint c = 0u; c < LB_COMPONENTS; c++) {
-                uint lo = atomicOr(scratch[base + 2u * c], 0u);
-                uint hi = atomicOr(scratch[base + 2u * c + 1u], 0u);
+                // Atomic read-modify-writes are never hoisted out of the spin loop.
+                uint lo = lb_load(base + 2u * c);
+                uint hi = lb_load(base + 2u * c + 1u);
+                if (c == 0u) flag = lo >> 16;
                 if ((lo >> 16) != flag || (hi >> 16) != flag) flag = 0u;
                 value[c] = (lo & 0xffffu) | (hi << 16);
             }

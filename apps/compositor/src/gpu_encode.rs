@@ -24,27 +24,24 @@ use crate::shaders;
 use crate::timing::{gpu_ms, ms_since};
 
 const WORKGROUP: u32 = 256;
-/// Pixels each ROI workgroup reduces before its one atomic per bound.
-const ROI_PER_GROUP: u32 = WORKGROUP * 32;
-/// Elements of one `ap_encode` tile (16 per invocation).
-const ENCODE_TILE: usize = 16 * WORKGROUP as usize;
+/// Pixels each ROI workgroup reduces before its one atomic per bound (`roi.comp`: 8 vectors
+/// of 4 per invocation).
+const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
+/// Elements per invocation of `ap_encode` (its specialization constant 1).
+const ENCODE_PER_INVOCATION: u32 = 16;
+/// Elements of one `ap_encode` tile.
+fn per_invocation() -> u32 {
+    std::env::var("TESSERA_AP_PER").ok().and_then(|v| v.parse().ok()).unwrap_or(ENCODE_PER_INVOCATION)
+}
 /// Scratch words per `ap_encode` tile descriptor: three values in two halves each
 /// (`lookback.glsl`).
 const DESCRIPTOR_WORDS: usize = 6;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct EncodePush {
+struct ImagePush {
     width: u32,
     height: u32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct RoiPush {
-    width: u32,
-    height: u32,
-    per_group: u32,
 }
 
 /// Bounding box of the active pixels, inclusive.
@@ -124,19 +121,19 @@ pub struct GpuEncoder {
 
 impl GpuEncoder {
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
-        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize| {
+        let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
             ctx.compute_pipeline(&PipelineDesc {
                 name,
                 spirv,
                 bindings,
-                push_bytes: push_bytes as u32,
-                spec: &[WORKGROUP],
+                push_bytes: std::mem::size_of::<ImagePush>() as u32,
+                spec,
             })
         };
         Ok(GpuEncoder {
             ctx: ctx.clone(),
-            roi: pipe("roi", shaders::ROI, 2, std::mem::size_of::<RoiPush>())?,
-            encode: pipe("ap_encode", shaders::AP_ENCODE, 6, std::mem::size_of::<EncodePush>())?,
+            roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
+            encode: pipe("ap_encode", shaders::AP_ENCODE, 6, &[WORKGROUP, per_invocation()])?,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             scratch: None,
@@ -154,7 +151,7 @@ impl GpuEncoder {
             return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
         }
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let tiles = total.div_ceil(ENCODE_TILE);
+        let tiles = total.div_ceil((per_invocation() * WORKGROUP) as usize);
         self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
         Ok(tiles)
     }
@@ -179,7 +176,7 @@ impl GpuEncoder {
                 self.size.binding(),
                 scratch.binding(),
             ],
-            &EncodePush { width, height },
+            &ImagePush { width, height },
             tiles as u32,
         );
     }
@@ -256,8 +253,8 @@ impl GpuEncoder {
         rec.dispatch_linear(
             &self.roi,
             &[depth.binding(), self.roi_box.binding()],
-            &RoiPush { width, height, per_group: ROI_PER_GROUP },
-            total.div_ceil(ROI_PER_GROUP as usize) as u32,
+            &ImagePush { width, height },
+            total.div_ceil(ROI_PER_GROUP) as u32,
         );
         rec.mark("roi");
         rec.barrier();
