@@ -46,4 +46,40 @@ uint element_pixel(uint e) {
     return (el_y0 + row) * el_width + el_x0 + (e - row * el_stride);
 }
 
+// Walks elements e, e + step, e + 2 step, ... with one division at the start: element
+// e = row * stride + col, and a step is step_rows whole box rows plus step_cols elements.
+struct ElementWalk {
+    uint row;
+    uint col;
+    uint step_rows;
+    uint step_cols;
+};
+
+ElementWalk walk_start(uint e, uint step) {
+    ElementWalk w;
+    w.row = e / el_stride;
+    w.col = e - w.row * el_stride;
+    w.step_rows = step / el_stride;
+    w.step_cols = step - w.step_rows * el_stride;
+    return w;
+}
+
+// Image index of the walk's current element (as element_pixel, for e < n).
+uint walk_pixel(ElementWalk w) {
+    return (el_y0 + w.row) * el_width + el_x0 + w.col;
+}
+
+bool walk_is_gap(ElementWalk w) {
+    return w.col >= el_box_w;
+}
+
+void walk_next(inout ElementWalk w) {
+    w.row += w.step_rows;
+    w.col += w.step_cols;
+    if (w.col >= el_stride) {
+        w.col -= el_stride;
+        w.row += 1u;
+    }
+}
+
 #endif

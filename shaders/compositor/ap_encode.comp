@@ -105,13 +105,12 @@ void main() {
 
     // Step 1 (pixel properties): activity bits by ballot. All loads are issued before the
     // first ballot so their latencies overlap.
-    uint pixel[PER_INVOCATION];
     uint depth[PER_INVOCATION];
+    ElementWalk walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-        uint e = base + k * WG + lid;
-        bool real = e < el_n && !is_gap(e);
-        pixel[k] = element_pixel(e);
-        depth[k] = real ? depth_bits[pixel[k]] : BACKGROUND_BITS;
+        bool real = base + k * WG + lid < el_n && !walk_is_gap(walk);
+        depth[k] = real ? depth_bits[walk_pixel(walk)] : BACKGROUND_BITS;
+        walk_next(walk);
     }
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uvec4 b = subgroupBallot(depth[k] != BACKGROUND_BITS);
@@ -126,8 +125,10 @@ void main() {
     }
     // The active pixels' colours, loaded while the scans below run.
     uint colour[PER_INVOCATION];
+    walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-        colour[k] = depth[k] != BACKGROUND_BITS ? color[pixel[k]] : 0u;
+        colour[k] = depth[k] != BACKGROUND_BITS ? color[walk_pixel(walk)] : 0u;
+        walk_next(walk);
     }
     barrier();
 
@@ -176,11 +177,14 @@ void main() {
 
     // Step 5 (compress): scatter pixels and run headers.
     uint tail = el_total - el_end;
+    walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uint off = k * WG + lid;
         uint e = base + off;
         bool on = depth[k] != BACKGROUND_BITS;
         bool last = e + 1u == el_n;
+        uint pixel = walk_pixel(walk);
+        walk_next(walk);
         if (!on && !last) continue;
         uint w = off >> 5;
         uint bit = 1u << (off & 31u);
@@ -198,7 +202,7 @@ void main() {
             if ((starts & bit) != 0u) {
                 uint earlier = starts & (bit - 1u);
                 uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
-                ap[pos - 2u] = pixel[k] - start_pixel(previous);
+                ap[pos - 2u] = pixel - start_pixel(previous);
             }
             bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
                                               : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);

@@ -122,6 +122,11 @@ fn run_size(
             let geometry = raster.upload(&scene.geometry.share(rank, ranks))?;
             let render_ms = timed_pass(ctx, |rec| raster.record(rec, &geometry, view, proj))?;
             let (encoded, roi, _) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+            // Every rank's GPU encoding is checked against the CPU encoder, not only the timed one.
+            let frame = read_back(ctx, &raster, &host_color, &host_depth)?;
+            if crate::codec::encode_parallel(&frame) != encoded {
+                return Err(crate::CompositorError::Corrupt(format!("GPU and CPU encodings of rank {rank} differ")));
+            }
             roi_ratios.push(roi.map_or(0, |r| r.pixels()) as f64 / n as f64);
             ap_ratios.push(encoded.bytes() as f64 / (8 * n) as f64);
             if rank == timed_rank {
@@ -147,13 +152,29 @@ fn run_size(
             }
         }
         let ((lo, hi), (alo, ahi)) = (min_max(&roi_ratios), min_max(&ap_ratios));
-        emit(json!({"bench": "ap_ratios", "size": size, "ranks": ranks,
+        emit(json!({"bench": "ap_ratios", "size": size, "ranks": ranks, "verified_ranks": ranks,
                 "min_roi_pct": 100.0 * lo, "max_roi_pct": 100.0 * hi, "min_ap_pct": 100.0 * alo, "max_ap_pct": 100.0 * ahi,
                 "mean_ap_pct": 100.0 * mean(&ap_ratios),
                 "paper_pct": {"min_roi": PAPER_RATIOS[scale][0], "max_roi": PAPER_RATIOS[scale][1],
                     "min_ap": PAPER_RATIOS[scale][2], "max_ap": PAPER_RATIOS[scale][3]}}));
     }
     Ok(())
+}
+
+/// The rasteriser's current frame, copied to the host (untimed).
+fn read_back(ctx: &Context, raster: &Rasteriser, color: &Buffer<u32>, depth: &Buffer<f32>) -> Result<Frame> {
+    ctx.run(|rec| {
+        rec.copy(&raster.color, color);
+        rec.copy(&raster.depth, depth);
+        Ok(())
+    })?;
+    let n = raster.width as usize * raster.height as usize;
+    Ok(Frame {
+        width: raster.width,
+        height: raster.height,
+        color: color.mapped()?[..n].to_vec(),
+        depth: depth.mapped()?[..n].to_vec(),
+    })
 }
 
 /// Times the three readback paths and the encoders on the frame the rasteriser holds.
@@ -198,13 +219,7 @@ fn time_rank(
     gpu.remove(0);
 
     // CPU encoders on the same frame (read back once, untimed).
-    ctx.run(|rec| {
-        rec.copy(&raster.color, host_color);
-        rec.copy(&raster.depth, host_depth);
-        Ok(())
-    })?;
-    let frame =
-        Frame { width, height, color: host_color.mapped()?[..n].to_vec(), depth: host_depth.mapped()?[..n].to_vec() };
+    let frame = read_back(ctx, raster, host_color, host_depth)?;
 
     let mut cpu_roi = Vec::new();
     let mut cpu_full = Vec::new();
