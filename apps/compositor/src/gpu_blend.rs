@@ -21,7 +21,8 @@ struct Push {
     op: u32,
 }
 
-/// A host-written array and its device copy, both kept between calls.
+/// A host-written array and its device copy, both kept between calls (fresh allocations
+/// of several MB per frame cost more in page faults than the copies themselves).
 #[derive(Default)]
 struct Staged {
     host: Option<Buffer<u32>>,
@@ -29,15 +30,25 @@ struct Staged {
 }
 
 impl Staged {
+    /// The host buffer, at least `len` long (never empty: a binding needs a buffer even when
+    /// there is nothing in it).
+    fn host(&mut self, ctx: &Context, len: usize, what: &str) -> Result<&mut [u32]> {
+        let len = len.max(1).next_power_of_two();
+        Ok(ctx.reuse_buffer(&mut self.host, len, Location::Upload, what)?.mapped_mut()?)
+    }
+
+    /// Records the copy of the first `len` host words to the device buffer.
+    fn record_copy(&mut self, ctx: &Context, rec: &mut Recorder, len: usize, what: &str) -> Result<()> {
+        let host = self.host.as_ref().expect("host buffer written before its copy");
+        let device = ctx.reuse_buffer(&mut self.device, host.len(), Location::Device, what)?;
+        rec.copy_region(host, 0, device, 0, len);
+        Ok(())
+    }
+
     /// Writes `data` to the host buffer and records its copy to the device buffer.
     fn stage(&mut self, ctx: &Context, rec: &mut Recorder, data: &[u32], what: &str) -> Result<()> {
-        // Never empty: a binding needs a buffer even when there is nothing in it.
-        let len = data.len().max(1).next_power_of_two();
-        let host = ctx.reuse_buffer(&mut self.host, len, Location::Upload, what)?;
-        host.mapped_mut()?[..data.len()].copy_from_slice(data);
-        let device = ctx.reuse_buffer(&mut self.device, len, Location::Device, what)?;
-        rec.copy_region(self.host.as_ref().unwrap(), 0, device, 0, data.len());
-        Ok(())
+        self.host(ctx, data.len(), what)?[..data.len()].copy_from_slice(data);
+        self.record_copy(ctx, rec, data.len(), what)
     }
 
     fn device(&self) -> &Buffer<u32> {
@@ -55,6 +66,9 @@ pub struct GpuBlender {
     table: Staged,
     color: Option<Buffer<u32>>,
     depth: Option<Buffer<f32>>,
+    /// Host lists of segments and of each input's (first segment, count), kept for reuse.
+    segment_list: Vec<u32>,
+    table_list: Vec<u32>,
 }
 
 impl GpuBlender {
@@ -75,6 +89,8 @@ impl GpuBlender {
             table: Staged::default(),
             color: None,
             depth: None,
+            segment_list: Vec::new(),
+            table_list: Vec::new(),
         })
     }
 
@@ -92,31 +108,35 @@ impl GpuBlender {
         if n == 0 {
             return Ok(Encoded { pixels: 0, words: Vec::new() });
         }
-        // Active segments: first pixel, count, word offset in the concatenated payloads.
-        let mut payload: Vec<u32> = Vec::with_capacity(inputs.iter().map(|e| e.words.len()).sum());
-        let mut segments: Vec<u32> = Vec::new();
-        let mut table: Vec<u32> = Vec::with_capacity(2 * inputs.len());
+        // The payloads go straight into the staging buffer, one after the other, and the
+        // active segments (first pixel, count, word offset there) are listed on the way.
+        let ctx = self.ctx.clone();
+        let words: usize = inputs.iter().map(|e| e.words.len()).sum();
+        let staging = self.payload.host(&ctx, words, "blend payloads")?;
+        self.segment_list.clear();
+        self.table_list.clear();
+        let mut base = 0usize;
         for e in inputs {
-            let base = payload.len();
-            let first_segment = segments.len() / 3;
-            let (mut pixel, mut word) = (0usize, 0usize);
+            staging[base..base + e.words.len()].copy_from_slice(&e.words);
+            let first_segment = self.segment_list.len() / 3;
+            let (mut pixel, mut word) = (0usize, base);
             for run in runs(&e.words) {
                 pixel += run.inactive as usize;
                 word += 2;
                 if run.active > 0 {
-                    segments.extend_from_slice(&[pixel as u32, run.active, (base + word) as u32]);
+                    self.segment_list.extend_from_slice(&[pixel as u32, run.active, word as u32]);
                 }
                 pixel += run.active as usize;
                 word += run.pixels.len();
             }
-            payload.extend_from_slice(&e.words);
-            table.extend_from_slice(&[first_segment as u32, (segments.len() / 3 - first_segment) as u32]);
+            base += e.words.len();
+            let count = self.segment_list.len() / 3 - first_segment;
+            self.table_list.extend_from_slice(&[first_segment as u32, count as u32]);
         }
-        let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
-        self.payload.stage(&ctx, &mut rec, &payload, "blend payloads")?;
-        self.segments.stage(&ctx, &mut rec, &segments, "blend segments")?;
-        self.table.stage(&ctx, &mut rec, &table, "blend inputs")?;
+        self.payload.record_copy(&ctx, &mut rec, words, "blend payloads")?;
+        self.segments.stage(&ctx, &mut rec, &self.segment_list, "blend segments")?;
+        self.table.stage(&ctx, &mut rec, &self.table_list, "blend inputs")?;
         let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?;
         let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?;
         rec.barrier();

@@ -161,12 +161,17 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
     let mut ends: Vec<usize> = bounds.to_vec();
     ends.push(encoded.pixels);
     let mut pieces = Vec::with_capacity(ends.len());
-    let mut writer = ApWriter::default();
+    // Sized for an even share of the words, so a writer rarely grows (each growth copies).
+    let share = encoded.words.len() / ends.len() + encoded.words.len() / (4 * ends.len()) + 4;
+    let mut writer = ApWriter::with_capacity(share);
     let mut start = 0usize;
     let mut k = 0usize;
     let mut pos = 0usize;
     let mut close = |writer: &mut ApWriter, start: &mut usize, end: usize| {
-        pieces.push(Encoded { pixels: end - *start, words: std::mem::take(writer).finish() });
+        pieces.push(Encoded {
+            pixels: end - *start,
+            words: std::mem::replace(writer, ApWriter::with_capacity(share)).finish(),
+        });
         *start = end;
     };
     for run in runs(&encoded.words) {
