@@ -1,9 +1,7 @@
 #version 460
 // Compositing of Active Pixel encoded images on the GPU, reading pixels straight out of the
-// encoded payloads (no decoded copies of the inputs). The host describes each input's active
-// runs as segments (first pixel, pixel count, word offset of its first pixel in `payload`),
-// which it collects anyway while validating the payloads. Each invocation finds, per input,
-// the segment holding its pixel by binary search and combines the active ones in input order:
+// encoded payloads (no decoded copies of the inputs; ap_segments.glsl finds a pixel). Each
+// invocation combines the active ones of its pixel in input order:
 // op 0 = z-buffer (smallest depth, ties to the earlier input), op 1 = premultiplied "over"
 // front to back with the same integer rounding as the CPU operator (ops.rs). The result is a
 // raw colour + depth frame that the GPU encoder then encodes.
@@ -16,6 +14,7 @@ layout(set = 0, binding = 2) readonly buffer Inputs { uint inputs[]; };
 layout(set = 0, binding = 3) writeonly buffer Color { uint color[]; };
 layout(set = 0, binding = 4) writeonly buffer Depth { float depth[]; };
 layout(push_constant) uniform Push { uint n; uint k; uint op; };
+#include "ap_segments.glsl"
 
 uint div255(uint x) { return (x + 127u) / 255u; }
 
@@ -36,19 +35,8 @@ void main() {
     uint acc_color = 0u;
     float acc_depth = 1.0;
     for (uint j = 0u; j < k; j++) {
-        uint first = inputs[2u * j];
-        uint count = inputs[2u * j + 1u];
-        // Last segment starting at or before p.
-        uint lo = 0u, hi = count;
-        while (lo < hi) {
-            uint mid = (lo + hi) / 2u;
-            if (segments[3u * (first + mid)] <= p) lo = mid + 1u; else hi = mid;
-        }
-        if (lo == 0u) continue;
-        uint s = first + lo - 1u;
-        uint start = segments[3u * s];
-        if (p - start >= segments[3u * s + 1u]) continue;
-        uint word = segments[3u * s + 2u] + 2u * (p - start);
+        uint word;
+        if (!segment_pixel(j, p, word)) continue;
         uint c = payload[word];
         float d = uintBitsToFloat(payload[word + 1u]);
         if (!any_active) {

@@ -38,7 +38,8 @@ layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
 
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) coherent buffer Scratch { uint scratch[]; };
-layout(push_constant) uniform Push { uint width; uint height; };
+// origin: index in the colour and depth buffers of the image's first pixel.
+layout(push_constant) uniform Push { uint width; uint height; uint origin; };
 
 #define LB_COMPONENTS 3u
 #define LB_MAX_MASK 4u
@@ -72,7 +73,7 @@ uint start_pixel(uint s1) {
 }
 
 bool element_active(uint e) {
-    return e < el_n && !is_gap(e) && depth_bits[element_pixel(e)] != BACKGROUND_BITS;
+    return e < el_n && !is_gap(e) && depth_bits[origin + element_pixel(e)] != BACKGROUND_BITS;
 }
 
 uvec3 combine3(uvec3 a, uvec3 b) {
@@ -109,7 +110,7 @@ void main() {
     ElementWalk walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         bool real = base + k * WG + lid < el_n && !walk_is_gap(walk);
-        depth[k] = real ? depth_bits[walk_pixel(walk)] : BACKGROUND_BITS;
+        depth[k] = real ? depth_bits[origin + walk_pixel(walk)] : BACKGROUND_BITS;
         walk_next(walk);
     }
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
@@ -127,7 +128,7 @@ void main() {
     uint colour[PER_INVOCATION];
     walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-        colour[k] = depth[k] != BACKGROUND_BITS ? color[walk_pixel(walk)] : 0u;
+        colour[k] = depth[k] != BACKGROUND_BITS ? color[origin + walk_pixel(walk)] : 0u;
         walk_next(walk);
     }
     barrier();

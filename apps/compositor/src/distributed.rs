@@ -15,7 +15,6 @@ use crate::comm::Comm;
 use crate::error::{CompositorError, Result};
 use crate::frame::Frame;
 use crate::gpu_blend::GpuBlender;
-use crate::gpu_encode::GpuEncoder;
 use crate::ops::{self, Op};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
@@ -84,9 +83,8 @@ impl Piece {
         }
     }
 
-    /// Composites pieces of one span in order; encoded pieces on the GPU when `gpu` is
-    /// given.
-    fn composite(pieces: &[&Piece], op: Op, gpu: Option<&mut GpuBlender>) -> Result<Piece> {
+    /// Composites pieces of one span in order, on the CPU.
+    fn composite(pieces: &[&Piece], op: Op) -> Result<Piece> {
         if let Some(Piece::Encoded(_)) = pieces.first() {
             let encoded: Vec<&Encoded> = pieces
                 .iter()
@@ -95,10 +93,7 @@ impl Piece {
                     Piece::Raw { .. } => None,
                 })
                 .collect();
-            return Ok(Piece::Encoded(match gpu {
-                Some(blender) => blender.composite(&encoded, op)?,
-                None => ops::composite(&encoded, op)?,
-            }));
+            return Ok(Piece::Encoded(ops::composite(&encoded, op)?));
         }
         let pixels = pieces[0].pixels();
         let mut out = vec![0u32; 2 * pixels];
@@ -151,17 +146,19 @@ pub struct ExchangeStats {
     pub exchange_ms: f64,
     pub composite_ms: f64,
     pub bytes_sent: usize,
+    /// GPU encodings and copies to the host made while compositing ([`composite_frame_gpu`]).
+    pub encode_ms: f64,
+    pub d2h_ms: f64,
+    pub bytes_d2h: usize,
 }
 
 /// Composites every rank's full-size `piece` with `strategy` and gathers the result on rank
-/// 0 (`Some` there, `None` elsewhere). Encoded pieces are composited on the GPU when `gpu`
-/// is given, else on the CPU.
+/// 0 (`Some` there, `None` elsewhere), compositing on the CPU.
 pub fn composite_frame(
     comm: &dyn Comm,
     piece: Piece,
     strategy: Strategy,
     op: Op,
-    mut gpu: Option<&mut GpuBlender>,
 ) -> Result<(Option<Piece>, ExchangeStats)> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let total = piece.pixels();
@@ -186,7 +183,7 @@ pub fn composite_frame(
                 stats.exchange_ms += ms_since(t);
                 let (result, ms) = time_ms(|| -> Result<Piece> {
                     let theirs = Piece::received(compressed, piece.pixels(), words)?;
-                    Piece::composite(&[&piece, &theirs], op, gpu.as_deref_mut())
+                    Piece::composite(&[&piece, &theirs], op)
                 });
                 piece = result?;
                 stats.composite_ms += ms;
@@ -211,14 +208,29 @@ pub fn composite_frame(
                 .collect::<Result<_>>()?;
             let mut ordered: Vec<&Piece> = others.iter().collect();
             ordered.insert(j, own);
-            Piece::composite(&ordered, op, gpu.as_deref_mut())
+            Piece::composite(&ordered, op)
         });
         piece = result?;
         stats.composite_ms += ms;
         let ends: Vec<usize> = std::iter::once(lo).chain(bounds.iter().copied()).chain(std::iter::once(hi)).collect();
         (lo, hi) = (ends[j], ends[j + 1]);
     }
-    // Gather: every rank's final span, prefixed with its first and last pixel.
+    let result = gather(comm, (lo, hi), piece, total, &mut stats)?;
+    Ok((result, stats))
+}
+
+/// Sends this rank's final span `lo..hi` to rank 0; on rank 0, collects every rank's and
+/// joins them into the whole image of `total` pixels (`Some` there, `None` elsewhere).
+fn gather(
+    comm: &dyn Comm,
+    (lo, hi): (usize, usize),
+    piece: Piece,
+    total: usize,
+    stats: &mut ExchangeStats,
+) -> Result<Option<Piece>> {
+    let compressed = matches!(piece, Piece::Encoded(_));
+    let me = comm.rank();
+    // Every rank's final span, prefixed with its first and last pixel.
     let t = Instant::now();
     if me != 0 {
         let mut message = vec![lo as u32, hi as u32];
@@ -226,7 +238,7 @@ pub fn composite_frame(
         stats.bytes_sent += 4 * message.len();
         comm.exchange(&[(0, &message)], &[])?;
         stats.exchange_ms += ms_since(t);
-        return Ok((None, stats));
+        return Ok(None);
     }
     let others: Vec<usize> = (1..comm.size()).collect();
     let messages = comm.exchange(&[], &others)?;
@@ -255,7 +267,93 @@ pub fn composite_frame(
         Ok(whole)
     });
     stats.composite_ms += ms;
-    Ok((Some(result?), stats))
+    Ok(Some(result?))
+}
+
+/// A rank's rendered partial image, raw on the GPU.
+pub struct GpuFrame<'a> {
+    pub color: &'a Buffer<u32>,
+    pub depth: &'a Buffer<f32>,
+    pub pixels: usize,
+}
+
+/// [`composite_frame`] with the z-buffer for partial images that stay raw on the GPU (the
+/// paper's method carried through the exchange): per round, the spans the other members
+/// keep are Active Pixel encoded on the GPU and only their payloads are copied to the host
+/// and sent; the payloads received for the span this rank keeps are uploaded and z-buffered
+/// into its raw frame in place (`ap_zmerge`). No pixel is encoded, split or composited on
+/// the CPU; the final span is encoded on the GPU for the gather. Overwrites the frame.
+pub fn composite_frame_gpu(
+    comm: &dyn Comm,
+    frame: GpuFrame,
+    strategy: Strategy,
+    blender: &mut GpuBlender,
+) -> Result<(Option<Piece>, ExchangeStats)> {
+    let me = comm.rank();
+    let mut stats = ExchangeStats::default();
+    let (mut lo, mut hi) = (0usize, frame.pixels);
+    let encode = |blender: &mut GpuBlender, (start, end): (usize, usize), stats: &mut ExchangeStats| {
+        let encoder = blender.encoder();
+        let (words, encode_ms) = encoder.encode_span(frame.color, frame.depth, start, end - start)?;
+        let (words, d2h_ms) = encoder.download(words)?;
+        stats.encode_ms += encode_ms;
+        stats.d2h_ms += d2h_ms;
+        stats.bytes_d2h += 4 * words.len();
+        Ok::<_, CompositorError>(words)
+    };
+    for round in rounds(strategy, comm.size()) {
+        let Some(group) = round.iter().find(|g| g.members.contains(&me)) else { continue };
+        let j = group.members.iter().position(|&m| m == me).unwrap();
+        if group.fold {
+            if j == 1 {
+                let words = if hi > lo { encode(blender, (lo, hi), &mut stats)? } else { Vec::new() };
+                let t = Instant::now();
+                comm.exchange(&[(group.members[0], &words)], &[])?;
+                stats.exchange_ms += ms_since(t);
+                stats.bytes_sent += 4 * words.len();
+                lo = hi;
+            } else {
+                let t = Instant::now();
+                let words = comm.exchange(&[], &[group.members[1]])?.remove(0);
+                stats.exchange_ms += ms_since(t);
+                let (merged, ms) = time_ms(|| -> Result<()> {
+                    validate(&words, hi - lo)?;
+                    let theirs = Encoded { pixels: hi - lo, words };
+                    blender.merge_into(frame.color, frame.depth, (lo, hi - lo), &[&theirs], 0)
+                });
+                merged?;
+                stats.composite_ms += ms;
+            }
+            continue;
+        }
+        let k = group.members.len();
+        let ends: Vec<usize> = std::iter::once(lo).chain(cut(lo, hi, k)).chain(std::iter::once(hi)).collect();
+        let parts: Vec<Vec<u32>> = (0..k)
+            .map(|m| if m == j { Ok(Vec::new()) } else { encode(blender, (ends[m], ends[m + 1]), &mut stats) })
+            .collect::<Result<_>>()?;
+        let sends: Vec<(usize, &[u32])> =
+            (0..k).filter(|&m| m != j).map(|m| (group.members[m], parts[m].as_slice())).collect();
+        let from: Vec<usize> = (0..k).filter(|&m| m != j).map(|m| group.members[m]).collect();
+        stats.bytes_sent += sends.iter().map(|s| 4 * s.1.len()).sum::<usize>();
+        let t = Instant::now();
+        let received = comm.exchange(&sends, &from)?;
+        stats.exchange_ms += ms_since(t);
+        let span = (ends[j], ends[j + 1] - ends[j]);
+        let (merged, ms) = time_ms(|| -> Result<()> {
+            let theirs: Vec<Encoded> = received
+                .into_iter()
+                .map(|words| validate(&words, span.1).map(|_| Encoded { pixels: span.1, words }))
+                .collect::<Result<_>>()?;
+            blender.merge_into(frame.color, frame.depth, span, &theirs.iter().collect::<Vec<_>>(), j)
+        });
+        merged?;
+        stats.composite_ms += ms;
+        (lo, hi) = (ends[j], ends[j + 1]);
+    }
+    let words = if hi > lo { encode(blender, (lo, hi), &mut stats)? } else { Vec::new() };
+    let piece = Piece::Encoded(Encoded { pixels: hi - lo, words });
+    let result = gather(comm, (lo, hi), piece, frame.pixels, &mut stats)?;
+    Ok((result, stats))
 }
 
 /// How a rank's partial image leaves the GPU.
@@ -334,9 +432,9 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
     let share = scene.geometry.share(rank, ranks);
     let raster = Rasteriser::new(&ctx, req.width, req.height)?;
     let geometry = raster.upload(&share)?;
-    let mut encoder = GpuEncoder::new(&ctx)?;
-    // Encoded pieces travel as they are and are composited on the GPU (the paper's method);
-    // the CPU-encode path composites on the CPU, as IceT does.
+    // GPU Active Pixel readback keeps the partial images raw on the GPU and composites there
+    // (composite_frame_gpu); the CPU-encode and raw paths read whole frames back and
+    // composite on the CPU, as IceT does.
     let mut blender = match req.readback {
         Readback::GpuAp => Some(GpuBlender::new(&ctx)?),
         Readback::CpuAp | Readback::Raw => None,
@@ -354,43 +452,52 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
         let start = Instant::now();
         let (view, proj) = scene.camera(f, req.width, req.height);
         let render_ms = timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj))?;
-        let (piece, roi_ms, encode_ms, d2h_ms, bytes_d2h) = match &host {
-            None => {
-                let (e, _, t) = encoder.encode(&raster.color, &raster.depth, req.width, req.height)?;
-                let bytes = e.bytes();
-                (Piece::Encoded(e), t.roi_ms, t.encode_ms, t.d2h_ms, bytes)
+        if f + 1 == req.frames {
+            if let Some(dir) = &req.partials {
+                save_partial(&ctx, &raster, dir, rank)?;
             }
-            Some((color, depth)) => {
+        }
+        // [encode, d2h, bytes to the host] of the CPU paths' whole-frame readback.
+        let mut readback = [0.0f64; 3];
+        let (result, stats) = match (&host, blender.as_mut()) {
+            (Some((color, depth)), _) => {
                 let ms = timed_pass(&ctx, |rec| {
                     rec.copy(&raster.color, color);
                     rec.copy(&raster.depth, depth);
                 })?;
                 let (color, depth) = (color.mapped()?, depth.mapped()?);
-                if req.readback == Readback::CpuAp {
+                let (piece, encode_ms) = if req.readback == Readback::CpuAp {
                     let frame =
                         Frame { width: req.width, height: req.height, color: color.to_vec(), depth: depth.to_vec() };
                     let (e, encode_ms) = time_ms(|| crate::codec::encode_parallel(&frame));
-                    (Piece::Encoded(e), 0.0, encode_ms, ms, 8 * total)
+                    (Piece::Encoded(e), encode_ms)
                 } else {
                     let words = color.iter().zip(depth).flat_map(|(&c, &d)| [c, d.to_bits()]).collect();
-                    (Piece::Raw { pixels: total, words }, 0.0, 0.0, ms, 8 * total)
-                }
+                    (Piece::Raw { pixels: total, words }, 0.0)
+                };
+                readback = [encode_ms, ms, (8 * total) as f64];
+                // Ranks finish rendering at different times; waiting here keeps that skew out
+                // of the exchange time.
+                comm.barrier();
+                composite_frame(comm, piece, req.strategy, Op::ZBuffer)?
             }
+            (None, Some(blender)) => {
+                comm.barrier();
+                let frame = GpuFrame { color: &raster.color, depth: &raster.depth, pixels: total };
+                composite_frame_gpu(comm, frame, req.strategy, blender)?
+            }
+            (None, None) => unreachable!("every readback has its host buffers or its blender"),
         };
-        // Ranks finish rendering at different times; waiting here keeps that skew out of the
-        // exchange time.
-        comm.barrier();
-        let (result, stats) = composite_frame(comm, piece, req.strategy, Op::ZBuffer, blender.as_mut())?;
         let values = [
             render_ms,
-            roi_ms,
-            encode_ms,
-            d2h_ms,
+            0.0,
+            readback[0] + stats.encode_ms,
+            readback[1] + stats.d2h_ms,
             stats.exchange_ms,
             stats.composite_ms,
             ms_since(start),
             stats.bytes_sent as f64,
-            bytes_d2h as f64,
+            readback[2] + stats.bytes_d2h as f64,
         ];
         if let Some(all) = comm.gather(&values) {
             let mut line = json!({"frame": f, "ranks": ranks, "strategy": req.strategy, "readback": req.readback,
@@ -406,9 +513,6 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             emit(line);
         }
         last = result;
-    }
-    if let Some(dir) = &req.partials {
-        save_partial(&ctx, &raster, dir, rank)?;
     }
     Ok(last.map(|p| p.to_frame(req.width, req.height)))
 }

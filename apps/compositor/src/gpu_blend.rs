@@ -3,11 +3,11 @@
 //! every pixel straight from the payloads into a raw frame, which the GPU encoder encodes.
 //! Buffers are kept from call to call (the distributed renderer composites every frame).
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositorError, Result};
-use crate::gpu_encode::{GpuEncoder, Roi};
+use crate::gpu_encode::GpuEncoder;
 use crate::ops::Op;
 use crate::shaders;
 
@@ -56,63 +56,25 @@ impl Staged {
     }
 }
 
-/// The GPU compositing pipeline, the encoder for its result and their buffers.
-pub struct GpuBlender {
-    ctx: Context,
-    pipe: ComputePipeline,
-    encoder: GpuEncoder,
+/// Encoded inputs on their way to the GPU: the payloads one after the other, their active
+/// segments (first pixel, count, word offset there) and each input's (first segment,
+/// segment count), as `ap_segments.glsl` reads them.
+#[derive(Default)]
+struct EncodedInputs {
     payload: Staged,
     segments: Staged,
     table: Staged,
-    color: Option<Buffer<u32>>,
-    depth: Option<Buffer<f32>>,
-    /// Host lists of segments and of each input's (first segment, count), kept for reuse.
+    /// Host lists, kept for reuse.
     segment_list: Vec<u32>,
     table_list: Vec<u32>,
 }
 
-impl GpuBlender {
-    pub fn new(ctx: &Context) -> Result<GpuBlender> {
-        let pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "ap_blend",
-            spirv: shaders::AP_BLEND,
-            bindings: 5,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[WORKGROUP],
-        })?;
-        Ok(GpuBlender {
-            ctx: ctx.clone(),
-            pipe,
-            encoder: GpuEncoder::new(ctx)?,
-            payload: Staged::default(),
-            segments: Staged::default(),
-            table: Staged::default(),
-            color: None,
-            depth: None,
-            segment_list: Vec::new(),
-            table_list: Vec::new(),
-        })
-    }
-
-    /// Composites validated encoded inputs of equal pixel count with `op` (same result,
-    /// byte for byte, as [`crate::ops::composite`]).
-    pub fn composite(&mut self, inputs: &[&Encoded], op: Op) -> Result<Encoded> {
-        let first = inputs.first().ok_or_else(|| CompositorError::Invalid("nothing to composite".into()))?;
-        if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
-            return Err(CompositorError::SizeMismatch(format!(
-                "inputs have {} and {} pixels",
-                first.pixels, other.pixels
-            )));
-        }
-        let n = first.pixels;
-        if n == 0 {
-            return Ok(Encoded { pixels: 0, words: Vec::new() });
-        }
-        // The payloads go straight into the staging buffer, one after the other, and the
-        // active segments (first pixel, count, word offset there) are listed on the way.
-        let ctx = self.ctx.clone();
+impl EncodedInputs {
+    /// Writes `inputs` to the staging buffers (the payloads straight in, the segments listed
+    /// on the way) and records their copies to the device.
+    fn record_upload(&mut self, ctx: &Context, rec: &mut Recorder, inputs: &[&Encoded]) -> Result<()> {
         let words: usize = inputs.iter().map(|e| e.words.len()).sum();
-        let staging = self.payload.host(&ctx, words, "blend payloads")?;
+        let staging = self.payload.host(ctx, words, "blend payloads")?;
         self.segment_list.clear();
         self.table_list.clear();
         let mut base = 0usize;
@@ -133,22 +95,84 @@ impl GpuBlender {
             let count = self.segment_list.len() / 3 - first_segment;
             self.table_list.extend_from_slice(&[first_segment as u32, count as u32]);
         }
+        self.payload.record_copy(ctx, rec, words, "blend payloads")?;
+        self.segments.stage(ctx, rec, &self.segment_list, "blend segments")?;
+        self.table.stage(ctx, rec, &self.table_list, "blend inputs")?;
+        Ok(())
+    }
+
+    /// The three device buffers, in binding order.
+    fn bindings(&self) -> [BufferBinding; 3] {
+        [self.payload.device().binding(), self.segments.device().binding(), self.table.device().binding()]
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct MergePush {
+    n: u32,
+    k: u32,
+    own: u32,
+    origin: u32,
+}
+
+/// The GPU compositing pipelines, the encoder for their results and their buffers.
+pub struct GpuBlender {
+    ctx: Context,
+    blend: ComputePipeline,
+    merge: ComputePipeline,
+    encoder: GpuEncoder,
+    inputs: EncodedInputs,
+    color: Option<Buffer<u32>>,
+    depth: Option<Buffer<f32>>,
+}
+
+impl GpuBlender {
+    pub fn new(ctx: &Context) -> Result<GpuBlender> {
+        let pipe = |name: &str, spirv: &[u8], push_bytes: usize| {
+            ctx.compute_pipeline(&PipelineDesc {
+                name,
+                spirv,
+                bindings: 5,
+                push_bytes: push_bytes as u32,
+                spec: &[WORKGROUP],
+            })
+        };
+        Ok(GpuBlender {
+            ctx: ctx.clone(),
+            blend: pipe("ap_blend", shaders::AP_BLEND, std::mem::size_of::<Push>())?,
+            merge: pipe("ap_zmerge", shaders::AP_ZMERGE, std::mem::size_of::<MergePush>())?,
+            encoder: GpuEncoder::new(ctx)?,
+            inputs: EncodedInputs::default(),
+            color: None,
+            depth: None,
+        })
+    }
+
+    /// Composites validated encoded inputs of equal pixel count with `op` (same result,
+    /// byte for byte, as [`crate::ops::composite`]).
+    pub fn composite(&mut self, inputs: &[&Encoded], op: Op) -> Result<Encoded> {
+        let first = inputs.first().ok_or_else(|| CompositorError::Invalid("nothing to composite".into()))?;
+        if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
+            return Err(CompositorError::SizeMismatch(format!(
+                "inputs have {} and {} pixels",
+                first.pixels, other.pixels
+            )));
+        }
+        let n = first.pixels;
+        if n == 0 {
+            return Ok(Encoded { pixels: 0, words: Vec::new() });
+        }
+        let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
-        self.payload.record_copy(&ctx, &mut rec, words, "blend payloads")?;
-        self.segments.stage(&ctx, &mut rec, &self.segment_list, "blend segments")?;
-        self.table.stage(&ctx, &mut rec, &self.table_list, "blend inputs")?;
+        self.inputs.record_upload(&ctx, &mut rec, inputs)?;
         let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?;
         let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?;
         rec.barrier();
+        let [payload, segments, table] = self.inputs.bindings();
         rec.dispatch_linear(
-            &self.pipe,
-            &[
-                self.payload.device().binding(),
-                self.segments.device().binding(),
-                self.table.device().binding(),
-                color.binding(),
-                depth.binding(),
-            ],
+            &self.blend,
+            &[payload, segments, table, color.binding(), depth.binding()],
             &Push { n: n as u32, k: inputs.len() as u32, op: op.code() },
             n.div_ceil(WORKGROUP as usize) as u32,
         );
@@ -156,9 +180,50 @@ impl GpuBlender {
         // The result is encoded as one row of n pixels (the encoding does not depend on the
         // image's shape).
         let (color, depth) = (self.color.as_ref().unwrap(), self.depth.as_ref().unwrap());
-        let (words, _) = self.encoder.encode_roi(color, depth, n as u32, 1, &Roi::full(n as u32, 1))?;
+        let (words, _) = self.encoder.encode_span(color, depth, 0, n)?;
         let (words, _) = self.encoder.download(words)?;
         Ok(Encoded { pixels: n, words })
+    }
+
+    /// Z-buffers validated encoded spans `received` of `len` pixels each into the raw span of
+    /// `len` pixels at pixel `start` of `color` and `depth`, in place; the raw span takes
+    /// position `own` among the inputs' order (ties go to the earlier input).
+    pub fn merge_into(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        (start, len): (usize, usize),
+        received: &[&Encoded],
+        own: usize,
+    ) -> Result<()> {
+        if let Some(e) = received.iter().find(|e| e.pixels != len) {
+            return Err(CompositorError::SizeMismatch(format!("a span of {} pixels for {len}", e.pixels)));
+        }
+        if start + len > color.len().min(depth.len()) || own > received.len() {
+            return Err(CompositorError::Invalid(format!("span {start}+{len} outside the frame")));
+        }
+        if received.is_empty() || len == 0 {
+            return Ok(());
+        }
+        let ctx = self.ctx.clone();
+        let mut rec = ctx.recorder()?;
+        self.inputs.record_upload(&ctx, &mut rec, received)?;
+        rec.barrier();
+        let [payload, segments, table] = self.inputs.bindings();
+        let push = MergePush { n: len as u32, k: received.len() as u32, own: own as u32, origin: start as u32 };
+        rec.dispatch_linear(
+            &self.merge,
+            &[payload, segments, table, color.binding(), depth.binding()],
+            &push,
+            len.div_ceil(WORKGROUP as usize) as u32,
+        );
+        rec.submit()?.wait()?;
+        Ok(())
+    }
+
+    /// The encoder this blender uses (for callers that encode spans of their own frames).
+    pub fn encoder(&mut self) -> &mut GpuEncoder {
+        &mut self.encoder
     }
 }
 
@@ -166,6 +231,7 @@ impl GpuBlender {
 mod tests {
     use super::*;
     use crate::codec::encode_serial;
+    use crate::frame::Frame;
     use crate::patterns;
     use engine::testing;
 
@@ -190,6 +256,46 @@ mod tests {
                     assert_eq!(got, want, "{na} + {nb} {op:?} {w}x{h}");
                 }
             }
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn merging_spans_into_a_raw_frame_matches_the_cpu_zbuffer() {
+        let ctx = testing::context();
+        let mut blender = GpuBlender::new(ctx).unwrap();
+        let (w, h) = (333, 211);
+        // Three ranks' frames (random runs), with equal depths where they overlap every
+        // third pixel so that the tie rule matters.
+        let mut frames: Vec<Frame> = (31..34).map(|seed| patterns::all(w, h, seed).pop().unwrap().1).collect();
+        for i in (0..frames[0].pixels()).step_by(3) {
+            let d = frames[0].depth[i];
+            for f in frames.iter_mut().skip(1) {
+                if d != 1.0 && f.depth[i] != 1.0 {
+                    f.depth[i] = d;
+                }
+            }
+        }
+        let n = frames[0].pixels();
+        let (start, len) = (n / 5, n / 2);
+        let span = |f: &Frame| crate::ops::split(&encode_serial(f), &[start, start + len]).swap_remove(1);
+        let spans: Vec<Encoded> = frames.iter().map(span).collect();
+        let want = crate::ops::composite(&spans.iter().collect::<Vec<_>>(), Op::ZBuffer).unwrap();
+        for (own, frame) in frames.iter().enumerate() {
+            let color = ctx.upload(&frame.color, "own colour").unwrap();
+            let depth = ctx.upload(&frame.depth, "own depth").unwrap();
+            let received: Vec<&Encoded> = (0..3).filter(|&i| i != own).map(|i| &spans[i]).collect();
+            blender.merge_into(&color, &depth, (start, len), &received, own).unwrap();
+            let (c, d) = (ctx.download(&color).unwrap(), ctx.download(&depth).unwrap());
+            let merged = Frame {
+                width: len as u32,
+                height: 1,
+                color: c[start..start + len].to_vec(),
+                depth: d[start..start + len].to_vec(),
+            };
+            assert_eq!(encode_serial(&merged), want, "own frame at position {own}");
+            assert_eq!(&c[..start], &frame.color[..start], "pixels before the span changed");
+            assert_eq!(&d[start + len..], &frame.depth[start + len..], "pixels after the span changed");
         }
         testing::assert_no_validation_messages();
     }

@@ -43,6 +43,8 @@ const DESCRIPTOR_WORDS: usize = 6;
 struct ImagePush {
     width: u32,
     height: u32,
+    /// Index in the colour and depth buffers of the image's first pixel (`ap_encode`).
+    origin: u32,
 }
 
 /// Bounding box of the active pixels, inclusive.
@@ -172,10 +174,15 @@ impl GpuEncoder {
 
     /// Checks the frame and sizes the payload and scratch buffers for it; returns the
     /// number of `ap_encode` workgroups (tiles) that cover the whole image.
-    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, width: u32, height: u32) -> Result<usize> {
+    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<usize> {
+        let (width, height) = (image.width, image.height);
         let total = crate::ap::pixel_count(width, height)?;
-        if color.len() < total || depth.len() < total {
-            return Err(CompositorError::Invalid(format!("colour/depth buffers smaller than {width}x{height}")));
+        let end = image.origin as usize + total;
+        if color.len() < end || depth.len() < end {
+            return Err(CompositorError::Invalid(format!(
+                "colour/depth buffers smaller than a {width}x{height} image at pixel {}",
+                image.origin
+            )));
         }
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         let tiles = total.div_ceil(self.tile);
@@ -189,7 +196,7 @@ impl GpuEncoder {
         rec: &mut Recorder,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
-        (width, height): (u32, u32),
+        image: &ImagePush,
         tiles: usize,
     ) {
         let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
@@ -203,7 +210,7 @@ impl GpuEncoder {
                 self.size.binding(),
                 scratch.binding(),
             ],
-            &ImagePush { width, height },
+            image,
             tiles as u32,
         );
     }
@@ -231,16 +238,44 @@ impl GpuEncoder {
         height: u32,
         roi: &Roi,
     ) -> Result<(usize, f64)> {
+        self.encode_box(color, depth, &ImagePush { width, height, origin: 0 }, roi)
+    }
+
+    /// Encodes the span of `len` pixels from pixel `start` of the colour and depth buffers
+    /// (as an image of one row), into the device payload buffer. Returns the payload length in
+    /// words and the GPU time in ms.
+    pub fn encode_span(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        start: usize,
+        len: usize,
+    ) -> Result<(usize, f64)> {
+        let (origin, width) = (u32::try_from(start), u32::try_from(len));
+        let (Ok(origin), Ok(width)) = (origin, width) else {
+            return Err(CompositorError::Invalid(format!("span of {len} pixels at {start} is too large")));
+        };
+        self.encode_box(color, depth, &ImagePush { width, height: 1, origin }, &Roi::full(width, 1))
+    }
+
+    fn encode_box(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        image: &ImagePush,
+        roi: &Roi,
+    ) -> Result<(usize, f64)> {
+        let (width, height) = (image.width, image.height);
         if roi.x0 > roi.x1 || roi.y0 > roi.y1 || roi.x1 >= width || roi.y1 >= height {
             return Err(CompositorError::Invalid(format!("ROI {roi:?} outside a {width}x{height} image")));
         }
-        let tiles = self.prepare(color, depth, width, height)?;
+        let tiles = self.prepare(color, depth, image)?;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(2)?;
         rec.update(&self.roi_box, 0, &roi.device_words());
         rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, (width, height), tiles);
+        self.record_encode(&mut rec, color, depth, image, tiles);
         rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
         Ok((words, gpu_ms(&passes, wall)))
@@ -270,7 +305,8 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let tiles = self.prepare(color, depth, width, height)?;
+        let image = ImagePush { width, height, origin: 0 };
+        let tiles = self.prepare(color, depth, &image)?;
         let total = width as usize * height as usize;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(4)?;
@@ -280,12 +316,12 @@ impl GpuEncoder {
         rec.dispatch_linear(
             &self.roi,
             &[depth.binding(), self.roi_box.binding()],
-            &ImagePush { width, height },
+            &image,
             total.div_ceil(ROI_PER_GROUP) as u32,
         );
         rec.mark("roi");
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, (width, height), tiles);
+        self.record_encode(&mut rec, color, depth, &image, tiles);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
@@ -332,6 +368,12 @@ mod tests {
                 // Algorithm 1 over the whole image, without the ROI box.
                 let (words, _) = enc.encode_roi(&color, &depth, w, h, &Roi::full(w, h)).unwrap();
                 assert_eq!(enc.download(words).unwrap().0, want.words, "full encoding of {name} {w}x{h}");
+                // A span of the image on its own, as the distributed renderer sends them.
+                let n = frame.pixels();
+                let (start, len) = (n / 3, (n / 2).max(1));
+                let span = crate::ops::split(&want, &[start, start + len]).swap_remove(1);
+                let (words, _) = enc.encode_span(&color, &depth, start, len).unwrap();
+                assert_eq!(enc.download(words).unwrap().0, span.words, "span of {name} {w}x{h}");
             }
         }
     }
