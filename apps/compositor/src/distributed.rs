@@ -230,11 +230,12 @@ fn gather(
 ) -> Result<Option<Piece>> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let me = comm.rank();
-    // Every rank's final span, prefixed with its first and last pixel.
+    // Every rank's final span, followed by its first and last pixel (at the end, so that
+    // the receiver takes them off without moving the payload).
     let t = Instant::now();
     if me != 0 {
-        let mut message = vec![lo as u32, hi as u32];
-        message.extend_from_slice(piece.words());
+        let mut message = piece.words().to_vec();
+        message.extend_from_slice(&[lo as u32, hi as u32]);
         stats.bytes_sent += 4 * message.len();
         comm.exchange(&[(0, &message)], &[])?;
         stats.exchange_ms += ms_since(t);
@@ -245,12 +246,15 @@ fn gather(
     stats.exchange_ms += ms_since(t);
     let (result, ms) = time_ms(|| -> Result<Piece> {
         let mut spans = vec![(lo, piece)];
-        for m in messages {
-            if m.len() < 2 || m[0] > m[1] || m[1] as usize > total {
-                return Err(CompositorError::Corrupt("gathered span header out of range".into()));
+        for mut m in messages {
+            let (Some(b), Some(a)) = (m.pop(), m.pop()) else {
+                return Err(CompositorError::Corrupt("gathered span without its pixel range".into()));
+            };
+            let (a, b) = (a as usize, b as usize);
+            if a > b || b > total {
+                return Err(CompositorError::Corrupt("gathered span's pixel range is out of the image".into()));
             }
-            let (a, b) = (m[0] as usize, m[1] as usize);
-            spans.push((a, Piece::received(compressed, b - a, m[2..].to_vec())?));
+            spans.push((a, Piece::received(compressed, b - a, m)?));
         }
         spans.sort_by_key(|s| s.0);
         let mut next = 0;
