@@ -2,8 +2,8 @@
 # Runs on a multi-GPU machine (called by gpu-bench.sh, set composite-mpi): a 4K frame of a
 # 4M-point cloud composited over one rank per GPU with `composite render` (GPU Active Pixel
 # encoding and GPU compositing; CPU encoding and compositing; raw exchange; each strategy),
-# then, when an IceT driver bundle is present (ICET, default .gpu-icet/run-icet.sh; built
-# outside this repository), IceT on the very same partial images. One JSON object per line
+# then, when an IceT driver bundle is present (ICET, default .gpu-icet/run-icet.sh, made by
+# tools/icet/build.sh from Debian's IceT build), IceT on the very same partial images. One JSON object per line
 # on stdout, each tagged with "run"; image checks on stderr.
 set -uo pipefail
 B=${B:-.gpu/bin}
