@@ -270,19 +270,6 @@ impl Recorder {
         unsafe { self.ctx.shared.device.cmd_fill_buffer(self.cmd, dst.raw, 0, vk::WHOLE_SIZE, word) };
     }
 
-    /// Writes `data` into `dst[start..]` from the command buffer itself (vkCmdUpdateBuffer: at
-    /// most 65536 bytes), for small parameters that GPU passes of the same submission read.
-    pub fn update<T: Pod>(&mut self, dst: &Buffer<T>, start: usize, data: &[T]) {
-        let bytes: &[u8] = bytemuck::cast_slice(data);
-        assert!(start + data.len() <= dst.len() && bytes.len() <= 65536, "update out of bounds");
-        let offset_bytes = start * std::mem::size_of::<T>();
-        assert!(bytes.len().is_multiple_of(4) && offset_bytes.is_multiple_of(4), "update not 4-byte aligned");
-        if bytes.is_empty() {
-            return;
-        }
-        unsafe { self.ctx.shared.device.cmd_update_buffer(self.cmd, dst.raw, offset_bytes as u64, bytes) };
-    }
-
     /// Makes this submission wait (on the GPU) until `other` has completed, e.g. compute
     /// work after an upload on the transfer queue.
     pub fn wait_for(&mut self, other: &Submission) {

@@ -38,8 +38,10 @@ layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
 
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) coherent buffer Scratch { uint scratch[]; };
-// origin: index in the colour and depth buffers of the image's first pixel.
-layout(push_constant) uniform Push { uint width; uint height; uint origin; };
+// origin: index in the colour and depth buffers of the image's first pixel. The box is the
+// ROI kernel's result in `roi` when box_source is 1, else box_push = (x0, y0, x1, y1), which
+// saves a dependent load at the start of every tile when the host knows the box.
+layout(push_constant) uniform Push { uint width; uint height; uint origin; uint box_source; uvec4 box_push; };
 
 #define LB_COMPONENTS 3u
 #define LB_MAX_MASK 4u
@@ -81,10 +83,10 @@ uvec3 combine3(uvec3 a, uvec3 b) {
 }
 
 void main() {
-    elements_init(width, height, uvec4(roi[0], roi[1], ~roi[2], ~roi[3]));
+    elements_init(width, height, box_source != 0u ? uvec4(roi[0], roi[1], ~roi[2], ~roi[3]) : box_push);
     uint tiles = max(ceil_div(el_n, TILE), 1u);
-    // Surplus workgroups (the dispatch covers the whole image) leave before taking a ticket,
-    // so tickets 0 .. tiles - 1 all go to workgroups that run.
+    // Surplus workgroups (with the box from `roi`, the dispatch covers the whole image) leave
+    // before taking a ticket, so tickets 0 .. tiles - 1 all go to workgroups that run.
     if (linear_group_id() >= tiles) return;
     uint tile = lb_take_tile();
     uint lid = gl_LocalInvocationIndex;
@@ -97,15 +99,9 @@ void main() {
         return;
     }
     uint base = tile * TILE;
-    for (uint w = lid; w < WORDS; w += WG) s_mask[w] = 0u;
-    if (lid == 0u) {
-        s_edge[0] = base > 0u && element_active(base - 1u) ? 1u : 0u;
-        s_edge[1] = element_active(base + TILE) ? 1u : 0u;
-    }
-    barrier();
 
-    // Step 1 (pixel properties): activity bits by ballot. All loads are issued before the
-    // first ballot so their latencies overlap.
+    // Step 1 (pixel properties): activity bits by ballot. All loads are issued first (with
+    // the two elements around the tile, on two other warps) so their latencies overlap.
     uint depth[PER_INVOCATION];
     ElementWalk walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
@@ -113,6 +109,10 @@ void main() {
         depth[k] = real ? depth_bits[origin + walk_pixel(walk)] : BACKGROUND_BITS;
         walk_next(walk);
     }
+    if (lid == 0u) s_edge[0] = base > 0u && element_active(base - 1u) ? 1u : 0u;
+    if (lid == WG - 1u) s_edge[1] = element_active(base + TILE) ? 1u : 0u;
+    for (uint w = lid; w < WORDS; w += WG) s_mask[w] = 0u;
+    barrier();
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uvec4 b = subgroupBallot(depth[k] != BACKGROUND_BITS);
         if (subgroupElect()) {

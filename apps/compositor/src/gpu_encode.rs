@@ -45,6 +45,22 @@ struct ImagePush {
     height: u32,
     /// Index in the colour and depth buffers of the image's first pixel (`ap_encode`).
     origin: u32,
+    /// 1: `ap_encode` reads the box the ROI kernel left in its buffer; 0: `box_xy`.
+    box_source: u32,
+    /// The box (x0, y0, x1, y1), inclusive, when the host knows it.
+    box_xy: [u32; 4],
+}
+
+impl ImagePush {
+    /// A `width x height` image at pixel `origin` whose box the ROI kernel finds.
+    fn found_box(width: u32, height: u32) -> ImagePush {
+        ImagePush { width, height, origin: 0, box_source: 1, box_xy: [0; 4] }
+    }
+
+    /// A `width x height` image at pixel `origin` with a known box.
+    fn with_box(width: u32, height: u32, origin: u32, roi: &Roi) -> ImagePush {
+        ImagePush { width, height, origin, box_source: 0, box_xy: [roi.x0, roi.y0, roi.x1, roi.y1] }
+    }
 }
 
 /// Bounding box of the active pixels, inclusive.
@@ -76,11 +92,6 @@ impl Roi {
         } else {
             rows * box_w
         }
-    }
-
-    /// The box as the ROI kernel stores it: minima of (x0, y0, !x1, !y1).
-    fn device_words(&self) -> [u32; 4] {
-        [self.x0, self.y0, !self.x1, !self.y1]
     }
 }
 
@@ -238,7 +249,7 @@ impl GpuEncoder {
         height: u32,
         roi: &Roi,
     ) -> Result<(usize, f64)> {
-        self.encode_box(color, depth, &ImagePush { width, height, origin: 0 }, roi)
+        self.encode_box(color, depth, &ImagePush::with_box(width, height, 0, roi), roi)
     }
 
     /// Encodes the span of `len` pixels from pixel `start` of the colour and depth buffers
@@ -255,7 +266,8 @@ impl GpuEncoder {
         let (Ok(origin), Ok(width)) = (origin, width) else {
             return Err(CompositorError::Invalid(format!("span of {len} pixels at {start} is too large")));
         };
-        self.encode_box(color, depth, &ImagePush { width, height: 1, origin }, &Roi::full(width, 1))
+        let roi = Roi::full(width, 1);
+        self.encode_box(color, depth, &ImagePush::with_box(width, 1, origin, &roi), &roi)
     }
 
     fn encode_box(
@@ -269,10 +281,11 @@ impl GpuEncoder {
         if roi.x0 > roi.x1 || roi.y0 > roi.y1 || roi.x1 >= width || roi.y1 >= height {
             return Err(CompositorError::Invalid(format!("ROI {roi:?} outside a {width}x{height} image")));
         }
-        let tiles = self.prepare(color, depth, image)?;
+        self.prepare(color, depth, image)?;
+        // The box is known: exactly the tiles that cover its elements.
+        let tiles = roi.elements(width).div_ceil(self.tile);
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(2)?;
-        rec.update(&self.roi_box, 0, &roi.device_words());
         rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
         self.record_encode(&mut rec, color, depth, image, tiles);
@@ -305,7 +318,7 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let image = ImagePush { width, height, origin: 0 };
+        let image = ImagePush::found_box(width, height);
         let tiles = self.prepare(color, depth, &image)?;
         let total = width as usize * height as usize;
         let mut rec = self.ctx.recorder()?;
