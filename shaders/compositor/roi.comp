@@ -1,6 +1,6 @@
 #version 460
 // Region of interest: the bounding box of the active pixels (depth != 1.0) of a width x height
-// image. Each workgroup reduces 32 pixels per invocation, read as 16-byte vectors (all
+// image (a span of the distributed renderer is an image of one row). Each workgroup reduces 32 pixels per invocation, read as 16-byte vectors (all
 // loads issued before any is used), with subgroup and shared-memory min/max, and issues one
 // atomic per bound. roi = (min x, min y, ~max x, ~max y), all kept as minima so one fill
 // with 0xFFFFFFFF initialises it; an image without active pixels leaves min x = ~0.
@@ -12,7 +12,9 @@ layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) restrict readonly buffer Depth4 { uvec4 depth4[]; };
 layout(set = 0, binding = 0) restrict readonly buffer Depth1 { uint depth1[]; };
 layout(set = 0, binding = 1) coherent buffer Roi { uint roi[4]; };
-layout(push_constant) uniform Push { uint width; uint height; };
+// origin: index in Depth of the image's first pixel (16-byte loads only when it is a
+// multiple of 4).
+layout(push_constant) uniform Push { uint width; uint height; uint origin; };
 
 const uint VECTORS = 8u;  // per invocation
 const uint BACKGROUND_BITS = 0x3f800000u;  // f32 1.0
@@ -25,10 +27,10 @@ void main() {
     uvec4 v[VECTORS];
     [[unroll]] for (uint k = 0u; k < VECTORS; k++) {
         uint q = first + k * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-        if (4u * q + 3u < n) {
-            v[k] = depth4[q];
+        if (4u * q + 3u < n && (origin & 3u) == 0u) {
+            v[k] = depth4[(origin >> 2) + q];
         } else {
-            for (uint c = 0u; c < 4u; c++) v[k][c] = 4u * q + c < n ? depth1[4u * q + c] : BACKGROUND_BITS;
+            for (uint c = 0u; c < 4u; c++) v[k][c] = 4u * q + c < n ? depth1[origin + 4u * q + c] : BACKGROUND_BITS;
         }
     }
     uvec4 m = uvec4(0xFFFFFFFFu);

@@ -146,7 +146,9 @@ pub struct ExchangeStats {
     pub exchange_ms: f64,
     pub composite_ms: f64,
     pub bytes_sent: usize,
-    /// GPU encodings and copies to the host made while compositing ([`composite_frame_gpu`]).
+    /// GPU ROI passes, encodings and copies to the host made while compositing
+    /// ([`composite_frame_gpu`]).
+    pub roi_ms: f64,
     pub encode_ms: f64,
     pub d2h_ms: f64,
     pub bytes_d2h: usize,
@@ -298,9 +300,10 @@ pub fn composite_frame_gpu(
     let (mut lo, mut hi) = (0usize, frame.pixels);
     let encode = |blender: &mut GpuBlender, (start, end): (usize, usize), stats: &mut ExchangeStats| {
         let encoder = blender.encoder();
-        let (words, encode_ms) = encoder.encode_span(frame.color, frame.depth, start, end - start)?;
+        let (words, times) = encoder.encode_span(frame.color, frame.depth, start, end - start)?;
         let (words, d2h_ms) = encoder.download(words)?;
-        stats.encode_ms += encode_ms;
+        stats.roi_ms += times.roi_ms;
+        stats.encode_ms += times.encode_ms;
         stats.d2h_ms += d2h_ms;
         stats.bytes_d2h += 4 * words.len();
         Ok::<_, CompositorError>(words)
@@ -494,7 +497,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
         };
         let values = [
             render_ms,
-            0.0,
+            stats.roi_ms,
             readback[0] + stats.encode_ms,
             readback[1] + stats.d2h_ms,
             stats.exchange_ms,

@@ -43,7 +43,7 @@ const DESCRIPTOR_WORDS: usize = 6;
 struct ImagePush {
     width: u32,
     height: u32,
-    /// Index in the colour and depth buffers of the image's first pixel (`ap_encode`).
+    /// Index in the colour and depth buffers of the image's first pixel.
     origin: u32,
     /// 1: `ap_encode` reads the box the ROI kernel left in its buffer; 0: `box_xy`.
     box_source: u32,
@@ -53,8 +53,8 @@ struct ImagePush {
 
 impl ImagePush {
     /// A `width x height` image at pixel `origin` whose box the ROI kernel finds.
-    fn found_box(width: u32, height: u32) -> ImagePush {
-        ImagePush { width, height, origin: 0, box_source: 1, box_xy: [0; 4] }
+    fn found_box(width: u32, height: u32, origin: u32) -> ImagePush {
+        ImagePush { width, height, origin, box_source: 1, box_xy: [0; 4] }
     }
 
     /// A `width x height` image at pixel `origin` with a known box.
@@ -252,22 +252,22 @@ impl GpuEncoder {
         self.encode_box(color, depth, &ImagePush::with_box(width, height, 0, roi), roi)
     }
 
-    /// Encodes the span of `len` pixels from pixel `start` of the colour and depth buffers
-    /// (as an image of one row), into the device payload buffer. Returns the payload length in
-    /// words and the GPU time in ms.
+    /// Finds the active pixels' bounds in the span of `len` pixels from pixel `start` of the
+    /// colour and depth buffers and encodes the span (as an image of one row) into the device
+    /// payload buffer. Returns the payload length in words and the GPU times (no d2h).
     pub fn encode_span(
         &mut self,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
         start: usize,
         len: usize,
-    ) -> Result<(usize, f64)> {
+    ) -> Result<(usize, EncodeTimes)> {
         let (origin, width) = (u32::try_from(start), u32::try_from(len));
         let (Ok(origin), Ok(width)) = (origin, width) else {
             return Err(CompositorError::Invalid(format!("span of {len} pixels at {start} is too large")));
         };
-        let roi = Roi::full(width, 1);
-        self.encode_box(color, depth, &ImagePush::with_box(width, 1, origin, &roi), &roi)
+        let (words, _, times) = self.encode_found(color, depth, &ImagePush::found_box(width, 1, origin))?;
+        Ok((words, times))
     }
 
     fn encode_box(
@@ -318,9 +318,22 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let image = ImagePush::found_box(width, height);
-        let tiles = self.prepare(color, depth, &image)?;
-        let total = width as usize * height as usize;
+        let (words, roi, times) = self.encode_found(color, depth, &ImagePush::found_box(width, height, 0))?;
+        let (words, d2h_ms) = self.download(words)?;
+        let pixels = width as usize * height as usize;
+        Ok((Encoded { pixels, words }, roi, EncodeTimes { d2h_ms, ..times }))
+    }
+
+    /// ROI detection and encoding of the ROI box of `image`, in one submission, into the
+    /// device payload buffer: the payload length in words, the box and the GPU times.
+    fn encode_found(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        image: &ImagePush,
+    ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
+        let tiles = self.prepare(color, depth, image)?;
+        let total = image.width as usize * image.height as usize;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(4)?;
         rec.fill(&self.roi_box, u32::MAX);
@@ -329,12 +342,12 @@ impl GpuEncoder {
         rec.dispatch_linear(
             &self.roi,
             &[depth.binding(), self.roi_box.binding()],
-            &image,
+            image,
             total.div_ceil(ROI_PER_GROUP) as u32,
         );
         rec.mark("roi");
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, &image, tiles);
+        self.record_encode(&mut rec, color, depth, image, tiles);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
@@ -346,8 +359,7 @@ impl GpuEncoder {
             (Some(r), Some(e)) => (r, e),
             _ => (0.0, wall),
         };
-        let (words, d2h_ms) = self.download(words)?;
-        Ok((Encoded { pixels: total, words }, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms }))
+        Ok((words, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms: 0.0 }))
     }
 }
 
