@@ -298,7 +298,11 @@ pub fn composite_frame_gpu(
     let me = comm.rank();
     let mut stats = ExchangeStats::default();
     let (mut lo, mut hi) = (0usize, frame.pixels);
+    // Encodes and downloads the span start..end (an empty span is an empty payload).
     let encode = |blender: &mut GpuBlender, (start, end): (usize, usize), stats: &mut ExchangeStats| {
+        if start == end {
+            return Ok(Vec::new());
+        }
         let encoder = blender.encoder();
         let (words, times) = encoder.encode_span(frame.color, frame.depth, start, end - start)?;
         let (words, d2h_ms) = encoder.download(words)?;
@@ -313,7 +317,7 @@ pub fn composite_frame_gpu(
         let j = group.members.iter().position(|&m| m == me).unwrap();
         if group.fold {
             if j == 1 {
-                let words = if hi > lo { encode(blender, (lo, hi), &mut stats)? } else { Vec::new() };
+                let words = encode(blender, (lo, hi), &mut stats)?;
                 let t = Instant::now();
                 comm.exchange(&[(group.members[0], &words)], &[])?;
                 stats.exchange_ms += ms_since(t);
@@ -357,7 +361,7 @@ pub fn composite_frame_gpu(
         stats.composite_ms += ms;
         (lo, hi) = (ends[j], ends[j + 1]);
     }
-    let words = if hi > lo { encode(blender, (lo, hi), &mut stats)? } else { Vec::new() };
+    let words = encode(blender, (lo, hi), &mut stats)?;
     let piece = Piece::Encoded(Encoded { pixels: hi - lo, words });
     let result = gather(comm, (lo, hi), piece, frame.pixels, &mut stats)?;
     Ok((result, stats))

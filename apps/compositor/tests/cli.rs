@@ -233,6 +233,21 @@ fn mpirun_matches_the_single_rank_image() {
         assert!(line["bytes_sent"].as_u64().unwrap() > 0);
         assert_eq!(std::fs::read(&out).unwrap(), single, "mpirun -n {n} {strategy} {extra:?} differs from one rank");
     }
+    // More ranks than pixels: empty spans travel as empty payloads.
+    let tiny_single = d.join("tiny1.png");
+    ok(&["render", "--size", "3x1", "--scene", "points:50:3", "--out", s(&tiny_single)]);
+    let tiny = d.join("tiny4.png");
+    let result = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_plm_rsh_agent", "")
+        .args(["-n", "4", "--oversubscribe", BIN, "render", "--size", "3x1", "--scene", "points:50:3"])
+        .args(["--strategy", "radix-k", "--out", s(&tiny)])
+        .output()
+        .expect("run mpirun");
+    assert!(result.status.success(), "4 ranks, 3 pixels: {}", String::from_utf8_lossy(&result.stderr));
+    assert_eq!(std::fs::read(&tiny).unwrap(), std::fs::read(&tiny_single).unwrap(), "4 ranks, 3 pixels");
     // The partials of the 2-rank run, z-buffered here (ties to rank 0), give the same image.
     let read = |name: &str| std::fs::read(partials.join(name)).unwrap();
     let (c0, d0, c1, d1) = (read("rank0.rgba"), read("rank0.depth"), read("rank1.rgba"), read("rank1.depth"));
