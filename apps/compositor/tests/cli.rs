@@ -194,6 +194,17 @@ fn render_points_and_obj_single_rank() {
     fails(&["render", "--scene", s(&d.join("nothing")), "--size", "9x6", "--out", s(&d.join("x.png"))]);
 }
 
+/// `mpirun -n N composite` as root on one machine over shared memory.
+fn mpirun(n: usize) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_plm_rsh_agent", "")
+        .args(["-n", &n.to_string(), "--oversubscribe", BIN]);
+    cmd
+}
+
 #[test]
 fn mpirun_matches_the_single_rank_image() {
     if Command::new("mpirun").arg("--version").output().is_err() {
@@ -214,12 +225,8 @@ fn mpirun_matches_the_single_rank_image() {
         (4, "direct-send", vec![]),
     ] {
         let out = d.join(format!("mpi{n}{strategy}{}.png", extra.len()));
-        let mut cmd = Command::new("mpirun");
-        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .env("OMPI_MCA_btl", "self,vader")
-            .env("OMPI_MCA_plm_rsh_agent", "")
-            .args(["-n", &n.to_string(), "--oversubscribe", BIN, "render", "--size", "96x64", "--json"])
+        let mut cmd = mpirun(n);
+        cmd.args(["render", "--size", "96x64", "--json"])
             .args(scene)
             .args(["--strategy", strategy, "--out", s(&out)])
             .args(&extra);
@@ -237,12 +244,8 @@ fn mpirun_matches_the_single_rank_image() {
     let tiny_single = d.join("tiny1.png");
     ok(&["render", "--size", "3x1", "--scene", "points:50:3", "--out", s(&tiny_single)]);
     let tiny = d.join("tiny4.png");
-    let result = Command::new("mpirun")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_plm_rsh_agent", "")
-        .args(["-n", "4", "--oversubscribe", BIN, "render", "--size", "3x1", "--scene", "points:50:3"])
+    let result = mpirun(4)
+        .args(["render", "--size", "3x1", "--scene", "points:50:3"])
         .args(["--strategy", "radix-k", "--out", s(&tiny)])
         .output()
         .expect("run mpirun");
