@@ -65,7 +65,14 @@ pub fn encode_parallel(frame: &Frame) -> Encoded {
 /// Decodes an encoded image of `width x height` (inactive pixels: colour 0, depth 1.0).
 pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
     let mut frame = Frame::empty(width, height);
-    let mut p = 0usize;
+    decode_into(encoded, &mut frame, 0);
+    frame
+}
+
+/// Writes the active pixels of an encoded span into `frame` from pixel `start` on (the
+/// span's inactive pixels are left as they are).
+pub fn decode_into(encoded: &Encoded, frame: &mut Frame, start: usize) {
+    let mut p = start;
     for run in crate::ap::runs(&encoded.words) {
         p += run.inactive as usize;
         for px in run.pixels.chunks_exact(2) {
@@ -74,7 +81,6 @@ pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
             p += 1;
         }
     }
-    frame
 }
 
 #[cfg(test)]

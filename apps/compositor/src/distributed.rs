@@ -1,6 +1,8 @@
-//! The distributed frame: every rank renders its share of the scene, encodes it on the GPU
-//! (or reads it back raw and encodes it on the CPU, or exchanges it raw: [`Readback`]), the ranks composite the partial images with
-//! the chosen [`Strategy`] by exchanging encoded spans, and rank 0 gathers the final image.
+//! The distributed frame: every rank renders its share of the scene; the ranks composite
+//! the partial images with the chosen [`Strategy`] by exchanging spans, Active Pixel encoded
+//! on the GPU from partial images that stay there ([`composite_frame_gpu`]), or read back
+//! raw and encoded on the CPU, or exchanged raw ([`composite_frame`]; see [`Readback`]);
+//! rank 0 gathers the final spans.
 //! Per frame, rank 0 reports render, ROI, encode, device-to-host, exchange and composite
 //! times (the maximum over ranks) and the bytes all ranks sent.
 
@@ -109,34 +111,30 @@ impl Piece {
         }
         Ok(Piece::Raw { pixels, words: out })
     }
+}
 
-    fn concat(pieces: Vec<Piece>, compressed: bool) -> Piece {
-        if compressed {
-            let encoded: Vec<Encoded> = pieces
-                .into_iter()
-                .filter_map(|p| match p {
-                    Piece::Encoded(e) => Some(e),
-                    Piece::Raw { .. } => None,
-                })
-                .collect();
-            Piece::Encoded(ops::concat(encoded))
-        } else {
-            let pixels = pieces.iter().map(Piece::pixels).sum();
-            Piece::Raw { pixels, words: pieces.iter().flat_map(|p| p.words().iter().copied()).collect() }
-        }
-    }
+/// The final image on rank 0: every rank's final span, in pixel order, covering the image.
+#[derive(Debug)]
+pub struct Gathered {
+    spans: Vec<(usize, Piece)>,
+}
 
-    /// The whole image as a frame.
+impl Gathered {
+    /// The whole image as a frame (decoding each span in place: no joined copy is made).
     pub fn to_frame(&self, width: u32, height: u32) -> Frame {
-        match self {
-            Piece::Encoded(e) => crate::codec::decode(e, width, height),
-            Piece::Raw { words, .. } => Frame {
-                width,
-                height,
-                color: words.chunks_exact(2).map(|p| p[0]).collect(),
-                depth: words.chunks_exact(2).map(|p| f32::from_bits(p[1])).collect(),
-            },
+        let mut frame = Frame::empty(width, height);
+        for (start, piece) in &self.spans {
+            match piece {
+                Piece::Encoded(e) => crate::codec::decode_into(e, &mut frame, *start),
+                Piece::Raw { words, pixels } => {
+                    for (i, px) in words.chunks_exact(2).enumerate().take(*pixels) {
+                        frame.color[start + i] = px[0];
+                        frame.depth[start + i] = f32::from_bits(px[1]);
+                    }
+                }
+            }
         }
+        frame
     }
 }
 
@@ -161,7 +159,7 @@ pub fn composite_frame(
     piece: Piece,
     strategy: Strategy,
     op: Op,
-) -> Result<(Option<Piece>, ExchangeStats)> {
+) -> Result<(Option<Gathered>, ExchangeStats)> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let total = piece.pixels();
     let me = comm.rank();
@@ -222,14 +220,14 @@ pub fn composite_frame(
 }
 
 /// Sends this rank's final span `lo..hi` to rank 0; on rank 0, collects every rank's and
-/// joins them into the whole image of `total` pixels (`Some` there, `None` elsewhere).
+/// checks that they cover the image of `total` pixels (`Some` there, `None` elsewhere).
 fn gather(
     comm: &dyn Comm,
     (lo, hi): (usize, usize),
     piece: Piece,
     total: usize,
     stats: &mut ExchangeStats,
-) -> Result<Option<Piece>> {
+) -> Result<Option<Gathered>> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let me = comm.rank();
     // Every rank's final span, followed by its first and last pixel (at the end, so that
@@ -246,7 +244,7 @@ fn gather(
     let others: Vec<usize> = (1..comm.size()).collect();
     let messages = comm.exchange(&[], &others)?;
     stats.exchange_ms += ms_since(t);
-    let (result, ms) = time_ms(|| -> Result<Piece> {
+    let (result, ms) = time_ms(|| -> Result<Gathered> {
         let mut spans = vec![(lo, piece)];
         for mut m in messages {
             let (Some(b), Some(a)) = (m.pop(), m.pop()) else {
@@ -266,11 +264,10 @@ fn gather(
             }
             next = a + p.pixels();
         }
-        let whole = Piece::concat(spans.into_iter().map(|s| s.1).collect(), compressed);
-        if whole.pixels() != total {
-            return Err(CompositorError::Corrupt(format!("gathered {} of {total} pixels", whole.pixels())));
+        if next != total {
+            return Err(CompositorError::Corrupt(format!("gathered {next} of {total} pixels")));
         }
-        Ok(whole)
+        Ok(Gathered { spans })
     });
     stats.composite_ms += ms;
     Ok(Some(result?))
@@ -294,7 +291,7 @@ pub fn composite_frame_gpu(
     frame: GpuFrame,
     strategy: Strategy,
     blender: &mut GpuBlender,
-) -> Result<(Option<Piece>, ExchangeStats)> {
+) -> Result<(Option<Gathered>, ExchangeStats)> {
     let me = comm.rank();
     let mut stats = ExchangeStats::default();
     let (mut lo, mut hi) = (0usize, frame.pixels);
