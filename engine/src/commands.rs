@@ -165,13 +165,7 @@ impl Recorder {
         self.bind(
             vk::PipelineBindPoint::COMPUTE,
             vk::ShaderStageFlags::COMPUTE,
-            PipelineHandles {
-                raw: pipe.raw,
-                layout: pipe.layout,
-                bindings: pipe.bindings,
-                push_bytes: pipe.push_bytes,
-                name: pipe.name(),
-            },
+            pipe.0.handles(),
             bindings,
             bytemuck::bytes_of(push),
         );

@@ -24,7 +24,7 @@ use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
 use crate::memory::{Buffer, BufferBinding};
 use crate::pipeline::spirv_words;
-use crate::pipeline::PipelineHandles;
+use crate::pipeline::PipelineObject;
 
 /// Colour format of render targets whose pixels are RGBA8 bytes (R first in memory).
 pub const COLOR_RGBA8: vk::Format = vk::Format::R8G8B8A8_UNORM;
@@ -231,29 +231,11 @@ pub struct GraphicsPipelineDesc<'a> {
 }
 
 /// A graphics pipeline for dynamic rendering, with its push-descriptor layout.
-pub struct GraphicsPipeline {
-    shared: Arc<Shared>,
-    raw: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set_layout: vk::DescriptorSetLayout,
-    bindings: u32,
-    push_bytes: u32,
-    name: String,
-}
+pub struct GraphicsPipeline(PipelineObject);
 
 impl GraphicsPipeline {
     pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-impl Drop for GraphicsPipeline {
-    fn drop(&mut self) {
-        unsafe {
-            self.shared.device.destroy_pipeline(self.raw, None);
-            self.shared.device.destroy_pipeline_layout(self.layout, None);
-            self.shared.device.destroy_descriptor_set_layout(self.set_layout, None);
-        }
+        self.0.handles().name
     }
 }
 
@@ -369,16 +351,9 @@ impl Context {
             .layout(layout)
             .push_next(&mut rendering);
         let result = unsafe { device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
-        let raw = crate::pipeline::take_pipeline(device, result, (set_layout, layout), "vkCreateGraphicsPipelines")?;
-        Ok(GraphicsPipeline {
-            shared: self.shared.clone(),
-            raw,
-            layout,
-            set_layout,
-            bindings: desc.bindings,
-            push_bytes: desc.push_bytes,
-            name: desc.name.to_string(),
-        })
+        let what = (desc.bindings, desc.push_bytes, desc.name);
+        let call = "vkCreateGraphicsPipelines";
+        Ok(GraphicsPipeline(PipelineObject::take(&self.shared, result, (set_layout, layout), what, call)?))
     }
 }
 
@@ -470,13 +445,7 @@ impl Recorder {
         self.bind(
             vk::PipelineBindPoint::GRAPHICS,
             GRAPHICS_STAGES,
-            PipelineHandles {
-                raw: pipe.raw,
-                layout: pipe.layout,
-                bindings: pipe.bindings,
-                push_bytes: pipe.push_bytes,
-                name: &pipe.name,
-            },
+            pipe.0.handles(),
             bindings,
             bytemuck::bytes_of(push),
         );

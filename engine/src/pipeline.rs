@@ -29,20 +29,76 @@ pub struct PipelineDesc<'a> {
     pub spec: &'a [u32],
 }
 
-/// A compute pipeline with its push-descriptor layout.
-pub struct ComputePipeline {
+/// A created pipeline with its push-descriptor layout, what compute and graphics pipelines
+/// share: the handles binding needs, and the release of all three on drop.
+pub(crate) struct PipelineObject {
     shared: Arc<Shared>,
-    pub(crate) raw: vk::Pipeline,
-    pub(crate) layout: vk::PipelineLayout,
+    raw: vk::Pipeline,
+    layout: vk::PipelineLayout,
     set_layout: vk::DescriptorSetLayout,
-    pub(crate) bindings: u32,
-    pub(crate) push_bytes: u32,
+    bindings: u32,
+    push_bytes: u32,
     name: String,
 }
 
+impl PipelineObject {
+    /// Takes the pipeline a vkCreate*Pipelines `call` returned, or releases the layouts it
+    /// was made with when creation failed.
+    pub(crate) fn take(
+        shared: &Arc<Shared>,
+        result: std::result::Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)>,
+        (set_layout, layout): (vk::DescriptorSetLayout, vk::PipelineLayout),
+        (bindings, push_bytes, name): (u32, u32, &str),
+        call: &'static str,
+    ) -> Result<PipelineObject> {
+        match result {
+            Ok(pipelines) => Ok(PipelineObject {
+                shared: shared.clone(),
+                raw: pipelines[0],
+                layout,
+                set_layout,
+                bindings,
+                push_bytes,
+                name: name.to_string(),
+            }),
+            Err((_, result)) => {
+                unsafe {
+                    shared.device.destroy_pipeline_layout(layout, None);
+                    shared.device.destroy_descriptor_set_layout(set_layout, None);
+                }
+                Err(EngineError::Vulkan { call, result })
+            }
+        }
+    }
+
+    /// What binding the pipeline needs.
+    pub(crate) fn handles(&self) -> PipelineHandles<'_> {
+        PipelineHandles {
+            raw: self.raw,
+            layout: self.layout,
+            bindings: self.bindings,
+            push_bytes: self.push_bytes,
+            name: &self.name,
+        }
+    }
+}
+
+impl Drop for PipelineObject {
+    fn drop(&mut self) {
+        unsafe {
+            self.shared.device.destroy_pipeline(self.raw, None);
+            self.shared.device.destroy_pipeline_layout(self.layout, None);
+            self.shared.device.destroy_descriptor_set_layout(self.set_layout, None);
+        }
+    }
+}
+
+/// A compute pipeline with its push-descriptor layout.
+pub struct ComputePipeline(pub(crate) PipelineObject);
+
 impl ComputePipeline {
     pub fn name(&self) -> &str {
-        &self.name
+        &self.0.name
     }
 }
 
@@ -97,26 +153,6 @@ pub(crate) fn push_descriptor_layout(
     }
 }
 
-/// The pipeline from a `vkCreate*Pipelines` result, or the error after releasing the layouts
-/// made for it (by [`push_descriptor_layout`]). Shared by compute and graphics pipelines.
-pub(crate) fn take_pipeline(
-    device: &ash::Device,
-    result: std::result::Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)>,
-    (set_layout, layout): (vk::DescriptorSetLayout, vk::PipelineLayout),
-    call: &'static str,
-) -> Result<vk::Pipeline> {
-    match result {
-        Ok(pipelines) => Ok(pipelines[0]),
-        Err((_, result)) => {
-            unsafe {
-                device.destroy_pipeline_layout(layout, None);
-                device.destroy_descriptor_set_layout(set_layout, None);
-            }
-            Err(EngineError::Vulkan { call, result })
-        }
-    }
-}
-
 /// Reads SPIR-V bytes as words (checks the magic number and alignment of the length).
 pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
     ash::util::read_spv(&mut Cursor::new(bytes)).map_err(|e| EngineError::InvalidInput(format!("bad SPIR-V: {e}")))
@@ -163,16 +199,10 @@ impl Context {
         let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
         let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
         unsafe { device.destroy_shader_module(module, None) };
-        let raw = take_pipeline(device, result, (set_layout, layout), "vkCreateComputePipelines")?;
-        Ok(ComputePipeline {
-            shared: self.shared.clone(),
-            raw,
-            layout,
-            set_layout,
-            bindings: desc.bindings,
-            push_bytes: desc.push_bytes,
-            name: desc.name.to_string(),
-        })
+        let what = (desc.bindings, desc.push_bytes, desc.name);
+        let pipeline =
+            PipelineObject::take(&self.shared, result, (set_layout, layout), what, "vkCreateComputePipelines")?;
+        Ok(ComputePipeline(pipeline))
     }
 }
 
@@ -193,15 +223,5 @@ impl Context {
             push_bytes: std::mem::size_of::<P>() as u32,
             spec,
         })
-    }
-}
-
-impl Drop for ComputePipeline {
-    fn drop(&mut self) {
-        unsafe {
-            self.shared.device.destroy_pipeline(self.raw, None);
-            self.shared.device.destroy_pipeline_layout(self.layout, None);
-            self.shared.device.destroy_descriptor_set_layout(self.set_layout, None);
-        }
     }
 }
