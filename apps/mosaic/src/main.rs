@@ -113,8 +113,9 @@ struct SolveArgs {
     common: CommonArgs,
 }
 
+/// The mosaic problem: a target image cut into a grid of patches, and a tile folder.
 #[derive(Args)]
-struct DistanceArgs {
+struct ProblemArgs {
     /// Target image
     #[arg(long)]
     target: PathBuf,
@@ -127,6 +128,19 @@ struct DistanceArgs {
     /// Feature cells per patch and tile, UxV
     #[arg(long, default_value = "4x4")]
     cells: Dims,
+}
+
+impl ProblemArgs {
+    /// Indexes the tiles and measures the target's patches.
+    fn prepare(&self) -> Result<compose::Problem> {
+        Ok(compose::prepare(&self.target, &self.tiles, self.grid, self.cells, warn)?)
+    }
+}
+
+#[derive(Args)]
+struct DistanceArgs {
+    #[command(flatten)]
+    problem: ProblemArgs,
     /// Output .npy (float32, shape (m, n), rows = patches row-major over the grid)
     #[arg(long)]
     out: PathBuf,
@@ -136,18 +150,8 @@ struct DistanceArgs {
 
 #[derive(Args)]
 struct BuildArgs {
-    /// Target image
-    #[arg(long)]
-    target: PathBuf,
-    /// Folder of tile images (searched recursively)
-    #[arg(long)]
-    tiles: PathBuf,
-    /// Patch grid, COLSxROWS
-    #[arg(long)]
-    grid: Dims,
-    /// Feature cells per patch and tile, UxV
-    #[arg(long, default_value = "4x4")]
-    cells: Dims,
+    #[command(flatten)]
+    problem: ProblemArgs,
     /// Assignment method
     #[arg(long, value_enum)]
     method: Method,
@@ -265,10 +269,10 @@ fn cmd_bench(args: engine::cli::BenchArgs) -> Result<()> {
 }
 
 fn cmd_distance(args: DistanceArgs) -> Result<()> {
-    engine::io::check_not_input(&args.out, &[&args.target])?;
+    engine::io::check_not_input(&args.out, &[&args.problem.target])?;
     let ctx = gpu_context(&args.common)?;
     let start = Instant::now();
-    let problem = compose::prepare(&args.target, &args.tiles, args.grid, args.cells, warn)?;
+    let problem = args.problem.prepare()?;
     let d = problem.distances(args.common.backend, ctx.as_ref())?;
     engine::io::write_npy_f32(&args.out, &[d.rows, d.cols], &d.to_f32())?;
     if args.common.json {
@@ -283,14 +287,14 @@ fn cmd_distance(args: DistanceArgs) -> Result<()> {
 }
 
 fn cmd_build(args: BuildArgs) -> Result<()> {
-    engine::io::check_not_input(&args.out, &[&args.target])?;
+    engine::io::check_not_input(&args.out, &[&args.problem.target])?;
     if args.out.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()) != Some("png".into()) {
         bail!("--out must name a .png file (got {})", args.out.display());
     }
     let ctx = gpu_context(&args.common)?;
     let options = args.params.options(args.common.backend);
     let start = Instant::now();
-    let problem = compose::prepare(&args.target, &args.tiles, args.grid, args.cells, warn)?;
+    let problem = args.problem.prepare()?;
     let d = problem.distances(args.common.backend, ctx.as_ref())?;
     let built = compose::build(&problem, &d, args.method, &options, args.tile_px, ctx.as_ref())?;
     engine::io::save_png_rgb8(&args.out, built.layout.width(), built.layout.height(), &built.rgb)?;
