@@ -23,6 +23,7 @@ for s in "${sets[@]}"; do
     sweep) run sweep $B/sweep --kernel copy --sizes 1M,16M,64M --out "$RES/sweep" --json ;;
     mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
+    composite-sweep) run composite-sweep $B/composite sweep ;;
     *) echo "unknown set $s" ;;
   esac
 done

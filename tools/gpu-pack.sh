@@ -3,7 +3,8 @@
 # benchmark driver and the Vulkan loader .deb go into .gpu/ and .gl/ (both git-ignored).
 # Then one device call runs the whole benchmark set there:
 #   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-bench.sh [SET ...]")
-# SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep, and
+# SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep,
+# composite-sweep (the encoder's configurations), and
 # composite-mpi (one rank per GPU, with IceT when a .gpu-icet bundle is carried too). Results come back
 # under $OUT as JSON lines, one file per set.
 set -euo pipefail

@@ -297,6 +297,10 @@ pub(crate) struct Shared {
     pub physical: vk::PhysicalDevice,
     pub device: ash::Device,
     pub push_descriptor: ash::khr::push_descriptor::Device,
+    /// VK_KHR_pipeline_executable_properties where the device has it: compute pipelines are
+    /// then created with their compiler statistics (registers, spills) kept for
+    /// [`crate::ComputePipeline::statistics`].
+    pub executable_properties: Option<ash::khr::pipeline_executable_properties::Device>,
     pub allocator: Mutex<Option<Allocator>>,
     pub compute: Queue,
     pub transfer: Option<Queue>,
@@ -365,15 +369,26 @@ impl Context {
         if options.swapchain {
             extensions.push(ash::khr::swapchain::NAME.as_ptr());
         }
+        let mut executable_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
 
         // Enable what the kernels use where the device has it.
         let supported = unsafe { raw.get_physical_device_features(physical) };
         let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut s13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut query =
-            vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
+        let mut query = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut s11)
+            .push_next(&mut s12)
+            .push_next(&mut s13)
+            .push_next(&mut executable_info);
         unsafe { raw.get_physical_device_features2(physical, &mut query) };
+        let statistics = has_ext(ash::khr::pipeline_executable_properties::NAME)
+            && executable_info.pipeline_executable_info == vk::TRUE;
+        if statistics {
+            extensions.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
+        }
+        let mut executable_features =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(statistics);
         if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
             return Err(EngineError::Unsupported("timeline semaphores and synchronization2 are required".into()));
         }
@@ -409,9 +424,12 @@ impl Context {
             .enabled_features(&features)
             .push_next(&mut f11)
             .push_next(&mut f12)
-            .push_next(&mut f13);
+            .push_next(&mut f13)
+            .push_next(&mut executable_features);
         let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
+        let executable_properties =
+            statistics.then(|| ash::khr::pipeline_executable_properties::Device::new(raw, &device));
 
         let make_queue = |family: u32| -> Result<Queue> {
             let mut ty =
@@ -446,6 +464,7 @@ impl Context {
                 physical,
                 device,
                 push_descriptor,
+                executable_properties,
                 allocator: Mutex::new(Some(allocator)),
                 compute,
                 transfer,

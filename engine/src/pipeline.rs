@@ -100,6 +100,36 @@ impl ComputePipeline {
     pub fn name(&self) -> &str {
         &self.0.name
     }
+
+    /// The driver's compiler statistics of the pipeline (NVIDIA: "Register Count", "Binary
+    /// Size", ...), as (name, value) pairs; empty where the device lacks
+    /// VK_KHR_pipeline_executable_properties. Occupancy tuning reads registers here.
+    pub fn statistics(&self) -> Result<Vec<(String, String)>> {
+        let Some(ext) = &self.0.shared.executable_properties else { return Ok(Vec::new()) };
+        let pipeline_info = vk::PipelineInfoKHR::default().pipeline(self.0.raw);
+        let executables = unsafe { ext.get_pipeline_executable_properties(&pipeline_info) }
+            .vk("vkGetPipelineExecutablePropertiesKHR")?;
+        let mut out = Vec::new();
+        for index in 0..executables.len() as u32 {
+            let info = vk::PipelineExecutableInfoKHR::default().pipeline(self.0.raw).executable_index(index);
+            let stats =
+                unsafe { ext.get_pipeline_executable_statistics(&info) }.vk("vkGetPipelineExecutableStatisticsKHR")?;
+            for s in stats {
+                let name = s.name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                // The union's member is the one `format` names.
+                let value = unsafe {
+                    match s.format {
+                        vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                        vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                        _ => s.value.f64.to_string(),
+                    }
+                };
+                out.push((name, value));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What binding a pipeline needs: its handles, binding count, push-constant size and name.
@@ -196,7 +226,12 @@ impl Context {
         if !desc.spec.is_empty() {
             stage = stage.specialization_info(&spec_info);
         }
-        let info = vk::ComputePipelineCreateInfo::default().stage(stage).layout(layout);
+        let flags = if self.shared.executable_properties.is_some() {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
+        let info = vk::ComputePipelineCreateInfo::default().flags(flags).stage(stage).layout(layout);
         let result = unsafe { device.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
         unsafe { device.destroy_shader_module(module, None) };
         let what = (desc.bindings, desc.push_bytes, desc.name);

@@ -43,12 +43,19 @@ layout(set = 0, binding = 5) coherent buffer Scratch { uint scratch[]; };
 // saves a dependent load at the start of every tile when the host knows the box.
 layout(push_constant) uniform Push { uint width; uint height; uint origin; uint box_source; uvec4 box_push; };
 
-#define LB_COMPONENTS 3u
-#define LB_MAX_MASK 4u
-#include "lookback.glsl"
-
 // Elements per invocation (specialization constant 1).
 layout(constant_id = 1) const uint PER_INVOCATION = 16u;
+// 1: the look-back reads descriptors with relaxed atomic loads (lookback.glsl says when).
+layout(constant_id = 2) const uint RELAXED_LOADS = 0u;
+// 1: active colours are loaded in the scatter, not held in registers across the scans:
+// fewer registers per invocation, so more tiles share an SM and hide each other's latency.
+layout(constant_id = 3) const uint LATE_COLOUR = 0u;
+
+#define LB_COMPONENTS 3u
+#define LB_MAX_MASK 4u
+#define LB_RELAXED_LOADS (RELAXED_LOADS != 0u)
+#include "lookback.glsl"
+
 const uint WG = gl_WorkGroupSize.x;
 const uint TILE = PER_INVOCATION * WG;
 const uint WORDS = TILE / 32u;
@@ -111,8 +118,11 @@ void main() {
     }
     if (lid == 0u) s_edge[0] = base > 0u && element_active(base - 1u) ? 1u : 0u;
     if (lid == WG - 1u) s_edge[1] = element_active(base + TILE) ? 1u : 0u;
-    for (uint w = lid; w < WORDS; w += WG) s_mask[w] = 0u;
-    barrier();
+    // Subgroups of 32 or more lanes store whole mask words; smaller ones OR into them.
+    if (gl_SubgroupSize < 32u) {
+        for (uint w = lid; w < WORDS; w += WG) s_mask[w] = 0u;
+        barrier();
+    }
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uvec4 b = subgroupBallot(depth[k] != BACKGROUND_BITS);
         if (subgroupElect()) {
@@ -126,10 +136,12 @@ void main() {
     }
     // The active pixels' colours, loaded while the scans below run.
     uint colour[PER_INVOCATION];
-    walk = walk_start(base + lid, WG);
-    [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-        colour[k] = depth[k] != BACKGROUND_BITS ? color[origin + walk_pixel(walk)] : 0u;
-        walk_next(walk);
+    if (LATE_COLOUR == 0u) {
+        walk = walk_start(base + lid, WG);
+        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+            colour[k] = depth[k] != BACKGROUND_BITS ? color[origin + walk_pixel(walk)] : 0u;
+            walk_next(walk);
+        }
     }
     barrier();
 
@@ -199,7 +211,7 @@ void main() {
         uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
         if (on) {
             uint pos = ap_offset(a, r);
-            ap2[pos >> 1] = uvec2(colour[k], depth[k]);
+            ap2[pos >> 1] = uvec2(LATE_COLOUR != 0u ? color[origin + pixel] : colour[k], depth[k]);
             if ((starts & bit) != 0u) {
                 uint earlier = starts & (bit - 1u);
                 uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;

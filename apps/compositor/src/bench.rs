@@ -22,6 +22,13 @@ use crate::timing::{time_ms, timed_pass};
 /// Copy bandwidth the floors are computed with (H100 compute-shader copy, PLATFORM.md).
 const COPY_BANDWIDTH: f64 = 2.6e12;
 
+/// The copy-bandwidth floor of encoding `elements` ROI elements into `encoded`, in ms: the
+/// depth of every element read, the colour of every active pixel read, the payload written.
+pub(crate) fn floor_ms(elements: usize, encoded: &crate::ap::Encoded) -> f64 {
+    let bytes = 4 * elements + 4 * encoded.active_pixels() + encoded.bytes();
+    bytes as f64 / COPY_BANDWIDTH * 1e3
+}
+
 /// The paper's GPS point-cloud figures (ms) at small (6) and large (192) scale: OGL3 GPU
 /// transfer and compression, OGL3 CPU transfer and compression, generic transfer.
 struct Paper {
@@ -62,7 +69,7 @@ fn paper(size: &str) -> Option<Paper> {
 /// Table 2, GPS point cloud: min ROI, max ROI, min AP, max AP (% of the raw frame).
 const PAPER_RATIOS: [[f64; 4]; 2] = [[15.452, 75.262, 0.185, 2.433], [0.308, 71.010, 0.002, 0.468]];
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
@@ -167,7 +174,7 @@ fn run_size(
 }
 
 /// The rasteriser's current frame, copied to the host (untimed).
-fn read_back(ctx: &Context, raster: &Rasteriser, color: &Buffer<u32>, depth: &Buffer<f32>) -> Result<Frame> {
+pub(crate) fn read_back(ctx: &Context, raster: &Rasteriser, color: &Buffer<u32>, depth: &Buffer<f32>) -> Result<Frame> {
     ctx.run(|rec| {
         rec.copy(&raster.color, color);
         rec.copy(&raster.depth, depth);
@@ -247,8 +254,7 @@ fn time_rank(
     }
     let elements = roi.map_or(0, |r: Roi| r.elements(width));
     let active = encoded.active_pixels();
-    let floor_bytes = 4 * elements + 4 * active + encoded.bytes();
-    let floor_ms = floor_bytes as f64 / COPY_BANDWIDTH * 1e3;
+    let floor_ms = floor_ms(elements, &encoded);
     // Medians: a repetition that meets a clock dip (the host work between passes lets the
     // GPU slow down) should not move the figure.
     let encode_ms = median(gpu.iter().map(|t| t.encode_ms).collect());

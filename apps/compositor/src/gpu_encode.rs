@@ -27,13 +27,40 @@ const WORKGROUP: u32 = 256;
 /// Pixels each ROI workgroup reduces before its one atomic per bound (`roi.comp`: 8 vectors
 /// of 4 per invocation).
 const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
-/// `ap_encode` workgroup sizes and elements per invocation (its specialization constants 0
-/// and 1), best first: on the H100, 1024 x 8 beat 256 x 16 (the former default) by 10-25%
-/// at every size (larger tiles, fewer look-backs, more warps hiding each tile's latency);
-/// devices that cannot build the large one take the small one. Only shapes verified on the
-/// H100 against the CPU encoder are listed: 1024 x 16 gave wrong payloads there (not on
-/// lavapipe; not understood yet, see the compositor notes).
-const ENCODE_SHAPES: [(u32, u32); 2] = [(1024, 8), (256, 16)];
+/// `ap_encode` configurations, best first: on the H100, 1024 x 8 beat 256 x 16 (the former
+/// default) by 10-25% at every size (larger tiles, fewer look-backs, more warps hiding each
+/// tile's latency); devices that cannot build the large one take the small one. Only shapes
+/// verified on the H100 against the CPU encoder are listed: 1024 x 16 gave wrong payloads
+/// there (not on lavapipe; not understood yet, see the compositor notes).
+const ENCODE_CONFIGS: [EncodeConfig; 2] = [
+    EncodeConfig { workgroup: 1024, per_invocation: 8, relaxed_loads: false, late_colour: false },
+    EncodeConfig { workgroup: 256, per_invocation: 16, relaxed_loads: false, late_colour: false },
+];
+
+/// The `ap_encode` kernel's specialization constants: its tile shape and two code-path
+/// choices (see the shader). `composite sweep` measures them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct EncodeConfig {
+    /// Invocations per workgroup (one workgroup encodes one tile).
+    pub workgroup: u32,
+    /// Elements each invocation encodes.
+    pub per_invocation: u32,
+    /// The look-back reads tile descriptors with relaxed atomic loads, not read-modify-writes.
+    pub relaxed_loads: bool,
+    /// Active colours are loaded in the scatter instead of before the scans.
+    pub late_colour: bool,
+}
+
+impl EncodeConfig {
+    fn spec(&self) -> [u32; 4] {
+        [self.workgroup, self.per_invocation, self.relaxed_loads as u32, self.late_colour as u32]
+    }
+
+    fn tile(&self) -> usize {
+        (self.workgroup * self.per_invocation) as usize
+    }
+}
+
 /// Scratch words per `ap_encode` tile descriptor: three values in two halves each
 /// (`lookback.glsl`).
 const DESCRIPTOR_WORDS: usize = 6;
@@ -134,8 +161,7 @@ pub struct GpuEncoder {
     ctx: Context,
     roi: ComputePipeline,
     encode: ComputePipeline,
-    /// Elements of one `ap_encode` tile (workgroup size x elements per invocation).
-    tile: usize,
+    config: EncodeConfig,
     /// The box on the device (what `ap_encode` reads) and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
@@ -147,12 +173,11 @@ pub struct GpuEncoder {
 
 impl GpuEncoder {
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
-        GpuEncoder::with_shapes(ctx, &ENCODE_SHAPES)
+        GpuEncoder::with_configs(ctx, &ENCODE_CONFIGS)
     }
 
-    /// An encoder with the first of `shapes` (workgroup size, elements per invocation) that
-    /// the device builds.
-    fn with_shapes(ctx: &Context, shapes: &[(u32, u32)]) -> Result<GpuEncoder> {
+    /// An encoder with the first of `configs` that the device builds.
+    pub fn with_configs(ctx: &Context, configs: &[EncodeConfig]) -> Result<GpuEncoder> {
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
             ctx.compute_pipeline(&PipelineDesc {
                 name,
@@ -162,18 +187,16 @@ impl GpuEncoder {
                 spec,
             })
         };
-        let (encode, tile) = shapes
+        let (encode, config) = configs
             .iter()
-            .filter(|(wg, _)| *wg <= ctx.info().max_workgroup_invocations)
-            .find_map(|&(wg, per)| {
-                pipe("ap_encode", shaders::AP_ENCODE, 6, &[wg, per]).ok().map(|p| (p, (wg * per) as usize))
-            })
-            .ok_or_else(|| CompositorError::Invalid("no ap_encode workgroup shape builds on this device".into()))?;
+            .filter(|c| c.workgroup <= ctx.info().max_workgroup_invocations)
+            .find_map(|c| pipe("ap_encode", shaders::AP_ENCODE, 6, &c.spec()).ok().map(|p| (p, *c)))
+            .ok_or_else(|| CompositorError::Invalid("no ap_encode configuration builds on this device".into()))?;
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
             encode,
-            tile,
+            config,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             scratch: None,
@@ -181,6 +204,17 @@ impl GpuEncoder {
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
         })
+    }
+
+    /// The configuration the encoder runs.
+    pub fn config(&self) -> EncodeConfig {
+        self.config
+    }
+
+    /// The driver's compiler statistics of the encoding kernel (registers, where the
+    /// device reports them).
+    pub fn kernel_statistics(&self) -> Result<Vec<(String, String)>> {
+        Ok(self.encode.statistics()?)
     }
 
     /// Checks the frame and sizes the payload and scratch buffers for it; returns the
@@ -196,7 +230,7 @@ impl GpuEncoder {
             )));
         }
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let tiles = total.div_ceil(self.tile);
+        let tiles = total.div_ceil(self.config.tile());
         self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
         Ok(tiles)
     }
@@ -283,7 +317,7 @@ impl GpuEncoder {
         }
         self.prepare(color, depth, image)?;
         // The box is known: exactly the tiles that cover its elements.
-        let tiles = roi.elements(width).div_ceil(self.tile);
+        let tiles = roi.elements(width).div_ceil(self.config.tile());
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(2)?;
         rec.fill(self.scratch.as_ref().unwrap(), 0);
@@ -374,8 +408,8 @@ mod tests {
     fn gpu_encoding_is_byte_identical_with_the_cpu_reference() {
         let ctx = testing::context();
         // Every shape the encoder may pick, each on its own.
-        for shape in ENCODE_SHAPES {
-            check_encoder(GpuEncoder::with_shapes(ctx, &[shape]).unwrap());
+        for config in ENCODE_CONFIGS {
+            check_encoder(GpuEncoder::with_configs(ctx, &[config]).unwrap());
         }
         testing::assert_no_validation_messages();
     }

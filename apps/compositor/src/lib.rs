@@ -28,6 +28,7 @@ mod patterns;
 pub mod raster;
 pub mod scene;
 pub mod schedule;
+pub mod sweep;
 pub mod timing;
 
 pub use error::{CompositorError, Result};

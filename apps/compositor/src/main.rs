@@ -99,6 +99,9 @@ enum Command {
     },
     /// The paper's Tables 1 and 2 on the GPU (one JSON object per line)
     Bench(engine::cli::BenchArgs),
+    /// Every configuration of the encoding kernel on rendered 4K and 8K frames: time,
+    /// copy-bandwidth floor, registers, payload checked (one JSON object per line)
+    Sweep(engine::cli::BenchArgs),
 }
 
 fn parse_background(s: &str) -> Result<[u8; 4]> {
@@ -264,6 +267,10 @@ fn main() -> Result<()> {
         }
         Command::Bench(engine::cli::BenchArgs { quick, device }) => {
             compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
+            Ok(())
+        }
+        Command::Sweep(engine::cli::BenchArgs { quick, device }) => {
+            compositor::sweep::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }
     }
