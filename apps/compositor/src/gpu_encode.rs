@@ -1,11 +1,19 @@
 //! Region-of-interest detection and Active Pixel encoding on the GPU, per the paper's
-//! Algorithm 1, in two kernels recorded into one submission:
+//! Algorithm 1, recorded into one submission:
 //!
 //! 1. `roi`: the bounding box of the active pixels, left in a device buffer;
-//! 2. `ap_encode`: the five steps of Algorithm 1 (pixel properties, run ids, run lengths,
-//!    active indices, scatter) fused into one single-pass scan with decoupled look-back
-//!    over the box's pixels (see the shader), reading the box from that buffer, so the host
-//!    never waits between the two.
+//! 2. `ap_reduce`: per tile of the box's pixels, the pixel properties (activity bits) and the
+//!    tile's total of the fused scans (run starts, active pixels, last run start);
+//! 3. `ap_scan_tiles`: the exclusive scan of the tiles' totals;
+//! 4. `ap_scatter`: per tile, the scans' prefixes (run ids, run lengths, active indices) and
+//!    the scatter of pixels and run headers to the Equation 1 offsets.
+//!
+//! The encoding passes read the box from the ROI kernel's buffer, so the host never waits
+//! between them. This reduce-then-scan split replaced a single pass with decoupled look-back:
+//! its tiles waited on each other and one at a time fitted an SM (registers), so each tile's
+//! latency chain was exposed; here no tile waits on another, and the depth read twice
+//! (every depth in pass 2, active ones again in pass 4) costs less than that waiting did
+//! (BENCHMARKS.md).
 //!
 //! Only the pixels of the ROI box are encoded (everything outside it is inactive by
 //! definition), as in the paper's IceT integration: the encoder walks the box row by row,
@@ -27,43 +35,40 @@ const WORKGROUP: u32 = 256;
 /// Pixels each ROI workgroup reduces before its one atomic per bound (`roi.comp`: 8 vectors
 /// of 4 per invocation).
 const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
-/// `ap_encode` configurations, best first: on the H100, 1024 x 8 beat 256 x 16 (the former
-/// default) by 10-25% at every size (larger tiles, fewer look-backs, more warps hiding each
-/// tile's latency); devices that cannot build the large one take the small one. Only shapes
-/// verified on the H100 against the CPU encoder are listed: 1024 x 16 gave wrong payloads
-/// there (not on lavapipe; not understood yet, see the compositor notes).
-const ENCODE_CONFIGS: [EncodeConfig; 2] = [
-    EncodeConfig { workgroup: 1024, per_invocation: 8, relaxed_loads: false, late_colour: false },
-    EncodeConfig { workgroup: 256, per_invocation: 16, relaxed_loads: false, late_colour: false },
-];
+/// Tile shapes of `ap_reduce` and `ap_scatter` (workgroup size, elements per invocation),
+/// best first; devices that cannot build the first take the next.
+const ENCODE_CONFIGS: [EncodeConfig; 2] =
+    [EncodeConfig { workgroup: 256, per_invocation: 8 }, EncodeConfig { workgroup: 128, per_invocation: 8 }];
+/// Most workgroups a tile pass is dispatched with; they stride over the tiles. When only the
+/// GPU knows the box, the dispatch is sized for the whole image, and surplus workgroups
+/// beyond this cap would only start and leave.
+const MAX_TILE_GROUPS: usize = 2048;
+/// Workgroup size of `ap_scan_tiles` (one workgroup), and the tiles each invocation takes.
+const SCAN_WORKGROUP: u32 = 1024;
 
-/// The `ap_encode` kernel's specialization constants: its tile shape and two code-path
-/// choices (see the shader). `composite sweep` measures them.
+/// The tile shape of the encoding passes (their specialization constants 0 and 1).
+/// `composite sweep` measures them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct EncodeConfig {
-    /// Invocations per workgroup (one workgroup encodes one tile).
+    /// Invocations per workgroup (one workgroup encodes one tile at a time).
     pub workgroup: u32,
-    /// Elements each invocation encodes.
+    /// Elements each invocation encodes (at most 32).
     pub per_invocation: u32,
-    /// The look-back reads tile descriptors with relaxed atomic loads, not read-modify-writes.
-    pub relaxed_loads: bool,
-    /// Active colours are loaded in the scatter instead of before the scans.
-    pub late_colour: bool,
 }
 
 impl EncodeConfig {
-    fn spec(&self) -> [u32; 4] {
-        [self.workgroup, self.per_invocation, self.relaxed_loads as u32, self.late_colour as u32]
-    }
-
     fn tile(&self) -> usize {
         (self.workgroup * self.per_invocation) as usize
     }
 }
 
-/// Scratch words per `ap_encode` tile descriptor: three values in two halves each
-/// (`lookback.glsl`).
-const DESCRIPTOR_WORDS: usize = 6;
+/// The encoding passes of one configuration.
+struct EncodePasses {
+    reduce: ComputePipeline,
+    scan: ComputePipeline,
+    scatter: ComputePipeline,
+    config: EncodeConfig,
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -72,7 +77,7 @@ struct ImagePush {
     height: u32,
     /// Index in the colour and depth buffers of the image's first pixel.
     origin: u32,
-    /// 1: `ap_encode` reads the box the ROI kernel left in its buffer; 0: `box_xy`.
+    /// 1: the encoding passes read the box the ROI kernel left in its buffer; 0: `box_xy`.
     box_source: u32,
     /// The box (x0, y0, x1, y1), inclusive, when the host knows it.
     box_xy: [u32; 4],
@@ -160,12 +165,14 @@ pub struct EncodeTimes {
 pub struct GpuEncoder {
     ctx: Context,
     roi: ComputePipeline,
-    encode: ComputePipeline,
-    config: EncodeConfig,
-    /// The box on the device (what `ap_encode` reads) and its host copy.
+    passes: EncodePasses,
+    /// The box on the device (what the encoding passes read) and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
-    scratch: Option<Buffer<u32>>,
+    /// Activity bits of the tiles (pass 1 to pass 3).
+    masks: Option<Buffer<u32>>,
+    /// Tile totals, then their exclusive prefixes (4 words a tile).
+    totals: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
@@ -187,19 +194,28 @@ impl GpuEncoder {
                 spec,
             })
         };
-        let (encode, config) = configs
+        let build = |c: &EncodeConfig| -> engine::Result<EncodePasses> {
+            let scan_wg = SCAN_WORKGROUP.min(ctx.info().max_workgroup_invocations);
+            Ok(EncodePasses {
+                reduce: pipe("ap_reduce", shaders::AP_REDUCE, 4, &[c.workgroup, c.per_invocation])?,
+                scan: pipe("ap_scan_tiles", shaders::AP_SCAN_TILES, 2, &[scan_wg, c.tile() as u32])?,
+                scatter: pipe("ap_scatter", shaders::AP_SCATTER, 7, &[c.workgroup, c.per_invocation])?,
+                config: *c,
+            })
+        };
+        let passes = configs
             .iter()
-            .filter(|c| c.workgroup <= ctx.info().max_workgroup_invocations)
-            .find_map(|c| pipe("ap_encode", shaders::AP_ENCODE, 6, &c.spec()).ok().map(|p| (p, *c)))
-            .ok_or_else(|| CompositorError::Invalid("no ap_encode configuration builds on this device".into()))?;
+            .filter(|c| c.workgroup <= ctx.info().max_workgroup_invocations && c.per_invocation <= 32)
+            .find_map(|c| build(c).ok())
+            .ok_or_else(|| CompositorError::Invalid("no encoder configuration builds on this device".into()))?;
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
-            encode,
-            config,
+            passes,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
-            scratch: None,
+            masks: None,
+            totals: None,
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
@@ -208,17 +224,18 @@ impl GpuEncoder {
 
     /// The configuration the encoder runs.
     pub fn config(&self) -> EncodeConfig {
-        self.config
+        self.passes.config
     }
 
-    /// The driver's compiler statistics of the encoding kernel (registers, where the
-    /// device reports them).
-    pub fn kernel_statistics(&self) -> Result<Vec<(String, String)>> {
-        Ok(self.encode.statistics()?)
+    /// The driver's compiler statistics of the two tile passes (registers, where the device
+    /// reports them), by pass name.
+    pub fn kernel_statistics(&self) -> Result<Vec<(&str, Vec<(String, String)>)>> {
+        let p = &self.passes;
+        Ok(vec![("ap_reduce", p.reduce.statistics()?), ("ap_scatter", p.scatter.statistics()?)])
     }
 
     /// Checks the frame and sizes the payload and scratch buffers for it; returns the
-    /// number of `ap_encode` workgroups (tiles) that cover the whole image.
+    /// number of tiles that cover the whole image.
     fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<usize> {
         let (width, height) = (image.width, image.height);
         let total = crate::ap::pixel_count(width, height)?;
@@ -230,12 +247,15 @@ impl GpuEncoder {
             )));
         }
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let tiles = total.div_ceil(self.config.tile());
-        self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
+        let tile = self.passes.config.tile();
+        let tiles = total.div_ceil(tile);
+        self.ctx.reuse_buffer(&mut self.masks, tiles * tile / 32, Location::Device, "ap activity bits")?;
+        self.ctx.reuse_buffer(&mut self.totals, 4 * tiles, Location::Device, "ap tile totals")?;
         Ok(tiles)
     }
 
-    /// Records the encoding of the box in `roi_box` (filled by the recording before it).
+    /// Records the encoding passes over the box in `roi_box` (filled by the recording
+    /// before them) or in `image`; `tiles` is at least the number of tiles of the box.
     fn record_encode(
         &self,
         rec: &mut Recorder,
@@ -244,19 +264,32 @@ impl GpuEncoder {
         image: &ImagePush,
         tiles: usize,
     ) {
-        let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
+        let (masks, totals, out) =
+            (self.masks.as_ref().unwrap(), self.totals.as_ref().unwrap(), self.out.as_ref().unwrap());
+        let groups = tiles.clamp(1, MAX_TILE_GROUPS) as u32;
+        let p = &self.passes;
         rec.dispatch_linear(
-            &self.encode,
+            &p.reduce,
+            &[depth.binding(), self.roi_box.binding(), masks.binding(), totals.binding()],
+            image,
+            groups,
+        );
+        rec.barrier();
+        rec.dispatch_linear(&p.scan, &[self.roi_box.binding(), totals.binding()], image, 1);
+        rec.barrier();
+        rec.dispatch_linear(
+            &p.scatter,
             &[
                 color.binding(),
                 depth.binding(),
                 self.roi_box.binding(),
                 out.binding(),
                 self.size.binding(),
-                scratch.binding(),
+                masks.binding(),
+                totals.binding(),
             ],
             image,
-            tiles as u32,
+            groups,
         );
     }
 
@@ -317,11 +350,9 @@ impl GpuEncoder {
         }
         self.prepare(color, depth, image)?;
         // The box is known: exactly the tiles that cover its elements.
-        let tiles = roi.elements(width).div_ceil(self.config.tile());
+        let tiles = roi.elements(width).div_ceil(self.passes.config.tile());
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(2)?;
-        rec.fill(self.scratch.as_ref().unwrap(), 0);
-        rec.barrier();
         self.record_encode(&mut rec, color, depth, image, tiles);
         rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
@@ -371,7 +402,6 @@ impl GpuEncoder {
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(4)?;
         rec.fill(&self.roi_box, u32::MAX);
-        rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
         rec.dispatch_linear(
             &self.roi,
@@ -410,6 +440,26 @@ mod tests {
         // Every shape the encoder may pick, each on its own.
         for config in ENCODE_CONFIGS {
             check_encoder(GpuEncoder::with_configs(ctx, &[config]).unwrap());
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn many_tiles_stride_over_workgroups_and_scan_in_chunks() {
+        // 64 x 2 elements a tile: a 1531 x 1409 frame has 16,854 tiles, more than the
+        // tile passes' workgroups (MAX_TILE_GROUPS) and more than one chunk of
+        // ap_scan_tiles (1024 x 16 tiles) where the device has 1024-invocation workgroups.
+        let ctx = testing::context();
+        let (w, h) = (1531, 1409);
+        let mut enc = GpuEncoder::with_configs(ctx, &[EncodeConfig { workgroup: 64, per_invocation: 2 }]).unwrap();
+        for (name, frame) in patterns::all(w, h, 5) {
+            if !matches!(name.as_str(), "random runs" | "band" | "full") {
+                continue;
+            }
+            let color = ctx.upload(&frame.color, "color").unwrap();
+            let depth = ctx.upload(&frame.depth, "depth").unwrap();
+            let (got, _, _) = enc.encode(&color, &depth, w, h).unwrap();
+            assert_eq!(got, encode_serial(&frame), "{name} {w}x{h}");
         }
         testing::assert_no_validation_messages();
     }

@@ -1,5 +1,5 @@
-//! `composite sweep`: the encoding kernel's configurations (tile shape, descriptor loads,
-//! colour loads; `gpu_encode::EncodeConfig`) on rendered frames, for occupancy tuning.
+//! `composite sweep`: the encoder's tile shapes (`gpu_encode::EncodeConfig`) on rendered
+//! frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
 //! and a sparse one, as 192 do) every configuration encodes the same frame; its payload is
@@ -16,18 +16,13 @@ use crate::gpu_encode::{EncodeConfig, GpuEncoder};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
 
-/// Every configuration the sweep tries: all tile shapes of up to 16 elements per
-/// invocation that fit a 1024-invocation workgroup, with each code-path choice.
+/// Every tile shape the sweep tries that fits the device's workgroups.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
-    let shapes = [(128, 16), (256, 8), (256, 16), (512, 4), (512, 8), (512, 16), (1024, 4), (1024, 8), (1024, 16)];
     let mut out = Vec::new();
-    for (workgroup, per_invocation) in shapes {
-        if workgroup > max_workgroup {
-            continue;
-        }
-        for relaxed_loads in [false, true] {
-            for late_colour in [false, true] {
-                out.push(EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour });
+    for workgroup in [64, 128, 256, 512, 1024] {
+        for per_invocation in [2, 4, 8, 16, 32] {
+            if workgroup <= max_workgroup {
+                out.push(EncodeConfig { workgroup, per_invocation });
             }
         }
     }
@@ -83,11 +78,14 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                 }
                 let ms = median(times);
                 let verified = got == want;
-                let registers = encoder
+                let registers: serde_json::Map<String, serde_json::Value> = encoder
                     .kernel_statistics()?
                     .into_iter()
-                    .find(|(name, _)| name.to_lowercase().contains("register"))
-                    .map(|(_, v)| v);
+                    .filter_map(|(pass, stats)| {
+                        let regs = stats.into_iter().find(|(name, _)| name.to_lowercase().contains("register"))?;
+                        Some((pass.to_string(), json!(regs.1)))
+                    })
+                    .collect();
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
                     "encode_ms": ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
                     "registers": registers, "active_pixels": want.active_pixels()}));
