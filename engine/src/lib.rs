@@ -36,7 +36,7 @@ pub use commands::{linear_grid, Recorder, Submission};
 pub use context::{validation_message_count, Context, ContextOptions, DeviceInfo, Instance};
 pub use error::{EngineError, Result};
 pub use memory::{Buffer, BufferBinding, Location};
-pub use pipeline::{ComputePipeline, PipelineDesc};
+pub use pipeline::{ComputePipeline, PipelineDesc, PipelineStatistics};
 pub use profile::PassTime;
 
 /// Embedded SPIR-V of `shaders/engine/`.

@@ -93,6 +93,9 @@ impl Drop for PipelineObject {
     }
 }
 
+/// A driver's compiler statistics of a pipeline, as (name, value) pairs.
+pub type PipelineStatistics = Vec<(String, String)>;
+
 /// A compute pipeline with its push-descriptor layout.
 pub struct ComputePipeline(pub(crate) PipelineObject);
 
@@ -104,7 +107,7 @@ impl ComputePipeline {
     /// The driver's compiler statistics of the pipeline (NVIDIA: "Register Count", "Binary
     /// Size", ...), as (name, value) pairs; empty where the device lacks
     /// VK_KHR_pipeline_executable_properties. Occupancy tuning reads registers here.
-    pub fn statistics(&self) -> Result<Vec<(String, String)>> {
+    pub fn statistics(&self) -> Result<PipelineStatistics> {
         let Some(ext) = &self.0.shared.executable_properties else { return Ok(Vec::new()) };
         let pipeline_info = vk::PipelineInfoKHR::default().pipeline(self.0.raw);
         let executables = unsafe { ext.get_pipeline_executable_properties(&pipeline_info) }

@@ -229,7 +229,7 @@ impl GpuEncoder {
 
     /// The driver's compiler statistics of the two tile passes (registers, where the device
     /// reports them), by pass name.
-    pub fn kernel_statistics(&self) -> Result<Vec<(&str, Vec<(String, String)>)>> {
+    pub fn kernel_statistics(&self) -> Result<Vec<(&str, engine::PipelineStatistics)>> {
         let p = &self.passes;
         Ok(vec![("ap_reduce", p.reduce.statistics()?), ("ap_scatter", p.scatter.statistics()?)])
     }
