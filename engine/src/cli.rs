@@ -47,9 +47,14 @@ pub fn progress(len: u64, message: &str, json: bool) -> ProgressBar {
     bar
 }
 
-/// Prints one JSON object on its own line to stdout.
+/// Prints one JSON object on its own line to stdout. When the reader has gone (a closed
+/// pipe, as `| head` leaves it) the process ends quietly instead of panicking.
 pub fn print_json(value: &serde_json::Value) {
-    println!("{}", serde_json::to_string(value).unwrap_or_else(|_| "{}".into()));
+    use std::io::Write;
+    let line = serde_json::to_string(value).unwrap_or_else(|_| "{}".into());
+    if writeln!(std::io::stdout(), "{line}").is_err() {
+        std::process::exit(0);
+    }
 }
 
 /// Arguments of every binary's `bench` subcommand: `Bench(engine::cli::BenchArgs)`.

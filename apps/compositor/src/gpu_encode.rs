@@ -43,6 +43,8 @@ const ENCODE_CONFIGS: [EncodeConfig; 2] =
 /// GPU knows the box, the dispatch is sized for the whole image, and surplus workgroups
 /// beyond this cap would only start and leave.
 const MAX_TILE_GROUPS: usize = 2048;
+/// Profiled pass names of the encoding passes, in order.
+const PASS_NAMES: [&str; 3] = ["ap_reduce", "ap_scan_tiles", "ap_scatter"];
 /// Workgroup size of `ap_scan_tiles` (one workgroup), and the tiles each invocation takes.
 const SCAN_WORKGROUP: u32 = 1024;
 
@@ -59,6 +61,21 @@ pub struct EncodeConfig {
 impl EncodeConfig {
     fn tile(&self) -> usize {
         (self.workgroup * self.per_invocation) as usize
+    }
+
+    /// Shared memory of `ap_scatter`, the larger tile pass: per word of the tile its
+    /// activity, run starts and a uvec3 prefix (16 bytes), per invocation a uvec3 of the
+    /// workgroup scan, and a few scalars.
+    fn shared_bytes(&self) -> u32 {
+        let words = self.tile() as u32 / 32;
+        words * (4 + 4 + 16) + self.workgroup * 16 + 64
+    }
+
+    /// Whether the device can run this configuration.
+    fn fits(&self, info: &engine::DeviceInfo) -> bool {
+        self.workgroup <= info.max_workgroup_invocations
+            && self.per_invocation <= 32
+            && self.shared_bytes() <= info.max_shared_memory_bytes
     }
 }
 
@@ -157,7 +174,10 @@ pub fn roi_cpu(depth: &[f32], width: u32) -> Option<Roi> {
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct EncodeTimes {
     pub roi_ms: f64,
+    /// The three encoding passes together.
     pub encode_ms: f64,
+    /// Each encoding pass: reduce, tile scan, scatter (zeros without GPU timestamps).
+    pub pass_ms: [f64; 3],
     pub d2h_ms: f64,
 }
 
@@ -205,7 +225,7 @@ impl GpuEncoder {
         };
         let passes = configs
             .iter()
-            .filter(|c| c.workgroup <= ctx.info().max_workgroup_invocations && c.per_invocation <= 32)
+            .filter(|c| c.fits(ctx.info()))
             .find_map(|c| build(c).ok())
             .ok_or_else(|| CompositorError::Invalid("no encoder configuration builds on this device".into()))?;
         Ok(GpuEncoder {
@@ -274,8 +294,10 @@ impl GpuEncoder {
             image,
             groups,
         );
+        rec.mark(PASS_NAMES[0]);
         rec.barrier();
         rec.dispatch_linear(&p.scan, &[self.roi_box.binding(), totals.binding()], image, 1);
+        rec.mark(PASS_NAMES[1]);
         rec.barrier();
         rec.dispatch_linear(
             &p.scatter,
@@ -291,6 +313,14 @@ impl GpuEncoder {
             image,
             groups,
         );
+        rec.mark(PASS_NAMES[2]);
+    }
+
+    /// The encoding passes' GPU times in `passes`, and their sum (`wall` without timestamps).
+    fn pass_times(passes: &[engine::PassTime], wall: f64) -> (f64, [f64; 3]) {
+        let ms = PASS_NAMES.map(|name| passes.iter().find(|p| p.name == name).map_or(0.0, |p| p.ms));
+        let sum: f64 = ms.iter().sum();
+        (if passes.is_empty() { wall } else { sum }, ms)
     }
 
     /// Submits a recording that ends with an encoding and returns the payload length in
@@ -352,11 +382,10 @@ impl GpuEncoder {
         // The box is known: exactly the tiles that cover its elements.
         let tiles = roi.elements(width).div_ceil(self.passes.config.tile());
         let mut rec = self.ctx.recorder()?;
-        rec.enable_profiling(2)?;
+        rec.enable_profiling(PASS_NAMES.len() as u32)?;
         self.record_encode(&mut rec, color, depth, image, tiles);
-        rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
-        Ok((words, gpu_ms(&passes, wall)))
+        Ok((words, GpuEncoder::pass_times(&passes, wall).0))
     }
 
     /// Copies the first `words` of the device payload to the host; returns them and the copy
@@ -400,7 +429,7 @@ impl GpuEncoder {
         let tiles = self.prepare(color, depth, image)?;
         let total = image.width as usize * image.height as usize;
         let mut rec = self.ctx.recorder()?;
-        rec.enable_profiling(4)?;
+        rec.enable_profiling(3 + PASS_NAMES.len() as u32)?;
         rec.fill(&self.roi_box, u32::MAX);
         rec.barrier();
         rec.dispatch_linear(
@@ -412,18 +441,14 @@ impl GpuEncoder {
         rec.mark("roi");
         rec.barrier();
         self.record_encode(&mut rec, color, depth, image, tiles);
-        rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
         let (words, passes, wall) = self.finish(rec, total)?;
         let b = self.roi_host.mapped()?;
         let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });
-        let pass = |name: &str| passes.iter().find(|p| p.name == name).map(|p| p.ms);
-        let (roi_ms, encode_ms) = match (pass("roi"), pass("encode")) {
-            (Some(r), Some(e)) => (r, e),
-            _ => (0.0, wall),
-        };
-        Ok((words, roi, EncodeTimes { roi_ms, encode_ms, d2h_ms: 0.0 }))
+        let roi_ms = passes.iter().find(|p| p.name == "roi").map_or(0.0, |p| p.ms);
+        let (encode_ms, pass_ms) = GpuEncoder::pass_times(&passes, wall);
+        Ok((words, roi, EncodeTimes { roi_ms, encode_ms, pass_ms, d2h_ms: 0.0 }))
     }
 }
 

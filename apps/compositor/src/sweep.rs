@@ -39,8 +39,19 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
     let reps = if quick { 2 } else { 15 };
     let scene = Scene::points(points, 7);
     let configs = configs(ctx.info().max_workgroup_invocations);
+    // What three tiny passes separated by barriers cost: the floor of any three-pass encoder.
+    let probe: Buffer<u32> = ctx.buffer(64, Location::Device, "probe")?;
+    let mut empty = Vec::new();
+    for _ in 0..reps {
+        empty.push(crate::timing::timed_pass(&ctx, |rec| {
+            for _ in 0..3 {
+                rec.fill(&probe, 0);
+                rec.barrier();
+            }
+        })?);
+    }
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
-        "configs": configs.len(), "reps": reps}));
+        "configs": configs.len(), "reps": reps, "three_tiny_passes_ms": median(empty)}));
     // Pipelines are built once; a configuration the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
@@ -74,9 +85,10 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                 engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(100))?;
                 let mut times = Vec::new();
                 for _ in 0..reps {
-                    times.push(encoder.encode(&raster.color, &raster.depth, width, height)?.2.encode_ms);
+                    times.push(encoder.encode(&raster.color, &raster.depth, width, height)?.2);
                 }
-                let ms = median(times);
+                let ms = median(times.iter().map(|t| t.encode_ms).collect());
+                let pass_ms: Vec<f64> = (0..3).map(|i| median(times.iter().map(|t| t.pass_ms[i]).collect())).collect();
                 let verified = got == want;
                 let registers: serde_json::Map<String, serde_json::Value> = encoder
                     .kernel_statistics()?
@@ -87,7 +99,7 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                     })
                     .collect();
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
-                    "encode_ms": ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
+                    "encode_ms": ms, "pass_ms": pass_ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
                     "registers": registers, "active_pixels": want.active_pixels()}));
                 *total = (total.0 + ms, total.1 && verified);
             }
