@@ -1,13 +1,14 @@
 #version 460
 // Active Pixel encoding, pass 3 of 3 (Algorithm 1's run ids, run lengths, active indices and
-// the scatter to the Equation 1 offsets): each tile reads its activity words (pass 1) and
-// the exclusive prefix of the tiles before it (pass 2), scans its words, and writes its
-// active pixels and run headers. Only active pixels' depths and colours are read, so over
-// the three passes every depth in the box is read once and every active pixel's depth and
-// colour once more. Tiles go in reverse order: the depths pass 1 read last are the likeliest
-// to be still in L2.
+// the scatter to the Equation 1 offsets). Each subgroup walks its strip (ap_strips.glsl)
+// from the scans' value before it: its workgroup's exclusive prefix (pass 2) combined with
+// the totals of the strips before it in the workgroup (pass 1). Activity comes from pass 1's
+// words, so only active pixels' depths and colours are read: over the three passes every
+// depth in the box is read once and every active pixel's depth and colour once more.
+// Workgroups go in reverse order: the depths pass 1 read last are the likeliest to be still
+// in L2.
 //
-// From the scan's prefix every element knows its run id r, its active index a and where its
+// From the running value every element knows its run id r, its active index a and where its
 // run began:
 // - an active element writes its pixel at ApOffset(a, r);
 // - the first element of an active run writes the run header's inactive count (its pixel
@@ -29,16 +30,12 @@ layout(set = 0, binding = 3) writeonly buffer Out { uint ap[]; };
 layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) restrict readonly buffer Masks { uint masks[]; };
-// Exclusive prefix of the tiles before each tile (pass 2).
-layout(set = 0, binding = 6) restrict readonly buffer Prefixes { uvec4 prefixes[]; };
+layout(set = 0, binding = 6) restrict readonly buffer StripTotals { uvec4 strip_totals[]; };
+// Exclusive prefix of the workgroups before each workgroup (pass 2).
+layout(set = 0, binding = 7) restrict readonly buffer Prefixes { uvec4 prefixes[]; };
 layout(push_constant) uniform Push { uint width; uint height; uint origin; uint box_source; uvec4 box_push; };
 
-#include "ap_tile.glsl"
-
-shared uint s_mask[WORDS];    // activity of the tile's elements
-shared uint s_start[WORDS];   // run starts, same layout
-shared uvec3 s_prefix[WORDS]; // (runs, actives, last start + 1) of everything before word w
-shared uint s_edge[2];        // activity of the elements just before and just after the tile
+#include "ap_strips.glsl"
 
 uint ap_offset(uint a, uint r) {
     // Word offset of an active pixel: 2 * (a + floor((r - 1) / 2) + 1); floor, not
@@ -52,103 +49,108 @@ uint start_pixel(uint s1) {
     return s1 <= 1u ? 0u : element_pixel(s1 - 1u);
 }
 
+// Activity of element e from pass 1's words (false from el_n on).
+bool active_at(uint e) {
+    return e < el_n && ((masks[e >> 5] >> (e & 31u)) & 1u) != 0u;
+}
+
+// Activity of the gl_SubgroupSize elements from e0 (a multiple of the subgroup size or of
+// 32, whichever is smaller, as every step start is) as a subgroup bit set.
+uvec4 step_activity(uint e0) {
+    uint size = gl_SubgroupSize;
+    if (size < 32u) return uvec4((masks[e0 >> 5] >> (e0 & 31u)) & ((1u << size) - 1u), 0u, 0u, 0u);
+    uvec4 set = uvec4(0u);
+    for (uint c = 0u; c < size / 32u; c++) set[c] = 32u * ((e0 >> 5) + c) < el_n ? masks[(e0 >> 5) + c] : 0u;
+    return set;
+}
+
 void main() {
     elements_init(width, height, box_source != 0u ? uvec4(roi[0], roi[1], ~roi[2], ~roi[3]) : box_push);
-    uint lid = gl_LocalInvocationIndex;
     if (el_n == 0u) {
-        if (gl_WorkGroupID.x == 0u && lid == 0u) {
+        if (gl_WorkGroupID.x == 0u && gl_LocalInvocationIndex == 0u) {
             ap[0] = el_total;
             ap[1] = 0u;
             ap_words[0] = 2u;
         }
         return;
     }
-    uint tiles = ceil_div(el_n, TILE);
+    uint lane = gl_SubgroupInvocationID;
+    uint size = gl_SubgroupSize;
     uint tail = el_total - el_end;
-    for (uint t = gl_WorkGroupID.x; t < tiles; t += gl_NumWorkGroups.x) {
-        uint tile = tiles - 1u - t;
-        uint base = tile * TILE;
-        uvec3 tile_prefix = prefixes[tile].xyz;
-        if (lid < WORDS) s_mask[lid] = masks[tile * WORDS + lid];
-        if (lid == 0u) s_edge[0] = tile > 0u ? masks[tile * WORDS - 1u] >> 31 : 0u;
-        if (lid == WG - 1u) s_edge[1] = tile + 1u < tiles ? masks[(tile + 1u) * WORDS] & 1u : 0u;
-        barrier();
+    uvec2 strip = strip_elements();
 
-        // The active pixels' depths and colours, loaded while the tile's words are scanned.
-        uint depth[PER_INVOCATION];
-        uint colour[PER_INVOCATION];
-        ElementWalk walk = walk_start(base + lid, WG);
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            uint off = k * WG + lid;
-            bool on = (s_mask[off >> 5] & (1u << (off & 31u))) != 0u;
-            uint pixel = origin + walk_pixel(walk);
-            depth[k] = on ? depth_bits[pixel] : BACKGROUND_BITS;
-            colour[k] = on ? color[pixel] : 0u;
+    // The running value before the strip: the workgroup's prefix and the strips before it.
+    uint first_strip = gl_WorkGroupID.x * gl_NumSubgroups;
+    uvec3 carry = prefixes[gl_WorkGroupID.x].xyz;
+    for (uint s = 0u; s < gl_SubgroupID; s += size) {
+        uvec3 x = s + lane < gl_SubgroupID ? strip_totals[first_strip + s + lane].xyz : uvec3(0u);
+        carry = combine3(carry, uvec3(subgroupAdd(x.x), subgroupAdd(x.y), subgroupMax(x.z)));
+    }
+    bool carry_bit = strip.x > 0u && active_at(strip.x - 1u);
+
+    ElementWalk walk = walk_start(strip.x + lane, size);
+    for (uint e = strip.x; e < strip.y; e += STEPS * size) {
+        // Activity of the steps, and the active pixels' depths and colours, loaded at once.
+        uvec4 activity[STEPS];
+        uint depth[STEPS];
+        uint colour[STEPS];
+        uint pixel[STEPS];
+        [[unroll]] for (uint t = 0u; t < STEPS; t++) {
+            uint e0 = e + t * size;
+            activity[t] = e0 < strip.y ? step_activity(e0) : uvec4(0u);
+            bool on = e0 + lane < strip.y && bit4(activity[t], lane);
+            pixel[t] = walk_pixel(walk);
+            depth[t] = on ? depth_bits[origin + pixel[t]] : BACKGROUND_BITS;
+            colour[t] = on ? color[origin + pixel[t]] : 0u;
             walk_next(walk);
         }
-
-        uvec3 v = uvec3(0u);
-        if (lid < WORDS) {
-            uint m = s_mask[lid];
-            uint e0 = base + 32u * lid;
-            uint starts = word_starts(m, lid > 0u ? s_mask[lid - 1u] >> 31 : s_edge[0], e0);
-            s_start[lid] = starts;
-            v = word_value(starts, m, e0);
-        }
-        uvec3 excl = monoid_scan(v, tile_prefix);
-        if (lid < WORDS) s_prefix[lid] = excl;
-        barrier();
-
-        walk = walk_start(base + lid, WG);
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            uint off = k * WG + lid;
-            uint e = base + off;
-            bool on = depth[k] != BACKGROUND_BITS;
-            bool last = e + 1u == el_n;
-            uint pixel = walk_pixel(walk);
-            walk_next(walk);
-            if (!on && !last) continue;
-            uint w = off >> 5;
-            uint bit = 1u << (off & 31u);
-            uint upto = bit | (bit - 1u);
-            uint m = s_mask[w];
-            uint starts = s_start[w];
-            uvec3 pre = s_prefix[w];
-            uint a = pre.y + bitCount(m & (bit - 1u));
-            uint r = pre.x + bitCount(starts & upto);
-            uint mine = starts & upto;
-            uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
-            if (on) {
-                uint pos = ap_offset(a, r);
-                ap2[pos >> 1] = uvec2(colour[k], depth[k]);
-                if ((starts & bit) != 0u) {
-                    uint earlier = starts & (bit - 1u);
-                    uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
-                    ap[pos - 2u] = pixel - start_pixel(previous);
-                }
-                bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
-                                                  : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
-                if (!next_on) {
-                    uint len = e + 2u - run_start;
-                    ap[ap_offset(a + 1u - len, r) - 1u] = len;
-                }
-                if (last) {
-                    if (tail > 0u) {
-                        ap[pos + 2u] = tail;
-                        ap[pos + 3u] = 0u;
-                        ap_words[0] = pos + 4u;
-                    } else {
-                        ap_words[0] = pos + 2u;
+        [[unroll]] for (uint t = 0u; t < STEPS; t++) {
+            uint e0 = e + t * size;
+            if (e0 >= strip.y) break;
+            uint el = e0 + lane;
+            bool real = el < strip.y;
+            bool on = real && bit4(activity[t], lane);
+            bool before = lane > 0u ? bit4(activity[t], lane - 1u) : carry_bit;
+            bool start = real && (on != before || el == 0u);
+            uvec4 starts = subgroupBallot(start);
+            uvec4 actives = subgroupBallot(on);
+            bool last = el + 1u == el_n;
+            if (on || last) {
+                uvec4 upto = starts & gl_SubgroupLeMask;
+                uint a = carry.y + subgroupBallotExclusiveBitCount(actives);
+                uint r = carry.x + count4(upto);
+                uint run_start = upto != uvec4(0u) ? e0 + msb4(upto) + 1u : carry.z;
+                if (on) {
+                    uint pos = ap_offset(a, r);
+                    ap2[pos >> 1] = uvec2(colour[t], depth[t]);
+                    if (start) {
+                        uvec4 earlier = starts & gl_SubgroupLtMask;
+                        uint previous = earlier != uvec4(0u) ? e0 + msb4(earlier) + 1u : carry.z;
+                        ap[pos - 2u] = pixel[t] - start_pixel(previous);
                     }
+                    bool next_on = lane + 1u < size ? bit4(activity[t], lane + 1u) : active_at(el + 1u);
+                    if (!next_on || last) {
+                        uint len = el + 2u - run_start;
+                        ap[ap_offset(a + 1u - len, r) - 1u] = len;
+                    }
+                    if (last) {
+                        if (tail > 0u) {
+                            ap[pos + 2u] = tail;
+                            ap[pos + 3u] = 0u;
+                            ap_words[0] = pos + 4u;
+                        } else {
+                            ap_words[0] = pos + 2u;
+                        }
+                    }
+                } else {
+                    uint pos = ap_offset(a, r - 1u);
+                    ap[pos] = el_total - start_pixel(run_start);
+                    ap[pos + 1u] = 0u;
+                    ap_words[0] = pos + 2u;
                 }
-            } else {
-                uint pos = ap_offset(a, r - 1u);
-                ap[pos] = el_total - start_pixel(run_start);
-                ap[pos + 1u] = 0u;
-                ap_words[0] = pos + 2u;
             }
+            carry = combine3(carry, step_value(starts, actives, e0));
+            carry_bit = bit4(activity[t], size - 1u);
         }
-        // The next tile reuses the shared arrays.
-        barrier();
     }
 }

@@ -2,18 +2,19 @@
 //! Algorithm 1, recorded into one submission:
 //!
 //! 1. `roi`: the bounding box of the active pixels, left in a device buffer;
-//! 2. `ap_reduce`: per tile of the box's pixels, the pixel properties (activity bits) and the
-//!    tile's total of the fused scans (run starts, active pixels, last run start);
-//! 3. `ap_scan_tiles`: the exclusive scan of the tiles' totals;
-//! 4. `ap_scatter`: per tile, the scans' prefixes (run ids, run lengths, active indices) and
-//!    the scatter of pixels and run headers to the Equation 1 offsets.
+//! 2. `ap_reduce`: the pixel properties (activity bits) of the box's pixels, and the totals of
+//!    the fused scans (run starts, active pixels, last run start) per subgroup strip and per
+//!    workgroup;
+//! 3. `ap_scan_partitions`: the exclusive scan of the workgroups' totals;
+//! 4. `ap_scatter`: the scans' running values (run ids, run lengths, active indices) along
+//!    each strip, and the scatter of pixels and run headers to the Equation 1 offsets.
 //!
 //! The encoding passes read the box from the ROI kernel's buffer, so the host never waits
-//! between them. This reduce-then-scan split replaced a single pass with decoupled look-back:
-//! its tiles waited on each other and one at a time fitted an SM (registers), so each tile's
-//! latency chain was exposed; here no tile waits on another, and the depth read twice
-//! (every depth in pass 2, active ones again in pass 4) costs less than that waiting did
-//! (BENCHMARKS.md).
+//! between them. This reduce-then-scan split replaced a single pass with decoupled look-back
+//! whose tiles waited on each other with one tile an SM (registers), which left each tile's
+//! latency chain exposed; here no subgroup waits for another or for a barrier in its main
+//! loop (`ap_strips.glsl`), and reading the depth twice (every depth in pass 2, active ones
+//! again in pass 4) costs less than that waiting did (BENCHMARKS.md).
 //!
 //! Only the pixels of the ROI box are encoded (everything outside it is inactive by
 //! definition), as in the paper's IceT integration: the encoder walks the box row by row,
@@ -35,47 +36,46 @@ const WORKGROUP: u32 = 256;
 /// Pixels each ROI workgroup reduces before its one atomic per bound (`roi.comp`: 8 vectors
 /// of 4 per invocation).
 const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
-/// Tile shapes of `ap_reduce` and `ap_scatter` (workgroup size, elements per invocation),
-/// best first; devices that cannot build the first take the next.
-const ENCODE_CONFIGS: [EncodeConfig; 2] =
-    [EncodeConfig { workgroup: 256, per_invocation: 8 }, EncodeConfig { workgroup: 128, per_invocation: 8 }];
-/// Most workgroups a tile pass is dispatched with; they stride over the tiles. When only the
-/// GPU knows the box, the dispatch is sized for the whole image, and surplus workgroups
-/// beyond this cap would only start and leave.
-const MAX_TILE_GROUPS: usize = 2048;
+/// Configurations of the encoding passes, best first; devices that cannot build the first
+/// take the next.
+const ENCODE_CONFIGS: [EncodeConfig; 2] = [
+    EncodeConfig { workgroup: 256, steps: 8, max_groups: 2048, group_elements: 8192 },
+    EncodeConfig { workgroup: 128, steps: 8, max_groups: 2048, group_elements: 8192 },
+];
+/// Smallest subgroup size any device has, for sizing the strip totals (one a subgroup).
+const MIN_SUBGROUP: u32 = 4;
 /// Profiled pass names of the encoding passes, in order.
-const PASS_NAMES: [&str; 3] = ["ap_reduce", "ap_scan_tiles", "ap_scatter"];
-/// Workgroup size of `ap_scan_tiles` (one workgroup), and the tiles each invocation takes.
-const SCAN_WORKGROUP: u32 = 1024;
+const PASS_NAMES: [&str; 3] = ["ap_reduce", "ap_scan_partitions", "ap_scatter"];
+/// Workgroup size of `ap_scan_partitions` (one workgroup).
+const SCAN_WORKGROUP: u32 = 256;
 
-/// The tile shape of the encoding passes (their specialization constants 0 and 1).
-/// `composite sweep` measures them.
+/// The shape of the element passes `ap_reduce` and `ap_scatter` (their specialization
+/// constants 0 and 1, and their dispatch). `composite sweep` measures them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct EncodeConfig {
-    /// Invocations per workgroup (one workgroup encodes one tile at a time).
+    /// Invocations per workgroup.
     pub workgroup: u32,
-    /// Elements each invocation encodes (at most 32).
-    pub per_invocation: u32,
+    /// Steps (one element per invocation each) a subgroup loads at once.
+    pub steps: u32,
+    /// Most workgroups (partitions) the element passes are dispatched with.
+    pub max_groups: u32,
+    /// Fewest elements a partition should have: small images get fewer, larger partitions
+    /// (each costs a total, a prefix and its strips' starts).
+    pub group_elements: u32,
 }
 
 impl EncodeConfig {
-    fn tile(&self) -> usize {
-        (self.workgroup * self.per_invocation) as usize
-    }
-
-    /// Shared memory of `ap_scatter`, the larger tile pass: per word of the tile its
-    /// activity, run starts and a uvec3 prefix (16 bytes), per invocation a uvec3 of the
-    /// workgroup scan, and a few scalars.
-    fn shared_bytes(&self) -> u32 {
-        let words = self.tile() as u32 / 32;
-        words * (4 + 4 + 16) + self.workgroup * 16 + 64
+    /// Workgroups (partitions) for a sequence of at most `elements` elements.
+    fn groups(&self, elements: usize) -> u32 {
+        elements.div_ceil(self.group_elements as usize).clamp(1, self.max_groups as usize) as u32
     }
 
     /// Whether the device can run this configuration.
     fn fits(&self, info: &engine::DeviceInfo) -> bool {
         self.workgroup <= info.max_workgroup_invocations
-            && self.per_invocation <= 32
-            && self.shared_bytes() <= info.max_shared_memory_bytes
+            && (1..=32).contains(&self.steps)
+            && self.max_groups >= 1
+            && self.group_elements >= 1
     }
 }
 
@@ -189,9 +189,11 @@ pub struct GpuEncoder {
     /// The box on the device (what the encoding passes read) and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
-    /// Activity bits of the tiles (pass 1 to pass 3).
+    /// Activity bits of the elements (pass 1 to pass 3).
     masks: Option<Buffer<u32>>,
-    /// Tile totals, then their exclusive prefixes (4 words a tile).
+    /// Scan totals of the strips (4 words a subgroup).
+    strip_totals: Option<Buffer<u32>>,
+    /// Scan totals of the workgroups, then their exclusive prefixes (4 words a workgroup).
     totals: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
@@ -217,9 +219,14 @@ impl GpuEncoder {
         let build = |c: &EncodeConfig| -> engine::Result<EncodePasses> {
             let scan_wg = SCAN_WORKGROUP.min(ctx.info().max_workgroup_invocations);
             Ok(EncodePasses {
-                reduce: pipe("ap_reduce", shaders::AP_REDUCE, 4, &[c.workgroup, c.per_invocation])?,
-                scan: pipe("ap_scan_tiles", shaders::AP_SCAN_TILES, 2, &[scan_wg, c.tile() as u32])?,
-                scatter: pipe("ap_scatter", shaders::AP_SCATTER, 7, &[c.workgroup, c.per_invocation])?,
+                reduce: pipe("ap_reduce", shaders::AP_REDUCE, 5, &[c.workgroup, c.steps])?,
+                scan: ctx.compute_pipeline_for::<u32>(
+                    "ap_scan_partitions",
+                    shaders::AP_SCAN_PARTITIONS,
+                    1,
+                    &[scan_wg],
+                )?,
+                scatter: pipe("ap_scatter", shaders::AP_SCATTER, 8, &[c.workgroup, c.steps])?,
                 config: *c,
             })
         };
@@ -235,6 +242,7 @@ impl GpuEncoder {
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             masks: None,
+            strip_totals: None,
             totals: None,
             out: None,
             host: None,
@@ -254,9 +262,8 @@ impl GpuEncoder {
         Ok(vec![("ap_reduce", p.reduce.statistics()?), ("ap_scatter", p.scatter.statistics()?)])
     }
 
-    /// Checks the frame and sizes the payload and scratch buffers for it; returns the
-    /// number of tiles that cover the whole image.
-    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<usize> {
+    /// Checks the frame and sizes the payload and scratch buffers for it.
+    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<()> {
         let (width, height) = (image.width, image.height);
         let total = crate::ap::pixel_count(width, height)?;
         let end = image.origin as usize + total;
@@ -266,37 +273,43 @@ impl GpuEncoder {
                 image.origin
             )));
         }
+        let config = self.passes.config;
+        let groups = config.groups(total) as usize;
+        let strips = groups * (config.workgroup / MIN_SUBGROUP).max(1) as usize;
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let tile = self.passes.config.tile();
-        let tiles = total.div_ceil(tile);
-        self.ctx.reuse_buffer(&mut self.masks, tiles * tile / 32, Location::Device, "ap activity bits")?;
-        self.ctx.reuse_buffer(&mut self.totals, 4 * tiles, Location::Device, "ap tile totals")?;
-        Ok(tiles)
+        self.ctx.reuse_buffer(&mut self.masks, total.div_ceil(32), Location::Device, "ap activity bits")?;
+        self.ctx.reuse_buffer(&mut self.strip_totals, 4 * strips, Location::Device, "ap strip totals")?;
+        self.ctx.reuse_buffer(&mut self.totals, 4 * groups, Location::Device, "ap workgroup totals")?;
+        Ok(())
     }
 
     /// Records the encoding passes over the box in `roi_box` (filled by the recording
-    /// before them) or in `image`; `tiles` is at least the number of tiles of the box.
+    /// before them) or in `image`; the sequence has at most `elements` elements.
     fn record_encode(
         &self,
         rec: &mut Recorder,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
         image: &ImagePush,
-        tiles: usize,
+        elements: usize,
     ) {
-        let (masks, totals, out) =
-            (self.masks.as_ref().unwrap(), self.totals.as_ref().unwrap(), self.out.as_ref().unwrap());
-        let groups = tiles.clamp(1, MAX_TILE_GROUPS) as u32;
+        let (masks, strips, totals, out) = (
+            self.masks.as_ref().unwrap(),
+            self.strip_totals.as_ref().unwrap(),
+            self.totals.as_ref().unwrap(),
+            self.out.as_ref().unwrap(),
+        );
+        let groups = self.passes.config.groups(elements);
         let p = &self.passes;
         rec.dispatch_linear(
             &p.reduce,
-            &[depth.binding(), self.roi_box.binding(), masks.binding(), totals.binding()],
+            &[depth.binding(), self.roi_box.binding(), masks.binding(), strips.binding(), totals.binding()],
             image,
             groups,
         );
         rec.mark(PASS_NAMES[0]);
         rec.barrier();
-        rec.dispatch_linear(&p.scan, &[self.roi_box.binding(), totals.binding()], image, 1);
+        rec.dispatch_linear(&p.scan, &[totals.binding()], &groups, 1);
         rec.mark(PASS_NAMES[1]);
         rec.barrier();
         rec.dispatch_linear(
@@ -308,6 +321,7 @@ impl GpuEncoder {
                 out.binding(),
                 self.size.binding(),
                 masks.binding(),
+                strips.binding(),
                 totals.binding(),
             ],
             image,
@@ -379,11 +393,10 @@ impl GpuEncoder {
             return Err(CompositorError::Invalid(format!("ROI {roi:?} outside a {width}x{height} image")));
         }
         self.prepare(color, depth, image)?;
-        // The box is known: exactly the tiles that cover its elements.
-        let tiles = roi.elements(width).div_ceil(self.passes.config.tile());
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(PASS_NAMES.len() as u32)?;
-        self.record_encode(&mut rec, color, depth, image, tiles);
+        // The box is known: the partitions divide exactly its elements.
+        self.record_encode(&mut rec, color, depth, image, roi.elements(width));
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
         Ok((words, GpuEncoder::pass_times(&passes, wall).0))
     }
@@ -426,7 +439,7 @@ impl GpuEncoder {
         depth: &Buffer<f32>,
         image: &ImagePush,
     ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
-        let tiles = self.prepare(color, depth, image)?;
+        self.prepare(color, depth, image)?;
         let total = image.width as usize * image.height as usize;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3 + PASS_NAMES.len() as u32)?;
@@ -440,7 +453,8 @@ impl GpuEncoder {
         );
         rec.mark("roi");
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, image, tiles);
+        // Only the GPU knows the box: the partitions are sized for the whole image.
+        self.record_encode(&mut rec, color, depth, image, total);
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
         let (words, passes, wall) = self.finish(rec, total)?;
@@ -470,15 +484,16 @@ mod tests {
     }
 
     #[test]
-    fn many_tiles_stride_over_workgroups_and_scan_in_chunks() {
-        // 64 x 2 elements a tile: a 1531 x 1409 frame has 16,854 tiles, more than the
-        // tile passes' workgroups (MAX_TILE_GROUPS) and more than one chunk of
-        // ap_scan_tiles (1024 x 16 tiles) where the device has 1024-invocation workgroups.
+    fn many_partitions_and_short_strips() {
+        // Partitions of a few words each (the most workgroups small images get), more
+        // partitions than one chunk of ap_scan_partitions (256 x 8), and strips that end
+        // inside a step: every boundary the passes hand values across.
         let ctx = testing::context();
         let (w, h) = (1531, 1409);
-        let mut enc = GpuEncoder::with_configs(ctx, &[EncodeConfig { workgroup: 64, per_invocation: 2 }]).unwrap();
+        let config = EncodeConfig { workgroup: 64, steps: 3, max_groups: 4099, group_elements: 256 };
+        let mut enc = GpuEncoder::with_configs(ctx, &[config]).unwrap();
         for (name, frame) in patterns::all(w, h, 5) {
-            if !matches!(name.as_str(), "random runs" | "band" | "full") {
+            if !matches!(name.as_str(), "random runs" | "band" | "full" | "checkerboard") {
                 continue;
             }
             let color = ctx.upload(&frame.color, "color").unwrap();

@@ -1,5 +1,5 @@
-//! `composite sweep`: the encoder's tile shapes (`gpu_encode::EncodeConfig`) on rendered
-//! frames, for occupancy tuning.
+//! `composite sweep`: the encoder's configurations (`gpu_encode::EncodeConfig`: workgroup
+//! size, steps loaded at once, partitions) on rendered frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
 //! and a sparse one, as 192 do) every configuration encodes the same frame; its payload is
@@ -16,13 +16,15 @@ use crate::gpu_encode::{EncodeConfig, GpuEncoder};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
 
-/// Every tile shape the sweep tries that fits the device's workgroups.
+/// Every configuration the sweep tries that fits the device's workgroups.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
     let mut out = Vec::new();
-    for workgroup in [64, 128, 256, 512, 1024] {
-        for per_invocation in [2, 4, 8, 16, 32] {
-            if workgroup <= max_workgroup {
-                out.push(EncodeConfig { workgroup, per_invocation });
+    for workgroup in [128, 256, 512] {
+        for steps in [4, 8, 16] {
+            for (max_groups, group_elements) in [(1024, 8192), (2048, 8192), (4096, 4096), (8192, 2048)] {
+                if workgroup <= max_workgroup {
+                    out.push(EncodeConfig { workgroup, steps, max_groups, group_elements });
+                }
             }
         }
     }
