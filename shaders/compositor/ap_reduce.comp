@@ -35,16 +35,21 @@ void main() {
     uint word = 0u;  // subgroups of fewer than 32 invocations gather a word over steps
     ElementWalk walk = walk_start(strip.x + lane, size);
     for (uint e = strip.x; e < strip.y; e += STEPS * size) {
+        // Every load is issued before any is used, unconditionally: elements outside the
+        // strip and gap elements read the image's first pixel (a cache hit) and are then
+        // ignored, so no branch separates the loads.
         uint depth[STEPS];
+        uint real = 0u;  // bit t: step t's element is a pixel of the strip
         [[unroll]] for (uint t = 0u; t < STEPS; t++) {
-            bool real = e + t * size + lane < strip.y && !walk_is_gap(walk);
-            depth[t] = real ? depth_bits[origin + walk_pixel(walk)] : BACKGROUND_BITS;
+            bool in_strip = e + t * size + lane < strip.y && !walk_is_gap(walk);
+            real |= in_strip ? 1u << t : 0u;
+            depth[t] = depth_bits[origin + (in_strip ? walk_pixel(walk) : 0u)];
             walk_next(walk);
         }
         [[unroll]] for (uint t = 0u; t < STEPS; t++) {
             uint e0 = e + t * size;
             if (e0 >= strip.y) break;
-            bool on = depth[t] != BACKGROUND_BITS;
+            bool on = (real & (1u << t)) != 0u && depth[t] != BACKGROUND_BITS;
             uvec4 actives = subgroupBallot(on);
             bool before = lane > 0u ? bit4(actives, lane - 1u) : carry_bit;
             bool start = e0 + lane < strip.y && (on != before || e0 + lane == 0u);

@@ -55,12 +55,22 @@ bool active_at(uint e) {
 }
 
 // Activity of the gl_SubgroupSize elements from e0 (a multiple of the subgroup size or of
-// 32, whichever is smaller, as every step start is) as a subgroup bit set.
+// 32, whichever is smaller, as every step start is) as a subgroup bit set; empty from el_n
+// on. The loads are unconditional (clamped to the last word) so that the steps' loads are
+// issued together.
 uvec4 step_activity(uint e0) {
     uint size = gl_SubgroupSize;
-    if (size < 32u) return uvec4((masks[e0 >> 5] >> (e0 & 31u)) & ((1u << size) - 1u), 0u, 0u, 0u);
+    uint last = (el_n - 1u) >> 5;
+    if (size < 32u) {
+        uint word = masks[min(e0 >> 5, last)];
+        return e0 < el_n ? uvec4((word >> (e0 & 31u)) & ((1u << size) - 1u), 0u, 0u, 0u) : uvec4(0u);
+    }
     uvec4 set = uvec4(0u);
-    for (uint c = 0u; c < size / 32u; c++) set[c] = 32u * ((e0 >> 5) + c) < el_n ? masks[(e0 >> 5) + c] : 0u;
+    for (uint c = 0u; c < size / 32u; c++) {
+        uint w = (e0 >> 5) + c;
+        uint word = masks[min(w, last)];
+        set[c] = w <= last ? word : 0u;
+    }
     return set;
 }
 
@@ -90,18 +100,20 @@ void main() {
 
     ElementWalk walk = walk_start(strip.x + lane, size);
     for (uint e = strip.x; e < strip.y; e += STEPS * size) {
-        // Activity of the steps, and the active pixels' depths and colours, loaded at once.
-        uvec4 activity[STEPS];
+        // Activity of the steps and of the first element after them, then the active
+        // pixels' depths and colours, each batch of loads issued at once and without
+        // branches (inactive elements read the image's first pixel, a cache hit).
+        uvec4 activity[STEPS + 1u];
+        [[unroll]] for (uint t = 0u; t <= STEPS; t++) activity[t] = step_activity(e + t * size);
         uint depth[STEPS];
         uint colour[STEPS];
         uint pixel[STEPS];
         [[unroll]] for (uint t = 0u; t < STEPS; t++) {
-            uint e0 = e + t * size;
-            activity[t] = e0 < strip.y ? step_activity(e0) : uvec4(0u);
-            bool on = e0 + lane < strip.y && bit4(activity[t], lane);
+            bool on = e + t * size + lane < strip.y && bit4(activity[t], lane);
             pixel[t] = walk_pixel(walk);
-            depth[t] = on ? depth_bits[origin + pixel[t]] : BACKGROUND_BITS;
-            colour[t] = on ? color[origin + pixel[t]] : 0u;
+            uint at = origin + (on ? pixel[t] : 0u);
+            depth[t] = depth_bits[at];
+            colour[t] = color[at];
             walk_next(walk);
         }
         [[unroll]] for (uint t = 0u; t < STEPS; t++) {
@@ -128,7 +140,7 @@ void main() {
                         uint previous = earlier != uvec4(0u) ? e0 + msb4(earlier) + 1u : carry.z;
                         ap[pos - 2u] = pixel[t] - start_pixel(previous);
                     }
-                    bool next_on = lane + 1u < size ? bit4(activity[t], lane + 1u) : active_at(el + 1u);
+                    bool next_on = lane + 1u < size ? bit4(activity[t], lane + 1u) : bit4(activity[t + 1u], 0u);
                     if (!next_on || last) {
                         uint len = el + 2u - run_start;
                         ap[ap_offset(a + 1u - len, r) - 1u] = len;
