@@ -21,7 +21,9 @@ void main() {
         uvec3 t[PER];
         uvec3 sum = uvec3(0u);
         [[unroll]] for (uint k = 0u; k < PER; k++) {
-            t[k] = first + k < count ? totals[first + k].xyz : uvec3(0u);
+            // Clamped, not skipped: no branch between the loads.
+            uvec3 x = totals[min(first + k, count - 1u)].xyz;
+            t[k] = first + k < count ? x : uvec3(0u);
             sum = combine3(sum, t[k]);
         }
         uvec3 prefix = monoid_scan(sum, carry);

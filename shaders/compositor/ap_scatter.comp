@@ -1,14 +1,14 @@
 #version 460
 // Active Pixel encoding, pass 3 of 3 (Algorithm 1's run ids, run lengths, active indices and
-// the scatter to the Equation 1 offsets). Each subgroup walks its strip (ap_strips.glsl)
-// from the scans' value before it: its workgroup's exclusive prefix (pass 2) combined with
-// the totals of the strips before it in the workgroup (pass 1). Activity comes from pass 1's
-// words, so only active pixels' depths and colours are read: over the three passes every
-// depth in the box is read once and every active pixel's depth and colour once more.
-// Workgroups go in reverse order: the depths pass 1 read last are the likeliest to be still
-// in L2.
+// the scatter to the Equation 1 offsets): each workgroup walks its partition of tiles
+// (ap_tile.glsl) from the exclusive prefix of the partitions before it (pass 2); each tile
+// reads its activity words (pass 1), scans them from the running prefix, and writes its
+// active pixels and run headers. Only active pixels' depths and colours are read, so over
+// the three passes every depth in the box is read once and every active pixel's depth and
+// colour once more. Partitions go in reverse order: the depths pass 1 read last are the
+// likeliest to be still in L2.
 //
-// From the running value every element knows its run id r, its active index a and where its
+// From the scan's prefix every element knows its run id r, its active index a and where its
 // run began:
 // - an active element writes its pixel at ApOffset(a, r);
 // - the first element of an active run writes the run header's inactive count (its pixel
@@ -30,12 +30,16 @@ layout(set = 0, binding = 3) writeonly buffer Out { uint ap[]; };
 layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) restrict readonly buffer Masks { uint masks[]; };
-layout(set = 0, binding = 6) restrict readonly buffer StripTotals { uvec4 strip_totals[]; };
-// Exclusive prefix of the workgroups before each workgroup (pass 2).
-layout(set = 0, binding = 7) restrict readonly buffer Prefixes { uvec4 prefixes[]; };
+// Exclusive prefix of the partitions before each partition (pass 2).
+layout(set = 0, binding = 6) restrict readonly buffer Prefixes { uvec4 prefixes[]; };
 layout(push_constant) uniform Push { uint width; uint height; uint origin; uint box_source; uvec4 box_push; };
 
-#include "ap_strips.glsl"
+#include "ap_tile.glsl"
+
+shared uint s_mask[WORDS];    // activity of the tile's elements
+shared uint s_start[WORDS];   // run starts, same layout
+shared uvec3 s_prefix[WORDS]; // (runs, actives, last start + 1) of everything before word w
+shared uint s_edge[2];        // activity of the elements just before and just after the tile
 
 uint ap_offset(uint a, uint r) {
     // Word offset of an active pixel: 2 * (a + floor((r - 1) / 2) + 1); floor, not
@@ -49,120 +53,109 @@ uint start_pixel(uint s1) {
     return s1 <= 1u ? 0u : element_pixel(s1 - 1u);
 }
 
-// Activity of element e from pass 1's words (false from el_n on).
-bool active_at(uint e) {
-    return e < el_n && ((masks[e >> 5] >> (e & 31u)) & 1u) != 0u;
-}
-
-// Activity of the gl_SubgroupSize elements from e0 (a multiple of the subgroup size or of
-// 32, whichever is smaller, as every step start is) as a subgroup bit set; empty from el_n
-// on. The loads are unconditional (clamped to the last word) so that the steps' loads are
-// issued together.
-uvec4 step_activity(uint e0) {
-    uint size = gl_SubgroupSize;
-    uint last = (el_n - 1u) >> 5;
-    if (size < 32u) {
-        uint word = masks[min(e0 >> 5, last)];
-        return e0 < el_n ? uvec4((word >> (e0 & 31u)) & ((1u << size) - 1u), 0u, 0u, 0u) : uvec4(0u);
-    }
-    uvec4 set = uvec4(0u);
-    for (uint c = 0u; c < size / 32u; c++) {
-        uint w = (e0 >> 5) + c;
-        uint word = masks[min(w, last)];
-        set[c] = w <= last ? word : 0u;
-    }
-    return set;
-}
-
 void main() {
     elements_init(width, height, box_source != 0u ? uvec4(roi[0], roi[1], ~roi[2], ~roi[3]) : box_push);
+    uint lid = gl_LocalInvocationIndex;
     if (el_n == 0u) {
-        if (gl_WorkGroupID.x == 0u && gl_LocalInvocationIndex == 0u) {
+        if (gl_WorkGroupID.x == 0u && lid == 0u) {
             ap[0] = el_total;
             ap[1] = 0u;
             ap_words[0] = 2u;
         }
         return;
     }
-    uint lane = gl_SubgroupInvocationID;
-    uint size = gl_SubgroupSize;
+    uint tiles = ceil_div(el_n, TILE);
     uint tail = el_total - el_end;
-    uvec2 strip = strip_elements();
+    uint partition_index = gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x;
+    uvec2 range = partition_tiles(partition_index);
+    uvec3 carry = prefixes[partition_index].xyz;
+    for (uint tile = range.x; tile < range.y; tile++) {
+        uint base = tile * TILE;
+        if (lid < WORDS) s_mask[lid] = masks[tile * WORDS + lid];
+        if (lid == 0u) s_edge[0] = tile > 0u ? masks[tile * WORDS - 1u] >> 31 : 0u;
+        if (lid == WG - 1u) s_edge[1] = tile + 1u < tiles ? masks[(tile + 1u) * WORDS] & 1u : 0u;
+        barrier();
 
-    // The running value before the strip: the workgroup's prefix and the strips before it.
-    uint first_strip = gl_WorkGroupID.x * gl_NumSubgroups;
-    uvec3 carry = prefixes[gl_WorkGroupID.x].xyz;
-    for (uint s = 0u; s < gl_SubgroupID; s += size) {
-        uvec3 x = s + lane < gl_SubgroupID ? strip_totals[first_strip + s + lane].xyz : uvec3(0u);
-        carry = combine3(carry, uvec3(subgroupAdd(x.x), subgroupAdd(x.y), subgroupMax(x.z)));
-    }
-    bool carry_bit = strip.x > 0u && active_at(strip.x - 1u);
-
-    ElementWalk walk = walk_start(strip.x + lane, size);
-    for (uint e = strip.x; e < strip.y; e += STEPS * size) {
-        // Activity of the steps and of the first element after them, then the active
-        // pixels' depths and colours, each batch of loads issued at once and without
-        // branches (inactive elements read the image's first pixel, a cache hit).
-        uvec4 activity[STEPS + 1u];
-        [[unroll]] for (uint t = 0u; t <= STEPS; t++) activity[t] = step_activity(e + t * size);
-        uint depth[STEPS];
-        uint colour[STEPS];
-        uint pixel[STEPS];
-        [[unroll]] for (uint t = 0u; t < STEPS; t++) {
-            bool on = e + t * size + lane < strip.y && bit4(activity[t], lane);
-            pixel[t] = walk_pixel(walk);
-            uint at = origin + (on ? pixel[t] : 0u);
-            depth[t] = depth_bits[at];
-            colour[t] = color[at];
+        // The active pixels' depths and colours, loaded while the tile's words are scanned:
+        // all issued at once and without branches (inactive elements read the image's first
+        // pixel, a cache hit).
+        uint depth[PER_INVOCATION];
+        uint colour[PER_INVOCATION];
+        uint on_bits = 0u;  // bit k: element k * WG + lid is active
+        ElementWalk walk = walk_start(base + lid, WG);
+        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+            uint off = k * WG + lid;
+            bool on = (s_mask[off >> 5] & (1u << (off & 31u))) != 0u;
+            on_bits |= on ? 1u << k : 0u;
+            uint at = origin + (on ? walk_pixel(walk) : 0u);
+            depth[k] = depth_bits[at];
+            colour[k] = color[at];
             walk_next(walk);
         }
-        [[unroll]] for (uint t = 0u; t < STEPS; t++) {
-            uint e0 = e + t * size;
-            if (e0 >= strip.y) break;
-            uint el = e0 + lane;
-            bool real = el < strip.y;
-            bool on = real && bit4(activity[t], lane);
-            bool before = lane > 0u ? bit4(activity[t], lane - 1u) : carry_bit;
-            bool start = real && (on != before || el == 0u);
-            uvec4 starts = subgroupBallot(start);
-            uvec4 actives = subgroupBallot(on);
-            bool last = el + 1u == el_n;
-            if (on || last) {
-                uvec4 upto = starts & gl_SubgroupLeMask;
-                uint a = carry.y + subgroupBallotExclusiveBitCount(actives);
-                uint r = carry.x + count4(upto);
-                uint run_start = upto != uvec4(0u) ? e0 + msb4(upto) + 1u : carry.z;
-                if (on) {
-                    uint pos = ap_offset(a, r);
-                    ap2[pos >> 1] = uvec2(colour[t], depth[t]);
-                    if (start) {
-                        uvec4 earlier = starts & gl_SubgroupLtMask;
-                        uint previous = earlier != uvec4(0u) ? e0 + msb4(earlier) + 1u : carry.z;
-                        ap[pos - 2u] = pixel[t] - start_pixel(previous);
-                    }
-                    bool next_on = lane + 1u < size ? bit4(activity[t], lane + 1u) : bit4(activity[t + 1u], 0u);
-                    if (!next_on || last) {
-                        uint len = el + 2u - run_start;
-                        ap[ap_offset(a + 1u - len, r) - 1u] = len;
-                    }
-                    if (last) {
-                        if (tail > 0u) {
-                            ap[pos + 2u] = tail;
-                            ap[pos + 3u] = 0u;
-                            ap_words[0] = pos + 4u;
-                        } else {
-                            ap_words[0] = pos + 2u;
-                        }
-                    }
-                } else {
-                    uint pos = ap_offset(a, r - 1u);
-                    ap[pos] = el_total - start_pixel(run_start);
-                    ap[pos + 1u] = 0u;
-                    ap_words[0] = pos + 2u;
-                }
-            }
-            carry = combine3(carry, step_value(starts, actives, e0));
-            carry_bit = bit4(activity[t], size - 1u);
+
+        uvec3 v = uvec3(0u);
+        if (lid < WORDS) {
+            uint m = s_mask[lid];
+            uint e0 = base + 32u * lid;
+            uint starts = word_starts(m, lid > 0u ? s_mask[lid - 1u] >> 31 : s_edge[0], e0);
+            s_start[lid] = starts;
+            v = word_value(starts, m, e0);
         }
+        uvec3 excl = monoid_scan(v, carry);
+        carry = s_scan_total;
+        if (lid < WORDS) s_prefix[lid] = excl;
+        barrier();
+
+        walk = walk_start(base + lid, WG);
+        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+            uint off = k * WG + lid;
+            uint e = base + off;
+            bool on = (on_bits & (1u << k)) != 0u;
+            bool last = e + 1u == el_n;
+            uint pixel = walk_pixel(walk);
+            walk_next(walk);
+            if (!on && !last) continue;
+            uint w = off >> 5;
+            uint bit = 1u << (off & 31u);
+            uint upto = bit | (bit - 1u);
+            uint m = s_mask[w];
+            uint starts = s_start[w];
+            uvec3 pre = s_prefix[w];
+            uint a = pre.y + bitCount(m & (bit - 1u));
+            uint r = pre.x + bitCount(starts & upto);
+            uint mine = starts & upto;
+            uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
+            if (on) {
+                uint pos = ap_offset(a, r);
+                ap2[pos >> 1] = uvec2(colour[k], depth[k]);
+                if ((starts & bit) != 0u) {
+                    uint earlier = starts & (bit - 1u);
+                    uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
+                    ap[pos - 2u] = pixel - start_pixel(previous);
+                }
+                bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
+                                                  : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
+                if (!next_on) {
+                    uint len = e + 2u - run_start;
+                    ap[ap_offset(a + 1u - len, r) - 1u] = len;
+                }
+                if (last) {
+                    if (tail > 0u) {
+                        ap[pos + 2u] = tail;
+                        ap[pos + 3u] = 0u;
+                        ap_words[0] = pos + 4u;
+                    } else {
+                        ap_words[0] = pos + 2u;
+                    }
+                }
+            } else {
+                uint pos = ap_offset(a, r - 1u);
+                ap[pos] = el_total - start_pixel(run_start);
+                ap[pos + 1u] = 0u;
+                ap_words[0] = pos + 2u;
+            }
+        }
+        // The next tile reuses the shared arrays.
+        barrier();
     }
 }

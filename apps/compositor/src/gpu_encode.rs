@@ -2,19 +2,21 @@
 //! Algorithm 1, recorded into one submission:
 //!
 //! 1. `roi`: the bounding box of the active pixels, left in a device buffer;
-//! 2. `ap_reduce`: the pixel properties (activity bits) of the box's pixels, and the totals of
-//!    the fused scans (run starts, active pixels, last run start) per subgroup strip and per
-//!    workgroup;
+//! 2. `ap_reduce`: the pixel properties (activity bits) of the box's pixels, tile by tile,
+//!    and each workgroup's total of the fused scans (run starts, active pixels, last run
+//!    start) over its partition of tiles;
 //! 3. `ap_scan_partitions`: the exclusive scan of the workgroups' totals;
-//! 4. `ap_scatter`: the scans' running values (run ids, run lengths, active indices) along
-//!    each strip, and the scatter of pixels and run headers to the Equation 1 offsets.
+//! 4. `ap_scatter`: per tile, the scans' prefixes (run ids, run lengths, active indices) and
+//!    the scatter of pixels and run headers to the Equation 1 offsets.
 //!
 //! The encoding passes read the box from the ROI kernel's buffer, so the host never waits
 //! between them. This reduce-then-scan split replaced a single pass with decoupled look-back
 //! whose tiles waited on each other with one tile an SM (registers), which left each tile's
-//! latency chain exposed; here no subgroup waits for another or for a barrier in its main
-//! loop (`ap_strips.glsl`), and reading the depth twice (every depth in pass 2, active ones
-//! again in pass 4) costs less than that waiting did (BENCHMARKS.md).
+//! latency chain exposed; here no workgroup waits for another, and reading the depth twice
+//! (every depth in pass 2, active ones again in pass 4) costs less than that waiting did
+//! (BENCHMARKS.md). Workgroups take contiguous partitions of tiles rather than subgroups
+//! taking strips: with thousands of subgroups each streaming its own strip, DRAM pages were
+//! no longer read in long runs and both passes ran 2-5x slower on the H100.
 //!
 //! Only the pixels of the ROI box are encoded (everything outside it is inactive by
 //! definition), as in the paper's IceT integration: the encoder walks the box row by row,
@@ -39,43 +41,50 @@ const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
 /// Configurations of the encoding passes, best first; devices that cannot build the first
 /// take the next.
 const ENCODE_CONFIGS: [EncodeConfig; 2] = [
-    EncodeConfig { workgroup: 256, steps: 8, max_groups: 2048, group_elements: 8192 },
-    EncodeConfig { workgroup: 128, steps: 8, max_groups: 2048, group_elements: 8192 },
+    EncodeConfig { workgroup: 256, per_invocation: 8, max_groups: 1024 },
+    EncodeConfig { workgroup: 128, per_invocation: 8, max_groups: 1024 },
 ];
-/// Smallest subgroup size any device has, for sizing the strip totals (one a subgroup).
-const MIN_SUBGROUP: u32 = 4;
 /// Profiled pass names of the encoding passes, in order.
 const PASS_NAMES: [&str; 3] = ["ap_reduce", "ap_scan_partitions", "ap_scatter"];
 /// Workgroup size of `ap_scan_partitions` (one workgroup).
 const SCAN_WORKGROUP: u32 = 256;
 
-/// The shape of the element passes `ap_reduce` and `ap_scatter` (their specialization
+/// The shape of the tile passes `ap_reduce` and `ap_scatter` (their specialization
 /// constants 0 and 1, and their dispatch). `composite sweep` measures them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct EncodeConfig {
     /// Invocations per workgroup.
     pub workgroup: u32,
-    /// Steps (one element per invocation each) a subgroup loads at once.
-    pub steps: u32,
-    /// Most workgroups (partitions) the element passes are dispatched with.
+    /// Elements each invocation takes of a tile (at most 32).
+    pub per_invocation: u32,
+    /// Most workgroups (partitions of the tiles) the tile passes are dispatched with.
     pub max_groups: u32,
-    /// Fewest elements a partition should have: small images get fewer, larger partitions
-    /// (each costs a total, a prefix and its strips' starts).
-    pub group_elements: u32,
 }
 
 impl EncodeConfig {
+    fn tile(&self) -> usize {
+        (self.workgroup * self.per_invocation) as usize
+    }
+
     /// Workgroups (partitions) for a sequence of at most `elements` elements.
     fn groups(&self, elements: usize) -> u32 {
-        elements.div_ceil(self.group_elements as usize).clamp(1, self.max_groups as usize) as u32
+        elements.div_ceil(self.tile()).clamp(1, self.max_groups as usize) as u32
+    }
+
+    /// Shared memory of `ap_scatter`, the larger tile pass: per word of the tile its
+    /// activity, run starts and a uvec3 prefix (16 bytes), per invocation a uvec3 of the
+    /// workgroup scan, and a few scalars.
+    fn shared_bytes(&self) -> u32 {
+        let words = self.tile() as u32 / 32;
+        words * (4 + 4 + 16) + self.workgroup * 16 + 64
     }
 
     /// Whether the device can run this configuration.
     fn fits(&self, info: &engine::DeviceInfo) -> bool {
         self.workgroup <= info.max_workgroup_invocations
-            && (1..=32).contains(&self.steps)
+            && (1..=32).contains(&self.per_invocation)
             && self.max_groups >= 1
-            && self.group_elements >= 1
+            && self.shared_bytes() <= info.max_shared_memory_bytes
     }
 }
 
@@ -191,8 +200,6 @@ pub struct GpuEncoder {
     roi_host: Buffer<u32>,
     /// Activity bits of the elements (pass 1 to pass 3).
     masks: Option<Buffer<u32>>,
-    /// Scan totals of the strips (4 words a subgroup).
-    strip_totals: Option<Buffer<u32>>,
     /// Scan totals of the workgroups, then their exclusive prefixes (4 words a workgroup).
     totals: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
@@ -219,14 +226,14 @@ impl GpuEncoder {
         let build = |c: &EncodeConfig| -> engine::Result<EncodePasses> {
             let scan_wg = SCAN_WORKGROUP.min(ctx.info().max_workgroup_invocations);
             Ok(EncodePasses {
-                reduce: pipe("ap_reduce", shaders::AP_REDUCE, 5, &[c.workgroup, c.steps])?,
+                reduce: pipe("ap_reduce", shaders::AP_REDUCE, 4, &[c.workgroup, c.per_invocation])?,
                 scan: ctx.compute_pipeline_for::<u32>(
                     "ap_scan_partitions",
                     shaders::AP_SCAN_PARTITIONS,
                     1,
                     &[scan_wg],
                 )?,
-                scatter: pipe("ap_scatter", shaders::AP_SCATTER, 8, &[c.workgroup, c.steps])?,
+                scatter: pipe("ap_scatter", shaders::AP_SCATTER, 7, &[c.workgroup, c.per_invocation])?,
                 config: *c,
             })
         };
@@ -242,7 +249,6 @@ impl GpuEncoder {
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             masks: None,
-            strip_totals: None,
             totals: None,
             out: None,
             host: None,
@@ -274,11 +280,14 @@ impl GpuEncoder {
             )));
         }
         let config = self.passes.config;
-        let groups = config.groups(total) as usize;
-        let strips = groups * (config.workgroup / MIN_SUBGROUP).max(1) as usize;
+        let (tile, groups) = (config.tile(), config.groups(total) as usize);
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        self.ctx.reuse_buffer(&mut self.masks, total.div_ceil(32), Location::Device, "ap activity bits")?;
-        self.ctx.reuse_buffer(&mut self.strip_totals, 4 * strips, Location::Device, "ap strip totals")?;
+        self.ctx.reuse_buffer(
+            &mut self.masks,
+            total.div_ceil(tile) * tile / 32,
+            Location::Device,
+            "ap activity bits",
+        )?;
         self.ctx.reuse_buffer(&mut self.totals, 4 * groups, Location::Device, "ap workgroup totals")?;
         Ok(())
     }
@@ -293,17 +302,13 @@ impl GpuEncoder {
         image: &ImagePush,
         elements: usize,
     ) {
-        let (masks, strips, totals, out) = (
-            self.masks.as_ref().unwrap(),
-            self.strip_totals.as_ref().unwrap(),
-            self.totals.as_ref().unwrap(),
-            self.out.as_ref().unwrap(),
-        );
+        let (masks, totals, out) =
+            (self.masks.as_ref().unwrap(), self.totals.as_ref().unwrap(), self.out.as_ref().unwrap());
         let groups = self.passes.config.groups(elements);
         let p = &self.passes;
         rec.dispatch_linear(
             &p.reduce,
-            &[depth.binding(), self.roi_box.binding(), masks.binding(), strips.binding(), totals.binding()],
+            &[depth.binding(), self.roi_box.binding(), masks.binding(), totals.binding()],
             image,
             groups,
         );
@@ -321,7 +326,6 @@ impl GpuEncoder {
                 out.binding(),
                 self.size.binding(),
                 masks.binding(),
-                strips.binding(),
                 totals.binding(),
             ],
             image,
@@ -484,13 +488,13 @@ mod tests {
     }
 
     #[test]
-    fn many_partitions_and_short_strips() {
-        // Partitions of a few words each (the most workgroups small images get), more
-        // partitions than one chunk of ap_scan_partitions (256 x 8), and strips that end
-        // inside a step: every boundary the passes hand values across.
+    fn many_partitions_of_few_tiles() {
+        // 64 x 2 elements a tile: a 1531 x 1409 frame has 16,854 tiles in 4099 partitions of
+        // four or five tiles, more than one chunk of ap_scan_partitions (256 x 8): every
+        // boundary the passes hand values across.
         let ctx = testing::context();
         let (w, h) = (1531, 1409);
-        let config = EncodeConfig { workgroup: 64, steps: 3, max_groups: 4099, group_elements: 256 };
+        let config = EncodeConfig { workgroup: 64, per_invocation: 2, max_groups: 4099 };
         let mut enc = GpuEncoder::with_configs(ctx, &[config]).unwrap();
         for (name, frame) in patterns::all(w, h, 5) {
             if !matches!(name.as_str(), "random runs" | "band" | "full" | "checkerboard") {

@@ -1,5 +1,5 @@
-//! `composite sweep`: the encoder's configurations (`gpu_encode::EncodeConfig`: workgroup
-//! size, steps loaded at once, partitions) on rendered frames, for occupancy tuning.
+//! `composite sweep`: the encoder's configurations (`gpu_encode::EncodeConfig`: tile shape
+//! and partitions) on rendered frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
 //! and a sparse one, as 192 do) every configuration encodes the same frame; its payload is
@@ -18,13 +18,12 @@ use crate::scene::Scene;
 
 /// Every configuration the sweep tries that fits the device's workgroups.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
+    let shapes = [(128, 8), (128, 16), (256, 4), (256, 8), (256, 16), (512, 8), (1024, 4), (1024, 8)];
     let mut out = Vec::new();
-    for workgroup in [128, 256, 512] {
-        for steps in [4, 8, 16] {
-            for (max_groups, group_elements) in [(1024, 8192), (2048, 8192), (4096, 4096), (8192, 2048)] {
-                if workgroup <= max_workgroup {
-                    out.push(EncodeConfig { workgroup, steps, max_groups, group_elements });
-                }
+    for (workgroup, per_invocation) in shapes {
+        for max_groups in [512, 1024, 2048, 4096] {
+            if workgroup <= max_workgroup {
+                out.push(EncodeConfig { workgroup, per_invocation, max_groups });
             }
         }
     }
