@@ -1,9 +1,10 @@
 #version 460
 // Active Pixel encoding, pass 1 of 3 (Algorithm 1's pixel properties, and the reduction of
-// its scans): every element's depth is read once; the tiles' activity words go to `masks`
-// for pass 3, and each workgroup's total of the scans over its partition of tiles (run
-// starts, active elements, last run start + 1; ap_tile.glsl) to `totals` for pass 2. No
-// workgroup waits for another.
+// its scans): every element's depth is read once; each chunk's activity word goes to
+// `masks` for pass 3 (ap_tile.glsl), and each workgroup's total of the scans over its
+// partition of tiles (run starts, active elements, last run start + 1) to `totals` for
+// pass 2. Each invocation reads the element before its chunk itself (a cache hit), so no
+// invocation waits for another until the workgroup's final reduction.
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "ap_elements.glsl"
@@ -20,66 +21,42 @@ layout(push_constant) uniform Push { uint width; uint height; uint origin; uint 
 
 #include "ap_tile.glsl"
 
-shared uint s_mask[WORDS];
-shared uint s_before;  // activity of the element just before the partition
-
-bool element_active(uint e) {
-    return e < el_n && !is_gap(e) && depth_bits[origin + element_pixel(e)] != BACKGROUND_BITS;
-}
-
 void main() {
     elements_init(width, height, box_source != 0u ? uvec4(roi[0], roi[1], ~roi[2], ~roi[3]) : box_push);
     uint lid = gl_LocalInvocationIndex;
     uvec2 range = partition_tiles(gl_WorkGroupID.x);
-    if (lid == 0u) s_before = range.x < range.y && range.x > 0u && element_active(range.x * TILE - 1u) ? 1u : 0u;
-    barrier();
-    // Activity of the element before the tile: the last of the previous tile after the first.
-    uint before = s_before;
     uvec3 total = uvec3(0u);
     for (uint tile = range.x; tile < range.y; tile++) {
-        uint base = tile * TILE;
-        // Every load is issued before any is used, unconditionally: elements past the end
-        // and gap elements read the image's first pixel (a cache hit) and are then ignored,
-        // so no branch separates the loads (with one, NVIDIA's compiler waited for each
-        // load before issuing the next).
+        uint e0 = tile * TILE + lid * PER_INVOCATION;
+        ElementWalk walk = walk_start(e0, 1u);
+        // The element before the chunk: the previous column, or the last of the previous
+        // row's stride (a gap when the box is narrower than the image).
+        bool wrap = walk.col == 0u;
+        uint prev_col = wrap ? el_stride - 1u : walk.col - 1u;
+        bool prev_real = e0 > 0u && e0 <= el_n && prev_col < el_box_w;
+        uint prev_pixel = (el_y0 + walk.row - (wrap ? 1u : 0u)) * el_width + el_x0 + prev_col;
+        // Every load issued before any is used, and unconditionally: elements past the end
+        // and gap elements read the image's first pixel (a cache hit) and are ignored, so no
+        // branch separates the loads (with one, NVIDIA's compiler waited for each load
+        // before issuing the next).
+        uint before = depth_bits[origin + (prev_real ? prev_pixel : 0u)];
         uint depth[PER_INVOCATION];
-        uint real = 0u;  // bit k: element k * WG + lid is a pixel of the box
-        ElementWalk walk = walk_start(base + lid, WG);
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            bool pixel = base + k * WG + lid < el_n && !walk_is_gap(walk);
-            real |= pixel ? 1u << k : 0u;
-            depth[k] = depth_bits[origin + (pixel ? walk_pixel(walk) : 0u)];
+        uint real = 0u;
+        [[unroll]] for (uint j = 0u; j < PER_INVOCATION; j++) {
+            bool pixel = e0 + j < el_n && !walk_is_gap(walk);
+            real |= pixel ? 1u << j : 0u;
+            depth[j] = depth_bits[origin + (pixel ? walk_pixel(walk) : 0u)];
             walk_next(walk);
         }
-        // Subgroups of 32 or more lanes store whole words; smaller ones OR into them.
-        if (gl_SubgroupSize < 32u) {
-            for (uint w = lid; w < WORDS; w += WG) s_mask[w] = 0u;
-            barrier();
+        uint bits = 0u;
+        [[unroll]] for (uint j = 0u; j < PER_INVOCATION; j++) {
+            bits |= depth[j] != BACKGROUND_BITS ? 1u << j : 0u;
         }
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            uvec4 b = subgroupBallot((real & (1u << k)) != 0u && depth[k] != BACKGROUND_BITS);
-            if (subgroupElect()) {
-                uint first = k * WG + gl_SubgroupID * gl_SubgroupSize;
-                if (gl_SubgroupSize >= 32u) {
-                    for (uint c = 0u; c < gl_SubgroupSize / 32u; c++) s_mask[first / 32u + c] = b[c];
-                } else {
-                    atomicOr(s_mask[first / 32u], b.x << (first % 32u));
-                }
-            }
-        }
-        barrier();
-        uvec3 v = uvec3(0u);
-        if (lid < WORDS) {
-            uint m = s_mask[lid];
-            masks[tile * WORDS + lid] = m;
-            uint e0 = base + 32u * lid;
-            v = word_value(word_starts(m, lid > 0u ? s_mask[lid - 1u] >> 31 : before, e0), m, e0);
-        }
-        before = s_mask[WORDS - 1u] >> 31;
-        // The total only; monoid_scan's barriers also keep s_mask until every invocation has
-        // read it.
-        monoid_scan(v, uvec3(0u));
-        total = combine3(total, s_scan_total);
+        bits &= real & chunk_valid(e0);
+        masks[tile * WG + lid] = bits;
+        uint starts = chunk_starts(bits, prev_real && before != BACKGROUND_BITS, e0);
+        total = combine3(total, chunk_value(starts, bits, e0));
     }
-    if (lid == 0u) totals[gl_WorkGroupID.x] = uvec4(total, 0u);
+    monoid_scan(total, uvec3(0u));
+    if (lid == 0u) totals[gl_WorkGroupID.x] = uvec4(s_scan_total, 0u);
 }

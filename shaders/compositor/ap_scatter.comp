@@ -1,12 +1,13 @@
 #version 460
 // Active Pixel encoding, pass 3 of 3 (Algorithm 1's run ids, run lengths, active indices and
 // the scatter to the Equation 1 offsets): each workgroup walks its partition of tiles
-// (ap_tile.glsl) from the exclusive prefix of the partitions before it (pass 2); each tile
-// reads its activity words (pass 1), scans them from the running prefix, and writes its
-// active pixels and run headers. Only active pixels' depths and colours are read, so over
-// the three passes every depth in the box is read once and every active pixel's depth and
-// colour once more. Partitions go in reverse order: the depths pass 1 read last are the
-// likeliest to be still in L2.
+// (ap_tile.glsl) from the exclusive prefix of the partitions before it (pass 2). Per tile,
+// each invocation reads its chunk's activity word (pass 1) and its neighbours', the chunks'
+// values are scanned across the workgroup from the running prefix, and each invocation walks
+// its chunk with running counters, writing its active pixels and run headers. Only active
+// pixels' depths and colours are read, so over the three passes every depth in the box is
+// read once and every active pixel's depth and colour once more. Partitions go in reverse
+// order: the depths pass 1 read last are the likeliest to be still in L2.
 //
 // From the scan's prefix every element knows its run id r, its active index a and where its
 // run began:
@@ -36,11 +37,6 @@ layout(push_constant) uniform Push { uint width; uint height; uint origin; uint 
 
 #include "ap_tile.glsl"
 
-shared uint s_mask[WORDS];    // activity of the tile's elements
-shared uint s_start[WORDS];   // run starts, same layout
-shared uvec3 s_prefix[WORDS]; // (runs, actives, last start + 1) of everything before word w
-shared uint s_edge[2];        // activity of the elements just before and just after the tile
-
 uint ap_offset(uint a, uint r) {
     // Word offset of an active pixel: 2 * (a + floor((r - 1) / 2) + 1); floor, not
     // truncation, so that an all-inactive image puts its header at 0.
@@ -64,78 +60,57 @@ void main() {
         }
         return;
     }
-    uint tiles = ceil_div(el_n, TILE);
+    uint last_chunk = ceil_div(el_n, TILE) * WG - 1u;
     uint tail = el_total - el_end;
     uint partition_index = gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x;
     uvec2 range = partition_tiles(partition_index);
     uvec3 carry = prefixes[partition_index].xyz;
     for (uint tile = range.x; tile < range.y; tile++) {
-        uint base = tile * TILE;
-        if (lid < WORDS) s_mask[lid] = masks[tile * WORDS + lid];
-        if (lid == 0u) s_edge[0] = tile > 0u ? masks[tile * WORDS - 1u] >> 31 : 0u;
-        if (lid == WG - 1u) s_edge[1] = tile + 1u < tiles ? masks[(tile + 1u) * WORDS] & 1u : 0u;
-        barrier();
+        uint chunk = tile * WG + lid;
+        uint e0 = chunk * PER_INVOCATION;
+        // The chunk's activity and its neighbours' (clamped loads, no branches).
+        uint bits = masks[chunk];
+        uint before_bits = masks[max(chunk, 1u) - 1u];
+        uint after_bits = masks[min(chunk + 1u, last_chunk)];
+        bool before = chunk > 0u && (before_bits >> (PER_INVOCATION - 1u)) != 0u;
+        bool after_on = chunk < last_chunk && (after_bits & 1u) != 0u;
+        uint starts = chunk_starts(bits, before, e0);
+        uvec3 pre = monoid_scan(chunk_value(starts, bits, e0), carry);
+        carry = s_scan_total;
 
-        // The active pixels' depths and colours, loaded while the tile's words are scanned:
-        // all issued at once and without branches (inactive elements read the image's first
-        // pixel, a cache hit).
+        // The active pixels' depths and colours, all loads issued at once and without
+        // branches (inactive elements read the image's first pixel, a cache hit).
         uint depth[PER_INVOCATION];
         uint colour[PER_INVOCATION];
-        uint on_bits = 0u;  // bit k: element k * WG + lid is active
-        ElementWalk walk = walk_start(base + lid, WG);
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            uint off = k * WG + lid;
-            bool on = (s_mask[off >> 5] & (1u << (off & 31u))) != 0u;
-            on_bits |= on ? 1u << k : 0u;
-            uint at = origin + (on ? walk_pixel(walk) : 0u);
-            depth[k] = depth_bits[at];
-            colour[k] = color[at];
+        uint pixel[PER_INVOCATION];
+        ElementWalk walk = walk_start(e0, 1u);
+        [[unroll]] for (uint j = 0u; j < PER_INVOCATION; j++) {
+            pixel[j] = walk_pixel(walk);
+            uint at = origin + (((bits >> j) & 1u) != 0u ? pixel[j] : 0u);
+            depth[j] = depth_bits[at];
+            colour[j] = color[at];
             walk_next(walk);
         }
 
-        uvec3 v = uvec3(0u);
-        if (lid < WORDS) {
-            uint m = s_mask[lid];
-            uint e0 = base + 32u * lid;
-            uint starts = word_starts(m, lid > 0u ? s_mask[lid - 1u] >> 31 : s_edge[0], e0);
-            s_start[lid] = starts;
-            v = word_value(starts, m, e0);
-        }
-        uvec3 excl = monoid_scan(v, carry);
-        carry = s_scan_total;
-        if (lid < WORDS) s_prefix[lid] = excl;
-        barrier();
-
-        walk = walk_start(base + lid, WG);
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            uint off = k * WG + lid;
-            uint e = base + off;
-            bool on = (on_bits & (1u << k)) != 0u;
+        // The chunk's elements in order: r counts run starts up to and including the element,
+        // a the active elements before it, run_start is the current run's first element + 1.
+        uint r = pre.x;
+        uint a = pre.y;
+        uint run_start = pre.z;
+        [[unroll]] for (uint j = 0u; j < PER_INVOCATION; j++) {
+            uint e = e0 + j;
+            bool on = ((bits >> j) & 1u) != 0u;
+            bool start = ((starts >> j) & 1u) != 0u;
             bool last = e + 1u == el_n;
-            uint pixel = walk_pixel(walk);
-            walk_next(walk);
-            if (!on && !last) continue;
-            uint w = off >> 5;
-            uint bit = 1u << (off & 31u);
-            uint upto = bit | (bit - 1u);
-            uint m = s_mask[w];
-            uint starts = s_start[w];
-            uvec3 pre = s_prefix[w];
-            uint a = pre.y + bitCount(m & (bit - 1u));
-            uint r = pre.x + bitCount(starts & upto);
-            uint mine = starts & upto;
-            uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
+            uint previous = run_start;
+            r += start ? 1u : 0u;
+            run_start = start ? e + 1u : run_start;
             if (on) {
                 uint pos = ap_offset(a, r);
-                ap2[pos >> 1] = uvec2(colour[k], depth[k]);
-                if ((starts & bit) != 0u) {
-                    uint earlier = starts & (bit - 1u);
-                    uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
-                    ap[pos - 2u] = pixel - start_pixel(previous);
-                }
-                bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
-                                                  : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
-                if (!next_on) {
+                ap2[pos >> 1] = uvec2(colour[j], depth[j]);
+                if (start) ap[pos - 2u] = pixel[j] - start_pixel(previous);
+                bool next_on = j + 1u < PER_INVOCATION ? ((bits >> (j + 1u)) & 1u) != 0u : after_on;
+                if (!next_on || last) {
                     uint len = e + 2u - run_start;
                     ap[ap_offset(a + 1u - len, r) - 1u] = len;
                 }
@@ -148,14 +123,13 @@ void main() {
                         ap_words[0] = pos + 2u;
                     }
                 }
-            } else {
+                a += 1u;
+            } else if (last) {
                 uint pos = ap_offset(a, r - 1u);
                 ap[pos] = el_total - start_pixel(run_start);
                 ap[pos + 1u] = 0u;
                 ap_words[0] = pos + 2u;
             }
         }
-        // The next tile reuses the shared arrays.
-        barrier();
     }
 }

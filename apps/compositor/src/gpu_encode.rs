@@ -55,7 +55,7 @@ const SCAN_WORKGROUP: u32 = 256;
 pub struct EncodeConfig {
     /// Invocations per workgroup.
     pub workgroup: u32,
-    /// Elements each invocation takes of a tile (at most 32).
+    /// Consecutive elements each invocation takes of a tile (a power of two up to 32).
     pub per_invocation: u32,
     /// Most workgroups (partitions of the tiles) the tile passes are dispatched with.
     pub max_groups: u32,
@@ -71,18 +71,16 @@ impl EncodeConfig {
         elements.div_ceil(self.tile()).clamp(1, self.max_groups as usize) as u32
     }
 
-    /// Shared memory of `ap_scatter`, the larger tile pass: per word of the tile its
-    /// activity, run starts and a uvec3 prefix (16 bytes), per invocation a uvec3 of the
-    /// workgroup scan, and a few scalars.
+    /// Shared memory of the tile passes: a uvec3 an invocation for the workgroup scan.
     fn shared_bytes(&self) -> u32 {
-        let words = self.tile() as u32 / 32;
-        words * (4 + 4 + 16) + self.workgroup * 16 + 64
+        self.workgroup * 16 + 64
     }
 
     /// Whether the device can run this configuration.
     fn fits(&self, info: &engine::DeviceInfo) -> bool {
         self.workgroup <= info.max_workgroup_invocations
-            && (1..=32).contains(&self.per_invocation)
+            && self.per_invocation.is_power_of_two()
+            && self.per_invocation <= 32
             && self.max_groups >= 1
             && self.shared_bytes() <= info.max_shared_memory_bytes
     }
@@ -198,7 +196,7 @@ pub struct GpuEncoder {
     /// The box on the device (what the encoding passes read) and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
-    /// Activity bits of the elements (pass 1 to pass 3).
+    /// Activity bits of the elements, one uint a chunk (pass 1 to pass 3).
     masks: Option<Buffer<u32>>,
     /// Scan totals of the workgroups, then their exclusive prefixes (4 words a workgroup).
     totals: Option<Buffer<u32>>,
@@ -284,7 +282,7 @@ impl GpuEncoder {
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         self.ctx.reuse_buffer(
             &mut self.masks,
-            total.div_ceil(tile) * tile / 32,
+            total.div_ceil(tile) * config.workgroup as usize,
             Location::Device,
             "ap activity bits",
         )?;
