@@ -71,9 +71,10 @@ impl EncodeConfig {
         elements.div_ceil(self.tile()).clamp(1, self.max_groups as usize) as u32
     }
 
-    /// Shared memory of the tile passes: a uvec3 an invocation for the workgroup scan.
+    /// Shared memory of `ap_scatter`, the larger tile pass: a uvec3 an invocation for the
+    /// workgroup scan, and a staged pixel (8 bytes) and its offset (4) an element.
     fn shared_bytes(&self) -> u32 {
-        self.workgroup * 16 + 64
+        self.workgroup * 16 + self.tile() as u32 * 12 + 64
     }
 
     /// Whether the device can run this configuration.

@@ -18,10 +18,10 @@ use crate::scene::Scene;
 
 /// Every configuration the sweep tries that fits the device's workgroups.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
-    let shapes = [(128, 8), (128, 16), (256, 8), (256, 16), (256, 32), (512, 8), (512, 16), (1024, 8)];
+    let shapes = [(64, 16), (64, 32), (128, 8), (128, 16), (256, 4), (256, 8), (512, 4)];
     let mut out = Vec::new();
     for (workgroup, per_invocation) in shapes {
-        for max_groups in [512, 1024, 2048, 4096] {
+        for max_groups in [256, 512, 1024, 2048] {
             if workgroup <= max_workgroup {
                 out.push(EncodeConfig { workgroup, per_invocation, max_groups });
             }
