@@ -258,12 +258,9 @@ fn time_rank(
     // Medians: a repetition that meets a clock dip (the host work between passes lets the
     // GPU slow down) should not move the figure.
     let encode_ms = median(gpu.iter().map(|t| t.encode_ms).collect());
-    let pass_ms: Vec<f64> = (0..3).map(|i| median(gpu.iter().map(|t| t.pass_ms[i]).collect())).collect();
     let roi_pixels = roi.map_or(0, |r| r.pixels());
     Ok(json!({
         "gpu_ms": encode_ms,
-        "pass_ms": pass_ms,
-        "passes": "ap_reduce, ap_scan_tiles, ap_scatter",
         "cpu_ms": mean(&cpu_roi),
         "cpu_full_frame_ms": mean(&cpu_full),
         "cpu_parallel_ms": mean(&cpu_par),

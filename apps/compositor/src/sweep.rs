@@ -1,5 +1,5 @@
-//! `composite sweep`: the encoder's configurations (`gpu_encode::EncodeConfig`: tile shape
-//! and partitions) on rendered frames, for occupancy tuning.
+//! `composite sweep`: the encoding kernel's configurations (tile shape, descriptor loads,
+//! colour loads; `gpu_encode::EncodeConfig`) on rendered frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
 //! and a sparse one, as 192 do) every configuration encodes the same frame; its payload is
@@ -16,14 +16,18 @@ use crate::gpu_encode::{EncodeConfig, GpuEncoder};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
 
-/// Every configuration the sweep tries that fits the device's workgroups.
+/// Every configuration the sweep tries: all tile shapes of up to 16 elements per
+/// invocation that fit a 1024-invocation workgroup, with each code-path choice.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
-    let shapes = [(64, 16), (64, 32), (128, 8), (128, 16), (256, 4), (256, 8), (512, 4)];
+    let shapes = [(128, 16), (256, 8), (256, 16), (512, 4), (512, 8), (512, 16), (1024, 4), (1024, 8), (1024, 16)];
     let mut out = Vec::new();
     for (workgroup, per_invocation) in shapes {
-        for max_groups in [256, 512, 1024, 2048] {
-            if workgroup <= max_workgroup {
-                out.push(EncodeConfig { workgroup, per_invocation, max_groups });
+        if workgroup > max_workgroup {
+            continue;
+        }
+        for relaxed_loads in [false, true] {
+            for late_colour in [false, true] {
+                out.push(EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour });
             }
         }
     }
@@ -40,19 +44,8 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
     let reps = if quick { 2 } else { 15 };
     let scene = Scene::points(points, 7);
     let configs = configs(ctx.info().max_workgroup_invocations);
-    // What three tiny passes separated by barriers cost: the floor of any three-pass encoder.
-    let probe: Buffer<u32> = ctx.buffer(64, Location::Device, "probe")?;
-    let mut empty = Vec::new();
-    for _ in 0..reps {
-        empty.push(crate::timing::timed_pass(&ctx, |rec| {
-            for _ in 0..3 {
-                rec.fill(&probe, 0);
-                rec.barrier();
-            }
-        })?);
-    }
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
-        "configs": configs.len(), "reps": reps, "three_tiny_passes_ms": median(empty)}));
+        "configs": configs.len(), "reps": reps}));
     // Pipelines are built once; a configuration the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
@@ -86,21 +79,17 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                 engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(100))?;
                 let mut times = Vec::new();
                 for _ in 0..reps {
-                    times.push(encoder.encode(&raster.color, &raster.depth, width, height)?.2);
+                    times.push(encoder.encode(&raster.color, &raster.depth, width, height)?.2.encode_ms);
                 }
-                let ms = median(times.iter().map(|t| t.encode_ms).collect());
-                let pass_ms: Vec<f64> = (0..3).map(|i| median(times.iter().map(|t| t.pass_ms[i]).collect())).collect();
+                let ms = median(times);
                 let verified = got == want;
-                let registers: serde_json::Map<String, serde_json::Value> = encoder
+                let registers = encoder
                     .kernel_statistics()?
                     .into_iter()
-                    .filter_map(|(pass, stats)| {
-                        let regs = stats.into_iter().find(|(name, _)| name.to_lowercase().contains("register"))?;
-                        Some((pass.to_string(), json!(regs.1)))
-                    })
-                    .collect();
+                    .find(|(name, _)| name.to_lowercase().contains("register"))
+                    .map(|(_, v)| v);
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
-                    "encode_ms": ms, "pass_ms": pass_ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
+                    "encode_ms": ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
                     "registers": registers, "active_pixels": want.active_pixels()}));
                 *total = (total.0 + ms, total.1 && verified);
             }
