@@ -34,6 +34,16 @@ pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
     out
 }
 
+/// Where a payload differs from the reference: the first differing word with the words
+/// around it in both, the number of differing words and both lengths.
+fn mismatch(want: &[u32], got: &[u32]) -> serde_json::Value {
+    let first = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+    let window = |v: &[u32]| v[first.saturating_sub(6)..(first + 6).min(v.len())].to_vec();
+    let differing = want.iter().zip(got).filter(|(a, b)| a != b).count();
+    json!({"first": first, "differing_words": differing, "want_len": want.len(), "got_len": got.len(),
+        "want": window(want), "got": window(got)})
+}
+
 /// Runs the sweep and hands each JSON line to `emit`.
 pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
     let ctx = Context::open(device)?;
@@ -90,7 +100,8 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                     .map(|(_, v)| v);
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
                     "encode_ms": ms, "floor_ms": floor, "floor_fraction": floor / ms, "verified": verified,
-                    "registers": registers, "active_pixels": want.active_pixels()}));
+                    "registers": registers, "active_pixels": want.active_pixels(),
+                    "mismatch": (!verified).then(|| mismatch(&want.words, &got.words))}));
                 *total = (total.0 + ms, total.1 && verified);
             }
         }
