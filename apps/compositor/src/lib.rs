@@ -23,7 +23,6 @@ pub mod frame;
 pub mod gpu_blend;
 pub mod gpu_encode;
 pub mod ops;
-#[cfg(test)]
 mod patterns;
 pub mod raster;
 pub mod scene;

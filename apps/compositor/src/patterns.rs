@@ -1,11 +1,13 @@
 //! Test images: the acceptance patterns (empty, full, checkerboard, single pixel) and random
-//! frames with runs of every length, at awkward sizes.
+//! frames with runs of every length, at awkward sizes. The GPU encoder also checks itself on
+//! two of them when it is created.
 
 use rand::{Rng, SeedableRng};
 
 use crate::frame::Frame;
 
 /// Sizes tests use: small, odd, not multiples of any workgroup size.
+#[cfg(test)]
 pub const SIZES: [(u32, u32); 4] = [(1, 1), (7, 3), (96, 64), (333, 211)];
 
 fn random_pixel(rng: &mut impl Rng) -> (u32, f32) {

@@ -59,7 +59,7 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
     // Pipelines are built once; a configuration the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
-        match GpuEncoder::with_configs(&ctx, &[config]) {
+        match GpuEncoder::with_config(&ctx, config) {
             Ok(e) => encoders.push(e),
             Err(e) => emit(json!({"sweep": "config", "config": config, "error": e.to_string()})),
         }
