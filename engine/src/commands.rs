@@ -188,10 +188,7 @@ impl Recorder {
         args: BufferBinding,
     ) {
         assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
-        assert!(
-            args.range >= 12 && args.offset.is_multiple_of(4),
-            "indirect dispatch arguments need three aligned u32"
-        );
+        assert!(args.range >= 12 && args.offset % 4 == 0, "indirect dispatch arguments need three aligned u32");
         self.bind(
             vk::PipelineBindPoint::COMPUTE,
             vk::ShaderStageFlags::COMPUTE,
