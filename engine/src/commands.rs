@@ -177,28 +177,6 @@ impl Recorder {
         }
     }
 
-    /// Records a dispatch whose workgroup counts the GPU wrote: three u32 (x, y, z) at
-    /// `args` (a binding of a buffer, at its offset), e.g. left there by an earlier kernel of
-    /// the same recording behind a [`Recorder::barrier`].
-    pub fn dispatch_indirect<P: NoUninit>(
-        &mut self,
-        pipe: &ComputePipeline,
-        bindings: &[BufferBinding],
-        push: &P,
-        args: BufferBinding,
-    ) {
-        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
-        assert!(args.range >= 12 && args.offset % 4 == 0, "indirect dispatch arguments need three aligned u32");
-        self.bind(
-            vk::PipelineBindPoint::COMPUTE,
-            vk::ShaderStageFlags::COMPUTE,
-            pipe.0.handles(),
-            bindings,
-            bytemuck::bytes_of(push),
-        );
-        unsafe { self.ctx.shared.device.cmd_dispatch_indirect(self.cmd, args.raw, args.offset) };
-    }
-
     /// Binds a pipeline (raw handle, layout, binding count, push-constant size, name), pushes
     /// its storage-buffer descriptors and its push constants. Shared by dispatches and draws.
     pub(crate) fn bind(

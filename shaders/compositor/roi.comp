@@ -1,31 +1,20 @@
 #version 460
 // Region of interest: the bounding box of the active pixels (depth != 1.0) of a width x height
-// image (a span of the distributed renderer is an image of one row). Each workgroup reduces
-// 32 pixels per invocation, read as 16-byte vectors (all loads issued before any is used),
-// with subgroup and shared-memory min/max, and issues one atomic per bound. roi = (min x,
-// min y, ~max x, ~max y), all kept as minima so one fill with 0xFFFFFFFF initialises it; an
-// image without active pixels leaves min x = ~0.
-//
-// The last workgroup to finish also sizes the encoder's dispatch: it writes the number of
-// `ap_encode` tiles of the box (`tile` elements each; ap_elements.glsl) to roi[5..8] as
-// indirect dispatch arguments, so that no encoder workgroup starts only to find the box
-// smaller than the image (at 8K those were 60-85% of them).
+// image (a span of the distributed renderer is an image of one row). Each workgroup reduces 32 pixels per invocation, read as 16-byte vectors (all
+// loads issued before any is used), with subgroup and shared-memory min/max, and issues one
+// atomic per bound. roi = (min x, min y, ~max x, ~max y), all kept as minima so one fill
+// with 0xFFFFFFFF initialises it; an image without active pixels leaves min x = ~0.
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
-#include "ap_elements.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) restrict readonly buffer Depth4 { uvec4 depth4[]; };
 layout(set = 0, binding = 0) restrict readonly buffer Depth1 { uint depth1[]; };
-// roi[0..4]: the box; roi[4]: workgroups done (starts at 0xFFFFFFFF, from the same fill);
-// roi[5..8]: the encoder's workgroup counts.
-layout(set = 0, binding = 1) coherent buffer Roi { uint roi[8]; };
+layout(set = 0, binding = 1) coherent buffer Roi { uint roi[4]; };
 // origin: index in Depth of the image's first pixel (16-byte loads only when it is a
-// multiple of 4); tile: elements of one encoder workgroup. The encoder's push block begins
-// alike.
-layout(push_constant) uniform Push { uint width; uint height; uint origin; uint box_source; uvec4 box_push; uint tile; };
+// multiple of 4).
+layout(push_constant) uniform Push { uint width; uint height; uint origin; };
 
 const uint VECTORS = 8u;  // per invocation
 const uint BACKGROUND_BITS = 0x3f800000u;  // f32 1.0
@@ -63,25 +52,11 @@ void main() {
         uvec4 r = uvec4(0xFFFFFFFFu);
         for (uint s = gl_SubgroupInvocationID; s < gl_NumSubgroups; s += gl_SubgroupSize) r = min(r, partial[s]);
         r = uvec4(subgroupMin(r.x), subgroupMin(r.y), subgroupMin(r.z), subgroupMin(r.w));
-        if (subgroupElect()) {
-            if (r.x != 0xFFFFFFFFu) {
-                atomicMin(roi[0], r.x);
-                atomicMin(roi[1], r.y);
-                atomicMin(roi[2], r.z);
-                atomicMin(roi[3], r.w);
-            }
-            // Release this workgroup's minima, and acquire every other's if it is the last.
-            uint done = atomicAdd(roi[4], 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease) + 1u;
-            if (done == gl_NumWorkGroups.x * gl_NumWorkGroups.y - 1u) {
-                uvec4 box = uvec4(atomicOr(roi[0], 0u), atomicOr(roi[1], 0u), ~atomicOr(roi[2], 0u), ~atomicOr(roi[3], 0u));
-                elements_init(width, height, box);
-                uint groups = max(ceil_div(el_n, tile), 1u);
-                // Laid out over x and y as engine::commands::linear_grid does.
-                uint x = min(groups, 65535u);
-                roi[5] = x;
-                roi[6] = ceil_div(groups, x);
-                roi[7] = 1u;
-            }
+        if (subgroupElect() && r.x != 0xFFFFFFFFu) {
+            atomicMin(roi[0], r.x);
+            atomicMin(roi[1], r.y);
+            atomicMin(roi[2], r.z);
+            atomicMin(roi[3], r.w);
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use std::time::Instant;
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
 use crate::ap::Encoded;
 use crate::error::{CompositorError, Result};
@@ -74,26 +74,19 @@ struct ImagePush {
     box_source: u32,
     /// The box (x0, y0, x1, y1), inclusive, when the host knows it.
     box_xy: [u32; 4],
-    /// Elements of one `ap_encode` tile: the ROI kernel sizes the encoder's dispatch with it.
-    tile: u32,
 }
 
 impl ImagePush {
     /// A `width x height` image at pixel `origin` whose box the ROI kernel finds.
     fn found_box(width: u32, height: u32, origin: u32) -> ImagePush {
-        ImagePush { width, height, origin, box_source: 1, box_xy: [0; 4], tile: 0 }
+        ImagePush { width, height, origin, box_source: 1, box_xy: [0; 4] }
     }
 
     /// A `width x height` image at pixel `origin` with a known box.
     fn with_box(width: u32, height: u32, origin: u32, roi: &Roi) -> ImagePush {
-        ImagePush { width, height, origin, box_source: 0, box_xy: [roi.x0, roi.y0, roi.x1, roi.y1], tile: 0 }
+        ImagePush { width, height, origin, box_source: 0, box_xy: [roi.x0, roi.y0, roi.x1, roi.y1] }
     }
 }
-
-/// Words of the ROI kernel's buffer: the box (4), a count of finished workgroups, and the
-/// encoder's indirect dispatch arguments (3) from word [`DISPATCH_WORD`].
-const ROI_WORDS: usize = 8;
-const DISPATCH_WORD: usize = 5;
 
 /// Bounding box of the active pixels, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -240,8 +233,8 @@ impl GpuEncoder {
             roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
             encode,
             config,
-            roi_box: ctx.buffer(ROI_WORDS, Location::Device, "roi box")?,
-            roi_host: ctx.buffer(ROI_WORDS, Location::Download, "roi box (host)")?,
+            roi_box: ctx.buffer(4, Location::Device, "roi box")?,
+            roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             scratch: None,
             out: None,
             host: None,
@@ -260,9 +253,9 @@ impl GpuEncoder {
         Ok(self.encode.statistics()?)
     }
 
-    /// Checks the frame and sizes the payload and scratch buffers for it (for as many tiles
-    /// as cover the whole image).
-    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<()> {
+    /// Checks the frame and sizes the payload and scratch buffers for it; returns the
+    /// number of `ap_encode` workgroups (tiles) that cover the whole image.
+    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<usize> {
         let (width, height) = (image.width, image.height);
         let total = crate::ap::pixel_count(width, height)?;
         let end = image.origin as usize + total;
@@ -275,35 +268,32 @@ impl GpuEncoder {
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         let tiles = total.div_ceil(self.config.tile());
         self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
-        Ok(())
+        Ok(tiles)
     }
 
-    /// Records the encoding of the box: of `tiles` tiles, or when None, of the box and with
-    /// the dispatch the ROI kernel left in `roi_box` (recorded before it).
+    /// Records the encoding of the box in `roi_box` (filled by the recording before it).
     fn record_encode(
         &self,
         rec: &mut Recorder,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
         image: &ImagePush,
-        tiles: Option<usize>,
+        tiles: usize,
     ) {
         let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
-        let bindings = [
-            color.binding(),
-            depth.binding(),
-            self.roi_box.binding(),
-            out.binding(),
-            self.size.binding(),
-            scratch.binding(),
-        ];
-        match tiles {
-            Some(tiles) => rec.dispatch_linear(&self.encode, &bindings, image, tiles as u32),
-            None => {
-                let args = BufferBinding { offset: 4 * DISPATCH_WORD as u64, range: 12, ..self.roi_box.binding() };
-                rec.dispatch_indirect(&self.encode, &bindings, image, args);
-            }
-        }
+        rec.dispatch_linear(
+            &self.encode,
+            &[
+                color.binding(),
+                depth.binding(),
+                self.roi_box.binding(),
+                out.binding(),
+                self.size.binding(),
+                scratch.binding(),
+            ],
+            image,
+            tiles as u32,
+        );
     }
 
     /// Submits a recording that ends with an encoding and returns the payload length in
@@ -368,7 +358,7 @@ impl GpuEncoder {
         rec.enable_profiling(2)?;
         rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, image, Some(tiles));
+        self.record_encode(&mut rec, color, depth, image, tiles);
         rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
         Ok((words, gpu_ms(&passes, wall)))
@@ -412,8 +402,7 @@ impl GpuEncoder {
         depth: &Buffer<f32>,
         image: &ImagePush,
     ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
-        self.prepare(color, depth, image)?;
-        let image = &ImagePush { tile: self.config.tile() as u32, ..*image };
+        let tiles = self.prepare(color, depth, image)?;
         let total = image.width as usize * image.height as usize;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(4)?;
@@ -428,7 +417,7 @@ impl GpuEncoder {
         );
         rec.mark("roi");
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, image, None);
+        self.record_encode(&mut rec, color, depth, image, tiles);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
@@ -461,26 +450,6 @@ mod tests {
         for (workgroup, per_invocation) in ENCODE_SHAPES {
             let config = EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour: false };
             check_encoder(GpuEncoder::with_config(ctx, config).unwrap());
-        }
-        testing::assert_no_validation_messages();
-    }
-
-    #[test]
-    fn the_roi_kernel_sizes_the_dispatch_for_many_tiles() {
-        // 64 x 2 elements a tile: the boxes of a 1531 x 1409 frame have up to 16,854 tiles,
-        // all dispatched by the arguments the ROI kernel's last workgroup writes.
-        let ctx = testing::context();
-        let (w, h) = (1531, 1409);
-        let config = EncodeConfig { workgroup: 64, per_invocation: 2, relaxed_loads: false, late_colour: false };
-        let mut enc = GpuEncoder::with_config(ctx, config).unwrap();
-        for (name, frame) in patterns::all(w, h, 5) {
-            if !matches!(name.as_str(), "random runs" | "band" | "full" | "two pixels" | "empty") {
-                continue;
-            }
-            let color = ctx.upload(&frame.color, "color").unwrap();
-            let depth = ctx.upload(&frame.depth, "depth").unwrap();
-            let (got, _, _) = enc.encode(&color, &depth, w, h).unwrap();
-            assert_eq!(got, encode_serial(&frame), "{name} {w}x{h}");
         }
         testing::assert_no_validation_messages();
     }
