@@ -7,6 +7,7 @@
 //! - [`profile`]: timestamp queries turned into named per-pass GPU milliseconds.
 //! - [`prims`]: GPU building blocks with CPU references (scan, reduce, sort, FFT, GEMM).
 //! - [`io`] and [`cli`]: file formats and command-line pieces every binary shares.
+//! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
 //!
 //! A typical kernel launch:
 //! ```no_run
@@ -23,6 +24,7 @@ pub mod commands;
 pub mod context;
 pub mod error;
 pub mod graphics;
+pub mod heap;
 pub mod io;
 pub mod memory;
 pub mod pipeline;

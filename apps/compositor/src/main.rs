@@ -224,6 +224,8 @@ fn render(req: RenderRequest, out: &Path, json: bool) -> Result<()> {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    // Frames allocate and free tens of MB of host buffers each (engine::heap says why).
+    engine::heap::keep_large_allocations();
     match cli.command {
         Command::Encode { color, depth, out, background, common } => encode(&color, &depth, &out, &background, &common),
         Command::Decode { input, color, depth, common } => {
