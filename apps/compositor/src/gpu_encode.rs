@@ -35,6 +35,12 @@ const ENCODE_SHAPES: [(u32, u32); 3] = [(512, 16), (1024, 8), (256, 16)];
 /// Size of the self-check frame: several tiles of every shape, odd sizes.
 const CHECK_SIZE: (u32, u32) = (1031, 517);
 
+/// Whether `ap_encode` reads tile descriptors with relaxed atomic loads on this device: on
+/// GPUs, not on CPU devices (`lookback.glsl` says why).
+fn relaxed_loads_on(ctx: &Context) -> bool {
+    ctx.info().device_type != "CPU"
+}
+
 /// The `ap_encode` kernel's specialization constants: its tile shape and two code-path
 /// choices (see the shader). `composite sweep` measures them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -176,10 +182,10 @@ impl GpuEncoder {
     /// The check is there because shapes have given wrong payloads on the H100 while right
     /// on lavapipe (1024 x 16 in one build, 512 x 8 in another; the compositor notes), so a
     /// shape is only trusted once it has encoded a known frame correctly on this device.
-    /// Tile descriptors are read with relaxed atomic loads except on CPU devices
-    /// (`lookback.glsl` says why).
+    /// The check costs two encodings of a 0.5-megapixel frame on the GPU and the CPU (a few
+    /// ms), once per encoder.
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
-        let relaxed_loads = ctx.info().device_type != "CPU";
+        let relaxed_loads = relaxed_loads_on(ctx);
         let mut failures = Vec::new();
         for (workgroup, per_invocation) in ENCODE_SHAPES {
             let config = EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour: false };
@@ -249,7 +255,7 @@ impl GpuEncoder {
 
     /// The driver's compiler statistics of the encoding kernel (registers, where the
     /// device reports them).
-    pub fn kernel_statistics(&self) -> Result<Vec<(String, String)>> {
+    pub fn kernel_statistics(&self) -> Result<engine::PipelineStatistics> {
         Ok(self.encode.statistics()?)
     }
 
@@ -443,10 +449,9 @@ mod tests {
     #[test]
     fn gpu_encoding_is_byte_identical_with_the_cpu_reference() {
         let ctx = testing::context();
-        // Every shape the encoder may pick, each on its own.
         // Every shape the encoder may pick, each on its own, with the descriptor loads it
         // takes on this device (read-modify-writes on lavapipe).
-        let relaxed_loads = ctx.info().device_type != "CPU";
+        let relaxed_loads = relaxed_loads_on(ctx);
         for (workgroup, per_invocation) in ENCODE_SHAPES {
             let config = EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour: false };
             check_encoder(GpuEncoder::with_config(ctx, config).unwrap());

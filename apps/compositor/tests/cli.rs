@@ -276,3 +276,24 @@ fn demo_and_quick_bench_run() {
     assert!(lines.iter().any(|l| l["bench"] == "ap_encode" && l["gpu_ms"].as_f64().unwrap() > 0.0));
     assert!(lines.iter().any(|l| l["bench"] == "ap_ratios"));
 }
+
+#[test]
+fn quick_sweep_checks_every_configuration() {
+    let out = ok(&["sweep", "--quick"]);
+    let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let encodes: Vec<&serde_json::Value> = lines.iter().filter(|l| l["sweep"] == "encode").collect();
+    let configs = lines[0]["configs"].as_u64().unwrap() as usize;
+    // Two frames per configuration that builds (all of them build on lavapipe).
+    assert_eq!(encodes.len(), 2 * configs, "{out}");
+    for e in &encodes {
+        assert!(e["encode_ms"].as_f64().unwrap() > 0.0 && e["floor_ms"].as_f64().unwrap() > 0.0);
+        // Lavapipe's scans can go wrong with relaxed descriptor loads (lookback.glsl), so
+        // only the read-modify-write configurations must be right here.
+        if e["config"]["relaxed_loads"] == false {
+            assert_eq!(e["verified"], true, "{e}");
+        }
+    }
+    let best = lines.last().unwrap();
+    assert_eq!(best["sweep"], "best");
+    assert!(best["best"]["config"]["workgroup"].as_u64().is_some(), "{best}");
+}
