@@ -62,10 +62,17 @@ const uint WORDS = TILE / 32u;
 // Bits of the f32 1.0, the background depth.
 const uint BACKGROUND_BITS = 0x3f800000u;
 
-shared uint s_mask[WORDS];    // activity of the tile's elements, bit j of word w = element 32w + j
-shared uint s_start[WORDS];   // run starts, same layout
-shared uvec3 s_prefix[WORDS]; // (runs, actives, last start + 1) of everything before word w
-shared uvec3 s_sg[WG];        // per-subgroup totals, then their exclusive prefixes
+// The shared arrays have fixed sizes, those of the largest tile (16384 elements) and the
+// most subgroups (1024 invocations in subgroups of 4) the host lets through, not sizes
+// computed from the specialization constants: with those, some shapes (512 x 8, and
+// 1024 x 16 in an earlier build) encoded garbage on the H100 in every frame while right on
+// lavapipe; with fixed sizes all 36 configurations of `composite sweep` were right.
+const uint MAX_WORDS = 512u;
+const uint MAX_SUBGROUPS = 256u;
+shared uint s_mask[MAX_WORDS];    // activity of the tile's elements, bit j of word w = element 32w + j
+shared uint s_start[MAX_WORDS];   // run starts, same layout
+shared uvec3 s_prefix[MAX_WORDS]; // (runs, actives, last start + 1) of everything before word w
+shared uvec3 s_sg[MAX_SUBGROUPS]; // per-subgroup totals, then their exclusive prefixes
 shared uvec3 s_tile_prefix;
 shared uint s_edge[2];        // activity of the elements just before and just after the tile
 

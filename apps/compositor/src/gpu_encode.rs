@@ -32,6 +32,10 @@ const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
 /// right in every run, at 4K and 8K, dense and sparse. Devices that cannot build a shape, or
 /// whose result fails the encoder's self-check, take the next.
 const ENCODE_SHAPES: [(u32, u32); 3] = [(512, 16), (1024, 8), (256, 16)];
+/// Largest `ap_encode` tile and workgroup: the kernel's shared arrays have fixed sizes for
+/// these (the shader says why).
+const MAX_TILE: usize = 16384;
+const MAX_WORKGROUP: u32 = 1024;
 /// Size of the self-check frame: several tiles of every shape, odd sizes.
 const CHECK_SIZE: (u32, u32) = (1031, 517);
 
@@ -180,8 +184,9 @@ impl GpuEncoder {
     /// payloads equal the CPU encoder's on a check frame.
     ///
     /// The check is there because shapes have given wrong payloads on the H100 while right
-    /// on lavapipe (1024 x 16 in one build, 512 x 8 in another; the compositor notes), so a
-    /// shape is only trusted once it has encoded a known frame correctly on this device.
+    /// on lavapipe (1024 x 16 in one build, 512 x 8 in another), until the kernel's shared
+    /// arrays got fixed sizes (`ap_encode.comp`); a shape is only trusted once it has
+    /// encoded a known frame correctly on this device.
     /// The check costs two encodings of a 0.5-megapixel frame on the GPU and the CPU (a few
     /// ms), once per encoder.
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
@@ -230,8 +235,11 @@ impl GpuEncoder {
                 spec,
             })
         };
-        if config.workgroup > ctx.info().max_workgroup_invocations {
-            return Err(CompositorError::Invalid(format!("workgroups of {} invocations", config.workgroup)));
+        if config.workgroup > ctx.info().max_workgroup_invocations.min(MAX_WORKGROUP) || config.tile() > MAX_TILE {
+            return Err(CompositorError::Invalid(format!(
+                "{} x {} tiles: at most {MAX_WORKGROUP} invocations and {MAX_TILE} elements",
+                config.workgroup, config.per_invocation
+            )));
         }
         let encode = pipe("ap_encode", shaders::AP_ENCODE, 6, &config.spec())?;
         Ok(GpuEncoder {
