@@ -369,26 +369,27 @@ impl Context {
         if options.swapchain {
             extensions.push(ash::khr::swapchain::NAME.as_ptr());
         }
-        let mut executable_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
 
-        // Enable what the kernels use where the device has it.
+        // Enable what the kernels use where the device has it. An extension's feature
+        // structure is only chained where the device has the extension.
+        let has_statistics = has_ext(ash::khr::pipeline_executable_properties::NAME);
         let supported = unsafe { raw.get_physical_device_features(physical) };
         let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
         let mut s13 = vk::PhysicalDeviceVulkan13Features::default();
-        let mut query = vk::PhysicalDeviceFeatures2::default()
-            .push_next(&mut s11)
-            .push_next(&mut s12)
-            .push_next(&mut s13)
-            .push_next(&mut executable_info);
+        let mut executable_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+        let mut query =
+            vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
+        if has_statistics {
+            query = query.push_next(&mut executable_info);
+        }
         unsafe { raw.get_physical_device_features2(physical, &mut query) };
-        let statistics = has_ext(ash::khr::pipeline_executable_properties::NAME)
-            && executable_info.pipeline_executable_info == vk::TRUE;
+        let statistics = has_statistics && executable_info.pipeline_executable_info == vk::TRUE;
         if statistics {
             extensions.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
         }
         let mut executable_features =
-            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(statistics);
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
         if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
             return Err(EngineError::Unsupported("timeline semaphores and synchronization2 are required".into()));
         }
@@ -424,8 +425,8 @@ impl Context {
             .enabled_features(&features)
             .push_next(&mut f11)
             .push_next(&mut f12)
-            .push_next(&mut f13)
-            .push_next(&mut executable_features);
+            .push_next(&mut f13);
+        let info = if statistics { info.push_next(&mut executable_features) } else { info };
         let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
         let executable_properties =
