@@ -40,23 +40,19 @@ void elements_init(uint width, uint height, uvec4 box) {
 // a row holds a multiple of 4 of them, and each quad of 4 elements is 4 consecutive pixels
 // starting at a multiple of 4.
 void elements_init_quads(uint width, uint height, uvec4 box) {
-    el_width = width;
-    el_total = width * height;
-    el_n = 0u;
-    el_end = 0u;
-    if (box.x == 0xFFFFFFFFu) return;
-    uint x0 = box.x & ~3u;
-    uint x1 = (box.z + 4u) & ~3u;  // exclusive
-    if (x1 - x0 < width) {
-        // One of the two fits: x1 == width means x0 > 0, and x0 is a multiple of 4.
-        if (x1 < width) x1 += 4u; else x0 -= 4u;
+    if (box.x != 0xFFFFFFFFu) {
+        uint x0 = box.x & ~3u;
+        uint x1 = (box.z + 4u) & ~3u;  // exclusive
+        if (x1 - x0 < width) {
+            // One of the two fits: x1 == width means x0 > 0, and x0 is a multiple of 4.
+            if (x1 < width) x1 += 4u; else x0 -= 4u;
+        }
+        box.xz = uvec2(x0, x1 - 1u);
     }
-    el_x0 = x0;
-    el_y0 = box.y;
-    el_box_w = x1 - x0;
+    elements_init(width, height, box);
+    // The widened box's rows are kept apart by its own inactive quad, not by gap elements.
     el_stride = el_box_w;
-    el_n = (box.w - box.y + 1u) * el_box_w;
-    el_end = box.w * width + x1;
+    el_n = el_n == 0u ? 0u : (box.w - box.y + 1u) * el_box_w;
 }
 
 // Whether element e is a gap element.

@@ -574,30 +574,25 @@ mod tests {
     use crate::patterns;
     use engine::testing;
 
-    #[test]
-    fn gpu_encoding_is_byte_identical_with_the_cpu_reference() {
+    /// Every shape of `layout` the encoder may pick, each on its own, with the descriptor
+    /// loads it takes on this device (read-modify-writes on lavapipe).
+    fn check_shapes(layout: Layout, shapes: &[(u32, u32)]) {
         let ctx = testing::context();
-        // Every shape the encoder may pick, each on its own, with the descriptor loads it
-        // takes on this device (read-modify-writes on lavapipe).
         let relaxed_loads = relaxed_loads_on(ctx);
-        for shape in ENCODE_SHAPES {
-            check_encoder(
-                GpuEncoder::with_config(ctx, EncodeConfig::new(Layout::Elements, shape, relaxed_loads)).unwrap(),
-            );
+        for &shape in shapes {
+            check_encoder(GpuEncoder::with_config(ctx, EncodeConfig::new(layout, shape, relaxed_loads)).unwrap());
         }
         testing::assert_no_validation_messages();
     }
 
     #[test]
+    fn gpu_encoding_is_byte_identical_with_the_cpu_reference() {
+        check_shapes(Layout::Elements, &ENCODE_SHAPES);
+    }
+
+    #[test]
     fn quad_encoding_is_byte_identical_with_the_cpu_reference() {
-        let ctx = testing::context();
-        let relaxed_loads = relaxed_loads_on(ctx);
-        for shape in QUAD_SHAPES {
-            check_encoder(
-                GpuEncoder::with_config(ctx, EncodeConfig::new(Layout::Quads, shape, relaxed_loads)).unwrap(),
-            );
-        }
-        testing::assert_no_validation_messages();
+        check_shapes(Layout::Quads, &QUAD_SHAPES);
     }
 
     #[test]
