@@ -33,28 +33,6 @@ void elements_init(uint width, uint height, uvec4 box) {
     el_end = box.w * width + box.z + 1u;
 }
 
-// Sets the sequence up for 16-byte loads (ap_encode_quads.comp; width a multiple of 4): the
-// box is widened to whole quads, and by one more quad where it is narrower than the image,
-// so that rows need no gap elements: the extra quad is outside the ROI, so inactive, and
-// keeps each row's runs apart from the next row's. Every element is then an image pixel,
-// a row holds a multiple of 4 of them, and each quad of 4 elements is 4 consecutive pixels
-// starting at a multiple of 4.
-void elements_init_quads(uint width, uint height, uvec4 box) {
-    if (box.x != 0xFFFFFFFFu) {
-        uint x0 = box.x & ~3u;
-        uint x1 = (box.z + 4u) & ~3u;  // exclusive
-        if (x1 - x0 < width) {
-            // One of the two fits: x1 == width means x0 > 0, and x0 is a multiple of 4.
-            if (x1 < width) x1 += 4u; else x0 -= 4u;
-        }
-        box.xz = uvec2(x0, x1 - 1u);
-    }
-    elements_init(width, height, box);
-    // The widened box's rows are kept apart by its own inactive quad, not by gap elements.
-    el_stride = el_box_w;
-    el_n = el_n == 0u ? 0u : (box.w - box.y + 1u) * el_box_w;
-}
-
 // Whether element e is a gap element.
 bool is_gap(uint e) {
     return e % el_stride >= el_box_w;

@@ -51,21 +51,36 @@ layout(constant_id = 2) const uint RELAXED_LOADS = 0u;
 // fewer registers per invocation, so more tiles share an SM and hide each other's latency.
 layout(constant_id = 3) const uint LATE_COLOUR = 0u;
 
-#include "ap_tile.glsl"
+#define LB_COMPONENTS 3u
+#define LB_MAX_MASK 4u
+#define LB_RELAXED_LOADS (RELAXED_LOADS != 0u)
+#include "lookback.glsl"
 
 const uint WG = gl_WorkGroupSize.x;
 const uint TILE = PER_INVOCATION * WG;
 const uint WORDS = TILE / 32u;
+// Bits of the f32 1.0, the background depth.
+const uint BACKGROUND_BITS = 0x3f800000u;
 
-// Fixed sizes, those of the largest tile (16384 elements) the host lets through, as in
-// ap_tile.glsl: with sizes from the specialization constants, 512 x 8 and (in an earlier
-// build) 1024 x 16 encoded garbage on the H100; with fixed sizes all 36 configurations of
-// `composite sweep` were right.
+// The shared arrays have fixed sizes, those of the largest tile (16384 elements) and the
+// most subgroups (1024 invocations in subgroups of 4) the host lets through, not sizes
+// computed from the specialization constants: with those, some shapes (512 x 8, and
+// 1024 x 16 in an earlier build) encoded garbage on the H100 in every frame while right on
+// lavapipe; with fixed sizes all 36 configurations of `composite sweep` were right.
 const uint MAX_WORDS = 512u;
+const uint MAX_SUBGROUPS = 256u;
 shared uint s_mask[MAX_WORDS];    // activity of the tile's elements, bit j of word w = element 32w + j
 shared uint s_start[MAX_WORDS];   // run starts, same layout
 shared uvec3 s_prefix[MAX_WORDS]; // (runs, actives, last start + 1) of everything before word w
+shared uvec3 s_sg[MAX_SUBGROUPS]; // per-subgroup totals, then their exclusive prefixes
+shared uvec3 s_tile_prefix;
 shared uint s_edge[2];        // activity of the elements just before and just after the tile
+
+uint ap_offset(uint a, uint r) {
+    // Word offset of an active pixel: 2 * (a + floor((r - 1) / 2) + 1); floor, not
+    // truncation, so that an all-inactive image puts its header at 0.
+    return uint(2 * (int(a) + ((int(r) - 1) >> 1) + 1));
+}
 
 // First image pixel of the run that starts at element s1 - 1 (s1 is 1-based, 0 = none); the
 // first run also covers the pixels before the box.
@@ -75,6 +90,10 @@ uint start_pixel(uint s1) {
 
 bool element_active(uint e) {
     return e < el_n && !is_gap(e) && depth_bits[origin + element_pixel(e)] != BACKGROUND_BITS;
+}
+
+uvec3 combine3(uvec3 a, uvec3 b) {
+    return uvec3(a.xy + b.xy, max(a.z, b.z));
 }
 
 void main() {
@@ -160,7 +179,26 @@ void main() {
     uvec3 lane_excl = uvec3(incl.xy - word_sum.xy, subgroupExclusiveMax(word_sum.z));
     if (gl_SubgroupInvocationID == subgroupBallotFindMSB(subgroupBallot(true))) s_sg[gl_SubgroupID] = incl;
     barrier();
-    tile_scan(tile);
+    if (gl_SubgroupID == 0u) {
+        uvec3 carry = uvec3(0u);
+        for (uint first = 0u; first < gl_NumSubgroups; first += gl_SubgroupSize) {
+            uint i = first + gl_SubgroupInvocationID;
+            uvec3 x = i < gl_NumSubgroups ? s_sg[i] : uvec3(0u);
+            uvec3 excl = uvec3(subgroupExclusiveAdd(x.x), subgroupExclusiveAdd(x.y), subgroupExclusiveMax(x.z));
+            if (i < gl_NumSubgroups) s_sg[i] = combine3(carry, excl);
+            carry = combine3(carry, uvec3(subgroupAdd(x.x), subgroupAdd(x.y), subgroupMax(x.z)));
+        }
+        uvec4 aggregate = uvec4(carry, 0u);
+        uvec4 prefix = uvec4(0u);
+        if (tile == 0u) {
+            if (subgroupElect()) lb_publish(tile, LB_FLAG_PREFIX, aggregate);
+        } else {
+            if (subgroupElect()) lb_publish(tile, LB_FLAG_AGGREGATE, aggregate);
+            prefix = lb_look_back(tile);
+            if (subgroupElect()) lb_publish(tile, LB_FLAG_PREFIX, lb_combine(prefix, aggregate));
+        }
+        if (subgroupElect()) s_tile_prefix = prefix.xyz;
+    }
     barrier();
     if (lid < WORDS) s_prefix[lid] = combine3(combine3(s_tile_prefix, s_sg[gl_SubgroupID]), lane_excl);
     barrier();

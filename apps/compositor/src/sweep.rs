@@ -1,5 +1,5 @@
-//! `composite sweep`: the encoding kernels' configurations (kernel, tile shape, descriptor
-//! loads, colour loads; `gpu_encode::EncodeConfig`) on rendered frames, for occupancy tuning.
+//! `composite sweep`: the encoding kernel's configurations (tile shape, descriptor loads,
+//! colour loads; `gpu_encode::EncodeConfig`) on rendered frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
 //! and a sparse one, as 192 do) every configuration encodes the same frame; its payload is
@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::bench::{floor_ms, median, read_back};
 use crate::error::Result;
-use crate::gpu_encode::{EncodeConfig, GpuEncoder, Layout};
+use crate::gpu_encode::{EncodeConfig, GpuEncoder};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
 
@@ -20,20 +20,14 @@ use crate::scene::Scene;
 /// invocation that fit a 1024-invocation workgroup, with each code-path choice.
 pub fn configs(max_workgroup: u32) -> Vec<EncodeConfig> {
     let shapes = [(128, 16), (256, 8), (256, 16), (512, 4), (512, 8), (512, 16), (1024, 4), (1024, 8), (1024, 16)];
-    let quad_shapes =
-        [(128, 16), (128, 32), (256, 16), (256, 32), (512, 8), (512, 16), (512, 32), (1024, 8), (1024, 16)];
     let mut out = Vec::new();
-    for (layout, shapes, late) in
-        [(Layout::Elements, shapes, &[false, true][..]), (Layout::Quads, quad_shapes, &[false][..])]
-    {
-        for (workgroup, per_invocation) in shapes {
-            if workgroup > max_workgroup {
-                continue;
-            }
-            for relaxed_loads in [false, true] {
-                for &late_colour in late {
-                    out.push(EncodeConfig { layout, workgroup, per_invocation, relaxed_loads, late_colour });
-                }
+    for (workgroup, per_invocation) in shapes {
+        if workgroup > max_workgroup {
+            continue;
+        }
+        for relaxed_loads in [false, true] {
+            for late_colour in [false, true] {
+                out.push(EncodeConfig { workgroup, per_invocation, relaxed_loads, late_colour });
             }
         }
     }
@@ -54,7 +48,7 @@ fn mismatch(want: &[u32], got: &[u32]) -> serde_json::Value {
 pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
     let ctx = Context::open(device)?;
     let sizes: &[(&str, u32, u32)] =
-        if quick { &[("tiny", 100, 61)] } else { &[("4K", 3840, 2160), ("8K", 7680, 4320)] };
+        if quick { &[("tiny", 97, 61)] } else { &[("4K", 3840, 2160), ("8K", 7680, 4320)] };
     let shares: [(usize, usize); 2] = if quick { [(1, 2), (1, 3)] } else { [(3, 6), (96, 192)] };
     let points = if quick { 3000 } else { 4_000_000 };
     let reps = if quick { 2 } else { 15 };

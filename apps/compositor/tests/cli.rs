@@ -285,10 +285,6 @@ fn quick_sweep_checks_every_configuration() {
     let configs = lines[0]["configs"].as_u64().unwrap() as usize;
     // Two frames per configuration that builds (all of them build on lavapipe).
     assert_eq!(encodes.len(), 2 * configs, "{out}");
-    // The frame's width is a multiple of 4, so both kernels run.
-    for layout in ["elements", "quads"] {
-        assert!(encodes.iter().any(|e| e["config"]["layout"] == layout), "{out}");
-    }
     for e in &encodes {
         assert!(e["encode_ms"].as_f64().unwrap() > 0.0 && e["floor_ms"].as_f64().unwrap() > 0.0);
         // Lavapipe's scans can go wrong with relaxed descriptor loads (lookback.glsl), so
