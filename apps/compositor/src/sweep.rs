@@ -11,7 +11,7 @@ use engine::{Buffer, Context, Location};
 use serde_json::json;
 
 use crate::bench::{floor_ms, median, read_back};
-use crate::error::Result;
+use crate::error::{CompositorError, Result};
 use crate::gpu_encode::{EncodeConfig, GpuEncoder};
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
@@ -85,7 +85,18 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
             let floor = floor_ms(roi.map_or(0, |r| r.elements(width)), &want);
             for (encoder, total) in encoders.iter_mut().zip(&mut totals) {
                 let config = encoder.config();
-                let (got, _, _) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+                // A configuration whose kernel reports a corrupt payload size is wrong, and the
+                // sweep goes on with the others.
+                let got = match encoder.encode(&raster.color, &raster.depth, width, height) {
+                    Ok((got, _, _)) => got,
+                    Err(CompositorError::Corrupt(e)) => {
+                        emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks,
+                            "config": config, "verified": false, "error": e}));
+                        total.1 = false;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
                 engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(100))?;
                 let mut times = Vec::new();
                 for _ in 0..reps {

@@ -286,11 +286,14 @@ fn quick_sweep_checks_every_configuration() {
     // Two frames per configuration that builds (all of them build on lavapipe).
     assert_eq!(encodes.len(), 2 * configs, "{out}");
     for e in &encodes {
-        assert!(e["encode_ms"].as_f64().unwrap() > 0.0 && e["floor_ms"].as_f64().unwrap() > 0.0);
         // Lavapipe's scans can go wrong with relaxed descriptor loads (lookback.glsl), so
-        // only the read-modify-write configurations must be right here.
+        // only the read-modify-write configurations must be right here; a wrong one may
+        // even report a corrupt payload size, which the sweep reports and steps past.
         if e["config"]["relaxed_loads"] == false {
             assert_eq!(e["verified"], true, "{e}");
+        }
+        if e.get("error").is_none() {
+            assert!(e["encode_ms"].as_f64().unwrap() > 0.0 && e["floor_ms"].as_f64().unwrap() > 0.0);
         }
     }
     let best = lines.last().unwrap();
