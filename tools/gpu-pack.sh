@@ -4,10 +4,9 @@
 # Then one device call runs the whole benchmark set there:
 #   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-bench.sh [SET ...]")
 # SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep,
-# composite-sweep (the encoder's configurations), tests (the library test suites on the GPU),
-# and
-# composite-mpi (one rank per GPU, with IceT when a .gpu-icet bundle is carried too). Results come back
-# under $OUT as JSON lines, one file per set.
+# composite-sweep (the encoder's configurations), tests (the library test suites on the GPU;
+# their output is libtest's text), and composite-mpi (one rank per GPU, with IceT when a
+# .gpu-icet bundle is carried too). Results come back under $OUT, one file per set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A target folder of its own, so a release build never waits on (or invalidates) debug builds.
