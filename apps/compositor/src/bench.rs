@@ -10,6 +10,7 @@
 //! scale, the min and max ROI and AP data sizes relative to the raw frame (Table 2).
 
 use engine::{Buffer, Context, Location};
+use glam::Mat4;
 use serde_json::json;
 
 use crate::error::Result;
@@ -121,28 +122,24 @@ fn run_size(
     emit: &mut impl FnMut(serde_json::Value),
 ) -> Result<()> {
     let Plan { scales, reps, cpu_reps } = *plan;
-    let raster = Rasteriser::new(ctx, width, height)?;
+    let frames = FrameSource::new(ctx, scene, width, height)?;
     let n = width as usize * height as usize;
-    let host_color: Buffer<u32> = ctx.buffer(n, Location::Download, "raw colour (host)")?;
-    let host_depth: Buffer<f32> = ctx.buffer(n, Location::Download, "raw depth (host)")?;
-    let (view, proj) = scene.camera(0, width, height);
     for (scale, &ranks) in scales.iter().enumerate() {
         let mut roi_ratios = Vec::new();
         let mut ap_ratios = Vec::new();
         let timed_rank = ranks / 2;
         for rank in 0..ranks {
-            let geometry = raster.upload(&scene.geometry.share(rank, ranks))?;
-            let render_ms = timed_pass(ctx, |rec| raster.record(rec, &geometry, view, proj))?;
-            let (encoded, roi, _) = encoder.encode(&raster.color, &raster.depth, width, height)?;
+            let render_ms = frames.render(rank, ranks)?;
+            let (encoded, roi, _) = encoder.encode(&frames.raster.color, &frames.raster.depth, width, height)?;
             // Every rank's GPU encoding is checked against the CPU encoder, not only the timed one.
-            let frame = read_back(ctx, &raster, &host_color, &host_depth)?;
+            let frame = frames.read_back()?;
             if crate::codec::encode_parallel(&frame) != encoded {
                 return Err(crate::CompositorError::Corrupt(format!("GPU and CPU encodings of rank {rank} differ")));
             }
             roi_ratios.push(roi.map_or(0, |r| r.pixels()) as f64 / n as f64);
             ap_ratios.push(encoded.bytes() as f64 / (8 * n) as f64);
             if rank == timed_rank {
-                let line = time_rank(ctx, &raster, encoder, &host_color, &host_depth, reps, cpu_reps)?;
+                let line = time_rank(&frames, encoder, reps, cpu_reps)?;
                 let p = paper(size);
                 let pick = |f: fn(&Paper) -> [f64; 2]| p.as_ref().map(|p| f(p)[scale]);
                 let mut v = line;
@@ -173,32 +170,65 @@ fn run_size(
     Ok(())
 }
 
-/// The rasteriser's current frame, copied to the host (untimed).
-pub(crate) fn read_back(ctx: &Context, raster: &Rasteriser, color: &Buffer<u32>, depth: &Buffer<f32>) -> Result<Frame> {
-    ctx.run(|rec| {
-        rec.copy(&raster.color, color);
-        rec.copy(&raster.depth, depth);
-        Ok(())
-    })?;
-    let n = raster.width as usize * raster.height as usize;
-    Ok(Frame {
-        width: raster.width,
-        height: raster.height,
-        color: color.mapped()?[..n].to_vec(),
-        depth: depth.mapped()?[..n].to_vec(),
-    })
+/// A scene's frames at one size, as the benchmarks take them: ranks' shares rendered on the
+/// GPU, and read back to the host for the CPU encoders.
+pub(crate) struct FrameSource<'a> {
+    ctx: &'a Context,
+    scene: &'a Scene,
+    pub raster: Rasteriser,
+    host_color: Buffer<u32>,
+    host_depth: Buffer<f32>,
+    view: Mat4,
+    proj: Mat4,
+}
+
+impl<'a> FrameSource<'a> {
+    pub fn new(ctx: &'a Context, scene: &'a Scene, width: u32, height: u32) -> Result<FrameSource<'a>> {
+        let n = width as usize * height as usize;
+        let (view, proj) = scene.camera(0, width, height);
+        Ok(FrameSource {
+            ctx,
+            scene,
+            raster: Rasteriser::new(ctx, width, height)?,
+            host_color: ctx.buffer(n, Location::Download, "raw colour (host)")?,
+            host_depth: ctx.buffer(n, Location::Download, "raw depth (host)")?,
+            view,
+            proj,
+        })
+    }
+
+    /// Renders rank `rank`'s share of `ranks` into the rasteriser; returns the GPU time in ms.
+    pub fn render(&self, rank: usize, ranks: usize) -> Result<f64> {
+        let geometry = self.raster.upload(&self.scene.geometry.share(rank, ranks))?;
+        timed_pass(self.ctx, |rec| self.raster.record(rec, &geometry, self.view, self.proj))
+    }
+
+    /// The rasteriser's current frame, copied to the host (untimed).
+    pub fn read_back(&self) -> Result<Frame> {
+        let raster = &self.raster;
+        self.ctx.run(|rec| {
+            rec.copy(&raster.color, &self.host_color);
+            rec.copy(&raster.depth, &self.host_depth);
+            Ok(())
+        })?;
+        let n = raster.width as usize * raster.height as usize;
+        Ok(Frame {
+            width: raster.width,
+            height: raster.height,
+            color: self.host_color.mapped()?[..n].to_vec(),
+            depth: self.host_depth.mapped()?[..n].to_vec(),
+        })
+    }
 }
 
 /// Times the three readback paths and the encoders on the frame the rasteriser holds.
 fn time_rank(
-    ctx: &Context,
-    raster: &Rasteriser,
+    frames: &FrameSource,
     encoder: &mut GpuEncoder,
-    host_color: &Buffer<u32>,
-    host_depth: &Buffer<f32>,
     reps: usize,
     cpu_reps: usize,
 ) -> Result<serde_json::Value> {
+    let FrameSource { ctx, raster, host_color, host_depth, .. } = frames;
     let (width, height) = (raster.width, raster.height);
     let n = width as usize * height as usize;
     // Warm-up (first use of each pipeline and buffer).
@@ -236,7 +266,7 @@ fn time_rank(
     gpu.remove(0);
 
     // CPU encoders on the same frame (read back once, untimed).
-    let frame = read_back(ctx, raster, host_color, host_depth)?;
+    let frame = frames.read_back()?;
 
     let mut cpu_roi = Vec::new();
     let mut cpu_full = Vec::new();

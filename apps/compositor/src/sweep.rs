@@ -7,13 +7,12 @@
 //! to the copy-bandwidth floor, with the driver's register count where the device reports
 //! it. One JSON object per line; the last line names the fastest verified configuration.
 
-use engine::{Buffer, Context, Location};
+use engine::Context;
 use serde_json::json;
 
-use crate::bench::{floor_ms, median, read_back};
+use crate::bench::{floor_ms, median, FrameSource};
 use crate::error::{CompositorError, Result};
 use crate::gpu_encode::{EncodeConfig, GpuEncoder};
-use crate::raster::Rasteriser;
 use crate::scene::Scene;
 
 /// Every configuration the sweep tries: all tile shapes of up to 16 elements per
@@ -67,19 +66,12 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
     // Per encoder: total median time over all frames, and whether every payload was right.
     let mut totals = vec![(0.0f64, true); encoders.len()];
     for &(size, width, height) in sizes {
-        let raster = Rasteriser::new(&ctx, width, height)?;
-        let n = width as usize * height as usize;
-        let host_color: Buffer<u32> = ctx.buffer(n, Location::Download, "raw colour (host)")?;
-        let host_depth: Buffer<f32> = ctx.buffer(n, Location::Download, "raw depth (host)")?;
-        let (view, proj) = scene.camera(0, width, height);
+        let frames = FrameSource::new(&ctx, &scene, width, height)?;
+        let raster = &frames.raster;
         // The configurations are ranked by their total time over every frame.
         for (rank, ranks) in shares {
-            let geometry = raster.upload(&scene.geometry.share(rank, ranks))?;
-            ctx.run(|rec| {
-                raster.record(rec, &geometry, view, proj);
-                Ok(())
-            })?;
-            let frame = read_back(&ctx, &raster, &host_color, &host_depth)?;
+            frames.render(rank, ranks)?;
+            let frame = frames.read_back()?;
             let want = crate::codec::encode_parallel(&frame);
             let roi = crate::gpu_encode::roi_cpu(&frame.depth, width);
             let floor = floor_ms(roi.map_or(0, |r| r.elements(width)), &want);
