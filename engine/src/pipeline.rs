@@ -266,22 +266,12 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::testing;
 
     #[test]
     fn statistics_are_read_where_the_device_reports_them() {
         let ctx = testing::context();
-        let pipe = ctx
-            .compute_pipeline(&PipelineDesc {
-                name: "reduce_sum_u32",
-                spirv: crate::shaders::REDUCE_SUM_U32,
-                bindings: 2,
-                push_bytes: 8,
-                spec: &[64],
-            })
-            .unwrap();
-        let stats = pipe.statistics().unwrap();
+        let stats = testing::sum_pipeline(ctx).statistics().unwrap();
         // Devices without VK_KHR_pipeline_executable_properties report nothing; those with
         // it report named values.
         assert_eq!(ctx.shared.executable_properties.is_some(), !stats.is_empty());

@@ -1,7 +1,7 @@
 //! Proves the validation check can fail: a deliberately invalid descriptor must be reported.
 //! (Its own test binary, because the message counter is per process.)
 
-use engine::{testing, BufferBinding, Location, PipelineDesc};
+use engine::{testing, BufferBinding, Location};
 
 #[test]
 fn an_invalid_binding_is_reported_by_the_validation_layer() {
@@ -9,15 +9,7 @@ fn an_invalid_binding_is_reported_by_the_validation_layer() {
         return;
     }
     let ctx = testing::context();
-    let pipe = ctx
-        .compute_pipeline(&PipelineDesc {
-            name: "reduce_sum_u32",
-            spirv: engine::shaders::REDUCE_SUM_U32,
-            bindings: 2,
-            push_bytes: 8,
-            spec: &[64],
-        })
-        .unwrap();
+    let pipe = testing::sum_pipeline(ctx);
     let a = ctx.buffer::<u32>(16, Location::Device, "a").unwrap();
     let past_the_end = BufferBinding { raw: a.raw(), offset: 0, range: 1 << 20 };
     let mut rec = ctx.recorder().unwrap();
