@@ -44,6 +44,11 @@ const uint LB_WORDS = 2u * LB_COMPONENTS;
 
 shared uint s_lb_tile;
 
+#ifdef LB_COUNT_ROUNDS
+// Windows the last look-back read (for tracing).
+uint lb_rounds = 0u;
+#endif
+
 // Takes the next tile in ticket order; uniform across the workgroup.
 uint lb_take_tile() {
     if (gl_LocalInvocationIndex == 0u) s_lb_tile = atomicAdd(scratch[0], 1u);
@@ -96,6 +101,9 @@ uvec4 lb_look_back(uint tile) {
     // Tile `nearest - lane` is read by each lane; `nearest` walks backwards window by window.
     int nearest = int(tile) - 1;
     while (true) {
+#ifdef LB_COUNT_ROUNDS
+        lb_rounds++;
+#endif
         int j = nearest - int(gl_SubgroupInvocationID);
         uint flag = LB_FLAG_PREFIX;
         uvec4 value = uvec4(0u);

@@ -64,7 +64,8 @@ impl EncodeConfig {
         [self.workgroup, self.per_invocation, self.relaxed_loads as u32, self.late_colour as u32]
     }
 
-    fn tile(&self) -> usize {
+    /// Elements per tile.
+    pub fn tile(&self) -> usize {
         (self.workgroup * self.per_invocation) as usize
     }
 }
@@ -155,6 +156,21 @@ pub fn roi_cpu(depth: &[f32], width: u32) -> Option<Roi> {
     roi
 }
 
+/// One tile's timeline from the traced kernel.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct TileTrace {
+    /// Device clock at the tile's start and end (ns, low 32 bits).
+    pub start_ns: u32,
+    pub end_ns: u32,
+    /// The SM it ran on.
+    pub sm: u32,
+    /// Look-back windows it read.
+    pub windows: u32,
+    /// SM clock cycles from its start to: its ticket, its depth loads' ballots, its
+    /// aggregate's publication, its look-back's end, its scatter's end.
+    pub cycles: [u32; 5],
+}
+
 /// Per-stage times of one GPU encoding, in milliseconds (GPU timestamps; wall-clock where
 /// the device has none).
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -177,7 +193,13 @@ pub struct GpuEncoder {
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
+    /// The traced kernel's per-tile records (`ap_encode.glsl`), sized in `prepare`; `None`
+    /// for the plain kernel.
+    trace: Option<Option<Buffer<u32>>>,
 }
+
+/// Words of one tile's trace record.
+const TRACE_WORDS: usize = 8;
 
 impl GpuEncoder {
     /// The encoder of the first shape in [`ENCODE_SHAPES`] that the device builds and whose
@@ -226,6 +248,21 @@ impl GpuEncoder {
 
     /// An encoder with `config`, unchecked (`composite sweep` checks every result itself).
     pub fn with_config(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
+        GpuEncoder::build(ctx, config, false)
+    }
+
+    /// An encoder with `config` whose kernel records each tile's timeline ([`Self::trace`]),
+    /// on devices with kernel clocks.
+    pub fn traced(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
+        if !ctx.has_kernel_clocks() {
+            return Err(CompositorError::Invalid(
+                "tracing needs VK_KHR_shader_clock and VK_NV_shader_sm_builtins".into(),
+            ));
+        }
+        GpuEncoder::build(ctx, config, true)
+    }
+
+    fn build(ctx: &Context, config: EncodeConfig, traced: bool) -> Result<GpuEncoder> {
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
             ctx.compute_pipeline(&PipelineDesc {
                 name,
@@ -241,7 +278,11 @@ impl GpuEncoder {
                 config.workgroup, config.per_invocation
             )));
         }
-        let encode = pipe("ap_encode", shaders::AP_ENCODE, 6, &config.spec())?;
+        let encode = if traced {
+            pipe("ap_encode_trace", shaders::AP_ENCODE_TRACE, 7, &config.spec())?
+        } else {
+            pipe("ap_encode", shaders::AP_ENCODE, 6, &config.spec())?
+        };
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
@@ -253,6 +294,7 @@ impl GpuEncoder {
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
+            trace: traced.then_some(None),
         })
     }
 
@@ -282,6 +324,9 @@ impl GpuEncoder {
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         let tiles = total.div_ceil(self.config.tile());
         self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
+        if let Some(trace) = &mut self.trace {
+            self.ctx.reuse_buffer(trace, TRACE_WORDS * tiles, Location::Device, "ap tile trace")?;
+        }
         Ok(tiles)
     }
 
@@ -295,19 +340,18 @@ impl GpuEncoder {
         tiles: usize,
     ) {
         let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
-        rec.dispatch_linear(
-            &self.encode,
-            &[
-                color.binding(),
-                depth.binding(),
-                self.roi_box.binding(),
-                out.binding(),
-                self.size.binding(),
-                scratch.binding(),
-            ],
-            image,
-            tiles as u32,
-        );
+        let mut bindings = vec![
+            color.binding(),
+            depth.binding(),
+            self.roi_box.binding(),
+            out.binding(),
+            self.size.binding(),
+            scratch.binding(),
+        ];
+        if let Some(Some(trace)) = &self.trace {
+            bindings.push(trace.binding());
+        }
+        rec.dispatch_linear(&self.encode, &bindings, image, tiles as u32);
     }
 
     /// Submits a recording that ends with an encoding and returns the payload length in
@@ -376,6 +420,27 @@ impl GpuEncoder {
         rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
         Ok((words, gpu_ms(&passes, wall)))
+    }
+
+    /// The traced kernel's record of each tile of the last encoding, in ticket order: device
+    /// clock (ns) at its start and end, SM id, look-back windows, and SM clock cycles from its
+    /// start to each step (`ap_encode.glsl`). `tiles` is the number of tiles that encoding
+    /// had (the ROI box's elements over the tile size).
+    pub fn trace(&self, tiles: usize) -> Result<Vec<TileTrace>> {
+        let Some(Some(buffer)) = &self.trace else {
+            return Err(CompositorError::Invalid("this encoder is not traced, or has not encoded".into()));
+        };
+        let words = self.ctx.download_range(buffer, 0, (TRACE_WORDS * tiles).min(buffer.len()))?;
+        Ok(words
+            .chunks_exact(TRACE_WORDS)
+            .map(|w| TileTrace {
+                start_ns: w[0],
+                end_ns: w[1],
+                sm: w[2] & 0xffff,
+                windows: w[2] >> 16,
+                cycles: [w[3], w[4], w[5], w[6], w[7]],
+            })
+            .collect())
     }
 
     /// Copies the first `words` of the device payload to the host; returns them and the copy

@@ -101,7 +101,14 @@ enum Command {
     Bench(engine::cli::BenchArgs),
     /// Every configuration of the encoding kernel on rendered 4K and 8K frames: time,
     /// copy-bandwidth floor, registers, payload checked (one JSON object per line)
-    Sweep(engine::cli::BenchArgs),
+    Sweep {
+        #[command(flatten)]
+        bench: engine::cli::BenchArgs,
+        /// Time each tile's steps inside the kernel instead (GPUs with VK_KHR_shader_clock
+        /// and VK_NV_shader_sm_builtins): a summary and every tile's timeline per frame
+        #[arg(long)]
+        trace: bool,
+    },
 }
 
 fn parse_background(s: &str) -> Result<[u8; 4]> {
@@ -271,8 +278,8 @@ fn main() -> Result<()> {
             compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }
-        Command::Sweep(engine::cli::BenchArgs { quick, device }) => {
-            compositor::sweep::run(device.as_deref(), quick, |v| print_json(&v))?;
+        Command::Sweep { bench: engine::cli::BenchArgs { quick, device }, trace } => {
+            compositor::sweep::run(device.as_deref(), quick, trace, |v| print_json(&v))?;
             Ok(())
         }
     }

@@ -6,13 +6,18 @@
 //! checked byte for byte against the CPU encoder and its median GPU time is reported next
 //! to the copy-bandwidth floor, with the driver's register count where the device reports
 //! it. One JSON object per line; the last line names the fastest verified configuration.
+//!
+//! With `--trace` each configuration (relaxed loads, early colours) runs the traced kernel
+//! (`ap_encode_trace.comp`), which records every tile's steps with the GPU's own clocks, and
+//! a `trace` line per frame adds a summary (where the tiles' time goes, how many run at
+//! once) and every tile's timeline: the profile the GPU machines have no profiler for.
 
 use engine::Context;
 use serde_json::json;
 
 use crate::bench::{floor_ms, median, FrameSource};
 use crate::error::{CompositorError, Result};
-use crate::gpu_encode::{EncodeConfig, GpuEncoder};
+use crate::gpu_encode::{EncodeConfig, GpuEncoder, TileTrace};
 use crate::scene::Scene;
 
 /// Every configuration the sweep tries: all tile shapes of up to 16 elements per
@@ -44,21 +49,31 @@ fn mismatch(want: &[u32], got: &[u32]) -> serde_json::Value {
 }
 
 /// Runs the sweep and hands each JSON line to `emit`.
-pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+pub fn run(device: Option<&str>, quick: bool, trace: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
     let ctx = Context::open(device)?;
+    if trace && !ctx.has_kernel_clocks() {
+        return Err(CompositorError::Invalid(format!(
+            "--trace needs VK_KHR_shader_clock and VK_NV_shader_sm_builtins, which {} lacks",
+            ctx.info().name
+        )));
+    }
     let sizes: &[(&str, u32, u32)] =
         if quick { &[("tiny", 97, 61)] } else { &[("4K", 3840, 2160), ("8K", 7680, 4320)] };
     let shares: [(usize, usize); 2] = if quick { [(1, 2), (1, 3)] } else { [(3, 6), (96, 192)] };
     let points = if quick { 3000 } else { 4_000_000 };
     let reps = if quick { 2 } else { 15 };
     let scene = Scene::points(points, 7);
-    let configs = configs(ctx.info().max_workgroup_invocations);
+    let mut configs = configs(ctx.info().max_workgroup_invocations);
+    if trace {
+        configs.retain(|c| c.relaxed_loads && !c.late_colour);
+    }
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
         "configs": configs.len(), "reps": reps}));
     // Pipelines are built once; a configuration the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
-        match GpuEncoder::with_config(&ctx, config) {
+        let encoder = if trace { GpuEncoder::traced(&ctx, config) } else { GpuEncoder::with_config(&ctx, config) };
+        match encoder {
             Ok(e) => encoders.push(e),
             Err(e) => emit(json!({"sweep": "config", "config": config, "error": e.to_string()})),
         }
@@ -106,6 +121,14 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                     "registers": registers, "active_pixels": want.active_pixels(),
                     "mismatch": (!verified).then(|| mismatch(&want.words, &got.words))}));
                 *total = (total.0 + ms, total.1 && verified);
+                if trace {
+                    let tiles = roi.map_or(0, |r| r.elements(width)).div_ceil(config.tile());
+                    let tiles = encoder.trace(tiles)?;
+                    emit(json!({"sweep": "trace", "size": size, "rank": rank, "ranks": ranks, "config": config,
+                        "encode_ms": ms, "verified": verified, "summary": trace_summary(&tiles),
+                        "statistics": encoder.kernel_statistics()?,
+                        "tiles": tiles}));
+                }
             }
         }
     }
@@ -119,4 +142,70 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
         encoders.iter().zip(&totals).filter(|(_, t)| !t.1).map(|(e, _)| e.config()).collect();
     emit(json!({"sweep": "best", "best": best, "wrong_payloads": wrong}));
     Ok(())
+}
+
+/// Where a traced encoding's time went: its span from the first tile's start to the last
+/// one's end, how many tiles ran at once on average (per SM, too), and the mean time of each
+/// of a tile's steps, from the SM clock cycles converted at the rate the device clock shows.
+fn trace_summary(tiles: &[TileTrace]) -> serde_json::Value {
+    if tiles.is_empty() {
+        return json!(null);
+    }
+    // Device clock times relative to the first start (the low words wrap every 4.3 s).
+    let t0 = tiles.iter().map(|t| t.start_ns).min_by_key(|&s| s.wrapping_sub(tiles[0].start_ns) as i32).unwrap();
+    let rel = |ns: u32| ns.wrapping_sub(t0) as f64;
+    let span_ns = tiles.iter().map(|t| rel(t.end_ns)).fold(0.0, f64::max);
+    let life_ns: f64 = tiles.iter().map(|t| rel(t.end_ns) - rel(t.start_ns)).sum();
+    let cycles: f64 = tiles.iter().map(|t| t.cycles[4] as f64).sum();
+    let ns_per_cycle = life_ns / cycles.max(1.0);
+    let n = tiles.len() as f64;
+    let sms = tiles.iter().map(|t| t.sm).max().unwrap_or(0) + 1;
+    // Mean time from one step's end to the next's, in us.
+    let step = |i: usize| {
+        let sum: f64 =
+            tiles.iter().map(|t| t.cycles[i] as f64 - if i == 0 { 0.0 } else { t.cycles[i - 1] as f64 }).sum();
+        sum / n * ns_per_cycle / 1e3
+    };
+    json!({"tiles": tiles.len(), "span_us": span_ns / 1e3, "mean_tile_us": life_ns / n / 1e3,
+        "tiles_at_once": life_ns / span_ns.max(1.0), "sms": sms,
+        "tiles_at_once_per_sm": life_ns / span_ns.max(1.0) / sms as f64,
+        "ghz": 1.0 / ns_per_cycle.max(1e-9),
+        "windows_mean": tiles.iter().map(|t| t.windows as f64).sum::<f64>() / n,
+        "steps_us": {"ticket": step(0), "depth_loads": step(1), "tile_scan": step(2),
+            "look_back": step(3), "scatter": step(4)}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile(start_ns: u32, end_ns: u32, sm: u32, cycles: [u32; 5]) -> TileTrace {
+        TileTrace { start_ns, end_ns, sm, windows: 2, cycles }
+    }
+
+    #[test]
+    fn trace_summary_measures_span_overlap_and_steps() {
+        // Two SMs at 2 GHz (2 cycles a ns); the device clock wraps between the tiles.
+        let t0 = u32::MAX - 999;
+        let tiles = [
+            tile(t0, t0.wrapping_add(4000), 0, [1000, 2000, 3000, 5000, 8000]),
+            tile(t0.wrapping_add(2000), t0.wrapping_add(6000), 0, [1000, 2000, 3000, 5000, 8000]),
+            tile(t0.wrapping_add(1000), t0.wrapping_add(5000), 1, [1000, 2000, 3000, 5000, 8000]),
+        ];
+        let s = trace_summary(&tiles);
+        let close = |key: &str, want: f64| {
+            let got = s.pointer(key).and_then(|v| v.as_f64()).unwrap();
+            assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "{key}: {got} against {want}");
+        };
+        close("/span_us", 6.0);
+        close("/mean_tile_us", 4.0);
+        close("/tiles_at_once", 2.0);
+        close("/tiles_at_once_per_sm", 1.0);
+        close("/ghz", 2.0);
+        close("/windows_mean", 2.0);
+        close("/steps_us/ticket", 0.5);
+        close("/steps_us/look_back", 1.0);
+        close("/steps_us/scatter", 1.5);
+        assert_eq!(trace_summary(&[]), json!(null));
+    }
 }
