@@ -5,7 +5,8 @@
 // is read once, every active pixel's colour once, and only the payload is written.
 //
 // The scan runs over the ROI elements (ap_elements.glsl) with the monoid
-// (run starts: +, active elements: +, last run start + 1: max). From its prefix every
+// (run starts: +, active elements: +, pixel of the last run start + 1: max; pixels grow with
+// elements, so max picks the last). From its prefix every
 // element knows its run id r, its active index a and where its run began, which is all the
 // scatter needs:
 // - an active element writes its pixel at ApOffset(a, r);
@@ -23,6 +24,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "ap_elements.glsl"
@@ -89,7 +91,7 @@ const uint MAX_WORDS = 512u;
 const uint MAX_SUBGROUPS = 256u;
 shared uint s_mask[MAX_WORDS];    // activity of the tile's elements, bit j of word w = element 32w + j
 shared uint s_start[MAX_WORDS];   // run starts, same layout
-shared uvec3 s_prefix[MAX_WORDS]; // (runs, actives, last start + 1) of everything before word w
+shared uvec3 s_prefix[MAX_WORDS]; // (runs, actives, last start's pixel + 1) of everything before word w
 shared uvec3 s_sg[MAX_SUBGROUPS]; // per-subgroup totals, then their exclusive prefixes
 shared uvec3 s_tile_prefix;
 shared uint s_edge[2];        // activity of the elements just before and just after the tile
@@ -100,10 +102,12 @@ uint ap_offset(uint a, uint r) {
     return uint(2 * (int(a) + ((int(r) - 1) >> 1) + 1));
 }
 
-// First image pixel of the run that starts at element s1 - 1 (s1 is 1-based, 0 = none); the
-// first run also covers the pixels before the box.
-uint start_pixel(uint s1) {
-    return s1 <= 1u ? 0u : element_pixel(s1 - 1u);
+// Pixel of element word_first + j of the word whose element word_first + (this invocation's
+// lane mod 32) maps to `pixel`: read from lane j of the word's lanes where a subgroup holds
+// whole words (called by every invocation, so the shuffle sees them all), else computed.
+uint word_pixel(uint pixel, uint j, uint word_first) {
+    if (gl_SubgroupSize >= 32u) return subgroupShuffle(pixel, (gl_SubgroupInvocationID & ~31u) | j);
+    return element_pixel(word_first + j);
 }
 
 bool element_active(uint e) {
@@ -195,7 +199,7 @@ void main() {
         if (e0 == 0u) starts |= 1u;  // the sequence opens its first run
         if (e0 + 32u > el_n) starts &= e0 >= el_n ? 0u : (1u << (el_n - e0)) - 1u;
         s_start[lid] = starts;
-        word_sum = uvec3(bitCount(starts), bitCount(m), starts != 0u ? e0 + uint(findMSB(starts)) + 1u : 0u);
+        word_sum = uvec3(bitCount(starts), bitCount(m), starts != 0u ? element_pixel(e0 + uint(findMSB(starts))) + 1u : 0u);
     }
 
     // Steps 2-4 (the scans): across the words of the tile, then across tiles by look-back.
@@ -234,7 +238,11 @@ void main() {
     if (lid < WORDS) s_prefix[lid] = combine3(combine3(s_tile_prefix, s_sg[gl_SubgroupID]), lane_excl);
     barrier();
 
-    // Step 5 (compress): scatter pixels and run headers.
+    // Step 5 (compress): scatter pixels and run headers. A run header needs the pixel where
+    // the previous run began: from the prefix when that was before this element's word, else
+    // from the lane of this subgroup that holds the start (the word's 32 elements are on 32
+    // consecutive lanes), by shuffle, instead of by the integer division that maps an element
+    // to its pixel (2% of the 8K encode on the H100, run Y in BENCHMARKS.md).
     uint tail = el_total - el_end;
     walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
@@ -244,29 +252,31 @@ void main() {
         bool last = e + 1u == el_n;
         uint pixel = walk_pixel(walk);
         walk_next(walk);
-        if (!on && !last) continue;
         uint w = off >> 5;
-        uint bit = 1u << (off & 31u);
-        uint upto = bit | (bit - 1u);
-        uint m = s_mask[w];
+        uint j = off & 31u;
+        uint bit = 1u << j;
         uint starts = s_start[w];
+        uint earlier = starts & (bit - 1u);  // run starts before this element in its word
+        uint earlier_pixel = word_pixel(pixel, earlier != 0u ? uint(findMSB(earlier)) : j, base + 32u * w);
+        if (!on && !last) continue;
+        uint m = s_mask[w];
         uvec3 pre = s_prefix[w];
         uint a = pre.y + bitCount(m & (bit - 1u));
-        uint r = pre.x + bitCount(starts & upto);
-        uint mine = starts & upto;
-        uint run_start = mine != 0u ? base + 32u * w + uint(findMSB(mine)) + 1u : pre.z;
+        uint r = pre.x + bitCount(starts & (bit | (bit - 1u)));
+        uint mine = starts & (bit | (bit - 1u));  // ... and the start of this element's run
         if (on) {
             uint pos = ap_offset(a, r);
             ap2[pos >> 1] = uvec2(LATE_COLOUR != 0u ? color[origin + pixel] : colour[k], depth[k]);
             if ((starts & bit) != 0u) {
-                uint earlier = starts & (bit - 1u);
-                uint previous = earlier != 0u ? base + 32u * w + uint(findMSB(earlier)) + 1u : pre.z;
-                ap[pos - 2u] = pixel - start_pixel(previous);
+                // Inactive count: the previous run began at pixel 0 if it is the first run.
+                uint previous = r <= 2u ? 0u : (earlier != 0u ? earlier_pixel : pre.z - 1u);
+                ap[pos - 2u] = pixel - previous;
             }
-            bool next_on = (off & 31u) != 31u ? (m & (bit << 1)) != 0u
-                                              : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
+            bool next_on = j != 31u ? (m & (bit << 1)) != 0u
+                                    : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
             if (!next_on) {
-                uint len = e + 2u - run_start;
+                // Active count; an active run has no gap element, so pixels count its elements.
+                uint len = mine != 0u ? j + 1u - uint(findMSB(mine)) : pixel + 2u - pre.z;
                 ap[ap_offset(a + 1u - len, r) - 1u] = len;
             }
             if (last) {
@@ -279,8 +289,10 @@ void main() {
                 }
             }
         } else {
+            // The image ends inactive: the last header counts from this run's first pixel.
+            uint first = r <= 1u ? 0u : (mine != 0u ? element_pixel(base + 32u * w + uint(findMSB(mine))) : pre.z - 1u);
             uint pos = ap_offset(a, r - 1u);
-            ap[pos] = el_total - start_pixel(run_start);
+            ap[pos] = el_total - first;
             ap[pos + 1u] = 0u;
             ap_words[0] = pos + 2u;
         }
