@@ -24,7 +24,6 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
-#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 #include "ap_elements.glsl"
@@ -102,20 +101,56 @@ uint ap_offset(uint a, uint r) {
     return uint(2 * (int(a) + ((int(r) - 1) >> 1) + 1));
 }
 
-// Pixel of element word_first + j of the word whose element word_first + (this invocation's
-// lane mod 32) maps to `pixel`: read from lane j of the word's lanes where a subgroup holds
-// whole words (called by every invocation, so the shuffle sees them all), else computed.
-uint word_pixel(uint pixel, uint j, uint word_first) {
-    if (gl_SubgroupSize >= 32u) return subgroupShuffle(pixel, (gl_SubgroupInvocationID & ~31u) | j);
-    return element_pixel(word_first + j);
+// Pixel of element j of a word whose first element is at (row0, col0) of the element grid: a
+// division only where the word runs past the end of its box row.
+uint word_element_pixel(uint row0, uint col0, uint j) {
+    uint col = col0 + j;
+    uint rows = col >= el_stride ? col / el_stride : 0u;
+    return (el_y0 + row0 + rows) * el_width + el_x0 + col - rows * el_stride;
 }
-
 bool element_active(uint e) {
     return e < el_n && !is_gap(e) && depth_bits[origin + element_pixel(e)] != BACKGROUND_BITS;
 }
 
 uvec3 combine3(uvec3 a, uvec3 b) {
     return uvec3(a.xy + b.xy, max(a.z, b.z));
+}
+
+// The run headers of word w of the tile at element `base`: for each active run that begins
+// in the word, its inactive count (from the previous run's first pixel, or from pixel 0 for
+// the first run); for each that ends in it, its active count (an active run has no gap
+// element, so its pixels are its elements).
+void write_headers(uint w, uint base) {
+    uint e0 = base + 32u * w;
+    uint m = s_mask[w];
+    uint starts = s_start[w];
+    uint next = w + 1u < WORDS ? s_mask[w + 1u] & 1u : s_edge[1];
+    uint begins = starts & m;
+    uint ends = m & ~((m >> 1) | (next << 31));
+    uint bounds = begins | ends;
+    if (e0 >= el_n || bounds == 0u) return;
+    uvec3 pre = s_prefix[w];
+    uint row0 = e0 / el_stride;
+    uint col0 = e0 - row0 * el_stride;
+    while (bounds != 0u) {
+        uint j = uint(findLSB(bounds));
+        bounds &= bounds - 1u;
+        uint below = (1u << j) - 1u;
+        uint upto = below | (1u << j);
+        uint a = pre.y + bitCount(m & below);
+        uint r = pre.x + bitCount(starts & upto);
+        uint pixel = word_element_pixel(row0, col0, j);
+        if ((begins & (1u << j)) != 0u) {
+            uint earlier = starts & below;
+            uint previous = r <= 2u ? 0u : (earlier != 0u ? word_element_pixel(row0, col0, uint(findMSB(earlier))) : pre.z - 1u);
+            ap[ap_offset(a, r) - 2u] = pixel - previous;
+        }
+        if ((ends & (1u << j)) != 0u) {
+            uint mine = starts & upto;
+            uint len = mine != 0u ? j + 1u - uint(findMSB(mine)) : pixel + 2u - pre.z;
+            ap[ap_offset(a + 1u - len, r) - 1u] = len;
+        }
+    }
 }
 
 void main() {
@@ -238,47 +273,32 @@ void main() {
     if (lid < WORDS) s_prefix[lid] = combine3(combine3(s_tile_prefix, s_sg[gl_SubgroupID]), lane_excl);
     barrier();
 
-    // Step 5 (compress): scatter pixels and run headers. A run header needs the pixel where
-    // the previous run began: from the prefix when that was before this element's word, else
-    // from the lane of this subgroup that holds the start (the word's 32 elements are on 32
-    // consecutive lanes), by shuffle, instead of by the integer division that maps an element
-    // to its pixel (2% of the 8K encode on the H100, run Y in BENCHMARKS.md).
+    // Step 5 (compress): run headers, then pixels.
+    // One invocation per mask word writes the headers of the runs that begin or end in its
+    // word, walking their bits: in a scatter per element, the header branches that nearly
+    // every 32 elements of a dense frame take cost the kernel 40% of its time on the H100
+    // (run W in BENCHMARKS.md).
+    if (lid < WORDS) write_headers(lid, base);
+    // Every active element writes its pixel at Equation 1's offset; the last element, the
+    // payload size, and the final header when the image ends inactive.
     uint tail = el_total - el_end;
     walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uint off = k * WG + lid;
-        uint e = base + off;
         bool on = depth[k] != BACKGROUND_BITS;
-        bool last = e + 1u == el_n;
+        bool last = base + off + 1u == el_n;
         uint pixel = walk_pixel(walk);
         walk_next(walk);
-        uint w = off >> 5;
-        uint j = off & 31u;
-        uint bit = 1u << j;
-        uint starts = s_start[w];
-        uint earlier = starts & (bit - 1u);  // run starts before this element in its word
-        uint earlier_pixel = word_pixel(pixel, earlier != 0u ? uint(findMSB(earlier)) : j, base + 32u * w);
         if (!on && !last) continue;
-        uint m = s_mask[w];
+        uint w = off >> 5;
+        uint bit = 1u << (off & 31u);
+        uint starts = s_start[w];
         uvec3 pre = s_prefix[w];
-        uint a = pre.y + bitCount(m & (bit - 1u));
+        uint a = pre.y + bitCount(s_mask[w] & (bit - 1u));
         uint r = pre.x + bitCount(starts & (bit | (bit - 1u)));
-        uint mine = starts & (bit | (bit - 1u));  // ... and the start of this element's run
         if (on) {
             uint pos = ap_offset(a, r);
             ap2[pos >> 1] = uvec2(LATE_COLOUR != 0u ? color[origin + pixel] : colour[k], depth[k]);
-            if ((starts & bit) != 0u) {
-                // Inactive count: the previous run began at pixel 0 if it is the first run.
-                uint previous = r <= 2u ? 0u : (earlier != 0u ? earlier_pixel : pre.z - 1u);
-                ap[pos - 2u] = pixel - previous;
-            }
-            bool next_on = j != 31u ? (m & (bit << 1)) != 0u
-                                    : (w + 1u < WORDS ? (s_mask[w + 1u] & 1u) != 0u : s_edge[1] != 0u);
-            if (!next_on) {
-                // Active count; an active run has no gap element, so pixels count its elements.
-                uint len = mine != 0u ? j + 1u - uint(findMSB(mine)) : pixel + 2u - pre.z;
-                ap[ap_offset(a + 1u - len, r) - 1u] = len;
-            }
             if (last) {
                 if (tail > 0u) {
                     ap[pos + 2u] = tail;
@@ -290,6 +310,7 @@ void main() {
             }
         } else {
             // The image ends inactive: the last header counts from this run's first pixel.
+            uint mine = starts & (bit | (bit - 1u));
             uint first = r <= 1u ? 0u : (mine != 0u ? element_pixel(base + 32u * w + uint(findMSB(mine))) : pre.z - 1u);
             uint pos = ap_offset(a, r - 1u);
             ap[pos] = el_total - first;

@@ -28,10 +28,11 @@ const WORKGROUP: u32 = 256;
 /// of 4 per invocation).
 const ROI_PER_GROUP: usize = WORKGROUP as usize * 32;
 /// `ap_encode` tile shapes (workgroup size, elements per invocation), best first, from
-/// `composite sweep` on the H100 (BENCHMARKS.md): 512 x 16 was the fastest shape that was
-/// right in every run, at 4K and 8K, dense and sparse. Devices that cannot build a shape, or
-/// whose result fails the encoder's self-check, take the next.
-const ENCODE_SHAPES: [(u32, u32); 3] = [(512, 16), (1024, 8), (256, 16)];
+/// `composite sweep` on the H100 (BENCHMARKS.md): since the run headers are written per
+/// mask word, 1024 x 16 is the fastest at 8K (117-119 against 124-125 us for 512 x 16, runs
+/// Z1-Z2) and within 2 us at 4K, and both were right in every run of this session. Devices
+/// that cannot build a shape, or whose result fails the encoder's self-check, take the next.
+const ENCODE_SHAPES: [(u32, u32); 3] = [(1024, 16), (512, 16), (1024, 8)];
 /// Largest `ap_encode` tile and workgroup: the kernel's shared arrays have fixed sizes for
 /// these (the shader says why).
 const MAX_TILE: usize = 16384;
