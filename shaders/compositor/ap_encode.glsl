@@ -6,13 +6,12 @@
 //
 // The scan runs over the ROI elements (ap_elements.glsl) with the monoid
 // (run starts: +, active elements: +, pixel of the last run start + 1: max; pixels grow with
-// elements, so max picks the last). From its prefix every
-// element knows its run id r, its active index a and where its run began, which is all the
-// scatter needs:
+// elements, so max picks the last). From its prefix every element knows its run id r, its
+// active index a and where its run began, which is all the scatter needs:
 // - an active element writes its pixel at ApOffset(a, r);
-// - the first element of an active run writes the run header's inactive count (its pixel
-//   minus the previous run's first pixel), the last one writes the active count (the run's
-//   element count);
+// - for each active run that begins in a 32-element word, the invocation of that word writes
+//   the run header's inactive count (the run's first pixel minus the previous run's first
+//   pixel), and for each that ends in it, the active count (the run's element count);
 // - the last element writes the final (inactive count, 0) header when the image ends
 //   inactive, and the payload size.
 // Elements are measured in image pixels, so the payload is that of the whole image.

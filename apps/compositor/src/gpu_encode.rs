@@ -194,9 +194,10 @@ pub struct GpuEncoder {
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
-    /// The traced kernel's per-tile records (`ap_encode.glsl`), sized in `prepare`; `None`
-    /// for the plain kernel.
-    trace: Option<Option<Buffer<u32>>>,
+    /// The kernel is the traced one (`ap_encode.glsl`), whose per-tile records go to `trace`
+    /// (sized in `prepare`).
+    traced: bool,
+    trace: Option<Buffer<u32>>,
 }
 
 /// Words of one tile's trace record.
@@ -295,7 +296,8 @@ impl GpuEncoder {
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
-            trace: traced.then_some(None),
+            traced,
+            trace: None,
         })
     }
 
@@ -325,8 +327,8 @@ impl GpuEncoder {
         self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
         let tiles = total.div_ceil(self.config.tile());
         self.ctx.reuse_buffer(&mut self.scratch, 2 + DESCRIPTOR_WORDS * tiles, Location::Device, "ap scan scratch")?;
-        if let Some(trace) = &mut self.trace {
-            self.ctx.reuse_buffer(trace, TRACE_WORDS * tiles, Location::Device, "ap tile trace")?;
+        if self.traced {
+            self.ctx.reuse_buffer(&mut self.trace, TRACE_WORDS * tiles, Location::Device, "ap tile trace")?;
         }
         Ok(tiles)
     }
@@ -349,7 +351,7 @@ impl GpuEncoder {
             self.size.binding(),
             scratch.binding(),
         ];
-        if let Some(Some(trace)) = &self.trace {
+        if let Some(trace) = &self.trace {
             bindings.push(trace.binding());
         }
         rec.dispatch_linear(&self.encode, &bindings, image, tiles as u32);
@@ -428,7 +430,7 @@ impl GpuEncoder {
     /// start to each step (`ap_encode.glsl`). `tiles` is the number of tiles that encoding
     /// had (the ROI box's elements over the tile size).
     pub fn trace(&self, tiles: usize) -> Result<Vec<TileTrace>> {
-        let Some(Some(buffer)) = &self.trace else {
+        let Some(buffer) = &self.trace else {
             return Err(CompositorError::Invalid("this encoder is not traced, or has not encoded".into()));
         };
         let words = self.ctx.download_range(buffer, 0, (TRACE_WORDS * tiles).min(buffer.len()))?;
