@@ -28,19 +28,19 @@
 #include "ap_elements.glsl"
 
 // AP_TRACE (ap_encode_trace.comp): each tile records when it reached each step, for
-// `composite sweep --trace` (there is no profiler on the GPU machines). trace[2t] and
-// trace[2t + 1] for the tile of ticket t: the device clock (ns, low word) at its start and
-// end; its SM's id | look-back windows read << 16; then its SM's clock cycles from its start
-// to: the ticket, the depth loads' ballots, the aggregate's publication, the look-back's end
-// and the scatter's end.
+// `composite sweep --trace` (there is no profiler on the GPU machines). TRACE_WORDS words
+// for the tile of ticket t from trace[TRACE_WORDS * t]: the device clock (ns, low word) at
+// its start and end, its SM's id, the look-back windows it read, then its SM's clock (low
+// word) at its start, its ticket, its depth loads' ballots, its aggregate's publication,
+// its look-back's end and its scatter's end. Each word is stored when it is known, so that
+// tracing keeps no value alive through the kernel.
 #ifdef AP_TRACE
 #extension GL_ARB_shader_clock : require
 #extension GL_EXT_shader_realtime_clock : require
 #extension GL_NV_shader_sm_builtins : require
 #define LB_COUNT_ROUNDS
-#define TRACE_CLOCK(v) uint v = clock2x32ARB().x
-#else
-#define TRACE_CLOCK(v)
+const uint TRACE_WORDS = 10u;
+#define TRACE(word, value) trace[TRACE_WORDS * (base / TILE) + (word)] = (value)
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -54,7 +54,7 @@ layout(set = 0, binding = 3) writeonly buffer Out2 { uvec2 ap2[]; };
 layout(set = 0, binding = 4) writeonly buffer Size { uint ap_words[]; };
 layout(set = 0, binding = 5) coherent buffer Scratch { uint scratch[]; };
 #ifdef AP_TRACE
-layout(set = 0, binding = 6) writeonly buffer Trace { uvec4 trace[]; };
+layout(set = 0, binding = 6) writeonly buffer Trace { uint trace[]; };
 #endif
 // origin: index in the colour and depth buffers of the image's first pixel. The box is the
 // ROI kernel's result in `roi` when box_source is 1, else box_push = (x0, y0, x1, y1), which
@@ -153,10 +153,9 @@ void write_headers(uint w, uint base) {
 }
 
 void main() {
-    TRACE_CLOCK(c_start);
 #ifdef AP_TRACE
     uint real_start = clockRealtime2x32EXT().x;
-    uint c_agg = 0u, c_prefix = 0u;
+    uint c_start = clock2x32ARB().x;
 #endif
     elements_init(width, height, box_source != 0u ? uvec4(roi[0], roi[1], ~roi[2], ~roi[3]) : box_push);
     uint tiles = max(ceil_div(el_n, TILE), 1u);
@@ -164,7 +163,9 @@ void main() {
     // before taking a ticket, so tickets 0 .. tiles - 1 all go to workgroups that run.
     if (linear_group_id() >= tiles) return;
     uint tile = lb_take_tile();
-    TRACE_CLOCK(c_ticket);
+#ifdef AP_TRACE
+    uint c_ticket = clock2x32ARB().x;
+#endif
     uint lid = gl_LocalInvocationIndex;
     if (el_n == 0u) {
         if (lid == 0u) {
@@ -175,6 +176,14 @@ void main() {
         return;
     }
     uint base = tile * TILE;
+#ifdef AP_TRACE
+    if (lid == 0u) {
+        TRACE(0u, real_start);
+        TRACE(2u, gl_SMIDNV);
+        TRACE(4u, c_start);
+        TRACE(5u, c_ticket);
+    }
+#endif
 
     // Step 1 (pixel properties): activity bits by ballot. All loads are issued first (with
     // the two elements around the tile, on two other warps) so their latencies overlap, and
@@ -221,7 +230,9 @@ void main() {
         }
     }
     barrier();
-    TRACE_CLOCK(c_loaded);
+#ifdef AP_TRACE
+    if (lid == 0u) TRACE(6u, clock2x32ARB().x);
+#endif
 
     // Run starts and the monoid value of each word (one invocation per word).
     uvec3 word_sum = uvec3(0u);
@@ -254,15 +265,24 @@ void main() {
         uvec4 aggregate = uvec4(carry, 0u);
         uvec4 prefix = uvec4(0u);
 #ifdef AP_TRACE
-        c_agg = clock2x32ARB().x;
+        if (subgroupElect()) TRACE(7u, clock2x32ARB().x);
 #endif
         if (tile == 0u) {
             if (subgroupElect()) lb_publish(tile, LB_FLAG_PREFIX, aggregate);
+#ifdef AP_TRACE
+            if (subgroupElect()) {
+                TRACE(8u, clock2x32ARB().x);
+                TRACE(3u, 0u);
+            }
+#endif
         } else {
             if (subgroupElect()) lb_publish(tile, LB_FLAG_AGGREGATE, aggregate);
             prefix = lb_look_back(tile);
 #ifdef AP_TRACE
-            c_prefix = clock2x32ARB().x;
+            if (subgroupElect()) {
+                TRACE(8u, clock2x32ARB().x);
+                TRACE(3u, lb_rounds);
+            }
 #endif
             if (subgroupElect()) lb_publish(tile, LB_FLAG_PREFIX, lb_combine(prefix, aggregate));
         }
@@ -319,10 +339,9 @@ void main() {
     }
 #ifdef AP_TRACE
     barrier();
-    TRACE_CLOCK(c_end);
     if (lid == 0u) {
-        trace[2u * tile] = uvec4(real_start, clockRealtime2x32EXT().x, gl_SMIDNV | lb_rounds << 16, c_ticket - c_start);
-        trace[2u * tile + 1u] = uvec4(c_loaded - c_start, c_agg - c_start, (tile == 0u ? c_agg : c_prefix) - c_start, c_end - c_start);
+        TRACE(9u, clock2x32ARB().x);
+        TRACE(1u, clockRealtime2x32EXT().x);
     }
 #endif
 }

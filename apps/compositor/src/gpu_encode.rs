@@ -200,8 +200,8 @@ pub struct GpuEncoder {
     trace: Option<Buffer<u32>>,
 }
 
-/// Words of one tile's trace record.
-const TRACE_WORDS: usize = 8;
+/// Words of one tile's trace record (`ap_encode.glsl`).
+const TRACE_WORDS: usize = 10;
 
 impl GpuEncoder {
     /// The encoder of the first shape in [`ENCODE_SHAPES`] that the device builds and whose
@@ -439,9 +439,9 @@ impl GpuEncoder {
             .map(|w| TileTrace {
                 start_ns: w[0],
                 end_ns: w[1],
-                sm: w[2] & 0xffff,
-                windows: w[2] >> 16,
-                cycles: [w[3], w[4], w[5], w[6], w[7]],
+                sm: w[2],
+                windows: w[3],
+                cycles: [5, 6, 7, 8, 9].map(|i| w[i].wrapping_sub(w[4])),
             })
             .collect())
     }
