@@ -20,6 +20,30 @@ impl SweepKernel for Copy {
     }
 }
 
+/// A kernel's load step alone: 16 loads of one u32 or one uvec4 in flight per invocation
+/// (`engine::ceilings::ReadProbe`); size = u32 words read.
+pub struct Read {
+    /// Words per load: 1 or 4.
+    pub width: usize,
+}
+
+impl SweepKernel for Read {
+    fn name(&self) -> &'static str {
+        if self.width == 4 {
+            "read_uvec4"
+        } else {
+            "read_u32"
+        }
+    }
+    fn workgroups(&self) -> Vec<u32> {
+        vec![64, 128, 256, 512, 1024]
+    }
+    fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> Result<(f64, u64)> {
+        let bytes = size * 4;
+        Ok((engine::ceilings::read_ms(ctx, bytes, workgroup, self.width, 5)?, bytes))
+    }
+}
+
 /// Best-of-`repeats` GPU ms of `body` (a short warm-up: sweeps run many points back to back).
 fn best_ms(ctx: &Context, repeats: u32, body: impl FnMut(&mut engine::Recorder) -> Result<()>) -> Result<f64> {
     let times = crate::time_repetitions(ctx, repeats, std::time::Duration::from_millis(20), body)?;
@@ -95,7 +119,14 @@ impl SweepKernel for RowSums {
 
 /// Every kernel `sweep` can run.
 pub fn all() -> Vec<Box<dyn SweepKernel>> {
-    vec![Box::new(Copy), Box::new(Scan), Box::new(Sort), Box::new(RowSums)]
+    vec![
+        Box::new(Copy),
+        Box::new(Read { width: 1 }),
+        Box::new(Read { width: 4 }),
+        Box::new(Scan),
+        Box::new(Sort),
+        Box::new(RowSums),
+    ]
 }
 
 /// The kernel called `name`.

@@ -63,6 +63,69 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
     Ok(best_ms(&rec.submit()?.wait_profiled()?, "copy"))
 }
 
+/// Loads each invocation of the read probe keeps in flight (`ceiling_read.comp`).
+const READ_LOADS: usize = 16;
+
+/// The read probe (`ceiling_read.comp`): each invocation keeps 16 loads of `width` words (1
+/// or 4) in flight, as a kernel's load step does, then writes their XOR.
+pub struct ReadProbe {
+    pipeline: crate::pipeline::ComputePipeline,
+    workgroup: u32,
+    width: usize,
+}
+
+impl ReadProbe {
+    pub fn new(ctx: &Context, workgroup: u32, width: usize) -> Result<ReadProbe> {
+        if width != 1 && width != 4 {
+            return Err(crate::error::EngineError::Unsupported(format!("read probe width {width}: 1 or 4")));
+        }
+        let pipeline = ctx.compute_pipeline(&PipelineDesc {
+            name: "ceiling_read",
+            spirv: shaders::CEILING_READ,
+            bindings: 2,
+            push_bytes: 4,
+            spec: &[workgroup, width as u32],
+        })?;
+        Ok(ReadProbe { pipeline, workgroup, width })
+    }
+
+    /// Workgroups that read `words` words (a trailing partial load of `width` words is not
+    /// read).
+    pub fn workgroups(&self, words: usize) -> u32 {
+        ((words / self.width) as u32).div_ceil(self.workgroup * READ_LOADS as u32).max(1)
+    }
+
+    /// Output words (one XOR per invocation) for `words` words.
+    pub fn outputs(&self, words: usize) -> usize {
+        (self.workgroups(words) * self.workgroup) as usize
+    }
+
+    /// Records one read of `src` into `dst` (at least [`Self::outputs`] long).
+    pub fn record(&self, rec: &mut crate::Recorder, src: &crate::Buffer<u32>, dst: &crate::Buffer<u32>) {
+        let loads = (src.len() / self.width) as u32;
+        rec.dispatch_linear(&self.pipeline, &[src.binding(), dst.binding()], &loads, self.workgroups(src.len()));
+    }
+}
+
+/// GPU milliseconds of the best of `repeats` reads of `bytes` bytes by the read probe with
+/// loads of `width` words (for `sweep`).
+pub fn read_ms(ctx: &Context, bytes: u64, workgroup: u32, width: usize, repeats: u32) -> Result<f64> {
+    let probe = ReadProbe::new(ctx, workgroup, width)?;
+    let words = (bytes / 4).max(4) as usize;
+    let src = ctx.buffer::<u32>(words, Location::Device, "read probe source")?;
+    let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe output")?;
+    let mut rec = ctx.recorder()?;
+    rec.fill(&src, 0x3f80_0000);
+    rec.barrier();
+    rec.enable_profiling(repeats + 1)?;
+    for _ in 0..repeats {
+        probe.record(&mut rec, &src, &dst);
+        rec.barrier();
+        rec.mark("read");
+    }
+    Ok(best_ms(&rec.submit()?.wait_profiled()?, "read"))
+}
+
 fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
     ctx.compute_pipeline(&PipelineDesc {
         name: "ceiling_fma",
@@ -133,6 +196,38 @@ mod tests {
         let t = std::time::Instant::now();
         warm_up(ctx, std::time::Duration::from_millis(20)).unwrap();
         assert!(t.elapsed() >= std::time::Duration::from_millis(20));
+        crate::testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn read_probe_xors_what_each_invocation_loads() {
+        let ctx = crate::testing::context();
+        // An awkward size: not a multiple of 4 words or of a workgroup's loads.
+        let words = 100_003usize;
+        let data: Vec<u32> = (0..words as u32).map(|i| i.wrapping_mul(2_654_435_761) ^ 0x5bd1_e995).collect();
+        let src = ctx.upload(&data, "read probe test source").unwrap();
+        for (workgroup, width) in [(64u32, 1usize), (64, 4), (96, 4)] {
+            let probe = ReadProbe::new(ctx, workgroup, width).unwrap();
+            let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe test output").unwrap();
+            let mut rec = ctx.recorder().unwrap();
+            probe.record(&mut rec, &src, &dst);
+            rec.submit().unwrap().wait().unwrap();
+            let got = ctx.download(&dst).unwrap();
+            // Invocation t of workgroup g reads loads g * wg * 16 + t + k * wg, k < 16.
+            let (wg, loads) = (workgroup as usize, words / width);
+            let want: Vec<u32> = (0..got.len())
+                .map(|inv| {
+                    let (g, t) = (inv / wg, inv % wg);
+                    (0..READ_LOADS)
+                        .map(|k| g * wg * READ_LOADS + t + k * wg)
+                        .filter(|&i| i < loads)
+                        .flat_map(|i| data[i * width..(i + 1) * width].iter().copied())
+                        .fold(0, |a, b| a ^ b)
+                })
+                .collect();
+            assert_eq!(got, want, "workgroup {workgroup}, width {width}");
+        }
+        assert!(ReadProbe::new(ctx, 64, 2).is_err());
         crate::testing::assert_no_validation_messages();
     }
 
