@@ -53,14 +53,21 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
     let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
     let copy = copy_pipeline(ctx, workgroup)?;
     let groups = (words as u32).div_ceil(workgroup * 8).clamp(1, 65535);
-    let mut rec = ctx.recorder()?;
+    best_of_passes(ctx.recorder()?, repeats, |rec| {
+        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1])
+    })
+}
+
+/// GPU milliseconds of the best of `repeats` passes that `pass` records after what `rec`
+/// already holds.
+fn best_of_passes(mut rec: crate::Recorder, repeats: u32, mut pass: impl FnMut(&mut crate::Recorder)) -> Result<f64> {
     rec.enable_profiling(repeats + 1)?;
     for _ in 0..repeats {
-        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1]);
+        pass(&mut rec);
         rec.barrier();
-        rec.mark("copy");
+        rec.mark("pass");
     }
-    Ok(best_ms(&rec.submit()?.wait_profiled()?, "copy"))
+    Ok(best_ms(&rec.submit()?.wait_profiled()?, "pass"))
 }
 
 /// Loads each invocation of the read probe keeps in flight (`ceiling_read.comp`).
@@ -117,13 +124,7 @@ pub fn read_ms(ctx: &Context, bytes: u64, workgroup: u32, width: usize, repeats:
     let mut rec = ctx.recorder()?;
     rec.fill(&src, 0x3f80_0000);
     rec.barrier();
-    rec.enable_profiling(repeats + 1)?;
-    for _ in 0..repeats {
-        probe.record(&mut rec, &src, &dst);
-        rec.barrier();
-        rec.mark("read");
-    }
-    Ok(best_ms(&rec.submit()?.wait_profiled()?, "read"))
+    best_of_passes(rec, repeats, |rec| probe.record(rec, &src, &dst))
 }
 
 fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
