@@ -177,6 +177,29 @@ impl Recorder {
         }
     }
 
+    /// Records a dispatch whose workgroup counts the device reads, when the dispatch runs,
+    /// from words `word..word + 3` of `args` (written by an earlier kernel before a
+    /// [`Recorder::barrier`]): for kernels whose amount of work an earlier kernel finds.
+    pub fn dispatch_indirect<P: NoUninit>(
+        &mut self,
+        pipe: &ComputePipeline,
+        bindings: &[BufferBinding],
+        push: &P,
+        args: &Buffer<u32>,
+        word: usize,
+    ) {
+        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
+        assert!(word + 3 <= args.len(), "indirect arguments past the end of their buffer");
+        self.bind(
+            vk::PipelineBindPoint::COMPUTE,
+            vk::ShaderStageFlags::COMPUTE,
+            pipe.0.handles(),
+            bindings,
+            bytemuck::bytes_of(push),
+        );
+        unsafe { self.ctx.shared.device.cmd_dispatch_indirect(self.cmd, args.raw, 4 * word as u64) };
+    }
+
     /// Binds a pipeline (raw handle, layout, binding count, push-constant size, name), pushes
     /// its storage-buffer descriptors and its push constants. Shared by dispatches and draws.
     pub(crate) fn bind(

@@ -86,17 +86,19 @@ struct ImagePush {
     box_source: u32,
     /// The box (x0, y0, x1, y1), inclusive, when the host knows it.
     box_xy: [u32; 4],
+    /// Elements per `ap_encode` tile (for `roi.comp`'s workgroup counts).
+    tile: u32,
 }
 
 impl ImagePush {
     /// A `width x height` image at pixel `origin` whose box the ROI kernel finds.
-    fn found_box(width: u32, height: u32, origin: u32) -> ImagePush {
-        ImagePush { width, height, origin, box_source: 1, box_xy: [0; 4] }
+    fn found_box(width: u32, height: u32, origin: u32, tile: usize) -> ImagePush {
+        ImagePush { width, height, origin, box_source: 1, box_xy: [0; 4], tile: tile as u32 }
     }
 
     /// A `width x height` image at pixel `origin` with a known box.
-    fn with_box(width: u32, height: u32, origin: u32, roi: &Roi) -> ImagePush {
-        ImagePush { width, height, origin, box_source: 0, box_xy: [roi.x0, roi.y0, roi.x1, roi.y1] }
+    fn with_box(width: u32, height: u32, origin: u32, roi: &Roi, tile: usize) -> ImagePush {
+        ImagePush { width, height, origin, box_source: 0, box_xy: [roi.x0, roi.y0, roi.x1, roi.y1], tile: tile as u32 }
     }
 }
 
@@ -190,6 +192,8 @@ pub struct GpuEncoder {
     /// The box on the device (what `ap_encode` reads) and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
+    /// `roi.comp`'s finished-workgroup count and the encoding's workgroup counts.
+    grid: Buffer<u32>,
     scratch: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
@@ -287,11 +291,12 @@ impl GpuEncoder {
         };
         Ok(GpuEncoder {
             ctx: ctx.clone(),
-            roi: pipe("roi", shaders::ROI, 2, &[WORKGROUP])?,
+            roi: pipe("roi", shaders::ROI, 3, &[WORKGROUP])?,
             encode,
             config,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
+            grid: ctx.buffer(4, Location::Device, "ap encode grid")?,
             scratch: None,
             out: None,
             host: None,
@@ -312,9 +317,9 @@ impl GpuEncoder {
         Ok(self.encode.statistics()?)
     }
 
-    /// Checks the frame and sizes the payload and scratch buffers for it; returns the
-    /// number of `ap_encode` workgroups (tiles) that cover the whole image.
-    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<usize> {
+    /// Checks the frame and sizes the payload and scratch buffers for it (for as many tiles
+    /// as cover the whole image).
+    fn prepare(&mut self, color: &Buffer<u32>, depth: &Buffer<f32>, image: &ImagePush) -> Result<()> {
         let (width, height) = (image.width, image.height);
         let total = crate::ap::pixel_count(width, height)?;
         let end = image.origin as usize + total;
@@ -330,17 +335,18 @@ impl GpuEncoder {
         if self.traced {
             self.ctx.reuse_buffer(&mut self.trace, TRACE_WORDS * tiles, Location::Device, "ap tile trace")?;
         }
-        Ok(tiles)
+        Ok(())
     }
 
-    /// Records the encoding of the box in `roi_box` (filled by the recording before it).
+    /// Records the encoding of the box in `roi_box` (filled by the recording before it) in
+    /// `tiles` workgroups, or when `None`, in as many as the ROI kernel before it counted.
     fn record_encode(
         &self,
         rec: &mut Recorder,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
         image: &ImagePush,
-        tiles: usize,
+        tiles: Option<usize>,
     ) {
         let (scratch, out) = (self.scratch.as_ref().unwrap(), self.out.as_ref().unwrap());
         let mut bindings = vec![
@@ -354,7 +360,10 @@ impl GpuEncoder {
         if let Some(trace) = &self.trace {
             bindings.push(trace.binding());
         }
-        rec.dispatch_linear(&self.encode, &bindings, image, tiles as u32);
+        match tiles {
+            Some(tiles) => rec.dispatch_linear(&self.encode, &bindings, image, tiles as u32),
+            None => rec.dispatch_indirect(&self.encode, &bindings, image, &self.grid, 1),
+        }
     }
 
     /// Submits a recording that ends with an encoding and returns the payload length in
@@ -380,7 +389,7 @@ impl GpuEncoder {
         height: u32,
         roi: &Roi,
     ) -> Result<(usize, f64)> {
-        self.encode_box(color, depth, &ImagePush::with_box(width, height, 0, roi), roi)
+        self.encode_box(color, depth, &ImagePush::with_box(width, height, 0, roi, self.config.tile()), roi)
     }
 
     /// Finds the active pixels' bounds in the span of `len` pixels from pixel `start` of the
@@ -397,7 +406,8 @@ impl GpuEncoder {
         let (Ok(origin), Ok(width)) = (origin, width) else {
             return Err(CompositorError::Invalid(format!("span of {len} pixels at {start} is too large")));
         };
-        let (words, _, times) = self.encode_found(color, depth, &ImagePush::found_box(width, 1, origin))?;
+        let (words, _, times) =
+            self.encode_found(color, depth, &ImagePush::found_box(width, 1, origin, self.config.tile()))?;
         Ok((words, times))
     }
 
@@ -419,7 +429,7 @@ impl GpuEncoder {
         rec.enable_profiling(2)?;
         rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, image, tiles);
+        self.record_encode(&mut rec, color, depth, image, Some(tiles));
         rec.mark("encode");
         let (words, passes, wall) = self.finish(rec, width as usize * height as usize)?;
         Ok((words, gpu_ms(&passes, wall)))
@@ -470,7 +480,8 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let (words, roi, times) = self.encode_found(color, depth, &ImagePush::found_box(width, height, 0))?;
+        let (words, roi, times) =
+            self.encode_found(color, depth, &ImagePush::found_box(width, height, 0, self.config.tile()))?;
         let (words, d2h_ms) = self.download(words)?;
         let pixels = width as usize * height as usize;
         Ok((Encoded { pixels, words }, roi, EncodeTimes { d2h_ms, ..times }))
@@ -484,22 +495,23 @@ impl GpuEncoder {
         depth: &Buffer<f32>,
         image: &ImagePush,
     ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
-        let tiles = self.prepare(color, depth, image)?;
+        self.prepare(color, depth, image)?;
         let total = image.width as usize * image.height as usize;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(4)?;
         rec.fill(&self.roi_box, u32::MAX);
+        rec.fill(&self.grid, 0);
         rec.fill(self.scratch.as_ref().unwrap(), 0);
         rec.barrier();
         rec.dispatch_linear(
             &self.roi,
-            &[depth.binding(), self.roi_box.binding()],
+            &[depth.binding(), self.roi_box.binding(), self.grid.binding()],
             image,
             total.div_ceil(ROI_PER_GROUP) as u32,
         );
         rec.mark("roi");
         rec.barrier();
-        self.record_encode(&mut rec, color, depth, image, tiles);
+        self.record_encode(&mut rec, color, depth, image, None);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         rec.mark("roi readback");
