@@ -1,11 +1,12 @@
 //! Region-of-interest detection and Active Pixel encoding on the GPU, per the paper's
 //! Algorithm 1, in two kernels recorded into one submission:
 //!
-//! 1. `roi`: the bounding box of the active pixels, left in a device buffer;
+//! 1. `roi`: the bounding box of the active pixels, left in a device buffer, and the
+//!    workgroup count of the encoding for that box;
 //! 2. `ap_encode`: the five steps of Algorithm 1 (pixel properties, run ids, run lengths,
 //!    active indices, scatter) fused into one single-pass scan with decoupled look-back
-//!    over the box's pixels (see the shader), reading the box from that buffer, so the host
-//!    never waits between the two.
+//!    over the box's pixels (see the shader), reading the box from that buffer and
+//!    dispatched indirectly with that count, so the host never waits between the two.
 //!
 //! Only the pixels of the ROI box are encoded (everything outside it is inactive by
 //! definition), as in the paper's IceT integration: the encoder walks the box row by row,
