@@ -161,14 +161,7 @@ impl Recorder {
         push: &P,
         groups: [u32; 3],
     ) {
-        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
-        self.bind(
-            vk::PipelineBindPoint::COMPUTE,
-            vk::ShaderStageFlags::COMPUTE,
-            pipe.0.handles(),
-            bindings,
-            bytemuck::bytes_of(push),
-        );
+        self.bind_compute(pipe, bindings, push);
         let device = &self.ctx.shared.device;
         unsafe {
             if groups.iter().all(|&g| g > 0) {
@@ -188,8 +181,14 @@ impl Recorder {
         args: &Buffer<u32>,
         word: usize,
     ) {
-        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
         assert!(word + 3 <= args.len(), "indirect arguments past the end of their buffer");
+        self.bind_compute(pipe, bindings, push);
+        unsafe { self.ctx.shared.device.cmd_dispatch_indirect(self.cmd, args.raw, 4 * word as u64) };
+    }
+
+    /// Binds a compute pipeline with its buffers and push constants, for a dispatch.
+    fn bind_compute<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P) {
+        assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
         self.bind(
             vk::PipelineBindPoint::COMPUTE,
             vk::ShaderStageFlags::COMPUTE,
@@ -197,7 +196,6 @@ impl Recorder {
             bindings,
             bytemuck::bytes_of(push),
         );
-        unsafe { self.ctx.shared.device.cmd_dispatch_indirect(self.cmd, args.raw, 4 * word as u64) };
     }
 
     /// Binds a pipeline (raw handle, layout, binding count, push-constant size, name), pushes
