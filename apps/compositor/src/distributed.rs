@@ -141,6 +141,9 @@ impl Gathered {
 /// Time and traffic of one rank's compositing.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExchangeStats {
+    /// Waiting for every rank before each round and before the gather: the ranks' skew, kept
+    /// out of `exchange_ms`, which is then the messages' own time.
+    pub wait_ms: f64,
     pub exchange_ms: f64,
     pub composite_ms: f64,
     pub bytes_sent: usize,
@@ -150,6 +153,14 @@ pub struct ExchangeStats {
     pub encode_ms: f64,
     pub d2h_ms: f64,
     pub bytes_d2h: usize,
+}
+
+/// Waits for every rank (one barrier, which every rank reaches as often: once per round and
+/// once before the gather), timed into `stats.wait_ms`.
+fn wait_for_all(comm: &dyn Comm, stats: &mut ExchangeStats) {
+    let t = Instant::now();
+    comm.barrier();
+    stats.wait_ms += ms_since(t);
 }
 
 /// Composites every rank's full-size `piece` with `strategy` and gathers the result on rank
@@ -167,6 +178,7 @@ pub fn composite_frame(
     let (mut lo, mut hi) = (0usize, total);
     let mut piece = piece;
     for round in rounds(strategy, comm.size()) {
+        wait_for_all(comm, &mut stats);
         let Some(group) = round.iter().find(|g| g.members.contains(&me)) else { continue };
         let j = group.members.iter().position(|&m| m == me).unwrap();
         if group.fold {
@@ -230,6 +242,7 @@ fn gather(
 ) -> Result<Option<Gathered>> {
     let compressed = matches!(piece, Piece::Encoded(_));
     let me = comm.rank();
+    wait_for_all(comm, stats);
     // Every rank's final span, followed by its first and last pixel (at the end, so that
     // the receiver takes them off without moving the payload).
     let t = Instant::now();
@@ -310,6 +323,7 @@ pub fn composite_frame_gpu(
         Ok::<_, CompositorError>(words)
     };
     for round in rounds(strategy, comm.size()) {
+        wait_for_all(comm, &mut stats);
         let Some(group) = round.iter().find(|g| g.members.contains(&me)) else { continue };
         let j = group.members.iter().position(|&m| m == me).unwrap();
         if group.fold {
@@ -419,11 +433,12 @@ pub fn open_device(rank: usize, selector: Option<&str>) -> Result<Context> {
     Ok(Context::open_with(instance, ContextOptions { selector: Some(&index), swapchain: false })?)
 }
 
-const STAT_NAMES: [&str; 9] = [
+const STAT_NAMES: [&str; 10] = [
     "render_ms",
     "roi_ms",
     "encode_ms",
     "d2h_ms",
+    "wait_ms",
     "exchange_ms",
     "composite_ms",
     "frame_ms",
@@ -501,6 +516,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             stats.roi_ms,
             readback[0] + stats.encode_ms,
             readback[1] + stats.d2h_ms,
+            stats.wait_ms,
             stats.exchange_ms,
             stats.composite_ms,
             ms_since(start),

@@ -205,10 +205,10 @@ fn render(req: RenderRequest, out: &Path, json: bool) -> Result<()> {
             print_json(&line);
         } else {
             println!(
-                "frame {}: {} ranks, render {:.2} ms, roi {:.2} ms, encode {:.2} ms, d2h {:.2} ms, exchange {:.2} ms, composite {:.2} ms, {} bytes sent",
+                "frame {}: {} ranks, render {:.2} ms, roi {:.2} ms, encode {:.2} ms, d2h {:.2} ms, wait {:.2} ms, exchange {:.2} ms, composite {:.2} ms, {} bytes sent",
                 line["frame"], line["ranks"], line["render_ms"].as_f64().unwrap_or(0.0), line["roi_ms"].as_f64().unwrap_or(0.0),
                 line["encode_ms"].as_f64().unwrap_or(0.0), line["d2h_ms"].as_f64().unwrap_or(0.0),
-                line["exchange_ms"].as_f64().unwrap_or(0.0), line["composite_ms"].as_f64().unwrap_or(0.0), line["bytes_sent"]
+                line["wait_ms"].as_f64().unwrap_or(0.0), line["exchange_ms"].as_f64().unwrap_or(0.0), line["composite_ms"].as_f64().unwrap_or(0.0), line["bytes_sent"]
             );
         }
     });
