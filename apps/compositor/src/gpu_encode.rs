@@ -558,6 +558,12 @@ mod tests {
                 let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
                 assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h}");
                 assert_eq!(got, want, "ROI encoding of {name} {w}x{h}");
+                // The ROI kernel counted all its workgroups and sized the encoding for the
+                // box's tiles (one at least).
+                let tiles = roi.map_or(0, |r| r.elements(w)).div_ceil(enc.config.tile()).max(1) as u32;
+                let grid = ctx.download_range(&enc.grid, 0, 4).unwrap();
+                let roi_groups = (w as usize * h as usize).div_ceil(ROI_PER_GROUP) as u32;
+                assert_eq!(grid, [roi_groups, tiles, 1, 1], "encode grid of {name} {w}x{h}");
                 // Algorithm 1 over the whole image, without the ROI box.
                 let (words, _) = enc.encode_roi(&color, &depth, w, h, &Roi::full(w, h)).unwrap();
                 assert_eq!(enc.download(words).unwrap().0, want.words, "full encoding of {name} {w}x{h}");
