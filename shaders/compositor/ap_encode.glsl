@@ -136,7 +136,7 @@ void main() {
     }
     if (lid == 0u) s_edge[0] = base > 0u && element_active(base - 1u) ? 1u : 0u;
     if (lid == WG - 1u) s_edge[1] = element_active(base + TILE) ? 1u : 0u;
-    mask_clear(WORDS);
+    mask_clear();
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) mask_store(k, depth[k] != BACKGROUND_BITS);
     // The active pixels' colours, loaded while the scans below run.
     uint colour[PER_INVOCATION];
@@ -190,7 +190,7 @@ void main() {
     barrier();
 
     // Step 5 (compress): run headers per mask word, then pixels.
-    if (lid < WORDS) write_headers(lid, base, WORDS);
+    if (lid < WORDS) write_headers(lid, base);
     walk = walk_start(base + lid, WG);
     [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
         uint off = k * WG + lid;

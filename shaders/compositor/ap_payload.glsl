@@ -22,18 +22,18 @@ uint word_element_pixel(uint row0, uint col0, uint j) {
     return (el_y0 + row0 + rows) * el_width + el_x0 + col - rows * el_stride;
 }
 
-// The run headers of word w of the tile at element `base` (of `words` words): for each
+// The run headers of word w of the tile at element `base`: for each
 // active run that begins in the word, its inactive count (from the previous run's first
 // pixel, or from pixel 0 for the first run); for each that ends in it, its active count (an
 // active run has no gap element, so its pixels are its elements). One invocation per word
 // walks the word's run boundaries: in a scatter per element, the header branches that nearly
 // every 32 elements of a dense frame take cost the one-pass kernel 40% of its time on the
 // H100 (run W in BENCHMARKS.md).
-void write_headers(uint w, uint base, uint words) {
+void write_headers(uint w, uint base) {
     uint e0 = base + 32u * w;
     uint m = s_mask[w];
     uint starts = s_start[w];
-    uint next = w + 1u < words ? s_mask[w + 1u] & 1u : s_edge[1];
+    uint next = w + 1u < WORDS ? s_mask[w + 1u] & 1u : s_edge[1];
     uint begins = starts & m;
     uint ends = m & ~((m >> 1) | (next << 31));
     uint bounds = begins | ends;

@@ -1,4 +1,4 @@
-// The Active Pixel encoders' monoid and its scan across a workgroup's subgroups. The monoid
+// The Active Pixel encoder's monoid and its scan across a workgroup's subgroups. The monoid
 // is (run starts: +, active elements: +, pixel of the last run start + 1: max); pixels grow
 // with elements, so max picks the last. The includer declares `layout(local_size_x_id = 0)
 // in;` and defines AP_MAX_SUBGROUPS (the most subgroups a workgroup may have).

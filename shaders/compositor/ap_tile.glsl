@@ -1,9 +1,10 @@
 // A tile of Active Pixel encoding's elements (ap_elements.glsl) as activity mask words of 32
 // elements, and the run starts and monoid sums (ap_scan.glsl) of each word. Element
 // k * WG + i of a tile is the k-th of invocation i, so that loads coalesce; bit j of word w
-// is element 32 w + j. The includer declares `layout(local_size_x_id = 0) in;` and defines
-// AP_MAX_WORDS (mask words of the largest tile) and AP_MAX_SUBGROUPS, and declares the depth
-// buffer `depth_bits` and the push constant `origin` (the image's first pixel in it).
+// is element 32 w + j. The includer declares `layout(local_size_x_id = 0) in;`, the tile's
+// mask words WORDS, the depth buffer `depth_bits` and the push constant `origin` (the
+// image's first pixel in it), and defines AP_MAX_WORDS (mask words of the largest tile) and
+// AP_MAX_SUBGROUPS.
 #ifndef TESSERA_AP_TILE_GLSL
 #define TESSERA_AP_TILE_GLSL
 
@@ -22,9 +23,9 @@ bool element_active(uint e) {
 }
 
 // Clears the mask words before mask_store where subgroups are narrower than a word.
-void mask_clear(uint words) {
+void mask_clear() {
     if (gl_SubgroupSize < 32u) {
-        for (uint w = gl_LocalInvocationIndex; w < words; w += gl_WorkGroupSize.x) s_mask[w] = 0u;
+        for (uint w = gl_LocalInvocationIndex; w < WORDS; w += gl_WorkGroupSize.x) s_mask[w] = 0u;
         barrier();
     }
 }
