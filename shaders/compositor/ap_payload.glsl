@@ -8,12 +8,6 @@
 // (runs, actives, last start's pixel + 1) of everything before word w
 shared uvec3 s_prefix[AP_MAX_WORDS];
 
-uint ap_offset(uint a, uint r) {
-    // Word offset of an active pixel: 2 * (a + floor((r - 1) / 2) + 1); floor, not
-    // truncation, so that an all-inactive image puts its header at 0.
-    return uint(2 * (int(a) + ((int(r) - 1) >> 1) + 1));
-}
-
 // Pixel of element j of a word whose first element is at (row0, col0) of the element grid: a
 // division only where the word runs past the end of its box row.
 uint word_element_pixel(uint row0, uint col0, uint j) {

@@ -1,6 +1,5 @@
-// The Active Pixel encoder's monoid and its scan across a workgroup's subgroups. The monoid
-// is (run starts: +, active elements: +, pixel of the last run start + 1: max); pixels grow
-// with elements, so max picks the last. The includer declares `layout(local_size_x_id = 0)
+// The scan of the Active Pixel encoder's monoid (ap_monoid.glsl) across a workgroup's
+// subgroups. The includer declares `layout(local_size_x_id = 0)
 // in;` and defines AP_MAX_SUBGROUPS (the most subgroups a workgroup may have).
 #ifndef TESSERA_AP_SCAN_GLSL
 #define TESSERA_AP_SCAN_GLSL
@@ -9,11 +8,9 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 
-shared uvec3 s_sg[AP_MAX_SUBGROUPS]; // per-subgroup totals, then their exclusive prefixes
+#include "ap_monoid.glsl"
 
-uvec3 combine3(uvec3 a, uvec3 b) {
-    return uvec3(a.xy + b.xy, max(a.z, b.z));
-}
+shared uvec3 s_sg[AP_MAX_SUBGROUPS]; // per-subgroup totals, then their exclusive prefixes
 
 // Scans every invocation's `x` across the workgroup (uniform control flow): returns the
 // exclusive prefix of `x` within its subgroup and leaves in s_sg[s] the exclusive prefix of

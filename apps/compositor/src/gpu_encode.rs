@@ -488,6 +488,18 @@ impl GpuEncoder {
         Ok((Encoded { pixels, words }, roi, EncodeTimes { d2h_ms, ..times }))
     }
 
+    /// ROI detection and encoding of a `width x height` frame into the device payload
+    /// buffer, without the download.
+    pub fn encode_on_device(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        width: u32,
+        height: u32,
+    ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
+        self.encode_found(color, depth, &ImagePush::found_box(width, height, 0, self.config.tile()))
+    }
+
     /// ROI detection and encoding of the ROI box of `image`, in one submission, into the
     /// device payload buffer: the payload length in words, the box and the GPU times.
     fn encode_found(

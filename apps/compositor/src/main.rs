@@ -108,6 +108,9 @@ enum Command {
         /// and VK_NV_shader_sm_builtins): a summary and every tile's timeline per frame
         #[arg(long)]
         trace: bool,
+        /// Compare the chunked encoder's shapes with the look-back encoder instead
+        #[arg(long)]
+        chunked: bool,
     },
 }
 
@@ -278,7 +281,11 @@ fn main() -> Result<()> {
             compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }
-        Command::Sweep { bench: engine::cli::BenchArgs { quick, device }, trace } => {
+        Command::Sweep { bench: engine::cli::BenchArgs { quick, device }, trace, chunked } => {
+            if chunked {
+                compositor::sweep::run_chunked(device.as_deref(), quick, |v| print_json(&v))?;
+                return Ok(());
+            }
             compositor::sweep::run(device.as_deref(), quick, trace, |v| print_json(&v))?;
             Ok(())
         }

@@ -151,6 +151,79 @@ pub fn run(device: Option<&str>, quick: bool, trace: bool, mut emit: impl FnMut(
     Ok(())
 }
 
+/// The chunked encoder's shapes against the look-back encoder's default, on the same frames:
+/// pass 1 replaces the ROI kernel, so both times are reported.
+pub fn run_chunked(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+    use crate::gpu_chunks::{ChunkConfig, ChunkEncoder};
+    let ctx = Context::open(device)?;
+    let sizes: &[(&str, u32, u32)] =
+        if quick { &[("tiny", 97, 61)] } else { &[("4K", 3840, 2160), ("8K", 7680, 4320)] };
+    let shares: [(usize, usize); 2] = if quick { [(1, 2), (1, 3)] } else { [(3, 6), (96, 192)] };
+    let points = if quick { 3000 } else { 4_000_000 };
+    let reps = if quick { 2 } else { 21 };
+    let scene = Scene::points(points, 7);
+    let mut old = GpuEncoder::new(&ctx)?;
+    let mut chunked = Vec::new();
+    for (workgroup, per_lane, batch) in [
+        (512, 32, 8),
+        (256, 32, 8),
+        (1024, 32, 8),
+        (512, 64, 8),
+        (256, 64, 8),
+        (1024, 64, 8),
+        (512, 32, 4),
+        (512, 128, 8),
+    ] {
+        match ChunkEncoder::with_config(&ctx, ChunkConfig { workgroup, per_lane, reverse: false, batch }) {
+            Ok(e) => chunked.push(e),
+            Err(e) => {
+                emit(json!({"sweep": "chunked", "workgroup": workgroup, "per_lane": per_lane, "error": e.to_string()}))
+            }
+        }
+    }
+    for &(size, width, height) in sizes {
+        let frames = FrameSource::new(&ctx, &scene, width, height)?;
+        let (color, depth) = (&frames.raster.color, &frames.raster.depth);
+        for (rank, ranks) in shares {
+            frames.render(rank, ranks)?;
+            let frame = frames.read_back()?;
+            let want = crate::codec::encode_parallel(&frame);
+            let roi = crate::gpu_encode::roi_cpu(&frame.depth, width);
+            let floor = floor_ms(roi.map_or(0, |r| r.elements(width)), &want);
+            let mut ok = vec![old.encode(color, depth, width, height)?.0 == want];
+            for enc in chunked.iter_mut() {
+                let words = enc.encode_image(color, depth, width, height, 0)?.0;
+                ok.push(enc.download(words)?.0 == want.words);
+            }
+            engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(600))?;
+            // Interleaved repetitions: every encoder once per round, so drifts hit all alike.
+            let mut times = vec![(Vec::new(), Vec::new(), Vec::new()); chunked.len() + 1];
+            for _ in 0..reps {
+                let t = old.encode_on_device(color, depth, width, height)?.2;
+                times[0].0.push(t.roi_ms);
+                times[0].1.push(t.encode_ms);
+                for (enc, slot) in chunked.iter_mut().zip(&mut times[1..]) {
+                    let t = enc.encode_image(color, depth, width, height, 0)?.2;
+                    slot.0.push(t.roi_ms);
+                    slot.1.push(t.encode_ms);
+                }
+            }
+            for (i, (r, e, s)) in times.into_iter().enumerate() {
+                let (roi_ms, encode_ms) = (median(r), median(e));
+                let kernel = if i == 0 { json!("lookback 1024x16") } else { json!(chunked[i - 1].config()) };
+                emit(json!({"sweep": "chunked", "size": size, "rank": rank, "kernel": kernel, "verified": ok[i],
+                    "roi_ms": roi_ms, "encode_ms": encode_ms, "scan_ms": if s.is_empty() { 0.0 } else { median(s) },
+                    "total_ms": roi_ms + encode_ms, "floor_ms": floor, "floor_fraction": floor / encode_ms}));
+            }
+        }
+    }
+    for enc in &chunked {
+        let stats = enc.kernel_statistics()?;
+        emit(json!({"sweep": "chunked-statistics", "kernel": enc.config(), "statistics": stats}));
+    }
+    Ok(())
+}
+
 /// Where a traced encoding's time went: its span from the first tile's start to the last
 /// one's end, how many tiles ran at once on average (per SM, too), and the mean time of each
 /// of a tile's steps, from the SM clock cycles converted at the rate the device clock shows.

@@ -1,0 +1,94 @@
+#version 460
+// Pass 3 of the chunked Active Pixel encoder (ap_chunk.glsl): each subgroup writes its
+// chunk's payload from the chunk's prefix (its ap_count workgroup's prefix from
+// ap_chunk_scan, then the chunk's within the workgroup), waiting for no other chunk. A
+// chunk without active pixels writes nothing (unless it holds the sequence's last pixel) and
+// reads nothing but its prefix, so only the active parts of a frame are read twice. Per
+// pixel, from its word's running prefix (a actives before it, r run starts up to it):
+// - an active pixel writes (colour, depth bits) at ap_offset(a, r);
+// - the first pixel of an active run writes the run header's inactive count (from the start
+//   of the inactive run before it), the last one its active count;
+// - the sequence's last pixel writes the payload size, and the final (inactive count, 0)
+//   header when the image ends inactive.
+layout(local_size_x_id = 0) in;
+layout(set = 0, binding = 0) restrict readonly buffer Color { uint color[]; };
+layout(set = 0, binding = 1) restrict readonly buffer Depth { uint depth_bits[]; };
+layout(set = 0, binding = 2) restrict readonly buffer Chunks { uvec4 chunk_info[]; };
+layout(set = 0, binding = 3) restrict readonly buffer Groups { uvec4 group_prefix[]; };
+layout(set = 0, binding = 4) writeonly buffer Out { uint ap[]; };
+layout(set = 0, binding = 4) writeonly buffer Out2 { uvec2 ap2[]; };
+layout(set = 0, binding = 5) restrict writeonly buffer Size { uint ap_words[]; };
+
+#include "ap_chunk.glsl"
+
+// 1: chunks are taken from the last one down, so the first depths read again are the last
+// ones ap_count read (likelier in L2).
+layout(constant_id = 2) const uint REVERSE = 0u;
+// Words per batch (a divisor of PER_LANE).
+layout(constant_id = 3) const uint BATCH = 16u;
+
+void main() {
+    uint chunk = chunk_index();
+    if (chunk >= chunks) return;
+    if (REVERSE != 0u) chunk = chunks - 1u - chunk;
+    uvec4 info = chunk_info[chunk];
+    uint base = chunk * chunk_size();
+    bool holds_last = base + chunk_size() >= n;
+    if (info.w == 0u && !holds_last) return;
+    uvec3 pre = combine3(group_prefix[chunk / group_chunks].xyz, info.xyz);
+
+    uint lane = gl_SubgroupInvocationID;
+    uint bit = 1u << lane;
+    uint below = bit - 1u;
+    uint upto = bit | below;
+    uint before = active_before(base);
+    // The chunk in batches of BATCH words, so that registers hold one batch's depths and
+    // colours; other subgroups' loads are in flight meanwhile.
+    for (uint batch = 0u; batch < PER_LANE; batch += BATCH) {
+        uint start = base + batch * gl_SubgroupSize;
+        uint depth[BATCH];
+        [[unroll]] for (uint k = 0u; k < BATCH; k++) depth[k] = depth_bits[pixel_index(start + k * gl_SubgroupSize + lane)];
+        uint after = pixel_active(start + BATCH * gl_SubgroupSize);
+        uint words[BATCH];
+        uint colour[BATCH];
+        [[unroll]] for (uint k = 0u; k < BATCH; k++) {
+            uint first = start + k * gl_SubgroupSize;
+            words[k] = active_word(first, depth[k]);
+            colour[k] = color[(words[k] & bit) != 0u ? origin + first + lane : origin];
+        }
+        [[unroll]] for (uint k = 0u; k < BATCH; k++) {
+            uint first = start + k * gl_SubgroupSize;
+            uint e = first + lane;
+            uint m = words[k];
+            uint starts = start_bits(m, before, first);
+            uint a = pre.y + bitCount(m & below);
+            uint r = pre.x + bitCount(starts & upto);
+            uint mine = starts & upto;  // run starts in this word up to this pixel
+            if ((m & bit) != 0u) {
+                uint pos = ap_offset(a, r);
+                ap2[pos >> 1] = uvec2(colour[k], depth[k]);
+                if ((starts & bit) != 0u) {
+                    uint earlier = starts & below;
+                    uint previous = r <= 2u ? 0u : (earlier != 0u ? first + uint(findMSB(earlier)) : pre.z - 1u);
+                    ap[pos - 2u] = e - previous;
+                }
+                uint next_first = k + 1u < BATCH ? words[min(k + 1u, BATCH - 1u)] & 1u : after;
+                uint next = lane + 1u < gl_SubgroupSize ? ((m >> lane) >> 1) & 1u : next_first;
+                if (next == 0u) {
+                    uint len = e + 1u - (mine != 0u ? first + uint(findMSB(mine)) : pre.z - 1u);
+                    ap[ap_offset(a + 1u - len, r) - 1u] = len;
+                }
+                if (e + 1u == n) ap_words[0] = pos + 2u;
+            } else if (e + 1u == n) {
+                // The image ends inactive: the last header counts from this run's first pixel.
+                uint from = r <= 1u ? 0u : (mine != 0u ? first + uint(findMSB(mine)) : pre.z - 1u);
+                uint pos = ap_offset(a, r - 1u);
+                ap[pos] = n - from;
+                ap[pos + 1u] = 0u;
+                ap_words[0] = pos + 2u;
+            }
+            pre = combine3(pre, word_sum(m, starts, first));
+            before = m >> (gl_SubgroupSize - 1u);
+        }
+    }
+}
