@@ -24,8 +24,6 @@ for s in "${sets[@]}"; do
     mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
     composite-sweep) run composite-sweep $B/composite sweep ;;
-    composite-trace) run composite-trace $B/composite sweep --trace ;;
-    composite-chunked) run composite-chunked $B/composite sweep --chunked ;;
     # Each suite on the GPU; output is text (libtest's), one file per suite.
     tests) for t in .gpu/tests/*; do run "test-$(basename "$t")" "$t" --test-threads=4; done ;;
     *) echo "unknown set $s" ;;

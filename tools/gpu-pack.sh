@@ -4,8 +4,7 @@
 # Then one device call runs the whole benchmark set there:
 #   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-bench.sh [SET ...]")
 # SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep,
-# composite-sweep (the encoder's configurations), composite-trace (its tiles timed inside
-# the kernel), tests (the library test suites on the GPU;
+# composite-sweep (the encoder's shapes), tests (the library test suites on the GPU;
 # their output is libtest's text), and composite-mpi (one rank per GPU, with IceT when a
 # .gpu-icet bundle is carried too). Results come back under $OUT, one file per set.
 set -euo pipefail

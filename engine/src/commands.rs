@@ -170,22 +170,6 @@ impl Recorder {
         }
     }
 
-    /// Records a dispatch whose workgroup counts the device reads, when the dispatch runs,
-    /// from words `word..word + 3` of `args` (written by an earlier kernel before a
-    /// [`Recorder::barrier`]): for kernels whose amount of work an earlier kernel finds.
-    pub fn dispatch_indirect<P: NoUninit>(
-        &mut self,
-        pipe: &ComputePipeline,
-        bindings: &[BufferBinding],
-        push: &P,
-        args: &Buffer<u32>,
-        word: usize,
-    ) {
-        assert!(word + 3 <= args.len(), "indirect arguments past the end of their buffer");
-        self.bind_compute(pipe, bindings, push);
-        unsafe { self.ctx.shared.device.cmd_dispatch_indirect(self.cmd, args.raw, 4 * word as u64) };
-    }
-
     /// Binds a compute pipeline with its buffers and push constants, for a dispatch.
     fn bind_compute<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P) {
         assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");

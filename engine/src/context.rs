@@ -306,9 +306,6 @@ pub(crate) struct Shared {
     pub transfer: Option<Queue>,
     pub info: DeviceInfo,
     pub swapchain_enabled: bool,
-    /// VK_KHR_shader_clock (device and subgroup clocks) and VK_NV_shader_sm_builtins are
-    /// enabled: kernels may time their own phases ([`Context::has_kernel_clocks`]).
-    pub kernel_clocks: bool,
 }
 
 /// One opened device: queues, allocator, limits. Clone freely.
@@ -376,7 +373,6 @@ impl Context {
         // Enable what the kernels use where the device has it. An extension's feature
         // structure is only chained where the device has the extension.
         let has_statistics = has_ext(ash::khr::pipeline_executable_properties::NAME);
-        let has_clocks = has_ext(ash::khr::shader_clock::NAME) && has_ext(ash::nv::shader_sm_builtins::NAME);
         let supported = unsafe { raw.get_physical_device_features(physical) };
         let mut s11 = vk::PhysicalDeviceVulkan11Features::default();
         let mut s12 = vk::PhysicalDeviceVulkan12Features::default();
@@ -384,30 +380,14 @@ impl Context {
         let mut executable_info = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
         let mut query =
             vk::PhysicalDeviceFeatures2::default().push_next(&mut s11).push_next(&mut s12).push_next(&mut s13);
-        let mut clock_info = vk::PhysicalDeviceShaderClockFeaturesKHR::default();
-        let mut sm_info = vk::PhysicalDeviceShaderSMBuiltinsFeaturesNV::default();
         if has_statistics {
             query = query.push_next(&mut executable_info);
-        }
-        if has_clocks {
-            query = query.push_next(&mut clock_info).push_next(&mut sm_info);
         }
         unsafe { raw.get_physical_device_features2(physical, &mut query) };
         let statistics = has_statistics && executable_info.pipeline_executable_info == vk::TRUE;
         if statistics {
             extensions.push(ash::khr::pipeline_executable_properties::NAME.as_ptr());
         }
-        let kernel_clocks = has_clocks
-            && clock_info.shader_device_clock == vk::TRUE
-            && clock_info.shader_subgroup_clock == vk::TRUE
-            && sm_info.shader_sm_builtins == vk::TRUE;
-        if kernel_clocks {
-            extensions.push(ash::khr::shader_clock::NAME.as_ptr());
-            extensions.push(ash::nv::shader_sm_builtins::NAME.as_ptr());
-        }
-        let mut clock_features =
-            vk::PhysicalDeviceShaderClockFeaturesKHR::default().shader_device_clock(true).shader_subgroup_clock(true);
-        let mut sm_features = vk::PhysicalDeviceShaderSMBuiltinsFeaturesNV::default().shader_sm_builtins(true);
         let mut executable_features =
             vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
         if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
@@ -447,7 +427,6 @@ impl Context {
             .push_next(&mut f12)
             .push_next(&mut f13);
         let info = if statistics { info.push_next(&mut executable_features) } else { info };
-        let info = if kernel_clocks { info.push_next(&mut clock_features).push_next(&mut sm_features) } else { info };
         let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
         let executable_properties =
@@ -492,7 +471,6 @@ impl Context {
                 transfer,
                 info,
                 swapchain_enabled: options.swapchain,
-                kernel_clocks,
             }),
         })
     }
@@ -500,12 +478,6 @@ impl Context {
     /// The device's limits, subgroup properties and features.
     pub fn info(&self) -> &DeviceInfo {
         &self.shared.info
-    }
-
-    /// Whether kernels may read the device's clocks and their SM's id (VK_KHR_shader_clock
-    /// and VK_NV_shader_sm_builtins): the compositor's encoder traces its tiles with them.
-    pub fn has_kernel_clocks(&self) -> bool {
-        self.shared.kernel_clocks
     }
 
     /// The raw `ash::Device`, for code in the engine that builds its own Vulkan objects.

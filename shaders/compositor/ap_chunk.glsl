@@ -1,15 +1,17 @@
-// Active Pixel encoding in chunks of one subgroup each, without any tile waiting for another:
-// the element sequence is the image's pixels (the whole image, or a span of the distributed
-// renderer), and chunk c is the CHUNK = gl_SubgroupSize * PER_LANE consecutive pixels from
-// c * CHUNK, of which lane i reads pixel k * gl_SubgroupSize + i in its k-th load (so loads
-// coalesce, and the subgroup ballot of the k-th load is the activity word of 32 or fewer
-// consecutive pixels). Run starts and their monoid (ap_scan.glsl) come from those words by
-// bit operations, the previous word being the previous load's ballot, so a chunk needs no
-// shared memory and no barrier. The includer declares the depth buffer `depth_bits`. Subgroups of at most 32 lanes (NVIDIA 32, lavapipe 8).
+// Active Pixel encoding in chunks of one subgroup each, without any chunk waiting for another.
+// The sequence is the image's pixels (the whole image, or a span of the distributed
+// renderer); chunk c is the chunk_size() = gl_SubgroupSize * PER_LANE consecutive pixels from
+// c * chunk_size(). In ap_scatter, lane i reads pixel k * gl_SubgroupSize + i of the chunk in
+// its k-th load, so loads coalesce and the subgroup ballot of the k-th load is the activity
+// word of gl_SubgroupSize consecutive pixels (at most 32); ap_count reads the same chunk its
+// own way. Run starts and their monoid (ap_monoid.glsl) come from activity words by bit
+// operations, so a chunk needs no shared memory and no barrier. The includer declares the
+// depth buffer `depth_bits`.
 //
-// ap_count.comp sums every chunk's monoid (and finds the ROI box), ap_chunk_scan.comp scans
-// the sums of workgroups of chunks, and ap_scatter.comp writes each chunk's payload from its
-// prefix: the paper's Algorithm 1 as reduce, scan, scatter.
+// ap_count.comp sums every chunk's monoid (and finds the ROI box) and scans the sums, and
+// ap_scatter.comp writes each chunk's payload from its prefix: the paper's Algorithm 1
+// (pixel properties, run ids, run lengths, active indices, scatter) as reduce, scan,
+// scatter.
 #ifndef TESSERA_AP_CHUNK_GLSL
 #define TESSERA_AP_CHUNK_GLSL
 
@@ -20,18 +22,17 @@
 #include "ap_monoid.glsl"
 
 // n: pixels of the sequence; origin: index in the colour and depth buffers of its first
-// pixel; width: pixels of an image row (for the ROI box); groups: workgroups of ap_count
-// (their sums are what ap_chunk_scan scans); chunks: chunks in the sequence; group_chunks:
-// chunks per ap_count workgroup.
+// pixel; width: pixels of an image row (for the ROI box); groups: workgroups (each sums its
+// chunks); chunks: chunks in the sequence; group_chunks: chunks per workgroup.
 layout(push_constant) uniform Push { uint n; uint origin; uint width; uint groups; uint chunks; uint group_chunks; };
 
-// Loads (words) per lane (specialization constant 1).
-layout(constant_id = 1) const uint PER_LANE = 16u;
+// Pixels per lane of a chunk, a multiple of 32 (specialization constant 1).
+layout(constant_id = 1) const uint PER_LANE = 32u;
 
 // Bits of the f32 1.0, the background depth.
 const uint BACKGROUND_BITS = 0x3f800000u;
 
-// Chunk of the current subgroup, and the sequence index of its first pixel.
+// Chunk of the current subgroup.
 uint chunk_index() {
     return linear_group_id() * gl_NumSubgroups + gl_SubgroupID;
 }
@@ -46,23 +47,22 @@ uint pixel_index(uint e) {
     return origin + (e < n ? e : 0u);
 }
 
-// Bits of the lanes whose word pixel is before the end, for the word at `first`.
-uint valid_bits(uint first) {
+// Bits of a `bits`-pixel word at `first` (at most 32) whose pixels are before the end.
+uint valid_bits(uint first, uint bits) {
     uint rem = first < n ? n - first : 0u;
-    return rem >= gl_SubgroupSize ? (gl_SubgroupSize == 32u ? 0xFFFFFFFFu : (1u << gl_SubgroupSize) - 1u)
-                                  : (1u << rem) - 1u;
+    return rem >= bits ? (bits == 32u ? 0xFFFFFFFFu : (1u << bits) - 1u) : (1u << rem) - 1u;
 }
 
-// The activity word of the pixels from `first` (this lane's pixel: first + lane) with depth
-// bits `d`.
+// The activity word of the subgroup's pixels from `first` (this lane's pixel: first + lane)
+// with depth bits `d`.
 uint active_word(uint first, uint d) {
-    return subgroupBallot(d != BACKGROUND_BITS).x & valid_bits(first);
+    return subgroupBallot(d != BACKGROUND_BITS).x & valid_bits(first, gl_SubgroupSize);
 }
 
-// The run starts of word `m` at `first` whose previous pixel's activity is `before`: every
-// change of activity, and pixel 0, which opens the first run.
-uint start_bits(uint m, uint before, uint first) {
-    uint starts = (m ^ ((m << 1) | before)) & valid_bits(first);
+// The run starts of the `bits`-pixel word `m` at `first` whose previous pixel's activity is
+// `before`: every change of activity, and pixel 0, which opens the first run.
+uint start_bits(uint m, uint before, uint first, uint bits) {
+    uint starts = (m ^ ((m << 1) | before)) & valid_bits(first, bits);
     return first == 0u && n > 0u ? starts | 1u : starts;
 }
 

@@ -130,9 +130,7 @@ void main() {
         uint rotated = subgroupShuffle(m >> 31, (lane + gl_SubgroupSize - 1u) & (gl_SubgroupSize - 1u));
         uint prev = lane > 0u ? rotated : carried;
         carried = rotated;
-        uint rem = p < n ? n - p : 0u;
-        uint starts = (m ^ ((m << 1) | prev)) & (rem >= 32u ? 0xFFFFFFFFu : (1u << rem) - 1u);
-        if (p == 0u && n > 0u) starts |= 1u;
+        uint starts = start_bits(m, prev, p, 32u);
         sum = combine3(sum, word_sum(m, starts, p));
         widen_box(m, p, box);
     }

@@ -1,7 +1,7 @@
 #version 460
-// Pass 3 of the chunked Active Pixel encoder (ap_chunk.glsl): each subgroup writes its
-// chunk's payload from the chunk's prefix (its ap_count workgroup's prefix from
-// ap_chunk_scan, then the chunk's within the workgroup), waiting for no other chunk. A
+// Pass 2 of the chunked Active Pixel encoder (ap_chunk.glsl): each subgroup writes its
+// chunk's payload from the chunk's prefix (its ap_count workgroup's prefix, then the chunk's
+// within the workgroup), waiting for no other chunk. A
 // chunk without active pixels writes nothing (unless it holds the sequence's last pixel) and
 // reads nothing but its prefix, so only the active parts of a frame are read twice. Per
 // pixel, from its word's running prefix (a actives before it, r run starts up to it):
@@ -21,16 +21,12 @@ layout(set = 0, binding = 5) restrict writeonly buffer Size { uint ap_words[]; }
 
 #include "ap_chunk.glsl"
 
-// 1: chunks are taken from the last one down, so the first depths read again are the last
-// ones ap_count read (likelier in L2).
-layout(constant_id = 2) const uint REVERSE = 0u;
-// Words per batch (a divisor of PER_LANE).
-layout(constant_id = 3) const uint BATCH = 16u;
+// Pixels per lane loaded at once (a divisor of PER_LANE).
+layout(constant_id = 2) const uint BATCH = 8u;
 
 void main() {
     uint chunk = chunk_index();
     if (chunk >= chunks) return;
-    if (REVERSE != 0u) chunk = chunks - 1u - chunk;
     uvec4 info = chunk_info[chunk];
     uint base = chunk * chunk_size();
     bool holds_last = base + chunk_size() >= n;
@@ -43,7 +39,8 @@ void main() {
     uint upto = bit | below;
     uint before = active_before(base);
     // The chunk in batches of BATCH words, so that registers hold one batch's depths and
-    // colours; other subgroups' loads are in flight meanwhile.
+    // colours (8 words: 38 registers on the H100, against 59-67 for 16); other subgroups'
+    // loads are in flight meanwhile.
     for (uint batch = 0u; batch < PER_LANE; batch += BATCH) {
         uint start = base + batch * gl_SubgroupSize;
         uint depth[BATCH];
@@ -60,7 +57,7 @@ void main() {
             uint first = start + k * gl_SubgroupSize;
             uint e = first + lane;
             uint m = words[k];
-            uint starts = start_bits(m, before, first);
+            uint starts = start_bits(m, before, first, gl_SubgroupSize);
             uint a = pre.y + bitCount(m & below);
             uint r = pre.x + bitCount(starts & upto);
             uint mine = starts & upto;  // run starts in this word up to this pixel

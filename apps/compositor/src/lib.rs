@@ -21,7 +21,6 @@ pub mod distributed;
 pub mod error;
 pub mod frame;
 pub mod gpu_blend;
-pub mod gpu_chunks;
 pub mod gpu_encode;
 pub mod ops;
 mod patterns;

@@ -99,19 +99,9 @@ enum Command {
     },
     /// The paper's Tables 1 and 2 on the GPU (one JSON object per line)
     Bench(engine::cli::BenchArgs),
-    /// Every configuration of the encoding kernel on rendered 4K and 8K frames: time,
-    /// copy-bandwidth floor, registers, payload checked (one JSON object per line)
-    Sweep {
-        #[command(flatten)]
-        bench: engine::cli::BenchArgs,
-        /// Time each tile's steps inside the kernel instead (GPUs with VK_KHR_shader_clock
-        /// and VK_NV_shader_sm_builtins): a summary and every tile's timeline per frame
-        #[arg(long)]
-        trace: bool,
-        /// Compare the chunked encoder's shapes with the look-back encoder instead
-        #[arg(long)]
-        chunked: bool,
-    },
+    /// Every shape of the GPU encoder on rendered 4K and 8K frames: times, copy-bandwidth
+    /// floors, registers, payloads checked (one JSON object per line)
+    Sweep(engine::cli::BenchArgs),
 }
 
 fn parse_background(s: &str) -> Result<[u8; 4]> {
@@ -281,12 +271,8 @@ fn main() -> Result<()> {
             compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }
-        Command::Sweep { bench: engine::cli::BenchArgs { quick, device }, trace, chunked } => {
-            if chunked {
-                compositor::sweep::run_chunked(device.as_deref(), quick, |v| print_json(&v))?;
-                return Ok(());
-            }
-            compositor::sweep::run(device.as_deref(), quick, trace, |v| print_json(&v))?;
+        Command::Sweep(engine::cli::BenchArgs { quick, device }) => {
+            compositor::sweep::run(device.as_deref(), quick, |v| print_json(&v))?;
             Ok(())
         }
     }

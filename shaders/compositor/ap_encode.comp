@@ -1,2 +1,0 @@
-#version 460
-#include "ap_encode.glsl"
