@@ -1,8 +1,10 @@
 #version 460
 // Pass 1 of the chunked Active Pixel encoder (ap_chunk.glsl): every chunk's monoid sum and
-// its prefix within the workgroup, the region of interest (the bounding box of the active
-// pixels), and, in the workgroup that finishes last, the exclusive prefixes of all the
-// workgroups' sums, reading every depth once.
+// its prefix within the workgroup, and each workgroup's sum and box of active pixels,
+// reading every depth once. The workgroup that finishes last turns the workgroups' sums into
+// exclusive prefixes, and their boxes into the region of interest (the bounding box of the
+// active pixels); it also resets the finished-workgroup counter, so that the host records no
+// fill (and no barrier after one) before the kernel.
 //
 // Unlike ap_scatter, each lane here owns whole 32-pixel activity words (word j * subgroup
 // size + lane of its chunk), read as 16-byte vectors and transposed by shuffles
@@ -15,13 +17,15 @@
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) restrict readonly buffer Depth4 { uvec4 depth4[]; };
 layout(set = 0, binding = 0) restrict readonly buffer Depth1 { uint depth_bits[]; };
-// The box as (min x, min y, ~max x, ~max y), all minima so one fill with 0xFFFFFFFF
-// initialises it; an image without active pixels leaves min x = ~0.
-layout(set = 0, binding = 1) buffer Roi { uint roi[4]; };
+// The box as (min x, min y, ~max x, ~max y), all minima; min x = ~0 when the image has no
+// active pixel.
+layout(set = 0, binding = 1) restrict writeonly buffer Roi { uvec4 roi; };
 layout(set = 0, binding = 2) restrict writeonly buffer Chunks { uvec4 chunk_info[]; };
-// Each workgroup's sum, then (scanned by the last workgroup) the exclusive prefixes.
-layout(set = 0, binding = 3) coherent buffer Groups { uvec4 group_sum[]; };
-// Workgroups finished (zeroed before the dispatch).
+// Per workgroup g: at 2 g its sum, then (scanned by the last workgroup) its exclusive prefix;
+// at 2 g + 1 its box, as `roi`.
+layout(set = 0, binding = 3) coherent buffer Groups { uvec4 group_data[]; };
+// Workgroups finished: 0 before the dispatch (set when the buffer is made, and reset by the
+// last workgroup).
 layout(set = 0, binding = 4) coherent buffer Finished { uint finished; };
 
 #define AP_MAX_SUBGROUPS 128u
@@ -83,15 +87,21 @@ void widen_box(uint m, uint p, inout uvec4 box) {
 
 // The last workgroup: exclusive prefixes of the `groups` sums, in place, 8 per invocation
 // and round (all loads issued, past the end clamped: with a branch per load, NVIDIA's
-// compiler waits for each before issuing the next).
-void scan_group_sums() {
+// compiler waits for each before issuing the next), the union of their boxes into `roi`, and
+// the counter reset.
+void finish_groups() {
     const uint PER_INVOCATION = 8u;
     uint lid = gl_LocalInvocationIndex;
     uvec3 carry = uvec3(0u);
+    uvec4 box = uvec4(0xFFFFFFFFu);
     for (uint round = 0u; round < groups; round += PER_INVOCATION * gl_WorkGroupSize.x) {
         uint first = round + PER_INVOCATION * lid;
         uvec3 v[PER_INVOCATION];
-        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) v[k] = group_sum[min(first + k, groups - 1u)].xyz;
+        [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
+            uint g = min(first + k, groups - 1u);
+            v[k] = group_data[2u * g].xyz;
+            box = min(box, group_data[2u * g + 1u]);
+        }
         uvec3 mine = uvec3(0u);
         [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
             if (first + k >= groups) v[k] = uvec3(0u);
@@ -104,10 +114,18 @@ void scan_group_sums() {
         uvec3 prefix = combine3(carry, combine3(s_sg[gl_SubgroupID], excl));
         carry = combine3(carry, s_box[0].xyz);
         [[unroll]] for (uint k = 0u; k < PER_INVOCATION; k++) {
-            if (first + k < groups) group_sum[first + k] = uvec4(prefix, 0u);
+            if (first + k < groups) group_data[2u * (first + k)] = uvec4(prefix, 0u);
             prefix = combine3(prefix, v[k]);
         }
         barrier();
+    }
+    box = uvec4(subgroupMin(box.x), subgroupMin(box.y), subgroupMin(box.z), subgroupMin(box.w));
+    if (subgroupElect()) s_box[gl_SubgroupID] = box;
+    barrier();
+    if (lid == 0u) {
+        for (uint s = 0u; s < gl_NumSubgroups; s++) box = min(box, s_box[s]);
+        roi = box;
+        finished = 0u;
     }
 }
 
@@ -147,20 +165,19 @@ void main() {
         for (uint s = lane; s < gl_NumSubgroups; s += gl_SubgroupSize) box = min(box, s_box[s]);
         box = uvec4(subgroupMin(box.x), subgroupMin(box.y), subgroupMin(box.z), subgroupMin(box.w));
         if (subgroupElect()) {
-            group_sum[linear_group_id()] = uvec4(total, 0u);
-            if (box.x != 0xFFFFFFFFu) {
-                atomicMin(roi[0], box.x);
-                atomicMin(roi[1], box.y);
-                atomicMin(roi[2], box.z);
-                atomicMin(roi[3], box.w);
-            }
-            // Release this workgroup's sum; the last workgroup acquires everyone's.
-            uint done = atomicAdd(finished, 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquireRelease);
+            group_data[2u * linear_group_id()] = uvec4(total, 0u);
+            group_data[2u * linear_group_id() + 1u] = box;
+            // Release this workgroup's sum and box.
+            uint done = atomicAdd(finished, 1u, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelease);
             s_last = done + 1u == gl_NumWorkGroups.x * gl_NumWorkGroups.y;
         }
     }
-    // Makes what subgroup 0 acquired visible to the whole workgroup.
-    controlBarrier(gl_ScopeWorkgroup, gl_ScopeDevice, gl_StorageSemanticsBuffer | gl_StorageSemanticsShared,
-                   gl_SemanticsAcquireRelease);
-    if (s_last) scan_group_sums();
+    barrier();
+    if (s_last) {
+        // The last workgroup: every invocation acquires all the sums (the counter's final
+        // value ends the release sequence of every workgroup's increment). Only here, so
+        // that the other workgroups retire without a device-scope fence.
+        atomicLoad(finished, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsAcquire);
+        finish_groups();
+    }
 }

@@ -14,7 +14,8 @@ layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) restrict readonly buffer Color { uint color[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Depth { uint depth_bits[]; };
 layout(set = 0, binding = 2) restrict readonly buffer Chunks { uvec4 chunk_info[]; };
-layout(set = 0, binding = 3) restrict readonly buffer Groups { uvec4 group_prefix[]; };
+// Per ap_count workgroup g: its exclusive prefix at 2 g (its box at 2 g + 1).
+layout(set = 0, binding = 3) restrict readonly buffer Groups { uvec4 group_data[]; };
 layout(set = 0, binding = 4) writeonly buffer Out { uint ap[]; };
 layout(set = 0, binding = 4) writeonly buffer Out2 { uvec2 ap2[]; };
 layout(set = 0, binding = 5) restrict writeonly buffer Size { uint ap_words[]; };
@@ -31,7 +32,7 @@ void main() {
     uint base = chunk * chunk_size();
     bool holds_last = base + chunk_size() >= n;
     if (info.w == 0u && !holds_last) return;
-    uvec3 pre = combine3(group_prefix[chunk / group_chunks].xyz, info.xyz);
+    uvec3 pre = combine3(group_data[2u * (chunk / group_chunks)].xyz, info.xyz);
 
     uint lane = gl_SubgroupInvocationID;
     uint bit = 1u << lane;

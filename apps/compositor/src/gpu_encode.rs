@@ -128,12 +128,13 @@ pub struct GpuEncoder {
     /// The box on the device and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
-    /// `ap_count` workgroups finished (for the last one's scan).
+    /// `ap_count` workgroups finished (for the last one's scan): zero between encodings.
     finished: Buffer<u32>,
     /// Per chunk: prefix within its workgroup and active pixels (4 words).
     chunk_info: Option<Buffer<u32>>,
-    /// Per `ap_count` workgroup: its sum, then its exclusive prefix (4 words).
-    group_sums: Option<Buffer<u32>>,
+    /// Per `ap_count` workgroup: its sum, then its exclusive prefix (4 words), and its box
+    /// (4 words).
+    group_data: Option<Buffer<u32>>,
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
@@ -215,6 +216,11 @@ impl GpuEncoder {
                 spec,
             })
         };
+        let finished = ctx.buffer(1, Location::Device, "ap count workgroups finished")?;
+        ctx.run(|rec| {
+            rec.fill(&finished, 0);
+            Ok(())
+        })?;
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             count: pipe("ap_count", shaders::AP_COUNT, 5, &[workgroup, per_lane])?,
@@ -223,9 +229,9 @@ impl GpuEncoder {
             subgroup,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
-            finished: ctx.buffer(1, Location::Device, "ap count workgroups finished")?,
+            finished,
             chunk_info: None,
-            group_sums: None,
+            group_data: None,
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
@@ -310,7 +316,8 @@ impl GpuEncoder {
         let groups = chunks.div_ceil(group_chunks);
         let out = self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?.binding();
         let info = self.ctx.reuse_buffer(&mut self.chunk_info, 4 * chunks, Location::Device, "ap chunks")?.binding();
-        let sums = self.ctx.reuse_buffer(&mut self.group_sums, 4 * groups, Location::Device, "ap groups")?.binding();
+        let groups_data =
+            self.ctx.reuse_buffer(&mut self.group_data, 8 * groups, Location::Device, "ap groups")?.binding();
         let push = ChunkPush {
             n: total as u32,
             origin: origin as u32,
@@ -321,14 +328,11 @@ impl GpuEncoder {
         };
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3)?;
-        rec.fill(&self.roi_box, u32::MAX);
-        rec.fill(&self.finished, 0);
-        rec.barrier();
-        let count = [depth.binding(), self.roi_box.binding(), info, sums, self.finished.binding()];
+        let count = [depth.binding(), self.roi_box.binding(), info, groups_data, self.finished.binding()];
         rec.dispatch_linear(&self.count, &count, &push, groups as u32);
         rec.mark("roi");
         rec.barrier();
-        let scatter = [color.binding(), depth.binding(), info, sums, out, self.size.binding()];
+        let scatter = [color.binding(), depth.binding(), info, groups_data, out, self.size.binding()];
         rec.dispatch_linear(&self.scatter, &scatter, &push, groups as u32);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
