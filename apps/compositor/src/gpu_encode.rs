@@ -26,13 +26,14 @@ use crate::error::{CompositorError, Result};
 use crate::shaders;
 use crate::timing::{gpu_ms, ms_since};
 
-/// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, run AX):
-/// 512 x 32 / 8 was the fastest at 8K, dense and sparse. Devices that cannot build a shape,
-/// or whose result fails the encoder's self-check, take the next.
+/// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, runs
+/// BA-BB): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K, dense and
+/// sparse. Devices that cannot build a shape, or whose result fails the encoder's
+/// self-check, take the next.
 const ENCODE_SHAPES: [EncodeConfig; 3] = [
-    EncodeConfig { workgroup: 512, per_lane: 32, batch: 8 },
-    EncodeConfig { workgroup: 256, per_lane: 32, batch: 8 },
-    EncodeConfig { workgroup: 1024, per_lane: 32, batch: 8 },
+    EncodeConfig { workgroup: 512, per_lane: 32, batch: 4 },
+    EncodeConfig { workgroup: 1024, per_lane: 32, batch: 4 },
+    EncodeConfig { workgroup: 256, per_lane: 32, batch: 4 },
 ];
 /// Size of the self-check frame: several workgroups of every shape, odd sizes.
 const CHECK_SIZE: (u32, u32) = (1031, 517);
