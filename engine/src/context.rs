@@ -197,6 +197,12 @@ pub struct DeviceInfo {
     pub subgroup_size: u32,
     pub subgroup_operations: Vec<&'static str>,
     pub subgroup_stages_compute: bool,
+    /// Subgroup sizes a compute pipeline may require with full subgroups
+    /// ([`Context::compute_pipeline_with_subgroup`]): (min, max), or `None` where the device
+    /// cannot (no subgroup size control or no full compute subgroups).
+    pub required_subgroup_sizes: Option<(u32, u32)>,
+    /// Most subgroups a workgroup may have when it requires a subgroup size.
+    pub max_workgroup_subgroups: u32,
     pub max_shared_memory_bytes: u32,
     pub max_workgroup_invocations: u32,
     pub max_workgroup_size: [u32; 3],
@@ -223,9 +229,17 @@ impl DeviceInfo {
 
 fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, family: u32) -> DeviceInfo {
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
-    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+    let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut size_control);
     unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+    // Vulkan 1.3's features (the engine needs 1.3's synchronization2 anyway).
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13);
+    unsafe { instance.get_physical_device_features2(pd, &mut features2) };
     let props = props2.properties;
+    let sized = f13.subgroup_size_control == vk::TRUE
+        && f13.compute_full_subgroups == vk::TRUE
+        && size_control.required_subgroup_size_stages.contains(vk::ShaderStageFlags::COMPUTE);
     let limits = props.limits;
     let features = unsafe { instance.get_physical_device_features(pd) };
     let mem = unsafe { instance.get_physical_device_memory_properties(pd) };
@@ -252,6 +266,8 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, fami
         subgroup_size: subgroup.subgroup_size,
         subgroup_operations: named.iter().filter(|(f, _)| ops.contains(*f)).map(|(_, n)| *n).collect(),
         subgroup_stages_compute: subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE),
+        required_subgroup_sizes: sized.then_some((size_control.min_subgroup_size, size_control.max_subgroup_size)),
+        max_workgroup_subgroups: size_control.max_compute_workgroup_subgroups,
         max_shared_memory_bytes: limits.max_compute_shared_memory_size,
         max_workgroup_invocations: limits.max_compute_work_group_invocations,
         max_workgroup_size: limits.max_compute_work_group_size,

@@ -195,6 +195,31 @@ impl Context {
     /// Creates a compute pipeline. Creation compiles the shader in the driver (tens of ms on
     /// a GPU), so create pipelines once and reuse them; keep creation out of timings.
     pub fn compute_pipeline(&self, desc: &PipelineDesc<'_>) -> Result<ComputePipeline> {
+        self.create_compute_pipeline(desc, None)
+    }
+
+    /// A compute pipeline whose kernel runs in full subgroups of exactly `subgroup_size`
+    /// invocations (Vulkan 1.3's subgroup size control), for kernels whose data layout
+    /// follows the subgroup size the host planned for: without it, a driver may pick another
+    /// size per pipeline (Intel's SIMD8/16/32; AMD's wave32/64). Its workgroup size must be a
+    /// multiple of `subgroup_size`.
+    pub fn compute_pipeline_with_subgroup(
+        &self,
+        desc: &PipelineDesc<'_>,
+        subgroup_size: u32,
+    ) -> Result<ComputePipeline> {
+        match self.info().required_subgroup_sizes {
+            Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => {
+                self.create_compute_pipeline(desc, Some(subgroup_size))
+            }
+            sizes => Err(EngineError::Unsupported(format!(
+                "{}: subgroups of {subgroup_size} cannot be required here (sizes that can: {sizes:?})",
+                desc.name
+            ))),
+        }
+    }
+
+    fn create_compute_pipeline(&self, desc: &PipelineDesc<'_>, subgroup_size: Option<u32>) -> Result<ComputePipeline> {
         let device = &self.shared.device;
         if desc.push_bytes > self.info().max_push_constants_bytes {
             return Err(EngineError::Unsupported(format!(
@@ -228,6 +253,11 @@ impl Context {
             .name(c"main");
         if !desc.spec.is_empty() {
             stage = stage.specialization_info(&spec_info);
+        }
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(subgroup_size.unwrap_or(0));
+        if subgroup_size.is_some() {
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS).push_next(&mut required);
         }
         let flags = if self.shared.executable_properties.is_some() {
             vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
@@ -276,6 +306,40 @@ mod tests {
         // it report named values.
         assert_eq!(ctx.shared.executable_properties.is_some(), !stats.is_empty());
         assert!(stats.iter().all(|(name, value)| !name.is_empty() && !value.is_empty()));
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn a_required_subgroup_size_builds_where_the_device_allows_it() {
+        let ctx = testing::context();
+        let desc = crate::PipelineDesc {
+            name: "reduce_sum_u32",
+            spirv: crate::shaders::REDUCE_SUM_U32,
+            bindings: 2,
+            push_bytes: 8,
+            spec: &[64],
+        };
+        // Not a power of two: never.
+        assert!(ctx.compute_pipeline_with_subgroup(&desc, 24).is_err());
+        let Some((min, max)) = ctx.info().required_subgroup_sizes else {
+            assert!(ctx.compute_pipeline_with_subgroup(&desc, ctx.info().subgroup_size).is_err());
+            return;
+        };
+        assert!(ctx.compute_pipeline_with_subgroup(&desc, 2 * max).is_err());
+        // The smallest size the device can require, on a 64-wide kernel whose subgroups
+        // then all have that size: the sums are right.
+        let pipe = ctx.compute_pipeline_with_subgroup(&desc, min).unwrap();
+        let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2654435761) >> 12).collect();
+        let input = ctx.upload(&data, "input").unwrap();
+        let partials = ctx.buffer::<u32>(4, crate::Location::Device, "partials").unwrap();
+        ctx.run(|rec| {
+            rec.dispatch_linear(&pipe, &[input.binding(), partials.binding()], &[1000u32, 250], 4);
+            Ok(())
+        })
+        .unwrap();
+        let got = ctx.download(&partials).unwrap();
+        let want: Vec<u32> = data.chunks(250).map(|c| c.iter().sum()).collect();
+        assert_eq!(got, want);
         testing::assert_no_validation_messages();
     }
 }

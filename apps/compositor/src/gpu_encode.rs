@@ -68,6 +68,34 @@ struct ChunkPush {
     group_chunks: u32,
 }
 
+/// The subgroup size the encoder's kernels run with for `workgroup`-invocation workgroups,
+/// and whether their pipelines must require it. The chunk layout follows the subgroup size
+/// the host plans for, and subgroup ballots are single words, and `ap_count` transposes
+/// 8-lane groups of 16-byte loads: so 8, 16 or 32 lanes, required where the device may pick
+/// among several sizes (32 where it can; Intel's SIMD8-32, AMD's wave32/64), as the device
+/// reports it where it has one size (NVIDIA 32, lavapipe 8).
+fn plan_subgroups(info: &engine::DeviceInfo, workgroup: u32) -> Result<(u32, bool)> {
+    let sizes = info.required_subgroup_sizes;
+    let (subgroup, required) = match sizes {
+        Some((min, max)) if min != max => match [32, 16, 8].into_iter().find(|s| (min..=max).contains(s)) {
+            Some(s) => (s, true),
+            None => (info.subgroup_size, false),
+        },
+        _ => (info.subgroup_size, false),
+    };
+    let fits = if required { info.max_workgroup_subgroups } else { MAX_SUBGROUPS };
+    if !matches!(subgroup, 8 | 16 | 32)
+        || !workgroup.is_multiple_of(subgroup)
+        || workgroup / subgroup > MAX_SUBGROUPS.min(fits)
+    {
+        return Err(CompositorError::Invalid(format!(
+            "the GPU encoder needs subgroups of 8, 16 or 32 lanes that divide a workgroup of at most {} subgroups (subgroup {subgroup}, sizes that can be required {sizes:?}, workgroup {workgroup}); the CPU encoder (--backend cpu) works everywhere",
+            MAX_SUBGROUPS.min(fits)
+        )));
+    }
+    Ok((subgroup, required))
+}
+
 /// Bounding box of the active pixels, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Roi {
@@ -190,32 +218,24 @@ impl GpuEncoder {
 
     /// An encoder with `config`, unchecked (`composite sweep` checks every result itself).
     pub fn with_config(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
-        let subgroup = ctx.info().subgroup_size;
         let EncodeConfig { workgroup, per_lane, batch } = config;
         if per_lane == 0 || !per_lane.is_multiple_of(32) || batch == 0 || !per_lane.is_multiple_of(batch) {
             return Err(CompositorError::Invalid(format!(
                 "{per_lane} pixels per lane in batches of {batch}: a multiple of 32 in whole batches"
             )));
         }
-        // Subgroup ballots are single words (`ap_chunk.glsl`), and `ap_count` transposes
-        // 8-lane groups of 16-byte loads.
-        if !matches!(subgroup, 8 | 16 | 32)
-            || !workgroup.is_multiple_of(subgroup)
-            || workgroup / subgroup > MAX_SUBGROUPS
-            || workgroup > ctx.info().max_workgroup_invocations
-        {
-            return Err(CompositorError::Invalid(format!(
-                "the GPU encoder needs subgroups of 8, 16 or 32 lanes that divide a workgroup of at most {MAX_SUBGROUPS} subgroups (subgroup {subgroup}, workgroup {workgroup})"
-            )));
+        if workgroup > ctx.info().max_workgroup_invocations {
+            return Err(CompositorError::Invalid(format!("workgroups of {workgroup} are too large here")));
         }
+        let (subgroup, required) = plan_subgroups(ctx.info(), workgroup)?;
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline(&PipelineDesc {
-                name,
-                spirv,
-                bindings,
-                push_bytes: std::mem::size_of::<ChunkPush>() as u32,
-                spec,
-            })
+            let desc =
+                PipelineDesc { name, spirv, bindings, push_bytes: std::mem::size_of::<ChunkPush>() as u32, spec };
+            if required {
+                ctx.compute_pipeline_with_subgroup(&desc, subgroup)
+            } else {
+                ctx.compute_pipeline(&desc)
+            }
         };
         let finished = ctx.buffer(1, Location::Device, "ap count workgroups finished")?;
         ctx.run(|rec| {
@@ -426,6 +446,33 @@ mod tests {
             assert_eq!(got, encode_serial(&frame), "{name} {w}x{h}, {sg}-lane workgroups");
         }
         testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn subgroups_are_required_where_the_device_may_pick_among_sizes() {
+        let mut info = testing::context().info().clone();
+        // One size (NVIDIA, lavapipe): the device's, not required.
+        info.subgroup_size = 32;
+        info.required_subgroup_sizes = Some((32, 32));
+        info.max_workgroup_subgroups = 32;
+        assert_eq!(plan_subgroups(&info, 1024).unwrap(), (32, false));
+        // Intel's SIMD8 to SIMD32 and AMD's wave32/64: 32, required, within the device's
+        // limit of subgroups per workgroup.
+        for (min, max, reported) in [(8, 32, 16), (32, 64, 64)] {
+            info.subgroup_size = reported;
+            info.required_subgroup_sizes = Some((min, max));
+            assert_eq!(plan_subgroups(&info, 512).unwrap(), (32, true));
+            assert!(plan_subgroups(&info, 2048).is_err());
+        }
+        // Wave64 only, or no subgroup size control with 64 lanes: no GPU encoder.
+        info.subgroup_size = 64;
+        for sizes in [Some((64, 64)), None] {
+            info.required_subgroup_sizes = sizes;
+            assert!(plan_subgroups(&info, 512).is_err());
+        }
+        // Without subgroup size control, the reported size (8 to 32).
+        info.subgroup_size = 16;
+        assert_eq!(plan_subgroups(&info, 256).unwrap(), (16, false));
     }
 
     #[test]
