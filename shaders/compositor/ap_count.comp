@@ -6,11 +6,11 @@
 // active pixels); it also resets the finished-workgroup counter, so that the host records no
 // fill (and no barrier after one) before the kernel.
 //
-// Unlike ap_scatter, each lane here owns whole 32-pixel activity words (word j * subgroup
+// Unlike ap_scatter, each lane here owns whole 32-pixel activity words (word t * subgroup
 // size + lane of its chunk), read as 16-byte vectors and transposed by shuffles
 // (load_words): a word's run starts, monoid sum and box need a few instructions per 32
 // pixels instead of a ballot and its bit operations per pixel, and the lanes' sums are
-// combined once per chunk. Subgroups of 8 or more lanes.
+// combined once per chunk. Subgroups of 8, 16 or 32 lanes.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_KHR_memory_scope_semantics : require
