@@ -328,7 +328,10 @@ impl GpuEncoder {
         let end = origin.checked_add(total).filter(|&e| u32::try_from(e).is_ok());
         if end.is_none_or(|end| color.len() < end || depth.len() < end) {
             return Err(CompositorError::Invalid(format!(
-                "colour/depth buffers smaller than a {width}x{height} image at pixel {origin}"
+                "a {width}x{height} image at pixel {origin} does not fit the colour/depth buffers \
+                 ({} / {} pixels) or 32-bit pixel indices",
+                color.len(),
+                depth.len()
             )));
         }
         let chunk = (self.subgroup * self.config.per_lane) as usize;
