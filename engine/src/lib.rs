@@ -37,7 +37,7 @@ pub use ash::vk;
 pub use commands::{linear_grid, Recorder, Submission};
 pub use context::{validation_message_count, Context, ContextOptions, DeviceInfo, Instance};
 pub use error::{EngineError, Result};
-pub use memory::{copy_parallel, Buffer, BufferBinding, Location};
+pub use memory::{Buffer, BufferBinding, Location};
 pub use pipeline::{ComputePipeline, PipelineDesc, PipelineStatistics};
 pub use profile::PassTime;
 

@@ -241,27 +241,3 @@ impl Context {
         Ok(staging.mapped()?.to_vec())
     }
 }
-
-/// Copies `src` into `dst` (of the same length) on all cores: staging a payload of many MB
-/// into a mapped buffer, or out of one into a fresh vector, is bound by one core's memory
-/// path on the GPU machines' hosts (many cores, slow single-threaded copies; fresh vectors
-/// also pay their first-touch page faults), so the copy is split in 256 KiB pieces.
-pub fn copy_parallel<T: Pod + Send + Sync>(dst: &mut [T], src: &[T]) {
-    use rayon::prelude::*;
-    assert_eq!(dst.len(), src.len(), "copy_parallel between slices of different lengths");
-    let piece = (1usize << 18) / std::mem::size_of::<T>().max(1);
-    dst.par_chunks_mut(piece).zip(src.par_chunks(piece)).for_each(|(d, s)| d.copy_from_slice(s));
-}
-
-#[cfg(test)]
-mod copy_tests {
-    #[test]
-    fn copy_parallel_copies_every_piece() {
-        for len in [0usize, 1, (1 << 16) - 1, (1 << 16) + 1, 3 << 17] {
-            let src: Vec<u32> = (0..len as u32).map(|i| i.wrapping_mul(2654435761)).collect();
-            let mut dst = vec![0u32; len];
-            super::copy_parallel(&mut dst, &src);
-            assert_eq!(dst, src, "{len} words");
-        }
-    }
-}

@@ -79,7 +79,7 @@ impl EncodedInputs {
         self.table_list.clear();
         let mut base = 0usize;
         for e in inputs {
-            engine::copy_parallel(&mut staging[base..base + e.words.len()], &e.words);
+            staging[base..base + e.words.len()].copy_from_slice(&e.words);
             let first_segment = self.segment_list.len() / 3;
             let (mut pixel, mut word) = (0usize, base);
             for run in runs(&e.words) {
