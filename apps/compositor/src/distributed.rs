@@ -243,24 +243,23 @@ fn gather(
     let compressed = matches!(piece, Piece::Encoded(_));
     let me = comm.rank();
     wait_for_all(comm, stats);
-    // Every rank's final span, followed by its first and last pixel (at the end, so that
-    // the receiver takes them off without moving the payload).
+    // Every rank's pixel range, then its final span, as two messages (in order between two
+    // ranks): the span is sent from where it is, not copied into a message with its range.
     let t = Instant::now();
     if me != 0 {
-        let mut message = piece.words().to_vec();
-        message.extend_from_slice(&[lo as u32, hi as u32]);
-        stats.bytes_sent += 4 * message.len();
-        comm.exchange(&[(0, &message)], &[])?;
+        let range = [lo as u32, hi as u32];
+        stats.bytes_sent += 4 * (range.len() + piece.words().len());
+        comm.exchange(&[(0, &range), (0, piece.words())], &[])?;
         stats.exchange_ms += ms_since(t);
         return Ok(None);
     }
-    let others: Vec<usize> = (1..comm.size()).collect();
-    let messages = comm.exchange(&[], &others)?;
+    let others: Vec<usize> = (1..comm.size()).flat_map(|r| [r, r]).collect();
+    let mut messages = comm.exchange(&[], &others)?.into_iter();
     stats.exchange_ms += ms_since(t);
     let (result, ms) = time_ms(|| -> Result<Gathered> {
         let mut spans = vec![(lo, piece)];
-        for mut m in messages {
-            let (Some(b), Some(a)) = (m.pop(), m.pop()) else {
+        while let (Some(range), Some(m)) = (messages.next(), messages.next()) {
+            let [a, b] = range[..] else {
                 return Err(CompositorError::Corrupt("gathered span without its pixel range".into()));
             };
             let (a, b) = (a as usize, b as usize);
