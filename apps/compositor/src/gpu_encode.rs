@@ -27,7 +27,7 @@ use crate::shaders;
 use crate::timing::{gpu_ms, ms_since};
 
 /// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, runs
-/// BA-BB): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K, dense and
+/// BB-BC): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K, dense and
 /// sparse. Devices that cannot build a shape, or whose result fails the encoder's
 /// self-check, take the next.
 const ENCODE_SHAPES: [EncodeConfig; 3] = [
