@@ -161,17 +161,6 @@ impl Recorder {
         push: &P,
         groups: [u32; 3],
     ) {
-        self.bind_compute(pipe, bindings, push);
-        let device = &self.ctx.shared.device;
-        unsafe {
-            if groups.iter().all(|&g| g > 0) {
-                device.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
-            }
-        }
-    }
-
-    /// Binds a compute pipeline with its buffers and push constants, for a dispatch.
-    fn bind_compute<P: NoUninit>(&mut self, pipe: &ComputePipeline, bindings: &[BufferBinding], push: &P) {
         assert!(self.kind == QueueKind::Compute, "dispatch on the transfer queue");
         self.bind(
             vk::PipelineBindPoint::COMPUTE,
@@ -180,6 +169,12 @@ impl Recorder {
             bindings,
             bytemuck::bytes_of(push),
         );
+        let device = &self.ctx.shared.device;
+        unsafe {
+            if groups.iter().all(|&g| g > 0) {
+                device.cmd_dispatch(self.cmd, groups[0], groups[1], groups[2]);
+            }
+        }
     }
 
     /// Binds a pipeline (raw handle, layout, binding count, push-constant size, name), pushes

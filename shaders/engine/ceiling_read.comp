@@ -1,5 +1,5 @@
 #version 460
-// Read bandwidth probe shaped like a kernel's load step (ap_encode's depth loads): each
+// Read bandwidth probe shaped like a kernel's load step (the compositor's depth loads): each
 // invocation issues READ_LOADS loads, of one u32 (WIDTH 1) or one uvec4 (WIDTH 4), a
 // workgroup apart, all before using any, then writes the XOR of everything it read, so no
 // load can be dropped. The two widths at the same bytes show whether an SM's loads are

@@ -21,17 +21,11 @@
 // same flag. Words are published with relaxed atomic stores, which do not wait for a reply
 // as read-modify-write atomics do, so a descriptor's words go out with overlapping
 // latencies (publishing sits on every tile's critical path). They are read with
-// atomicOr(.., 0) unless the includer defines LB_RELAXED_LOADS as true (it may be a
-// specialization constant): relaxed atomic loads are all the memory model asks for (each
-// word carries its own flag, and nothing but the descriptors is read after the look-back),
-// and on NVIDIA they are served by L2 without queueing at its atomic units, but with them
-// (or volatile loads) lavapipe's scans came out wrong on a million elements.
+// atomicOr(.., 0): relaxed atomic loads are all the memory model asks for (each word carries
+// its own flag), but with them (or volatile loads) lavapipe's scans came out wrong on a
+// million elements.
 #ifndef TESSERA_LOOKBACK_GLSL
 #define TESSERA_LOOKBACK_GLSL
-
-#ifndef LB_RELAXED_LOADS
-#define LB_RELAXED_LOADS false
-#endif
 
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -43,11 +37,6 @@ const uint LB_FLAG_PREFIX = 2u;
 const uint LB_WORDS = 2u * LB_COMPONENTS;
 
 shared uint s_lb_tile;
-
-#ifdef LB_COUNT_ROUNDS
-// Windows the last look-back read (for tracing).
-uint lb_rounds = 0u;
-#endif
 
 // Takes the next tile in ticket order; uniform across the workgroup.
 uint lb_take_tile() {
@@ -67,7 +56,6 @@ uvec4 lb_combine(uvec4 a, uvec4 b) {
 }
 
 uint lb_load(uint i) {
-    if (LB_RELAXED_LOADS) return atomicLoad(scratch[i], gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
     return atomicOr(scratch[i], 0u);
 }
 
@@ -101,9 +89,6 @@ uvec4 lb_look_back(uint tile) {
     // Tile `nearest - lane` is read by each lane; `nearest` walks backwards window by window.
     int nearest = int(tile) - 1;
     while (true) {
-#ifdef LB_COUNT_ROUNDS
-        lb_rounds++;
-#endif
         int j = nearest - int(gl_SubgroupInvocationID);
         uint flag = LB_FLAG_PREFIX;
         uvec4 value = uvec4(0u);
