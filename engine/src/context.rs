@@ -15,6 +15,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result, VkContext};
+use crate::select::DeviceSelector;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
@@ -121,49 +122,10 @@ impl Instance {
             .collect())
     }
 
-    /// The device named by `selector` (an index into [`Instance::devices`], or a
-    /// case-insensitive substring of the device name), or by default the first discrete GPU,
-    /// else integrated, else virtual, else CPU.
-    pub fn choose(&self, selector: Option<&str>) -> Result<vk::PhysicalDevice> {
-        let devices = self.devices()?;
-        if devices.is_empty() {
-            return Err(EngineError::NoDevice);
-        }
-        let names: Vec<String> = devices.iter().map(|&d| self.device_name(d)).collect();
-        match selector {
-            Some(s) => {
-                if let Ok(i) = s.parse::<usize>() {
-                    return devices.get(i).copied().ok_or_else(|| EngineError::DeviceNotFound(s.into(), list(&names)));
-                }
-                let lower = s.to_lowercase();
-                names
-                    .iter()
-                    .position(|n| n.to_lowercase().contains(&lower))
-                    .map(|i| devices[i])
-                    .ok_or_else(|| EngineError::DeviceNotFound(s.into(), list(&names)))
-            }
-            None => {
-                let rank =
-                    |d: vk::PhysicalDevice| match unsafe { self.raw.get_physical_device_properties(d) }.device_type {
-                        vk::PhysicalDeviceType::DISCRETE_GPU => 0,
-                        vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
-                        vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
-                        vk::PhysicalDeviceType::CPU => 3,
-                        _ => 4,
-                    };
-                Ok(*devices.iter().min_by_key(|&&d| rank(d)).unwrap())
-            }
-        }
-    }
-
     pub fn device_name(&self, pd: vk::PhysicalDevice) -> String {
         let props = unsafe { self.raw.get_physical_device_properties(pd) };
         props.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
     }
-}
-
-fn list(names: &[String]) -> String {
-    names.iter().enumerate().map(|(i, n)| format!("{i}: {n}")).collect::<Vec<_>>().join(", ")
 }
 
 impl Drop for Instance {
@@ -332,38 +294,56 @@ pub struct Context {
 
 /// Options for [`Context::open_with`].
 #[derive(Default)]
-pub struct ContextOptions<'a> {
-    /// `--device` (index or name substring).
-    pub selector: Option<&'a str>,
+pub struct ContextOptions {
+    /// The one device to open, as an index into [`Instance::devices`] (see
+    /// [`Instance::select`]); `None` opens the default device.
+    pub index: Option<usize>,
     /// Also enable VK_KHR_swapchain and require a queue that can present (the viewer).
     pub swapchain: bool,
 }
 
 impl Context {
-    /// Opens the device named by `--device` (or the default one) for compute work, on a new
-    /// instance.
-    pub fn open(selector: Option<&str>) -> Result<Context> {
-        Context::open_with(Instance::new(&[])?, ContextOptions { selector, swapchain: false })
+    /// Opens the one device `selector` names (see [`Instance::select`]) for compute work, on
+    /// a new instance.
+    pub fn open(selector: &DeviceSelector) -> Result<Context> {
+        let instance = Instance::new(&[])?;
+        let index = instance.select_one(selector)?;
+        Context::open_with(instance, ContextOptions { index: Some(index), swapchain: false })
     }
 
-    /// Opens every Vulkan 1.3 device on one instance (multi-GPU work).
-    pub fn open_all() -> Result<Vec<Context>> {
+    /// Opens the default device (the first discrete GPU, else integrated, else CPU).
+    pub fn open_default() -> Result<Context> {
+        Context::open(&DeviceSelector::Auto)
+    }
+
+    /// Opens every device `selector` names on one instance (multi-GPU work); `all` opens
+    /// every GPU.
+    pub fn open_each(selector: &DeviceSelector) -> Result<Vec<Context>> {
         let instance = Instance::new(&[])?;
-        let n = instance.devices()?.len();
-        (0..n)
-            .map(|i| {
-                Context::open_with(
-                    instance.clone(),
-                    ContextOptions { selector: Some(&i.to_string()), swapchain: false },
-                )
-            })
+        instance
+            .select(selector)?
+            .into_iter()
+            .map(|i| Context::open_with(instance.clone(), ContextOptions { index: Some(i), swapchain: false }))
             .collect()
     }
 
+    /// Opens the device of MPI rank `rank` (see [`Instance::select_for_rank`]).
+    pub fn open_for_rank(selector: &DeviceSelector, rank: usize) -> Result<Context> {
+        let instance = Instance::new(&[])?;
+        let index = instance.select_for_rank(selector, rank)?;
+        Context::open_with(instance, ContextOptions { index: Some(index), swapchain: false })
+    }
+
     /// Opens a device on an existing instance.
-    pub fn open_with(instance: Arc<Instance>, options: ContextOptions<'_>) -> Result<Context> {
-        let physical = instance.choose(options.selector)?;
-        let index = instance.devices()?.iter().position(|&d| d == physical).unwrap_or(0);
+    pub fn open_with(instance: Arc<Instance>, options: ContextOptions) -> Result<Context> {
+        let index = match options.index {
+            Some(i) => i,
+            None => instance.select_one(&DeviceSelector::Auto)?,
+        };
+        let physical = *instance
+            .devices()?
+            .get(index)
+            .ok_or_else(|| EngineError::DeviceNotFound(index.to_string(), String::new()))?;
         let raw = &instance.raw;
         let families = unsafe { raw.get_physical_device_queue_family_properties(physical) };
         // The universal family (graphics + compute) first: compute work and presentation share it.

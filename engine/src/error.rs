@@ -1,7 +1,5 @@
 //! The engine's one error type. Every fallible engine call returns `engine::Result<T>`.
 
-use std::path::PathBuf;
-
 use ash::vk;
 
 /// What went wrong in the engine. Vulkan failures keep the raw `vk::Result` and say which
@@ -22,8 +20,6 @@ pub enum EngineError {
     Unsupported(String),
     #[error("invalid input: {0}")]
     InvalidInput(String),
-    #[error("{path}: {message}")]
-    File { path: PathBuf, message: String },
     #[error("allocator: {0}")]
     Allocator(String),
 }
@@ -43,11 +39,5 @@ impl<T> VkContext<T> for std::result::Result<T, vk::Result> {
             }
             result => EngineError::Vulkan { call, result },
         })
-    }
-}
-
-impl EngineError {
-    pub(crate) fn file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
-        EngineError::File { path: path.into(), message: message.to_string() }
     }
 }

@@ -6,31 +6,28 @@
 //! - [`commands`]: recording, sync2 barriers, timeline-semaphore submission.
 //! - [`profile`]: timestamp queries turned into named per-pass GPU milliseconds.
 //! - [`prims`]: GPU building blocks with CPU references (scan, reduce, sort, FFT, GEMM).
-//! - [`io`] and [`cli`]: file formats and command-line pieces every binary shares.
-//! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
+//! - [`select`]: `--device` as one typed value, and the rule that turns it into devices.
 //!
 //! A typical kernel launch:
 //! ```no_run
 //! # fn main() -> engine::Result<()> {
-//! let ctx = engine::Context::open(None)?;
+//! let ctx = engine::Context::open_default()?;
 //! let data = ctx.upload(&[1u32, 2, 3], "input")?;
 //! let sum = engine::prims::reduce::Reducer::new(&ctx)?.sum_u32(&data)?;
 //! # Ok(()) }
 //! ```
 
 pub mod ceilings;
-pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod error;
 pub mod graphics;
-pub mod heap;
-pub mod io;
 pub mod memory;
 pub mod pipeline;
 pub mod present;
 pub mod prims;
 pub mod profile;
+pub mod select;
 pub mod testing;
 
 pub use ash::vk;
@@ -40,6 +37,7 @@ pub use error::{EngineError, Result};
 pub use memory::{Buffer, BufferBinding, Location};
 pub use pipeline::{ComputePipeline, PipelineDesc, PipelineStatistics};
 pub use profile::PassTime;
+pub use select::{DeviceRef, DeviceSelector};
 
 /// Embedded SPIR-V of `shaders/engine/`.
 pub mod shaders {

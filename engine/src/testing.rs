@@ -10,8 +10,8 @@ use crate::context::{validation_message_count, Context};
 pub fn context() -> &'static Context {
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| {
-        let selector = std::env::var("TESSERA_DEVICE").ok();
-        Context::open(selector.as_deref()).expect("open a Vulkan device for tests")
+        let selector = crate::DeviceSelector::from_env().expect("TESSERA_DEVICE names a device");
+        Context::open(&selector).expect("open a Vulkan device for tests")
     })
 }
 

@@ -1,0 +1,27 @@
+//! The error of every edge: a file that cannot be read or written, an input that breaks a
+//! rule, a size over the memory budget.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KitError {
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{0}")]
+    Invalid(String),
+    #[error(
+        "{what} needs {} but the memory budget is {} (raise it with --max-memory)",
+        crate::budget::human(*bytes),
+        crate::budget::human(*budget)
+    )]
+    OverBudget { what: String, bytes: u64, budget: u64 },
+}
+
+pub type Result<T, E = KitError> = std::result::Result<T, E>;
+
+impl KitError {
+    /// An error about one file.
+    pub fn file(path: impl Into<PathBuf>, message: impl std::fmt::Display) -> Self {
+        KitError::File { path: path.into(), message: message.to_string() }
+    }
+}

@@ -1,0 +1,37 @@
+//! The edges every Tessera binary shares, so that all of them behave alike (docs/cli.md):
+//!
+//! - [`main`]: parses the command line, runs the command, and reports errors in one format
+//!   (`<binary>: error: ...`, exit 1; usage errors exit 2; a JSON object under `--json`).
+//! - [`cli`]: the flags every command shares (`--backend`, `--device`, `--json`,
+//!   `--max-memory`) and value parsers for the rest.
+//! - [`output`]: outputs checked before any work starts, format from the extension, written
+//!   atomically with the mode the umask gives, all-or-none for several files.
+//! - [`input`]: regular files only, bounded reads, text without a byte-order mark.
+//! - [`image`]: one image loader (EXIF orientation applied, size checked against the budget)
+//!   and one writer (format from the extension).
+//! - [`npy`]: `.npy` read with its header checked against the bytes and the budget.
+//! - [`budget`]: the memory budget every reader checks before it allocates.
+//! - [`progress`]: indicatif bars with an ETA, quiet under `--json` or off a terminal.
+//! - [`report`]: the JSON envelope (`command`, `version`, `device`, `backend`, `wall_ms`,
+//!   `out`) around each command's typed record.
+//! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
+//! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
+
+pub mod budget;
+pub mod cli;
+pub mod error;
+pub mod fuzz;
+pub mod heap;
+pub mod image;
+pub mod input;
+pub mod npy;
+pub mod output;
+pub mod progress;
+pub mod report;
+
+mod run;
+
+pub use cli::{Backend, BenchArgs, CommonArgs};
+pub use error::{KitError, Result};
+pub use report::emit;
+pub use run::main;

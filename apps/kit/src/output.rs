@@ -1,0 +1,232 @@
+//! Outputs: checked before any work starts, their format taken from the extension, and
+//! written so that nothing is ever left half-written.
+//!
+//! - [`check_file`] and [`check_folder`] run before the work: the extension must name an
+//!   accepted format, the path must not be one of the command's inputs, parent folders are
+//!   created, and the folder must be writable (a probe file is made and removed), so an
+//!   unwritable place fails in milliseconds instead of after a long fit.
+//! - [`write_atomic`] writes a temporary file beside the target and renames it into place.
+//!   A new file gets the mode the umask gives (0644 under umask 022); an existing file keeps
+//!   its mode.
+//! - [`Staged`] does the same for several files at once: all are renamed into place only
+//!   once every one of them was written, so a command that writes several files writes all
+//!   or none.
+
+use std::fs::{File, Permissions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::error::{KitError, Result};
+
+/// The image formats every image output accepts, by extension.
+pub const IMAGE_EXTENSIONS: &[&str] = &["png", "jpg", "jpeg", "tif", "tiff", "bmp", "webp"];
+
+/// The folder a file is written into (`.` for a bare file name).
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The lower-case extension of `path` if it is one of `accepted`, else an error that names
+/// the accepted ones.
+pub fn format_of(path: &Path, accepted: &[&str]) -> Result<String> {
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext {
+        Some(e) if accepted.contains(&e.as_str()) => Ok(e),
+        Some(e) => Err(KitError::file(
+            path,
+            format!("unknown output format .{e}; the extension must be one of .{}", accepted.join(", .")),
+        )),
+        None => Err(KitError::file(
+            path,
+            format!("no extension; the output format follows it: one of .{}", accepted.join(", .")),
+        )),
+    }
+}
+
+/// Whether `a` and `b` name the same file (by canonical path where both exist).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Refuses `output` if it is the same file as any of `inputs`.
+pub fn check_not_input(output: &Path, inputs: &[&Path]) -> Result<()> {
+    if inputs.iter().any(|input| same_file(output, input)) {
+        return Err(KitError::file(output, "is one of the command's inputs; refusing to overwrite it"));
+    }
+    Ok(())
+}
+
+/// Creates `dir` (and its parents) and proves it writable by making and removing a file.
+fn ensure_writable_folder(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(KitError::file(dir, "is a file where a folder must be"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| KitError::file(dir, format!("cannot create the folder: {e}")))?;
+    tempfile::Builder::new()
+        .prefix(".tessera-probe-")
+        .tempfile_in(dir)
+        .map_err(|e| KitError::file(dir, format!("cannot write in this folder: {e}")))?;
+    Ok(())
+}
+
+/// Checks an output file before any work: format from the extension (returned, lower
+/// case), not one of `inputs`, not a folder, its folder created and writable.
+pub fn check_file(path: &Path, accepted: &[&str], inputs: &[&Path]) -> Result<String> {
+    let format = format_of(path, accepted)?;
+    if path.is_dir() {
+        return Err(KitError::file(path, "is a folder; an output file is needed here"));
+    }
+    check_not_input(path, inputs)?;
+    ensure_writable_folder(&parent_of(path))?;
+    Ok(format)
+}
+
+/// Checks an output folder before any work: created if missing, writable, not a file, and
+/// holding none of `inputs`' paths as itself.
+pub fn check_folder(path: &Path, inputs: &[&Path]) -> Result<()> {
+    check_not_input(path, inputs)?;
+    ensure_writable_folder(path)
+}
+
+/// Several output files written all or none: each is written to a temporary file beside
+/// its target; [`Staged::commit`] renames them all into place. Dropping a `Staged` that
+/// was not committed removes its temporary files.
+#[derive(Default)]
+pub struct Staged {
+    pending: Vec<(tempfile::TempPath, PathBuf)>,
+}
+
+impl Staged {
+    pub fn new() -> Self {
+        Staged::default()
+    }
+
+    /// Writes `path`'s future content through `write` into a temporary file beside it.
+    pub fn write<E: std::fmt::Display>(
+        &mut self,
+        path: &Path,
+        write: impl FnOnce(&mut BufWriter<File>) -> std::result::Result<(), E>,
+    ) -> Result<()> {
+        let dir = parent_of(path);
+        if !dir.is_dir() {
+            return Err(KitError::file(path, format!("the folder {} does not exist", dir.display())));
+        }
+        // Mode 0666 through open(2): the kernel applies the umask, as for any new file.
+        #[cfg(unix)]
+        let mode = <Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666);
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".tessera-").suffix(".tmp");
+        #[cfg(unix)]
+        builder.permissions(mode);
+        let tmp = builder.tempfile_in(&dir).map_err(|e| KitError::file(path, e))?;
+        let (file, tmp_path) = tmp.into_parts();
+        let mut writer = BufWriter::new(file);
+        write(&mut writer).map_err(|e| KitError::file(path, e))?;
+        let file = writer.into_inner().map_err(|e| KitError::file(path, e.error()))?;
+        file.sync_all().map_err(|e| KitError::file(path, e))?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            // Overwriting keeps the file's mode, as `cp` and editors do.
+            std::fs::set_permissions(&tmp_path, meta.permissions()).map_err(|e| KitError::file(path, e))?;
+        }
+        self.pending.push((tmp_path, path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Renames every written file into place.
+    pub fn commit(self) -> Result<()> {
+        for (tmp, path) in self.pending {
+            tmp.persist(&path).map_err(|e| KitError::file(&path, e.error))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes one file atomically (see [`Staged`]).
+pub fn write_atomic<E: std::fmt::Display>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::result::Result<(), E>,
+) -> Result<()> {
+    let mut staged = Staged::new();
+    staged.write(path, write)?;
+    staged.commit()
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic(path, |w| w.write_all(bytes))
+}
+
+/// Writes a value as pretty JSON (with a final newline) atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| KitError::file(path, e))?;
+    write_atomic(path, |w| writeln!(w, "{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn new_files_follow_the_umask_and_old_ones_keep_their_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let umask = unsafe {
+            let old = libc::umask(0o022);
+            libc::umask(old);
+            old
+        };
+        let p = dir.path().join("a.json");
+        write_bytes(&p, b"{}").unwrap();
+        assert_eq!(mode(&p), 0o666 & !(umask as u32));
+        std::fs::set_permissions(&p, Permissions::from_mode(0o640)).unwrap();
+        write_bytes(&p, b"{ }").unwrap();
+        assert_eq!(mode(&p), 0o640);
+        assert_eq!(std::fs::read(&p).unwrap(), b"{ }");
+    }
+
+    #[test]
+    fn checks_fail_before_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        let under_file = file.join("m.json");
+        assert!(check_file(&under_file, &["json"], &[]).unwrap_err().to_string().contains("is a file where a folder"));
+        let nested = dir.path().join("a/b/m.JSON");
+        assert_eq!(check_file(&nested, &["json"], &[]).unwrap(), "json");
+        assert!(nested.parent().unwrap().is_dir());
+        let wrong = check_file(&dir.path().join("m.png"), &["json", "smoe"], &[]).unwrap_err().to_string();
+        assert!(wrong.contains(".json, .smoe"), "{wrong}");
+        assert!(check_file(&file, &["json"], &[]).is_err());
+        let input = dir.path().join("in.json");
+        std::fs::write(&input, b"{}").unwrap();
+        assert!(check_file(&input, &["json"], &[&input]).unwrap_err().to_string().contains("inputs"));
+        assert!(check_file(dir.path(), &["json"], &[]).is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no probe files left behind");
+    }
+
+    #[test]
+    fn several_files_all_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+        let mut staged = Staged::new();
+        staged.write(&a, |w| w.write_all(b"a")).unwrap();
+        assert!(staged.write(&b, |_| Err("boom")).is_err());
+        drop(staged);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let mut staged = Staged::new();
+        staged.write(&a, |w| w.write_all(b"a")).unwrap();
+        staged.write(&b, |w| w.write_all(b"b")).unwrap();
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read(&b).unwrap(), b"b");
+    }
+}

@@ -1,0 +1,116 @@
+//! The `main` of every binary: parse, run, report. One error format for all of them:
+//! `<binary>: error: <message>` and `  caused by: <cause>` lines on stderr, exit 1 for a
+//! failure and 2 for a usage mistake; under `--json` the failure is also one JSON object
+//! `{"error", "causes", "command", ...}` on stdout. Never a stack trace for a user mistake,
+//! whatever RUST_BACKTRACE says: errors are printed through `Display`, not `Debug`.
+
+use std::process::ExitCode;
+
+use clap::ArgMatches;
+
+use crate::cli::Backend;
+
+/// Exit status of a usage mistake (unknown flag, bad value), as BSD's sysexits and clap use.
+const USAGE: u8 = 2;
+
+/// The deepest subcommand's matches and the command path (`batch`, `sweep`, `view`).
+fn leaf(matches: &ArgMatches) -> (Vec<String>, &ArgMatches) {
+    let mut path = Vec::new();
+    let mut at = matches;
+    while let Some((name, sub)) = at.subcommand() {
+        path.push(name.to_string());
+        at = sub;
+    }
+    (path, at)
+}
+
+fn flag<T: Clone + Send + Sync + 'static>(m: &ArgMatches, id: &str) -> Option<T> {
+    m.try_get_one::<T>(id).ok().flatten().cloned()
+}
+
+/// Runs a binary: parses `C` from the command line, sets up the envelope, the progress bars
+/// and the memory budget from the shared flags, runs `run`, and reports its error.
+pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyhow::Result<()>) -> ExitCode {
+    let command = C::command();
+    let binary: &'static str = Box::leak(command.get_name().to_string().into_boxed_str());
+    let matches = match command.try_get_matches() {
+        Ok(m) => m,
+        Err(e) => return usage_error(binary, version, e),
+    };
+    let (path, leaf_matches) = leaf(&matches);
+    let json = flag::<bool>(leaf_matches, "json").unwrap_or(false);
+    let name = if path.is_empty() { binary.to_string() } else { path.join(" ") };
+    crate::report::start(binary, version, name.clone(), json);
+    crate::progress::set_quiet(json);
+    if let Some(backend) = flag::<Backend>(leaf_matches, "backend") {
+        crate::report::set_backend(backend);
+    }
+    if let Some(bytes) = flag::<u64>(leaf_matches, "max_memory") {
+        crate::budget::set(bytes);
+    }
+    let cli = match C::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(binary, version, e),
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            report_error(binary, &name, json, &e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The messages of an error chain, each once: a cause whose text the message before it
+/// already holds adds nothing.
+fn messages(error: &anyhow::Error) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if out.last().is_some_and(|prev| prev.contains(&text)) || text.is_empty() {
+            continue;
+        }
+        out.push(text);
+    }
+    out
+}
+
+fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error) {
+    let messages = messages(error);
+    let (first, causes) = messages.split_first().map(|(f, c)| (f.clone(), c.to_vec())).unwrap_or_default();
+    eprintln!("{binary}: error: {first}");
+    for cause in &causes {
+        eprintln!("  caused by: {cause}");
+    }
+    if json {
+        let line = serde_json::json!({
+            "error": first, "causes": causes, "command": command, "binary": binary,
+            "wall_ms": crate::report::wall_ms(),
+        });
+        crate::report::print_line(&line.to_string());
+    }
+}
+
+fn usage_error(binary: &str, version: &str, e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let text = rendered.trim_end().strip_prefix("error: ").unwrap_or(rendered.trim_end());
+            eprintln!("{binary}: error: {text}");
+            if std::env::args().any(|a| a == "--json") {
+                let first = text.lines().next().unwrap_or_default();
+                let line = serde_json::json!({
+                    "error": first, "causes": [], "command": binary, "binary": binary,
+                    "version": version, "usage": true,
+                });
+                crate::report::print_line(&line.to_string());
+            }
+            ExitCode::from(USAGE)
+        }
+    }
+}
