@@ -9,6 +9,8 @@ export TESSERA_VALIDATION=1
 # Open MPI as root inside containers, shared memory only, no ssh (see docs/PLATFORM notes).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 mkdir -p target
+# The end-to-end tests (tests/) run the built binaries; build every one of them first.
+cargo build --workspace --bins
 set +e
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
