@@ -9,6 +9,7 @@
 //! header is (0, 0). Every producer in this crate (CPU and GPU encoders, compositing, split
 //! and concatenation) emits exactly this form, so equal images have equal bytes.
 
+use std::io::Read;
 use std::path::Path;
 
 use crate::error::{CompositorError, Result};
@@ -19,6 +20,9 @@ pub const MAGIC: &[u8; 4] = b"TSAP";
 pub const VERSION: u32 = 1;
 /// Header bytes before the payload: magic, version, width, height, background, payload length.
 pub const HEADER_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 8;
+/// Host bytes per pixel of a decoded image: the colour and depth planes and the RGBA8 copy an
+/// image output is written from. Readers check this against the memory budget.
+pub const DECODED_BYTES_PER_PIXEL: u64 = 4 + 4 + 4;
 /// Depth of a pixel no fragment reached; such pixels are inactive.
 pub const BACKGROUND_DEPTH: f32 = 1.0;
 
@@ -74,7 +78,7 @@ pub fn runs(words: &[u32]) -> impl Iterator<Item = Run<'_>> {
 }
 
 /// Checks that `words` is a canonical payload of exactly `pixels` pixels whose active
-/// pixels have real depths (not NaN, not the background depth 1.0).
+/// pixels have finite depths other than the background depth 1.0.
 pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
     let corrupt = |m: String| Err(CompositorError::Corrupt(m));
     let mut pos = 0usize;
@@ -104,9 +108,9 @@ pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
         }
         for (k, px) in words[pos + 2..end].chunks_exact(2).enumerate() {
             let d = f32::from_bits(px[1]);
-            if d.is_nan() || d == BACKGROUND_DEPTH {
+            if !d.is_finite() || d == BACKGROUND_DEPTH {
                 return corrupt(format!(
-                    "active pixel {} of the run at byte {} has depth {d}, which marks inactive pixels",
+                    "active pixel {} of the run at byte {} has depth {d}; active depths are finite and not 1.0",
                     k,
                     pos * 4
                 ));
@@ -214,22 +218,42 @@ impl ApImage {
 
     /// Parses and fully validates file bytes; `path` names the file in errors.
     pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<ApImage> {
+        ApImage::read_from(&mut &bytes[..], bytes.len() as u64, path)
+    }
+
+    /// Reads a `.ap` file (regular files only; see [`ApImage::read_from`] for the checks).
+    pub fn read(path: &Path) -> Result<ApImage> {
+        let (file, len) = kit::input::open_regular(path)?;
+        ApImage::read_from(&mut std::io::BufReader::new(file), len, path)
+    }
+
+    /// Reads a `.ap` of `len` bytes from `reader`. Every header value is checked before
+    /// anything is allocated: the magic, the version, the size (at most 2^32 - 1 pixels),
+    /// the payload length against the bytes present and against the largest canonical
+    /// payload of that many pixels, and the payload plus the decoded image
+    /// ([`DECODED_BYTES_PER_PIXEL`]) against the memory budget. Then every run is checked
+    /// ([`validate`]).
+    pub fn read_from(reader: &mut impl Read, len: u64, path: &Path) -> Result<ApImage> {
         let bad = |m: String| CompositorError::BadFile { path: path.to_path_buf(), message: m };
-        if bytes.len() < HEADER_BYTES {
-            return Err(bad(format!("{} bytes is shorter than the {HEADER_BYTES}-byte header", bytes.len())));
+        if len < HEADER_BYTES as u64 {
+            return Err(bad(format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header")));
         }
-        if &bytes[0..4] != MAGIC {
-            return Err(bad(format!("magic is {:?}, expected \"TSAP\"", String::from_utf8_lossy(&bytes[0..4]))));
+        let mut head = [0u8; HEADER_BYTES];
+        reader.read_exact(&mut head).map_err(|e| bad(format!("cannot read the header: {e}")))?;
+        if &head[0..4] != MAGIC {
+            return Err(bad(format!("magic is {:?}, expected \"TSAP\"", String::from_utf8_lossy(&head[0..4]))));
         }
-        let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
+        let u32_at = |o: usize| u32::from_le_bytes([head[o], head[o + 1], head[o + 2], head[o + 3]]);
         let version = u32_at(4);
         if version != VERSION {
             return Err(bad(format!("version {version}, this build reads version {VERSION}")));
         }
         let (width, height) = (u32_at(8), u32_at(12));
-        let background: [u8; 4] = bytes[16..20].try_into().unwrap();
-        let payload_len = u64::from_le_bytes(bytes[20..28].try_into().unwrap());
-        let actual = (bytes.len() - HEADER_BYTES) as u64;
+        let background = [head[16], head[17], head[18], head[19]];
+        let mut len_bytes = [0u8; 8];
+        len_bytes.copy_from_slice(&head[20..28]);
+        let payload_len = u64::from_le_bytes(len_bytes);
+        let actual = len - HEADER_BYTES as u64;
         if payload_len != actual {
             return Err(bad(format!("header says the payload has {payload_len} bytes, the file holds {actual}")));
         }
@@ -237,22 +261,40 @@ impl ApImage {
             return Err(bad(format!("payload length {payload_len} is not a multiple of 8")));
         }
         let pixels = pixel_count(width, height).map_err(|e| bad(e.to_string()))?;
-        let words: Vec<u32> =
-            bytes[HEADER_BYTES..].chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        let largest = max_payload_bytes(pixels);
+        if payload_len > largest {
+            return Err(bad(format!(
+                "a payload of {payload_len} bytes for {width}x{height} pixels; a canonical one holds at most {largest}"
+            )));
+        }
+        kit::budget::check(
+            payload_len + pixels as u64 * DECODED_BYTES_PER_PIXEL,
+            format!("the {width}x{height} Active Pixel image {}", path.display()),
+        )?;
+        let mut words = Vec::with_capacity((payload_len / 4) as usize);
+        let mut chunk = vec![0u8; (payload_len as usize).min(1 << 16)];
+        let mut left = payload_len as usize;
+        while left > 0 {
+            let bytes = &mut chunk[..left.min(1 << 16)];
+            reader.read_exact(bytes).map_err(|e| bad(format!("cannot read the payload: {e}")))?;
+            words.extend(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])));
+            left -= bytes.len();
+        }
         validate(&words, pixels).map_err(|e| bad(e.to_string()))?;
         Ok(ApImage { width, height, background, encoded: Encoded { pixels, words } })
     }
 
-    /// Reads a `.ap` file.
-    pub fn read(path: &Path) -> Result<ApImage> {
-        let bytes = std::fs::read(path).map_err(|source| CompositorError::Io { path: path.to_path_buf(), source })?;
-        ApImage::from_bytes(&bytes, path)
-    }
-
     /// Writes a `.ap` file atomically.
     pub fn write(&self, path: &Path) -> Result<()> {
-        Ok(engine::io::write_bytes_atomic(path, &self.to_bytes())?)
+        Ok(kit::output::write_bytes(path, &self.to_bytes())?)
     }
+}
+
+/// The largest canonical payload of `pixels` pixels, in bytes: every run but the first has at
+/// least one inactive pixel, so there are at most (inactive pixels + 1) run headers of 8
+/// bytes, and 8 bytes per active pixel: 8 * (pixels + 1) in all.
+pub fn max_payload_bytes(pixels: usize) -> u64 {
+    8 * (pixels as u64 + 1)
 }
 
 /// `width * height`, refusing empty images and sizes whose run counts would not fit a u32.

@@ -86,22 +86,21 @@ fn min_max(v: &[f64]) -> (f64, f64) {
 }
 
 /// Runs the benchmark and hands each JSON line to `emit`.
-pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
-    let ctx = Context::open(device)?;
+pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
     let sizes: &[(&str, u32, u32)] =
         if quick { &[("tiny", 96, 64)] } else { &[("HD", 1920, 1080), ("4K", 3840, 2160), ("8K", 7680, 4320)] };
     let scales: [usize; 2] = if quick { [2, 3] } else { [6, 192] };
     let points = if quick { 3000 } else { 4_000_000 };
     let reps = if quick { 1 } else { 10 };
     let cpu_reps = if quick { 1 } else { 3 };
-    let scene = Scene::points(points, 7);
+    let scene = Scene::points(points, 7)?;
     emit(json!({"bench": "setup", "device": ctx.info().name, "points": points, "scene": format!("points:{points}:7"),
         "reps": reps, "cpu_reps": cpu_reps, "note": "CPU encoders run on the same frames; serial = the paper's CPU compression"}));
-    let mut encoder = GpuEncoder::new(&ctx)?;
+    let mut encoder = GpuEncoder::new(ctx)?;
     let plan = Plan { scales, reps, cpu_reps };
     for &(size, width, height) in sizes {
         // A size the device cannot hold (memory, binding range) is reported and skipped.
-        if let Err(e) = run_size(&ctx, &scene, &mut encoder, (size, width, height), &plan, &mut emit) {
+        if let Err(e) = run_size(ctx, &scene, &mut encoder, (size, width, height), &plan, &mut emit) {
             emit(json!({"bench": "ap_encode", "size": size, "error": e.to_string()}));
         }
     }

@@ -11,6 +11,11 @@ use crate::error::{CompositorError, Result};
 pub trait Comm {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
+    /// The rank among the ranks of this node (that share its memory), which picks the GPU.
+    fn local_rank(&self) -> usize;
+    /// Tells every rank whether this one `failed`; returns the lowest rank that did, on every
+    /// rank.
+    fn first_failed(&self, failed: bool) -> Option<usize>;
     /// Sends each `(destination, words)` and receives one message from each rank of `from`,
     /// returned in the order of `from`.
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>>;
@@ -34,6 +39,14 @@ impl Comm for Single {
 
     fn size(&self) -> usize {
         1
+    }
+
+    fn local_rank(&self) -> usize {
+        0
+    }
+
+    fn first_failed(&self, failed: bool) -> Option<usize> {
+        failed.then_some(0)
     }
 
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
@@ -60,6 +73,8 @@ pub struct Mpi {
     // Finalizes MPI when dropped.
     _universe: mpi::environment::Universe,
     world: mpi::topology::SimpleCommunicator,
+    /// This process's rank among the ranks that share its node's memory.
+    local_rank: usize,
 }
 
 impl Mpi {
@@ -71,7 +86,8 @@ impl Mpi {
     pub fn init() -> Result<Mpi> {
         let universe = mpi::initialize().ok_or_else(|| CompositorError::Mpi("MPI was already initialised".into()))?;
         let world = universe.world();
-        Ok(Mpi { _universe: universe, world })
+        let local_rank = world.split_shared(world.rank()).rank() as usize;
+        Ok(Mpi { _universe: universe, world, local_rank })
     }
 }
 
@@ -82,6 +98,18 @@ impl Comm for Mpi {
 
     fn size(&self) -> usize {
         self.world.size() as usize
+    }
+
+    fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    fn first_failed(&self, failed: bool) -> Option<usize> {
+        // The lowest failed rank, or the size where none failed.
+        let mine = if failed { self.world.rank() } else { self.world.size() };
+        let mut lowest = mine;
+        self.world.all_reduce_into(&mine, &mut lowest, mpi::collective::SystemOperation::min());
+        (lowest < self.world.size()).then_some(lowest as usize)
     }
 
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {

@@ -3,12 +3,11 @@
 //! Active Pixel encoded on the GPU (checked byte for byte against the CPU encoder), the
 //! encoded images are composited on the CPU and on the GPU without decoding, and the result
 //! is checked pixel for pixel against a single-pass render of the whole scene. Writes PNGs,
-//! `.ap` files and `summary.json` to the output folder.
+//! `.ap` files and `summary.json` ([`FILES`]) to the output folder.
 
 use std::path::Path;
 
 use engine::Context;
-use serde_json::json;
 
 use crate::ap::{ApImage, Encoded};
 use crate::error::{CompositorError, Result};
@@ -51,61 +50,120 @@ fn render_encode(
     Ok((encoded, frame))
 }
 
-/// Runs the demo into `out` (created if missing) and returns its JSON summary, whose
-/// `summary` field is the one-line description.
-pub fn run(out: &Path, device: Option<&str>) -> Result<serde_json::Value> {
-    std::fs::create_dir_all(out).map_err(|source| CompositorError::Io { path: out.to_path_buf(), source })?;
-    let ctx = Context::open(device)?;
-    let scene = Scene::load(SCENE)?;
-    let raster = Rasteriser::new(&ctx, WIDTH, HEIGHT)?;
-    let mut encoder = GpuEncoder::new(&ctx)?;
+/// One simulated rank's encoded image.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RankReport {
+    pub rank: usize,
+    pub ap_bytes: usize,
+    pub active_pixels: usize,
+    pub ap_pct_of_raw: f64,
+}
+
+/// What the demo did; also written to `summary.json`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DemoReport {
+    pub scene: String,
+    pub ranks: usize,
+    pub width: u32,
+    pub height: u32,
+    pub device: String,
+    pub per_rank: Vec<RankReport>,
+    pub raw_bytes_per_rank: usize,
+    pub ap_pct_of_raw: f64,
+    pub composite_ap_bytes: usize,
+    pub gpu_composite_matches_cpu: bool,
+    pub composite_matches_single_pass: bool,
+    pub files: Vec<String>,
+}
+
+impl std::fmt::Display for DemoReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "composite demo: {} ranks x {} at {}x{} on {}: AP payloads {:.1}% of raw (GPU == CPU bytes), \
+             GPU composite == CPU: {}, == single-pass render: {}",
+            self.ranks,
+            self.scene,
+            self.width,
+            self.height,
+            self.device,
+            self.ap_pct_of_raw,
+            self.gpu_composite_matches_cpu,
+            self.composite_matches_single_pass
+        )
+    }
+}
+
+/// The files the demo writes into its folder.
+pub const FILES: [&str; 13] = [
+    "rank0.ap",
+    "rank0.png",
+    "rank1.ap",
+    "rank1.png",
+    "rank2.ap",
+    "rank2.png",
+    "rank3.ap",
+    "rank3.png",
+    "composite.ap",
+    "composite.png",
+    "composite_depth.npy",
+    "over.png",
+    "summary.json",
+];
+
+/// Runs the demo on `ctx` into the folder `out` (checked by the caller) and returns its
+/// report. Everything is computed before the first file is written.
+pub fn run(ctx: &Context, out: &Path) -> Result<DemoReport> {
+    let scene = Scene::load(&SCENE.parse().map_err(CompositorError::Scene)?)?;
+    let raster = Rasteriser::new(ctx, WIDTH, HEIGHT)?;
+    let mut encoder = GpuEncoder::new(ctx)?;
     let background = [16, 16, 24, 255];
     let mut encoded = Vec::new();
-    let mut ranks_json = Vec::new();
+    let mut frames = Vec::new();
+    let mut per_rank = Vec::new();
     for rank in 0..RANKS {
-        let (e, frame) = render_encode(&ctx, &raster, &mut encoder, &scene, rank, RANKS)?;
-        let image = ApImage::new(WIDTH, HEIGHT, background, e.clone())?;
-        image.write(&out.join(format!("rank{rank}.ap")))?;
-        frame.save(&out.join(format!("rank{rank}.png")), None, background)?;
-        ranks_json.push(json!({"rank": rank, "ap_bytes": e.bytes(), "active_pixels": e.active_pixels(),
-            "ap_pct_of_raw": 100.0 * e.bytes() as f64 / (8 * frame.pixels()) as f64}));
+        let (e, frame) = render_encode(ctx, &raster, &mut encoder, &scene, rank, RANKS)?;
+        per_rank.push(RankReport {
+            rank,
+            ap_bytes: e.bytes(),
+            active_pixels: e.active_pixels(),
+            ap_pct_of_raw: 100.0 * e.bytes() as f64 / (8 * frame.pixels()) as f64,
+        });
         encoded.push(e);
+        frames.push(frame);
     }
     let inputs: Vec<&Encoded> = encoded.iter().collect();
     let cpu = composite(&inputs, Op::ZBuffer)?;
-    let gpu = GpuBlender::new(&ctx)?.composite(&inputs, Op::ZBuffer)?;
+    let gpu = GpuBlender::new(ctx)?.composite(&inputs, Op::ZBuffer)?;
     let over = composite(&inputs, Op::Over)?;
-    let (single, _) = render_encode(&ctx, &raster, &mut encoder, &scene, 0, 1)?;
-    let gpu_matches = gpu == cpu;
-    let single_matches = single == cpu;
-    ApImage::new(WIDTH, HEIGHT, background, cpu.clone())?.write(&out.join("composite.ap"))?;
-    crate::codec::decode(&cpu, WIDTH, HEIGHT).save(
-        &out.join("composite.png"),
-        Some(&out.join("composite_depth.npy")),
-        background,
-    )?;
-    crate::codec::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
+    let (single, _) = render_encode(ctx, &raster, &mut encoder, &scene, 0, 1)?;
     let raw = 8 * WIDTH as usize * HEIGHT as usize;
     let total_ap: usize = encoded.iter().map(Encoded::bytes).sum();
-    let line = format!(
-        "composite demo: {RANKS} ranks x {SCENE} at {WIDTH}x{HEIGHT} on {}: AP payloads {:.1}% of raw (GPU == CPU bytes), \
-         GPU composite == CPU: {gpu_matches}, == single-pass render: {single_matches}; wrote {}",
-        ctx.info().name,
-        100.0 * total_ap as f64 / (RANKS * raw) as f64,
-        out.join("composite.png").display()
-    );
-    let summary = json!({"scene": SCENE, "ranks": RANKS, "width": WIDTH, "height": HEIGHT, "device": ctx.info().name,
-        "per_rank": ranks_json, "raw_bytes_per_rank": raw, "composite_ap_bytes": cpu.bytes(),
-        "gpu_composite_matches_cpu": gpu_matches, "composite_matches_single_pass": single_matches,
-        "files": ["rank0..3.ap", "rank0..3.png", "composite.ap", "composite.png", "composite_depth.npy", "over.png"],
-        "summary": line});
-    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-    engine::io::write_atomic(&out.join("summary.json"), |w| {
-        std::io::Write::write_all(w, text.as_bytes())
-            .map_err(|e| engine::EngineError::File { path: out.join("summary.json"), message: e.to_string() })
-    })?;
-    if !(gpu_matches && single_matches) {
-        return Err(CompositorError::Corrupt(line));
+    let report = DemoReport {
+        scene: SCENE.into(),
+        ranks: RANKS,
+        width: WIDTH,
+        height: HEIGHT,
+        device: ctx.info().name.clone(),
+        per_rank,
+        raw_bytes_per_rank: raw,
+        ap_pct_of_raw: 100.0 * total_ap as f64 / (RANKS * raw) as f64,
+        composite_ap_bytes: cpu.bytes(),
+        gpu_composite_matches_cpu: gpu == cpu,
+        composite_matches_single_pass: single == cpu,
+        files: FILES.iter().map(|f| f.to_string()).collect(),
+    };
+    for (rank, (e, frame)) in encoded.into_iter().zip(&frames).enumerate() {
+        ApImage::new(WIDTH, HEIGHT, background, e)?.write(&out.join(format!("rank{rank}.ap")))?;
+        frame.save(&out.join(format!("rank{rank}.png")), None, background)?;
     }
-    Ok(summary)
+    ApImage::new(WIDTH, HEIGHT, background, cpu.clone())?.write(&out.join("composite.ap"))?;
+    let decoded = crate::codec::decode(&cpu, WIDTH, HEIGHT);
+    decoded.save(&out.join("composite.png"), Some(&out.join("composite_depth.npy")), background)?;
+    crate::codec::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
+    kit::output::write_json(&out.join("summary.json"), &report)?;
+    if !(report.gpu_composite_matches_cpu && report.composite_matches_single_pass) {
+        return Err(CompositorError::Corrupt(report.to_string()));
+    }
+    Ok(report)
 }

@@ -9,8 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use engine::{Buffer, Context, ContextOptions, Instance, Location};
-use serde_json::json;
+use engine::{Buffer, Context, DeviceSelector, Location};
 
 use crate::ap::{validate, Encoded, BACKGROUND_DEPTH};
 use crate::comm::Comm;
@@ -19,7 +18,7 @@ use crate::frame::Frame;
 use crate::gpu_blend::GpuBlender;
 use crate::ops::{self, Op};
 use crate::raster::Rasteriser;
-use crate::scene::Scene;
+use crate::scene::{Scene, SceneSpec};
 use crate::schedule::{cut, rounds, Strategy};
 use crate::timing::{ms_since, time_ms, timed_pass};
 
@@ -392,83 +391,166 @@ pub enum Readback {
 /// What `composite render` was asked for.
 #[derive(Clone, Debug)]
 pub struct RenderRequest {
-    pub scene: String,
+    pub scene: SceneSpec,
     pub width: u32,
     pub height: u32,
     pub frames: u32,
     pub strategy: Strategy,
     pub readback: Readback,
-    /// `--device`; by default rank i uses device i mod the device count.
-    pub device: Option<String>,
+    /// `--device`: rank r uses entry r mod n of the devices it names (every GPU by default),
+    /// counting ranks on this node ([`Comm::local_rank`]).
+    pub device: DeviceSelector,
     /// `--partials DIR`: every rank writes its last rendered partial image there (raw, for
-    /// other compositors such as IceT to run on the same images).
+    /// other compositors such as IceT to run on the same images). Checked before any work.
     pub partials: Option<PathBuf>,
 }
 
 /// Writes a rank's rendered partial image as `DIR/rank{r}.rgba` (RGBA8 per pixel, row 0 at
 /// the top) and `DIR/rank{r}.depth` (little-endian f32, 1.0 = background).
 fn save_partial(ctx: &Context, raster: &Rasteriser, dir: &Path, rank: usize) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|source| CompositorError::Io { path: dir.to_path_buf(), source })?;
     let color = ctx.download(&raster.color)?;
     let depth = ctx.download(&raster.depth)?;
-    engine::io::write_bytes_atomic(&dir.join(format!("rank{rank}.rgba")), bytemuck::cast_slice(&color))?;
-    engine::io::write_bytes_atomic(&dir.join(format!("rank{rank}.depth")), bytemuck::cast_slice(&depth))?;
+    kit::output::write_bytes(&dir.join(format!("rank{rank}.rgba")), bytemuck::cast_slice(&color))?;
+    kit::output::write_bytes(&dir.join(format!("rank{rank}.depth")), bytemuck::cast_slice(&depth))?;
     Ok(())
 }
 
-/// Opens the device for a rank: the named one, else device `rank mod count`, counting only
-/// GPUs when there are any (a CPU Vulkan driver installed beside them is not a rank's GPU).
-pub fn open_device(rank: usize, selector: Option<&str>) -> Result<Context> {
-    let instance = Instance::new(&[])?;
-    let index = match selector {
-        Some(s) => s.to_string(),
-        None => {
-            let devices = engine::context::describe_all()?;
-            let gpus: Vec<usize> = devices.iter().filter(|d| d.device_type != "CPU").map(|d| d.index).collect();
-            let pool: Vec<usize> = if gpus.is_empty() { (0..devices.len()).collect() } else { gpus };
-            pool.get(rank % pool.len().max(1)).copied().unwrap_or(0).to_string()
-        }
-    };
-    Ok(Context::open_with(instance, ContextOptions { selector: Some(&index), swapchain: false })?)
+/// Opens this rank's device (docs/cli.md: rank r uses entry r mod n of the devices the
+/// selector names, every GPU by default), with r the rank on this node, so that the ranks
+/// of each node spread over that node's GPUs.
+pub fn open_device(comm: &dyn Comm, selector: &DeviceSelector) -> Result<Context> {
+    let ctx = Context::open_for_rank(selector, comm.local_rank())?;
+    kit::report::set_device(&ctx.info().name);
+    Ok(ctx)
 }
 
-const STAT_NAMES: [&str; 10] = [
-    "render_ms",
-    "roi_ms",
-    "encode_ms",
-    "d2h_ms",
-    "wait_ms",
-    "exchange_ms",
-    "composite_ms",
-    "frame_ms",
-    "bytes_sent",
-    "bytes_d2h",
-];
+/// Makes every rank agree that each of them got `result` without error before the ranks
+/// start work that needs all of them: an error on one rank is returned there, and every
+/// other rank returns an error naming the rank that failed, instead of waiting for it.
+pub fn agree<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
+    let failed = comm.first_failed(result.is_err());
+    match (result, failed) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Some(rank)) => Err(CompositorError::Mpi(format!("stopped because rank {rank} failed (its error says why)"))),
+        (Ok(v), None) => Ok(v),
+    }
+}
 
-/// Renders and composites `frames` frames; `emit` gets one JSON object per frame on rank 0.
-/// Returns the last frame's image on rank 0.
-pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_json::Value)) -> Result<Option<Frame>> {
-    let (rank, ranks) = (comm.rank(), comm.size());
-    let ctx = open_device(rank, req.device.as_deref())?;
-    let scene = Scene::load(&req.scene)?;
-    let share = scene.geometry.share(rank, ranks);
-    let raster = Rasteriser::new(&ctx, req.width, req.height)?;
-    let geometry = raster.upload(&share)?;
-    // GPU Active Pixel readback keeps the partial images raw on the GPU and composites there
-    // (composite_frame_gpu); the CPU-encode and raw paths read whole frames back and
-    // composite on the CPU, as IceT does.
-    let mut blender = match req.readback {
-        Readback::GpuAp => Some(GpuBlender::new(&ctx)?),
-        Readback::CpuAp | Readback::Raw => None,
-    };
-    let total = crate::ap::pixel_count(req.width, req.height)?;
-    let host: Option<(Buffer<u32>, Buffer<f32>)> = match req.readback {
-        Readback::GpuAp => None,
-        Readback::CpuAp | Readback::Raw => Some((
-            ctx.buffer(total, Location::Download, "raw colour")?,
-            ctx.buffer(total, Location::Download, "raw depth")?,
-        )),
-    };
+/// One frame's figures on rank 0: the maximum time over ranks of each step, and the bytes
+/// all ranks sent and copied to the host.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FrameStats {
+    pub frame: u32,
+    pub ranks: usize,
+    pub strategy: Strategy,
+    pub readback: Readback,
+    pub width: u32,
+    pub height: u32,
+    pub render_ms: f64,
+    pub roi_ms: f64,
+    pub encode_ms: f64,
+    pub d2h_ms: f64,
+    pub wait_ms: f64,
+    pub exchange_ms: f64,
+    pub composite_ms: f64,
+    pub frame_ms: f64,
+    pub bytes_sent: u64,
+    pub bytes_d2h: u64,
+}
+
+impl FrameStats {
+    /// From every rank's values, in the order of `render`'s `values`: the times, then the
+    /// two byte counts.
+    fn from_ranks(frame: u32, req: &RenderRequest, all: &[Vec<f64>]) -> FrameStats {
+        let max = |i: usize| all.iter().map(|v| v[i]).fold(0.0, f64::max);
+        let sum = |i: usize| all.iter().map(|v| v[i]).sum::<f64>() as u64;
+        FrameStats {
+            frame,
+            ranks: all.len(),
+            strategy: req.strategy,
+            readback: req.readback,
+            width: req.width,
+            height: req.height,
+            render_ms: max(0),
+            roi_ms: max(1),
+            encode_ms: max(2),
+            d2h_ms: max(3),
+            wait_ms: max(4),
+            exchange_ms: max(5),
+            composite_ms: max(6),
+            frame_ms: max(7),
+            bytes_sent: sum(8),
+            bytes_d2h: sum(9),
+        }
+    }
+}
+
+impl std::fmt::Display for FrameStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "frame {}: {} ranks, render {:.2} ms, roi {:.2} ms, encode {:.2} ms, d2h {:.2} ms, wait {:.2} ms, \
+             exchange {:.2} ms, composite {:.2} ms, {} bytes sent",
+            self.frame,
+            self.ranks,
+            self.render_ms,
+            self.roi_ms,
+            self.encode_ms,
+            self.d2h_ms,
+            self.wait_ms,
+            self.exchange_ms,
+            self.composite_ms,
+            self.bytes_sent
+        )
+    }
+}
+
+
+/// A rank's device, scene share and buffers, made before any exchange.
+struct Setup {
+    ctx: Context,
+    scene: Scene,
+    raster: Rasteriser,
+    geometry: crate::raster::GpuGeometry,
+    blender: Option<GpuBlender>,
+    host: Option<(Buffer<u32>, Buffer<f32>)>,
+    total: usize,
+}
+
+impl Setup {
+    fn new(comm: &dyn Comm, req: &RenderRequest) -> Result<Setup> {
+        let ctx = open_device(comm, &req.device)?;
+        let scene = Scene::load(&req.scene)?;
+        let share = scene.geometry.share(comm.rank(), comm.size());
+        let raster = Rasteriser::new(&ctx, req.width, req.height)?;
+        let geometry = raster.upload(&share)?;
+        // GPU Active Pixel readback keeps the partial images raw on the GPU and composites
+        // there (composite_frame_gpu); the CPU-encode and raw paths read whole frames back
+        // and composite on the CPU, as IceT does.
+        let blender = match req.readback {
+            Readback::GpuAp => Some(GpuBlender::new(&ctx)?),
+            Readback::CpuAp | Readback::Raw => None,
+        };
+        let total = crate::ap::pixel_count(req.width, req.height)?;
+        let host = match req.readback {
+            Readback::GpuAp => None,
+            Readback::CpuAp | Readback::Raw => Some((
+                ctx.buffer(total, Location::Download, "raw colour")?,
+                ctx.buffer(total, Location::Download, "raw depth")?,
+            )),
+        };
+        Ok(Setup { ctx, scene, raster, geometry, blender, host, total })
+    }
+}
+
+/// Renders and composites `frames` frames; `emit` gets each frame's figures on rank 0.
+/// Returns the last frame's image on rank 0. Setting up (the device, the scene, the GPU
+/// buffers) is agreed on by every rank ([`agree`]) before the first exchange, so a rank that
+/// fails there stops every rank cleanly; an error after that is the caller's to end the job.
+pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(FrameStats)) -> Result<Option<Frame>> {
+    let rank = comm.rank();
+    let setup = Setup::new(comm, req);
+    let Setup { ctx, scene, raster, geometry, mut blender, host, total } = agree(comm, setup)?;
     let mut last = None;
     for f in 0..req.frames {
         let start = Instant::now();
@@ -523,17 +605,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(serde_j
             readback[2] + stats.bytes_d2h as f64,
         ];
         if let Some(all) = comm.gather(&values) {
-            let mut line = json!({"frame": f, "ranks": ranks, "strategy": req.strategy, "readback": req.readback,
-                "width": req.width, "height": req.height, "device": ctx.info().name});
-            for (i, name) in STAT_NAMES.iter().enumerate() {
-                let column = all.iter().map(|v| v[i]);
-                line[*name] = if name.starts_with("bytes") {
-                    json!(column.sum::<f64>() as u64)
-                } else {
-                    json!(column.fold(0.0, f64::max))
-                };
-            }
-            emit(line);
+            emit(FrameStats::from_ranks(f, req, &all));
         }
         last = result;
     }

@@ -20,8 +20,8 @@ pub enum CompositorError {
     Mpi(String),
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Kit(#[from] kit::KitError),
 }
 
 pub type Result<T, E = CompositorError> = std::result::Result<T, E>;

@@ -36,34 +36,36 @@ impl Frame {
             .collect()
     }
 
-    /// Loads colour from an RGBA PNG and depth from a float32 (H, W) `.npy`.
+    /// Loads colour from an image (any format kit reads, by content; alpha kept) and depth
+    /// from a float32 (H, W) `.npy` whose values are finite (kit's reader checks the bytes
+    /// present and the budget before reading).
     pub fn load(color: &Path, depth: &Path) -> Result<Frame> {
-        let (w, h, rgba) = engine::io::load_rgba8(color)?;
-        let npy = engine::io::read_npy(depth)?;
-        if npy.dtype != engine::io::NpyDtype::F32 {
+        let header = kit::npy::header(depth)?;
+        if header.dtype != kit::npy::NpyDtype::F32 {
             return Err(CompositorError::Invalid(format!("{}: depth must be float32", depth.display())));
         }
-        if npy.shape != [h, w] {
+        let (w, h, rgba) = kit::image::load_rgba8(color)?;
+        if header.shape != [h, w] {
             return Err(CompositorError::SizeMismatch(format!(
                 "{} is {w}x{h} but {} has shape {:?}, expected ({h}, {w})",
                 color.display(),
                 depth.display(),
-                npy.shape
+                header.shape
             )));
         }
-        if let Some(i) = npy.data.iter().position(|d| d.is_nan()) {
-            return Err(CompositorError::Invalid(format!("{}: depth at pixel {i} is NaN", depth.display())));
-        }
+        crate::ap::pixel_count(w as u32, h as u32)?;
+        let npy = kit::npy::read(depth)?;
         let color = rgba.chunks_exact(4).map(|c| pack_rgba([c[0], c[1], c[2], c[3]])).collect();
         Ok(Frame { width: w as u32, height: h as u32, color, depth: npy.data })
     }
 
-    /// Writes colour as an RGBA8 PNG (background where inactive) and, if asked, depth as npy.
+    /// Writes colour as RGBA8 in the image format of the extension (background where
+    /// inactive) and, if asked, depth as float32 `.npy`.
     pub fn save(&self, color: &Path, depth: Option<&Path>, background: [u8; 4]) -> Result<()> {
         let (w, h) = (self.width as usize, self.height as usize);
-        engine::io::save_png_rgba8(color, w, h, &self.rgba_bytes(background))?;
+        kit::image::save_rgba8(color, w, h, &self.rgba_bytes(background))?;
         if let Some(d) = depth {
-            engine::io::write_npy_f32(d, &[h, w], &self.depth)?;
+            kit::npy::write_f32(d, &[h, w], &self.depth)?;
         }
         Ok(())
     }

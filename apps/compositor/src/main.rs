@@ -3,22 +3,31 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
-use clap::{Parser, Subcommand};
+use anyhow::{bail, Result};
+use clap::{Args, Parser, Subcommand};
 use compositor::ap::{ApImage, Encoded};
 use compositor::comm::{Comm, Mpi, Single};
-use compositor::distributed::{self, Readback, RenderRequest};
+use compositor::distributed::{self, FrameStats, Readback, RenderRequest};
 use compositor::frame::Frame;
 use compositor::gpu_blend::GpuBlender;
 use compositor::gpu_encode::GpuEncoder;
 use compositor::ops::{self, Op};
+use compositor::scene::SceneSpec;
 use compositor::schedule::Strategy;
-use engine::cli::{print_json, Backend, CommonArgs};
-use engine::io::check_not_input;
-use serde_json::json;
+use kit::image::IMAGE_EXTENSIONS;
+use kit::{Backend, CommonArgs};
+
+mod records;
+
+use records::{BlendReport, DecodeReport, EncodeReport, Rendered};
 
 #[derive(Parser)]
-#[command(name = "composite", about = "Sort-last compositing with GPU Active Pixel encoding, over MPI")]
+#[command(
+    name = "composite",
+    version,
+    propagate_version = true,
+    about = "Sort-last compositing with GPU Active Pixel encoding, over MPI"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -26,146 +35,214 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Encode a colour PNG + depth .npy into an Active Pixel (.ap) file
-    Encode {
-        #[arg(long)]
-        color: PathBuf,
-        #[arg(long)]
-        depth: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
-        /// Background RGBA stored in the header, e.g. 0,0,0,0
-        #[arg(long, default_value = "0,0,0,0")]
-        background: String,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// Decode a .ap file into a colour PNG (and depth .npy)
-    Decode {
-        input: PathBuf,
-        #[arg(long)]
-        color: PathBuf,
-        #[arg(long)]
-        depth: Option<PathBuf>,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// Composite .ap files (first = front / lowest rank) into a PNG
-    Blend {
-        #[arg(required = true, num_args = 1..)]
-        inputs: Vec<PathBuf>,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long)]
-        depth_out: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = Op::ZBuffer)]
-        op: Op,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
+    /// Encode a colour image + float32 depth .npy into an Active Pixel (.ap) file
+    #[command(after_help = "Examples:\n  \
+        composite encode --color rank0.png --depth rank0.npy --out rank0.ap\n  \
+        composite encode --color rank1.png --depth rank1.npy --out rank1.ap --backend cpu --background 0,0,0,255")]
+    Encode(EncodeArgs),
+    /// Decode a .ap file into a colour image (and a depth .npy)
+    #[command(after_help = "Examples:\n  \
+        composite decode rank0.ap --color rank0.png\n  \
+        composite decode rank0.ap --color rank0.tif --depth rank0_depth.npy --json")]
+    Decode(DecodeArgs),
+    /// Composite .ap files (first = front / lowest rank) into an image
+    #[command(after_help = "Examples:\n  \
+        composite blend rank0.ap rank1.ap rank2.ap --out frame.png\n  \
+        composite blend front.ap back.ap --op over --out frame.webp --depth-out depth.npy --backend cpu")]
+    Blend(BlendArgs),
     /// Render a scene split across the MPI ranks and composite it (one rank without mpirun)
     ///
     /// --backend gpu (default): ROI and Active Pixel encoding on the GPU, only the payload is
     /// copied; --backend cpu: raw readback, CPU encoding; --no-compress: raw exchange.
-    Render {
-        /// A folder of .obj files, or points:N[:seed]
-        #[arg(long)]
-        scene: String,
-        /// WxH, e.g. 1920x1080
-        #[arg(long)]
-        size: String,
-        #[arg(long)]
-        out: PathBuf,
-        #[arg(long, default_value_t = 1)]
-        frames: u32,
-        #[arg(long, value_enum, default_value_t = Strategy::BinarySwap)]
-        strategy: Strategy,
-        /// Exchange raw pixels instead of Active Pixel encoded ones
-        #[arg(long)]
-        no_compress: bool,
-        /// Also write each rank's last partial image to DIR as rank{r}.rgba (RGBA8) and
-        /// rank{r}.depth (f32), e.g. to run another compositor on the same images
-        #[arg(long)]
-        partials: Option<PathBuf>,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// Render, encode, composite and write a small generated scene to DIR
-    Demo {
-        #[arg(long)]
-        out: PathBuf,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
+    #[command(after_help = "Examples:\n  \
+        composite render --scene points:1000000 --size 1920x1080 --out frame.png\n  \
+        mpirun -n 4 composite render --scene points:4000000:7 --size 3840x2160 --strategy radix-k --frames 10 --out frame.png --json\n  \
+        composite render --scene meshes/ --size 1280x720 --out mesh.jpg --partials partials/")]
+    Render(RenderArgs),
+    /// Render, encode, composite and write a small generated scene to a folder
+    #[command(after_help = "Examples:\n  composite demo --out demo/\n  composite demo --out demo/ --device 1 --json")]
+    Demo(DemoArgs),
     /// The paper's Tables 1 and 2 on the GPU (one JSON object per line)
-    Bench(engine::cli::BenchArgs),
+    #[command(after_help = "Examples:\n  composite bench --quick\n  composite bench --device h200")]
+    Bench(kit::BenchArgs),
     /// Every shape of the GPU encoder on rendered 4K and 8K frames: times, copy-bandwidth
     /// floors, registers, payloads checked (one JSON object per line)
-    Sweep(engine::cli::BenchArgs),
+    #[command(after_help = "Examples:\n  composite sweep --quick\n  composite sweep --device 0")]
+    Sweep(kit::BenchArgs),
 }
 
-fn parse_background(s: &str) -> Result<[u8; 4]> {
-    let parts: Vec<&str> = s.split(',').collect();
-    if parts.len() != 4 {
-        bail!("--background {s:?}: expected R,G,B,A with four values 0-255");
-    }
-    let mut out = [0u8; 4];
-    for (o, p) in out.iter_mut().zip(parts) {
-        *o = p.trim().parse().with_context(|| format!("--background {s:?}: {p:?} is not 0-255"))?;
-    }
-    Ok(out)
+#[derive(Args)]
+struct EncodeArgs {
+    /// Colour image (PNG, JPEG, TIFF, WebP or BMP, read by content; RGBA, alpha kept)
+    #[arg(long)]
+    color: PathBuf,
+    /// Depth as a float32 .npy of shape (height, width); 1.0 marks background pixels
+    #[arg(long)]
+    depth: PathBuf,
+    /// The .ap file to write
+    #[arg(long)]
+    out: PathBuf,
+    /// Background RGBA stored in the header: four values 0-255
+    #[arg(long, default_value = "0,0,0,0", value_name = "R,G,B,A", value_parser = parse_background)]
+    background: [u8; 4],
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
-fn parse_size(s: &str) -> Result<(u32, u32)> {
-    let (w, h) = s.split_once(['x', 'X']).with_context(|| format!("--size {s:?}: expected WxH"))?;
-    let (w, h): (u32, u32) = (w.parse().context("--size width")?, h.parse().context("--size height")?);
-    if w == 0 || h == 0 || w > 16384 || h > 16384 {
-        bail!("--size {s}: width and height must be 1-16384");
-    }
-    Ok((w, h))
+#[derive(Args)]
+struct DecodeArgs {
+    /// The .ap file to decode
+    input: PathBuf,
+    /// Colour image to write (.png, .jpg, .tif, .bmp or .webp); background where inactive
+    #[arg(long)]
+    color: PathBuf,
+    /// Also write the depth as a float32 .npy
+    #[arg(long)]
+    depth: Option<PathBuf>,
+    #[command(flatten)]
+    host: HostArgs,
 }
 
-fn encode(color: &Path, depth: &Path, out: &Path, background: &str, common: &CommonArgs) -> Result<()> {
-    let background = parse_background(background)?;
-    check_not_input(out, &[color, depth])?;
-    let frame = Frame::load(color, depth)?;
-    let encoded = match common.backend {
-        Backend::Cpu => compositor::codec::encode_parallel(&frame),
-        Backend::Gpu => {
-            let ctx = engine::Context::open(common.device.as_deref())?;
+/// The shared flags of a command that runs on the CPU only (no --backend, no --device).
+#[derive(Args)]
+struct HostArgs {
+    /// Print one JSON object per line (docs/cli.md) instead of text
+    #[arg(long)]
+    json: bool,
+    /// Memory budget for reading inputs, such as 512M or 8G (default: half of physical memory)
+    #[arg(long, value_name = "SIZE", value_parser = kit::budget::parse_size)]
+    max_memory: Option<u64>,
+}
+
+#[derive(Args)]
+struct BlendArgs {
+    /// .ap files of equal size, front (lowest rank) first
+    #[arg(required = true, num_args = 1..)]
+    inputs: Vec<PathBuf>,
+    /// Colour image to write (.png, .jpg, .tif, .bmp or .webp)
+    #[arg(long)]
+    out: PathBuf,
+    /// Also write the composited depth as a float32 .npy
+    #[arg(long)]
+    depth_out: Option<PathBuf>,
+    /// zbuffer: nearest depth wins (ties to the earlier input); over: premultiplied alpha, front to back
+    #[arg(long, value_enum, default_value_t = Op::ZBuffer)]
+    op: Op,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct RenderArgs {
+    /// A folder of .obj files, or points:N[:seed] (a generated cloud of N points)
+    #[arg(long, value_name = "DIR|points:N[:seed]")]
+    scene: SceneSpec,
+    /// Image size WxH, each side 1-16384
+    #[arg(long, value_name = "WxH", value_parser = kit::cli::parse_size)]
+    size: (u32, u32),
+    /// Image to write on rank 0 (.png, .jpg, .tif, .bmp or .webp): the last frame
+    #[arg(long)]
+    out: PathBuf,
+    /// Frames to render (the camera circles the scene by 2 degrees a frame)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    frames: u32,
+    /// How the ranks exchange spans
+    #[arg(long, value_enum, default_value_t = Strategy::BinarySwap)]
+    strategy: Strategy,
+    /// Exchange raw pixels instead of Active Pixel encoded ones
+    #[arg(long)]
+    no_compress: bool,
+    /// Also write each rank's last partial image to DIR as rank{r}.rgba (RGBA8) and
+    /// rank{r}.depth (f32), e.g. to run another compositor on the same images
+    #[arg(long, value_name = "DIR")]
+    partials: Option<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct DemoArgs {
+    /// Folder to write the demo's images, .ap files and summary.json into (created if missing)
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    run: kit::cli::RunArgs,
+}
+
+/// `R,G,B,A` with four values 0-255 (clap value parser).
+fn parse_background(text: &str) -> Result<[u8; 4], String> {
+    let parts: Vec<&str> = text.split(',').collect();
+    let bad = || format!("{text:?}: expected R,G,B,A with four values 0-255");
+    let [r, g, b, a] = parts[..] else { return Err(bad()) };
+    let value = |p: &str| p.trim().parse::<u8>().map_err(|_| bad());
+    Ok([value(r)?, value(g)?, value(b)?, value(a)?])
+}
+
+/// The engine context of `--backend gpu`, `None` for cpu.
+fn context(common: &CommonArgs) -> Result<Option<engine::Context>> {
+    Ok(common.context()?)
+}
+
+fn encode(args: EncodeArgs) -> Result<()> {
+    let EncodeArgs { color, depth, out, background, common } = args;
+    kit::output::check_file(&out, &["ap"], &[&color, &depth])?;
+    let frame = Frame::load(&color, &depth)?;
+    let encoded = match context(&common)? {
+        None => compositor::codec::encode_parallel(&frame),
+        Some(ctx) => {
             let c = ctx.upload(&frame.color, "colour")?;
             let d = ctx.upload(&frame.depth, "depth")?;
             GpuEncoder::new(&ctx)?.encode(&c, &d, frame.width, frame.height)?.0
         }
     };
     let image = ApImage::new(frame.width, frame.height, background, encoded)?;
-    image.write(out)?;
-    let summary = json!({"command": "encode", "out": out, "width": frame.width, "height": frame.height,
-        "bytes": image.to_bytes().len(), "raw_bytes": 8 * frame.pixels(), "active_pixels": image.encoded.active_pixels(),
-        "backend": common.backend});
-    report(common.json, &summary, || {
-        format!("wrote {} ({} bytes, {} active pixels)", out.display(), summary["bytes"], summary["active_pixels"])
-    });
+    image.write(&out)?;
+    let report = EncodeReport {
+        out: out.clone(),
+        width: frame.width,
+        height: frame.height,
+        bytes: image.to_bytes().len(),
+        raw_bytes: 8 * frame.pixels(),
+        active_pixels: image.encoded.active_pixels(),
+    };
+    kit::emit(&report, &[&out]);
     Ok(())
 }
 
-fn report(json: bool, value: &serde_json::Value, text: impl FnOnce() -> String) {
-    if json {
-        print_json(value);
-    } else {
-        println!("{}", text());
+fn decode(args: DecodeArgs) -> Result<()> {
+    // kit::main applies --json and --max-memory.
+    let DecodeArgs { input, color, depth, host: _ } = args;
+    kit::output::check_file(&color, IMAGE_EXTENSIONS, &[&input])?;
+    if let Some(d) = &depth {
+        kit::output::check_file(d, &["npy"], &[&input, &color])?;
     }
+    let image = ApImage::read(&input)?;
+    let frame = compositor::codec::decode(&image.encoded, image.width, image.height);
+    frame.save(&color, depth.as_deref(), image.background)?;
+    let report = DecodeReport {
+        out: color.clone(),
+        width: image.width,
+        height: image.height,
+        active_pixels: image.encoded.active_pixels(),
+    };
+    let mut outs: Vec<&Path> = vec![&color];
+    outs.extend(depth.as_deref());
+    kit::emit(&report, &outs);
+    Ok(())
 }
 
-fn blend(inputs: &[PathBuf], out: &Path, depth_out: Option<&Path>, op: Op, common: &CommonArgs) -> Result<()> {
+fn blend(args: BlendArgs) -> Result<()> {
+    let BlendArgs { inputs, out, depth_out, op, common } = args;
     let refs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
-    check_not_input(out, &refs)?;
-    if let Some(d) = depth_out {
-        check_not_input(d, &refs)?;
+    kit::output::check_file(&out, IMAGE_EXTENSIONS, &refs)?;
+    if let Some(d) = &depth_out {
+        let mut all = refs.clone();
+        all.push(&out);
+        kit::output::check_file(d, &["npy"], &all)?;
     }
     let images: Vec<ApImage> = inputs.iter().map(|p| ApImage::read(p)).collect::<Result<_, _>>()?;
     let first = &images[0];
-    for (img, path) in images.iter().zip(inputs) {
+    for (img, path) in images.iter().zip(&inputs) {
         if (img.width, img.height) != (first.width, first.height) {
             bail!(
                 "image sizes differ: {} is {}x{}, {} is {}x{}",
@@ -179,101 +256,125 @@ fn blend(inputs: &[PathBuf], out: &Path, depth_out: Option<&Path>, op: Op, commo
         }
     }
     let encoded: Vec<&Encoded> = images.iter().map(|i| &i.encoded).collect();
-    let result = match common.backend {
-        Backend::Cpu => ops::composite(&encoded, op)?,
-        Backend::Gpu => GpuBlender::new(&engine::Context::open(common.device.as_deref())?)?.composite(&encoded, op)?,
+    let result = match context(&common)? {
+        None => ops::composite(&encoded, op)?,
+        Some(ctx) => GpuBlender::new(&ctx)?.composite(&encoded, op)?,
     };
     let frame = compositor::codec::decode(&result, first.width, first.height);
-    frame.save(out, depth_out, first.background)?;
-    let summary = json!({"command": "blend", "inputs": inputs.len(), "op": op, "out": out,
-        "active_pixels": result.active_pixels(), "backend": common.backend});
-    report(common.json, &summary, || format!("wrote {} ({} inputs, {:?})", out.display(), inputs.len(), op));
+    frame.save(&out, depth_out.as_deref(), first.background)?;
+    let report = BlendReport {
+        out: out.clone(),
+        inputs: inputs.len(),
+        op,
+        width: first.width,
+        height: first.height,
+        active_pixels: result.active_pixels(),
+    };
+    let mut outs: Vec<&Path> = vec![&out];
+    outs.extend(depth_out.as_deref());
+    kit::emit(&report, &outs);
     Ok(())
 }
 
-fn render(req: RenderRequest, out: &Path, json: bool) -> Result<()> {
-    let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
-    let result = distributed::render(comm.as_ref(), &req, |line| {
-        if json {
-            print_json(&line);
-        } else {
-            println!(
-                "frame {}: {} ranks, render {:.2} ms, roi {:.2} ms, encode {:.2} ms, d2h {:.2} ms, wait {:.2} ms, exchange {:.2} ms, composite {:.2} ms, {} bytes sent",
-                line["frame"], line["ranks"], line["render_ms"].as_f64().unwrap_or(0.0), line["roi_ms"].as_f64().unwrap_or(0.0),
-                line["encode_ms"].as_f64().unwrap_or(0.0), line["d2h_ms"].as_f64().unwrap_or(0.0),
-                line["wait_ms"].as_f64().unwrap_or(0.0), line["exchange_ms"].as_f64().unwrap_or(0.0), line["composite_ms"].as_f64().unwrap_or(0.0), line["bytes_sent"]
-            );
+/// Ends every rank of the job after an error on this one during the exchange (where the
+/// other ranks would wait for it forever), printed as kit prints errors.
+fn abort_job(comm: &dyn Comm, error: compositor::CompositorError) -> ! {
+    let error = anyhow::Error::from(error);
+    eprintln!("{}: error: rank {}: {error}", kit::report::binary(), comm.rank());
+    for cause in error.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+    comm.abort(1)
+}
+
+/// The outputs' checks, on every rank before any work: rank 0 writes `--out`, every rank
+/// writes into `--partials`. The ranks agree on the outcome, so none waits for one that
+/// stopped.
+fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), compositor::CompositorError> {
+    let checks = || -> Result<(), kit::KitError> {
+        if comm.rank() == 0 {
+            kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
         }
+        if let Some(dir) = &args.partials {
+            kit::output::check_folder(dir, &[])?;
+        }
+        Ok(())
+    };
+    distributed::agree(comm, checks().map_err(Into::into))
+}
+
+fn render(args: RenderArgs) -> Result<()> {
+    // Frames allocate and free tens of MB of host buffers each (kit::heap says why).
+    kit::heap::keep_large_allocations();
+    let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
+    let comm = comm.as_ref();
+    check_outputs(comm, &args)?;
+    // Rasterisation is always on the GPU; the backend picks where encoding runs.
+    let readback = match (args.no_compress, args.common.backend) {
+        (true, _) => Readback::Raw,
+        (false, Backend::Gpu) => Readback::GpuAp,
+        (false, Backend::Cpu) => Readback::CpuAp,
+    };
+    let (width, height) = args.size;
+    let req = RenderRequest {
+        scene: args.scene.clone(),
+        width,
+        height,
+        frames: args.frames,
+        strategy: args.strategy,
+        readback,
+        device: args.common.device().clone(),
+        partials: args.partials.clone(),
+    };
+    let bar = kit::progress::bar(args.frames as u64, "frames");
+    let mut last: Option<FrameStats> = None;
+    let result = distributed::render(comm, &req, |stats| {
+        // Each frame is reported when the next one is done; the last once its image is written.
+        if let Some(previous) = last.replace(stats) {
+            kit::emit(&previous, &[]);
+        }
+        bar.inc(1);
     });
+    bar.finish_and_clear();
     let frame = match result {
         Ok(frame) => frame,
-        Err(e) if comm.size() > 1 => {
-            eprintln!("Error: rank {}: {e}", comm.rank());
-            comm.abort(1)
-        }
+        Err(e) if comm.size() > 1 => abort_job(comm, e),
         Err(e) => return Err(e.into()),
     };
-    if let Some(frame) = frame {
-        frame.save(out, None, [0, 0, 0, 0])?;
-        if !json {
-            println!("wrote {}", out.display());
-        }
+    if let (Some(frame), Some(stats)) = (frame, last) {
+        frame.save(&args.out, None, [0, 0, 0, 0])?;
+        let mut outs: Vec<&Path> = vec![&args.out];
+        outs.extend(args.partials.as_deref());
+        kit::emit(&Rendered { stats, out: args.out.clone() }, &outs);
     }
     Ok(())
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
-    // Frames allocate and free tens of MB of host buffers each (engine::heap says why).
-    engine::heap::keep_large_allocations();
+fn demo(args: DemoArgs) -> Result<()> {
+    kit::output::check_folder(&args.out, &[])?;
+    let ctx = args.run.context()?;
+    let report = compositor::demo::run(&ctx, &args.out)?;
+    kit::emit(&report, &[&args.out]);
+    Ok(())
+}
+
+/// Prints a benchmark's JSON lines as they come.
+fn print_fields(value: serde_json::Value) {
+    kit::emit(&kit::report::Fields(value), &[]);
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Encode { color, depth, out, background, common } => encode(&color, &depth, &out, &background, &common),
-        Command::Decode { input, color, depth, common } => {
-            check_not_input(&color, &[&input])?;
-            if let Some(d) = &depth {
-                check_not_input(d, &[&input, &color])?;
-            }
-            let image = ApImage::read(&input)?;
-            let frame = compositor::codec::decode(&image.encoded, image.width, image.height);
-            frame.save(&color, depth.as_deref(), image.background)?;
-            let summary = json!({"command": "decode", "width": image.width, "height": image.height, "color": color});
-            report(common.json, &summary, || format!("wrote {} ({}x{})", color.display(), image.width, image.height));
-            Ok(())
-        }
-        Command::Blend { inputs, out, depth_out, op, common } => {
-            blend(&inputs, &out, depth_out.as_deref(), op, &common)
-        }
-        Command::Render { scene, size, out, frames, strategy, no_compress, partials, common } => {
-            let (width, height) = parse_size(&size)?;
-            if frames == 0 {
-                bail!("--frames must be at least 1");
-            }
-            // Rasterisation is always on the GPU; the backend picks where encoding runs.
-            let readback = match (no_compress, common.backend) {
-                (true, _) => Readback::Raw,
-                (false, Backend::Gpu) => Readback::GpuAp,
-                (false, Backend::Cpu) => Readback::CpuAp,
-            };
-            let req =
-                RenderRequest { scene, width, height, frames, strategy, readback, device: common.device, partials };
-            render(req, &out, common.json)
-        }
-        Command::Demo { out, common } => {
-            let summary = compositor::demo::run(&out, common.device.as_deref())?;
-            if common.json {
-                print_json(&summary);
-            } else {
-                println!("{}", summary["summary"].as_str().unwrap_or_default());
-            }
-            Ok(())
-        }
-        Command::Bench(engine::cli::BenchArgs { quick, device }) => {
-            compositor::bench::run(device.as_deref(), quick, |v| print_json(&v))?;
-            Ok(())
-        }
-        Command::Sweep(engine::cli::BenchArgs { quick, device }) => {
-            compositor::sweep::run(device.as_deref(), quick, |v| print_json(&v))?;
-            Ok(())
-        }
+        Command::Encode(args) => encode(args),
+        Command::Decode(args) => decode(args),
+        Command::Blend(args) => blend(args),
+        Command::Render(args) => render(args),
+        Command::Demo(args) => demo(args),
+        Command::Bench(args) => Ok(compositor::bench::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
+        Command::Sweep(args) => Ok(compositor::sweep::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
     }
+}
+
+fn main() -> std::process::ExitCode {
+    kit::main(env!("CARGO_PKG_VERSION"), run)
 }

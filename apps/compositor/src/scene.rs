@@ -1,5 +1,6 @@
 //! Scenes to render: a folder of OBJ meshes or a generated point cloud (`points:N[:seed]`),
-//! the camera, and how a scene is split across ranks.
+//! the camera, and how a scene is split across ranks. Scene files are read with the checks
+//! docs/formats.md lists (regular files only, bounded, finite coordinates).
 //!
 //! The split keeps draw order: rank r gets the r-th contiguous chunk of the scene's
 //! primitives (points sorted by longitude, as the paper splits its GPS cloud by longitude;
@@ -8,7 +9,8 @@
 //! which is the fragment of the lowest rank. So z-buffer compositing with ties going to the
 //! lower rank reproduces the single-process image exactly.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use glam::{Mat4, Vec3};
 use rand::{Rng, SeedableRng};
@@ -64,28 +66,64 @@ pub struct Scene {
     pub radius: f32,
 }
 
-impl Scene {
-    /// Parses `SCENE`: `points:N[:seed]` or a folder of `.obj` files.
-    pub fn load(spec: &str) -> Result<Scene> {
-        if let Some(rest) = spec.strip_prefix("points:") {
-            let mut parts = rest.split(':');
-            let bad = || CompositorError::Scene(format!("{spec:?}: expected points:N[:seed] with N >= 1"));
-            let n: usize = parts.next().and_then(|s| s.parse().ok()).filter(|&n| n > 0).ok_or_else(bad)?;
-            let seed: u64 = match parts.next() {
-                Some(s) => s.parse().map_err(|_| bad())?,
-                None => 1,
-            };
-            if parts.next().is_some() {
-                return Err(bad());
-            }
-            return Ok(Scene::points(n, seed));
+/// What `--scene` names: a generated point cloud or a folder of `.obj` files. Parsed when
+/// the command line is (a malformed `points:` spec is a usage error).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SceneSpec {
+    /// `points:N[:seed]`: N >= 1 points from the seeded generator.
+    Points { count: usize, seed: u64 },
+    /// A folder of `.obj` files.
+    Folder(PathBuf),
+}
+
+impl FromStr for SceneSpec {
+    type Err = String;
+
+    fn from_str(spec: &str) -> std::result::Result<SceneSpec, String> {
+        let Some(rest) = spec.strip_prefix("points:") else { return Ok(SceneSpec::Folder(PathBuf::from(spec))) };
+        let bad = || format!("{spec:?}: expected points:N[:seed] with N a whole number >= 1 and seed a whole number");
+        let mut parts = rest.split(':');
+        let count: usize = parts.next().and_then(|s| s.parse().ok()).filter(|&n| n > 0).ok_or_else(bad)?;
+        let seed = match parts.next() {
+            Some(s) => s.parse().map_err(|_| bad())?,
+            None => 1,
+        };
+        if parts.next().is_some() {
+            return Err(bad());
         }
-        Scene::obj_folder(Path::new(spec))
+        Ok(SceneSpec::Points { count, seed })
+    }
+}
+
+impl std::fmt::Display for SceneSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SceneSpec::Points { count, seed } => write!(f, "points:{count}:{seed}"),
+            SceneSpec::Folder(dir) => write!(f, "{}", dir.display()),
+        }
+    }
+}
+
+/// Host bytes one generated point takes while the cloud is built (the sort key, sphere and
+/// colour, then the sphere and colour planes), checked against the budget first.
+const POINT_BYTES: u64 = 24 + 16 + 4;
+/// Host bytes of one mesh vertex as uploaded.
+const VERTEX_BYTES: u64 = std::mem::size_of::<MeshVertex>() as u64;
+
+impl Scene {
+    /// Builds the scene `spec` names.
+    pub fn load(spec: &SceneSpec) -> Result<Scene> {
+        match spec {
+            SceneSpec::Points { count, seed } => Scene::points(*count, *seed),
+            SceneSpec::Folder(dir) => Scene::obj_folder(dir),
+        }
     }
 
     /// A GPS-like cloud: `n` points on a unit globe, clustered around seeded "cities", sorted
-    /// by longitude, coloured and sized by cluster.
-    pub fn points(n: usize, seed: u64) -> Scene {
+    /// by longitude, coloured and sized by cluster. `n` is checked against the memory budget
+    /// before anything is allocated.
+    pub fn points(n: usize, seed: u64) -> Result<Scene> {
+        kit::budget::elements(&[n as u64], POINT_BYTES, &format!("a cloud of {n} points"))?;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let clusters: Vec<(Vec3, f32, u32)> = (0..48)
             .map(|_| {
@@ -106,17 +144,20 @@ impl Scene {
             })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        Scene {
+        Ok(Scene {
             geometry: Geometry::Points {
                 spheres: pts.iter().map(|p| p.1).collect(),
                 colors: pts.iter().map(|p| p.2).collect(),
             },
             center: Vec3::ZERO,
             radius: 1.0 + radius,
-        }
+        })
     }
 
-    /// Every `.obj` file of a folder, in file-name order, each in its own colour.
+    /// Every `.obj` file of a folder, in file-name order, each in its own colour. Only
+    /// regular files are read, each of at most [`obj_limit`] bytes and within the budget;
+    /// material libraries (`mtllib`) are never opened, since each file's colour is its own;
+    /// every vertex position and normal must be finite and the scene's extent must fit f32.
     pub fn obj_folder(dir: &Path) -> Result<Scene> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
             CompositorError::Scene(format!("{}: {e} (expected a folder of .obj files or points:N)", dir.display()))
@@ -132,34 +173,7 @@ impl Scene {
         let mut vertices = Vec::new();
         for (k, file) in files.iter().enumerate() {
             let color = crate::ap::pack_rgba(heat((k as f32 * 0.618_034).fract()));
-            let (models, _) = tobj::load_obj(
-                file,
-                &tobj::LoadOptions { triangulate: true, single_index: true, ..Default::default() },
-            )
-            .map_err(|e| CompositorError::Scene(format!("{}: {e}", file.display())))?;
-            for m in models {
-                let mesh = &m.mesh;
-                let pos = |i: u32| Vec3::from_slice(&mesh.positions[3 * i as usize..3 * i as usize + 3]);
-                for tri in mesh.indices.chunks_exact(3) {
-                    if tri.iter().any(|&i| 3 * i as usize + 3 > mesh.positions.len()) {
-                        return Err(CompositorError::Scene(format!("{}: vertex index out of range", file.display())));
-                    }
-                    let face = (pos(tri[1]) - pos(tri[0])).cross(pos(tri[2]) - pos(tri[0])).normalize_or_zero();
-                    for &i in tri {
-                        let normal = if mesh.normals.len() >= 3 * i as usize + 3 {
-                            Vec3::from_slice(&mesh.normals[3 * i as usize..3 * i as usize + 3])
-                        } else {
-                            face
-                        };
-                        vertices.push(MeshVertex {
-                            pos: pos(i).to_array(),
-                            color,
-                            normal: normal.to_array(),
-                            pad: 0.0,
-                        });
-                    }
-                }
-            }
+            append_obj(file, color, &mut vertices)?;
         }
         if vertices.is_empty() {
             return Err(CompositorError::Scene(format!("{}: the .obj files hold no triangles", dir.display())));
@@ -168,14 +182,14 @@ impl Scene {
             let p = Vec3::from_array(v.pos);
             (lo.min(p), hi.max(p))
         });
-        if !(lo.is_finite() && hi.is_finite()) {
-            return Err(CompositorError::Scene(format!("{}: vertex positions are not finite", dir.display())));
+        let (center, radius) = ((lo + hi) * 0.5, (hi - lo).length() * 0.5);
+        if !(center.is_finite() && radius.is_finite()) {
+            return Err(CompositorError::Scene(format!(
+                "{}: the scene's extent ({lo} to {hi}) is too large for f32",
+                dir.display()
+            )));
         }
-        Ok(Scene {
-            geometry: Geometry::Mesh { vertices },
-            center: (lo + hi) * 0.5,
-            radius: ((hi - lo).length() * 0.5).max(1e-6),
-        })
+        Ok(Scene { geometry: Geometry::Mesh { vertices }, center, radius: radius.max(1e-6) })
     }
 
     /// View and projection for `frame`: the camera circles the scene by 2 degrees a frame,
@@ -189,6 +203,48 @@ impl Scene {
         let far = dist + 1.5 * self.radius;
         (look_at(eye, self.center, Vec3::Y), perspective(45f32.to_radians(), width as f32 / height as f32, near, far))
     }
+}
+
+/// The largest `.obj` file read: the memory budget (the parsed mesh is checked separately).
+pub fn obj_limit() -> u64 {
+    kit::budget::get()
+}
+
+/// Reads one `.obj` file (bounded, regular files only) and appends its triangles in `color`.
+fn append_obj(file: &Path, color: u32, vertices: &mut Vec<MeshVertex>) -> Result<()> {
+    let bad = |m: String| CompositorError::Scene(format!("{}: {m}", file.display()));
+    let bytes = kit::input::read_bounded(file, obj_limit())?;
+    let options = tobj::LoadOptions { triangulate: true, single_index: true, ..Default::default() };
+    // Materials are not used (each file has its own colour), so no `mtllib` file is opened:
+    // a material library cannot be a FIFO, a device or a huge file that the scene waits on.
+    let (models, _) =
+        tobj::load_obj_buf(&mut &bytes[..], &options, |_| Ok(Default::default())).map_err(|e| bad(e.to_string()))?;
+    drop(bytes);
+    for m in models {
+        let mesh = &m.mesh;
+        if let Some(i) = mesh.positions.iter().chain(&mesh.normals).position(|v| !v.is_finite()) {
+            return Err(bad(format!("coordinate {i} of the mesh {:?} is not finite", m.name)));
+        }
+        let total = vertices.len() as u64 + mesh.indices.len() as u64;
+        kit::budget::elements(&[total], VERTEX_BYTES, &format!("the {total} vertices of the scene"))?;
+        vertices.reserve(mesh.indices.len());
+        let pos = |i: u32| Vec3::from_slice(&mesh.positions[3 * i as usize..3 * i as usize + 3]);
+        for tri in mesh.indices.chunks_exact(3) {
+            if tri.iter().any(|&i| 3 * i as usize + 3 > mesh.positions.len()) {
+                return Err(bad("vertex index out of range".into()));
+            }
+            let face = (pos(tri[1]) - pos(tri[0])).cross(pos(tri[2]) - pos(tri[0])).normalize_or_zero();
+            for &i in tri {
+                let normal = if mesh.normals.len() >= 3 * i as usize + 3 {
+                    Vec3::from_slice(&mesh.normals[3 * i as usize..3 * i as usize + 3])
+                } else {
+                    face
+                };
+                vertices.push(MeshVertex { pos: pos(i).to_array(), color, normal: normal.to_array(), pad: 0.0 });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Right-handed view matrix (camera looks down -z).

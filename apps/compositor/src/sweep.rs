@@ -52,21 +52,20 @@ fn registers(encoder: &GpuEncoder) -> Result<Vec<Option<String>>> {
 }
 
 /// Runs the sweep and hands each JSON line to `emit`.
-pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
-    let ctx = Context::open(device)?;
+pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
     let sizes: &[(&str, u32, u32)] =
         if quick { &[("tiny", 97, 61)] } else { &[("4K", 3840, 2160), ("8K", 7680, 4320)] };
     let shares: [(usize, usize); 2] = if quick { [(1, 2), (1, 3)] } else { [(3, 6), (96, 192)] };
     let points = if quick { 3000 } else { 4_000_000 };
     let reps = if quick { 2 } else { 21 };
-    let scene = Scene::points(points, 7);
+    let scene = Scene::points(points, 7)?;
     let configs = configs(ctx.info().max_workgroup_invocations);
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
         "configs": configs.len(), "reps": reps}));
     // Pipelines are built once; a shape the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
-        match GpuEncoder::with_config(&ctx, config) {
+        match GpuEncoder::with_config(ctx, config) {
             Ok(e) => encoders.push(e),
             Err(e) => emit(json!({"sweep": "config", "config": config, "error": e.to_string()})),
         }
@@ -75,7 +74,7 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
     // payload was right.
     let mut totals = vec![(0.0f64, true); encoders.len()];
     for &(size, width, height) in sizes {
-        let frames = FrameSource::new(&ctx, &scene, width, height)?;
+        let frames = FrameSource::new(ctx, &scene, width, height)?;
         let (color, depth) = (&frames.raster.color, &frames.raster.depth);
         for (rank, ranks) in shares {
             frames.render(rank, ranks)?;
@@ -94,7 +93,7 @@ pub fn run(device: Option<&str>, quick: bool, mut emit: impl FnMut(serde_json::V
                     Err(e) => return Err(e),
                 });
             }
-            engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(600))?;
+            engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(600))?;
             let mut times = vec![(Vec::new(), Vec::new()); encoders.len()];
             for _ in 0..reps {
                 for ((encoder, slot), got) in encoders.iter_mut().zip(&mut times).zip(&got) {
