@@ -10,8 +10,14 @@ fn random_u32(n: usize) -> Vec<u32> {
     (0..n).map(|_| rng.gen()).collect()
 }
 
+/// The device `TESSERA_DEVICE` names, else the default one.
+fn context() -> engine::Context {
+    let selector = engine::DeviceSelector::from_env().expect("TESSERA_DEVICE");
+    engine::Context::open(&selector).expect("device")
+}
+
 fn reduce(c: &mut Criterion) {
-    let ctx = engine::Context::open(std::env::var("TESSERA_DEVICE").ok().as_deref()).expect("device");
+    let ctx = context();
     let reducer = Reducer::new(&ctx).expect("pipelines");
     let mut group = c.benchmark_group("reduce_sum_u32");
     for n in [1usize << 16, 1 << 20] {
@@ -27,7 +33,7 @@ fn reduce(c: &mut Criterion) {
 }
 
 fn scan_and_sort(c: &mut Criterion) {
-    let ctx = engine::Context::open(std::env::var("TESSERA_DEVICE").ok().as_deref()).expect("device");
+    let ctx = context();
     let scanner = engine::prims::scan::Scanner::new(&ctx).expect("pipelines");
     let sorter = engine::prims::sort::Sorter::new(&ctx).expect("pipelines");
     let n = 1usize << 20;
@@ -47,7 +53,7 @@ fn scan_and_sort(c: &mut Criterion) {
 
 fn fft(c: &mut Criterion) {
     use engine::prims::fft::{Direction, Fft2d};
-    let ctx = engine::Context::open(std::env::var("TESSERA_DEVICE").ok().as_deref()).expect("device");
+    let ctx = context();
     let (size, batch) = (256usize, 4usize);
     let host: Vec<[f32; 2]> = random_u32(size * size * batch).iter().map(|&v| [(v >> 8) as f32 * 1e-7, 0.5]).collect();
     let plan = Fft2d::new(&ctx, size, size, batch).expect("plan");

@@ -18,6 +18,10 @@ impl SweepKernel for Copy {
         let bytes = size * 4;
         Ok((engine::ceilings::copy_ms(ctx, bytes, workgroup, 5)?, 2 * bytes))
     }
+    fn footprint(&self, size: u64) -> u64 {
+        // Source and destination, at least one 16-byte word each.
+        8 * size + 32
+    }
 }
 
 /// A kernel's load step alone: 16 loads of one u32 or one uvec4 in flight per invocation
@@ -41,6 +45,11 @@ impl SweepKernel for Read {
     fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> Result<(f64, u64)> {
         let bytes = size * 4;
         Ok((engine::ceilings::read_ms(ctx, bytes, workgroup, self.width, 5)?, bytes))
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // The source (at least 4 words) and one output word per invocation: at most one per
+        // 16 loads, plus a partial workgroup.
+        4 * size.max(4) + 4 * (size / 16 + 1024)
     }
 }
 
@@ -73,6 +82,10 @@ impl SweepKernel for Scan {
         let ms = best_ms(ctx, 5, |rec| scanner.record_exclusive(rec, &input, &output, &scratch))?;
         Ok((ms, 8 * size))
     }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host pattern, input, output, and a scratch shorter than the input.
+        16 * size + 1024
+    }
 }
 
 /// Radix sort of u32 key / u32 value pairs.
@@ -93,6 +106,11 @@ impl SweepKernel for Sort {
         let scratch = sorter.scratch::<u32>(n)?;
         let ms = best_ms(ctx, 3, |rec| sorter.record_sort_pairs(rec, &keys, &values, &scratch))?;
         Ok((ms, 16 * size))
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host keys and values, device keys and values, their ping-pong copies, and the
+        // per-block histograms and offsets (256 words per block of at least 512 keys).
+        32 * size + (1 << 20)
     }
 }
 
@@ -115,6 +133,10 @@ impl SweepKernel for RowSums {
         let ms = best_ms(ctx, 5, |rec| reducer.record_row_sums(rec, &matrix, m, n, &out))?;
         Ok((ms, 4 * (m * n) as u64))
     }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host and device matrix (at least one row of 1024) and the row sums.
+        9 * size.max(1024)
+    }
 }
 
 /// Every kernel `sweep` can run.
@@ -127,6 +149,11 @@ pub fn all() -> Vec<Box<dyn SweepKernel>> {
         Box::new(Sort),
         Box::new(RowSums),
     ]
+}
+
+/// The names of every kernel, for `--kernel`'s accepted values.
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|k| k.name()).collect()
 }
 
 /// The kernel called `name`.

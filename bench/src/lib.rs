@@ -4,6 +4,7 @@
 //! reports GPU milliseconds (timestamps) and the bytes it must move, so every point is also
 //! shown as a fraction of the measured copy bandwidth.
 
+pub mod args;
 pub mod kernels;
 pub mod plot;
 
@@ -20,6 +21,16 @@ pub struct Point {
     pub gb_per_s: f64,
 }
 
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} wg {:>4} {:>11} elements: {:.4} ms, {:.1} GB/s",
+            self.kernel, self.workgroup, self.size, self.gpu_ms, self.gb_per_s
+        )
+    }
+}
+
 /// A kernel that `sweep` can run over a grid of workgroup and problem sizes.
 pub trait SweepKernel {
     fn name(&self) -> &'static str;
@@ -28,6 +39,9 @@ pub trait SweepKernel {
     /// Runs at `size` elements with workgroup size `workgroup`; returns (best GPU ms over a
     /// few repeats, bytes moved per run).
     fn run(&self, ctx: &Context, workgroup: u32, size: u64) -> engine::Result<(f64, u64)>;
+    /// Bytes a run at `size` elements allocates at most, host and device together (for the
+    /// memory budget); sizes are at most [`args::MAX_ELEMENTS`], so this cannot overflow.
+    fn footprint(&self, size: u64) -> u64;
 }
 
 /// Records `body` once (warm-up: first use of pipelines and buffers), keeps the GPU busy for

@@ -1,7 +1,9 @@
-//! PNG plot of a sweep: GB/s against problem size, one line per workgroup size.
+//! PNG plot of a sweep: GB/s against problem size, one line per workgroup size. The plot
+//! is drawn in memory and encoded into a writer, so `sweep` can stage it with its CSV.
 
-use std::path::Path;
+use std::io::Write;
 
+use image::ImageEncoder;
 use plotters::prelude::*;
 
 use crate::Point;
@@ -24,10 +26,22 @@ fn register_font() -> bool {
     false
 }
 
-/// Draws `points` (one kernel) to `path` as a PNG.
-pub fn draw(points: &[Point], title: &str, path: &Path) -> anyhow::Result<()> {
+/// The plot's size in pixels.
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 600;
+
+/// Draws `points` (one kernel) and encodes the plot as a PNG into `out`.
+pub fn write_png(points: &[Point], title: &str, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
+    draw(points, title, &mut rgb)?;
+    image::codecs::png::PngEncoder::new(out).write_image(&rgb, WIDTH, HEIGHT, image::ExtendedColorType::Rgb8)?;
+    Ok(())
+}
+
+/// Draws `points` into `rgb`, WIDTH x HEIGHT pixels of 3 bytes.
+fn draw(points: &[Point], title: &str, rgb: &mut [u8]) -> anyhow::Result<()> {
     let labelled = register_font();
-    let root = BitMapBackend::new(path, (960, 600)).into_drawing_area();
+    let root = BitMapBackend::with_buffer(rgb, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
     let xs: Vec<f64> = points.iter().map(|p| (p.size as f64).log2()).collect();
     let (x0, x1) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));

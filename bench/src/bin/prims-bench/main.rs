@@ -1,27 +1,35 @@
 //! `prims-bench`: the engine primitives at the sizes of the foundation issue's acceptance
 //! (scan of 2^28 u32, radix sort of 2^26 pairs, 40 complex 512x512 FFTs forward + inverse),
 //! each as GPU ms (median of timestamps), CPU reference ms, and the bandwidth floor from the
-//! copy bandwidth measured in the same run. One JSON line per measurement.
+//! copy bandwidth measured in the same run. One line (one JSON envelope under `--json`) per
+//! measurement.
 
 use std::time::Instant;
 
 use anyhow::Result;
 use clap::Parser;
 use engine::{Context, Location, Recorder};
-use serde_json::json;
+
+mod records;
+
+use records::{CeilingsLine, FftLine, GemmLine, ReduceLine, ScanLine, SortLine};
 
 #[derive(Parser)]
-#[command(about = "Benchmark the engine primitives against CPU references and the copy-bandwidth floor")]
-struct Args {
+#[command(
+    name = "prims-bench",
+    version,
+    about = "Benchmark the engine primitives against CPU references and the copy-bandwidth floor",
+    after_help = "Examples:\n  prims-bench --json\n  prims-bench --quick --repeats 3 --device llvmpipe"
+)]
+struct Cli {
     /// Small sizes (a smoke test on lavapipe)
     #[arg(long)]
     quick: bool,
-    /// Device index or name substring
-    #[arg(long)]
-    device: Option<String>,
-    /// Timed repetitions per primitive (the median is reported)
-    #[arg(long, default_value_t = 10)]
+    /// Timed repetitions per primitive, 1 to 1000 (the median is reported)
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeats: u32,
+    #[command(flatten)]
+    run: kit::cli::RunArgs,
 }
 
 /// GPU busy time before each timed set, so it runs at full clocks (see ceilings::warm_up).
@@ -66,7 +74,7 @@ impl Floor {
     }
 }
 
-fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_json::Value> {
+fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<ScanLine> {
     use engine::prims::scan::{exclusive_cpu, Scanner};
     let data = random_u32(n, 1);
     let input = ctx.upload(&data, "scan input")?;
@@ -78,12 +86,20 @@ fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_js
     let cpu = cpu_ms(|| reference = exclusive_cpu(&data));
     let got = ctx.download(&output)?;
     let bytes = 8.0 * n as f64;
-    Ok(json!({"bench": "scan_exclusive_u32", "size": n, "gpu_ms": gpu, "cpu_ms": cpu, "floor_ms": floor.ms(bytes),
-        "floor": "4n read + 4n written / measured copy bandwidth", "fraction_of_copy_bw": floor.ms(bytes) / gpu,
-        "gb_per_s": bytes / (gpu * 1e-3) / 1e9, "correct": got == reference}))
+    Ok(ScanLine {
+        bench: "scan_exclusive_u32",
+        size: n,
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+        floor_ms: floor.ms(bytes),
+        floor: "4n read + 4n written / measured copy bandwidth",
+        fraction_of_copy_bw: floor.ms(bytes) / gpu,
+        gb_per_s: bytes / (gpu * 1e-3) / 1e9,
+        correct: got == reference,
+    })
 }
 
-fn sort(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_json::Value> {
+fn sort(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<SortLine> {
     use engine::prims::sort::{sort_pairs_cpu, Sorter};
     let keys_host = random_u32(n, 2);
     let values_host: Vec<u32> = (0..n as u32).collect();
@@ -101,14 +117,21 @@ fn sort(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<serde_js
     // writing them once: the fewest bytes an LSD radix sort of this shape must move.
     let bytes = 4.0 * (8.0 + 8.0 + 4.0) * n as f64;
     let ideal = 16.0 * n as f64;
-    Ok(
-        json!({"bench": "radix_sort_u32_pairs", "size": n, "gpu_ms": gpu, "cpu_ms": cpu, "cpu": "rayon par_sort_by_key (stable)",
-        "floor_ms": floor.ms(ideal), "floor": "one read + one write of keys and values / copy bandwidth",
-        "passes_floor_ms": floor.ms(bytes), "mkeys_per_s": n as f64 / (gpu * 1e-3) / 1e6, "correct": correct}),
-    )
+    Ok(SortLine {
+        bench: "radix_sort_u32_pairs",
+        size: n,
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+        cpu: "rayon par_sort_by_key (stable)",
+        floor_ms: floor.ms(ideal),
+        floor: "one read + one write of keys and values / copy bandwidth",
+        passes_floor_ms: floor.ms(bytes),
+        mkeys_per_s: n as f64 / (gpu * 1e-3) / 1e6,
+        correct,
+    })
 }
 
-fn reductions(ctx: &Context, floor: &Floor, m: usize, n: usize, repeats: u32) -> Result<Vec<serde_json::Value>> {
+fn reductions(ctx: &Context, floor: &Floor, m: usize, n: usize, repeats: u32) -> Result<[ReduceLine; 2]> {
     use engine::prims::reduce::{col_sums_cpu, row_sums_cpu, Reducer};
     let host: Vec<f32> = random_u32(m * n, 3).into_iter().map(|v| (v >> 8) as f32 / 16777216.0).collect();
     let matrix = ctx.upload(&host, "matrix")?;
@@ -121,14 +144,19 @@ fn reductions(ctx: &Context, floor: &Floor, m: usize, n: usize, repeats: u32) ->
     let row_cpu = cpu_ms(|| drop(row_sums_cpu(&host, m, n)));
     let col_cpu = cpu_ms(|| drop(col_sums_cpu(&host, m, n)));
     let bytes = 4.0 * (m * n) as f64;
-    let line = |name: &str, gpu: f64, cpu: f64| {
-        json!({"bench": name, "size": [m, n], "gpu_ms": gpu, "cpu_ms": cpu, "floor_ms": floor.ms(bytes),
-            "floor": "one read of the matrix / copy bandwidth", "fraction_of_copy_bw": floor.ms(bytes) / gpu})
+    let line = |bench: &'static str, gpu: f64, cpu: f64| ReduceLine {
+        bench,
+        size: [m, n],
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+        floor_ms: floor.ms(bytes),
+        floor: "one read of the matrix / copy bandwidth",
+        fraction_of_copy_bw: floor.ms(bytes) / gpu,
     };
-    Ok(vec![line("row_sums_f32", row_ms, row_cpu), line("col_sums_f32", col_ms, col_cpu)])
+    Ok([line("row_sums_f32", row_ms, row_cpu), line("col_sums_f32", col_ms, col_cpu)])
 }
 
-fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32) -> Result<serde_json::Value> {
+fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32) -> Result<GemmLine> {
     use engine::prims::gemm::{batched_gemm_cpu, BatchedGemm, Gemm};
     let desc = BatchedGemm::packed(batch, size, size, size);
     let len = batch * size * size;
@@ -142,12 +170,20 @@ fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32)
     let zeros = vec![0f32; len];
     let cpu = cpu_ms(|| drop(batched_gemm_cpu(&desc, &a_host, &b_host, &zeros)));
     let flops = 2.0 * (batch * size * size * size) as f64;
-    Ok(json!({"bench": "batched_gemm_f32", "batch": batch, "size": size, "gpu_ms": gpu, "cpu_ms": cpu,
-        "cpu": "f64 reference (rayon)", "floor_ms": flops / (fma_tflops * 1e12) * 1e3, "floor": "FLOPs / measured FMA rate",
-        "tflop_per_s": flops / (gpu * 1e-3) / 1e12}))
+    Ok(GemmLine {
+        bench: "batched_gemm_f32",
+        batch,
+        size,
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+        cpu: "f64 reference (rayon)",
+        floor_ms: flops / (fma_tflops * 1e12) * 1e3,
+        floor: "FLOPs / measured FMA rate",
+        tflop_per_s: flops / (gpu * 1e-3) / 1e12,
+    })
 }
 
-fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) -> Result<serde_json::Value> {
+fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) -> Result<FftLine> {
     use engine::prims::fft::{Direction, Fft2d, Fft2dCpu};
     let len = size * size * batch;
     let host: Vec<[f32; 2]> = random_u32(2 * len, 6)
@@ -167,42 +203,63 @@ fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) ->
     let cpu_plan = Fft2dCpu::new(size, size)?;
     let mut cpu_data: Vec<engine::prims::fft::Complex64> =
         host.iter().map(|c| engine::prims::fft::Complex64::new(c[0] as f64, c[1] as f64)).collect();
+    let mut cpu_result = Ok(());
     let cpu = cpu_ms(|| {
-        for image in cpu_data.chunks_mut(size * size) {
-            cpu_plan.process(image, Direction::Forward).unwrap();
-            cpu_plan.process(image, Direction::Inverse).unwrap();
-        }
+        cpu_result = cpu_data.chunks_mut(size * size).try_for_each(|image| {
+            cpu_plan.process(image, Direction::Forward)?;
+            cpu_plan.process(image, Direction::Inverse)
+        })
     });
+    cpu_result?;
     // Floor: each of forward and inverse reads and writes the batch once (8 bytes a value).
     let bytes = 2.0 * 2.0 * 8.0 * len as f64;
-    Ok(json!({"bench": "fft2d_c2c_forward_inverse", "size": [size, size], "batch": batch, "gpu_ms": gpu, "cpu_ms": cpu,
-        "cpu": "rustfft f64, rows and columns in parallel (rayon)", "passes_per_transform": plan.passes(),
-        "floor_ms": floor.ms(bytes), "floor": "one read + one write of the batch per transform / copy bandwidth",
-        "fraction_of_copy_bw": floor.ms(bytes) / gpu, "round_trip_max_abs_error": err, "correct": err < 1e-4}))
+    Ok(FftLine {
+        bench: "fft2d_c2c_forward_inverse",
+        size: [size, size],
+        batch,
+        gpu_ms: gpu,
+        cpu_ms: cpu,
+        cpu: "rustfft f64, rows and columns in parallel (rayon)",
+        passes_per_transform: plan.passes(),
+        floor_ms: floor.ms(bytes),
+        floor: "one read + one write of the batch per transform / copy bandwidth",
+        fraction_of_copy_bw: floor.ms(bytes) / gpu,
+        round_trip_max_abs_error: err,
+        correct: err < 1e-4,
+    })
 }
 
-fn main() -> Result<()> {
-    let args = Args::parse();
-    let ctx = Context::open(args.device.as_deref())?;
-    let copy_bytes: u64 = if args.quick { 16 << 20 } else { 1 << 30 };
-    let ceilings = engine::ceilings::measure(&ctx, copy_bytes, if args.quick { 64 } else { 4096 })?;
-    println!(
-        "{}",
-        json!({"bench": "ceilings", "device": ctx.info().name, "copy_gb_per_s": ceilings.copy_gb_per_s,
-        "fma_tflop_per_s": ceilings.fma_tflop_per_s})
-    );
+/// Runs one measurement under a spinner (each takes seconds at the full sizes).
+fn step<T>(label: &str, measure: impl FnOnce() -> Result<T>) -> Result<T> {
+    let spinner = kit::progress::spinner(label);
+    let result = measure();
+    spinner.finish_and_clear();
+    result
+}
+
+fn main() -> std::process::ExitCode {
+    kit::main(env!("CARGO_PKG_VERSION"), run)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let (quick, repeats) = (cli.quick, cli.repeats);
+    let ctx = cli.run.context()?;
+    let copy_bytes: u64 = if quick { 16 << 20 } else { 1 << 30 };
+    let ceilings =
+        step("ceilings", || Ok(engine::ceilings::measure(&ctx, copy_bytes, if quick { 64 } else { 4096 })?))?;
+    kit::emit(&CeilingsLine::from(&ceilings), &[]);
     let floor = Floor { copy_gb_per_s: ceilings.copy_gb_per_s };
-    let scan_n = if args.quick { (1 << 20) + 7 } else { 1 << 28 };
-    println!("{}", scan(&ctx, &floor, scan_n, args.repeats)?);
-    let sort_n = if args.quick { 100_003 } else { 1 << 26 };
-    println!("{}", sort(&ctx, &floor, sort_n, args.repeats)?);
-    let (m, n) = if args.quick { (100, 333) } else { (2048, 8192) };
-    for line in reductions(&ctx, &floor, m, n, args.repeats)? {
-        println!("{line}");
+    let scan_n = if quick { (1 << 20) + 7 } else { 1 << 28 };
+    kit::emit(&step("scan", || scan(&ctx, &floor, scan_n, repeats))?, &[]);
+    let sort_n = if quick { 100_003 } else { 1 << 26 };
+    kit::emit(&step("sort", || sort(&ctx, &floor, sort_n, repeats))?, &[]);
+    let (m, n) = if quick { (100, 333) } else { (2048, 8192) };
+    for line in step("reductions", || reductions(&ctx, &floor, m, n, repeats))? {
+        kit::emit(&line, &[]);
     }
-    let (size, batch) = if args.quick { (64, 3) } else { (512, 40) };
-    println!("{}", fft(&ctx, &floor, size, batch, args.repeats)?);
-    let batch = if args.quick { 10 } else { 20_000 };
-    println!("{}", gemm(&ctx, ceilings.fma_tflop_per_s, batch, 64, args.repeats)?);
+    let (size, batch) = if quick { (64, 3) } else { (512, 40) };
+    kit::emit(&step("fft", || fft(&ctx, &floor, size, batch, repeats))?, &[]);
+    let batch = if quick { 10 } else { 20_000 };
+    kit::emit(&step("gemm", || gemm(&ctx, ceilings.fma_tflop_per_s, batch, 64, repeats))?, &[]);
     Ok(())
 }

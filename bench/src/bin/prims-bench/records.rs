@@ -1,0 +1,166 @@
+//! `prims-bench`'s lines: one typed record per measurement, printed as a text line or, under
+//! `--json`, as the envelope's fields. Field names are those earlier runs recorded
+//! (BENCHMARKS.md); every time is in milliseconds, named `*_ms`.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// The text every measurement line shares: GPU, CPU and floor times.
+fn times(f: &mut fmt::Formatter<'_>, gpu_ms: f64, cpu_ms: f64, floor_ms: f64) -> fmt::Result {
+    write!(f, "gpu {gpu_ms:.3} ms, cpu {cpu_ms:.1} ms, floor {floor_ms:.3} ms")
+}
+
+fn verdict(correct: bool) -> &'static str {
+    if correct {
+        "correct"
+    } else {
+        "WRONG"
+    }
+}
+
+/// The two ceilings every floor is computed from (the device is in the envelope).
+#[derive(Serialize)]
+pub struct CeilingsLine {
+    pub bench: &'static str,
+    pub copy_gb_per_s: f64,
+    pub fma_tflop_per_s: f64,
+}
+
+impl From<&engine::ceilings::Ceilings> for CeilingsLine {
+    fn from(c: &engine::ceilings::Ceilings) -> Self {
+        CeilingsLine { bench: "ceilings", copy_gb_per_s: c.copy_gb_per_s, fma_tflop_per_s: c.fma_tflop_per_s }
+    }
+}
+
+impl fmt::Display for CeilingsLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ceilings: copy {:.1} GB/s, FMA {:.2} TFLOP/s", self.copy_gb_per_s, self.fma_tflop_per_s)
+    }
+}
+
+#[derive(Serialize)]
+pub struct ScanLine {
+    pub bench: &'static str,
+    pub size: usize,
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+    pub fraction_of_copy_bw: f64,
+    pub gb_per_s: f64,
+    pub correct: bool,
+}
+
+impl fmt::Display for ScanLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} n={}: ", self.bench, self.size)?;
+        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(
+            f,
+            " ({:.0}% of copy bandwidth), {:.1} GB/s, {}",
+            100.0 * self.fraction_of_copy_bw,
+            self.gb_per_s,
+            verdict(self.correct)
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub struct SortLine {
+    pub bench: &'static str,
+    pub size: usize,
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub cpu: &'static str,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+    pub passes_floor_ms: f64,
+    pub mkeys_per_s: f64,
+    pub correct: bool,
+}
+
+impl fmt::Display for SortLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} n={}: ", self.bench, self.size)?;
+        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(
+            f,
+            " (passes {:.3} ms), {:.0} Mkeys/s, {}",
+            self.passes_floor_ms,
+            self.mkeys_per_s,
+            verdict(self.correct)
+        )
+    }
+}
+
+/// Row or column sums of an m x n matrix.
+#[derive(Serialize)]
+pub struct ReduceLine {
+    pub bench: &'static str,
+    pub size: [usize; 2],
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+    pub fraction_of_copy_bw: f64,
+}
+
+impl fmt::Display for ReduceLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}x{}: ", self.bench, self.size[0], self.size[1])?;
+        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(f, " ({:.0}% of copy bandwidth)", 100.0 * self.fraction_of_copy_bw)
+    }
+}
+
+#[derive(Serialize)]
+pub struct FftLine {
+    pub bench: &'static str,
+    pub size: [usize; 2],
+    pub batch: usize,
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub cpu: &'static str,
+    pub passes_per_transform: usize,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+    pub fraction_of_copy_bw: f64,
+    pub round_trip_max_abs_error: f32,
+    pub correct: bool,
+}
+
+impl fmt::Display for FftLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}x{} x{}: ", self.bench, self.size[0], self.size[1], self.batch)?;
+        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(
+            f,
+            " ({:.0}% of copy bandwidth), round trip error {:.1e}, {}",
+            100.0 * self.fraction_of_copy_bw,
+            self.round_trip_max_abs_error,
+            verdict(self.correct)
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub struct GemmLine {
+    pub bench: &'static str,
+    pub batch: usize,
+    pub size: usize,
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub cpu: &'static str,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+    pub tflop_per_s: f64,
+}
+
+impl fmt::Display for GemmLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} x {}^3: ", self.bench, self.batch, self.size)?;
+        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(f, ", {:.3} TFLOP/s", self.tflop_per_s)
+    }
+}
