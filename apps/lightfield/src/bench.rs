@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::codec::{decode_lightfield, encode_lightfield, Backend};
+use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
 use crate::dictionary::Ensemble;
 use crate::encoder::Params;
 use crate::error::{LfError, Result};
@@ -76,11 +76,11 @@ fn sizes(quick: bool) -> Sizes {
 pub fn run(
     quick: bool,
     encode_only: bool,
-    device: Option<&str>,
+    device: &engine::DeviceSelector,
     mut emit: impl FnMut(serde_json::Value),
 ) -> Result<()> {
     let s = sizes(quick);
-    let ctx = engine::Context::open(device)?;
+    let ctx = kit::cli::open(device)?;
     let device_name = ctx.info().name.clone();
 
     // Train the ensemble on two other scenes (assignment on the GPU).
@@ -135,14 +135,14 @@ fn table1(
     let lf = generate(s.views, s.full, 11);
     let gpu = GpuCodec::new(ctx, ens)?;
     // Warm-up (driver caches, allocator) on a crop, then the timed run.
-    encode_lightfield(&crop(&lf, 64, 64), ens, params, Backend::Gpu(&gpu))?;
+    encode_lightfield(&crop(&lf, 64, 64), ens, params, CodecPath::Gpu(&gpu))?;
     // Full clocks for the timed runs (GPUs clock down within seconds of host-only work).
     engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     // The run of median wall time out of three (the first full-size run has varied by 2x).
     let mut runs = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();
-        let (compressed, time) = encode_lightfield(&lf, ens, params, Backend::Gpu(&gpu))?;
+        let (compressed, time) = encode_lightfield(&lf, ens, params, CodecPath::Gpu(&gpu))?;
         runs.push((t0.elapsed().as_secs_f64() * 1e3, compressed, time));
     }
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -154,7 +154,7 @@ fn table1(
     let bitstream_ms = tb.elapsed().as_secs_f64() * 1e3;
     let time = time.expect("GPU time");
     let t1 = Instant::now();
-    let (decoded, dtime) = decode_lightfield(&compressed, Backend::Gpu(&gpu))?;
+    let (decoded, dtime) = decode_lightfield(&compressed, CodecPath::Gpu(&gpu))?;
     let decode_wall_ms = t1.elapsed().as_secs_f64() * 1e3;
     let dtime = dtime.expect("GPU time");
 
@@ -162,12 +162,12 @@ fn table1(
     // so the two can be compared choice by choice.
     let small = crop(&lf, s.cpu_crop.0, s.cpu_crop.1);
     let t2 = Instant::now();
-    let (cpu_codes, _) = encode_lightfield(&small, ens, params, Backend::Cpu)?;
+    let (cpu_codes, _) = encode_lightfield(&small, ens, params, CodecPath::Cpu)?;
     let cpu_ms = t2.elapsed().as_secs_f64() * 1e3;
     let t3 = Instant::now();
-    decode_lightfield(&cpu_codes, Backend::Cpu)?;
+    decode_lightfield(&cpu_codes, CodecPath::Cpu)?;
     let cpu_decode_ms = t3.elapsed().as_secs_f64() * 1e3;
-    let (gpu_small, _) = encode_lightfield(&small, ens, params, Backend::Gpu(&gpu))?;
+    let (gpu_small, _) = encode_lightfield(&small, ens, params, CodecPath::Gpu(&gpu))?;
     let n_full = compressed.codes.len();
     let n_small = cpu_codes.codes.len();
     let scale = n_full as f64 / n_small as f64;
@@ -208,9 +208,9 @@ fn table1(
     // Invocations per patch: the reductions and the register share per invocation trade off.
     for wg in [256u32, 512, 1024] {
         let Ok(codec) = GpuCodec::with_workgroup(ctx, ens, wg) else { continue };
-        encode_lightfield(&crop(&lf, 64, 64), ens, params, Backend::Gpu(&codec))?;
+        encode_lightfield(&crop(&lf, 64, 64), ens, params, CodecPath::Gpu(&codec))?;
         let t = Instant::now();
-        let (c, time) = encode_lightfield(&lf, ens, params, Backend::Gpu(&codec))?;
+        let (c, time) = encode_lightfield(&lf, ens, params, CodecPath::Gpu(&codec))?;
         let wall = t.elapsed().as_secs_f64() * 1e3;
         let time = time.expect("GPU time");
         let (a, b) = (&c.codes, &compressed.codes);
@@ -245,7 +245,7 @@ fn jpeg_views(lf: &LightField, quality: u8) -> Result<(usize, Vec<f32>)> {
     let views: Vec<(usize, Vec<f32>)> = (0..lf.u * lf.v)
         .into_par_iter()
         .map(|i| {
-            let rgb: Vec<u8> = lf.view(i / lf.v, i % lf.v).iter().map(|&x| engine::io::to_u8(x)).collect();
+            let rgb: Vec<u8> = lf.view(i / lf.v, i % lf.v).iter().map(|&x| kit::image::to_u8(x)).collect();
             let mut bytes = Vec::new();
             image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
                 .write_image(&rgb, lf.w as u32, lf.h as u32, image::ExtendedColorType::Rgb8)
@@ -286,9 +286,9 @@ fn rate_distortion(
     let samples = lf.samples() as f64;
     for &epsilon in s.rd_epsilons {
         let params = Params { sparsity: s.shape.len() / 4, epsilon };
-        let (compressed, _) = encode_lightfield(&lf, ens, params, Backend::Gpu(&gpu))?;
+        let (compressed, _) = encode_lightfield(&lf, ens, params, CodecPath::Gpu(&gpu))?;
         let bytes = compressed.to_bytes()?.len();
-        let (decoded, _) = decode_lightfield(&compressed, Backend::Gpu(&gpu))?;
+        let (decoded, _) = decode_lightfield(&compressed, CodecPath::Gpu(&gpu))?;
         let (quality, jpeg_bytes, jpeg) = jpeg_at_size(&lf, bytes)?;
         emit(json!({
             "bench": "rate_distortion", "device": device_name,

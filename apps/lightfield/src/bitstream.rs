@@ -78,6 +78,11 @@ impl<'a> ByteReader<'a> {
         Err(self.error("varint longer than 64 bits"))
     }
 
+    /// Bytes not read yet.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
     /// Fails unless every byte was read.
     pub fn finish(&self) -> Result<()> {
         if self.pos != self.bytes.len() {
@@ -121,9 +126,19 @@ impl Compressed {
     }
 
     /// Serialises to `.lfc` bytes. Per-patch success flags and errors are encoder
-    /// statistics and are not stored.
+    /// statistics and are not stored. Refuses what the reader would refuse (parameters out
+    /// of range, sizes beyond 32 bits), so no file is written that cannot be read back.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let codes = &self.codes;
+        self.params.check(self.ensemble.shape.len())?;
+        if self.step != self.params.base_step() {
+            return Err(LfError::Invalid(format!("quantisation step {} is not epsilon's", self.step)));
+        }
+        let mut size = [0u32; 4];
+        for (s, &d) in size.iter_mut().zip(&self.size) {
+            *s = u32::try_from(d)
+                .map_err(|_| LfError::Invalid(format!("light-field size {:?} beyond 32 bits", self.size)))?;
+        }
         let mut payload = Vec::new();
         self.ensemble.write_body(&mut payload);
         for &m in &codes.membership {
@@ -142,6 +157,12 @@ impl Compressed {
         for &l in &codes.levels {
             put_varint(&mut payload, zigzag(l));
         }
+        if payload.len() as u64 > MAX_PAYLOAD {
+            return Err(LfError::Invalid(format!(
+                "payload of {} bytes is beyond the {MAX_PAYLOAD}-byte limit",
+                payload.len()
+            )));
+        }
         let mut encoder = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| LfError::Invalid(e.to_string()))?;
         encoder.include_checksum(true).map_err(|e| LfError::Invalid(e.to_string()))?;
         // zstd at level 9 on one thread took ~0.9 s for the paper's light field, four times
@@ -154,8 +175,8 @@ impl Compressed {
         let mut out = Vec::with_capacity(HEADER_LEN + frame.len());
         out.extend_from_slice(LFC_MAGIC);
         out.extend_from_slice(&LFC_VERSION.to_le_bytes());
-        for s in self.size {
-            out.extend_from_slice(&(s as u32).to_le_bytes());
+        for s in size {
+            out.extend_from_slice(&s.to_le_bytes());
         }
         out.extend_from_slice(&(self.params.sparsity as u32).to_le_bytes());
         out.extend_from_slice(&self.params.epsilon.to_le_bytes());
@@ -170,17 +191,15 @@ impl Compressed {
         Ok(out)
     }
 
-    /// Parses and checks `.lfc` bytes: header checksum, sizes against limits, the zstd
-    /// frame's checksum, and every index against its range.
+    /// Parses and checks `.lfc` bytes: the header (hash, sizes against the bytes present
+    /// and the memory budget, parameters), the zstd frame (one frame, with its content
+    /// size and checksum), and every index and level against its range; see
+    /// docs/formats.md. A file this accepts decodes to finite samples.
     pub fn from_bytes(bytes: &[u8]) -> Result<Compressed> {
         let header = Header::parse(bytes)?;
         let frame = &bytes[HEADER_LEN..];
-        if frame.len() as u64 != header.frame_len {
-            return Err(LfError::corrupt(
-                "light-field bitstream",
-                format!("zstd frame is {} bytes, header says {} (truncated?)", frame.len(), header.frame_len),
-            ));
-        }
+        check_frame(frame, header.payload_len)?;
+        // Within the budget (Header::parse), so this allocation is bounded.
         let payload = zstd::bulk::decompress(frame, header.payload_len as usize)
             .map_err(|e| LfError::corrupt("light-field bitstream", format!("zstd: {e}")))?;
         if payload.len() as u64 != header.payload_len {
@@ -188,15 +207,22 @@ impl Compressed {
         }
         let mut r = ByteReader::new(&payload, "light-field bitstream payload");
         let ensemble = Ensemble::read_body(&mut r)?;
+        let plen = ensemble.shape.len();
+        let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
+        params.check(plen).map_err(|e| r.error(e))?;
+        if header.step != params.base_step() {
+            return Err(r.error(format!("quantisation step {:e} is not epsilon ({:e})", header.step, header.epsilon)));
+        }
         let [u, v, h, w] = header.size;
         let grid = PatchGrid::new(ensemble.shape, u, v, h, w);
         let n = grid.len();
         if header.patches != n as u64 {
             return Err(r.error(format!("header says {} patches, the size and patch shape give {n}", header.patches)));
         }
-        let plen = ensemble.shape.len();
-        if header.sparsity == 0 || header.sparsity as usize > plen {
-            return Err(r.error(format!("sparsity {} outside 1..={plen}", header.sparsity)));
+        // Every patch needs at least two payload bytes (membership and count): a header
+        // whose size claims more patches than that is refused before anything is sized by n.
+        if n as u64 > header.payload_len / 2 {
+            return Err(r.error(format!("{n} patches cannot fit a payload of {} bytes", header.payload_len)));
         }
         let mut codes = Codes { offsets: vec![0], ..Default::default() };
         for _ in 0..n {
@@ -217,46 +243,95 @@ impl Compressed {
         if total as u64 != header.coefficients {
             return Err(r.error(format!("{total} coefficients, header says {}", header.coefficients)));
         }
+        if total > r.remaining() {
+            return Err(r.error(format!("{total} coefficients cannot fit the {} bytes left", r.remaining())));
+        }
         codes.locations.reserve(total);
         for p in 0..n {
             let mut prev: Option<u64> = None;
             for _ in codes.offsets[p]..codes.offsets[p + 1] {
                 let d = r.varint()?;
-                let loc = prev.map_or(Some(d), |q| q.checked_add(d + 1)).filter(|&l| l < plen as u64);
-                let loc =
-                    loc.ok_or_else(|| r.error(format!("coefficient location past the patch ({plen} samples)")))?;
+                let loc = prev.map_or(Some(d), |q| q.checked_add(d).and_then(|x| x.checked_add(1)));
+                let loc = loc
+                    .filter(|&l| l < plen as u64)
+                    .ok_or_else(|| r.error(format!("coefficient location past the patch ({plen} samples)")))?;
                 codes.locations.push(loc as u32);
                 prev = Some(loc);
             }
         }
         codes.levels.reserve(total);
-        for _ in 0..total {
-            let z = r.varint()?;
-            if z > u32::MAX as u64 {
-                return Err(r.error("coefficient level out of range"));
+        for p in 0..n {
+            let bound = max_level(header.step, grid.valid_samples(p), plen);
+            for _ in codes.offsets[p]..codes.offsets[p + 1] {
+                let z = r.varint()?;
+                if z > u32::MAX as u64 || unzigzag(z).unsigned_abs() as u64 > bound {
+                    return Err(r.error(format!(
+                        "coefficient level of patch {p} beyond {bound}, more than a patch of values in [0, 1] holds"
+                    )));
+                }
+                codes.levels.push(unzigzag(z));
             }
-            codes.levels.push(unzigzag(z));
         }
         r.finish()?;
         codes.success = vec![true; n];
         codes.errors = vec![0.0; n];
-        let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
         Ok(Compressed { size: header.size, params, step: header.step, ensemble, codes })
     }
 
-    /// Writes the `.lfc` file atomically.
+    /// Writes the `.lfc` file atomically; returns its length.
     pub fn write(&self, path: &Path) -> Result<u64> {
         let bytes = self.to_bytes()?;
-        engine::io::write_atomic(path, |w| {
-            use std::io::Write;
-            w.write_all(&bytes).map_err(|e| engine::EngineError::File { path: path.into(), message: e.to_string() })
-        })?;
+        kit::output::write_bytes(path, &bytes)?;
         Ok(bytes.len() as u64)
     }
 
+    /// Reads and checks a `.lfc` file (a regular file within the memory budget).
     pub fn read(path: &Path) -> Result<Compressed> {
-        let bytes = std::fs::read(path).map_err(|e| LfError::file(path, e))?;
+        let bytes = kit::input::read_bounded(path, kit::budget::get())?;
         Compressed::from_bytes(&bytes).map_err(|e| LfError::file(path, e))
+    }
+}
+
+/// The largest level magnitude a patch with `valid` of its `plen` samples can hold at base
+/// step `step`: its coefficients have the norm of its samples (orthonormal dictionaries),
+/// at most sqrt(plen) for values in [0, 1]. Twice that, plus rounding, leaves the f32
+/// rounding of the encoder's products far behind, and keeps every decoded value finite.
+fn max_level(step: f32, valid: usize, plen: usize) -> u64 {
+    let step = crate::encoder::patch_step(step, valid, plen) as f64;
+    (2.0 * (plen as f64).sqrt() / step).ceil() as u64 + 2
+}
+
+/// zstd's frame magic number, little-endian.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// The most a zstd frame can expand: an RLE block of 4 bytes (3 of header) holds 128 KiB.
+const ZSTD_MAX_RATIO: u64 = 32768;
+
+/// The frame must be exactly one zstd frame (no skippable or further frames, no trailing
+/// bytes), with a content checksum (zstd verifies it while decoding; the decoder accepts a
+/// frame without one, so the flag is checked here), no dictionary, and a declared content
+/// size equal to the header's payload length.
+fn check_frame(frame: &[u8], payload_len: u64) -> Result<()> {
+    let bad = |m: String| LfError::corrupt("light-field bitstream", m);
+    if frame.len() < 6 || frame[..4] != ZSTD_MAGIC {
+        return Err(bad("the payload is not one zstd frame (bad magic; skippable frames are not read)".into()));
+    }
+    let descriptor = frame[4];
+    if descriptor & 0x04 == 0 {
+        return Err(bad("the zstd frame carries no content checksum".into()));
+    }
+    if descriptor & 0x03 != 0 {
+        return Err(bad("the zstd frame needs a dictionary".into()));
+    }
+    match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n == payload_len => {}
+        Ok(Some(n)) => return Err(bad(format!("the zstd frame holds {n} bytes, the header says {payload_len}"))),
+        Ok(None) => return Err(bad("the zstd frame declares no content size".into())),
+        Err(_) => return Err(bad("the zstd frame header is damaged".into())),
+    }
+    match zstd::zstd_safe::find_frame_compressed_size(frame) {
+        Ok(n) if n == frame.len() => Ok(()),
+        Ok(n) => Err(bad(format!("{} bytes follow the zstd frame", frame.len() - n))),
+        Err(_) => Err(bad("the zstd frame is damaged or cut short".into())),
     }
 }
 
@@ -274,10 +349,13 @@ pub struct Header {
 }
 
 /// Largest decompressed payload a reader accepts (a corrupt length must not make it
-/// allocate without bound).
+/// allocate without bound); the memory budget may refuse less.
 const MAX_PAYLOAD: u64 = 1 << 36;
 
 impl Header {
+    /// Parses the header and checks every declared size: against the bytes present, zstd's
+    /// largest expansion, and the memory budget (the payload, and the decoded light field
+    /// of U x V x H x W x 3 f32), in checked u64 arithmetic. `info` and `decode` share it.
     pub fn parse(bytes: &[u8]) -> Result<Header> {
         if bytes.len() < HEADER_LEN || &bytes[..4] != LFC_MAGIC {
             return Err(LfError::corrupt("light-field bitstream", "not a .lfc file (bad magic or too short)"));
@@ -292,9 +370,9 @@ impl Header {
         if version != LFC_VERSION {
             return Err(r.error(format!("version {version}, this build reads {LFC_VERSION}")));
         }
-        let size: [usize; 4] = [r.u32()? as usize, r.u32()? as usize, r.u32()? as usize, r.u32()? as usize];
+        let size: [u32; 4] = [r.u32()?, r.u32()?, r.u32()?, r.u32()?];
         let h = Header {
-            size,
+            size: size.map(|s| s as usize),
             sparsity: r.u32()?,
             epsilon: r.f32()?,
             step: r.f32()?,
@@ -303,15 +381,28 @@ impl Header {
             payload_len: r.u64()?,
             frame_len: r.u64()?,
         };
-        if size.contains(&0) || size.iter().map(|&s| s as u64).product::<u64>() > 1 << 40 {
-            return Err(r.error(format!("light-field size {size:?} is empty or too large")));
+        if size.contains(&0) {
+            return Err(r.error(format!("light-field size {size:?} is empty")));
         }
         if !(h.epsilon.is_finite() && h.epsilon > 0.0 && h.step.is_finite() && h.step > 0.0) {
             return Err(r.error("epsilon or quantisation step is not a positive number"));
         }
-        if h.payload_len > MAX_PAYLOAD {
-            return Err(r.error(format!("payload of {} bytes is beyond the {MAX_PAYLOAD}-byte limit", h.payload_len)));
+        let present = (bytes.len() - HEADER_LEN) as u64;
+        if h.frame_len != present {
+            return Err(
+                r.error(format!("zstd frame of {} bytes declared, {present} present (truncated?)", h.frame_len))
+            );
         }
+        if h.payload_len > MAX_PAYLOAD || h.payload_len > present.saturating_mul(ZSTD_MAX_RATIO) {
+            return Err(r.error(format!(
+                "a payload of {} bytes cannot come from a {present}-byte zstd frame (or is beyond {MAX_PAYLOAD})",
+                h.payload_len
+            )));
+        }
+        kit::budget::check(h.payload_len, "the .lfc payload")?;
+        let dims = [size[0] as u64, size[1] as u64, size[2] as u64, size[3] as u64, crate::patch::COLOURS as u64];
+        let what = format!("decoding {}x{} views of {}x{} pixels", size[0], size[1], size[3], size[2]);
+        kit::budget::elements(&dims, 4, &what)?;
         Ok(h)
     }
 }

@@ -13,9 +13,10 @@ use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
 use crate::patch::PatchGrid;
 
-/// Where encoding and decoding run.
+/// Which implementation encodes and decodes: the CPU reference or a GPU codec (the
+/// command line's `--backend` picks one; this carries the GPU's pipelines).
 #[derive(Clone, Copy)]
-pub enum Backend<'a> {
+pub enum CodecPath<'a> {
     Cpu,
     Gpu(&'a GpuCodec),
 }
@@ -51,6 +52,11 @@ pub fn prepare_chunk(
     );
 }
 
+/// The end of the CPU chunk that starts at `start` of `n` patches.
+fn range_end(start: usize, n: usize) -> usize {
+    (start + CPU_CHUNK).min(n)
+}
+
 /// Quantisation steps of patches `range` (border patches have finer steps).
 pub fn patch_steps(grid: &PatchGrid, base_step: f32, range: std::ops::Range<usize>) -> Vec<f32> {
     range.map(|p| patch_step(base_step, grid.valid_samples(p), grid.shape.len())).collect()
@@ -61,27 +67,43 @@ pub fn encode_lightfield(
     lf: &LightField,
     ens: &Ensemble,
     params: Params,
-    backend: Backend<'_>,
+    path: CodecPath<'_>,
+) -> Result<(Compressed, Option<GpuTime>)> {
+    encode_lightfield_with(lf, ens, params, path, |_| {})
+}
+
+/// [`encode_lightfield`], telling `progress` how many patches are done (or, on the GPU,
+/// handed to the device) after each chunk, for a progress bar.
+pub fn encode_lightfield_with(
+    lf: &LightField,
+    ens: &Ensemble,
+    params: Params,
+    path: CodecPath<'_>,
+    mut progress: impl FnMut(usize),
 ) -> Result<(Compressed, Option<GpuTime>)> {
     params.check(ens.shape.len())?;
     lf.check_values("light field")?;
     let grid = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w);
     let n = grid.len();
     let plen = ens.shape.len();
-    let (codes, time) = match backend {
-        Backend::Gpu(gpu) => {
-            let (codes, time) =
-                gpu.encode_stream(n, params, |range, p, l| prepare_chunk(&grid, lf, params, range, p, l))?;
+    let (codes, time) = match path {
+        CodecPath::Gpu(gpu) => {
+            let (codes, time) = gpu.encode_stream(n, params, |range, p, l| {
+                progress(range.start);
+                prepare_chunk(&grid, lf, params, range, p, l)
+            })?;
+            progress(n);
             (codes, Some(time))
         }
-        Backend::Cpu => {
+        CodecPath::Cpu => {
             let mut codes = Codes::default();
             for start in (0..n).step_by(CPU_CHUNK) {
-                let range = start..(start + CPU_CHUNK).min(n);
+                let range = start..range_end(start, n);
                 let mut patches = vec![0f32; range.len() * plen];
                 let mut limits = vec![Limit::default(); range.len()];
                 prepare_chunk(&grid, lf, params, range, &mut patches, &mut limits);
                 codes.extend(encode_patches_cpu(&patches, &limits, ens, params));
+                progress(range_end(start, n));
             }
             (codes, None)
         }
@@ -91,30 +113,47 @@ pub fn encode_lightfield(
     Ok((compressed, time))
 }
 
-/// Decodes a compressed light field (cropping the padding away).
-pub fn decode_lightfield(c: &Compressed, backend: Backend<'_>) -> Result<(LightField, Option<GpuTime>)> {
+/// Decodes a compressed light field (cropping the padding away), with every sample clamped
+/// into [0, 1], the range of every input; a decode that produces a NaN or an infinity is
+/// an error.
+pub fn decode_lightfield(c: &Compressed, path: CodecPath<'_>) -> Result<(LightField, Option<GpuTime>)> {
+    decode_lightfield_with(c, path, |_| {})
+}
+
+/// [`decode_lightfield`], telling `progress` how many patches are decoded after each chunk.
+pub fn decode_lightfield_with(
+    c: &Compressed,
+    path: CodecPath<'_>,
+    mut progress: impl FnMut(usize),
+) -> Result<(LightField, Option<GpuTime>)> {
     let grid = c.grid();
     let [u, v, h, w] = c.size;
     let mut lf = LightField::new(u, v, h, w, vec![0.0; u * v * h * w * crate::patch::COLOURS])?;
-    let time = match backend {
-        Backend::Gpu(gpu) => {
+    let time = match path {
+        CodecPath::Gpu(gpu) => {
             if gpu.ensemble() != &c.ensemble {
                 return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
             }
             let steps = patch_steps(&grid, c.step, 0..grid.len());
-            Some(gpu.decode_stream(&c.codes, &steps, |range, samples| grid.scatter(samples, range, &mut lf))?)
+            Some(gpu.decode_stream(&c.codes, &steps, |range, samples| {
+                let end = range.end;
+                grid.scatter(samples, range, &mut lf);
+                progress(end);
+            })?)
         }
-        Backend::Cpu => {
+        CodecPath::Cpu => {
             let n = grid.len();
             for start in (0..n).step_by(CPU_CHUNK) {
-                let range = start..(start + CPU_CHUNK).min(n);
+                let range = start..range_end(start, n);
                 let steps = patch_steps(&grid, c.step, range.clone());
                 let samples = decode_patches_cpu(&c.codes, &c.ensemble, &steps, range.clone());
                 grid.scatter(&samples, range, &mut lf);
+                progress(range_end(start, n));
             }
             None
         }
     };
+    lf.clamp_to_input_range("decoded light field")?;
     Ok((lf, time))
 }
 
@@ -153,9 +192,9 @@ mod tests {
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
         for params in [Params { sparsity: 1200, epsilon: 0.02 }, Params { sparsity: 900, epsilon: 0.004 }] {
-            let (c, _) = encode_lightfield(&lf, &ens, params, Backend::Cpu).unwrap();
+            let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
             let back = Compressed::from_bytes(&c.to_bytes().unwrap()).unwrap();
-            let (decoded, _) = decode_lightfield(&back, Backend::Cpu).unwrap();
+            let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
             assert_eq!(decoded.shape(), lf.shape());
             let grid = c.grid();
             let rmse = patch_rmse(&grid, &lf, &decoded);
@@ -178,8 +217,8 @@ mod tests {
         let lf = crate::synth::generate((4, 4), (20, 15), 4);
         let ens = Ensemble::random(SHAPE, 2, 2);
         let params = Params { sparsity: 500, epsilon: 0.01 };
-        let (a, _) = encode_lightfield(&lf, &ens, params, Backend::Cpu).unwrap();
-        let (b, _) = encode_lightfield(&lf, &ens, params, Backend::Cpu).unwrap();
+        let (a, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
+        let (b, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let bytes = a.to_bytes().unwrap();
         assert_eq!(bytes, b.to_bytes().unwrap());
         let back = Compressed::from_bytes(&bytes).unwrap();
@@ -187,8 +226,8 @@ mod tests {
         assert_eq!(back.codes.offsets, a.codes.offsets);
         assert_eq!(back.codes.locations, a.codes.locations);
         assert_eq!(back.codes.levels, a.codes.levels);
-        let (x, _) = decode_lightfield(&back, Backend::Cpu).unwrap();
-        let (y, _) = decode_lightfield(&back, Backend::Cpu).unwrap();
+        let (x, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
+        let (y, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
         assert_eq!(x, y);
         // Every truncation and a flipped byte anywhere are refused, never a panic.
         for cut in [0, 3, 40, crate::bitstream::HEADER_LEN, bytes.len() / 2, bytes.len() - 1] {
@@ -207,12 +246,12 @@ mod tests {
         let params = Params { sparsity: 100, epsilon: 0.01 };
         let mut lf = crate::synth::generate((4, 4), (10, 10), 4);
         lf.data[17] = f32::NAN;
-        let err = encode_lightfield(&lf, &ens, params, Backend::Cpu).unwrap_err().to_string();
+        let err = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap_err().to_string();
         assert!(err.contains("NaN"), "{err}");
         lf.data[17] = 1.5;
-        assert!(encode_lightfield(&lf, &ens, params, Backend::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, params, CodecPath::Cpu).is_err());
         lf.data[17] = 0.5;
-        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 0, epsilon: 0.01 }, Backend::Cpu).is_err());
-        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 10, epsilon: f32::NAN }, Backend::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 0, epsilon: 0.01 }, CodecPath::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 10, epsilon: f32::NAN }, CodecPath::Cpu).is_err());
     }
 }

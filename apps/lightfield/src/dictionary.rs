@@ -119,30 +119,33 @@ impl Ensemble {
         if k == 0 || k > MAX_DICTIONARIES {
             return Err(r.error(format!("{k} dictionaries; expected 1..={MAX_DICTIONARIES}")));
         }
-        let n = k * mode_offsets(shape).1;
+        let dims = [k as u64, mode_offsets(shape).1 as u64];
+        let n = kit::budget::elements(&dims, 4, "the dictionary matrices")? as usize;
         let mats = r.f32s(n)?;
         let ensemble = Ensemble { shape, k, mats };
         ensemble.validate().map_err(|e| r.error(e))?;
         Ok(ensemble)
     }
 
-    /// Writes a `.lfd` file (see docs/formats.md), atomically.
-    pub fn write(&self, path: &Path) -> Result<()> {
+    /// The `.lfd` bytes (see docs/formats.md). Refuses an ensemble the reader would refuse.
+    pub fn to_lfd_bytes(&self) -> Result<Vec<u8>> {
+        self.validate()?;
         let mut bytes = LFD_MAGIC.to_vec();
         bytes.extend_from_slice(&LFD_VERSION.to_le_bytes());
         self.write_body(&mut bytes);
         let sum = fnv1a64(&bytes);
         bytes.extend_from_slice(&sum.to_le_bytes());
-        engine::io::write_atomic(path, |w| {
-            use std::io::Write;
-            w.write_all(&bytes).map_err(|e| engine::EngineError::File { path: path.into(), message: e.to_string() })
-        })?;
-        Ok(())
+        Ok(bytes)
     }
 
-    /// Reads and checks a `.lfd` file.
+    /// Writes a `.lfd` file atomically.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        Ok(kit::output::write_bytes(path, &self.to_lfd_bytes()?)?)
+    }
+
+    /// Reads and checks a `.lfd` file (a regular file within the memory budget).
     pub fn read(path: &Path) -> Result<Ensemble> {
-        let bytes = std::fs::read(path).map_err(|e| LfError::file(path, e))?;
+        let bytes = kit::input::read_bounded(path, kit::budget::get())?;
         Ensemble::from_lfd_bytes(&bytes).map_err(|e| LfError::file(path, e))
     }
 
@@ -249,7 +252,13 @@ mod tests {
         // A non-orthonormal matrix with a valid checksum is refused too.
         let mut bad = e.clone();
         bad.mats[0] = 3.0;
-        bad.write(&p).unwrap();
+        assert!(bad.write(&p).is_err(), "the writer refuses what the reader refuses");
+        let mut bytes = LFD_MAGIC.to_vec();
+        bytes.extend_from_slice(&LFD_VERSION.to_le_bytes());
+        bad.write_body(&mut bytes);
+        let sum = fnv1a64(&bytes);
+        bytes.extend_from_slice(&sum.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
         let err = Ensemble::read(&p).unwrap_err().to_string();
         assert!(err.contains("orthonormal"), "{err}");
     }

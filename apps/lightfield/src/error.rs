@@ -10,6 +10,10 @@ pub enum LfError {
     Invalid(String),
     #[error("corrupt {what}: {message}")]
     Corrupt { what: &'static str, message: String },
+    /// A file or size refused at the edges (not a regular file, over the memory budget, a
+    /// write that failed).
+    #[error(transparent)]
+    Kit(#[from] kit::KitError),
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
 }

@@ -368,7 +368,7 @@ fn ms_since(t0: Instant) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{decode_lightfield, encode_lightfield, Backend};
+    use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
     use crate::encoder::encode_patches_cpu;
     use crate::patch::PatchShape;
     use engine::testing;
@@ -479,17 +479,17 @@ mod tests {
         let gpu = GpuCodec::new(ctx, &ens).unwrap();
         let mut got = None;
         for params in [Params { sparsity: 400, epsilon: 0.02 }, Params { sparsity: 1200, epsilon: 0.01 }] {
-            let (cpu, _) = encode_lightfield(&lf, &ens, params, Backend::Cpu).unwrap();
-            let (gpu_codes, time) = encode_lightfield(&lf, &ens, params, Backend::Gpu(&gpu)).unwrap();
+            let (cpu, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
+            let (gpu_codes, time) = encode_lightfield(&lf, &ens, params, CodecPath::Gpu(&gpu)).unwrap();
             assert!(time.is_some());
             assert!(mismatches(&gpu_codes.codes, &cpu.codes) <= 1);
             got = Some(gpu_codes);
         }
         let got = got.unwrap();
-        let (a, _) = decode_lightfield(&got, Backend::Gpu(&gpu)).unwrap();
+        let (a, _) = decode_lightfield(&got, CodecPath::Gpu(&gpu)).unwrap();
         let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(4);
-        assert_eq!(decode_lightfield(&got, Backend::Gpu(&chunked)).unwrap().0, a);
-        let (b, _) = decode_lightfield(&got, Backend::Cpu).unwrap();
+        assert_eq!(decode_lightfield(&got, CodecPath::Gpu(&chunked)).unwrap().0, a);
+        let (b, _) = decode_lightfield(&got, CodecPath::Cpu).unwrap();
         let worst = a.data.iter().zip(&b.data).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
         assert!(worst < 1e-5, "GPU and CPU decoders differ by {worst}");
         testing::assert_no_validation_messages();

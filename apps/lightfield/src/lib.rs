@@ -14,6 +14,7 @@
 //! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
 //! - [`synth`]: synthetic light fields with real parallax, for tests and benchmarks.
+//! - [`views`]: views as PNG files, one per view, written all or none.
 //! - [`bench`] and [`demo`]: the benchmark set and the demo behind the CLI.
 
 pub mod bench;
@@ -31,6 +32,7 @@ pub mod patch;
 pub mod select;
 pub mod synth;
 pub mod train;
+pub mod views;
 
 pub use error::{LfError, Result};
 

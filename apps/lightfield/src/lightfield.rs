@@ -1,5 +1,5 @@
 //! Light fields in memory and their input files: a `.npy` array of shape (U, V, H, W, 3)
-//! (uint8 scaled by 1/255, or float in [0, 1]), or a folder of view images that sort
+//! (uint8 scaled by 1/255, uint16 by 1/65535, or float in [0, 1]), or a folder of view images that sort
 //! row-major into a U x V grid. Every reader checks the shape, NaN and the value range.
 
 use std::path::Path;
@@ -75,9 +75,11 @@ impl LightField {
         Ok(())
     }
 
-    /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 or float.
+    /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 (divided by 255), uint16
+    /// (divided by 65535) or float in [0, 1]. The reader checks the declared shape against
+    /// the bytes present and the memory budget before it allocates.
     pub fn read_npy(path: &Path) -> Result<LightField> {
-        let array = engine::io::read_npy(path)?;
+        let array = kit::npy::read(path)?;
         let &[u, v, h, w, c] = array.shape.as_slice() else {
             return Err(LfError::file(path, format!("shape {:?} is not (U, V, H, W, 3)", array.shape)));
         };
@@ -85,41 +87,53 @@ impl LightField {
             return Err(LfError::file(path, format!("shape {:?}: the last axis must be 3 (RGB)", array.shape)));
         }
         let mut data = array.data;
-        if array.dtype == engine::io::NpyDtype::U8 {
-            data.iter_mut().for_each(|x| *x /= 255.0);
+        let scale = match array.dtype {
+            kit::npy::NpyDtype::U8 => Some(255.0),
+            kit::npy::NpyDtype::U16 => Some(65535.0),
+            kit::npy::NpyDtype::F32 | kit::npy::NpyDtype::F64 => None,
+        };
+        if let Some(scale) = scale {
+            data.iter_mut().for_each(|x| *x /= scale);
         }
         let lf = LightField::new(u, v, h, w, data).map_err(|e| LfError::file(path, e))?;
         lf.check_values(&path.display().to_string())?;
         Ok(lf)
     }
 
-    /// Reads a folder of view images (any format engine::io::load_image reads), sorted by
-    /// file name and laid out row-major in a `grid` = (U, V) grid. Gray views are repeated
-    /// into the three colours.
+    /// Reads a folder of view images (any format [`kit::image::load`] reads, EXIF
+    /// orientation applied), sorted by file name and laid out row-major in a `grid` =
+    /// (U, V) grid. Gray views are repeated into the three colours. The whole light field
+    /// is checked against the memory budget once the first view's size is known.
     pub fn read_folder(dir: &Path, grid: (usize, usize)) -> Result<LightField> {
         let mut files: Vec<_> = std::fs::read_dir(dir)
             .map_err(|e| LfError::file(dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| {
-                p.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-                    matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg" | "tif" | "tiff" | "bmp" | "webp")
-                })
+                p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| kit::image::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
             })
             .collect();
         files.sort();
         let (u, v) = grid;
-        if files.len() != u * v {
+        let needed = u as u64 * v as u64;
+        if files.len() as u64 != needed {
             return Err(LfError::file(
                 dir,
-                format!("holds {} view images, --grid {u}x{v} needs {}", files.len(), u * v),
+                format!("holds {} view images, --grid {u}x{v} needs {needed}", files.len()),
             ));
         }
         let mut data = Vec::new();
         let mut size = None;
         for f in &files {
-            let img = engine::io::load_image(f)?;
-            if *size.get_or_insert((img.width, img.height)) != (img.width, img.height) {
-                let (w, h) = size.unwrap();
+            let img = kit::image::load(f)?;
+            let (w, h) = *size.get_or_insert((img.width, img.height));
+            if data.is_empty() {
+                let dims = [u as u64, v as u64, h as u64, w as u64, COLOURS as u64];
+                let count = kit::budget::elements(&dims, 4, &format!("the light field in {}", dir.display()))?;
+                data.reserve_exact(count as usize);
+            }
+            if (w, h) != (img.width, img.height) {
                 return Err(LfError::file(f, format!("is {}x{}, the first view is {w}x{h}", img.width, img.height)));
             }
             if img.channels == 1 {
@@ -144,18 +158,21 @@ impl LightField {
         }
     }
 
-    /// Writes the light field as float32 `.npy` of shape (U, V, H, W, 3).
+    /// Writes the light field as float32 `.npy` of shape (U, V, H, W, 3), atomically.
     pub fn write_npy(&self, path: &Path) -> Result<()> {
-        Ok(engine::io::write_npy_f32(path, &self.shape(), &self.data)?)
+        Ok(kit::npy::write_f32(path, &self.shape(), &self.data)?)
     }
-}
 
-/// Parses `UxV` (a view grid) or `WxH` (an image size) into two positive numbers.
-pub fn parse_pair(text: &str) -> Result<(usize, usize)> {
-    let mut it = text.split('x').map(|p| p.trim().parse::<usize>());
-    match (it.next(), it.next(), it.next()) {
-        (Some(Ok(a)), Some(Ok(b)), None) if a > 0 && b > 0 => Ok((a, b)),
-        _ => Err(LfError::Invalid(format!("{text:?}: expected two positive numbers like 8x8"))),
+    /// Clamps every sample into [0, 1], the range every input holds, after checking that
+    /// every one is finite: decoded samples overshoot by the quantisation error, and clamped
+    /// they read back as a valid input (decode, then encode, round-trips).
+    pub fn clamp_to_input_range(&mut self, what: &str) -> Result<()> {
+        use rayon::prelude::*;
+        if let Some(i) = self.data.par_iter().position_any(|x| !x.is_finite()) {
+            return Err(LfError::Invalid(format!("{what}: sample {i} is {}", self.data[i])));
+        }
+        self.data.par_iter_mut().for_each(|x| *x = x.clamp(0.0, 1.0));
+        Ok(())
     }
 }
 

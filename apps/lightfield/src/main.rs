@@ -1,154 +1,214 @@
 //! `lightfield`: train a dictionary ensemble, encode light fields on the GPU (or the CPU
 //! reference), decode them, inspect `.lfc` files, generate synthetic light fields, and run
-//! the benchmark and the demo.
+//! the benchmark and the demo. The command line follows docs/cli.md (through `kit`).
 
-use std::path::{Path, PathBuf};
+mod commands;
+mod records;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{bail, Context as _, Result};
 use clap::{Parser, Subcommand};
-use engine::cli::{print_json, Backend as CliBackend, CommonArgs};
-use lightfield::bitstream::{Compressed, Header};
-use lightfield::codec::{decode_lightfield, encode_lightfield, Backend};
-use lightfield::dictionary::Ensemble;
-use lightfield::encoder::Params;
-use lightfield::gpu::GpuCodec;
-use lightfield::lightfield::{parse_pair, psnr, LightField};
+use lightfield::dictionary::MAX_DICTIONARIES;
+use lightfield::encoder::MIN_EPSILON;
 use lightfield::patch::PatchShape;
-use lightfield::train::{train, TrainDevice, TrainOptions};
-use serde_json::json;
+use lightfield::views::Depth;
 
 #[derive(Parser)]
-#[command(name = "lightfield", about = "Dictionary-ensemble light-field codec (train, encode on the GPU, decode)")]
+#[command(
+    name = "lightfield",
+    version,
+    propagate_version = true,
+    about = "Dictionary-ensemble light-field codec (train, encode on the GPU, decode)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--json` and `--max-memory` for the commands that read or write files without a GPU.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct ReportArgs {
+    /// Print one JSON object per line (docs/cli.md) instead of text
+    #[arg(long)]
+    json: bool,
+    /// Memory budget for reading inputs, such as 512M or 8G (default: half of physical memory)
+    #[arg(long, value_name = "SIZE", value_parser = kit::budget::parse_size)]
+    max_memory: Option<u64>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Train an ensemble of K dictionaries from light fields (.npy or folders of views)
+    #[command(after_help = "Examples:\n  lightfield generate --out train.npy --views 8x8 --size 128x128\n  \
+        lightfield train --input train.npy --dictionaries 16 --out dict.lfd\n  \
+        lightfield train --input views/ --grid 8x8 --dictionaries 8 --patch 5x5x8x8 --out dict.lfd --backend cpu")]
     Train {
-        #[arg(long, num_args = 1.., required = true)]
+        /// Training light fields: .npy files of shape (U, V, H, W, 3) or folders of view images (with --grid)
+        #[arg(long, value_name = "PATH", num_args = 1.., required = true)]
         input: Vec<PathBuf>,
-        /// Number of dictionaries K
-        #[arg(long)]
-        dictionaries: usize,
-        /// Patch size HxWxUxV (pixels, then views)
-        #[arg(long, default_value = "5x5x8x8")]
-        patch: String,
-        #[arg(long)]
+        /// Number of dictionaries K in the ensemble
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_DICTIONARIES as i64))]
+        dictionaries: u32,
+        /// Patch size HxWxUxV: pixel rows, pixel columns, view rows, view columns (each 1..=16)
+        #[arg(long, default_value = "5x5x8x8", value_parser = parse_patch)]
+        patch: PatchShape,
+        /// Output dictionary ensemble (.lfd)
+        #[arg(long, value_name = "FILE.lfd")]
         out: PathBuf,
-        /// View grid UxV for inputs that are folders of images
-        #[arg(long)]
-        grid: Option<String>,
-        /// Assignment/update iterations
-        #[arg(long, default_value_t = 5)]
-        iterations: usize,
-        /// Error threshold the assignment encodes at
-        #[arg(long, default_value_t = 5e-3)]
+        /// View grid UxV (rows x columns) of inputs that are folders of images
+        #[arg(long, value_name = "UxV", value_parser = parse_grid)]
+        grid: Option<(usize, usize)>,
+        /// Assignment and update iterations after the initial HOSVD dictionaries
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=1000))]
+        iterations: u32,
+        /// RMSE per patch the assignment step encodes at (values in [0, 1])
+        #[arg(long, default_value_t = 5e-3, value_parser = parse_epsilon)]
         epsilon: f32,
-        /// Sparsity the assignment encodes at (default: patch samples / 8)
-        #[arg(long)]
+        /// Most coefficients per patch in the assignment step (default: patch samples / 8)
+        #[arg(long, value_name = "T", value_parser = kit::cli::parse_count)]
         sparsity: Option<usize>,
+        /// Seed of the random patch split and subset
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Train on a random subset of at most this many patches
-        #[arg(long, default_value_t = 50_000)]
+        #[arg(long, default_value_t = 50_000, value_parser = kit::cli::parse_count)]
         max_patches: usize,
         #[command(flatten)]
-        common: CommonArgs,
+        common: kit::CommonArgs,
     },
-    /// Encode a light field
+    /// Encode a light field into a .lfc file
+    #[command(after_help = "Examples:\n  \
+        lightfield encode --input scene.npy --dict dict.lfd --sparsity 300 --epsilon 0.005 --out scene.lfc\n  \
+        lightfield encode --input views/ --grid 8x8 --dict dict.lfd --sparsity 300 --epsilon 0.01 --out scene.lfc --backend cpu")]
     Encode {
-        #[arg(long)]
+        /// Light field to encode: a .npy of shape (U, V, H, W, 3) (uint8, uint16, or float in [0, 1]) or a folder of view images (with --grid)
+        #[arg(long, value_name = "PATH")]
         input: PathBuf,
-        #[arg(long)]
+        /// Dictionary ensemble (.lfd) made by `lightfield train`
+        #[arg(long, value_name = "FILE.lfd")]
         dict: PathBuf,
-        /// Most coefficients per patch (T)
-        #[arg(long)]
+        /// Most coefficients per patch (T), at most the patch's sample count
+        #[arg(long, value_name = "T", value_parser = kit::cli::parse_count)]
         sparsity: usize,
-        /// Largest RMSE per patch, values in [0, 1]
-        #[arg(long)]
+        /// Largest RMSE per patch, values in [0, 1] (at least 0.001)
+        #[arg(long, value_parser = parse_epsilon)]
         epsilon: f32,
-        #[arg(long)]
+        /// Output compressed light field (.lfc)
+        #[arg(long, value_name = "FILE.lfc")]
         out: PathBuf,
-        /// View grid UxV when the input is a folder of images
-        #[arg(long)]
-        grid: Option<String>,
+        /// View grid UxV (rows x columns) when the input is a folder of images
+        #[arg(long, value_name = "UxV", value_parser = parse_grid)]
+        grid: Option<(usize, usize)>,
         #[command(flatten)]
-        common: CommonArgs,
+        common: kit::CommonArgs,
     },
-    /// Decode a .lfc file to a float32 .npy of shape (U, V, H, W, 3)
+    /// Decode a .lfc file to a float32 .npy of shape (U, V, H, W, 3) and/or one PNG per view
+    #[command(
+        group = clap::ArgGroup::new("outputs").required(true).multiple(true).args(["out", "views"]),
+        after_help = "Examples:\n  lightfield decode scene.lfc --out scene.npy\n  \
+            lightfield decode scene.lfc --views views/ --depth 16 --backend cpu"
+    )]
     Decode {
+        /// Compressed light field (.lfc)
+        #[arg(value_name = "FILE.lfc")]
         input: PathBuf,
-        #[arg(long)]
-        out: PathBuf,
+        /// Output array (.npy, float32, shape (U, V, H, W, 3), samples in [0, 1])
+        #[arg(long, value_name = "FILE.npy")]
+        out: Option<PathBuf>,
+        /// Output folder for one PNG per view, named view_U_V.png (reads back with --grid UxV)
+        #[arg(long, value_name = "DIR")]
+        views: Option<PathBuf>,
+        /// Bits per sample of the --views PNGs
+        #[arg(long, value_enum, default_value = "8", requires = "views")]
+        depth: Depth,
         #[command(flatten)]
-        common: CommonArgs,
+        common: kit::CommonArgs,
     },
-    /// Print a .lfc file's header and statistics
+    /// Print a .lfc file's header and statistics (the same checks as decode)
+    #[command(after_help = "Examples:\n  lightfield info scene.lfc\n  lightfield info scene.lfc --json")]
     Info {
+        /// Compressed light field (.lfc)
+        #[arg(value_name = "FILE.lfc")]
         input: PathBuf,
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        report: ReportArgs,
     },
     /// Write a synthetic light field (textured planes at several depths) as float32 .npy
+    #[command(after_help = "Examples:\n  lightfield generate --out scene.npy\n  \
+        lightfield generate --out small.npy --views 5x3 --size 64x48 --seed 7")]
     Generate {
-        #[arg(long)]
+        /// Output array (.npy, float32, shape (U, V, H, W, 3))
+        #[arg(long, value_name = "FILE.npy")]
         out: PathBuf,
-        #[arg(long, default_value = "8x8")]
-        views: String,
-        /// Width x height of each view
-        #[arg(long, default_value = "128x128")]
-        size: String,
+        /// View grid UxV (rows x columns)
+        #[arg(long, value_name = "UxV", default_value = "8x8", value_parser = parse_grid)]
+        views: (usize, usize),
+        /// Width x height of each view in pixels
+        #[arg(long, value_name = "WxH", default_value = "128x128", value_parser = kit::cli::parse_size)]
+        size: (u32, u32),
+        /// Seed of the scene (planes, textures, depths)
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        #[command(flatten)]
+        report: ReportArgs,
     },
-    /// Benchmarks (paper's Table 1 setting, rate-distortion vs JPEG); JSON lines
+    /// Benchmarks (the paper's Table 1 setting, rate-distortion vs JPEG); JSON lines
+    #[command(after_help = "Examples:\n  lightfield bench --quick\n  lightfield bench --encode-only --device 0")]
     Bench {
         #[command(flatten)]
-        common: engine::cli::BenchArgs,
+        bench: kit::BenchArgs,
         /// Only training and the Table 1 encode/decode (no rate-distortion set)
         #[arg(long)]
         encode_only: bool,
     },
-    /// Generate, train, encode and decode a small light field into DIR
+    /// Generate, train, encode and decode a small light field into DIR (on the GPU)
+    #[command(
+        after_help = "Examples:\n  lightfield demo --out demo/\n  lightfield demo --out demo/ --device llvmpipe --json"
+    )]
     Demo {
-        #[arg(long)]
+        /// Output folder: dictionaries.lfd, lightfield.lfc, center_original.png, center_decoded.png, summary.json
+        #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        #[arg(long)]
-        device: Option<String>,
+        #[command(flatten)]
+        run: kit::cli::RunArgs,
     },
 }
 
-fn grid(text: &Option<String>) -> Result<Option<(usize, usize)>> {
-    Ok(text.as_deref().map(parse_pair).transpose()?)
+/// A view grid or a count pair `AxB`, each side in 1..=1024.
+fn parse_grid(text: &str) -> Result<(usize, usize), String> {
+    let (a, b) = kit::cli::parse_pair::<usize>(text, 'x')?;
+    if !(1..=1024).contains(&a) || !(1..=1024).contains(&b) {
+        return Err(format!("{a}x{b}: each side must be between 1 and 1024"));
+    }
+    Ok((a, b))
 }
 
-fn read_input(path: &Path, grid_text: &Option<String>) -> Result<LightField> {
-    Ok(LightField::read(path, grid(grid_text)?)?)
+fn parse_patch(text: &str) -> Result<PatchShape, String> {
+    PatchShape::parse(text).map_err(|e| e.to_string())
+}
+
+/// An RMSE bound in [MIN_EPSILON, 1].
+fn parse_epsilon(text: &str) -> Result<f32, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(MIN_EPSILON as f64..=1.0).contains(&v) {
+        return Err(format!("{v} is not between {MIN_EPSILON} and 1"));
+    }
+    Ok(v as f32)
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("lightfield: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    kit::main(env!("CARGO_PKG_VERSION"), run)
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Train {
             input,
             dictionaries,
             patch,
             out,
-            grid: grid_text,
+            grid,
             iterations,
             epsilon,
             sparsity,
@@ -156,138 +216,31 @@ fn run(cli: Cli) -> Result<()> {
             max_patches,
             common,
         } => {
-            let shape = PatchShape::parse(&patch)?;
-            let inputs: Vec<&Path> = input.iter().map(PathBuf::as_path).collect();
-            engine::io::check_not_input(&out, &inputs)?;
-            let lfs = input.iter().map(|p| read_input(p, &grid_text)).collect::<Result<Vec<_>>>()?;
-            let params = Params { sparsity: sparsity.unwrap_or(shape.len() / 8).max(1), epsilon };
-            let opts = TrainOptions { k: dictionaries, shape, iterations, params, seed, max_patches };
-            let ctx = match common.backend {
-                CliBackend::Gpu => Some(engine::Context::open(common.device.as_deref())?),
-                CliBackend::Cpu => None,
+            let params = lightfield::encoder::Params { sparsity: sparsity.unwrap_or(patch.len() / 8).max(1), epsilon };
+            let opts = lightfield::train::TrainOptions {
+                k: dictionaries as usize,
+                shape: patch,
+                iterations: iterations as usize,
+                params,
+                seed,
+                max_patches,
             };
-            let device = ctx.as_ref().map_or(TrainDevice::Cpu, TrainDevice::Gpu);
-            let t0 = Instant::now();
-            let json = common.json;
-            let ens = train(&lfs, &opts, device, |st| {
-                if json {
-                    print_json(&json!({"iteration": st.iteration, "mean_coefficients": st.mean_coefficients,
-                        "success_fraction": st.success_fraction, "psnr_db": st.psnr_db}));
-                } else {
-                    eprintln!(
-                        "iteration {}: {:.1} coefficients per patch, {:.1}% within epsilon, PSNR {:.2} dB",
-                        st.iteration,
-                        st.mean_coefficients,
-                        100.0 * st.success_fraction,
-                        st.psnr_db
-                    );
-                }
-            })?;
-            ens.write(&out)?;
-            let seconds = t0.elapsed().as_secs_f64();
-            if json {
-                print_json(&json!({"dictionaries": ens.k, "patch": shape.to_string(), "out": out, "seconds": seconds}));
-            } else {
-                println!("trained {} dictionaries for {shape} patches in {seconds:.2} s -> {}", ens.k, out.display());
-            }
+            commands::train(&input, grid, &out, &opts, &common)
         }
-        Command::Encode { input, dict, sparsity, epsilon, out, grid: grid_text, common } => {
-            engine::io::check_not_input(&out, &[&input, &dict])?;
-            let lf = read_input(&input, &grid_text)?;
-            let ens = Ensemble::read(&dict)?;
-            let params = Params { sparsity, epsilon };
-            params.check(ens.shape.len())?;
-            let gpu = match common.backend {
-                CliBackend::Gpu => Some(GpuCodec::new(&engine::Context::open(common.device.as_deref())?, &ens)?),
-                CliBackend::Cpu => None,
-            };
-            let backend = gpu.as_ref().map_or(Backend::Cpu, Backend::Gpu);
-            let t0 = Instant::now();
-            let (compressed, _) = encode_lightfield(&lf, &ens, params, backend)?;
-            let bytes = compressed.to_bytes()?;
-            let seconds = t0.elapsed().as_secs_f64();
-            engine::io::write_atomic(&out, |w| {
-                use std::io::Write;
-                w.write_all(&bytes).map_err(|e| engine::EngineError::InvalidInput(e.to_string()))
-            })?;
-            let (decoded, _) = decode_lightfield(&compressed, backend)?;
-            let n = compressed.codes.len();
-            let mean = compressed.codes.locations.len() as f64 / n as f64;
-            let bps = bytes.len() as f64 * 8.0 / lf.samples() as f64;
-            let quality = psnr(&lf.data, &decoded.data);
-            if common.json {
-                print_json(&json!({"patches": n, "mean_coefficients": mean, "bits_per_sample": bps,
-                    "psnr_db": quality, "seconds": seconds}));
-            } else {
-                println!(
-                    "{n} patches, {mean:.1} coefficients per patch, {bps:.4} bits/sample, PSNR {quality:.2} dB, {seconds:.3} s -> {}",
-                    out.display()
-                );
-            }
+        Command::Encode { input, dict, sparsity, epsilon, out, grid, common } => {
+            let params = lightfield::encoder::Params { sparsity, epsilon };
+            commands::encode(&input, grid, &dict, params, &out, &common)
         }
-        Command::Decode { input, out, common } => {
-            engine::io::check_not_input(&out, &[&input])?;
-            let compressed = Compressed::read(&input)?;
-            let gpu = match common.backend {
-                CliBackend::Gpu => {
-                    Some(GpuCodec::new(&engine::Context::open(common.device.as_deref())?, &compressed.ensemble)?)
-                }
-                CliBackend::Cpu => None,
-            };
-            let t0 = Instant::now();
-            let (lf, _) = decode_lightfield(&compressed, gpu.as_ref().map_or(Backend::Cpu, Backend::Gpu))?;
-            let seconds = t0.elapsed().as_secs_f64();
-            lf.write_npy(&out)?;
-            if common.json {
-                print_json(&json!({"shape": lf.shape(), "seconds": seconds}));
-            } else {
-                println!("decoded {:?} in {seconds:.3} s -> {}", lf.shape(), out.display());
-            }
+        Command::Decode { input, out, views, depth, common } => {
+            commands::decode(&input, out.as_deref(), views.as_deref(), depth, &common)
         }
-        Command::Info { input, json } => info(&input, json)?,
-        Command::Generate { out, views, size, seed } => {
-            let (views, size) = (parse_pair(&views)?, parse_pair(&size)?);
-            if views.0 * views.1 * size.0 * size.1 > 1 << 30 {
-                bail!("light field of {}x{} views of {}x{} is too large to generate", views.0, views.1, size.0, size.1);
-            }
-            let lf = lightfield::synth::generate(views, size, seed);
-            lf.write_npy(&out)?;
-            println!("wrote {:?} float32 light field -> {}", lf.shape(), out.display());
+        Command::Info { input, report: _ } => commands::info(&input),
+        Command::Generate { out, views, size, seed, report: _ } => commands::generate(&out, views, size, seed),
+        Command::Bench { bench, encode_only } => {
+            Ok(lightfield::bench::run(bench.quick, encode_only, &bench.device, |v| {
+                kit::emit(&kit::report::Fields(v), &[])
+            })?)
         }
-        Command::Bench { common, encode_only } => {
-            lightfield::bench::run(common.quick, encode_only, common.device.as_deref(), |v| print_json(&v))?
-        }
-        Command::Demo { out, device } => println!("{}", lightfield::demo::run(&out, device.as_deref())?),
+        Command::Demo { out, run } => commands::demo(&out, &run),
     }
-    Ok(())
-}
-
-fn info(path: &Path, json: bool) -> Result<()> {
-    let bytes = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
-    let header = Header::parse(&bytes).with_context(|| format!("{}", path.display()))?;
-    let c = Compressed::from_bytes(&bytes).with_context(|| format!("{}", path.display()))?;
-    let n = c.codes.len();
-    let samples: usize = c.size.iter().product::<usize>() * 3;
-    let mut usage = vec![0usize; c.ensemble.k];
-    c.codes.membership.iter().for_each(|&m| usage[m as usize] += 1);
-    let at_cap = (0..n).filter(|&p| c.codes.count(p) == c.params.sparsity).count();
-    let summary = json!({
-        "file": path, "bytes": bytes.len(), "version": lightfield::bitstream::LFC_VERSION,
-        "views": [c.size[0], c.size[1]], "height": c.size[2], "width": c.size[3],
-        "patch": c.ensemble.shape.to_string(), "dictionaries": c.ensemble.k,
-        "sparsity": c.params.sparsity, "epsilon": c.params.epsilon, "step": c.step,
-        "patches": n, "coefficients": header.coefficients,
-        "mean_coefficients": header.coefficients as f64 / n as f64, "patches_at_sparsity": at_cap,
-        "dictionaries_used": usage.iter().filter(|&&u| u > 0).count(),
-        "bits_per_sample": bytes.len() as f64 * 8.0 / samples as f64,
-        "payload_bytes": header.payload_len, "compressed_payload_bytes": header.frame_len,
-    });
-    if json {
-        print_json(&summary);
-    } else {
-        for (k, v) in summary.as_object().expect("object") {
-            println!("{k:>24}: {v}");
-        }
-    }
-    Ok(())
 }

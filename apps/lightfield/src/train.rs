@@ -46,6 +46,19 @@ pub struct IterationStats {
     pub psnr_db: f64,
 }
 
+impl std::fmt::Display for IterationStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "iteration {}: {:.1} coefficients per patch, {:.1}% within epsilon, PSNR {:.2} dB",
+            self.iteration,
+            self.mean_coefficients,
+            100.0 * self.success_fraction,
+            self.psnr_db
+        )
+    }
+}
+
 /// Where the assignment step runs.
 pub enum TrainDevice<'a> {
     Cpu,

@@ -1,0 +1,233 @@
+//! The subcommands' work: every output checked before any input is read, progress bars
+//! for the long steps, one typed record at the end (`records`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
+use lightfield::codec::{decode_lightfield_with, encode_lightfield_with, CodecPath};
+use lightfield::dictionary::Ensemble;
+use lightfield::encoder::Params;
+use lightfield::gpu::GpuCodec;
+use lightfield::lightfield::{psnr, LightField};
+use lightfield::patch::PatchGrid;
+use lightfield::train::{TrainDevice, TrainOptions};
+use lightfield::views::{stage_views, Depth};
+
+use crate::records::{DecodeReport, EncodeReport, GenerateReport, InfoReport, TrainReport};
+
+fn ms_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+/// Checks a `.npy` output before any work; an image extension gets a pointer to `--views`.
+fn check_array_output(out: &Path, inputs: &[&Path]) -> Result<()> {
+    let ext = out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
+    if kit::image::IMAGE_EXTENSIONS.contains(&ext.as_str()) {
+        bail!(
+            "{}: --out writes a .npy array (the only format it takes); for one image per view use --views DIR",
+            out.display()
+        );
+    }
+    kit::output::check_file(out, &["npy"], inputs)?;
+    Ok(())
+}
+
+/// The GPU codec for `ens` when the backend is `gpu` (the device is named in the envelope).
+fn gpu_codec(common: &kit::CommonArgs, ens: &Ensemble) -> Result<Option<GpuCodec>> {
+    Ok(match common.context()? {
+        Some(ctx) => Some(GpuCodec::new(&ctx, ens)?),
+        None => None,
+    })
+}
+
+fn codec_path(gpu: &Option<GpuCodec>) -> CodecPath<'_> {
+    gpu.as_ref().map_or(CodecPath::Cpu, CodecPath::Gpu)
+}
+
+pub fn train(
+    inputs: &[PathBuf],
+    grid: Option<(usize, usize)>,
+    out: &Path,
+    opts: &TrainOptions,
+    common: &kit::CommonArgs,
+) -> Result<()> {
+    let input_paths: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    kit::output::check_file(out, &["lfd"], &input_paths)?;
+    opts.params.check(opts.shape.len())?;
+    let lfs = inputs.iter().map(|p| LightField::read(p, grid)).collect::<lightfield::Result<Vec<_>>>()?;
+    let ctx = common.context()?;
+    let device = ctx.as_ref().map_or(TrainDevice::Cpu, TrainDevice::Gpu);
+    let all: usize = lfs.iter().map(|lf| PatchGrid::new(opts.shape, lf.u, lf.v, lf.h, lf.w).len()).sum();
+    // One step per assignment: after the initial dictionaries and after each update.
+    let bar = kit::progress::bar(opts.iterations as u64 + 1, "train");
+    let t0 = Instant::now();
+    let mut last = None;
+    let ens = lightfield::train::train(&lfs, opts, device, |stats| {
+        bar.suspend(|| kit::emit(stats, &[]));
+        bar.inc(1);
+        last = Some(stats.clone());
+    })?;
+    bar.finish_and_clear();
+    ens.write(out)?;
+    let last = last.expect("training reports its final assignment");
+    let report = TrainReport {
+        dictionaries: ens.k,
+        patch: opts.shape.to_string(),
+        iterations: opts.iterations,
+        training_patches: all.min(opts.max_patches),
+        mean_coefficients: last.mean_coefficients,
+        success_fraction: last.success_fraction,
+        psnr_db: last.psnr_db,
+        train_ms: ms_since(t0),
+    };
+    kit::emit(&report, &[out]);
+    Ok(())
+}
+
+pub fn encode(
+    input: &Path,
+    grid: Option<(usize, usize)>,
+    dict: &Path,
+    params: Params,
+    out: &Path,
+    common: &kit::CommonArgs,
+) -> Result<()> {
+    kit::output::check_file(out, &["lfc"], &[input, dict])?;
+    let ens = Ensemble::read(dict)?;
+    params.check(ens.shape.len())?;
+    let lf = LightField::read(input, grid)?;
+    let gpu = gpu_codec(common, &ens)?;
+    let n = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).len();
+    let bar = kit::progress::bar(n as u64, "encode");
+    let t0 = Instant::now();
+    let (compressed, time) =
+        encode_lightfield_with(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    let spinner = kit::progress::spinner("compress");
+    let bytes = compressed.to_bytes()?;
+    spinner.finish_and_clear();
+    let encode_ms = ms_since(t0);
+    kit::output::write_bytes(out, &bytes)?;
+    // Decoded as a reader would decode the file, for the quality report.
+    let bar = kit::progress::bar(n as u64, "check");
+    let (decoded, _) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    let report = EncodeReport {
+        views: [lf.u, lf.v],
+        width: lf.w,
+        height: lf.h,
+        patches: n,
+        mean_coefficients: compressed.codes.locations.len() as f64 / n as f64,
+        bytes: bytes.len(),
+        bits_per_sample: bytes.len() as f64 * 8.0 / lf.samples() as f64,
+        psnr_db: psnr(&lf.data, &decoded.data),
+        encode_ms,
+        kernel_ms: time.map(|t| t.kernel_ms),
+    };
+    kit::emit(&report, &[out]);
+    Ok(())
+}
+
+pub fn decode(
+    input: &Path,
+    out: Option<&Path>,
+    views: Option<&Path>,
+    depth: Depth,
+    common: &kit::CommonArgs,
+) -> Result<()> {
+    if let Some(out) = out {
+        check_array_output(out, &[input])?;
+    }
+    if let Some(dir) = views {
+        kit::output::check_folder(dir, &[input])?;
+    }
+    let compressed = Compressed::read(input)?;
+    let gpu = gpu_codec(common, &compressed.ensemble)?;
+    let n = compressed.codes.len();
+    let bar = kit::progress::bar(n as u64, "decode");
+    let t0 = Instant::now();
+    let (lf, _) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    let decode_ms = ms_since(t0);
+    // Views are staged first and committed last, so a failure anywhere leaves no output.
+    let staged = match views {
+        Some(dir) => {
+            let bar = kit::progress::bar((lf.u * lf.v) as u64, "views");
+            let staged = stage_views(&lf, dir, depth, |done| bar.set_position(done as u64))?;
+            bar.finish_and_clear();
+            Some(staged)
+        }
+        None => None,
+    };
+    if let Some(out) = out {
+        lf.write_npy(out)?;
+    }
+    let views_written = staged.as_ref().map_or(0, |(_, paths)| paths.len());
+    if let Some((staged, _)) = staged {
+        staged.commit()?;
+    }
+    let report = DecodeReport { shape: lf.shape(), views_written, depth_bits: views.map(|_| depth.bits()), decode_ms };
+    let outs: Vec<&Path> = out.into_iter().chain(views).collect();
+    kit::emit(&report, &outs);
+    Ok(())
+}
+
+pub fn info(path: &Path) -> Result<()> {
+    let bytes = kit::input::read_bounded(path, kit::budget::get())?;
+    let file_error = |e| lightfield::LfError::file(path, e);
+    let header = Header::parse(&bytes).map_err(file_error)?;
+    let c = Compressed::from_bytes(&bytes).map_err(file_error)?;
+    let n = c.codes.len();
+    let samples: usize = c.size.iter().product::<usize>() * lightfield::patch::COLOURS;
+    let mut usage = vec![0usize; c.ensemble.k];
+    c.codes.membership.iter().for_each(|&m| usage[m as usize] += 1);
+    let report = InfoReport {
+        file: path.display().to_string(),
+        bytes: bytes.len(),
+        version: LFC_VERSION,
+        views: [c.size[0], c.size[1]],
+        height: c.size[2],
+        width: c.size[3],
+        patch: c.ensemble.shape.to_string(),
+        dictionaries: c.ensemble.k,
+        sparsity: c.params.sparsity,
+        epsilon: c.params.epsilon,
+        step: c.step,
+        patches: n,
+        coefficients: header.coefficients,
+        mean_coefficients: header.coefficients as f64 / n as f64,
+        patches_at_sparsity: (0..n).filter(|&p| c.codes.count(p) == c.params.sparsity).count(),
+        dictionaries_used: usage.iter().filter(|&&u| u > 0).count(),
+        bits_per_sample: bytes.len() as f64 * 8.0 / samples as f64,
+        payload_bytes: header.payload_len,
+        compressed_payload_bytes: header.frame_len,
+    };
+    kit::emit(&report, &[]);
+    Ok(())
+}
+
+pub fn generate(out: &Path, views: (usize, usize), size: (u32, u32), seed: u64) -> Result<()> {
+    check_array_output(out, &[])?;
+    let (w, h) = (size.0 as usize, size.1 as usize);
+    let dims = [views.0 as u64, views.1 as u64, h as u64, w as u64, lightfield::patch::COLOURS as u64];
+    kit::budget::elements(&dims, 4, "the generated light field")?;
+    let spinner = kit::progress::spinner("generate");
+    let t0 = Instant::now();
+    let lf = lightfield::synth::generate(views, (w, h), seed);
+    lf.write_npy(out)?;
+    spinner.finish_and_clear();
+    kit::emit(&GenerateReport { shape: lf.shape(), seed, generate_ms: ms_since(t0) }, &[out]);
+    Ok(())
+}
+
+pub fn demo(out: &Path, run: &kit::cli::RunArgs) -> Result<()> {
+    kit::output::check_folder(out, &[])?;
+    let ctx = run.context()?;
+    let spinner = kit::progress::spinner("demo");
+    let report = lightfield::demo::run(out, &ctx)?;
+    spinner.finish_and_clear();
+    kit::emit(&report, &[out]);
+    Ok(())
+}

@@ -1,0 +1,137 @@
+//! What each subcommand reports: a typed record printed once by `kit::emit`, as its
+//! `Display` text or inside the JSON envelope. Times are milliseconds, named `*_ms`.
+
+use std::fmt;
+
+use serde::Serialize;
+
+#[derive(Serialize)]
+pub struct TrainReport {
+    pub dictionaries: usize,
+    pub patch: String,
+    pub iterations: usize,
+    pub training_patches: usize,
+    pub mean_coefficients: f64,
+    pub success_fraction: f64,
+    pub psnr_db: f64,
+    pub train_ms: f64,
+}
+
+impl fmt::Display for TrainReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "trained {} dictionaries for {} patches on {} patches in {:.0} ms: {:.1} coefficients per patch, PSNR {:.2} dB",
+            self.dictionaries, self.patch, self.training_patches, self.train_ms, self.mean_coefficients, self.psnr_db
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub struct EncodeReport {
+    pub views: [usize; 2],
+    pub width: usize,
+    pub height: usize,
+    pub patches: usize,
+    pub mean_coefficients: f64,
+    pub bytes: usize,
+    pub bits_per_sample: f64,
+    /// PSNR of the decoded light field against the input.
+    pub psnr_db: f64,
+    pub encode_ms: f64,
+    /// GPU time of the encode kernel (null on the CPU backend).
+    pub kernel_ms: Option<f64>,
+}
+
+impl fmt::Display for EncodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} patches, {:.1} coefficients per patch, {} bytes, {:.4} bits/sample, PSNR {:.2} dB, encode {:.1} ms",
+            self.patches, self.mean_coefficients, self.bytes, self.bits_per_sample, self.psnr_db, self.encode_ms
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub struct DecodeReport {
+    pub shape: [usize; 5],
+    /// Views written as PNG (0 without --views).
+    pub views_written: usize,
+    pub depth_bits: Option<u32>,
+    pub decode_ms: f64,
+}
+
+impl fmt::Display for DecodeReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "decoded {:?} in {:.1} ms", self.shape, self.decode_ms)?;
+        if let Some(bits) = self.depth_bits {
+            write!(f, ", {} views as {bits}-bit PNG", self.views_written)?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Serialize)]
+pub struct InfoReport {
+    pub file: String,
+    pub bytes: usize,
+    pub version: u32,
+    pub views: [usize; 2],
+    pub height: usize,
+    pub width: usize,
+    pub patch: String,
+    pub dictionaries: usize,
+    pub sparsity: usize,
+    pub epsilon: f32,
+    pub step: f32,
+    pub patches: usize,
+    pub coefficients: u64,
+    pub mean_coefficients: f64,
+    pub patches_at_sparsity: usize,
+    pub dictionaries_used: usize,
+    pub bits_per_sample: f64,
+    pub payload_bytes: u64,
+    pub compressed_payload_bytes: u64,
+}
+
+impl fmt::Display for InfoReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rows: [(&str, String); 19] = [
+            ("file", self.file.clone()),
+            ("bytes", self.bytes.to_string()),
+            ("version", self.version.to_string()),
+            ("views", format!("{}x{}", self.views[0], self.views[1])),
+            ("height", self.height.to_string()),
+            ("width", self.width.to_string()),
+            ("patch", self.patch.clone()),
+            ("dictionaries", self.dictionaries.to_string()),
+            ("sparsity", self.sparsity.to_string()),
+            ("epsilon", self.epsilon.to_string()),
+            ("step", self.step.to_string()),
+            ("patches", self.patches.to_string()),
+            ("coefficients", self.coefficients.to_string()),
+            ("mean_coefficients", format!("{:.2}", self.mean_coefficients)),
+            ("patches_at_sparsity", self.patches_at_sparsity.to_string()),
+            ("dictionaries_used", self.dictionaries_used.to_string()),
+            ("bits_per_sample", format!("{:.4}", self.bits_per_sample)),
+            ("payload_bytes", self.payload_bytes.to_string()),
+            ("compressed_payload_bytes", self.compressed_payload_bytes.to_string()),
+        ];
+        let lines: Vec<String> = rows.iter().map(|(k, v)| format!("{k:>24}: {v}")).collect();
+        write!(f, "{}", lines.join("\n"))
+    }
+}
+
+#[derive(Serialize)]
+pub struct GenerateReport {
+    pub shape: [usize; 5],
+    pub seed: u64,
+    pub generate_ms: f64,
+}
+
+impl fmt::Display for GenerateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "generated a {:?} float32 light field (seed {}) in {:.1} ms", self.shape, self.seed, self.generate_ms)
+    }
+}
