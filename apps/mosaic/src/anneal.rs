@@ -6,6 +6,7 @@
 //! every size so no proposal is wasted). Moves are accepted by the Metropolis rule of Eq. 8
 //! and the temperature falls geometrically, tau' = f tau. The best state seen is returned.
 
+use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -43,8 +44,8 @@ fn delta(d: &DistanceMatrix, a: &[usize], owner: &[usize], r: usize, w: usize) -
     (e, r2)
 }
 
-/// Anneals from the greedy assignment.
-pub fn solve(d: &DistanceMatrix, params: &AnnealParams) -> Vec<usize> {
+/// Anneals from the greedy assignment; `progress` advances once per temperature level.
+pub fn solve(d: &DistanceMatrix, params: &AnnealParams, progress: &ProgressBar) -> Vec<usize> {
     let mut a = greedy::solve(d);
     if d.cols < 2 {
         return a;
@@ -97,6 +98,7 @@ pub fn solve(d: &DistanceMatrix, params: &AnnealParams) -> Vec<usize> {
             }
         }
         tau *= params.cooling;
+        progress.inc(1);
     }
     best
 }

@@ -1,13 +1,15 @@
 //! `mosaic bench`: the paper's Table 2 (one cooling iteration = 10 stabilisations x 10
 //! Sinkhorn iterations) on the GPU against the CPU reference, the full 900 x 8192 solve with
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
-//! greedy/anneal/SoftAssign costs relative to the optimum. Data is synthetic and seeded. One JSON object per line.
+//! greedy/anneal/SoftAssign costs relative to the optimum. Data is synthetic and seeded; one
+//! [`BenchRecord`] per measurement.
 
 use std::time::Instant;
 
 use engine::profile::PassTime;
 use engine::Context;
-use serde_json::json;
+use indicatif::ProgressBar;
+use kit::Backend;
 
 use crate::error::Result;
 use crate::features::distance_cpu;
@@ -111,29 +113,104 @@ fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
     (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
 }
 
-/// Runs the benchmark set; `emit` gets one JSON object per measurement.
-pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) -> Result<()> {
+/// One measurement of `mosaic bench` (the envelope names the device).
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "bench", rename_all = "snake_case")]
+pub enum BenchRecord {
+    /// Table 2: one cooling iteration (stabilisations x Sinkhorn iterations) at one size.
+    SoftassignCoolingIteration {
+        size: String,
+        /// GPU timestamps, median of the repetitions.
+        gpu_ms: f64,
+        gpu_wall_ms: f64,
+        /// From a separate run with a timestamp after every pass.
+        rows_pass_ms: f64,
+        columns_pass_ms: f64,
+        /// f64 rayon reference; scaled linearly to the full iteration when fewer Sinkhorn
+        /// iterations were measured.
+        cpu_ms: f64,
+        cpu_threads: usize,
+        cpu_sinkhorn_iterations_measured: u32,
+        /// The paper's GTX 280 time, where Table 2 has this size.
+        paper_ms: Option<f64>,
+        /// Bytes (D read once per Sinkhorn iteration) / 2600 GB/s.
+        floor_ms: f64,
+        sinkhorn_iterations: u32,
+        speedup_vs_paper: Option<f64>,
+        speedup_vs_cpu: f64,
+    },
+    /// A full solve by every method, costs relative to the optimum.
+    FullSolve {
+        size: String,
+        cooling_iterations: u32,
+        /// The paper: 900x8192 with 200 cooling iterations took under a minute on a GTX 280.
+        paper_ms: Option<f64>,
+        softassign_gpu_ms: f64,
+        softassign_gpu_anneal_ms: f64,
+        softassign_cost: f64,
+        softassign_ratio: f64,
+        exact_cost: f64,
+        exact_ms: f64,
+        greedy_cost: f64,
+        greedy_ratio: f64,
+        greedy_ms: f64,
+        anneal_cost: f64,
+        anneal_ratio: f64,
+        anneal_ms: f64,
+    },
+    /// The exact solver alone at the largest size (CPU, one thread, f64).
+    Exact { size: String, cpu_ms: f64, cost: f64 },
+}
+
+impl std::fmt::Display for BenchRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BenchRecord::SoftassignCoolingIteration { size, gpu_ms, cpu_ms, floor_ms, speedup_vs_cpu, .. } => write!(
+                f,
+                "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms (floor {floor_ms:.3} ms), CPU {cpu_ms:.1} ms, {speedup_vs_cpu:.1} x"
+            ),
+            BenchRecord::FullSolve {
+                size, softassign_gpu_ms, softassign_ratio, exact_ms, greedy_ratio, anneal_ratio, ..
+            } => write!(
+                f,
+                "full solve {size}: softassign (GPU) {softassign_gpu_ms:.1} ms at {softassign_ratio:.4} x exact; exact {exact_ms:.1} ms; greedy {greedy_ratio:.4} x; anneal {anneal_ratio:.4} x"
+            ),
+            BenchRecord::Exact { size, cpu_ms, cost } => write!(f, "exact {size}: {cpu_ms:.1} ms (cost {cost:.1})"),
+        }
+    }
+}
+
+/// Runs the benchmark set; `emit` gets one record per measurement.
+pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Result<()> {
     let params = SoftAssignParams::default();
-    let device = ctx.info().name.clone();
-    let sizes: Vec<(usize, usize, f64)> =
-        if quick { vec![(20, 30, f64::NAN), (37, 101, f64::NAN)] } else { TABLE2.to_vec() };
+    let sizes: Vec<(usize, usize, Option<f64>)> = if quick {
+        vec![(20, 30, None), (37, 101, None)]
+    } else {
+        TABLE2.iter().map(|&(m, n, s)| (m, n, Some(s * 1e3))).collect()
+    };
     let reps = if quick { 1 } else { 5 };
 
     // Table 2: one cooling iteration.
-    for &(m, n, paper_s) in &sizes {
+    for &(m, n, paper_ms) in &sizes {
         let d = matrix(m, n, 1);
         let state = GpuSoftAssign::new(ctx, &d, &params)?;
-        let (gpu_ms, wall_ms, rows_ms, cols_ms) = gpu_cooling_ms(ctx, &state, &params, reps)?;
-        let (cpu_ms, cpu_iterations) = cpu_cooling_ms(&d, &params);
-        emit(json!({
-            "bench": "softassign_cooling_iteration", "size": format!("{m}x{n}"), "device": device,
-            "gpu_ms": gpu_ms, "gpu_wall_ms": wall_ms, "rows_pass_ms": rows_ms, "columns_pass_ms": cols_ms, "pass_split_note": "from a separate run with a timestamp after every pass",
-            "cpu_ms": cpu_ms, "cpu_threads": rayon::current_num_threads(),
-            "cpu_sinkhorn_iterations_measured": cpu_iterations, "cpu_note": "f64 rayon reference; scaled linearly to 100 Sinkhorn iterations when fewer were measured",
-            "paper_ms": paper_s * 1e3, "floor_ms": floor_ms(m, n, &params), "floor": "bytes (D read once per Sinkhorn iteration) / 2600 GB/s",
-            "sinkhorn_iterations": params.per_temperature(), "speedup_vs_paper": paper_s * 1e3 / gpu_ms,
-            "speedup_vs_cpu": cpu_ms / gpu_ms,
-        }));
+        let (gpu_ms, gpu_wall_ms, rows_pass_ms, columns_pass_ms) = gpu_cooling_ms(ctx, &state, &params, reps)?;
+        let (cpu_ms, cpu_sinkhorn_iterations_measured) = cpu_cooling_ms(&d, &params);
+        emit(&BenchRecord::SoftassignCoolingIteration {
+            size: format!("{m}x{n}"),
+            gpu_ms,
+            gpu_wall_ms,
+            rows_pass_ms,
+            columns_pass_ms,
+            cpu_ms,
+            cpu_threads: rayon::current_num_threads(),
+            cpu_sinkhorn_iterations_measured,
+            paper_ms,
+            floor_ms: floor_ms(m, n, &params),
+            sinkhorn_iterations: params.per_temperature(),
+            speedup_vs_paper: paper_ms.map(|p| p / gpu_ms),
+            speedup_vs_cpu: cpu_ms / gpu_ms,
+        });
     }
 
     // Full solves, all methods against the optimum; the largest also reports exact alone.
@@ -141,36 +218,39 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
         if quick { vec![(37, 101)] } else { vec![(100, 100), (100, 500), (400, 1500), (900, 8192), (2048, 8192)] };
     for &(m, n) in &full {
         let d = matrix(m, n, 2);
-        let options = SolveOptions { softassign: params.clone(), ..Default::default() };
-        let exact = solve::run(Method::Exact, &d, &options, Some(ctx))?;
+        let options = SolveOptions { softassign: params.clone(), backend: Backend::Cpu, ..Default::default() };
+        let exact = solve::run(Method::Exact, &d, &options, None)?;
         // SoftAssign on the GPU, timing the annealing on its own too.
         let state = GpuSoftAssign::new(ctx, &d, &params)?;
         let start = Instant::now();
-        state.anneal(&params)?;
-        let anneal_s = start.elapsed().as_secs_f64();
+        state.anneal(&params, &ProgressBar::hidden())?;
+        let anneal_ms = start.elapsed().as_secs_f64() * 1e3;
         let potentials = state.potentials()?;
         let assignment = discretise(&d, &potentials);
-        let total_s = start.elapsed().as_secs_f64();
+        let total_ms = start.elapsed().as_secs_f64() * 1e3;
         d.check_assignment(&assignment)?;
         let soft_cost = d.cost(&assignment);
         let greedy = solve::run(Method::Greedy, &d, &options, None)?;
         let anneal = solve::run(Method::Anneal, &d, &options, None)?;
-        let paper_ms = if (m, n) == (900, 8192) { json!(60000.0) } else { json!(null) };
-        emit(json!({
-            "bench": "full_solve", "size": format!("{m}x{n}"), "device": device,
-            "cooling_iterations": params.iterations, "paper_ms": paper_ms,
-            "paper_note": "paper: 900x8192 with 200 cooling iterations took under 1 minute on a GTX 280",
-            "softassign_gpu_s": total_s, "softassign_gpu_anneal_s": anneal_s, "softassign_cost": soft_cost,
-            "softassign_ratio": soft_cost / exact.cost,
-            "exact_cost": exact.cost, "exact_s": exact.seconds,
-            "greedy_cost": greedy.cost, "greedy_ratio": greedy.cost / exact.cost, "greedy_s": greedy.seconds,
-            "anneal_cost": anneal.cost, "anneal_ratio": anneal.cost / exact.cost, "anneal_s": anneal.seconds,
-        }));
+        emit(&BenchRecord::FullSolve {
+            size: format!("{m}x{n}"),
+            cooling_iterations: params.iterations,
+            paper_ms: ((m, n) == (900, 8192)).then_some(60000.0),
+            softassign_gpu_ms: total_ms,
+            softassign_gpu_anneal_ms: anneal_ms,
+            softassign_cost: soft_cost,
+            softassign_ratio: soft_cost / exact.cost,
+            exact_cost: exact.cost,
+            exact_ms: exact.solve_ms,
+            greedy_cost: greedy.cost,
+            greedy_ratio: greedy.cost / exact.cost,
+            greedy_ms: greedy.solve_ms,
+            anneal_cost: anneal.cost,
+            anneal_ratio: anneal.cost / exact.cost,
+            anneal_ms: anneal.solve_ms,
+        });
         if Some(&(m, n)) == full.last() {
-            emit(json!({
-                "bench": "exact", "size": format!("{m}x{n}"), "cpu_ms": exact.seconds * 1e3, "cost": exact.cost,
-                "note": "CPU, single thread, f64 shortest augmenting paths; scipy linear_sum_assignment is not run here",
-            }));
+            emit(&BenchRecord::Exact { size: format!("{m}x{n}"), cpu_ms: exact.solve_ms, cost: exact.cost });
         }
     }
     Ok(())

@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use engine::cli::Backend;
 use engine::Context;
+use kit::Backend;
 
 use crate::error::{MosaicError, Result};
-use crate::features::{distance_cpu, region_features, Features};
+use crate::features::{distance_cpu_with, region_features, Features};
 use crate::image_ops::to_rgb;
 use crate::index::{self, IndexParams, IndexStats, TileIndex};
 use crate::matrix::DistanceMatrix;
@@ -17,8 +17,14 @@ use crate::solve::{self, Method, SolveOptions, Solved};
 
 /// Thumbnail width stored in the tile index (height follows the patch aspect).
 pub const THUMB_PX: usize = 64;
+/// The most elongated patch (width / height or height / width): thumbnails stay at most
+/// 64 x 1024.
+pub const MAX_ASPECT: f64 = 16.0;
 
-/// A grid or cell count "AxB".
+/// The largest side of a grid or cell count: products of two stay far inside 64 bits.
+const MAX_DIM: usize = 65536;
+
+/// A grid or cell count "AxB", each in 1..=65536.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dims(pub usize, pub usize);
 
@@ -28,8 +34,8 @@ impl std::str::FromStr for Dims {
         let (a, b) = s.split_once(['x', 'X']).ok_or_else(|| format!("{s:?} is not of the form AxB"))?;
         let parse = |v: &str| v.trim().parse::<usize>().map_err(|_| format!("{s:?}: {v:?} is not a whole number"));
         let (a, b) = (parse(a)?, parse(b)?);
-        if a == 0 || b == 0 {
-            return Err(format!("{s:?}: both numbers must be >= 1"));
+        if !(1..=MAX_DIM).contains(&a) || !(1..=MAX_DIM).contains(&b) {
+            return Err(format!("{s:?}: both numbers must be between 1 and {MAX_DIM}"));
         }
         Ok(Dims(a, b))
     }
@@ -52,7 +58,7 @@ pub fn thumb_size(aspect: f64) -> (usize, usize) {
 
 /// Loads the target, computes its patch features and indexes the tiles (warnings to `warn`).
 pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl FnMut(&str)) -> Result<Problem> {
-    let img = engine::io::load_image(target)?;
+    let img = kit::image::load(target)?;
     if img.width < grid.0 * cells.0 || img.height < grid.1 * cells.1 {
         return Err(MosaicError::InvalidInput(format!(
             "target {}x{} is too small for a {}x{} grid of {}x{} cells",
@@ -68,7 +74,13 @@ pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl 
             region_features(&rgb, img.width, (x0, y0, x1 - x0, y1 - y0), (cells.0, cells.1), &mut patches.data);
         }
     }
+    crate::features::check(&patches.data).map_err(|e| MosaicError::file(target, e))?;
     let aspect = (img.width as f64 / grid.0 as f64) / (img.height as f64 / grid.1 as f64);
+    if !(1.0 / MAX_ASPECT..=MAX_ASPECT).contains(&aspect) {
+        return Err(MosaicError::InvalidInput(format!(
+            "the grid makes patches of aspect {aspect:.4} (width / height); it must be within 1/{MAX_ASPECT} .. {MAX_ASPECT}"
+        )));
+    }
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
     let (tiles, index_stats) = index::index(tiles, &params, warn)?;
     if tiles.is_empty() {
@@ -78,15 +90,23 @@ pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl 
 }
 
 impl Problem {
-    /// The distance matrix (Eq. 1) on the GPU or the CPU.
+    /// The distance matrix (Eq. 1) on the GPU (`ctx`) or the CPU, with a progress bar.
     pub fn distances(&self, backend: Backend, ctx: Option<&Context>) -> Result<DistanceMatrix> {
         let (m, n) = (self.patches.len(), self.tiles.len());
-        let data = match (backend, ctx) {
-            (Backend::Gpu, Some(ctx)) => crate::distance::distance_gpu(ctx, &self.patches, &self.tiles.features)?
-                .into_iter()
-                .map(f64::from)
-                .collect(),
-            _ => distance_cpu(&self.patches, &self.tiles.features),
+        let data = match solve::device(backend, ctx)? {
+            Some(ctx) => {
+                // One dispatch: nothing to count, so a spinner shows it is alive.
+                let spinner = kit::progress::spinner("distances");
+                let d = crate::distance::distance_gpu(ctx, &self.patches, &self.tiles.features)?;
+                spinner.finish_and_clear();
+                d.into_iter().map(f64::from).collect()
+            }
+            None => {
+                let bar = kit::progress::bar(m as u64, "distances");
+                let d = distance_cpu_with(&self.patches, &self.tiles.features, &bar);
+                bar.finish_and_clear();
+                d
+            }
         };
         DistanceMatrix::new(m, n, data)
     }
@@ -108,10 +128,12 @@ impl Problem {
             cell: (tile_px, ((tile_px as f64 / self.aspect).round() as usize).max(1)),
             thumb: self.tiles.params.thumb,
         };
+        let bytes = (layout.width() as u64).saturating_mul(layout.height() as u64).saturating_mul(3);
+        kit::budget::check(bytes, format!("the {}x{} mosaic", layout.width(), layout.height()))?;
         let thumbs: Vec<u8> = assignment.iter().flat_map(|&j| self.tiles.thumb(j).iter().copied()).collect();
-        let rgb = match (backend, ctx) {
-            (Backend::Gpu, Some(ctx)) => render::render_gpu(ctx, &layout, &thumbs)?,
-            _ => render::render_cpu(&layout, &thumbs)?,
+        let rgb = match solve::device(backend, ctx)? {
+            Some(ctx) => render::render_gpu(ctx, &layout, &thumbs)?,
+            None => render::render_cpu(&layout, &thumbs)?,
         };
         Ok((layout, rgb))
     }
@@ -122,8 +144,8 @@ pub struct Built {
     pub solved: Solved,
     pub layout: Layout,
     pub rgb: Vec<u8>,
-    /// Seconds spent rendering.
-    pub render_seconds: f64,
+    /// Milliseconds spent rendering.
+    pub render_ms: f64,
 }
 
 /// Solves `d` with `method` and renders the result with cells `tile_px` wide.
@@ -138,5 +160,5 @@ pub fn build(
     let solved = solve::run(method, d, options, ctx)?;
     let start = Instant::now();
     let (layout, rgb) = problem.render(&solved.assignment, tile_px, options.backend, ctx)?;
-    Ok(Built { solved, layout, rgb, render_seconds: start.elapsed().as_secs_f64() })
+    Ok(Built { solved, layout, rgb, render_ms: start.elapsed().as_secs_f64() * 1e3 })
 }

@@ -2,16 +2,16 @@
 //! builds the mosaic with SoftAssign and with the exact solver (and greedy for reference),
 //! and writes the images and a JSON summary.
 
-use std::path::Path;
-use std::time::Instant;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use engine::Context;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde_json::json;
 
 use crate::compose::{self, Dims};
 use crate::error::{MosaicError, Result};
+use crate::softassign::SoftAssignParams;
 use crate::solve::{Method, SolveOptions};
 use crate::synth::SmoothField;
 
@@ -22,59 +22,126 @@ const TILE_IMAGE_PX: usize = 48;
 const TARGET: (usize, usize) = (480, 360);
 const TILE_PX: usize = 32;
 
+/// One method's result in the demo.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MethodResult {
+    pub method: Method,
+    pub cost: f64,
+    pub ratio_to_exact: f64,
+    pub solve_ms: f64,
+    /// The image's file name in the output folder.
+    pub image: String,
+}
+
+/// What `mosaic demo` did (also written to `summary.json`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DemoReport {
+    pub grid: String,
+    pub cells: String,
+    pub patches: usize,
+    pub tiles: usize,
+    /// The GPU used, `None` on the CPU backend (as in the envelope; kept for summary.json).
+    pub device: Option<String>,
+    pub backend: kit::Backend,
+    pub softassign_params: SoftAssignParams,
+    pub methods: Vec<MethodResult>,
+    pub demo_ms: f64,
+    /// The files written, in the output folder.
+    #[serde(skip)]
+    pub files: Vec<PathBuf>,
+}
+
+impl DemoReport {
+    fn method(&self, method: Method) -> Option<&MethodResult> {
+        self.methods.iter().find(|r| r.method == method)
+    }
+}
+
+impl std::fmt::Display for DemoReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "mosaic demo: {} patches from {} tiles", self.patches, self.tiles)?;
+        if let Some(s) = self.method(Method::Softassign) {
+            write!(f, ": softassign cost {:.1} = {:.4} x exact in {:.0} ms", s.cost, s.ratio_to_exact, s.solve_ms)?;
+        }
+        if let Some(g) = self.method(Method::Greedy) {
+            write!(f, " (greedy {:.4} x)", g.ratio_to_exact)?;
+        }
+        let names: Vec<String> =
+            self.files.iter().filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+        write!(f, "; wrote {}", names.join(", "))
+    }
+}
+
 /// Writes `count` tiles into two subfolders of `dir`.
 fn write_tiles(dir: &Path, count: usize, rng: &mut ChaCha8Rng) -> Result<()> {
     for k in 0..count {
         let sub = dir.join(if k % 2 == 0 { "even" } else { "odd" });
         std::fs::create_dir_all(&sub).map_err(|e| MosaicError::file(&sub, e))?;
         let rgb = SmoothField::random(rng, 2).render(TILE_IMAGE_PX, TILE_IMAGE_PX, 0.05, rng);
-        engine::io::save_png_rgb8(&sub.join(format!("tile_{k:04}.png")), TILE_IMAGE_PX, TILE_IMAGE_PX, &rgb)?;
+        kit::image::save_rgb8(&sub.join(format!("tile_{k:04}.png")), TILE_IMAGE_PX, TILE_IMAGE_PX, &rgb)?;
     }
     Ok(())
 }
 
-/// Runs the demo into `out`; returns the summary (also written to `out/summary.json`).
-pub fn run(ctx: &Context, out: &Path, options: &SolveOptions) -> Result<serde_json::Value> {
-    let start = Instant::now();
-    std::fs::create_dir_all(out).map_err(|e| MosaicError::file(out, e))?;
+/// Runs the demo into the folder `out` (checked by the caller) on `ctx` (the GPU backend)
+/// or the CPU (`None`). Every file is written or none.
+pub fn run(ctx: Option<&Context>, out: &Path, options: &SolveOptions) -> Result<DemoReport> {
+    let start = std::time::Instant::now();
     let tmp = tempfile::tempdir().map_err(|e| MosaicError::file(std::env::temp_dir(), e))?;
     let mut rng = ChaCha8Rng::seed_from_u64(2011);
     let target_rgb = SmoothField::random(&mut rng, 8).render(TARGET.0, TARGET.1, 0.03, &mut rng);
-    let target = out.join("target.png");
-    engine::io::save_png_rgb8(&target, TARGET.0, TARGET.1, &target_rgb)?;
+    // The target is made in the temporary folder and copied out with the rest.
+    let target = tmp.path().join("target.png");
+    kit::image::save_rgb8(&target, TARGET.0, TARGET.1, &target_rgb)?;
     let tiles = tmp.path().join("tiles");
     write_tiles(&tiles, TILES, &mut rng)?;
 
     let problem = compose::prepare(&target, &tiles, GRID, CELLS, |_| {})?;
-    let d = problem.distances(options.backend, Some(ctx))?;
-    let mut results = serde_json::Map::new();
+    let d = problem.distances(options.backend, ctx)?;
+    let mut images = vec![("target.png".to_string(), TARGET, target_rgb)];
+    let mut methods = Vec::new();
     let mut exact_cost = f64::NAN;
     for method in [Method::Exact, Method::Softassign, Method::Greedy] {
-        let built = compose::build(&problem, &d, method, options, TILE_PX, Some(ctx))?;
-        let path = out.join(format!("mosaic_{}.png", method.name()));
-        engine::io::save_png_rgb8(&path, built.layout.width(), built.layout.height(), &built.rgb)?;
+        let built = compose::build(&problem, &d, method, options, TILE_PX, ctx)?;
         if method == Method::Exact {
             exact_cost = built.solved.cost;
         }
-        results.insert(
-            method.name().into(),
-            json!({
-                "cost": built.solved.cost, "ratio_to_exact": built.solved.cost / exact_cost,
-                "seconds": built.solved.seconds, "image": path.file_name().map(|f| f.to_string_lossy().into_owned()),
-            }),
-        );
+        let image = format!("mosaic_{}.png", method.name());
+        images.push((image.clone(), (built.layout.width(), built.layout.height()), built.rgb));
+        methods.push(MethodResult {
+            method,
+            cost: built.solved.cost,
+            ratio_to_exact: built.solved.cost / exact_cost,
+            solve_ms: built.solved.solve_ms,
+            image,
+        });
     }
-    let summary = json!({
-        "demo": "mosaic", "grid": format!("{}x{}", GRID.0, GRID.1), "patches": d.rows, "tiles": d.cols,
-        "cells": format!("{}x{}", CELLS.0, CELLS.1), "device": ctx.info().name, "backend": options.backend,
-        "softassign_params": options.softassign, "methods": results, "seconds": start.elapsed().as_secs_f64(),
-    });
-    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
-    let path = out.join("summary.json");
-    engine::io::write_atomic(&path, |w| {
-        use std::io::Write;
-        w.write_all(text.as_bytes())
-            .map_err(|e| engine::EngineError::File { path: path.clone(), message: e.to_string() })
-    })?;
-    Ok(summary)
+    let mut report = DemoReport {
+        grid: format!("{}x{}", GRID.0, GRID.1),
+        cells: format!("{}x{}", CELLS.0, CELLS.1),
+        patches: d.rows,
+        tiles: d.cols,
+        device: ctx.map(|c| c.info().name.clone()),
+        backend: options.backend,
+        softassign_params: options.softassign.clone(),
+        methods,
+        demo_ms: start.elapsed().as_secs_f64() * 1e3,
+        files: Vec::new(),
+    };
+    // Images are encoded in memory, then every file is staged and renamed into place together.
+    let mut staged = kit::output::Staged::new();
+    for (name, (w, h), rgb) in &images {
+        let path = out.join(name);
+        let scratch = tmp.path().join(name);
+        kit::image::save_rgb8(&scratch, *w, *h, rgb)?;
+        let bytes = std::fs::read(&scratch).map_err(|e| MosaicError::file(&scratch, e))?;
+        staged.write(&path, |w| w.write_all(&bytes))?;
+        report.files.push(path);
+    }
+    let summary = out.join("summary.json");
+    let text = serde_json::to_string_pretty(&report).map_err(|e| MosaicError::file(&summary, e))?;
+    staged.write(&summary, |w| writeln!(w, "{text}"))?;
+    report.files.push(summary);
+    staged.commit()?;
+    Ok(report)
 }

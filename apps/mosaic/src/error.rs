@@ -12,6 +12,8 @@ pub enum MosaicError {
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
     #[error(transparent)]
+    Kit(#[from] kit::KitError),
+    #[error(transparent)]
     Engine(#[from] engine::EngineError),
 }
 

@@ -7,6 +7,8 @@
 //! v[j] <= d[i][j] everywhere, with equality on the assignment and v[j] = 0 on unused
 //! columns, so the assignment is provably optimal (see [`Solution::certify`]).
 
+use indicatif::ProgressBar;
+
 use crate::matrix::DistanceMatrix;
 
 const NONE: usize = usize::MAX;
@@ -20,9 +22,9 @@ pub struct Solution {
     pub v: Vec<f64>,
 }
 
-/// Solves the assignment problem exactly.
-pub fn solve(d: &DistanceMatrix) -> Vec<usize> {
-    solve_with_duals(d).assignment
+/// Solves the assignment problem exactly; `progress` advances once per row added.
+pub fn solve(d: &DistanceMatrix, progress: &ProgressBar) -> Vec<usize> {
+    solve_with_duals(d, progress).assignment
 }
 
 /// Solves exactly and keeps the dual potentials.
@@ -30,7 +32,7 @@ pub fn solve(d: &DistanceMatrix) -> Vec<usize> {
 /// The unvisited columns of a Dijkstra run are kept compacted in parallel arrays (index,
 /// potential, tentative distance, predecessor, free), so the scan reads them contiguously
 /// and gathers only the cost row.
-pub fn solve_with_duals(d: &DistanceMatrix) -> Solution {
+pub fn solve_with_duals(d: &DistanceMatrix, progress: &ProgressBar) -> Solution {
     let (m, n) = (d.rows, d.cols);
     let mut u = vec![0.0f64; m];
     let mut v = vec![0.0f64; n];
@@ -108,6 +110,7 @@ pub fn solve_with_duals(d: &DistanceMatrix) -> Solution {
                 break;
             }
         }
+        progress.inc(1);
     }
     Solution { assignment: col4row, u, v }
 }
@@ -180,7 +183,7 @@ mod tests {
             let m = rng.gen_range(1..=6);
             let n = rng.gen_range(m..=8);
             let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
-            let s = solve_with_duals(&d);
+            let s = solve_with_duals(&d, &ProgressBar::hidden());
             d.check_assignment(&s.assignment).unwrap();
             let want = brute_force(&d);
             assert!(
@@ -202,7 +205,7 @@ mod tests {
             crate::bench::matrix(60, 200, 4),
         ];
         for d in cases {
-            let s = solve_with_duals(&d);
+            let s = solve_with_duals(&d, &ProgressBar::hidden());
             d.check_assignment(&s.assignment).unwrap();
             let gap = s.certify(&d, 1e-9 * d.mean().max(1.0)).unwrap();
             let cost = d.cost(&s.assignment);
@@ -213,6 +216,6 @@ mod tests {
     #[test]
     fn single_row_takes_its_minimum() {
         let d = DistanceMatrix::new(1, 4, vec![3.0, 1.0, 2.0, 1.0]).unwrap();
-        assert_eq!(d.cost(&solve(&d)), 1.0);
+        assert_eq!(d.cost(&solve(&d, &ProgressBar::hidden())), 1.0);
     }
 }

@@ -1,5 +1,6 @@
 //! u x v mean-RGB features (Section 2) of image regions, and Eq. 1 on the CPU.
 
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 /// Features of a set of regions: `3 u v` values per region (cells row-major, RGB
@@ -35,6 +36,19 @@ impl Features {
     }
 }
 
+/// The range of a feature value: a mean colour in 0..255 units.
+pub const FEATURE_MAX: f32 = 255.0;
+
+/// Checks feature values wherever they come from (an image, the tile cache): finite and in
+/// [0, 255], so Eq. 1 is the same in f32 on the GPU and in f64 on the CPU and no distance
+/// overflows. Returns a message naming the first bad value.
+pub fn check(values: &[f32]) -> std::result::Result<(), String> {
+    match values.iter().position(|v| !(0.0..=FEATURE_MAX).contains(v)) {
+        None => Ok(()),
+        Some(k) => Err(format!("feature value {k} is {} (features are mean colours in 0..255)", values[k])),
+    }
+}
+
 /// Mean colour of each of u x v cells of the rectangle (x0, y0, w, h) of an RGB f32 image
 /// (`data` interleaved, `width` pixels per row), appended to `out` in 0..255 units. Cell
 /// borders fall between pixels; pixels are split by their top-left corner.
@@ -65,12 +79,18 @@ pub fn region_features(
 
 /// Eq. 1 for every (patch, tile) pair in f64: the CPU reference of the GPU distance kernel.
 pub fn distance_cpu(patches: &Features, tiles: &Features) -> Vec<f64> {
+    distance_cpu_with(patches, tiles, &ProgressBar::hidden())
+}
+
+/// [`distance_cpu`] with `progress` advanced once per patch (row of D).
+pub fn distance_cpu_with(patches: &Features, tiles: &Features, progress: &ProgressBar) -> Vec<f64> {
     assert_eq!(patches.width(), tiles.width(), "feature widths differ");
     let n = tiles.len();
     (0..patches.len())
         .into_par_iter()
         .flat_map_iter(|i| {
             let p = patches.get(i);
+            progress.inc(1);
             (0..n).map(move |j| {
                 p.iter().zip(tiles.get(j)).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>().sqrt()
             })

@@ -1,7 +1,7 @@
 //! Host-side image helpers for tiles and targets: RGB conversion, centre crop to an aspect,
 //! box-filtered thumbnails.
 
-use engine::io::ImageF32;
+use kit::image::ImageF32;
 
 /// The image as interleaved RGB f32 (gray is replicated).
 pub fn to_rgb(img: &ImageF32) -> Vec<f32> {
@@ -39,7 +39,7 @@ pub fn thumbnail(rgb: &[f32], width: usize, rect: (usize, usize, usize, usize), 
                 }
             }
             let count = ((xb - xa) * (yb - ya)) as f32;
-            out.extend(sum.map(|s| engine::io::to_u8(s / count)));
+            out.extend(sum.map(|s| kit::image::to_u8(s / count)));
         }
     }
     out

@@ -8,14 +8,14 @@
 //! layout is in docs/formats.md ("mosaic tile index").
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use rayon::prelude::*;
 
 use crate::error::{MosaicError, Result};
-use crate::features::{region_features, Features};
+use crate::features::{self, region_features, Features};
 use crate::image_ops::{centre_crop, thumbnail, to_rgb};
 
 const MAGIC: &[u8; 4] = b"TSMI";
@@ -123,22 +123,42 @@ fn scan(dir: &Path) -> Result<Vec<(PathBuf, Key)>> {
     Ok(found)
 }
 
+/// Decodes one tile (EXIF orientation applied, size checked against the memory budget) into
+/// its features and thumbnail; an unreadable file or one whose features are out of range
+/// becomes an `Unreadable` entry.
 fn decode(path: &Path, params: &IndexParams) -> Entry {
-    match engine::io::load_image(path) {
-        Err(e) => Entry::Unreadable(e.to_string()),
-        Ok(img) => {
-            let rgb = to_rgb(&img);
-            let rect = centre_crop(img.width, img.height, params.thumb.0 as f64 / params.thumb.1 as f64);
-            let mut features = Vec::new();
-            region_features(&rgb, img.width, rect, params.cells, &mut features);
-            let thumb = thumbnail(&rgb, img.width, rect, params.thumb.0, params.thumb.1);
-            Entry::Tile { features, thumb }
+    let img = match kit::image::load(path) {
+        Ok(img) => img,
+        Err(e) => return Entry::Unreadable(e.to_string()),
+    };
+    let rgb = to_rgb(&img);
+    let rect = centre_crop(img.width, img.height, params.thumb.0 as f64 / params.thumb.1 as f64);
+    let mut features = Vec::new();
+    region_features(&rgb, img.width, rect, params.cells, &mut features);
+    if let Err(e) = features::check(&features) {
+        return Entry::Unreadable(e);
+    }
+    let thumb = thumbnail(&rgb, img.width, rect, params.thumb.0, params.thumb.1);
+    Entry::Tile { features, thumb }
+}
+
+/// Whether `path` is one of the tiles of `dir` (an existing image file under it, outside
+/// hidden folders), so an output there would overwrite a tile.
+pub fn is_tile(dir: &Path, path: &Path) -> bool {
+    let (Ok(dir), Ok(file)) = (dir.canonicalize(), path.canonicalize()) else { return false };
+    match file.strip_prefix(&dir) {
+        Ok(rel) => {
+            file.is_file()
+                && is_image(&file)
+                && !rel.components().any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
         }
+        Err(_) => false,
     }
 }
 
 /// Indexes `dir`, reusing and refreshing its cache file; `warn` gets one message per
-/// skipped file and per cache problem.
+/// skipped file, per invalid cache entry and per cache problem. A progress bar counts the
+/// files.
 pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Result<(TileIndex, IndexStats)> {
     if !dir.is_dir() {
         return Err(MosaicError::file(dir, "tile folder does not exist or is not a folder"));
@@ -148,27 +168,37 @@ pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Re
     }
     let files = scan(dir)?;
     let cache_path = params.cache_path(dir);
-    let mut cached = match read_cache(&cache_path, params) {
-        Ok(c) => c,
-        Err(e) => {
-            if cache_path.exists() {
-                warn(&format!("ignoring tile index cache {}: {e}", cache_path.display()));
+    let mut cached = HashMap::new();
+    let mut invalid_entries = 0;
+    if cache_path.exists() {
+        match read_cache(&cache_path, params) {
+            Ok(cache) => {
+                for (path, reason) in &cache.invalid {
+                    warn(&format!("tile index cache entry {path} is invalid ({reason}); recomputing it"));
+                }
+                invalid_entries = cache.invalid.len();
+                cached = cache.entries;
             }
-            HashMap::new()
+            Err(e) => warn(&format!("ignoring tile index cache {}: {e}", cache_path.display())),
         }
-    };
+    }
     let mut stats = IndexStats { files: files.len(), ..Default::default() };
+    let bar = kit::progress::bar(files.len() as u64, "indexing");
     let results: Vec<(Key, Entry, bool)> = files
         .into_par_iter()
-        .map(|(path, key)| match cached.get(&key.path) {
-            Some((k, entry)) if *k == key => (key, entry.clone(), true),
-            _ => {
-                let entry = decode(&path, params);
-                (key, entry, false)
-            }
+        .map(|(path, key)| {
+            let result = match cached.get(&key.path) {
+                Some((k, entry)) if *k == key => (key, entry.clone(), true),
+                _ => {
+                    let entry = decode(&path, params);
+                    (key, entry, false)
+                }
+            };
+            bar.inc(1);
+            result
         })
         .collect();
-    cached.clear();
+    bar.finish_and_clear();
     let mut tiles =
         TileIndex { params: *params, paths: Vec::new(), features: Features::new(params.cells), thumbs: Vec::new() };
     for (key, entry, hit) in &results {
@@ -189,7 +219,7 @@ pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Re
             }
         }
     }
-    if stats.decoded > 0 || !cache_path.exists() {
+    if stats.decoded > 0 || invalid_entries > 0 || !cache_path.exists() {
         if let Err(e) = write_cache(&cache_path, params, &results) {
             warn(&format!("cannot write tile index cache {}: {e}", cache_path.display()));
         }
@@ -197,17 +227,33 @@ pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Re
     Ok((tiles, stats))
 }
 
+/// The longest path or message the cache holds, in bytes.
+const MAX_TEXT: usize = 1 << 16;
+/// The fewest bytes an entry takes: path length, size, time, status, message length.
+const MIN_ENTRY: u64 = 4 + 8 + 8 + 1 + 4;
+
+/// `text` cut to at most MAX_TEXT bytes on a character boundary.
+fn clip(text: &str) -> &str {
+    let mut end = text.len().min(MAX_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Writes the cache; only what [`read_cache`] accepts (a path too long to hold is left out
+/// and decoded again next time, a long message is cut).
 fn write_cache(path: &Path, params: &IndexParams, entries: &[(Key, Entry, bool)]) -> Result<()> {
-    engine::io::write_atomic(path, |w| {
-        let io = |e: std::io::Error| engine::EngineError::File { path: path.into(), message: e.to_string() };
+    let kept: Vec<&(Key, Entry, bool)> = entries.iter().filter(|(key, _, _)| key.path.len() <= MAX_TEXT).collect();
+    kit::output::write_atomic(path, |w| {
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);
         for v in [VERSION, params.cells.0 as u32, params.cells.1 as u32, params.thumb.0 as u32, params.thumb.1 as u32] {
             header.extend_from_slice(&v.to_le_bytes());
         }
-        header.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        w.write_all(&header).map_err(io)?;
-        for (key, entry, _) in entries {
+        header.extend_from_slice(&(kept.len() as u32).to_le_bytes());
+        w.write_all(&header)?;
+        for (key, entry, _) in &kept {
             let mut rec = Vec::new();
             rec.extend_from_slice(&(key.path.len() as u32).to_le_bytes());
             rec.extend_from_slice(key.path.as_bytes());
@@ -220,14 +266,15 @@ fn write_cache(path: &Path, params: &IndexParams, entries: &[(Key, Entry, bool)]
                     rec.extend_from_slice(thumb);
                 }
                 Entry::Unreadable(message) => {
+                    let message = clip(message);
                     rec.push(0);
                     rec.extend_from_slice(&(message.len() as u32).to_le_bytes());
                     rec.extend_from_slice(message.as_bytes());
                 }
             }
-            w.write_all(&rec).map_err(io)?;
+            w.write_all(&rec)?;
         }
-        Ok(())
+        Ok::<(), std::io::Error>(())
     })?;
     Ok(())
 }
@@ -238,30 +285,61 @@ struct Bytes<'a>(&'a [u8]);
 impl Bytes<'_> {
     fn take(&mut self, n: usize) -> std::result::Result<&[u8], String> {
         if n > self.0.len() {
-            return Err("truncated".into());
+            return Err(format!("truncated: {n} bytes needed, {} left", self.0.len()));
         }
         let (head, tail) = self.0.split_at(n);
         self.0 = tail;
         Ok(head)
     }
     fn u32(&mut self) -> std::result::Result<u32, String> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
     fn u64(&mut self) -> std::result::Result<u64, String> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+        let lo = self.u32()? as u64;
+        Ok(lo | (self.u32()? as u64) << 32)
     }
     fn string(&mut self) -> std::result::Result<String, String> {
         let n = self.u32()? as usize;
+        if n > MAX_TEXT {
+            return Err(format!("a text of {n} bytes (at most {MAX_TEXT})"));
+        }
         String::from_utf8(self.take(n)?.to_vec()).map_err(|_| "bad UTF-8".to_string())
     }
 }
 
-fn read_cache(path: &Path, params: &IndexParams) -> std::result::Result<HashMap<String, (Key, Entry)>, String> {
-    let mut raw = Vec::new();
-    std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut raw)).map_err(|e| e.to_string())?;
-    let mut b = Bytes(&raw);
+/// A tile cache file as read: the entries that passed every check, and the ones that did
+/// not (path, reason), which are recomputed from their images.
+pub struct Cache {
+    entries: HashMap<String, (Key, Entry)>,
+    pub invalid: Vec<(String, String)>,
+}
+
+impl Cache {
+    /// Entries accepted.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Reads a cache file like any input: a regular file, read within the memory budget; magic,
+/// version and parameters must match; the entry count must fit the bytes present; every
+/// length is bounded; no trailing bytes. A structural fault refuses the whole file; an entry
+/// whose features are not finite or not in 0..255 is listed in [`Cache::invalid`] and never
+/// trusted.
+pub fn read_cache(path: &Path, params: &IndexParams) -> Result<Cache> {
+    let raw = kit::input::read_bounded(path, kit::budget::get())?;
+    parse_cache(&raw, params).map_err(|e| MosaicError::file(path, format!("not a valid tile index: {e}")))
+}
+
+fn parse_cache(raw: &[u8], params: &IndexParams) -> std::result::Result<Cache, String> {
+    let mut b = Bytes(raw);
     if b.take(4)? != MAGIC {
-        return Err("not a tile index (bad magic)".into());
+        return Err("bad magic".into());
     }
     let version = b.u32()?;
     if version != VERSION {
@@ -271,27 +349,39 @@ fn read_cache(path: &Path, params: &IndexParams) -> std::result::Result<HashMap<
     if stored != (params.cells.0, params.cells.1, params.thumb.0, params.thumb.1) {
         return Err("built with other parameters".into());
     }
-    let count = b.u32()? as usize;
+    let count = b.u32()?;
+    if count as u64 * MIN_ENTRY > b.0.len() as u64 {
+        return Err(format!("{count} entries declared in {} bytes", b.0.len()));
+    }
     let feature_bytes = 12 * params.cells.0 * params.cells.1;
     let thumb_bytes = 3 * params.thumb.0 * params.thumb.1;
-    let mut out = HashMap::new();
+    let mut cache = Cache { entries: HashMap::new(), invalid: Vec::new() };
     for _ in 0..count {
         let path = b.string()?;
         let key = Key { path: path.clone(), size: b.u64()?, mtime_ns: b.u64()? };
         let entry = match b.take(1)?[0] {
             1 => {
-                let features = bytemuck::pod_collect_to_vec(b.take(feature_bytes)?);
-                Entry::Tile { features, thumb: b.take(thumb_bytes)?.to_vec() }
+                let features: Vec<f32> = b
+                    .take(feature_bytes)?
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                let thumb = b.take(thumb_bytes)?.to_vec();
+                if let Err(reason) = features::check(&features) {
+                    cache.invalid.push((path, reason));
+                    continue;
+                }
+                Entry::Tile { features, thumb }
             }
             0 => Entry::Unreadable(b.string()?),
             s => return Err(format!("bad entry status {s}")),
         };
-        out.insert(path, (key, entry));
+        cache.entries.insert(path, (key, entry));
     }
     if !b.0.is_empty() {
-        return Err("trailing bytes".into());
+        return Err(format!("{} trailing bytes", b.0.len()));
     }
-    Ok(out)
+    Ok(cache)
 }
 
 #[cfg(test)]
@@ -300,7 +390,7 @@ mod tests {
 
     fn png(path: &Path, w: usize, h: usize, colour: [u8; 3]) {
         let rgb: Vec<u8> = (0..w * h).flat_map(|_| colour).collect();
-        engine::io::save_png_rgb8(path, w, h, &rgb).unwrap();
+        kit::image::save_rgb8(path, w, h, &rgb).unwrap();
     }
 
     #[test]
@@ -337,6 +427,20 @@ mod tests {
         assert_eq!((stats.decoded, stats.from_cache), (1, 2));
         assert_eq!(changed.len(), 2);
         assert!(changed.features.get(0)[0].abs() < 1e-3);
+
+        // A NaN feature in an entry is never trusted: that tile is decoded again, with a
+        // warning, and the rewritten cache holds its real features.
+        let cache = params.cache_path(root);
+        let mut bytes = std::fs::read(&cache).unwrap();
+        let first_features = 28 + 4 + "a.png".len() + 8 + 8 + 1;
+        bytes[first_features..first_features + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+        std::fs::write(&cache, &bytes).unwrap();
+        let mut warnings = Vec::new();
+        let (fixed, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        assert_eq!((stats.decoded, stats.from_cache), (1, 2), "{warnings:?}");
+        assert!(warnings.iter().any(|w| w.contains("a.png is invalid") && w.contains("NaN")), "{warnings:?}");
+        assert_eq!(fixed.features.data, changed.features.data);
+        assert_eq!(read_cache(&cache, &params).unwrap().invalid.len(), 0);
 
         // A corrupt cache is ignored with a warning and rebuilt.
         std::fs::write(params.cache_path(root), b"TSMI garbage").unwrap();

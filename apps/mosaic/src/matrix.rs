@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
+use kit::npy::NpyDtype;
 use rayon::prelude::*;
 
 use crate::error::{MosaicError, Result};
 
-/// A dense row-major m x n distance matrix, m <= n, finite and non-negative.
+/// A dense row-major m x n distance matrix, m <= n, finite, non-negative and within f32's
+/// range.
 #[derive(Clone, Debug)]
 pub struct DistanceMatrix {
     pub rows: usize,
@@ -22,7 +24,7 @@ impl DistanceMatrix {
         if rows == 0 || cols == 0 {
             return Err(MosaicError::BadMatrix(format!("shape ({rows}, {cols}) is empty")));
         }
-        if data.len() != rows * cols {
+        if rows.checked_mul(cols) != Some(data.len()) {
             return Err(MosaicError::BadMatrix(format!("{} values for shape ({rows}, {cols})", data.len())));
         }
         if rows > cols {
@@ -33,6 +35,16 @@ impl DistanceMatrix {
         if let Some(k) = data.iter().position(|v| !v.is_finite()) {
             return Err(MosaicError::BadMatrix(format!(
                 "entry ({}, {}) is {} (NaN or infinite entries are not distances)",
+                k / cols,
+                k % cols,
+                data[k]
+            )));
+        }
+        // SoftAssign on the GPU works on an f32 copy: the CPU path refuses what it cannot hold,
+        // so both accept the same matrices.
+        if let Some(k) = data.iter().position(|&v| v > f32::MAX as f64) {
+            return Err(MosaicError::BadMatrix(format!(
+                "entry ({}, {}) is {:e}, beyond float32's range (the GPU computes in f32)",
                 k / cols,
                 k % cols,
                 data[k]
@@ -49,12 +61,26 @@ impl DistanceMatrix {
         Ok(DistanceMatrix { rows, cols, data })
     }
 
-    /// Reads a 2-D float32 or float64 `.npy` (C order).
+    /// Reads a 2-D float32 or float64 `.npy` (C order). The header is checked against the
+    /// file's length and the memory budget before anything is allocated (kit::npy), the
+    /// element type before any value is read, and every entry against [`DistanceMatrix::new`].
     pub fn load_npy(path: &Path) -> Result<DistanceMatrix> {
-        let (shape, data) = engine::io::read_npy_f64(path)?;
-        if shape.len() != 2 {
-            return Err(MosaicError::BadMatrix(format!("{}: shape {shape:?} is not 2-D (m, n)", path.display())));
+        let header = kit::npy::header(path)?;
+        if !matches!(header.dtype, NpyDtype::F32 | NpyDtype::F64) {
+            return Err(MosaicError::BadMatrix(format!(
+                "{}: element type {:?}; a distance matrix is float32 or float64",
+                path.display(),
+                header.dtype
+            )));
         }
+        if header.shape.len() != 2 {
+            return Err(MosaicError::BadMatrix(format!(
+                "{}: shape {:?} is not 2-D (m, n)",
+                path.display(),
+                header.shape
+            )));
+        }
+        let (shape, data) = kit::npy::read_f64(path)?;
         DistanceMatrix::new(shape[0], shape[1], data).map_err(|e| {
             MosaicError::BadMatrix(format!(
                 "{}: {}",
@@ -118,6 +144,7 @@ mod tests {
         assert!(DistanceMatrix::new(3, 2, vec![0.0; 6]).is_err());
         assert!(DistanceMatrix::new(1, 2, vec![0.0, f64::NAN]).is_err());
         assert!(DistanceMatrix::new(1, 2, vec![0.0, -1.0]).is_err());
+        assert!(DistanceMatrix::new(1, 2, vec![0.0, 1e39]).unwrap_err().to_string().contains("float32"));
         assert!(DistanceMatrix::new(1, 2, vec![0.0]).is_err());
         assert!(DistanceMatrix::new(0, 2, vec![]).is_err());
         let d = DistanceMatrix::new(2, 3, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();

@@ -4,7 +4,7 @@ use crate::anneal::AnnealParams;
 use crate::matrix::DistanceMatrix;
 use crate::softassign::SoftAssignParams;
 use crate::solve::{run, Method, SolveOptions};
-use engine::cli::Backend;
+use kit::Backend;
 
 fn options(backend: Backend) -> SolveOptions {
     SolveOptions {

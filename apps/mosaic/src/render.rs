@@ -107,7 +107,7 @@ pub fn render_cpu(layout: &Layout, thumbs: &[u8]) -> Result<Vec<u8>> {
             for c in 0..3 {
                 let top = texel(x0, y0, c) * (1.0 - ax) + texel(x0 + 1, y0, c) * ax;
                 let bottom = texel(x0, y0 + 1, c) * (1.0 - ax) + texel(x0 + 1, y0 + 1, c) * ax;
-                row[x * 3 + c] = engine::io::to_u8(top * (1.0 - ay) + bottom * ay);
+                row[x * 3 + c] = kit::image::to_u8(top * (1.0 - ay) + bottom * ay);
             }
         }
     });

@@ -2,11 +2,12 @@
 
 use std::time::Instant;
 
-use engine::cli::Backend;
 use engine::Context;
+use indicatif::ProgressBar;
+use kit::Backend;
 
 use crate::anneal::{self, AnnealParams};
-use crate::error::Result;
+use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::softassign::{self, SoftAssignParams};
 use crate::{exact, greedy};
@@ -15,13 +16,13 @@ use crate::{exact, greedy};
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Method {
-    /// Section 3.2: best match, then conflicts moved to the best free tile.
+    /// Section 3.2: best match, then conflicts moved to the best free tile (CPU only).
     Greedy,
-    /// Section 3.3: simulated annealing from the greedy assignment (CPU, seeded).
+    /// Section 3.3: simulated annealing from the greedy assignment (CPU only, seeded).
     Anneal,
     /// Section 5: SoftAssign (GPU, or the CPU reference with --backend cpu).
     Softassign,
-    /// The optimum (shortest augmenting paths, CPU, f64).
+    /// The optimum (shortest augmenting paths, CPU only, f64).
     Exact,
 }
 
@@ -32,6 +33,21 @@ impl Method {
             Method::Anneal => "anneal",
             Method::Softassign => "softassign",
             Method::Exact => "exact",
+        }
+    }
+
+    /// Whether the method has a GPU path; the others are sequential or branchy by nature and
+    /// run on the CPU whatever `--backend` says.
+    pub fn has_gpu_path(self) -> bool {
+        self == Method::Softassign
+    }
+
+    /// The backend the method runs on when `backend` is asked for.
+    pub fn backend(self, backend: Backend) -> Backend {
+        if self.has_gpu_path() {
+            backend
+        } else {
+            Backend::Cpu
         }
     }
 }
@@ -50,30 +66,46 @@ pub struct Solved {
     pub method: Method,
     pub assignment: Vec<usize>,
     pub cost: f64,
-    pub seconds: f64,
+    pub solve_ms: f64,
 }
 
-/// Runs `method` on `d`; `ctx` is needed only for SoftAssign on the GPU. The result is
-/// checked to be a valid assignment before it is returned.
+/// The device `backend` runs on: `ctx` for the GPU (an error when there is none, since no
+/// other device may be opened behind the caller's back), `None` for the CPU.
+pub fn device(backend: Backend, ctx: Option<&Context>) -> Result<Option<&Context>> {
+    match (backend, ctx) {
+        (Backend::Gpu, Some(ctx)) => Ok(Some(ctx)),
+        (Backend::Gpu, None) => Err(MosaicError::InvalidInput("the GPU backend was asked for without a device".into())),
+        (Backend::Cpu, _) => Ok(None),
+    }
+}
+
+/// Runs `method` on `d` with a progress bar (quiet off a terminal); `ctx` is the device
+/// SoftAssign runs on with the GPU backend, and must be given then: no other device is ever
+/// opened behind the caller's back. The result is checked to be a valid assignment before
+/// it is returned.
 pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Option<&Context>) -> Result<Solved> {
     let start = Instant::now();
+    let steps = match method {
+        Method::Greedy => 0,
+        Method::Anneal => options.anneal.levels as u64,
+        Method::Softassign => options.softassign.iterations as u64,
+        Method::Exact => d.rows as u64,
+    };
+    let bar = if steps > 0 { kit::progress::bar(steps, method.name()) } else { ProgressBar::hidden() };
     let assignment = match method {
         Method::Greedy => greedy::solve(d),
-        Method::Anneal => anneal::solve(d, &options.anneal),
-        Method::Exact => exact::solve(d),
+        Method::Anneal => anneal::solve(d, &options.anneal, &bar),
+        Method::Exact => exact::solve(d, &bar),
         Method::Softassign => {
-            options.softassign.validate().map_err(crate::MosaicError::InvalidInput)?;
-            match (options.backend, ctx) {
-                (Backend::Gpu, Some(ctx)) => softassign::gpu::solve(ctx, d, &options.softassign)?,
-                (Backend::Gpu, None) => {
-                    let ctx = Context::open(None)?;
-                    softassign::gpu::solve(&ctx, d, &options.softassign)?
-                }
-                (Backend::Cpu, _) => softassign::cpu::solve(d, &options.softassign),
+            options.softassign.validate().map_err(MosaicError::InvalidInput)?;
+            match device(options.backend, ctx)? {
+                Some(ctx) => softassign::gpu::solve(ctx, d, &options.softassign, &bar)?,
+                None => softassign::cpu::solve(d, &options.softassign, &bar),
             }
         }
     };
-    let seconds = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let solve_ms = start.elapsed().as_secs_f64() * 1e3;
     d.check_assignment(&assignment)?;
-    Ok(Solved { method, cost: d.cost(&assignment), assignment, seconds })
+    Ok(Solved { method, cost: d.cost(&assignment), assignment, solve_ms })
 }

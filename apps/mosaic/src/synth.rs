@@ -50,7 +50,7 @@ impl SmoothField {
             for x in 0..width {
                 let c = self.eval((x as f32 + 0.5) / width as f32, (y as f32 + 0.5) / height as f32);
                 for v in c {
-                    out.push(engine::io::to_u8(v + rng.gen_range(-noise..=noise)));
+                    out.push(kit::image::to_u8(v + rng.gen_range(-noise..=noise)));
                 }
             }
         }

@@ -15,7 +15,7 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A minimal float64 `.npy` writer (engine::io writes float32 only).
+/// A minimal float64 `.npy` writer (kit::npy writes float32 only).
 fn write_npy_f64(path: &Path, rows: usize, cols: usize, data: &[f64]) {
     let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
     while (10 + header.len() + 1) % 64 != 0 {
@@ -49,7 +49,7 @@ fn solve_reads_float32_and_float64_and_prints_one_json_line() {
     write_npy_f64(&f64_path, 3, 4, &data);
     let f32_path = dir.path().join("d32.npy");
     let data32: Vec<f32> = data.iter().map(|&v| v as f32).collect();
-    engine::io::write_npy_f32(&f32_path, &[3, 4], &data32).unwrap();
+    kit::npy::write_f32(&f32_path, &[3, 4], &data32).unwrap();
     for path in [&f64_path, &f32_path] {
         for (method, extra) in [
             ("exact", vec![]),
@@ -68,7 +68,10 @@ fn solve_reads_float32_and_float64_and_prints_one_json_line() {
             assert_eq!(sorted.len(), 3, "{method}: tile used twice: {a:?}");
             let cost: f64 = a.iter().enumerate().map(|(i, &j)| data[i * 4 + j]).sum();
             assert!((v["cost"].as_f64().unwrap() - cost).abs() < 1e-12);
-            assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+            assert!(v["solve_ms"].as_f64().unwrap() >= 0.0);
+            assert_eq!(v["out"], serde_json::json!([]));
+            let backend = if method == "softassign" && !extra.contains(&"cpu") { "gpu" } else { "cpu" };
+            assert_eq!(v["backend"], backend, "{method} {extra:?}: the backend it ran on");
             if method == "exact" {
                 assert_eq!(cost, 4.0);
             }
@@ -83,7 +86,7 @@ fn bad_matrices_fail_with_a_clear_message() {
         ("tall", 3, 2, vec![1.0; 6], "no mosaic without repeated tiles"),
         ("nan", 2, 2, vec![1.0, f64::NAN, 1.0, 1.0], "NaN"),
         ("negative", 2, 3, vec![1.0, 1.0, -0.5, 1.0, 1.0, 1.0], "negative"),
-        ("inf", 1, 2, vec![f64::INFINITY, 1.0], "infinite"),
+        ("inf", 1, 2, vec![f64::INFINITY, 1.0], "finite"),
     ];
     for (name, m, n, data, message) in cases {
         let path = dir.path().join(format!("{name}.npy"));
@@ -113,12 +116,12 @@ fn small_end_to_end_build_distance_and_index() {
     for k in 0..24 {
         let sub = if k % 3 == 0 { tiles.join("more") } else { tiles.clone() };
         let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(12, 10, 0.05, &mut rng);
-        engine::io::save_png_rgb8(&sub.join(format!("t{k}.png")), 12, 10, &rgb).unwrap();
+        kit::image::save_rgb8(&sub.join(format!("t{k}.png")), 12, 10, &rgb).unwrap();
     }
     std::fs::write(tiles.join("corrupt.png"), b"\x89PNG broken").unwrap();
     let target = dir.path().join("target.png");
     let rgb = mosaic::synth::SmoothField::random(&mut rng, 4).render(40, 30, 0.02, &mut rng);
-    engine::io::save_png_rgb8(&target, 40, 30, &rgb).unwrap();
+    kit::image::save_rgb8(&target, 40, 30, &rgb).unwrap();
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
 
     let out_png = dir.path().join("mosaic.png");
@@ -146,16 +149,33 @@ fn small_end_to_end_build_distance_and_index() {
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!((v["patches"].as_u64(), v["tiles"].as_u64(), v["tiles_used"].as_u64()), (Some(20), Some(24), Some(20)));
     assert!(v["ratio_to_exact"].as_f64().unwrap() >= 1.0 - 1e-12);
-    let img = engine::io::load_image(&out_png).unwrap();
+    assert_eq!(v["out"], serde_json::json!([out_png.to_str().unwrap()]));
+    let img = kit::image::load(&out_png).unwrap();
     // Patches are 8 x 7.5 target pixels: 8 px wide cells are 8 px tall.
     assert_eq!((img.width, img.height), (40, 32));
 
     // The second run reads every tile from the cache.
     let index = mosaic(&["index", d, "--aspect", "1.0", "--json"]);
     assert!(index.status.success(), "{}", stderr(&index));
+    let index_json = |o: &Output| -> serde_json::Value { serde_json::from_str(stdout(o).trim()).unwrap() };
     let again = mosaic(&["index", d, "--aspect", "1.0", "--json"]);
-    let s: serde_json::Value = serde_json::from_str(stdout(&again).trim()).unwrap();
+    let s = index_json(&again);
     assert_eq!((s["tiles"].as_u64(), s["stats"]["decoded"].as_u64()), (Some(24), Some(0)));
+
+    // A NaN feature written into the cache is not trusted: that tile is decoded again
+    // with a warning, and the rewritten cache is valid again.
+    let cache = tiles.join(".tessera-mosaic-index-4x4-64x64");
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let at = first_tile_features(&bytes);
+    bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    std::fs::write(&cache, &bytes).unwrap();
+    let fixed = mosaic(&["index", d, "--aspect", "1.0", "--json"]);
+    assert!(fixed.status.success(), "{}", stderr(&fixed));
+    assert!(stderr(&fixed).contains("is invalid") && stderr(&fixed).contains("NaN"), "{}", stderr(&fixed));
+    let s = index_json(&fixed);
+    assert_eq!((s["tiles"].as_u64(), s["stats"]["decoded"].as_u64()), (Some(24), Some(1)));
+    let s = index_json(&mosaic(&["index", d, "--aspect", "1.0", "--json"]));
+    assert_eq!(s["stats"]["decoded"].as_u64(), Some(0));
 
     // distance writes the matrix solve reads; GPU and CPU agree.
     let npy = dir.path().join("D.npy");
@@ -178,15 +198,24 @@ fn small_end_to_end_build_distance_and_index() {
         ]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    let (a, b) = (engine::io::read_npy(&npy).unwrap(), engine::io::read_npy(&npy_cpu).unwrap());
+    let (a, b) = (kit::npy::read(&npy).unwrap(), kit::npy::read(&npy_cpu).unwrap());
     assert_eq!(a.shape, vec![20, 24]);
     assert!(a.data.iter().zip(&b.data).all(|(x, y)| (x - y).abs() <= 1e-4 * y.max(1.0)));
     let v = solve_json(&npy, "exact", &[]);
     assert_eq!(v["assignment"].as_array().unwrap().len(), 20);
 
-    // Refuses to overwrite its input, and bad grids fail cleanly.
+    // Refuses to overwrite its input or a tile, and bad grids fail cleanly.
     let out = mosaic(&["build", "--target", t, "--tiles", d, "--grid", "5x4", "--method", "greedy", "--out", t]);
-    assert!(!out.status.success());
+    assert!(!out.status.success() && stderr(&out).contains("inputs"), "{}", stderr(&out));
+    let tile = tiles.join("t1.png");
+    let args = ["build", "--target", t, "--tiles", d, "--grid", "5x4", "--method", "greedy", "--out"];
+    let out = mosaic(&[&args[..], &[tile.to_str().unwrap()]].concat());
+    assert!(!out.status.success() && stderr(&out).contains("one of the tiles"), "{}", stderr(&out));
+    // A new file inside the tile folder is fine, in any image format.
+    let beside = tiles.join("mosaic.jpg");
+    let out = mosaic(&[&args[..], &[beside.to_str().unwrap(), "--backend", "cpu", "--quality", "80"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(kit::image::load(&beside).unwrap().width, 160);
     let out = mosaic(&[
         "build",
         "--target",
@@ -217,9 +246,130 @@ fn small_end_to_end_build_distance_and_index() {
     assert!(!out.status.success() && stderr(&out).contains("m <= n"), "{}", stderr(&out));
 }
 
+/// The offset of the features of the first tile entry (status 1) of a tile index cache.
+fn first_tile_features(cache: &[u8]) -> usize {
+    let u32_at = |at: usize| u32::from_le_bytes(cache[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 28;
+    loop {
+        at += 4 + u32_at(at) + 16;
+        let status = cache[at];
+        at += 1;
+        if status == 1 {
+            return at;
+        }
+        at += 4 + u32_at(at);
+    }
+}
+
+#[test]
+fn hostile_npy_files_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = |name: &str, descr: &str, shape: &str, data: &[u8]| {
+        let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(data);
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let cases = [
+        // 128 bytes declaring 2^38 floats (1 TiB): refused before anything is allocated.
+        (npy("huge.npy", "<f4", "(524288, 524288)", &[0; 64]), "memory budget"),
+        (npy("bytes.npy", "|u1", "(2, 3)", &[1; 6]), "float32 or float64"),
+        (npy("short.npy", "<f4", "(2, 3)", &[0; 20]), "declares"),
+        (npy("flat.npy", "<f4", "(6,)", &[0; 24]), "not 2-D"),
+        (npy("big.npy", "<f8", "(1, 2)", &[1e300f64.to_le_bytes(), 1f64.to_le_bytes()].concat()), "float32"),
+    ];
+    for (path, message) in &cases {
+        for backend in ["cpu", "gpu"] {
+            let out = mosaic(&[
+                "solve",
+                "--distance",
+                path.to_str().unwrap(),
+                "--method",
+                "softassign",
+                "--backend",
+                backend,
+            ]);
+            assert_eq!(out.status.code(), Some(1), "{}: {}", path.display(), stderr(&out));
+            assert!(stderr(&out).contains(message), "{}: {}", path.display(), stderr(&out));
+            assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+        }
+    }
+    let huge = cases[0].0.to_str().unwrap();
+    let out = mosaic(&["solve", "--distance", huge, "--method", "greedy", "--backend", "cpu", "--max-memory", "1G"]);
+    assert!(stderr(&out).contains("budget is 1.0 GiB"), "{}", stderr(&out));
+}
+
+#[test]
+fn outputs_are_checked_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let gif = dir.path().join("mosaic.gif");
+    // The target does not exist: the error must be about the output, found first.
+    let out = mosaic(&[
+        "build",
+        "--target",
+        "missing.png",
+        "--tiles",
+        tiles.to_str().unwrap(),
+        "--grid",
+        "2x2",
+        "--method",
+        "greedy",
+        "--out",
+        gif.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("unknown output format .gif") && stderr(&out).contains(".webp"), "{}", stderr(&out));
+    let txt = dir.path().join("D.txt");
+    let out = mosaic(&[
+        "distance",
+        "--target",
+        "missing.png",
+        "--tiles",
+        tiles.to_str().unwrap(),
+        "--grid",
+        "2x2",
+        "--out",
+        txt.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(stderr(&out).contains(".npy"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(v["command"], "distance");
+    assert_eq!(std::fs::read_dir(&tiles).unwrap().count(), 0, "no cache written before the output check");
+    // Bad numbers are usage errors.
+    for bad in [["--tile-px", "0"], ["--iterations", "0"], ["--cooling", "1.5"], ["--grid", "0x3"]] {
+        let mut args =
+            vec!["build", "--target", "t.png", "--tiles", "x", "--grid", "2x2", "--method", "greedy", "--out", "o.png"];
+        args.extend_from_slice(&bad);
+        assert_eq!(mosaic(&args).status.code(), Some(2), "{bad:?}");
+    }
+}
+
+#[test]
+fn version_and_examples() {
+    for args in [&["--version"][..], &["build", "--version"]] {
+        let out = mosaic(args);
+        assert!(out.status.success() && stdout(&out).contains(env!("CARGO_PKG_VERSION")), "{args:?}");
+    }
+    for sub in ["solve", "distance", "build", "index", "bench", "demo"] {
+        let out = mosaic(&[sub, "--help"]);
+        assert!(stdout(&out).contains("Examples:\n  mosaic "), "{sub}");
+    }
+}
+
 #[test]
 fn bench_quick_prints_json_lines() {
-    let out = mosaic(&["bench", "--quick"]);
+    let out = mosaic(&["bench", "--quick", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.iter().any(|v| v["bench"] == "softassign_cooling_iteration" && v["gpu_ms"].as_f64().unwrap() > 0.0));

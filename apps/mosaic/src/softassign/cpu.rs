@@ -2,6 +2,7 @@
 //! benchmark baseline. Same passes as the GPU: a row pass that normalises rows and sums the
 //! row-normalised columns, then a column pass with the outlier row.
 
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
@@ -85,12 +86,14 @@ impl<'a> CpuSoftAssign<'a> {
     }
 }
 
-/// Full SoftAssign on the CPU: the temperature loop, then the discretisation.
-pub fn solve(d: &DistanceMatrix, params: &SoftAssignParams) -> Vec<usize> {
+/// Full SoftAssign on the CPU: the temperature loop (`progress` advances once per cooling
+/// iteration), then the discretisation.
+pub fn solve(d: &DistanceMatrix, params: &SoftAssignParams, progress: &ProgressBar) -> Vec<usize> {
     let scale = scale_of(d);
     let mut state = CpuSoftAssign::new(d, params);
     for k in 0..params.iterations {
         state.cooling_iteration(params.temperature(k, scale), params);
+        progress.inc(1);
     }
     discretise(d, &state.potentials)
 }

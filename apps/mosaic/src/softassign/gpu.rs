@@ -2,7 +2,10 @@
 //! the outlier row (`sinkhorn_cols.comp`), recorded for a whole temperature schedule.
 //! f32 throughout, with Section 5.1's clamp of the exponent to [-70, 70].
 
+use std::collections::VecDeque;
+
 use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use indicatif::ProgressBar;
 
 use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use crate::error::{MosaicError, Result};
@@ -23,6 +26,9 @@ const COLUMN_WORKGROUP: u32 = 1024;
 const COLUMNS_PER_GROUP: u32 = 32;
 /// Cooling iterations per submitted command buffer.
 const COOLING_PER_SUBMIT: u32 = 25;
+/// Command buffers kept queued: recording the next overlaps GPU work, and the progress bar
+/// moves as each one finishes instead of jumping at the end.
+const IN_FLIGHT: usize = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -175,11 +181,12 @@ impl GpuSoftAssign {
         }
     }
 
-    /// Runs the whole temperature schedule from the current state. Command buffers are
+    /// Runs the whole temperature schedule from the current state; `progress` advances by
+    /// the cooling iterations of each command buffer as it finishes. Command buffers are
     /// submitted as soon as they are recorded, so recording overlaps GPU work; each ends in
     /// a barrier, which orders it before the next submission on the queue.
-    pub fn anneal(&self, params: &SoftAssignParams) -> Result<()> {
-        let mut in_flight = Vec::new();
+    pub fn anneal(&self, params: &SoftAssignParams, progress: &ProgressBar) -> Result<()> {
+        let mut in_flight = VecDeque::new();
         let mut k = 0;
         while k < params.iterations {
             let mut rec = self.ctx.recorder()?;
@@ -187,11 +194,17 @@ impl GpuSoftAssign {
             for level in k..end {
                 self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params, false);
             }
-            in_flight.push(rec.submit()?);
+            in_flight.push_back((rec.submit()?, end - k));
             k = end;
+            while in_flight.len() > IN_FLIGHT {
+                let (submission, levels) = in_flight.pop_front().expect("more than IN_FLIGHT queued");
+                submission.wait()?;
+                progress.inc(levels as u64);
+            }
         }
-        for submission in in_flight {
+        for (submission, levels) in in_flight {
             submission.wait()?;
+            progress.inc(levels as u64);
         }
         Ok(())
     }
@@ -220,9 +233,14 @@ impl GpuSoftAssign {
 }
 
 /// Full SoftAssign on the GPU, discretised on the host.
-pub fn solve(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams) -> Result<Vec<usize>> {
+pub fn solve(
+    ctx: &Context,
+    d: &DistanceMatrix,
+    params: &SoftAssignParams,
+    progress: &ProgressBar,
+) -> Result<Vec<usize>> {
     let state = GpuSoftAssign::new(ctx, d, params)?;
-    state.anneal(params)?;
+    state.anneal(params, progress)?;
     Ok(discretise(d, &state.potentials()?))
 }
 
@@ -264,9 +282,9 @@ mod tests {
     fn full_solve_is_valid_and_near_optimal() {
         let ctx = testing::context();
         let d = crate::bench::matrix(24, 40, 5);
-        let assignment = solve(ctx, &d, &SoftAssignParams::default()).unwrap();
+        let assignment = solve(ctx, &d, &SoftAssignParams::default(), &ProgressBar::hidden()).unwrap();
         d.check_assignment(&assignment).unwrap();
-        let optimum = d.cost(&crate::exact::solve(&d));
+        let optimum = d.cost(&crate::exact::solve(&d, &ProgressBar::hidden()));
         let ratio = d.cost(&assignment) / optimum;
         assert!(ratio < 1.03, "softassign / exact = {ratio}");
         testing::assert_no_validation_messages();

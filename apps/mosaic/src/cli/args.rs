@@ -1,0 +1,215 @@
+//! Arguments of every subcommand, validated by clap before any work starts.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kit::Backend;
+use mosaic::anneal::AnnealParams;
+use mosaic::compose::{self, Dims, MAX_ASPECT};
+use mosaic::softassign::SoftAssignParams;
+use mosaic::solve::{Method, SolveOptions};
+
+/// A number > 0 (clap value parser).
+fn positive(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if v <= 0.0 {
+        return Err(format!("{v} must be > 0"));
+    }
+    Ok(v)
+}
+
+/// A cooling factor in (0, 1) (clap value parser).
+fn cooling(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(v > 0.0 && v < 1.0) {
+        return Err(format!("{v} is not strictly between 0 and 1"));
+    }
+    Ok(v)
+}
+
+/// A patch aspect within 1/16 .. 16 (clap value parser).
+fn aspect(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(1.0 / MAX_ASPECT..=MAX_ASPECT).contains(&v) {
+        return Err(format!("{v} is not between 1/{MAX_ASPECT} and {MAX_ASPECT}"));
+    }
+    Ok(v)
+}
+
+/// Method parameters shared by `solve`, `build` and `demo`.
+#[derive(Args, Clone, Debug)]
+pub struct MethodArgs {
+    /// Seed of the annealing's random moves
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// SoftAssign initial temperature, in units of the mean distance (> 0)
+    #[arg(long, default_value_t = SoftAssignParams::default().t0, value_parser = positive)]
+    pub t0: f64,
+    /// SoftAssign cooling factor per cooling iteration, in (0, 1)
+    #[arg(long, default_value_t = SoftAssignParams::default().cooling, value_parser = cooling)]
+    pub cooling: f64,
+    /// SoftAssign bias alpha (Eq. 9), in units of the mean distance
+    #[arg(long, default_value_t = SoftAssignParams::default().alpha, allow_negative_numbers = true, value_parser = kit::cli::parse_finite)]
+    pub alpha: f64,
+    /// SoftAssign temperature cooling iterations (1-100000)
+    #[arg(long, default_value_t = SoftAssignParams::default().iterations, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub iterations: u32,
+    /// SoftAssign temperature stabilisation iterations per cooling iteration (1-10000)
+    #[arg(long, default_value_t = SoftAssignParams::default().stabilisations, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub stabilisations: u32,
+    /// SoftAssign Sinkhorn iterations per stabilisation iteration (1-10000)
+    #[arg(long, default_value_t = SoftAssignParams::default().sinkhorn, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub sinkhorn: u32,
+    /// Annealing temperature levels (1-100000)
+    #[arg(long, default_value_t = AnnealParams::default().levels, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub anneal_levels: u32,
+    /// Annealing cooling factor per level, in (0, 1)
+    #[arg(long, default_value_t = AnnealParams::default().cooling, value_parser = cooling)]
+    pub anneal_cooling: f64,
+    /// Annealing moves per level, per patch (1-100000)
+    #[arg(long, default_value_t = AnnealParams::default().moves_per_patch, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub anneal_moves: u32,
+}
+
+impl MethodArgs {
+    pub fn options(&self, backend: Backend) -> SolveOptions {
+        SolveOptions {
+            backend,
+            softassign: SoftAssignParams {
+                t0: self.t0,
+                cooling: self.cooling,
+                alpha: self.alpha,
+                iterations: self.iterations,
+                stabilisations: self.stabilisations,
+                sinkhorn: self.sinkhorn,
+            },
+            anneal: AnnealParams {
+                seed: self.seed,
+                levels: self.anneal_levels,
+                cooling: self.anneal_cooling,
+                moves_per_patch: self.anneal_moves,
+            },
+        }
+    }
+}
+
+/// The help of `--method` and `--backend` together: which method runs where.
+const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); greedy, anneal and exact are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` field says cpu for them)";
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// Distance matrix: float32 or float64 .npy of shape (m, n), m <= n, entries finite, >= 0 and within float32's range
+    #[arg(long, value_name = "D.npy")]
+    pub distance: PathBuf,
+    #[arg(long, value_enum, help = METHOD_HELP)]
+    pub method: Method,
+    #[command(flatten)]
+    pub params: MethodArgs,
+    #[command(flatten)]
+    pub common: kit::CommonArgs,
+}
+
+/// The mosaic problem: a target image cut into a grid of patches, and a tile folder.
+#[derive(Args)]
+pub struct ProblemArgs {
+    /// Target image (PNG, JPEG, TIFF, WebP or BMP; EXIF orientation applied)
+    #[arg(long)]
+    pub target: PathBuf,
+    /// Folder of tile images (searched recursively; its tile index cache is kept there)
+    #[arg(long)]
+    pub tiles: PathBuf,
+    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles)
+    #[arg(long, value_name = "COLSxROWS")]
+    pub grid: Dims,
+    /// Feature cells per patch and tile, UxV
+    #[arg(long, value_name = "UxV", default_value = "4x4")]
+    pub cells: Dims,
+}
+
+impl ProblemArgs {
+    /// Measures the target's patches and indexes the tiles (warnings on stderr).
+    pub fn prepare(&self) -> anyhow::Result<compose::Problem> {
+        Ok(compose::prepare(&self.target, &self.tiles, self.grid, self.cells, crate::warn)?)
+    }
+}
+
+#[derive(Args)]
+pub struct DistanceArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    /// Output .npy (float32, shape (m, n), rows = patches row-major over the grid)
+    #[arg(long, value_name = "D.npy")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub common: kit::CommonArgs,
+}
+
+#[derive(Args)]
+pub struct BuildArgs {
+    #[command(flatten)]
+    pub problem: ProblemArgs,
+    #[arg(long, value_enum, help = METHOD_HELP)]
+    pub method: Method,
+    /// Output image; the format follows the extension: .png, .jpg/.jpeg, .tif/.tiff, .bmp or .webp
+    #[arg(long)]
+    pub out: PathBuf,
+    /// JPEG quality of a .jpg/.jpeg output (1-100)
+    #[arg(long, default_value_t = 92, value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quality: u8,
+    /// Width of one tile in the output, in pixels (1-4096; height follows the patch aspect)
+    #[arg(long, default_value_t = 32, value_parser = tile_px)]
+    pub tile_px: usize,
+    /// Also solve exactly (CPU) and report the cost relative to the optimum
+    #[arg(long)]
+    pub compare_exact: bool,
+    #[command(flatten)]
+    pub params: MethodArgs,
+    #[command(flatten)]
+    pub common: kit::CommonArgs,
+}
+
+fn tile_px(text: &str) -> Result<usize, String> {
+    let v = kit::cli::parse_count(text)?;
+    if v > 4096 {
+        return Err(format!("{v} is more than 4096"));
+    }
+    Ok(v)
+}
+
+#[derive(Args)]
+pub struct IndexArgs {
+    /// Folder of tile images (searched recursively)
+    pub dir: PathBuf,
+    /// Feature cells, UxV
+    #[arg(long, value_name = "UxV", default_value = "4x4")]
+    pub cells: Dims,
+    /// Patch aspect (width / height, 1/16 to 16) the tiles are cropped to
+    #[arg(long, default_value_t = 1.0, value_parser = aspect)]
+    pub aspect: f64,
+    /// Print one JSON object per line (docs/cli.md) instead of text; no progress bars
+    #[arg(long)]
+    pub json: bool,
+    /// Memory budget for reading inputs, such as 512M or 8G (default: half of physical memory)
+    #[arg(long, value_name = "SIZE", value_parser = kit::budget::parse_size)]
+    pub max_memory: Option<u64>,
+}
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Output folder (created if missing): target.png, mosaic_{exact,softassign,greedy}.png, summary.json
+    #[arg(long)]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub params: MethodArgs,
+    #[command(flatten)]
+    pub common: kit::CommonArgs,
+}
+
+#[derive(Args)]
+pub struct BenchCmd {
+    #[command(flatten)]
+    pub bench: kit::BenchArgs,
+    /// Print one JSON object per line (docs/cli.md) instead of text; no progress bars
+    #[arg(long)]
+    pub json: bool,
+}
