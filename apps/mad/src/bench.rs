@@ -4,11 +4,12 @@
 //! subset and said so), the paper's 40.2 ms (Titan Black) and a memory-traffic floor.
 //! `--quick` runs tiny sizes so a test can exercise it on lavapipe in seconds.
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Instant;
 
-use engine::cli::print_json;
 use engine::{Context, PassTime};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::gpu::GpuMad;
 use crate::synth::{distort, scene, Distortion};
@@ -20,15 +21,14 @@ const PAPER_MS_512: f64 = 40.2;
 const FLOOR_GB_PER_S: f64 = 2600.0;
 /// Timed repetitions of the single-pair latency.
 const LATENCY_RUNS: usize = 10;
+/// GPU busy time before each timed set, so it runs at full clocks (engine::ceilings::warm_up).
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Bytes each pair must move at least, per pixel, on this design: 23 batched 2D FFTs of two
 /// complex f32 images (2 axes, read + write: 64 B/px each), the CSF and 20 filter
 /// multiplications (read + write of two complex images: 32 B/px each), 21 reads of two
 /// complex images by the block statistics (16 B/px each), plus the input, the squared
 /// differences and the detection map (about 50 B/px).
-/// GPU busy time before each timed set, so it runs at full clocks (engine::ceilings::warm_up).
-const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
-
 fn floor_bytes_per_pixel() -> f64 {
     23.0 * 64.0 + 21.0 * 32.0 + 21.0 * 16.0 + 50.0
 }
@@ -53,8 +53,62 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-fn passes_json(passes: &[PassTime]) -> serde_json::Value {
-    passes.iter().map(|p| (p.name.clone(), json!(p.ms))).collect::<serde_json::Map<_, _>>().into()
+fn passes_ms(passes: &[PassTime]) -> BTreeMap<String, f64> {
+    passes.iter().map(|p| (p.name.clone(), p.ms)).collect()
+}
+
+/// The floor's definition, printed beside it.
+const FLOOR: &str = "bytes moved / 2600 GB/s";
+
+/// One measurement of `mad bench`. Its text is its JSON line (benchmark logs parse it).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum BenchLine {
+    Setup {
+        bench: &'static str,
+        device: String,
+        pipeline_ms: f64,
+        cpu_threads: usize,
+    },
+    Latency {
+        bench: String,
+        size: String,
+        pairs: usize,
+        gpu_ms: f64,
+        gpu_kernel_ms: f64,
+        gpu_passes_ms: BTreeMap<String, f64>,
+        cpu_ms: f64,
+        paper_ms: Option<f64>,
+        floor_ms: f64,
+        floor: &'static str,
+        mad_gpu: f64,
+        mad_cpu: f64,
+        rel_diff: f64,
+        runs: usize,
+    },
+    Throughput {
+        bench: String,
+        size: String,
+        pairs: usize,
+        chunk: usize,
+        gpu_ms: f64,
+        gpu_per_pair_ms: f64,
+        pairs_per_s: f64,
+        gpu_kernel_ms: f64,
+        gpu_passes_ms: BTreeMap<String, f64>,
+        cpu_per_pair_ms: f64,
+        cpu_ms: f64,
+        cpu_note: String,
+        paper_ms: f64,
+        floor_ms: f64,
+        floor: &'static str,
+    },
+}
+
+impl fmt::Display for BenchLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&serde_json::to_string(self).map_err(|_| fmt::Error)?)
+    }
 }
 
 /// Times one pair on the GPU (median of `runs` after a warm-up) and once on the CPU.
@@ -80,22 +134,23 @@ fn latency(
     let t = Instant::now();
     let (cpu, _) = crate::cpu::score(&r, &d)?;
     let cpu_ms = ms(t);
-    print_json(&json!({
-        "bench": name,
-        "size": format!("{width}x{height}"),
-        "pairs": 1,
-        "gpu_ms": wall[wall.len() / 2],
-        "gpu_kernel_ms": passes.iter().map(|p| p.ms).sum::<f64>(),
-        "gpu_passes_ms": passes_json(&passes),
-        "cpu_ms": cpu_ms,
-        "paper_ms": paper,
-        "floor_ms": floor_ms(width * height, 1),
-        "floor": "bytes moved / 2600 GB/s",
-        "mad_gpu": warm.mad,
-        "mad_cpu": cpu.mad,
-        "rel_diff": (warm.mad - cpu.mad).abs() / cpu.mad.abs().max(1e-12),
-        "runs": runs,
-    }));
+    let line = BenchLine::Latency {
+        bench: name.into(),
+        size: format!("{width}x{height}"),
+        pairs: 1,
+        gpu_ms: wall[wall.len() / 2],
+        gpu_kernel_ms: passes.iter().map(|p| p.ms).sum(),
+        gpu_passes_ms: passes_ms(&passes),
+        cpu_ms,
+        paper_ms: paper,
+        floor_ms: floor_ms(width * height, 1),
+        floor: FLOOR,
+        mad_gpu: warm.mad,
+        mad_cpu: cpu.mad,
+        rel_diff: (warm.mad - cpu.mad).abs() / cpu.mad.abs().max(1e-12),
+        runs,
+    };
+    kit::emit(&line, &[]);
     Ok(())
 }
 
@@ -118,24 +173,25 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     for (r, d) in distinct.iter().cycle().take(cpu_count) {
         crate::cpu::score(r, d)?;
     }
-    let cpu_ms_per_pair = ms(t) / cpu_count as f64;
-    print_json(&json!({
-        "bench": name,
-        "size": format!("{size}x{size}"),
-        "pairs": scored,
-        "chunk": chunk,
-        "gpu_ms": gpu_ms,
-        "gpu_ms_per_pair": gpu_ms / scored as f64,
-        "pairs_per_s": scored as f64 / (gpu_ms / 1e3),
-        "gpu_kernel_ms": passes.iter().map(|p| p.ms).sum::<f64>(),
-        "gpu_passes_ms": passes_json(&passes),
-        "cpu_ms_per_pair": cpu_ms_per_pair,
-        "cpu_ms": cpu_ms_per_pair * scored as f64,
-        "cpu_note": format!("CPU reference timed on {cpu_count} pairs, extrapolated to {scored}"),
-        "paper_ms": PAPER_MS_512 * scored as f64,
-        "floor_ms": floor_ms(size * size, scored),
-        "floor": "bytes moved / 2600 GB/s",
-    }));
+    let cpu_per_pair_ms = ms(t) / cpu_count as f64;
+    let line = BenchLine::Throughput {
+        bench: name.into(),
+        size: format!("{size}x{size}"),
+        pairs: scored,
+        chunk,
+        gpu_ms,
+        gpu_per_pair_ms: gpu_ms / scored as f64,
+        pairs_per_s: scored as f64 / (gpu_ms / 1e3),
+        gpu_kernel_ms: passes.iter().map(|p| p.ms).sum(),
+        gpu_passes_ms: passes_ms(&passes),
+        cpu_per_pair_ms,
+        cpu_ms: cpu_per_pair_ms * scored as f64,
+        cpu_note: format!("CPU reference timed on {cpu_count} pairs, extrapolated to {scored}"),
+        paper_ms: PAPER_MS_512 * scored as f64,
+        floor_ms: floor_ms(size * size, scored),
+        floor: FLOOR,
+    };
+    kit::emit(&line, &[]);
     Ok(())
 }
 
@@ -143,12 +199,13 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
 pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
     let t = Instant::now();
     let gpu = GpuMad::new(ctx)?;
-    print_json(&json!({
-        "bench": "setup",
-        "device": ctx.info().name,
-        "pipeline_ms": ms(t),
-        "cpu_threads": rayon::current_num_threads(),
-    }));
+    let setup = BenchLine::Setup {
+        bench: "setup",
+        device: ctx.info().name.clone(),
+        pipeline_ms: ms(t),
+        cpu_threads: rayon::current_num_threads(),
+    };
+    kit::emit(&setup, &[]);
     if quick {
         latency(&gpu, "latency_64", 64, 64, 2, None)?;
         throughput(&gpu, "batch_64", 64, 6, 2)?;

@@ -13,9 +13,25 @@ use crate::grid::Grid;
 use crate::input::{check_pair, GrayImage};
 use crate::{MadError, Maps, Scores};
 
+/// Bytes per pixel the reference holds at its peak, in the appearance stage: the two f64
+/// gray inputs (16), the detection map kept for the maps (8), the complex spectra of both
+/// images (32), one log-Gabor band's copy of them (32) and the transpose buffer the FFT of
+/// that band allocates (32). The detection stage peaks lower (96: the inputs, their
+/// lightness, its spectra and the FFT's buffer).
+const PEAK_BYTES_PER_PIXEL: u64 = 120;
+
+/// Refuses a `width x height` pair whose scoring would go over the memory budget
+/// (`--max-memory`), before anything is allocated for it.
+pub fn check_budget(width: u64, height: u64) -> Result<(), MadError> {
+    let bytes = width.checked_mul(height).and_then(|p| p.checked_mul(PEAK_BYTES_PER_PIXEL)).unwrap_or(u64::MAX);
+    kit::budget::check(bytes, format!("scoring a {width}x{height} pair on the CPU"))?;
+    Ok(())
+}
+
 /// Scores one pair and returns the detection and appearance maps.
 pub fn score(reference: &GrayImage, distorted: &GrayImage) -> Result<(Scores, Maps), MadError> {
     check_pair(reference, distorted)?;
+    check_budget(reference.width as u64, reference.height as u64)?;
     let grid = Grid::new(reference.width, reference.height);
     let fft = Fft2dCpu::new(grid.width, grid.height)?;
     let (detection, detection_map) = detection(reference, distorted, &grid, &fft)?;

@@ -3,10 +3,10 @@
 //! contrast), scores them, and writes into DIR: the images (`images/`), each pair's maps
 //! (`maps/<distortion>/`), and `mad_summary.json`.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use engine::io::{save_png_gray8, write_atomic};
-use serde_json::json;
+use serde::Serialize;
 
 use crate::gpu::GpuMad;
 use crate::synth::{distort, scene, to_u8, Distortion};
@@ -28,82 +28,106 @@ pub const DISTORTIONS: [Distortion; 8] = [
 pub const WIDTH: usize = 320;
 pub const HEIGHT: usize = 240;
 
-/// What the demo produced.
-pub struct Summary {
-    pub line: String,
-    pub json: serde_json::Value,
+/// One scored distortion, its files relative to the demo folder.
+#[derive(Clone, Debug, Serialize)]
+pub struct DemoPair {
+    pub distortion: Distortion,
+    pub image: String,
+    pub maps: String,
+    #[serde(flatten)]
+    pub scores: Scores,
 }
 
-fn file_error(path: &Path, e: impl std::fmt::Display) -> MadError {
-    engine::EngineError::File { path: path.into(), message: e.to_string() }.into()
+/// What the demo produced (printed, and written as `mad_summary.json` with the backend).
+#[derive(Clone, Debug, Serialize)]
+pub struct DemoReport {
+    pub reference: String,
+    pub width: usize,
+    pub height: usize,
+    pub pairs: Vec<DemoPair>,
+    #[serde(skip)]
+    pub out: PathBuf,
 }
 
-/// Runs the demo into `out` with the GPU (`gpu`) or the CPU reference (`None`).
-pub fn run(out: &Path, gpu: Option<&GpuMad>) -> Result<Summary, MadError> {
+/// `mad_summary.json`: the report and the backend that made it.
+#[derive(Serialize)]
+struct SummaryFile<'a> {
+    backend: &'static str,
+    #[serde(flatten)]
+    report: &'a DemoReport,
+}
+
+impl fmt::Display for DemoReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let by_mad = |a: &&DemoPair, b: &&DemoPair| a.scores.mad.total_cmp(&b.scores.mad);
+        let (Some(lo), Some(hi)) = (self.pairs.iter().min_by(by_mad), self.pairs.iter().max_by(by_mad)) else {
+            return write!(f, "mad: no distortions scored");
+        };
+        write!(
+            f,
+            "mad: scored {} distortions of a {}x{} scene: MAD from {:.1} ({}) to {:.1} ({}); images, maps and mad_summary.json in {}",
+            self.pairs.len(),
+            self.width,
+            self.height,
+            lo.scores.mad,
+            lo.distortion.label(),
+            hi.scores.mad,
+            hi.distortion.label(),
+            self.out.display()
+        )
+    }
+}
+
+/// Runs the demo into `out` (checked by the caller) with the GPU (`gpu`) or the CPU
+/// reference (`None`).
+pub fn run(out: &Path, gpu: Option<&GpuMad>) -> Result<DemoReport, MadError> {
     let images = out.join("images");
-    std::fs::create_dir_all(&images).map_err(|e| file_error(&images, e))?;
+    let map_dir = |d: &Distortion| out.join("maps").join(d.label());
+    kit::output::check_folder(&images, &[])?;
+    for d in &DISTORTIONS {
+        maps::check(&map_dir(d), &[])?;
+    }
     let reference = scene(WIDTH, HEIGHT, 2026);
-    save_png_gray8(&images.join("reference.png"), WIDTH, HEIGHT, &to_u8(&reference))?;
+    kit::image::save_gray8(&images.join("reference.png"), WIDTH, HEIGHT, &to_u8(&reference))?;
     let distorted: Vec<(Distortion, GrayImage)> =
         DISTORTIONS.iter().enumerate().map(|(i, &d)| (d, distort(&reference, d, i as u64))).collect();
     for (d, img) in &distorted {
-        save_png_gray8(&images.join(format!("{}.png", d.label())), WIDTH, HEIGHT, &to_u8(img))?;
+        kit::image::save_gray8(&images.join(format!("{}.png", d.label())), WIDTH, HEIGHT, &to_u8(img))?;
     }
-    let mut results: Vec<(Distortion, Scores, Maps)> = Vec::new();
+    let mut results: Vec<(Distortion, Scores, Option<Maps>)> = Vec::new();
     match gpu {
         Some(gpu) => {
             let stream = distorted.iter().map(|(d, img)| (*d, &reference, img));
-            gpu.score_stream(stream, None, true, |s| {
-                results.push((s.tag, s.scores, s.maps.expect("maps were asked for")));
-            })?;
+            gpu.score_stream(stream, None, true, |s| results.push((s.tag, s.scores, s.maps)))?;
         }
         None => {
             for (d, img) in &distorted {
                 let (scores, maps) = crate::cpu::score(&reference, img)?;
-                results.push((*d, scores, maps));
+                results.push((*d, scores, Some(maps)));
             }
         }
     }
-    let mut entries = Vec::new();
-    for (d, scores, m) in &results {
-        let dir: PathBuf = out.join("maps").join(d.label());
-        std::fs::create_dir_all(&dir).map_err(|e| file_error(&dir, e))?;
-        maps::write_maps(&dir, m, &[])?;
-        entries.push(json!({
-            "distortion": d,
-            "image": format!("images/{}.png", d.label()),
-            "maps": format!("maps/{}/", d.label()),
-            "mad": scores.mad,
-            "detection": scores.detection,
-            "appearance": scores.appearance,
-            "alpha": scores.alpha,
-        }));
+    let mut pairs = Vec::new();
+    for (d, scores, m) in results {
+        // score_stream returns maps for every pair when asked for them.
+        if let Some(m) = &m {
+            maps::write_maps(&map_dir(&d), m)?;
+        }
+        pairs.push(DemoPair {
+            distortion: d,
+            image: format!("images/{}.png", d.label()),
+            maps: format!("maps/{}/", d.label()),
+            scores,
+        });
     }
-    let json = json!({
-        "reference": "images/reference.png",
-        "width": WIDTH,
-        "height": HEIGHT,
-        "backend": if gpu.is_some() { "gpu" } else { "cpu" },
-        "pairs": entries,
-    });
-    let summary_path = out.join("mad_summary.json");
-    let text = serde_json::to_string_pretty(&json).map_err(|e| file_error(&summary_path, e))?;
-    write_atomic(&summary_path, |w| {
-        use std::io::Write;
-        w.write_all(text.as_bytes())
-            .map_err(|e| engine::EngineError::File { path: summary_path.clone(), message: e.to_string() })
-    })?;
-    let (lo, hi) = results.iter().fold((&results[0], &results[0]), |(lo, hi), r| {
-        (if r.1.mad < lo.1.mad { r } else { lo }, if r.1.mad > hi.1.mad { r } else { hi })
-    });
-    let line = format!(
-        "mad: scored {} distortions of a {WIDTH}x{HEIGHT} scene: MAD from {:.1} ({}) to {:.1} ({}); images, maps and mad_summary.json in {}",
-        results.len(),
-        lo.1.mad,
-        lo.0.label(),
-        hi.1.mad,
-        hi.0.label(),
-        out.display()
-    );
-    Ok(Summary { line, json })
+    let report = DemoReport {
+        reference: "images/reference.png".into(),
+        width: WIDTH,
+        height: HEIGHT,
+        pairs,
+        out: out.to_path_buf(),
+    };
+    let backend = if gpu.is_some() { "gpu" } else { "cpu" };
+    kit::output::write_json(&out.join("mad_summary.json"), &SummaryFile { backend, report: &report })?;
+    Ok(report)
 }

@@ -83,6 +83,8 @@ pub struct GpuMad {
     /// Slots kept between calls (at most [`KEPT_SLOTS`]), so repeated calls at one size
     /// reuse their FFT plans and buffers.
     kept: Mutex<Vec<Slot>>,
+    /// The most pairs an automatic chunk holds ([`GpuMad::set_chunk_cap`]).
+    chunk_cap: usize,
 }
 
 /// Device buffers and the FFT plan for chunks of up to `capacity` pairs of one size.
@@ -144,6 +146,7 @@ impl GpuMad {
             sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
             sum_appearance: make("mad sum appearance", shaders::SUM_APPEARANCE, 2, &[WORKGROUP])?,
             kept: Mutex::new(Vec::new()),
+            chunk_cap: usize::MAX,
         })
     }
 
@@ -156,7 +159,36 @@ impl GpuMad {
     pub fn default_chunk(&self, width: usize, height: usize) -> usize {
         let per_pair = 2 * width * height * 8;
         let range = self.ctx.info().max_storage_buffer_range as usize;
-        (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1))
+        (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1)).min(self.chunk_cap)
+    }
+
+    /// Caps the automatic chunk size at `pairs` (at least 1), so that a short batch still
+    /// completes in several chunks and its progress shows.
+    pub fn set_chunk_cap(&mut self, pairs: usize) {
+        self.chunk_cap = pairs.max(1);
+    }
+
+    /// Refuses chunks of `pairs` pairs of `width x height` whose host memory would go over
+    /// the budget (`--max-memory`), before anything is allocated for them. Per pair: its two
+    /// f64 gray images (16 bytes per pixel) and, in each of the [`KEPT_SLOTS`] slots, the f32
+    /// upload (8) and with maps their readback and the f64 and f32 maps built from it (36).
+    /// On a CPU device (lavapipe) the device buffers are host memory too: the two complex
+    /// stacks, the squared differences and the detection map (40).
+    pub fn check_budget(&self, width: u64, height: u64, pairs: u64, maps: bool) -> Result<(), MadError> {
+        let device_local = if self.ctx.info().device_type == "CPU" { 40 } else { 0 };
+        let per_slot = 8 + if maps { 36 } else { 0 } + device_local;
+        let per_pixel = 16 + KEPT_SLOTS as u64 * per_slot;
+        let bytes = width
+            .checked_mul(height)
+            .and_then(|p| p.checked_mul(per_pixel))
+            .and_then(|b| b.checked_mul(pairs))
+            .unwrap_or(u64::MAX);
+        let what = match pairs {
+            1 => format!("scoring a {width}x{height} pair on the GPU"),
+            n => format!("scoring chunks of {n} {width}x{height} pairs on the GPU"),
+        };
+        kit::budget::check(bytes, what)?;
+        Ok(())
     }
 
     /// A kept slot of this shape, or a new one.
@@ -179,6 +211,7 @@ impl GpuMad {
     }
 
     fn new_slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
+        self.check_budget(grid.width as u64, grid.height as u64, capacity as u64, maps)?;
         let ctx = &self.ctx;
         let (p, nb) = (grid.pixels(), grid.blocks());
         let crop_rows = Grid::crop_range(grid.height).len();
@@ -390,6 +423,19 @@ impl GpuMad {
         Ok((slot, passes))
     }
 
+    /// Reads a finished chunk into `out`, adds its pass times to `passes` and keeps its slot.
+    fn finish<T>(
+        &self,
+        done: InFlight<T>,
+        out: &mut impl FnMut(Scored<T>),
+        passes: &mut Vec<PassTime>,
+    ) -> Result<(), MadError> {
+        let (slot, p) = self.collect(done, out)?;
+        passes.extend(p);
+        self.keep_slot(slot);
+        Ok(())
+    }
+
     /// Scores a stream of pairs, in chunks of up to `chunk` pairs of the same size (a change of
     /// size starts a new chunk), two chunks in flight. Each result goes to `out` with its tag,
     /// in input order. Pairs must already pass [`check_pair`]. Returns the GPU time per pass,
@@ -406,6 +452,15 @@ impl GpuMad {
         let mut pending: Vec<(T, R, D)> = Vec::new();
         let mut iter = pairs.into_iter();
         loop {
+            // Hand back every chunk the GPU has finished before waiting on the next pair
+            // (which may mean decoding a group of images), so results follow completion.
+            while let Some(done) = in_flight.pop_front() {
+                if !done.submission.is_complete() {
+                    in_flight.push_front(done);
+                    break;
+                }
+                self.finish(done, &mut out, &mut passes)?;
+            }
             let next = iter.next();
             let size_of = |r: &R| (r.borrow().width, r.borrow().height);
             let first_size = pending.first().map(|(_, r, _)| size_of(r));
@@ -416,9 +471,9 @@ impl GpuMad {
                 let (w, h) = first_size.unwrap_or_default();
                 let grid = Grid::new(w, h);
                 if in_flight.len() >= KEPT_SLOTS {
-                    let (slot, p) = self.collect(in_flight.pop_front().unwrap(), &mut out)?;
-                    passes.extend(p);
-                    self.keep_slot(slot);
+                    if let Some(done) = in_flight.pop_front() {
+                        self.finish(done, &mut out, &mut passes)?;
+                    }
                 }
                 // A short last chunk gets a slot of its own size: the FFT transforms a slot's
                 // whole capacity.
@@ -441,9 +496,7 @@ impl GpuMad {
             }
         }
         while let Some(done) = in_flight.pop_front() {
-            let (slot, p) = self.collect(done, &mut out)?;
-            passes.extend(p);
-            self.keep_slot(slot);
+            self.finish(done, &mut out, &mut passes)?;
         }
         Ok(total_by_name(&passes))
     }

@@ -32,11 +32,11 @@ impl GrayImage {
         GrayImage { width, height, values: pixels.iter().map(|&v| v as f64 / 257.0).collect(), eight_bit: false }
     }
 
-    /// Loads any image file the engine reads and converts it to gray.
+    /// Loads any image file kit reads (EXIF orientation applied) and converts it to gray.
     pub fn load(path: &Path) -> Result<GrayImage, MadError> {
-        let img = engine::io::load_image(path)?;
+        let img = kit::image::load(path)?;
         let full_scale = if img.source_bits == 16 { 65535.0 } else { 255.0 };
-        // The engine decodes to [0, 1]; the source integers are recovered exactly by rounding.
+        // kit decodes to [0, 1]; the source integers are recovered exactly by rounding.
         let integer = |v: f32| (v as f64 * full_scale).round();
         let n = img.width * img.height;
         let gray: Vec<f64> = if img.channels == 3 {
@@ -81,8 +81,28 @@ pub fn check_pair(reference: &GrayImage, distorted: &GrayImage) -> Result<(), Ma
     Ok(())
 }
 
-/// Loads a pair and checks it.
-pub fn load_pair(reference: &Path, distorted: &Path) -> Result<(GrayImage, GrayImage), MadError> {
+/// The size an image file declares in its header, without decoding it (`None` where the
+/// header cannot be read: the loader then says why). Before the EXIF orientation, which
+/// may swap the sides but never changes their product, all the memory estimates use.
+fn declared_size(path: &Path) -> Option<(u64, u64)> {
+    let (file, _) = kit::input::open_regular(path).ok()?;
+    let reader = image::ImageReader::new(std::io::BufReader::new(file)).with_guessed_format().ok()?;
+    let (w, h) = reader.into_dimensions().ok()?;
+    Some((w as u64, h as u64))
+}
+
+/// Loads a pair and checks it. `fits(width, height)` is the scoring path's memory check
+/// ([`crate::cpu::check_budget`], [`crate::gpu::GpuMad::check_budget`]): it runs on the size
+/// the reference declares, before either image is decoded, so a pair too large for the
+/// memory budget is refused at once instead of after a long decode.
+pub fn load_pair(
+    reference: &Path,
+    distorted: &Path,
+    fits: impl Fn(u64, u64) -> Result<(), MadError>,
+) -> Result<(GrayImage, GrayImage), MadError> {
+    if let Some((width, height)) = declared_size(reference) {
+        fits(width, height)?;
+    }
     let r = GrayImage::load(reference)?;
     let d = GrayImage::load(distorted)?;
     check_pair(&r, &d)?;

@@ -4,20 +4,26 @@
 //!
 //! - [`constants`]: every constant, with its source in the release.
 //! - [`filters`], [`grid`]: the CSF and log-Gabor filters per FFT bin, the block layout.
-//! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output.
+//! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output
+//!   ([`encode`]: the map files' bytes).
+//! - [`batch`]: `mad batch` over one or several GPUs or the CPU; [`report`]: the records
+//!   every subcommand prints.
 //! - [`synth`]: deterministic sample images and distortions (demo, bench, tests).
 //! - [`bench`], [`demo`]: the `mad bench` and `mad demo` subcommands.
 
+pub mod batch;
 pub mod bench;
 pub mod constants;
 pub mod cpu;
 pub mod demo;
+pub mod encode;
 pub mod filters;
 pub mod gpu;
 pub mod grid;
 pub mod input;
 pub mod maps;
 pub mod pairs;
+pub mod report;
 pub mod synth;
 
 pub use input::GrayImage;
@@ -32,12 +38,19 @@ pub mod shaders {
 pub enum MadError {
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
+    /// A file that cannot be read or written, or a size over the memory budget.
+    #[error(transparent)]
+    Kit(#[from] kit::KitError),
     #[error("size mismatch: reference is {}x{}, distorted is {}x{}", reference.0, reference.1, distorted.0, distorted.1)]
     SizeMismatch { reference: (usize, usize), distorted: (usize, usize) },
     #[error("image is {width}x{height}; MAD needs at least {min}x{min} (its maps are cropped by 17 pixels per side)")]
     TooSmall { width: usize, height: usize, min: usize },
     #[error("{path}: {message}")]
     Pairs { path: String, message: String },
+    #[error("{failed} of {total} pairs failed")]
+    PairsFailed { failed: usize, total: usize },
+    #[error("a batch worker panicked")]
+    WorkerPanicked,
 }
 
 /// The scores of one pair.

@@ -2,11 +2,14 @@
 //! float32 `.npy` (height x width, the raw values) and a PNG through a colour scale
 //! (0 to the map's maximum, dark blue to yellow, with a colour bar along the bottom).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use engine::io::{save_png_rgb8, write_npy_f32};
+use kit::output::Staged;
 
-use crate::{MadError, Maps};
+use crate::{encode, MadError, Maps};
+
+/// The maps, in the order of their files.
+const NAMES: [&str; 3] = ["detection", "appearance", "combined"];
 
 /// Height in pixels of the colour bar under each PNG.
 const BAR_HEIGHT: usize = 12;
@@ -42,21 +45,31 @@ pub fn colourise(values: &[f32], width: usize, height: usize) -> Vec<u8> {
     rgb
 }
 
-/// Writes `detection`, `appearance` and `combined` (`.png` and `.npy`) into `dir`, refusing
-/// to overwrite any of `inputs`.
-pub fn write_maps(dir: &Path, maps: &Maps, inputs: &[&Path]) -> Result<Vec<std::path::PathBuf>, MadError> {
-    std::fs::create_dir_all(dir).map_err(|e| engine::EngineError::File { path: dir.into(), message: e.to_string() })?;
-    let mut written = Vec::new();
-    for (name, values) in
-        [("detection", &maps.detection), ("appearance", &maps.appearance), ("combined", &maps.combined)]
-    {
-        let png = dir.join(format!("{name}.png"));
-        let npy = dir.join(format!("{name}.npy"));
-        engine::io::check_not_input(&png, inputs)?;
-        engine::io::check_not_input(&npy, inputs)?;
-        save_png_rgb8(&png, maps.width, maps.height + BAR_HEIGHT, &colourise(values, maps.width, maps.height))?;
-        write_npy_f32(&npy, &[maps.height, maps.width], values)?;
-        written.extend([png, npy]);
+/// The six files `--maps DIR` writes, in order: `NAME.png` and `NAME.npy` per map.
+pub fn paths(dir: &Path) -> Vec<PathBuf> {
+    NAMES.iter().flat_map(|name| [dir.join(format!("{name}.png")), dir.join(format!("{name}.npy"))]).collect()
+}
+
+/// Checks `dir` before any work: created if missing, writable, and none of the map files
+/// one of `inputs`.
+pub fn check(dir: &Path, inputs: &[&Path]) -> Result<(), MadError> {
+    kit::output::check_folder(dir, inputs)?;
+    for path in paths(dir) {
+        kit::output::check_not_input(&path, inputs)?;
     }
-    Ok(written)
+    Ok(())
+}
+
+/// Writes `detection`, `appearance` and `combined` (`.png` and `.npy`) into `dir` (checked
+/// by [`check`]), all six or none. Returns their paths.
+pub fn write_maps(dir: &Path, maps: &Maps) -> Result<Vec<PathBuf>, MadError> {
+    let paths = paths(dir);
+    let mut staged = Staged::new();
+    for (values, files) in [&maps.detection, &maps.appearance, &maps.combined].into_iter().zip(paths.chunks(2)) {
+        let rgb = colourise(values, maps.width, maps.height);
+        staged.write(&files[0], |w| encode::png_rgb8(w, maps.width, maps.height + BAR_HEIGHT, &rgb))?;
+        staged.write(&files[1], |w| encode::npy_f32(w, &[maps.height, maps.width], values))?;
+    }
+    staged.commit()?;
+    Ok(paths)
 }

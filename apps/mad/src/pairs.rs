@@ -1,10 +1,14 @@
-//! The batch input: a CSV of `ref,dist` lines, paths relative to the CSV's folder. A first
-//! line that names no existing files and reads `ref,dist` (any case, any spacing) is a
-//! header; blank lines and lines starting with `#` are skipped.
+//! The batch input: a CSV of `ref,dist` lines, paths relative to the CSV's folder, UTF-8
+//! with or without a byte-order mark, at most [`MAX_BYTES`]. A first line that reads
+//! `ref,dist` (any case, any spacing) is a header; blank lines and lines starting with `#`
+//! are skipped.
 
 use std::path::{Path, PathBuf};
 
 use crate::MadError;
+
+/// The largest pairs file read: a million pairs of paths of 30 characters each, 64 times over.
+pub const MAX_BYTES: u64 = 64 << 20;
 
 /// One line of the CSV.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +25,7 @@ pub struct Pair {
 pub fn parse(text: &str, path: &Path) -> Result<Vec<Pair>, MadError> {
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut pairs = Vec::new();
+    let mut at_start = true;
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -33,11 +38,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Pair>, MadError> {
                 message: format!("line {}: expected `ref,dist`, got {line:?}", n + 1),
             });
         }
-        let is_header = pairs.is_empty()
-            && fields[0].eq_ignore_ascii_case("ref")
-            && fields[1].eq_ignore_ascii_case("dist")
-            && !base.join(fields[0]).exists();
-        if is_header {
+        let first = std::mem::replace(&mut at_start, false);
+        if first && fields[0].eq_ignore_ascii_case("ref") && fields[1].eq_ignore_ascii_case("dist") {
             continue;
         }
         pairs.push(Pair {
@@ -50,10 +52,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Pair>, MadError> {
     Ok(pairs)
 }
 
-/// Reads and parses a pairs CSV.
+/// Reads and parses a pairs CSV (a regular file of at most [`MAX_BYTES`], its byte-order
+/// mark dropped).
 pub fn read(path: &Path) -> Result<Vec<Pair>, MadError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| MadError::Pairs { path: path.display().to_string(), message: e.to_string() })?;
+    let text = kit::input::read_text(path, MAX_BYTES)?;
     parse(&text, path)
 }
 
@@ -70,5 +72,8 @@ mod tests {
         assert_eq!(pairs[1].ref_name, "sub/c.png");
         assert!(parse("a.png\n", Path::new("p.csv")).is_err());
         assert!(parse("a.png,b.png,c.png\n", Path::new("p.csv")).is_err());
+        // Only the first line can be a header.
+        assert_eq!(parse("a.png,b.png\nREF , Dist\n", Path::new("p.csv")).unwrap().len(), 2);
+        assert_eq!(parse("# c\nREF , Dist\nref,dist\n", Path::new("p.csv")).unwrap().len(), 1);
     }
 }

@@ -1,5 +1,7 @@
 //! End-to-end tests of the `mad` binary: the interface of the issue (score, batch, --maps,
-//! --json, --backend), bad inputs, 16-bit and RGB inputs, bench --quick and demo.
+//! --json, --backend), the command-line contract (docs/cli.md: the JSON envelope, devices,
+//! outputs checked before work, the memory budget), bad inputs, 16-bit, RGB and EXIF-rotated
+//! inputs, bench --quick and demo.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,8 +26,8 @@ fn write_pair(dir: &Path, sigma: f64) -> (PathBuf, PathBuf) {
     let r = scene(61, 45, 5);
     let d = distort(&r, Distortion::Noise(sigma), 1);
     let (rp, dp) = (dir.join("ref.png"), dir.join(format!("noise{sigma}.png")));
-    engine::io::save_png_gray8(&rp, 61, 45, &to_u8(&r)).unwrap();
-    engine::io::save_png_gray8(&dp, 61, 45, &to_u8(&d)).unwrap();
+    kit::image::save_gray8(&rp, 61, 45, &to_u8(&r)).unwrap();
+    kit::image::save_gray8(&dp, 61, 45, &to_u8(&d)).unwrap();
     (rp, dp)
 }
 
@@ -47,6 +49,16 @@ fn score_json_on_both_backends_agrees() {
     }
     assert_eq!((g["width"].as_u64(), g["height"].as_u64()), (Some(61), Some(45)));
     assert!(c["mad"].as_f64().unwrap() > 0.0);
+    // The envelope (docs/cli.md).
+    for (v, backend) in [(g, "gpu"), (c, "cpu")] {
+        assert_eq!(v["command"], "score");
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+        assert_eq!(v["backend"], backend);
+        assert!(v["wall_ms"].as_f64().unwrap() > 0.0);
+        assert_eq!(v["out"], serde_json::json!([]));
+    }
+    assert!(g["device"].as_str().is_some_and(|d| !d.is_empty()), "{g}");
+    assert!(c["device"].is_null());
 }
 
 #[test]
@@ -67,14 +79,15 @@ fn maps_are_written_as_png_and_npy() {
     let dir = tempfile::tempdir().unwrap();
     let (r, d) = write_pair(dir.path(), 10.0);
     let maps = dir.path().join("maps");
-    let out = mad(&["score", p(&r), p(&d), "--maps", p(&maps)]);
+    let out = mad(&["score", p(&r), p(&d), "--maps", p(&maps), "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json_lines(&out)[0]["out"], serde_json::json!([p(&maps)]));
     for name in ["detection", "appearance", "combined"] {
-        let npy = engine::io::read_npy(&maps.join(format!("{name}.npy"))).unwrap();
+        let npy = kit::npy::read(&maps.join(format!("{name}.npy"))).unwrap();
         assert_eq!(npy.shape, vec![45, 61]);
         assert!(npy.data.iter().all(|v| v.is_finite()));
         assert!(npy.data.iter().any(|&v| v > 0.0), "{name} map is all zero");
-        let png = engine::io::load_image(&maps.join(format!("{name}.png"))).unwrap();
+        let png = kit::image::load(&maps.join(format!("{name}.png"))).unwrap();
         assert_eq!((png.width, png.channels), (61, 3));
     }
 }
@@ -84,9 +97,9 @@ fn bad_inputs_fail_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
     let (r, _) = write_pair(dir.path(), 10.0);
     let other = dir.path().join("other.png");
-    engine::io::save_png_gray8(&other, 60, 45, &vec![100; 60 * 45]).unwrap();
+    kit::image::save_gray8(&other, 60, 45, &vec![100; 60 * 45]).unwrap();
     let tiny = dir.path().join("tiny.png");
-    engine::io::save_png_gray8(&tiny, 20, 20, &vec![100; 400]).unwrap();
+    kit::image::save_gray8(&tiny, 20, 20, &vec![100; 400]).unwrap();
     let garbage = dir.path().join("garbage.png");
     std::fs::write(&garbage, b"not an image at all").unwrap();
     let missing = dir.path().join("missing.png");
@@ -113,18 +126,18 @@ fn sixteen_bit_and_rgb_inputs_match_their_8_bit_gray_versions() {
     let d: Vec<u8> = to_u8(&distort(&s, Distortion::Blur(2.0), 0)).into_iter().map(|v| v.min(250)).collect();
     let gray = |name: &str, px: &[u8]| {
         let path = dir.path().join(name);
-        engine::io::save_png_gray8(&path, 50, 40, px).unwrap();
+        kit::image::save_gray8(&path, 50, 40, px).unwrap();
         path
     };
     let wide = |name: &str, px: &[u8]| {
         let path = dir.path().join(name);
-        let v: Vec<u16> = px.iter().map(|&v| v as u16 * 257).collect();
-        image::ImageBuffer::<image::Luma<u16>, _>::from_raw(50, 40, v).unwrap().save(&path).unwrap();
+        let v: Vec<u8> = px.iter().flat_map(|&v| (v as u16 * 257).to_ne_bytes()).collect();
+        kit::image::save(&path, 50, 40, &v, kit::image::Layout::Gray16, Default::default()).unwrap();
         path
     };
     let rgb = |name: &str, px: &[u8]| {
         let path = dir.path().join(name);
-        engine::io::save_png_rgb8(&path, 50, 40, &px.iter().flat_map(|&v| [v, v, v]).collect::<Vec<u8>>()).unwrap();
+        kit::image::save_rgb8(&path, 50, 40, &px.iter().flat_map(|&v| [v, v, v]).collect::<Vec<u8>>()).unwrap();
         path
     };
     let score = |a: &Path, b: &Path, backend: &str| {
@@ -147,15 +160,19 @@ fn batch_reports_failures_in_order_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (_, _) = write_pair(dir.path(), 5.0);
     let (_, _) = write_pair(dir.path(), 15.0);
-    engine::io::save_png_gray8(&dir.path().join("small.png"), 40, 40, &vec![7; 1600]).unwrap();
+    kit::image::save_gray8(&dir.path().join("small.png"), 40, 40, &vec![7; 1600]).unwrap();
     let csv = dir.path().join("pairs.csv");
     std::fs::write(&csv, "ref,dist\nref.png,noise5.png\nref.png,missing.png\nref.png,small.png\nref.png,noise15.png\n")
         .unwrap();
     for backend in ["gpu", "cpu"] {
         let out = mad(&["batch", "--pairs", p(&csv), "--json", "--backend", backend]);
-        assert!(!out.status.success(), "a failed pair must make the exit status non-zero");
-        let lines = json_lines(&out);
-        assert_eq!(lines.len(), 4, "{backend}: {lines:?}");
+        assert_eq!(out.status.code(), Some(1), "a failed pair must make the exit status 1");
+        assert!(stderr(&out).contains("2 of 4 pairs failed"), "{}", stderr(&out));
+        let all = json_lines(&out);
+        // One envelope per pair, then the failure's object.
+        let (lines, last) = all.split_at(4);
+        assert_eq!(last.len(), 1, "{backend}: {all:?}");
+        assert_eq!(last[0]["error"], "2 of 4 pairs failed");
         let dists: Vec<&str> = lines.iter().map(|l| l["dist"].as_str().unwrap()).collect();
         assert_eq!(dists, ["noise5.png", "missing.png", "small.png", "noise15.png"]);
         assert!(lines[1]["error"].as_str().unwrap().contains("missing.png"));
@@ -163,7 +180,139 @@ fn batch_reports_failures_in_order_and_goes_on() {
         let (mild, strong) = (lines[0]["mad"].as_f64().unwrap(), lines[3]["mad"].as_f64().unwrap());
         assert!(mild < strong, "{backend}: more noise must score higher ({mild} vs {strong})");
         assert_eq!(lines[0]["width"].as_u64(), Some(61));
+        assert!(lines.iter().all(|l| l["command"] == "batch" && l["backend"] == backend && l["out"].is_array()));
     }
+}
+
+#[test]
+fn batch_reads_a_csv_with_a_byte_order_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    write_pair(dir.path(), 5.0);
+    let csv = dir.path().join("pairs.csv");
+    std::fs::write(&csv, "\u{feff}Ref,Dist\r\nref.png,noise5.png\r\n").unwrap();
+    let out = mad(&["batch", "--pairs", p(&csv), "--json", "--backend", "cpu"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "the header is no pair: {lines:?}");
+    assert_eq!(lines[0]["ref"], "ref.png");
+    assert!(lines[0]["mad"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn an_unknown_device_fails_and_lists_the_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, d) = write_pair(dir.path(), 5.0);
+    let csv = dir.path().join("pairs.csv");
+    std::fs::write(&csv, "ref.png,noise5.png\n").unwrap();
+    let cases: [&[&str]; 3] = [
+        &["score", p(&r), p(&d), "--device", "no-such-gpu"],
+        &["batch", "--pairs", p(&csv), "--device", "0,no-such-gpu"],
+        &["score", p(&r), p(&d), "--device", "99"],
+    ];
+    for args in cases {
+        let out = mad(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.starts_with("mad: error: no device matches"), "{args:?}: {err}");
+        assert!(err.contains("devices: 0: "), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}: no line for a pair");
+    }
+}
+
+/// Inserts an APP1 EXIF segment with one Orientation tag after a JPEG's SOI marker.
+fn with_exif_orientation(jpeg: &[u8], orientation: u16) -> Vec<u8> {
+    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec(); // big endian, IFD at 8
+    tiff.extend_from_slice(&1u16.to_be_bytes()); // one entry
+    tiff.extend_from_slice(&0x0112u16.to_be_bytes()); // Orientation
+    tiff.extend_from_slice(&3u16.to_be_bytes()); // SHORT
+    tiff.extend_from_slice(&1u32.to_be_bytes()); // count
+    tiff.extend_from_slice(&orientation.to_be_bytes());
+    tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // padding, no next IFD
+    let mut app1 = b"Exif\0\0".to_vec();
+    app1.extend_from_slice(&tiff);
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&((app1.len() + 2) as u16).to_be_bytes());
+    out.extend_from_slice(&app1);
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}
+
+#[test]
+fn exif_rotated_photos_are_scored_upright() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64x40 as stored; orientation 6 (rotate 90 degrees clockwise) makes them 40x64.
+    let r = scene(64, 40, 3);
+    let d = distort(&r, Distortion::Noise(10.0), 2);
+    let jpeg = |name: &str, img: &mad::GrayImage, exif: bool| {
+        let path = dir.path().join(name);
+        kit::image::save_gray8(&path, 64, 40, &to_u8(img)).unwrap();
+        if exif {
+            std::fs::write(&path, with_exif_orientation(&std::fs::read(&path).unwrap(), 6)).unwrap();
+        }
+        path
+    };
+    let (rr, dr, du) = (jpeg("r.jpg", &r, true), jpeg("d.jpg", &d, true), jpeg("u.jpg", &d, false));
+    for backend in ["gpu", "cpu"] {
+        let out = mad(&["score", p(&rr), p(&dr), "--json", "--backend", backend]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v = &json_lines(&out)[0];
+        assert_eq!((v["width"].as_u64(), v["height"].as_u64()), (Some(40), Some(64)), "{backend}");
+    }
+    let out = mad(&["score", p(&rr), p(&du), "--backend", "cpu"]);
+    assert!(stderr(&out).contains("reference is 40x64, distorted is 64x40"), "{}", stderr(&out));
+}
+
+#[test]
+fn maps_under_a_regular_file_fail_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = write_pair(dir.path(), 5.0);
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    // The distorted image does not exist: only a check made before loading names the folder.
+    let missing = dir.path().join("missing.png");
+    let out = mad(&["score", p(&r), p(&missing), "--maps", p(&file.join("maps"))]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("is a file where a folder must be"), "{}", stderr(&out));
+    // So is a map file that would overwrite an input.
+    let input = dir.path().join("combined.npy");
+    std::fs::write(&input, b"x").unwrap();
+    let out = mad(&["score", p(&input), p(&missing), "--maps", p(dir.path())]);
+    assert!(stderr(&out).contains("is one of the command's inputs"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_pair_over_the_memory_budget_is_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.png");
+    kit::image::save_gray8(&big, 400, 400, &vec![90; 400 * 400]).unwrap();
+    let csv = dir.path().join("pairs.csv");
+    std::fs::write(&csv, "big.png,big.png\n").unwrap();
+    for backend in ["cpu", "gpu"] {
+        let out = mad(&["score", p(&big), p(&big), "--backend", backend, "--max-memory", "4M"]);
+        assert_eq!(out.status.code(), Some(1), "{backend}");
+        let err = stderr(&out);
+        assert!(err.contains("scoring a 400x400 pair") && err.contains("memory budget is 4.0 MiB"), "{err}");
+        let out = mad(&["batch", "--pairs", p(&csv), "--backend", backend, "--max-memory", "4M", "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{backend}");
+        assert!(json_lines(&out)[0]["error"].as_str().unwrap().contains("--max-memory"), "{}", stderr(&out));
+        let out = mad(&["score", p(&big), p(&big), "--backend", backend, "--max-memory", "1G"]);
+        assert!(out.status.success(), "{backend}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn versions_and_help() {
+    for args in [&["--version"][..], &["score", "--version"], &["batch", "--version"]] {
+        let out = mad(args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")), "{args:?}");
+    }
+    for sub in ["score", "batch", "bench", "demo"] {
+        let help = String::from_utf8_lossy(&mad(&[sub, "--help"]).stdout).into_owned();
+        assert!(help.contains("Examples:\n  mad "), "{sub}: {help}");
+    }
+    assert_eq!(mad(&["batch", "--pairs", "x.csv", "--chunk", "0"]).status.code(), Some(2));
 }
 
 #[test]
@@ -179,16 +328,22 @@ fn batch_split_across_two_contexts_gives_the_same_lines() {
     let split = mad(&["batch", "--pairs", p(&csv), "--json", "--device", "0,0", "--chunk", "2"]);
     let single = mad(&["batch", "--pairs", p(&csv), "--json"]);
     assert!(split.status.success() && single.status.success(), "{}{}", stderr(&split), stderr(&single));
-    assert_eq!(json_lines(&split), json_lines(&single));
-    let scores: Vec<f64> = json_lines(&single).iter().map(|l| l["mad"].as_f64().unwrap()).collect();
+    let fields = |out: &Output| -> Vec<(String, f64)> {
+        json_lines(out).iter().map(|l| (l["dist"].as_str().unwrap().to_string(), l["mad"].as_f64().unwrap())).collect()
+    };
+    assert_eq!(fields(&split), fields(&single));
+    let device = json_lines(&split)[0]["device"].as_str().unwrap().to_string();
+    assert!(device.contains(", "), "both devices named: {device}");
+    let scores: Vec<f64> = fields(&single).iter().map(|l| l.1).collect();
     assert!(scores.windows(2).all(|w| w[0] < w[1]), "more noise, higher MAD: {scores:?}");
 }
 
 #[test]
 fn bench_quick_prints_measurements() {
-    let out = mad(&["bench", "--quick"]);
+    let out = mad(&["bench", "--quick", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&out);
+    assert!(lines.iter().all(|l| l["command"] == "bench" && l["device"].is_string()), "{lines:?}");
     let names: Vec<&str> = lines.iter().map(|l| l["bench"].as_str().unwrap()).collect();
     assert_eq!(names, ["setup", "latency_64", "batch_64", "latency_97x61"]);
     for l in &lines[1..] {
@@ -201,9 +356,12 @@ fn bench_quick_prints_measurements() {
 #[test]
 fn demo_writes_images_maps_and_summary() {
     let dir = tempfile::tempdir().unwrap();
-    let out = mad(&["demo", "--out", p(dir.path()), "--backend", "cpu"]);
+    let out = mad(&["demo", "--out", p(dir.path()), "--backend", "cpu", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1, "one summary line");
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "one summary line");
+    assert_eq!((&lines[0]["command"], &lines[0]["out"]), (&"demo".into(), &serde_json::json!([p(dir.path())])));
+    assert_eq!(lines[0]["pairs"].as_array().unwrap().len(), 8);
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("mad_summary.json")).unwrap()).unwrap();
     let pairs = summary["pairs"].as_array().unwrap();

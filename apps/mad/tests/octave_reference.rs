@@ -73,9 +73,9 @@ fn rgb_pair(dir: &std::path::Path) -> (GrayImage, GrayImage) {
     let distorted =
         interleave([channel(Distortion::Noise(5.0)), channel(Distortion::Jpeg(50)), channel(Distortion::Blur(3.0))]);
     let (rp, dp) = (dir.join("rgb_ref.png"), dir.join("rgb_dst.png"));
-    engine::io::save_png_rgb8(&rp, 97, 61, &reference).unwrap();
-    engine::io::save_png_rgb8(&dp, 97, 61, &distorted).unwrap();
-    mad::input::load_pair(&rp, &dp).unwrap()
+    kit::image::save_rgb8(&rp, 97, 61, &reference).unwrap();
+    kit::image::save_rgb8(&dp, 97, 61, &distorted).unwrap();
+    mad::input::load_pair(&rp, &dp, |_, _| Ok(())).unwrap()
 }
 
 /// 75x50: a vertical gradient 70 + y left of x = 30, a 6-pixel black/white checkerboard

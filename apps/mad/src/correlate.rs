@@ -1,0 +1,234 @@
+//! How well a metric agrees with people, as IQA papers report it: Spearman's rank-order
+//! correlation (SROCC), Kendall's rank-order correlation (KROCC, tau-b), and Pearson's
+//! linear correlation (PLCC) and RMSE after the usual monotonic 4-parameter logistic
+//! mapping of the metric onto the subjective scale (VQEG FR-TV Phase II):
+//!
+//! `q(x) = (b1 - b2) / (1 + exp(-(x - b3) / |b4|)) + b2`,
+//!
+//! fitted by Levenberg-Marquardt on least squares. Rank correlations need no fit. Signs are
+//! kept: MAD grows with distortion, so against MOS (higher is better) SROCC is negative and
+//! against DMOS positive; the logistic fit absorbs either direction (b1 < b2 or b1 > b2).
+
+use serde::Serialize;
+
+/// The agreement of `n` metric scores with their subjective scores.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Agreement {
+    pub pairs: usize,
+    pub srocc: f64,
+    pub krocc: f64,
+    pub plcc: f64,
+    pub rmse: f64,
+    /// The fitted logistic's parameters b1..b4.
+    pub logistic: [f64; 4],
+}
+
+/// Ranks from 1, ties sharing the mean of their ranks.
+fn ranks(values: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut out = vec![0.0; values.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+            j += 1;
+        }
+        let mean = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &order[i..=j] {
+            out[k] = mean;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// Pearson's correlation; 0 where either side is constant.
+pub fn pearson(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    if sxx == 0.0 || syy == 0.0 {
+        0.0
+    } else {
+        sxy / (sxx * syy).sqrt()
+    }
+}
+
+/// Spearman's rank-order correlation (Pearson's on tie-averaged ranks).
+pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
+    pearson(&ranks(x), &ranks(y))
+}
+
+/// Kendall's tau-b, which corrects for ties; O(n^2), fine for the 10^4 pairs of the largest
+/// IQA databases.
+pub fn kendall(x: &[f64], y: &[f64]) -> f64 {
+    let (mut concordant, mut discordant, mut ties_x, mut ties_y) = (0i64, 0i64, 0i64, 0i64);
+    for i in 0..x.len() {
+        for j in i + 1..x.len() {
+            let (dx, dy) = (x[i] - x[j], y[i] - y[j]);
+            match (dx == 0.0, dy == 0.0) {
+                (true, true) => {}
+                (true, false) => ties_x += 1,
+                (false, true) => ties_y += 1,
+                (false, false) if (dx > 0.0) == (dy > 0.0) => concordant += 1,
+                _ => discordant += 1,
+            }
+        }
+    }
+    let n1 = (concordant + discordant + ties_x) as f64;
+    let n2 = (concordant + discordant + ties_y) as f64;
+    if n1 == 0.0 || n2 == 0.0 {
+        0.0
+    } else {
+        (concordant - discordant) as f64 / (n1 * n2).sqrt()
+    }
+}
+
+/// The 4-parameter logistic at `x`, and its gradient in b.
+fn logistic(b: &[f64; 4], x: f64) -> (f64, [f64; 4]) {
+    let s = b[3].abs().max(1e-12);
+    let e = (-(x - b[2]) / s).exp();
+    let g = 1.0 / (1.0 + e);
+    // dg/db3 = -g(1-g)/s; dg/ds = -g(1-g)(x-b3)/s^2; ds/db4 = sign(b4).
+    let dg = g * (1.0 - g);
+    let q = (b[0] - b[1]) * g + b[1];
+    let sign = if b[3] < 0.0 { -1.0 } else { 1.0 };
+    (q, [g, 1.0 - g, -(b[0] - b[1]) * dg / s, -(b[0] - b[1]) * dg * (x - b[2]) / (s * s) * sign])
+}
+
+/// Solves the 4x4 system `a x = r` by Gaussian elimination with partial pivoting.
+fn solve4(mut a: [[f64; 4]; 4], mut r: [f64; 4]) -> Option<[f64; 4]> {
+    for c in 0..4 {
+        let p = (c..4).max_by(|&i, &j| a[i][c].abs().total_cmp(&a[j][c].abs()))?;
+        if a[p][c].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(c, p);
+        r.swap(c, p);
+        for i in c + 1..4 {
+            let f = a[i][c] / a[c][c];
+            for k in c..4 {
+                a[i][k] -= f * a[c][k];
+            }
+            r[i] -= f * r[c];
+        }
+    }
+    let mut x = [0.0; 4];
+    for c in (0..4).rev() {
+        x[c] = (r[c] - (c + 1..4).map(|k| a[c][k] * x[k]).sum::<f64>()) / a[c][c];
+    }
+    Some(x)
+}
+
+fn sse(b: &[f64; 4], x: &[f64], y: &[f64]) -> f64 {
+    x.iter().zip(y).map(|(&xi, &yi)| (logistic(b, xi).0 - yi).powi(2)).sum()
+}
+
+/// Fits the logistic to (x, y) by Levenberg-Marquardt from VQEG's usual start.
+pub fn fit_logistic(x: &[f64], y: &[f64]) -> [f64; 4] {
+    let n = x.len() as f64;
+    let (ymax, ymin) = y.iter().fold((f64::MIN, f64::MAX), |(hi, lo), &v| (hi.max(v), lo.min(v)));
+    let mx = x.iter().sum::<f64>() / n;
+    let sx = (x.iter().map(|v| (v - mx).powi(2)).sum::<f64>() / n).sqrt().max(1e-9);
+    // Start increasing or decreasing as the data go.
+    let mut b = if pearson(x, y) >= 0.0 { [ymax, ymin, mx, sx] } else { [ymin, ymax, mx, sx] };
+    let mut lambda = 1e-3;
+    let mut current = sse(&b, x, y);
+    for _ in 0..500 {
+        let mut jtj = [[0.0; 4]; 4];
+        let mut jtr = [0.0; 4];
+        for (&xi, &yi) in x.iter().zip(y) {
+            let (q, g) = logistic(&b, xi);
+            for i in 0..4 {
+                jtr[i] += g[i] * (yi - q);
+                for k in 0..4 {
+                    jtj[i][k] += g[i] * g[k];
+                }
+            }
+        }
+        let mut damped = jtj;
+        for (i, row) in damped.iter_mut().enumerate() {
+            row[i] += lambda * jtj[i][i].max(1e-12);
+        }
+        let Some(step) = solve4(damped, jtr) else { break };
+        let trial = [b[0] + step[0], b[1] + step[1], b[2] + step[2], b[3] + step[3]];
+        let next = sse(&trial, x, y);
+        if next.is_finite() && next < current {
+            let gain = current - next;
+            b = trial;
+            current = next;
+            lambda = (lambda / 3.0).max(1e-12);
+            if gain <= 1e-12 * current.max(1e-300) {
+                break;
+            }
+        } else {
+            lambda *= 4.0;
+            if lambda > 1e12 {
+                break;
+            }
+        }
+    }
+    b
+}
+
+/// SROCC, KROCC, and PLCC/RMSE after the logistic fit. Needs at least 4 pairs and finite
+/// values.
+pub fn agreement(metric: &[f64], subjective: &[f64]) -> Result<Agreement, String> {
+    if metric.len() != subjective.len() {
+        return Err(format!("{} metric scores against {} subjective scores", metric.len(), subjective.len()));
+    }
+    if metric.len() < 4 {
+        return Err(format!("{} pairs: at least 4 are needed to fit the 4-parameter logistic", metric.len()));
+    }
+    if metric.iter().chain(subjective).any(|v| !v.is_finite()) {
+        return Err("every score must be finite".into());
+    }
+    let b = fit_logistic(metric, subjective);
+    let mapped: Vec<f64> = metric.iter().map(|&v| logistic(&b, v).0).collect();
+    let rmse = (sse(&b, metric, subjective) / metric.len() as f64).sqrt();
+    Ok(Agreement {
+        pairs: metric.len(),
+        srocc: spearman(metric, subjective),
+        krocc: kendall(metric, subjective),
+        plcc: pearson(&mapped, subjective),
+        rmse,
+        logistic: b,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_correlations_match_hand_computed_values() {
+        // scipy.stats.spearmanr([1,2,3,4,5],[5,6,7,8,7]) = 0.8207826816681233
+        let (x, y) = ([1.0, 2.0, 3.0, 4.0, 5.0], [5.0, 6.0, 7.0, 8.0, 7.0]);
+        assert!((spearman(&x, &y) - 0.8207826816681233).abs() < 1e-12);
+        // scipy.stats.kendalltau (tau-b) of the same = 0.7378647873726218
+        assert!((kendall(&x, &y) - 0.7378647873726218).abs() < 1e-12);
+        assert_eq!(ranks(&[3.0, 1.0, 3.0]), vec![2.5, 1.0, 2.5]);
+        assert!((spearman(&x, &[9.0, 8.0, 7.0, 6.0, 5.0]) + 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_logistic_fit_recovers_a_logistic() {
+        let truth = [80.0, 10.0, 0.5, 0.12];
+        let x: Vec<f64> = (0..60).map(|i| i as f64 / 59.0).collect();
+        let y: Vec<f64> = x.iter().map(|&v| logistic(&truth, v).0 + 0.3 * (v * 37.0).sin()).collect();
+        let a = agreement(&x, &y).unwrap();
+        assert!(a.plcc > 0.999, "{a:?}");
+        assert!(a.rmse < 0.5, "{a:?}");
+        // Decreasing data (MAD against MOS) fit too.
+        let down: Vec<f64> = y.iter().map(|v| 100.0 - v).collect();
+        let d = agreement(&x, &down).unwrap();
+        assert!(d.plcc > 0.999 && d.srocc < -0.99, "{d:?}");
+        assert!(agreement(&x[..3], &y[..3]).is_err());
+    }
+}
