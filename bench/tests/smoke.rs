@@ -1,32 +1,56 @@
 //! The benchmark binaries run end to end at tiny sizes, so the GPU run cannot find them broken.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-#[test]
-fn prims_bench_quick_reports_correct_results() {
-    let out = Command::new(env!("CARGO_BIN_EXE_prims-bench")).args(["--quick", "--repeats", "2"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.len() >= 5, "{stdout}");
-    for l in &lines {
-        assert_ne!(l["correct"], serde_json::Value::Bool(false), "{l}");
-    }
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("validation"));
+fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
 }
 
 #[test]
-fn sweep_writes_csv_and_png() {
+fn prims_bench_quick_reports_correct_results() {
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_prims-bench")).args(["--quick", "--repeats", "2", "--json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    for l in &lines {
+        assert_eq!(l["command"], "prims-bench", "{l}");
+        assert!(l["device"].is_string(), "{l}");
+        assert_ne!(l["correct"], serde_json::Value::Bool(false), "{l}");
+    }
+    assert!(lines[0]["copy_gb_per_s"].as_f64().unwrap() > 0.0);
+    assert!(lines[1..].iter().all(|l| l["gpu_ms"].as_f64().unwrap() > 0.0));
+    assert!(!stderr.contains("validation"), "{stderr}");
+}
+
+#[test]
+fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_sweep"))
-        .args(["--kernel", "scan", "--sizes", "1000,4K", "--workgroups", "64,128", "--out"])
-        .arg(dir.path())
+    let folder = dir.path().join("new/sweep");
+    // The umask is the shell's, so the test does not depend on the one it runs under.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"umask 022; exec "$0" --kernel scan --sizes 1000,4K --workgroups 64,128 --json --out "$1""#)
+        .arg(env!("CARGO_BIN_EXE_sweep"))
+        .arg(&folder)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let csv = std::fs::read_to_string(dir.path().join("scan.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 5, "{csv}");
-    assert!(std::fs::metadata(dir.path().join("scan.png")).unwrap().len() > 1000);
-    let bad = Command::new(env!("CARGO_BIN_EXE_sweep")).args(["--kernel", "nope"]).output().unwrap();
-    assert!(!bad.status.success());
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines.len(), 5, "four points and the summary: {lines:?}");
+    assert!(lines[..4].iter().all(|p| p["kernel"] == "scan" && p["gpu_ms"].as_f64().unwrap() > 0.0));
+    let summary = &lines[4];
+    assert_eq!(summary["points"], 4);
+    assert_eq!(summary["out"].as_array().unwrap().len(), 2, "{summary}");
+    let (csv, png) = (folder.join("scan.csv"), folder.join("scan.png"));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 5);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    for file in [&csv, &png] {
+        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o644, "{}", file.display());
+    }
+    let names: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
 }
