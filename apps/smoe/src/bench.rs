@@ -4,10 +4,11 @@
 //! fit time + PSNR at K = 500 and 2000 on a generated 512x512 image. One JSON object per
 //! measurement on stdout.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use engine::Context;
-use serde_json::json;
+use serde::Serialize;
 
 use smoe::data::{sample_image, tile_model, Grid};
 use smoe::fit::{em_step_cpu, fit_gpu, grid_init, regularisation, render_psnr};
@@ -62,6 +63,65 @@ fn sizes(quick: bool) -> Sizes {
         }
     }
 }
+
+/// How the floors are computed.
+const RENDER_FLOOR: &str = "flops: kernel-pixel evaluations x 32 FLOP / 50 TFLOP/s";
+
+/// One render measurement.
+#[derive(Serialize)]
+struct RenderBench {
+    bench: String,
+    size: String,
+    kernels: usize,
+    mode: Mode,
+    cull: Cull,
+    block: u32,
+    window_px: Option<u32>,
+    gpu_ms: f64,
+    wall_ms: f64,
+    passes_ms: BTreeMap<String, f64>,
+    kernels_per_block: Option<f64>,
+    cpu_ms: f64,
+    cpu_note: String,
+    paper_ms: Option<f64>,
+    paper_note: Option<&'static str>,
+    floor_ms: f64,
+    floor: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_abs_diff_vs_exact: Option<f32>,
+}
+
+/// One fit measurement.
+#[derive(Serialize)]
+struct FitBench {
+    bench: &'static str,
+    size: String,
+    kernels: usize,
+    iterations: usize,
+    gpu_ms: Option<f64>,
+    wall_ms: f64,
+    psnr_db: f64,
+    loglik_first: Option<f64>,
+    loglik_last: Option<f64>,
+    cpu_ms: f64,
+    cpu_note: String,
+    paper_ms: Option<f64>,
+    floor_ms: f64,
+    floor: &'static str,
+    device: String,
+}
+
+/// Benchmark lines read as JSON in text mode too, so runs can be collected with `jq`.
+macro_rules! json_display {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&serde_json::to_string(self).map_err(|_| std::fmt::Error)?)
+            }
+        }
+    )*};
+}
+json_display!(RenderBench, FitBench);
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -126,12 +186,11 @@ fn time_frames(
 /// Runs the benchmark set on `ctx`, printing one JSON line per measurement.
 pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
     let s = sizes(quick);
-    let device = ctx.info().name.clone();
     // The tile: a fitted model of the generated image, as dense as the paper's models.
     let tile_grid = sample_image(s.tile_px, s.tile_px);
     let start = Instant::now();
     let (tile, _) = fit_gpu(ctx, &tile_grid, s.tile_k, 10, |_, _| {})?;
-    eprintln!("smoe bench: fitted a {}-kernel tile in {:.1} s", s.tile_k, start.elapsed().as_secs_f64());
+    eprintln!("smoe bench: fitted a {}-kernel tile in {:.0} ms", s.tile_k, start.elapsed().as_secs_f64() * 1e3);
 
     for &(name, w, h, k, paper_ms) in &s.frames {
         let model = tile_model(&tile, s.tile_px, w, h, k);
@@ -141,6 +200,8 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
         let _ = smoe::reference::render_region(&crop, w, h, [0.0; 2], [w / 2, h / 2, s.cpu_crop, s.cpu_crop]);
         let cpu_crop_ms = t.elapsed().as_secs_f64() * 1e3;
         let cpu_ms = cpu_crop_ms * (w * h) as f64 / (s.cpu_crop * s.cpu_crop) as f64;
+        let cpu_note =
+            format!("f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame", s.cpu_crop);
         let mut exact_image: Option<Vec<f32>> = None;
         for mode in [Mode::Fast, Mode::Robust] {
             let mut renderer = Renderer::new(ctx, &model, mode)?;
@@ -152,19 +213,26 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
                         time_frames(ctx, &mut renderer, settings, s.reps)?;
                     let tiles = (w as u32).div_ceil(block) as usize * (h as u32).div_ceil(block) as usize;
                     let evals = entries as f64 * (block * block) as f64;
-                    let mut line = json!({
-                        "bench": format!("render_{name}"), "size": format!("{w}x{h}"), "kernels": k,
-                        "mode": mode, "cull": cull, "block": block, "window_px": 16,
-                        "gpu_ms": gpu_ms, "wall_ms": wall_ms,
-                        "passes_ms": passes.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                        "kernels_per_block": entries as f64 / tiles as f64,
-                        "cpu_ms": cpu_ms,
-                        "cpu_note": format!("f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame", s.cpu_crop),
-                        "paper_ms": if block == 16 { json!(paper_ms) } else { json!(null) },
-                        "paper_note": "Titan X, block 16, relevance window (Table 4)",
-                        "floor_ms": evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
-                        "floor": "flops: kernel-pixel evaluations x 32 FLOP / 50 TFLOP/s",
-                    });
+                    let mut line = RenderBench {
+                        bench: format!("render_{name}"),
+                        size: format!("{w}x{h}"),
+                        kernels: k,
+                        mode,
+                        cull,
+                        block,
+                        window_px: Some(16),
+                        gpu_ms,
+                        wall_ms,
+                        passes_ms: passes.into_iter().collect(),
+                        kernels_per_block: Some(entries as f64 / tiles as f64),
+                        cpu_ms,
+                        cpu_note: cpu_note.clone(),
+                        paper_ms: (block == 16).then_some(paper_ms),
+                        paper_note: Some("Titan X, block 16, relevance window (Table 4)"),
+                        floor_ms: evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
+                        floor: RENDER_FLOOR,
+                        max_abs_diff_vs_exact: None,
+                    };
                     if block == 16 && mode == Mode::Fast {
                         // Accuracy of the relevance window against exact culling, same frame.
                         let (img, _) = renderer.render_rgb(settings)?;
@@ -172,26 +240,41 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
                             (None, Cull::Exact) => exact_image = Some(img),
                             (Some(e), Cull::Window) => {
                                 let diff = img.iter().zip(e).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-                                line["max_abs_diff_vs_exact"] = json!(diff);
+                                line.max_abs_diff_vs_exact = Some(diff);
                             }
                             _ => {}
                         }
                     }
-                    engine::cli::print_json(&line);
+                    kit::emit(&line, &[]);
                 }
             }
             if name == "1080p" && mode == Mode::Fast {
                 let settings = RenderSettings { cull: Cull::Off, tile: 16, ..RenderSettings::new(w as u32, h as u32) };
                 let Timing { passes, gpu_ms, wall_ms, .. } = time_frames(ctx, &mut renderer, settings, 1)?;
                 let evals = (w * h * k) as f64;
-                engine::cli::print_json(&json!({
-                    "bench": format!("render_{name}"), "size": format!("{w}x{h}"), "kernels": k,
-                    "mode": mode, "cull": "off", "block": 16, "gpu_ms": gpu_ms, "wall_ms": wall_ms,
-                    "passes_ms": passes.iter().map(|(n, v)| (n.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                    "cpu_ms": cpu_ms, "paper_ms": null,
-                    "floor_ms": evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
-                    "floor": "flops: kernel-pixel evaluations x 32 FLOP / 50 TFLOP/s",
-                }));
+                kit::emit(
+                    &RenderBench {
+                        bench: format!("render_{name}"),
+                        size: format!("{w}x{h}"),
+                        kernels: k,
+                        mode,
+                        cull: Cull::Off,
+                        block: 16,
+                        window_px: None,
+                        gpu_ms,
+                        wall_ms,
+                        passes_ms: passes.into_iter().collect(),
+                        kernels_per_block: None,
+                        cpu_ms,
+                        cpu_note: cpu_note.clone(),
+                        paper_ms: None,
+                        paper_note: None,
+                        floor_ms: evals * FLOPS_PER_EVAL / PEAK_FLOPS * 1e3,
+                        floor: RENDER_FLOOR,
+                        max_abs_diff_vs_exact: None,
+                    },
+                    &[],
+                );
             }
         }
     }
@@ -206,20 +289,32 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
         let small: Grid = sample_image(s.cpu_fit_px, s.cpu_fit_px);
         let init = grid_init(&small, k);
         let t = Instant::now();
-        let _ = em_step_cpu(&init, &small.samples(), &regularisation(&small));
+        em_step_cpu(&init, &small.samples(), &regularisation(&small))?;
         let cpu_iter_ms = t.elapsed().as_secs_f64() * 1e3 * (grid.len() as f64 / small.len() as f64);
         let evals = 2.0 * (grid.len() * k) as f64 * s.fit_iters as f64;
-        engine::cli::print_json(&json!({
-            "bench": "fit", "size": format!("{0}x{0}", s.fit_px), "kernels": k, "iterations": s.fit_iters,
-            "gpu_ms": report.gpu_ms, "wall_ms": fit_wall, "psnr_db": quality,
-            "loglik_first": report.loglik.first(), "loglik_last": report.loglik.last(),
-            "cpu_ms": cpu_iter_ms * s.fit_iters as f64,
-            "cpu_note": format!("single-threaded f64 EM iteration on {0}x{0} scaled by samples and iterations", s.cpu_fit_px),
-            "paper_ms": null,
-            "floor_ms": evals * 60.0 / PEAK_FLOPS * 1e3,
-            "floor": "flops: 2 passes x samples x kernels x 60 FLOP per joint log-density / 50 TFLOP/s",
-            "device": device,
-        }));
+        kit::emit(
+            &FitBench {
+                bench: "fit",
+                size: format!("{0}x{0}", s.fit_px),
+                kernels: k,
+                iterations: s.fit_iters,
+                gpu_ms: report.gpu_ms,
+                wall_ms: fit_wall,
+                psnr_db: quality,
+                loglik_first: report.loglik.first().copied(),
+                loglik_last: report.loglik.last().copied(),
+                cpu_ms: cpu_iter_ms * s.fit_iters as f64,
+                cpu_note: format!(
+                    "f64 EM iteration on all cores on {0}x{0} scaled by samples and iterations",
+                    s.cpu_fit_px
+                ),
+                paper_ms: None,
+                floor_ms: evals * 60.0 / PEAK_FLOPS * 1e3,
+                floor: "flops: 2 passes x samples x kernels x 60 FLOP per joint log-density / 50 TFLOP/s",
+                device: ctx.info().name.clone(),
+            },
+            &[],
+        );
     }
     Ok(())
 }

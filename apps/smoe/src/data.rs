@@ -1,20 +1,26 @@
 //! Inputs as joint samples (coordinates + colour), and deterministic generated inputs: a
 //! sample image with edges and gradients, and a light field of it seen with parallax.
 
+use std::io::Read;
 use std::path::Path;
 
-use engine::io::ImageF32;
+use kit::image::ImageF32;
+use kit::npy::NpyDtype;
 
-use crate::model::{packed_index, packed_len, Model};
+use crate::model::{packed_index, packed_len, Model, MAX_EXTENT};
 
 /// Errors reading inputs.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("{0}")]
-    Engine(#[from] engine::EngineError),
+    /// The file itself, or a decoding error; names its path.
+    #[error(transparent)]
+    Input(#[from] kit::KitError),
     #[error("{path}: {message}")]
-    Shape { path: String, message: String },
+    Invalid { path: String, message: String },
 }
+
+/// The magic of a `.npy` file: inputs are told apart by content, not by extension.
+const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
 
 /// A regular grid of colour samples: an image (p = 2, extent [W, H]) or a light field
 /// (p = 4, extent [W, H, U, V]); colours RGB in [0, 1], stored (V, U, H, W, 3)
@@ -90,33 +96,65 @@ impl Grid {
         Grid { extent: vec![img.width, img.height], rgb }
     }
 
-    /// Loads an image (PNG, JPEG, ...) or a light field `.npy` of shape (U, V, H, W, 3)
-    /// (float in [0, 1], or uint8 scaled by 1/255).
+    /// Loads an image (PNG, JPEG, TIFF, WebP, BMP; by content, EXIF orientation applied) or
+    /// a light field `.npy` of shape (U, V, H, W, 3): float32/float64 in [0, 1], or uint8
+    /// (divided by 255) or uint16 (divided by 65535). Every axis must be within the model
+    /// extent limit (1..=16384), every value finite and in [0, 1], and the samples within
+    /// the memory budget.
     pub fn load(path: &Path) -> Result<Grid, DataError> {
-        if path.extension().and_then(|e| e.to_str()) != Some("npy") {
-            return Ok(Grid::from_image(&engine::io::load_image(path)?));
+        let grid = if is_npy(path)? {
+            load_lightfield(path)?
+        } else {
+            Grid::from_image(&kit::image::load(path)?)
+        };
+        if let Some(&e) = grid.extent.iter().find(|&&e| e as u64 > MAX_EXTENT) {
+            return Err(DataError::Invalid {
+                path: path.display().to_string(),
+                message: format!("a side of {e} samples; a model's extent is at most {MAX_EXTENT} per axis"),
+            });
         }
-        let a = engine::io::read_npy(path)?;
-        let shape_err = |message: String| DataError::Shape { path: path.display().to_string(), message };
-        if a.shape.len() != 5 || a.shape[4] != 3 || a.shape.contains(&0) {
-            return Err(shape_err(format!("light field must have shape (U, V, H, W, 3), got {:?}", a.shape)));
-        }
-        let scale = if a.dtype == engine::io::NpyDtype::U8 { 1.0 / 255.0 } else { 1.0 };
-        if a.data.iter().any(|v| !v.is_finite()) {
-            return Err(shape_err("light field has non-finite values".into()));
-        }
-        let (nu, nv, h, w) = (a.shape[0], a.shape[1], a.shape[2], a.shape[3]);
-        // Reorder (U, V, H, W, 3) to (V, U, H, W, 3).
-        let mut rgb = vec![0.0; a.data.len()];
-        let view = h * w * 3;
-        for u in 0..nu {
-            for v in 0..nv {
-                let src = &a.data[(u * nv + v) * view..(u * nv + v + 1) * view];
-                rgb[(v * nu + u) * view..(v * nu + u + 1) * view].iter_mut().zip(src).for_each(|(d, s)| *d = s * scale);
-            }
-        }
-        Ok(Grid { extent: vec![w, h, nu, nv], rgb })
+        Ok(grid)
     }
+}
+
+/// Whether `path` (a regular file) starts with the `.npy` magic.
+fn is_npy(path: &Path) -> Result<bool, kit::KitError> {
+    let (file, _) = kit::input::open_regular(path)?;
+    let mut head = Vec::with_capacity(NPY_MAGIC.len());
+    file.take(NPY_MAGIC.len() as u64).read_to_end(&mut head).map_err(|e| kit::KitError::file(path, e))?;
+    Ok(head == NPY_MAGIC)
+}
+
+/// A light field `.npy` (U, V, H, W, 3), reordered to the grid's (V, U, H, W, 3).
+fn load_lightfield(path: &Path) -> Result<Grid, DataError> {
+    let invalid = |message: String| DataError::Invalid { path: path.display().to_string(), message };
+    let header = kit::npy::header(path)?;
+    let shape = &header.shape;
+    if shape.len() != 5 || shape[4] != 3 || shape.contains(&0) {
+        return Err(invalid(format!("a light field has shape (U, V, H, W, 3), this one {shape:?}")));
+    }
+    let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    // The reader's f32 array and the reordered copy.
+    kit::budget::elements(&dims, 8, &format!("the light field {}", path.display()))?;
+    let a = kit::npy::read(path)?;
+    let scale = match a.dtype {
+        NpyDtype::U8 => 1.0 / 255.0,
+        NpyDtype::U16 => 1.0 / 65535.0,
+        NpyDtype::F32 | NpyDtype::F64 => 1.0,
+    };
+    if let Some(i) = a.data.iter().position(|v| !(0.0..=1.0).contains(&(v * scale))) {
+        return Err(invalid(format!("element {i} is {}; light-field values must be in [0, 1]", a.data[i])));
+    }
+    let (nu, nv, h, w) = (shape[0], shape[1], shape[2], shape[3]);
+    let mut rgb = vec![0.0; a.data.len()];
+    let view = h * w * 3;
+    for u in 0..nu {
+        for v in 0..nv {
+            let src = &a.data[(u * nv + v) * view..(u * nv + v + 1) * view];
+            rgb[(v * nu + u) * view..(v * nu + u + 1) * view].iter_mut().zip(src).for_each(|(d, s)| *d = s * scale);
+        }
+    }
+    Ok(Grid { extent: vec![w, h, nu, nv], rgb })
 }
 
 /// Colour of the generated scene at normalised (x, y): a diagonal gradient, a soft-edged

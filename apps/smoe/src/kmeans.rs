@@ -10,6 +10,12 @@ use crate::model::{packed_len, ColorSpace, Model};
 
 /// Lloyd iterations after seeding: enough to settle the seeds; EM does the rest.
 const LLOYD_ITERATIONS: usize = 10;
+
+/// The progress steps of [`kmeans_init`] for `k` kernels: one per seed (each a pass over
+/// every sample), one per Lloyd iteration.
+pub fn steps(k: usize) -> u64 {
+    (k + LLOYD_ITERATIONS) as u64
+}
 /// Samples per rayon task when reducing cluster sums.
 const CHUNK: usize = 4096;
 
@@ -54,9 +60,10 @@ fn nearest(s: &[f32], centres: &[f64], d: usize) -> usize {
 
 /// k-means++ seeding: the first centre uniformly, each next one with probability
 /// proportional to the squared distance to the nearest centre chosen so far.
-fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix) -> Vec<f64> {
+fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix, tick: &mut dyn FnMut()) -> Vec<f64> {
     let n = samples.len() / d;
     let first = rng.below(n);
+    tick();
     let mut centres: Vec<f64> = samples[first * d..(first + 1) * d].iter().map(|&v| v as f64).collect();
     let mut near: Vec<f64> = samples.par_chunks_exact(d).map(|s| dist2(s, &centres)).collect();
     while centres.len() < k * d {
@@ -76,6 +83,7 @@ fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix) -> Vec<
         let c: Vec<f64> = samples[pick * d..(pick + 1) * d].iter().map(|&v| v as f64).collect();
         near.par_iter_mut().zip(samples.par_chunks_exact(d)).for_each(|(e, s)| *e = e.min(dist2(s, &c)));
         centres.extend(c);
+        tick();
     }
     centres
 }
@@ -108,12 +116,13 @@ fn cluster_sums(samples: &[f32], centres: &[f64], d: usize, k: usize) -> (Vec<f6
 /// `k` kernels from k-means on the joint samples of `grid` (`k` at most the sample count):
 /// weights are cluster shares, means the centroids, covariances the cluster covariances
 /// plus `reg` on the diagonal (so single-sample clusters stay positive definite).
-pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64) -> Model {
+/// `tick` is called [`steps`]`(k)` times, as the work advances.
+pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn FnMut()) -> Model {
     let samples = grid.samples();
     let d = grid.coord_dims() + 3;
     let n = samples.len() / d;
     let mut rng = SplitMix(seed);
-    let mut centres = seed_centres(&samples, d, k, &mut rng);
+    let mut centres = seed_centres(&samples, d, k, &mut rng, tick);
     for _ in 0..LLOYD_ITERATIONS {
         let (count, sum) = cluster_sums(&samples, &centres, d, k);
         for j in 0..k {
@@ -124,6 +133,7 @@ pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64) -> Model {
                 }
             }
         }
+        tick();
     }
     // Final assignment, then each cluster's mean and covariance about it.
     let label: Vec<usize> = samples.par_chunks_exact(d).map(|s| nearest(s, &centres, d)).collect();

@@ -5,15 +5,44 @@
 //! Storage is flat (one `Vec` per parameter) so models with hundreds of thousands of
 //! kernels stay compact. The covariance is kept as its packed lower triangle, row by row
 //! (`cov[i][j]` for `j <= i` at `i*(i+1)/2 + j`), which is also the GPU's raw layout.
+//!
+//! Values are held in f64 but the GPU computes in f32, so [`Model::validate`] checks every
+//! value in the precision both backends use (docs/formats.md, "Limits"): both readers, both
+//! renderers and every writer apply it, so no file is written that a reader refuses and the
+//! CPU and GPU backends accept the same models.
 
 use std::io::{Read, Write};
 use std::path::Path;
 
+use rayon::prelude::*;
+use serde::de::{Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
+
+/// The largest extent on any axis: the renderer's largest output side.
+pub const MAX_EXTENT: u64 = 16384;
+/// The most kernels a model holds (the GPU counts them in 32 bits; 2^24 light-field kernels
+/// are 2.4 GB of records).
+pub const MAX_KERNELS: u64 = 1 << 24;
+/// The largest magnitude of a mean or covariance entry. Coordinates are normalised to
+/// [0, 1] and colours lie near [0, 1]; the bound keeps every product the renderer forms
+/// (a 2x2 determinant, an offset times a covariance) far inside f32's range.
+pub const MAX_VALUE: f32 = 1e4;
+/// The largest trace of the inverse coordinate covariance. It bounds the squared
+/// Mahalanobis distance of any point within [`MAX_VALUE`] of a mean by
+/// 4 (2 MAX_VALUE)^2 x 1e24 < 1e33, so a kernel's log-weight is finite in f32 everywhere.
+pub const MAX_PRECISION: f64 = 1e24;
+/// The extensions a model is written with: JSON, or the binary format.
+pub const MODEL_EXTENSIONS: &[&str] = &["json", "smoe", "bin"];
+/// Binary model files are at most this long (2^24 light-field records and the header);
+/// JSON files at most eight times that.
+const MAX_BINARY_BYTES: u64 = 64 + MAX_KERNELS * 36 * 4;
 
 /// Errors reading, writing or validating a model.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// The file itself (missing, not a regular file, over the budget); names its path.
+    #[error(transparent)]
+    Input(#[from] kit::KitError),
     #[error("{path}: {message}")]
     File { path: String, message: String },
     #[error("model: {0}")]
@@ -118,8 +147,17 @@ fn default_color_space() -> String {
 struct JsonModel {
     #[serde(flatten)]
     header: JsonHeader,
-    extent: Vec<usize>,
-    kernels: Vec<serde_json::Value>,
+    /// u64, so a size past 32 bits is refused instead of wrapping when cast.
+    extent: Vec<u64>,
+    kernels: JsonKernels,
+}
+
+#[derive(Serialize)]
+struct JsonModelOut<'a> {
+    #[serde(flatten)]
+    header: JsonHeader,
+    extent: &'a [usize],
+    kernels: Vec<JsonKernel>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -129,10 +167,92 @@ struct JsonKernel {
     cov: Vec<Vec<f64>>,
 }
 
+/// The kernel list, parsed kernel by kernel so an error names the kernel and the count is
+/// capped while parsing.
+struct JsonKernels(Vec<JsonKernel>);
+
+impl<'de> Deserialize<'de> for JsonKernels {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct List;
+        impl<'de> Visitor<'de> for List {
+            type Value = JsonKernels;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of kernels")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<JsonKernels, A::Error> {
+                let mut out = Vec::new();
+                loop {
+                    let index = out.len();
+                    match seq.next_element::<JsonKernel>() {
+                        Ok(Some(_)) if index as u64 >= MAX_KERNELS => {
+                            return Err(A::Error::custom(format!("more than {MAX_KERNELS} kernels")))
+                        }
+                        Ok(Some(k)) => out.push(k),
+                        Ok(None) => return Ok(JsonKernels(out)),
+                        Err(e) => return Err(A::Error::custom(format!("kernel {index}: {e}"))),
+                    }
+                }
+            }
+        }
+        d.deserialize_seq(List)
+    }
+}
+
 /// Magic bytes of the binary format.
 pub const BINARY_MAGIC: &[u8; 8] = b"SMOEBIN\0";
 /// Version of the binary format.
 pub const BINARY_VERSION: u32 = 1;
+
+/// The extent as sizes, checked before any cast: `p` sizes, each in 1..=[`MAX_EXTENT`].
+fn extent_from(sizes: &[u64], p: usize) -> Result<Vec<usize>> {
+    if sizes.len() != p || sizes.iter().any(|&e| !(1..=MAX_EXTENT).contains(&e)) {
+        return Err(ModelError::Invalid(format!(
+            "extent must hold {p} sizes between 1 and {MAX_EXTENT}, got {sizes:?}"
+        )));
+    }
+    Ok(sizes.iter().map(|&e| e as usize).collect())
+}
+
+/// The Cholesky factor (packed lower) of the packed `d x d` matrix `a`, computed in f32 as
+/// the GPU does; None unless every pivot is a positive normal f32.
+fn cholesky_f32(a: &[f32], d: usize) -> Option<Vec<f32>> {
+    let mut l = vec![0f32; packed_len(d)];
+    for i in 0..d {
+        for j in 0..=i {
+            let mut s = a[packed_index(i, j)];
+            for k in 0..j {
+                s -= l[packed_index(i, k)] * l[packed_index(j, k)];
+            }
+            if i == j {
+                if !(s >= f32::MIN_POSITIVE && s.is_finite()) {
+                    return None;
+                }
+                l[packed_index(i, i)] = s.sqrt();
+            } else {
+                l[packed_index(i, j)] = s / l[packed_index(j, j)];
+            }
+        }
+    }
+    Some(l)
+}
+
+/// trace(S^-1) = |L^-1|_F^2 of the leading `p x p` block of a packed Cholesky factor, in f64.
+fn inverse_trace(l: &[f32], p: usize) -> f64 {
+    let mut sum = 0.0;
+    for col in 0..p {
+        // Column `col` of L^-1: solve L x = e_col.
+        let mut x = vec![0.0f64; p];
+        for i in col..p {
+            let mut s = if i == col { 1.0 } else { 0.0 };
+            for (m, xm) in x.iter().enumerate().take(i).skip(col) {
+                s -= l[packed_index(i, m)] as f64 * xm;
+            }
+            x[i] = s / l[packed_index(i, i)] as f64;
+        }
+        sum += x.iter().map(|v| v * v).sum::<f64>();
+    }
+    sum
+}
 
 impl Model {
     /// p + q.
@@ -161,41 +281,61 @@ impl Model {
         &self.cov[k * n..(k + 1) * n]
     }
 
-    /// Checks dimensions, extent, and every kernel (finite values, pi > 0, symmetric
-    /// positive-definite covariance); errors name the kernel index.
+    /// Checks dimensions, extent (1..=[`MAX_EXTENT`] per axis), the kernel count
+    /// (1..=[`MAX_KERNELS`]) and every kernel ([`Model::check_kernel`]); errors name the
+    /// first bad kernel.
     pub fn validate(&self) -> Result<()> {
         check_dims(self.coord_dims, self.color_dims)?;
-        if self.extent.len() != self.coord_dims || self.extent.contains(&0) {
+        extent_from(&self.extent.iter().map(|&e| e as u64).collect::<Vec<_>>(), self.coord_dims)?;
+        if self.is_empty() || self.len() as u64 > MAX_KERNELS {
             return Err(ModelError::Invalid(format!(
-                "extent must hold {} positive sizes, got {:?}",
-                self.coord_dims, self.extent
+                "a model holds 1 to {MAX_KERNELS} kernels, this one {}",
+                self.len()
             )));
-        }
-        if self.is_empty() {
-            return Err(ModelError::Invalid("model has no kernels".into()));
         }
         let d = self.dims();
         if self.mu.len() != self.len() * d || self.cov.len() != self.len() * packed_len(d) {
             return Err(ModelError::Invalid("parameter arrays do not match the kernel count".into()));
         }
-        for k in 0..self.len() {
-            let bad = |message: String| ModelError::Kernel { index: k, message };
-            let pi = self.pi[k];
-            if !(pi.is_finite() && pi > 0.0) {
-                return Err(bad(format!("pi must be positive and finite, got {pi}")));
-            }
-            if self.mean(k).iter().any(|v| !v.is_finite()) {
-                return Err(bad("mu has a non-finite value".into()));
-            }
-            let cov = self.covariance(k);
-            if cov.iter().any(|v| !v.is_finite()) {
-                return Err(bad("cov has a non-finite value".into()));
-            }
-            if cholesky_packed(cov, d).is_none() {
-                return Err(bad("covariance is not positive definite".into()));
-            }
-            // The renderer factorises the coordinate block on its own; it is a leading
-            // principal block of a positive-definite matrix, hence positive definite too.
+        match (0..self.len()).into_par_iter().find_map_first(|k| self.check_kernel(k).err()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One kernel, in the precision each backend computes in: `pi` a positive normal f32;
+    /// every mean and covariance entry within [`MAX_VALUE`] (so finite in f32); the
+    /// covariance positive definite both in f64 (the CPU backend) and, rounded to f32, in f32
+    /// arithmetic (the GPU); and the coordinate block's inverse trace at most
+    /// [`MAX_PRECISION`].
+    fn check_kernel(&self, k: usize) -> Result<()> {
+        let bad = |message: String| ModelError::Kernel { index: k, message };
+        let pi = self.pi[k];
+        if !((pi as f32) >= f32::MIN_POSITIVE && (pi as f32).is_finite()) {
+            return Err(bad(format!(
+                "pi must be a positive float32 between {:e} and {:e}, got {pi}",
+                f32::MIN_POSITIVE,
+                f32::MAX
+            )));
+        }
+        let in_range = |v: f64| (v as f32).abs() <= MAX_VALUE;
+        if let Some(i) = self.mean(k).iter().position(|&v| !in_range(v)) {
+            return Err(bad(format!("mu[{i}] = {} is outside [-{MAX_VALUE:e}, {MAX_VALUE:e}]", self.mean(k)[i])));
+        }
+        let cov = self.covariance(k);
+        if let Some(i) = cov.iter().position(|&v| !in_range(v)) {
+            return Err(bad(format!("a covariance entry, {}, is outside [-{MAX_VALUE:e}, {MAX_VALUE:e}]", cov[i])));
+        }
+        let d = self.dims();
+        let rounded: Vec<f32> = cov.iter().map(|&v| v as f32).collect();
+        let (Some(_), Some(l)) = (cholesky_packed(cov, d), cholesky_f32(&rounded, d)) else {
+            return Err(bad("covariance is not positive definite (in f64 and, rounded, in f32)".into()));
+        };
+        let precision = inverse_trace(&l, self.coord_dims);
+        if !(precision <= MAX_PRECISION) {
+            return Err(bad(format!(
+                "the coordinate covariance is nearly singular: the trace of its inverse is {precision:e}, above {MAX_PRECISION:e}"
+            )));
         }
         Ok(())
     }
@@ -218,18 +358,18 @@ impl Model {
         };
         check_dims(h.coord_dims, h.color_dims)?;
         let d = h.coord_dims + h.color_dims;
+        let kernels = raw.kernels.0;
         let mut model = Model {
             coord_dims: h.coord_dims,
             color_dims: h.color_dims,
             color_space,
-            extent: raw.extent,
-            pi: Vec::with_capacity(raw.kernels.len()),
-            mu: Vec::with_capacity(raw.kernels.len() * d),
-            cov: Vec::with_capacity(raw.kernels.len() * packed_len(d)),
+            extent: extent_from(&raw.extent, h.coord_dims)?,
+            pi: Vec::with_capacity(kernels.len()),
+            mu: Vec::with_capacity(kernels.len() * d),
+            cov: Vec::with_capacity(kernels.len() * packed_len(d)),
         };
-        for (index, value) in raw.kernels.into_iter().enumerate() {
+        for (index, k) in kernels.into_iter().enumerate() {
             let bad = |message: String| ModelError::Kernel { index, message };
-            let k: JsonKernel = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
             if k.mu.len() != d {
                 return Err(bad(format!("mu has {} values, expected p+q = {d}", k.mu.len())));
             }
@@ -242,7 +382,7 @@ impl Model {
                     // Relative to the scale of the matrix, so round-off in near-zero
                     // entries (common in fitted models) passes.
                     let scale = (k.cov[i][i] * k.cov[j][j]).abs().sqrt() + a.abs() + b.abs();
-                    if (a - b).abs() > 1e-9 * scale {
+                    if !((a - b).abs() <= 1e-9 * scale) {
                         return Err(bad(format!("cov is not symmetric at ({i},{j}): {a} vs {b}")));
                     }
                 }
@@ -259,8 +399,8 @@ impl Model {
         Ok(model)
     }
 
-    /// The JSON interchange format.
-    pub fn to_json(&self) -> String {
+    /// The JSON interchange format (f64 values; the model should be valid).
+    pub fn to_json(&self) -> Result<String> {
         let d = self.dims();
         let kernels: Vec<JsonKernel> = (0..self.len())
             .map(|k| {
@@ -272,16 +412,18 @@ impl Model {
                 }
             })
             .collect();
-        let value = serde_json::json!({
-            "format": "smoe",
-            "version": 1,
-            "coord_dims": self.coord_dims,
-            "color_dims": self.color_dims,
-            "color_space": self.color_space.name(),
-            "extent": self.extent,
-            "kernels": kernels,
-        });
-        serde_json::to_string(&value).unwrap_or_default()
+        let out = JsonModelOut {
+            header: JsonHeader {
+                format: "smoe".into(),
+                version: 1,
+                coord_dims: self.coord_dims,
+                color_dims: self.color_dims,
+                color_space: self.color_space.name().into(),
+            },
+            extent: &self.extent,
+            kernels,
+        };
+        serde_json::to_string(&out).map_err(|e| ModelError::Invalid(format!("cannot write JSON: {e}")))
     }
 
     /// Values of one kernel's raw record: pi, mu (p+q), packed covariance (f32, as on the
@@ -316,11 +458,18 @@ impl Model {
             w.write_all(&(e as u32).to_le_bytes())?;
         }
         w.write_all(&(self.len() as u64).to_le_bytes())?;
-        let records = self.raw_records();
-        w.write_all(bytemuck::cast_slice(&records.iter().map(|v| v.to_le_bytes()).collect::<Vec<_>>()))
+        let mut record = Vec::with_capacity(self.raw_stride());
+        for k in 0..self.len() {
+            record.clear();
+            self.raw_record(k, &mut record);
+            w.write_all(bytemuck::cast_slice(&record.iter().map(|v| v.to_le_bytes()).collect::<Vec<_>>()))?;
+        }
+        Ok(())
     }
 
-    /// Reads the compact binary format, checking magic, version, sizes, then every kernel.
+    /// Reads the compact binary format: magic, version, dimensions and extent; the kernel
+    /// count against [`MAX_KERNELS`], the bytes present and the memory budget before
+    /// allocating; then every kernel.
     pub fn read_binary(bytes: &[u8]) -> Result<Model> {
         let bad = |m: &str| ModelError::Invalid(format!("binary model: {m}"));
         let mut r = bytes;
@@ -347,21 +496,28 @@ impl Model {
             1 => ColorSpace::YCbCr,
             _ => return Err(bad(&format!("unknown colour space code {cs}"))),
         };
-        let mut extent = Vec::new();
+        let mut sizes = Vec::new();
         for _ in 0..p {
             let mut b = [0u8; 4];
             r.read_exact(&mut b).map_err(|_| bad("truncated header"))?;
-            extent.push(u32::from_le_bytes(b) as usize);
+            sizes.push(u32::from_le_bytes(b) as u64);
         }
+        let extent = extent_from(&sizes, p as usize)?;
         let mut b = [0u8; 8];
         r.read_exact(&mut b).map_err(|_| bad("truncated header"))?;
         let count = u64::from_le_bytes(b);
+        if !(1..=MAX_KERNELS).contains(&count) {
+            return Err(bad(&format!("{count} kernels; a model holds 1 to {MAX_KERNELS}")));
+        }
         let d = (p + q) as usize;
         let stride = 1 + d + packed_len(d);
-        let expected = (count as u128) * (stride as u128) * 4;
-        if expected != r.len() as u128 {
-            return Err(bad(&format!("{count} kernels need {expected} bytes of records, file has {}", r.len())));
+        // count <= 2^24 and stride <= 36: no overflow.
+        let expected = count * stride as u64 * 4;
+        if expected != r.len() as u64 {
+            return Err(bad(&format!("{count} kernels need {expected} bytes of records, the file has {}", r.len())));
         }
+        // The f64 model: 8 bytes per stored f32 value.
+        kit::budget::elements(&[count, stride as u64], 8, "the binary model")?;
         let count = count as usize;
         let mut model = Model {
             coord_dims: p as usize,
@@ -372,37 +528,51 @@ impl Model {
             mu: Vec::with_capacity(count * d),
             cov: Vec::with_capacity(count * packed_len(d)),
         };
+        let value = |c: &[u8]| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
         for rec in r.chunks_exact(stride * 4) {
-            let f: Vec<f64> =
-                rec.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect();
-            model.pi.push(f[0]);
-            model.mu.extend_from_slice(&f[1..1 + d]);
-            model.cov.extend_from_slice(&f[1 + d..]);
+            let mut values = rec.chunks_exact(4).map(value);
+            model.pi.extend(values.next());
+            model.mu.extend(values.by_ref().take(d));
+            model.cov.extend(values);
         }
         model.validate()?;
         Ok(model)
     }
 
-    /// Loads a model file, JSON or binary (told apart by the binary magic).
+    /// Loads a model file, JSON or binary (told apart by the binary magic): a regular file,
+    /// read within its size limit and the memory budget.
     pub fn load(path: &Path) -> Result<Model> {
         let file_err = |message: String| ModelError::File { path: path.display().to_string(), message };
-        let bytes = std::fs::read(path).map_err(|e| file_err(e.to_string()))?;
+        let bytes = kit::input::read_bounded(path, 8 * MAX_BINARY_BYTES)?;
         let parsed = if bytes.starts_with(BINARY_MAGIC) {
+            if bytes.len() as u64 > MAX_BINARY_BYTES {
+                return Err(file_err(format!("longer than a binary model can be ({MAX_BINARY_BYTES} bytes)")));
+            }
             Model::read_binary(&bytes)
         } else {
             let text = std::str::from_utf8(&bytes).map_err(|_| file_err("neither binary nor UTF-8 JSON".into()))?;
-            Model::from_json(text)
+            // Parsing holds the kernels as lists: at most about 8 bytes per byte of text.
+            kit::budget::check(bytes.len() as u64 * 8, format!("parsing {}", path.display()))?;
+            Model::from_json(text.strip_prefix('\u{feff}').unwrap_or(text))
         };
-        parsed.map_err(|e| file_err(e.to_string()))
+        parsed.map_err(|e| match e {
+            ModelError::Input(e) => ModelError::Input(e),
+            other => file_err(other.to_string()),
+        })
     }
 
-    /// Saves atomically: binary when the path ends in `.smoe` or `.bin`, JSON otherwise.
-    pub fn save(&self, path: &Path) -> engine::Result<()> {
-        let binary = matches!(path.extension().and_then(|e| e.to_str()), Some("smoe" | "bin"));
-        engine::io::write_atomic(path, |w| {
-            let r = if binary { self.write_binary(w) } else { w.write_all(self.to_json().as_bytes()) };
-            r.map_err(|e| engine::EngineError::File { path: path.to_path_buf(), message: e.to_string() })
-        })
+    /// Validates, then saves atomically in the format of the extension: `.json`, or the
+    /// binary format for `.smoe` and `.bin` ([`MODEL_EXTENSIONS`]).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let format = kit::output::format_of(path, MODEL_EXTENSIONS)?;
+        self.validate()?;
+        if format == "json" {
+            let text = self.to_json()?;
+            kit::output::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+        } else {
+            kit::output::write_atomic(path, |w| self.write_binary(w))?;
+        }
+        Ok(())
     }
 }
 
@@ -467,7 +637,7 @@ mod tests {
     fn json_and_binary_round_trip() {
         let m = tiny();
         m.validate().unwrap();
-        assert_eq!(Model::from_json(&m.to_json()).unwrap(), m);
+        assert_eq!(Model::from_json(&m.to_json().unwrap()).unwrap(), m);
         let mut bytes = Vec::new();
         m.write_binary(&mut bytes).unwrap();
         let b = Model::read_binary(&bytes).unwrap();
@@ -485,9 +655,9 @@ mod tests {
         assert!(m.validate().unwrap_err().to_string().contains("kernel 1"));
         let mut m = tiny();
         m.cov[15] = -1.0;
-        let e = Model::from_json(&m.to_json()).unwrap_err().to_string();
+        let e = Model::from_json(&m.to_json().unwrap()).unwrap_err().to_string();
         assert!(e.contains("kernel 1") && e.contains("positive definite"), "{e}");
-        let text = tiny().to_json().replacen("\"mu\":[0.25,0.5,0.1,0.2,0.3]", "\"mu\":[0.25,0.5]", 1);
+        let text = tiny().to_json().unwrap().replacen("\"mu\":[0.25,0.5,0.1,0.2,0.3]", "\"mu\":[0.25,0.5]", 1);
         let e = Model::from_json(&text).unwrap_err().to_string();
         assert!(e.contains("kernel 0") && e.contains("mu has 2"), "{e}");
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use engine::present::{PresentOutcome, Presenter};
-use engine::{Context, ContextOptions, Instance};
+use engine::{Context, ContextOptions, DeviceSelector, Instance};
 use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use smoe::gpu::Mode;
 use smoe::gpu::{Frame, OutFormat, RenderSettings, Renderer};
@@ -26,7 +26,14 @@ pub struct Options {
     pub height: u32,
     pub frames: Option<u64>,
     pub screenshot: Option<PathBuf>,
-    pub device: Option<String>,
+    pub device: DeviceSelector,
+}
+
+/// What the viewer showed.
+pub struct Shown {
+    pub frames: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 // Field order is drop order: GPU objects before the window they present to.
@@ -61,8 +68,9 @@ impl App {
         let window = event_loop.create_window(attrs)?;
         let display = window.display_handle()?.as_raw();
         let instance = Instance::new(&engine::present::instance_extensions(display)?)?;
-        let ctx =
-            Context::open_with(instance, ContextOptions { selector: self.opts.device.as_deref(), swapchain: true })?;
+        let index = instance.select_one(&self.opts.device)?;
+        let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
+        kit::report::set_device(&ctx.info().name);
         let size = window.inner_size();
         // SAFETY: the window lives in the same State and is dropped after the presenter.
         let presenter = unsafe {
@@ -139,7 +147,7 @@ impl App {
                         }
                     })
                     .collect();
-                engine::io::save_png_rgb8(path, settings.width as usize, settings.height as usize, &rgb)?;
+                kit::image::save_rgb8(path, settings.width as usize, settings.height as usize, &rgb)?;
             }
             event_loop.exit();
         } else {
@@ -196,7 +204,7 @@ impl ApplicationHandler for App {
 }
 
 /// Opens the viewer and runs until the window closes (or `frames` were shown).
-pub fn run(opts: Options) -> Result<()> {
+pub fn run(opts: Options) -> Result<Shown> {
     let event_loop = EventLoop::new().map_err(|e| anyhow!("cannot open a window (is a display available?): {e}"))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let uv = smoe::reference::view_coords(
@@ -220,8 +228,7 @@ pub fn run(opts: Options) -> Result<()> {
     if let Some(e) = app.error {
         return Err(e);
     }
-    if let Some(n) = app.opts.frames {
-        println!("smoe: showed {} of {n} frames", app.frames);
-    }
-    Ok(())
+    let size = app.state.as_ref().map(|s| s.frame.settings);
+    let (width, height) = size.map_or((app.opts.width, app.opts.height), |s| (s.width, s.height));
+    Ok(Shown { frames: app.frames, width, height })
 }

@@ -1,5 +1,7 @@
-//! End-to-end tests of the `smoe` binary: fit, render (PNG and .npy, resized, light-field
-//! views, both backends), convert, bad input, bench --quick, demo and the viewer under Xvfb.
+//! End-to-end tests of the `smoe` binary: fit (both backends), render (images and .npy,
+//! resized, light-field views, both backends), convert, bad input and bad outputs refused
+//! before any work, models out of f32's range refused alike by every reader and backend,
+//! bench --quick, demo and the viewer under Xvfb.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -34,21 +36,37 @@ fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// The sample image of `w x h` written as PNG into `dir`.
+fn sample_png(dir: &Path, w: usize, h: usize) -> PathBuf {
+    let grid = smoe::data::sample_image(w, h);
+    let bytes: Vec<u8> = grid.rgb.iter().map(|&v| kit::image::to_u8(v)).collect();
+    let png = dir.join("in.png");
+    kit::image::save_rgb8(&png, w, h, &bytes).unwrap();
+    png
+}
+
+/// The one JSON envelope a command printed.
+fn envelope(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 /// A fitted image model (the sample image, written as PNG and fitted by the binary).
 fn image_model(dir: &Path) -> PathBuf {
-    let grid = smoe::data::sample_image(29, 21);
-    let bytes: Vec<u8> = grid.rgb.iter().map(|&v| engine::io::to_u8(v)).collect();
-    let png = dir.join("in.png");
-    engine::io::save_png_rgb8(&png, 29, 21, &bytes).unwrap();
+    let png = sample_png(dir, 29, 21);
     let model = dir.join("m.json");
-    let out = ok(&["fit", s(&png), "--kernels", "24", "--out", s(&model), "--iterations", "8", "--json"]);
-    let line: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let line = envelope(&ok(&["fit", s(&png), "--kernels", "24", "--out", s(&model), "--iterations", "8", "--json"]));
     assert!(line["psnr_db"].as_f64().unwrap() > 15.0, "{line}");
+    assert_eq!(line["command"], "fit");
+    assert_eq!(line["backend"], "gpu");
+    assert_eq!(line["out"], serde_json::json!([s(&model)]));
+    for field in ["wall_ms", "init_ms", "em_ms", "gpu_ms"] {
+        assert!(line[field].as_f64().is_some(), "{field} missing: {line}");
+    }
     model
 }
 
 fn read_npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
-    let a = engine::io::read_npy(path).unwrap();
+    let a = kit::npy::read(path).unwrap();
     (a.shape, a.data)
 }
 
@@ -58,8 +76,12 @@ fn fit_then_render_png_and_npy_on_both_backends() {
     let model = image_model(dir.path());
     let png = dir.path().join("r.png");
     ok(&["render", s(&model), "--out", s(&png)]);
-    let img = engine::io::load_image(&png).unwrap();
+    let img = kit::image::load(&png).unwrap();
     assert_eq!((img.width, img.height), (29, 21));
+    // The format follows the extension: a .jpg holds JPEG.
+    let jpg = dir.path().join("r.jpg");
+    ok(&["render", s(&model), "--out", s(&jpg)]);
+    assert_eq!(&std::fs::read(&jpg).unwrap()[..2], &[0xFF, 0xD8]);
 
     // Up-sampled, odd size; GPU (fast and robust, culling on and off) against the CPU backend.
     let cpu = dir.path().join("cpu.npy");
@@ -75,8 +97,9 @@ fn fit_then_render_png_and_npy_on_both_backends() {
         let gpu = dir.path().join("gpu.npy");
         let mut a = vec!["render", s(&model), "--out", s(&gpu), "--size", "45x37", "--json"];
         a.extend(args.iter().copied());
-        let line: serde_json::Value = serde_json::from_str(ok(&a).trim()).unwrap();
+        let line = envelope(&ok(&a));
         assert_eq!(line["width"], 45);
+        assert_eq!(line["out"], serde_json::json!([s(&gpu)]));
         let (_, got) = read_npy(&gpu);
         let max = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max);
         assert!(max <= 1.0 / 4096.0, "{args:?}: {max}");
@@ -96,7 +119,7 @@ fn light_field_fit_and_fractional_view() {
         }
     }
     let npy = dir.path().join("lf.npy");
-    engine::io::write_npy_f32(&npy, &[3, 2, 11, 13, 3], &data).unwrap();
+    kit::npy::write_f32(&npy, &[3, 2, 11, 13, 3], &data).unwrap();
     let model = dir.path().join("lf.smoe");
     ok(&["fit", s(&npy), "--kernels", "12", "--out", s(&model), "--iterations", "5"]);
     let out = dir.path().join("v.npy");
@@ -108,20 +131,19 @@ fn light_field_fit_and_fractional_view() {
     let max = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max);
     assert!(max <= 1.0 / 4096.0, "{max}");
     assert!(fails(&["render", s(&model), "--out", s(&out), "--view", "x"]).contains("--view"));
+    assert!(fails(&["render", s(&model), "--out", s(&out), "--view", "1e30,0"]).contains("outside the captured views"));
 }
 
 #[test]
 fn fit_improves_psnr_over_its_initialisation() {
     let dir = tmp();
     let grid = smoe::data::sample_image(31, 23);
-    let bytes: Vec<u8> = grid.rgb.iter().map(|&v| engine::io::to_u8(v)).collect();
-    let png = dir.path().join("in.png");
-    engine::io::save_png_rgb8(&png, 31, 23, &bytes).unwrap();
+    let png = sample_png(dir.path(), 31, 23);
     let ctx = engine::testing::context();
     let init = smoe::fit::render_psnr(ctx, &smoe::fit::grid_init(&grid, 30), &grid).unwrap();
     let m = dir.path().join("m.json");
     let out = ok(&["fit", s(&png), "--kernels", "30", "--out", s(&m), "--iterations", "12", "--json"]);
-    let fitted = serde_json::from_str::<serde_json::Value>(out.trim()).unwrap()["psnr_db"].as_f64().unwrap();
+    let fitted = envelope(&out)["psnr_db"].as_f64().unwrap();
     assert!(fitted > init + 2.0, "PSNR of the grid initialisation {init}, after 12 iterations {fitted}");
 }
 
@@ -136,10 +158,12 @@ fn convert_round_trip_and_bad_models() {
     let (a, b) = (smoe::model::Model::load(&model).unwrap(), smoe::model::Model::load(&back).unwrap());
     assert_eq!(a.len(), b.len());
     assert!(fails(&["convert", s(&model), s(&model)]).contains("refusing"));
+    assert!(fails(&["convert", s(&model), s(&dir.path().join("m.png"))]).contains(".json, .smoe, .bin"));
 
     let text = std::fs::read_to_string(&model).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let out = dir.path().join("o.png");
+    #[allow(clippy::type_complexity)]
     type Mutation = Box<dyn Fn(&mut serde_json::Value)>;
     let cases: Vec<(Mutation, &str)> = vec![
         (Box::new(|v| v["kernels"][3]["pi"] = serde_json::json!(0.0)), "kernel 3"),
@@ -194,10 +218,135 @@ fn demo_writes_outputs_and_viewer_runs_under_xvfb() {
     assert!(!stderr.contains("vulkan validation"), "{stderr}");
     assert!(String::from_utf8_lossy(&run.stdout).contains("showed 5 of 5 frames"));
     // The screenshot is the model rendered at the window size: compare with the renderer.
-    let img = engine::io::load_image(&shot).unwrap();
+    let img = kit::image::load(&shot).unwrap();
     let want = dir.path().join("want.png");
     ok(&["render", s(&model), "--out", s(&want), "--size", &format!("{}x{}", img.width, img.height)]);
-    let want = engine::io::load_image(&want).unwrap();
+    let want = kit::image::load(&want).unwrap();
     let max = img.data.iter().zip(&want.data).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(max <= 1.5 / 255.0, "screenshot differs from render by {max}");
+}
+
+#[test]
+fn fit_on_the_cpu_backend() {
+    let dir = tmp();
+    let png = sample_png(dir.path(), 23, 17);
+    let model = dir.path().join("m.smoe");
+    let line = envelope(&ok(&[
+        "fit", s(&png), "--kernels", "10", "--iterations", "5", "--out", s(&model), "--backend", "cpu", "--json",
+    ]));
+    assert_eq!(line["backend"], "cpu");
+    assert!(line["device"].is_null(), "{line}");
+    assert!(line["gpu_ms"].is_null(), "{line}");
+    assert!(line["psnr_db"].as_f64().unwrap() > 15.0, "{line}");
+    smoe::model::Model::load(&model).unwrap();
+    // The same fit on the GPU reaches nearly the same PSNR (f32 against f64 EM).
+    let gpu = envelope(&ok(&["fit", s(&png), "--kernels", "10", "--iterations", "5", "--out", s(&model), "--json"]));
+    let (c, g) = (line["psnr_db"].as_f64().unwrap(), gpu["psnr_db"].as_f64().unwrap());
+    assert!((c - g).abs() < 0.1, "cpu {c} dB, gpu {g} dB");
+}
+
+#[test]
+fn outputs_are_checked_before_any_work() {
+    let dir = tmp();
+    let png = sample_png(dir.path(), 29, 21);
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    // Under a regular file: refused before the image is even read (2000 kernels are more
+    // than its 609 samples, an error that needs the image) and before any EM.
+    let under = file.join("m.json");
+    let err = fails(&["fit", s(&png), "--kernels", "2000", "--out", s(&under)]);
+    assert!(err.contains(s(&file)) && err.contains("is a file where a folder must be"), "{err}");
+    assert!(!err.contains("samples") && !err.contains("EM"), "{err}");
+    // A missing folder is created.
+    let nested = dir.path().join("a/b/m.json");
+    ok(&["fit", s(&png), "--kernels", "4", "--iterations", "1", "--out", s(&nested)]);
+    assert!(nested.is_file());
+    // Wrong extensions name the accepted ones.
+    let err = fails(&["fit", s(&png), "--kernels", "4", "--out", s(&dir.path().join("x.png"))]);
+    assert!(err.contains(".json, .smoe, .bin"), "{err}");
+    assert!(!dir.path().join("x.png").exists());
+    let err = fails(&["render", s(&nested), "--out", s(&dir.path().join("x.gif"))]);
+    assert!(err.contains(".png") && err.contains(".npy"), "{err}");
+    let shot = dir.path().join("shot.txt");
+    let err = fails(&["view", s(&nested), "--frames", "1", "--screenshot", s(&shot)]);
+    assert!(err.contains(".png, .jpg"), "{err}");
+}
+
+#[test]
+fn errors_are_printed_once() {
+    let dir = tmp();
+    let out = smoe(&["fit", s(dir.path()), "--kernels", "4", "--out", s(&dir.path().join("m.json"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("is a folder").count(), 1, "{stderr}");
+    assert!(stderr.starts_with("smoe: error: "), "{stderr}");
+}
+
+#[test]
+fn inputs_must_be_finite_and_in_range() {
+    let dir = tmp();
+    let out = dir.path().join("m.json");
+    for (name, value) in [("huge.npy", 1e30f32), ("over.npy", 1.5), ("neg.npy", -0.25)] {
+        let npy = dir.path().join(name);
+        let mut data = vec![0.5f32; 2 * 2 * 5 * 6 * 3];
+        data[17] = value;
+        kit::npy::write_f32(&npy, &[2, 2, 5, 6, 3], &data).unwrap();
+        let err = fails(&["fit", s(&npy), "--kernels", "3", "--iterations", "1", "--out", s(&out)]);
+        assert!(err.contains("element 17") && err.contains("[0, 1]"), "{err}");
+    }
+    assert!(!out.exists());
+}
+
+/// A valid one-kernel JSON model of the given extent, pi, mean and covariance diagonal.
+fn model_json(extent: &str, pi: &str, mu0: &str, diag: &str) -> String {
+    let row = |i: usize| -> String {
+        let cells: Vec<String> = (0..5).map(|j| if i == j { diag.to_string() } else { "0".into() }).collect();
+        format!("[{}]", cells.join(","))
+    };
+    let cov: Vec<String> = (0..5).map(row).collect();
+    format!(
+        r#"{{"format":"smoe","version":1,"coord_dims":2,"color_dims":3,"extent":{extent},"kernels":[{{"pi":{pi},"mu":[{mu0},0.5,0.5,0.5,0.5],"cov":[{}]}}]}}"#,
+        cov.join(",")
+    )
+}
+
+#[test]
+fn models_out_of_f32_range_are_refused_by_every_reader_and_backend() {
+    let dir = tmp();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, model_json("[6, 4]", "1", "0.5", "0.01")).unwrap();
+    ok(&["render", s(&good), "--out", s(&dir.path().join("g.npy")), "--backend", "cpu"]);
+    let cases = [
+        ("mu 1e300", model_json("[6, 4]", "1", "1e300", "0.01"), "mu[0]"),
+        ("mu 1e30", model_json("[6, 4]", "1", "1e30", "0.01"), "mu[0]"),
+        ("cov 1e-300", model_json("[6, 4]", "1", "0.5", "1e-300"), "positive definite"),
+        ("cov 1e39", model_json("[6, 4]", "1", "0.5", "1e39"), "covariance entry"),
+        ("pi 1e308", model_json("[6, 4]", "1e308", "0.5", "0.01"), "pi must be"),
+        ("pi 1e-300", model_json("[6, 4]", "1e-300", "0.5", "0.01"), "pi must be"),
+        ("extent 2^32+3", model_json("[4294967299, 2]", "1", "0.5", "0.01"), "extent"),
+        ("extent 2^32", model_json("[4294967296, 2]", "1", "0.5", "0.01"), "extent"),
+        ("extent 16385", model_json("[16385, 2]", "1", "0.5", "0.01"), "extent"),
+    ];
+    for (what, text, want) in cases {
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, text).unwrap();
+        let out = dir.path().join("o.npy");
+        let cpu = fails(&["render", s(&bad), "--out", s(&out), "--backend", "cpu"]);
+        let gpu = fails(&["render", s(&bad), "--out", s(&out), "--backend", "gpu"]);
+        assert!(cpu.contains(want), "{what}: {cpu}");
+        assert_eq!(cpu, gpu, "{what}: the backends disagree");
+        assert!(!cpu.contains("--size"), "{what}: {cpu}");
+        let converted = dir.path().join("c.smoe");
+        assert!(fails(&["convert", s(&bad), s(&converted)]).contains(want), "{what}");
+        assert!(!out.exists() && !converted.exists(), "{what}: an output was written");
+    }
+    // The binary reader applies the same checks: a binary model whose mean is 1e30 in f32.
+    let bin = dir.path().join("good.smoe");
+    ok(&["convert", s(&good), s(&bin)]);
+    let mut bytes = std::fs::read(&bin).unwrap();
+    let mu0 = 8 + 16 + 8 + 8 + 4; // header, extent, count, then pi
+    bytes[mu0..mu0 + 4].copy_from_slice(&1e30f32.to_le_bytes());
+    std::fs::write(&bin, &bytes).unwrap();
+    assert!(fails(&["convert", s(&bin), s(&dir.path().join("c.json"))]).contains("mu[0]"));
 }

@@ -1,0 +1,408 @@
+//! The subcommands' work and their typed records: `kit::emit` prints each record as its
+//! text line or, under `--json`, inside the envelope. Every output is checked before any
+//! work starts; times are in `*_ms` fields.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context as _, Result};
+use kit::output::IMAGE_EXTENSIONS;
+use serde::Serialize;
+use smoe::data::{sample_image, Grid};
+use smoe::fit::{fit_cpu, fit_gpu, fit_gpu_from, render_psnr, render_psnr_cpu, Init};
+use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
+use smoe::model::{Model, MODEL_EXTENSIONS};
+use smoe::reference;
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// What `render` writes: an image, or `.npy`.
+fn render_extensions() -> Vec<&'static str> {
+    IMAGE_EXTENSIONS.iter().copied().chain(["npy"]).collect()
+}
+
+/// `size`, or the model's extent (validated: within 1..=16384, so the cast is exact).
+fn output_size(model: &Model, size: Option<(u32, u32)>) -> (u32, u32) {
+    size.unwrap_or((model.extent[0] as u32, model.extent[1] as u32))
+}
+
+/// The view indices to render: `view` (light fields only, within the captured views) or
+/// the centre view.
+fn view_position(model: &Model, view: Option<(f64, f64)>) -> Result<[f64; 2]> {
+    if model.coord_dims == 2 {
+        if view.is_some() {
+            bail!("--view applies to light-field models (coord_dims 4); this model is an image");
+        }
+        return Ok([0.0; 2]);
+    }
+    let (last_u, last_v) = (model.extent[2] as f64 - 1.0, model.extent[3] as f64 - 1.0);
+    let (u, v) = view.unwrap_or((last_u / 2.0, last_v / 2.0));
+    if !(0.0..=last_u).contains(&u) || !(0.0..=last_v).contains(&v) {
+        bail!("--view {u},{v} is outside the captured views (0 to {last_u}, 0 to {last_v})");
+    }
+    Ok([u, v])
+}
+
+/// Refuses a rendering that holds a non-finite value instead of writing it.
+fn check_finite(rgb: &[f32], width: u32) -> Result<()> {
+    if let Some(i) = rgb.iter().position(|v| !v.is_finite()) {
+        let (px, w) = (i / 3, width as usize);
+        bail!("the model renders a non-finite value at pixel ({}, {}); nothing was written", px % w, px / w);
+    }
+    Ok(())
+}
+
+/// Writes RGB f32 pixels as `.npy` (H, W, 3), or as an 8-bit image (clamped, rounded) in
+/// the format of the extension.
+fn write_rgb(path: &Path, format: &str, w: usize, h: usize, rgb: &[f32]) -> Result<()> {
+    if format == "npy" {
+        kit::npy::write_f32(path, &[h, w, 3], rgb)?;
+    } else {
+        let bytes: Vec<u8> = rgb.iter().map(|&v| kit::image::to_u8(v)).collect();
+        kit::image::save_rgb8(path, w, h, &bytes)?;
+    }
+    Ok(())
+}
+
+/// The GPU renderer's settings of `render`.
+pub struct GpuRender {
+    pub mode: Mode,
+    pub cull: Cull,
+    pub tile: u32,
+    pub window: f32,
+}
+
+#[derive(Serialize)]
+struct RenderRecord {
+    #[serde(skip)]
+    out: PathBuf,
+    width: u32,
+    height: u32,
+    kernels: usize,
+    /// The GPU's settings and tile-list entries; absent on the CPU, which blends every kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<Mode>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cull: Option<Cull>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tile: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    list_entries: Option<usize>,
+    render_ms: f64,
+}
+
+impl fmt::Display for RenderRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "smoe: rendered {}x{} from {} kernels to {} in {:.1} ms",
+            self.width,
+            self.height,
+            self.kernels,
+            self.out.display(),
+            self.render_ms
+        )
+    }
+}
+
+pub fn render(
+    model_path: &Path,
+    out: &Path,
+    size: Option<(u32, u32)>,
+    view: Option<(f64, f64)>,
+    gpu: GpuRender,
+    common: &kit::CommonArgs,
+) -> Result<()> {
+    let format = kit::output::check_file(out, &render_extensions(), &[model_path])?;
+    let model = Model::load(model_path)?;
+    let (w, h) = output_size(&model, size);
+    let uv = reference::view_coords(&model, view_position(&model, view)?);
+    let ctx = common.context()?;
+    let start = Instant::now();
+    let (rgb, entries) = match &ctx {
+        None => (reference::render(&model, w as usize, h as usize, uv).iter().map(|&v| v as f32).collect(), None),
+        Some(ctx) => {
+            let mut renderer = Renderer::new(ctx, &model, gpu.mode)?;
+            let settings = RenderSettings {
+                uv: [uv[0] as f32, uv[1] as f32],
+                cull: gpu.cull,
+                tile: gpu.tile,
+                window: gpu.window,
+                ..RenderSettings::new(w, h)
+            };
+            let (rgb, entries) = renderer.render_rgb(settings)?;
+            (rgb, Some(entries))
+        }
+    };
+    let render_ms = ms(start);
+    check_finite(&rgb, w)?;
+    write_rgb(out, &format, w as usize, h as usize, &rgb)?;
+    let on_gpu = ctx.is_some();
+    let record = RenderRecord {
+        out: out.to_path_buf(),
+        width: w,
+        height: h,
+        kernels: model.len(),
+        mode: on_gpu.then_some(gpu.mode),
+        cull: on_gpu.then_some(gpu.cull),
+        tile: on_gpu.then_some(gpu.tile),
+        list_entries: entries,
+        render_ms,
+    };
+    kit::emit(&record, &[out]);
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct FitRecord {
+    #[serde(skip)]
+    out: PathBuf,
+    kernels: usize,
+    samples: usize,
+    iterations: usize,
+    init: Init,
+    psnr_db: f64,
+    /// Mean joint log-likelihood per sample at the last E-step.
+    loglik: Option<f64>,
+    init_ms: f64,
+    em_ms: f64,
+    gpu_ms: Option<f64>,
+}
+
+impl fmt::Display for FitRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "smoe: fitted {} kernels to {} samples in {} iterations ({:.0} ms of EM after a {:.0} ms {:?} start), PSNR {:.2} dB -> {}",
+            self.kernels,
+            self.samples,
+            self.iterations,
+            self.em_ms,
+            self.init_ms,
+            self.init,
+            self.psnr_db,
+            self.out.display()
+        )
+    }
+}
+
+pub fn fit(
+    input: &Path,
+    kernels: usize,
+    out: &Path,
+    iterations: usize,
+    init: Init,
+    common: &kit::CommonArgs,
+) -> Result<()> {
+    kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
+    let grid = Grid::load(input)?;
+    if kernels > grid.len() {
+        bail!("--kernels {kernels} is more than the {} samples of {}", grid.len(), input.display());
+    }
+    // The joint samples, built from the grid on the host.
+    let dims = [grid.len() as u64, grid.coord_dims() as u64 + 3];
+    kit::budget::elements(&dims, 4, &format!("the samples of {}", input.display()))?;
+    let ctx = common.context()?;
+    let start = Instant::now();
+    let bar = kit::progress::bar(init.steps(kernels), "start");
+    let first = init.model(&grid, kernels, &mut || bar.inc(1));
+    bar.finish_and_clear();
+    let init_ms = ms(start);
+    let bar = kit::progress::bar(iterations as u64, "EM");
+    let tick = |_, ll: f64| {
+        bar.set_message(format!("ll {ll:.3}"));
+        bar.inc(1);
+    };
+    let (model, report) = match &ctx {
+        Some(ctx) => fit_gpu_from(ctx, &grid, first, iterations, tick)?,
+        None => fit_cpu(&grid, first, iterations, tick)?,
+    };
+    bar.finish_and_clear();
+    model.validate().context("the fit produced a model the readers would refuse")?;
+    let psnr_db = match &ctx {
+        Some(ctx) => render_psnr(ctx, &model, &grid)?,
+        None => render_psnr_cpu(&model, &grid),
+    };
+    model.save(out)?;
+    let record = FitRecord {
+        out: out.to_path_buf(),
+        kernels,
+        samples: report.samples,
+        iterations,
+        init,
+        psnr_db,
+        loglik: report.loglik.last().copied(),
+        init_ms,
+        em_ms: report.em_ms,
+        gpu_ms: report.gpu_ms,
+    };
+    kit::emit(&record, &[out]);
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ConvertRecord {
+    #[serde(skip)]
+    out: PathBuf,
+    kernels: usize,
+    /// `json` or `binary`.
+    format: &'static str,
+}
+
+impl fmt::Display for ConvertRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "smoe: converted {} kernels to {} ({})", self.kernels, self.out.display(), self.format)
+    }
+}
+
+pub fn convert(input: &Path, output: &Path) -> Result<()> {
+    let format = kit::output::check_file(output, MODEL_EXTENSIONS, &[input])?;
+    let model = Model::load(input)?;
+    model.save(output)?;
+    let format = if format == "json" { "json" } else { "binary" };
+    kit::emit(&ConvertRecord { out: output.to_path_buf(), kernels: model.len(), format }, &[output]);
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ViewRecord {
+    frames: u64,
+    requested_frames: Option<u64>,
+    width: u32,
+    height: u32,
+    kernels: usize,
+}
+
+impl fmt::Display for ViewRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.requested_frames {
+            Some(n) => write!(f, "smoe: showed {} of {n} frames", self.frames),
+            None => write!(f, "smoe: showed {} frames", self.frames),
+        }
+    }
+}
+
+pub fn view(
+    model_path: &Path,
+    frames: Option<u64>,
+    screenshot: Option<PathBuf>,
+    mode: Mode,
+    size: Option<(u32, u32)>,
+    run: &kit::cli::RunArgs,
+) -> Result<()> {
+    if let Some(shot) = &screenshot {
+        kit::output::check_file(shot, IMAGE_EXTENSIONS, &[model_path])?;
+    }
+    let model = Model::load(model_path)?;
+    let (width, height) = output_size(&model, size);
+    let kernels = model.len();
+    let options = crate::viewer::Options {
+        model,
+        mode,
+        width,
+        height,
+        frames,
+        screenshot: screenshot.clone(),
+        device: run.device.clone(),
+    };
+    let shown = crate::viewer::run(options)?;
+    let record =
+        ViewRecord { frames: shown.frames, requested_frames: frames, width: shown.width, height: shown.height, kernels };
+    let outs: Vec<&Path> = screenshot.iter().map(PathBuf::as_path).collect();
+    kit::emit(&record, &outs);
+    Ok(())
+}
+
+/// The demo's record, also written as `smoe_summary.json`.
+#[derive(Serialize)]
+struct DemoRecord {
+    #[serde(skip)]
+    dir: PathBuf,
+    input: &'static str,
+    size: [usize; 2],
+    kernels: usize,
+    iterations: usize,
+    psnr_db: f64,
+    em_ms: f64,
+    model: &'static str,
+    renders: Vec<String>,
+}
+
+impl fmt::Display for DemoRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "smoe: fitted {} kernels to a {}x{} sample image, PSNR {:.2} dB, rendered 1x and 2x -> {}",
+            self.kernels,
+            self.size[0],
+            self.size[1],
+            self.psnr_db,
+            self.dir.display()
+        )
+    }
+}
+
+/// Writes several files into `dir` all or none: `write` fills a staging folder inside
+/// `dir`, whose files `names` are then renamed into place; on an error the staging folder
+/// is removed and no output appears.
+fn write_all_or_none(dir: &Path, names: &[&str], write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let staging = dir.join(format!(".smoe-staging-{}", std::process::id()));
+    std::fs::create_dir(&staging).with_context(|| format!("{}: cannot create a staging folder", staging.display()))?;
+    let result = write(&staging).and_then(|()| {
+        for name in names {
+            let target = dir.join(name);
+            std::fs::rename(staging.join(name), &target).with_context(|| format!("{}: cannot move into place", target.display()))?;
+        }
+        Ok(())
+    });
+    // Best effort: the staging folder is empty after a success.
+    let _ = std::fs::remove_dir_all(&staging);
+    result
+}
+
+pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
+    kit::output::check_folder(dir, &[])?;
+    let ctx = run.context()?;
+    let (w, h, kernels, iterations) = (96usize, 64usize, 160usize, 20usize);
+    let grid = sample_image(w, h);
+    let (model, report) = fit_gpu(&ctx, &grid, kernels, iterations, |_, _| {})?;
+    model.validate().context("the fit produced a model the readers would refuse")?;
+    let psnr_db = render_psnr(&ctx, &model, &grid)?;
+    let mut renderer = Renderer::new(&ctx, &model, Mode::Robust)?;
+    let mut renders = Vec::new();
+    for scale in [1usize, 2] {
+        let (rw, rh) = (w * scale, h * scale);
+        let (rgb, _) = renderer.render_rgb(RenderSettings::new(rw as u32, rh as u32))?;
+        check_finite(&rgb, rw as u32)?;
+        renders.push((format!("smoe_render_{scale}x.png"), rw, rh, rgb));
+    }
+    let record = DemoRecord {
+        dir: dir.to_path_buf(),
+        input: "smoe_input.png",
+        size: [w, h],
+        kernels,
+        iterations,
+        psnr_db,
+        em_ms: report.em_ms,
+        model: "smoe_model.json",
+        renders: renders.iter().map(|r| r.0.clone()).collect(),
+    };
+    let mut names = vec![record.input, record.model, "smoe_summary.json"];
+    names.extend(renders.iter().map(|r| r.0.as_str()));
+    write_all_or_none(dir, &names, |staging| {
+        write_rgb(&staging.join(record.input), "png", w, h, &grid.rgb)?;
+        model.save(&staging.join(record.model))?;
+        for (name, rw, rh, rgb) in &renders {
+            write_rgb(&staging.join(name), "png", *rw, *rh, rgb)?;
+        }
+        kit::output::write_json(&staging.join("smoe_summary.json"), &record)?;
+        Ok(())
+    })?;
+    let written: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let outs: Vec<&Path> = written.iter().map(PathBuf::as_path).collect();
+    kit::emit(&record, &outs);
+    Ok(())
+}
