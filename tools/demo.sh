@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: a demo of the engine and all five workloads on generated sample data.
 # Installs what is missing, builds release binaries, and writes everything to out/:
-#   out/gpu-info.json        devices, limits, measured copy bandwidth and FMA rate
+#   out/gpu-info.jsonl       per device: limits, measured copy bandwidth and FMA rate
 #   out/sweep/               copy kernel over workgroup and problem sizes (CSV + PNG)
 #   out/<app>/               each workload's images, JSON summary and files
 # Each step prints a one-line summary. Runs on a GPU if there is one, else on lavapipe.
@@ -13,7 +13,8 @@ mkdir -p out
 B=${CARGO_TARGET_DIR:-target}/release
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 
-$B/gpu-info --copy-mib 64 --fma-iterations 512 --summary > out/gpu-info.json.tmp && mv out/gpu-info.json.tmp out/gpu-info.json
+$B/gpu-info --copy-mib 64 --fma-iterations 512 --json > out/gpu-info.jsonl.tmp && mv out/gpu-info.jsonl.tmp out/gpu-info.jsonl
+$B/gpu-info --no-measure
 $B/sweep --kernel copy --sizes 64K,1M,4M --workgroups 64,256,1024 --out out/sweep
 for app in mad smoe mosaic composite lightfield; do
   $B/$app demo --out out/$app

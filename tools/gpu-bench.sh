@@ -19,7 +19,7 @@ run() { # name, command...
 for s in "${sets[@]}"; do
   case $s in
     gpu-info) run gpu-info $B/gpu-info --json ;;
-    prims) run prims $B/prims-bench ;;
+    prims) run prims $B/prims-bench --json ;;
     sweep) run sweep $B/sweep --kernel copy --sizes 1M,16M,64M --out "$RES/sweep" --json ;;
     mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
