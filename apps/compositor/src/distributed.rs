@@ -431,7 +431,9 @@ pub fn agree<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
     let failed = comm.first_failed(result.is_err());
     match (result, failed) {
         (Err(e), _) => Err(e),
-        (Ok(_), Some(rank)) => Err(CompositorError::Mpi(format!("stopped because rank {rank} failed (its error says why)"))),
+        (Ok(_), Some(rank)) => {
+            Err(CompositorError::Mpi(format!("stopped because rank {rank} failed (its error says why)")))
+        }
         (Ok(v), None) => Ok(v),
     }
 }
@@ -504,7 +506,6 @@ impl std::fmt::Display for FrameStats {
         )
     }
 }
-
 
 /// A rank's device, scene share and buffers, made before any exchange.
 struct Setup {

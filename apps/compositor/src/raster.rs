@@ -123,7 +123,7 @@ mod tests {
         let ctx = testing::context();
         let (w, h) = (333, 211);
         let raster = Rasteriser::new(ctx, w, h).unwrap();
-        let scene = Scene::points(3000, 5);
+        let scene = Scene::points(3000, 5).unwrap();
         let mut enc = crate::gpu_encode::GpuEncoder::new(ctx).unwrap();
         for (rank, ranks) in [(0, 1), (1, 3)] {
             let geometry = raster.upload(&scene.geometry.share(rank, ranks)).unwrap();

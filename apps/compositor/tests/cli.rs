@@ -23,14 +23,19 @@ fn ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs a command that must fail cleanly; returns its stderr.
-fn fails(args: &[&str]) -> String {
+/// Runs a command that must fail cleanly with exit status `code`; returns its stderr.
+fn fails_with(code: i32, args: &[&str]) -> String {
     let out = run(args);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "composite {args:?} should fail");
+    assert_eq!(out.status.code(), Some(code), "composite {args:?} should exit {code}:\n{err}");
     assert!(!err.contains("panicked"), "composite {args:?} panicked:\n{err}");
-    assert!(err.contains("Error"), "composite {args:?}: no error message:\n{err}");
+    assert!(err.starts_with("composite: error: "), "composite {args:?}: not kit's error format:\n{err}");
     err
+}
+
+/// Runs a command that must fail (exit 1) cleanly; returns its stderr.
+fn fails(args: &[&str]) -> String {
+    fails_with(1, args)
 }
 
 fn s(p: &Path) -> &str {
@@ -56,8 +61,8 @@ fn write_inputs(dir: &Path, name: &str, w: u32, h: u32, seed: u64) -> (PathBuf, 
     }
     let color = dir.join(format!("{name}.png"));
     let depth = dir.join(format!("{name}.npy"));
-    engine::io::save_png_rgba8(&color, w as usize, h as usize, &f.rgba_bytes([0; 4])).unwrap();
-    engine::io::write_npy_f32(&depth, &[h as usize, w as usize], &f.depth).unwrap();
+    kit::image::save_rgba8(&color, w as usize, h as usize, &f.rgba_bytes([0; 4])).unwrap();
+    kit::npy::write_f32(&depth, &[h as usize, w as usize], &f.depth).unwrap();
     // Inactive pixels read back with colour 0 (the PNG holds the background there).
     for p in 0..f.pixels() {
         if f.depth[p] == 1.0 {
@@ -88,14 +93,18 @@ fn encode_decode_blend_round_trips_on_both_backends() {
         "--backend",
         "cpu",
     ]);
-    ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"]);
+    let line: serde_json::Value =
+        serde_json::from_str(&ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"])).unwrap();
+    assert_eq!(line["command"], "encode");
+    assert_eq!(line["out"], serde_json::json!([s(&b)]), "{line}");
+    assert!(line["active_pixels"].as_u64().unwrap() > 0, "{line}");
     assert_eq!(std::fs::read(&gpu).unwrap(), std::fs::read(&cpu).unwrap(), "GPU and CPU .ap files differ");
 
     let (png, npy) = (d.join("dec.png"), d.join("dec.npy"));
     ok(&["decode", s(&gpu), "--color", s(&png), "--depth", s(&npy)]);
     let back = Frame::load(&png, &npy).unwrap();
     assert_eq!(back.depth, frame.depth);
-    let (_, _, rgba) = engine::io::load_rgba8(&png).unwrap();
+    let (_, _, rgba) = kit::image::load_rgba8(&png).unwrap();
     for p in 0..frame.pixels() {
         let want = if frame.depth[p] == 1.0 { [1, 2, 3, 4] } else { frame.color[p].to_le_bytes() };
         assert_eq!(rgba[4 * p..4 * p + 4], want, "pixel {p}");
@@ -186,11 +195,11 @@ fn render_points_and_obj_single_rank() {
         std::fs::write(objs.join(format!("cube{k}.obj")), cube).unwrap();
     }
     let mesh = render(&["--scene", s(&objs)], &d.join("mesh.png"));
-    let (_, _, rgba) = engine::io::load_rgba8(&d.join("mesh.png")).unwrap();
+    let (_, _, rgba) = kit::image::load_rgba8(&d.join("mesh.png")).unwrap();
     assert!(rgba.chunks(4).filter(|p| p[3] == 255).count() > 500, "the cubes did not render");
     assert!(!mesh.is_empty());
-    fails(&["render", "--scene", "points:0", "--size", "96x64", "--out", s(&d.join("x.png"))]);
-    fails(&["render", "--scene", "points:10", "--size", "96by64", "--out", s(&d.join("x.png"))]);
+    fails_with(2, &["render", "--scene", "points:0", "--size", "96x64", "--out", s(&d.join("x.png"))]);
+    fails_with(2, &["render", "--scene", "points:10", "--size", "96by64", "--out", s(&d.join("x.png"))]);
     fails(&["render", "--scene", s(&d.join("nothing")), "--size", "9x6", "--out", s(&d.join("x.png"))]);
 }
 
@@ -237,9 +246,23 @@ fn mpirun_matches_the_single_rank_image() {
         let stdout = String::from_utf8_lossy(&result.stdout);
         let line: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
         assert_eq!(line["ranks"], n);
+        assert_eq!(line["out"][0], s(&out), "{line}");
+        assert_eq!(stdout.lines().count(), 1, "one line per frame, from rank 0 only: {stdout}");
         assert!(line["bytes_sent"].as_u64().unwrap() > 0);
         assert_eq!(std::fs::read(&out).unwrap(), single, "mpirun -n {n} {strategy} {extra:?} differs from one rank");
     }
+    // An unwritable output stops every rank at once: rank 0 checks it, the others are told.
+    let file = write_file(d, "file", b"x");
+    let t = std::time::Instant::now();
+    let result = mpirun(3)
+        .args(["render", "--size", "8x8", "--scene", "points:50", "--out", s(&file.join("x.png"))])
+        .output()
+        .expect("run mpirun");
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert!(err.contains("composite: error: ") && err.contains("is a file where a folder must be"), "{err}");
+    assert!(err.contains("stopped because rank 0 failed"), "{err}");
+    assert!(t.elapsed().as_secs() < 60, "the ranks took {:?} to stop", t.elapsed());
     // More ranks than pixels: empty spans travel as empty payloads.
     let tiny_single = d.join("tiny1.png");
     ok(&["render", "--size", "3x1", "--scene", "points:50:3", "--out", s(&tiny_single)]);
@@ -261,7 +284,7 @@ fn mpirun_matches_the_single_rank_image() {
         let pick = if depth(&d1, i) < depth(&d0, i) { &c1 } else { &c0 };
         composed.extend_from_slice(&pick[4 * i..4 * i + 4]);
     }
-    let (_, _, want) = engine::io::load_rgba8(&d.join("single.png")).unwrap();
+    let (_, _, want) = kit::image::load_rgba8(&d.join("single.png")).unwrap();
     assert_eq!(composed, want, "the written partials do not composite to the rendered image");
 }
 
@@ -294,4 +317,144 @@ fn quick_sweep_checks_every_configuration() {
     let best = lines.last().unwrap();
     assert_eq!(best["sweep"], "best");
     assert!(best["best"]["config"]["workgroup"].as_u64().is_some(), "{best}");
+}
+
+#[test]
+fn version_and_help_follow_the_contract() {
+    for args in [&["--version"][..], &["render", "--version"][..]] {
+        assert!(ok(args).contains(env!("CARGO_PKG_VERSION")), "{args:?}");
+    }
+    for sub in ["encode", "decode", "blend", "render", "demo", "bench", "sweep"] {
+        let help = ok(&[sub, "--help"]);
+        assert!(help.contains("Examples:\n  composite ") || help.contains("Examples:\n  mpirun"), "{sub}: {help}");
+    }
+    assert!(ok(&["render", "--help"]).contains("mpirun -n"));
+}
+
+#[test]
+fn huge_ap_headers_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 65535x65535, all inactive: one run (65535^2, 0). A canonical 36-byte file that decodes
+    // to 17 GB of colour.
+    let pixels = 65535u32 * 65535;
+    let mut bytes = b"TSAP".to_vec();
+    for word in [1u32, 65535, 65535, 0] {
+        bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    bytes.extend_from_slice(&8u64.to_le_bytes());
+    bytes.extend_from_slice(&pixels.to_le_bytes());
+    bytes.extend_from_slice(&0u32.to_le_bytes());
+    assert_eq!(bytes.len(), 36);
+    let huge = d.join("huge.ap");
+    std::fs::write(&huge, &bytes).unwrap();
+    let out = d.join("out.png");
+    let t = std::time::Instant::now();
+    let err = fails(&["decode", s(&huge), "--color", s(&out), "--max-memory", "1G"]);
+    assert!(err.contains("memory budget"), "{err}");
+    let err = fails(&["blend", s(&huge), s(&huge), "--out", s(&out), "--max-memory", "1G", "--backend", "cpu"]);
+    assert!(err.contains("memory budget"), "{err}");
+    assert!(t.elapsed().as_secs() < 10, "refusing took {:?}", t.elapsed());
+    // A payload longer than any canonical payload of its size.
+    let mut long = b"TSAP".to_vec();
+    for word in [1u32, 1, 1, 0] {
+        long.extend_from_slice(&word.to_le_bytes());
+    }
+    long.extend_from_slice(&24u64.to_le_bytes());
+    long.extend_from_slice(&[0u8; 24]);
+    assert!(fails(&["decode", s(&write_file(d, "long.ap", &long)), "--color", s(&out)]).contains("at most 16"));
+    assert!(!out.exists());
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// A folder holding `cube.obj` (a unit cube) and `extra.obj` with `text`.
+fn obj_scene(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let objs = dir.join(name);
+    std::fs::create_dir(&objs).unwrap();
+    let cube: String = (0..8)
+        .map(|i| format!("v {} {} {}\n", i & 1, (i >> 1) & 1, (i >> 2) & 1))
+        .chain(["f 1 2 4 3\nf 5 6 8 7\nf 1 2 6 5\nf 3 4 8 7\nf 1 3 7 5\nf 2 4 8 6\n".to_string()])
+        .collect();
+    std::fs::write(objs.join("cube.obj"), cube).unwrap();
+    if !extra.is_empty() {
+        std::fs::write(objs.join("extra.obj"), extra).unwrap();
+    }
+    objs
+}
+
+#[test]
+fn scenes_are_checked_before_rendering() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("x.png");
+    let render_scene =
+        |scene: &Path| -> Output { run(&["render", "--scene", s(scene), "--size", "32x24", "--out", s(&out)]) };
+    let nan = obj_scene(d, "nan", "v nan nan nan\nv 0 1 0\nv 1 0 0\nf 1 2 3\n");
+    let err = String::from_utf8_lossy(&render_scene(&nan).stderr).into_owned();
+    assert!(err.contains("not finite"), "{err}");
+    let inf = obj_scene(d, "inf", "v 0 0 0\nv 0 inf 0\nv 1 0 0\nf 1 2 3\n");
+    assert!(String::from_utf8_lossy(&render_scene(&inf).stderr).contains("not finite"));
+    let wide = obj_scene(d, "wide", "v -3e38 0 0\nv 3e38 0 0\nv 0 3e38 0\nf 1 2 3\n");
+    assert!(String::from_utf8_lossy(&render_scene(&wide).stderr).contains("too large for f32"));
+    // A material library that never ends is not opened: materials are not used.
+    let mtl = obj_scene(d, "mtl", "mtllib /dev/zero\nusemtl x\nv 0 0 0\nv 0 1 0\nv 1 0 0\nf 1 2 3\n");
+    let t = std::time::Instant::now();
+    assert!(render_scene(&mtl).status.success());
+    assert!(t.elapsed().as_secs() < 60, "the scene took {:?}", t.elapsed());
+    // A FIFO named f.obj is refused at once instead of waiting for a writer.
+    let fifo_dir = obj_scene(d, "fifo", "");
+    let fifo = fifo_dir.join("f.obj");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let t = std::time::Instant::now();
+    let result = render_scene(&fifo_dir);
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    assert!(t.elapsed().as_secs() < 30, "the FIFO took {:?}", t.elapsed());
+    // Point counts: an overflowing count is a usage error, a huge one is over the budget.
+    let err = fails_with(2, &["render", "--scene", "points:18446744073709551616", "--size", "8x8", "--out", s(&out)]);
+    assert!(err.contains("points:N"), "{err}");
+    let err = fails(&["render", "--scene", "points:18446744073709551615", "--size", "8x8", "--out", s(&out)]);
+    assert!(err.contains("memory budget") || err.contains("overflows"), "{err}");
+}
+
+#[test]
+fn outputs_are_checked_before_work_and_inputs_read_by_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (c, z, _) = write_inputs(d, "a", 40, 30, 5);
+    // A PNG named .img is read as the PNG it is.
+    let img = d.join("a.img");
+    std::fs::copy(&c, &img).unwrap();
+    let ap = d.join("a.ap");
+    ok(&["encode", "--color", s(&img), "--depth", s(&z), "--out", s(&ap), "--backend", "cpu"]);
+    // Image outputs take any image extension; the format follows it.
+    let tif = d.join("a.tif");
+    ok(&["decode", s(&ap), "--color", s(&tif)]);
+    assert_eq!(kit::image::load_rgba8(&tif).unwrap().2, kit::image::load_rgba8(&c).unwrap().2);
+    let err = fails(&["decode", s(&ap), "--color", s(&d.join("a.gif"))]);
+    assert!(err.contains(".png"), "{err}");
+    // An output under a file fails before the scene is built or rendered.
+    let file = write_file(d, "file", b"x");
+    let t = std::time::Instant::now();
+    let err = fails(&["render", "--scene", "points:50000000", "--size", "64x64", "--out", s(&file.join("x.png"))]);
+    assert!(err.contains("is a file where a folder must be"), "{err}");
+    assert!(t.elapsed().as_secs() < 5, "the check came late: {:?}", t.elapsed());
+    fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&d.join("x.png"))]);
+    fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&z)]);
+    // NaN depths are refused.
+    let mut depth = vec![0.5f32; 40 * 30];
+    depth[7] = f32::NAN;
+    let nan = d.join("nan.npy");
+    kit::npy::write_f32(&nan, &[30, 40], &depth).unwrap();
+    fails(&["encode", "--color", s(&c), "--depth", s(&nan), "--out", s(&d.join("n.ap"))]);
+    let json = run(&["decode", s(&d.join("none.ap")), "--color", s(&tif), "--json"]);
+    let line: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(line["command"], "decode");
+    assert!(line["error"].as_str().unwrap().contains("none.ap"), "{line}");
 }
