@@ -56,8 +56,20 @@ pub fn thumb_size(aspect: f64) -> (usize, usize) {
     (THUMB_PX, ((THUMB_PX as f64 / aspect).round() as usize).max(1))
 }
 
+/// The mosaic problem's inputs: a target cut into a grid of patches, and a tile folder.
+#[derive(Clone, Debug)]
+pub struct ProblemSpec<'a> {
+    pub target: &'a Path,
+    pub tiles: &'a Path,
+    pub grid: Dims,
+    pub cells: Dims,
+    /// The folder of the tile index cache (`None`: no cache).
+    pub cache_dir: Option<&'a Path>,
+}
+
 /// Loads the target, computes its patch features and indexes the tiles (warnings to `warn`).
-pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl FnMut(&str)) -> Result<Problem> {
+pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
+    let ProblemSpec { target, tiles, grid, cells, cache_dir } = *spec;
     let img = kit::image::load(target)?;
     if img.width < grid.0 * cells.0 || img.height < grid.1 * cells.1 {
         return Err(MosaicError::InvalidInput(format!(
@@ -82,7 +94,7 @@ pub fn prepare(target: &Path, tiles: &Path, grid: Dims, cells: Dims, warn: impl 
         )));
     }
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
-    let (tiles, index_stats) = index::index(tiles, &params, warn)?;
+    let (tiles, index_stats) = index::index(tiles, &params, cache_dir, warn)?;
     if tiles.is_empty() {
         return Err(MosaicError::InvalidInput("no readable tile images found".into()));
     }

@@ -96,7 +96,9 @@ pub fn run(ctx: Option<&Context>, out: &Path, options: &SolveOptions) -> Result<
     let tiles = tmp.path().join("tiles");
     write_tiles(&tiles, TILES, &mut rng)?;
 
-    let problem = compose::prepare(&target, &tiles, GRID, CELLS, |_| {})?;
+    // The tiles live only as long as the demo: nothing to cache.
+    let spec = compose::ProblemSpec { target: &target, tiles: &tiles, grid: GRID, cells: CELLS, cache_dir: None };
+    let problem = compose::prepare(&spec, |_| {})?;
     let d = problem.distances(options.backend, ctx)?;
     let mut images = vec![("target.png".to_string(), TARGET, target_rgb)];
     let mut methods = Vec::new();

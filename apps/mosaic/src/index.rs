@@ -1,6 +1,7 @@
 //! The tile library: every image under a folder (recursively), centre-cropped to the patch
 //! aspect, reduced to u x v mean-RGB features and a thumbnail; cached in an index file in
-//! that folder so a second run over unchanged files decodes nothing.
+//! the user's cache folder ([`default_cache_dir`], never inside the photo folder) so a second
+//! run over unchanged files decodes nothing.
 //!
 //! The cache is keyed per file by (relative path, size, modification time); files whose key
 //! changed are decoded again, vanished files are dropped. Unreadable files are skipped with
@@ -32,9 +33,28 @@ pub struct IndexParams {
 }
 
 impl IndexParams {
-    /// The cache file for these parameters inside `dir`.
-    pub fn cache_path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!(".tessera-mosaic-index-{}x{}-{}x{}", self.cells.0, self.cells.1, self.thumb.0, self.thumb.1))
+    /// The cache file of the tile folder `dir` for these parameters, in the cache folder
+    /// `cache_dir`: named by a hash (FNV-1a, 64 bits) of the folder's canonical path, so
+    /// every tile folder has its own.
+    pub fn cache_path(&self, cache_dir: &Path, dir: &Path) -> PathBuf {
+        let folder = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let hash = folder
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3));
+        let (c, t) = (self.cells, self.thumb);
+        cache_dir.join(format!("mosaic-index-{hash:016x}-{}x{}-{}x{}", c.0, c.1, t.0, t.1))
+    }
+}
+
+/// The folder of tile index caches: `$XDG_CACHE_HOME/tessera`, else `~/.cache/tessera`;
+/// `None` when neither variable is set (then nothing is cached).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    match absolute("XDG_CACHE_HOME") {
+        Some(dir) => Some(dir.join("tessera")),
+        None => absolute("HOME").map(|home| home.join(".cache").join("tessera")),
     }
 }
 
@@ -156,10 +176,15 @@ pub fn is_tile(dir: &Path, path: &Path) -> bool {
     }
 }
 
-/// Indexes `dir`, reusing and refreshing its cache file; `warn` gets one message per
-/// skipped file, per invalid cache entry and per cache problem. A progress bar counts the
-/// files.
-pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Result<(TileIndex, IndexStats)> {
+/// Indexes `dir`, reusing and refreshing its cache file in the folder `cache_dir` (`None`:
+/// no cache); `warn` gets one message per skipped file, per invalid cache entry and per
+/// cache problem. A progress bar counts the files.
+pub fn index(
+    dir: &Path,
+    params: &IndexParams,
+    cache_dir: Option<&Path>,
+    mut warn: impl FnMut(&str),
+) -> Result<(TileIndex, IndexStats)> {
     if !dir.is_dir() {
         return Err(MosaicError::file(dir, "tile folder does not exist or is not a folder"));
     }
@@ -167,11 +192,11 @@ pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Re
         return Err(MosaicError::InvalidInput(format!("bad index parameters {params:?}")));
     }
     let files = scan(dir)?;
-    let cache_path = params.cache_path(dir);
+    let cache_path = cache_dir.map(|c| params.cache_path(c, dir));
     let mut cached = HashMap::new();
     let mut invalid_entries = 0;
-    if cache_path.exists() {
-        match read_cache(&cache_path, params) {
+    if let Some(cache_path) = cache_path.as_ref().filter(|p| p.exists()) {
+        match read_cache(cache_path, params) {
             Ok(cache) => {
                 for (path, reason) in &cache.invalid {
                     warn(&format!("tile index cache entry {path} is invalid ({reason}); recomputing it"));
@@ -219,9 +244,11 @@ pub fn index(dir: &Path, params: &IndexParams, mut warn: impl FnMut(&str)) -> Re
             }
         }
     }
-    if stats.decoded > 0 || invalid_entries > 0 || !cache_path.exists() {
-        if let Err(e) = write_cache(&cache_path, params, &results) {
-            warn(&format!("cannot write tile index cache {}: {e}", cache_path.display()));
+    if let Some(cache_path) = cache_path {
+        if stats.decoded > 0 || invalid_entries > 0 || !cache_path.exists() {
+            if let Err(e) = write_cache(&cache_path, params, &results) {
+                warn(&format!("cannot write tile index cache {}: {e}", cache_path.display()));
+            }
         }
     }
     Ok((tiles, stats))
@@ -244,6 +271,9 @@ fn clip(text: &str) -> &str {
 /// Writes the cache; only what [`read_cache`] accepts (a path too long to hold is left out
 /// and decoded again next time, a long message is cut).
 fn write_cache(path: &Path, params: &IndexParams, entries: &[(Key, Entry, bool)]) -> Result<()> {
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(|e| MosaicError::file(folder, e))?;
+    }
     let kept: Vec<&(Key, Entry, bool)> = entries.iter().filter(|(key, _, _)| key.path.len() <= MAX_TEXT).collect();
     kit::output::write_atomic(path, |w| {
         let mut header = Vec::new();
@@ -396,6 +426,7 @@ mod tests {
     #[test]
     fn indexes_recursively_skips_unreadable_files_and_caches() {
         let dir = tempfile::tempdir().unwrap();
+        let caches = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("sub/deeper")).unwrap();
         png(&root.join("a.png"), 8, 6, [255, 0, 0]);
@@ -406,7 +437,7 @@ mod tests {
         let params = IndexParams { cells: (2, 2), thumb: (4, 2) };
 
         let mut warnings = Vec::new();
-        let (tiles, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        let (tiles, stats) = index(root, &params, Some(caches.path()), |w| warnings.push(w.to_string())).unwrap();
         assert_eq!(tiles.paths, ["a.png", "sub/b.PNG", "sub/deeper/c.png"]);
         assert_eq!((stats.files, stats.decoded, stats.from_cache, stats.skipped), (4, 4, 0, 1));
         assert!(warnings.len() == 1 && warnings[0].contains("broken.jpg"), "{warnings:?}");
@@ -415,7 +446,7 @@ mod tests {
         assert_eq!(&tiles.thumb(1)[..3], &[0, 255, 0]);
 
         // Unchanged: nothing is decoded, the result is identical.
-        let (again, stats) = index(root, &params, |_| {}).unwrap();
+        let (again, stats) = index(root, &params, Some(caches.path()), |_| {}).unwrap();
         assert_eq!((stats.decoded, stats.from_cache, stats.skipped), (0, 4, 1));
         assert_eq!(again.features.data, tiles.features.data);
         assert_eq!(again.thumbs, tiles.thumbs);
@@ -423,30 +454,35 @@ mod tests {
         // A changed file is decoded again; a removed one disappears.
         png(&root.join("a.png"), 10, 6, [0, 0, 0]);
         std::fs::remove_file(root.join("sub/deeper/c.png")).unwrap();
-        let (changed, stats) = index(root, &params, |_| {}).unwrap();
+        let (changed, stats) = index(root, &params, Some(caches.path()), |_| {}).unwrap();
         assert_eq!((stats.decoded, stats.from_cache), (1, 2));
         assert_eq!(changed.len(), 2);
         assert!(changed.features.get(0)[0].abs() < 1e-3);
 
         // A NaN feature in an entry is never trusted: that tile is decoded again, with a
         // warning, and the rewritten cache holds its real features.
-        let cache = params.cache_path(root);
+        let cache = params.cache_path(caches.path(), root);
         let mut bytes = std::fs::read(&cache).unwrap();
         let first_features = 28 + 4 + "a.png".len() + 8 + 8 + 1;
         bytes[first_features..first_features + 4].copy_from_slice(&f32::NAN.to_le_bytes());
         std::fs::write(&cache, &bytes).unwrap();
         let mut warnings = Vec::new();
-        let (fixed, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        let (fixed, stats) = index(root, &params, Some(caches.path()), |w| warnings.push(w.to_string())).unwrap();
         assert_eq!((stats.decoded, stats.from_cache), (1, 2), "{warnings:?}");
         assert!(warnings.iter().any(|w| w.contains("a.png is invalid") && w.contains("NaN")), "{warnings:?}");
         assert_eq!(fixed.features.data, changed.features.data);
         assert_eq!(read_cache(&cache, &params).unwrap().invalid.len(), 0);
 
         // A corrupt cache is ignored with a warning and rebuilt.
-        std::fs::write(params.cache_path(root), b"TSMI garbage").unwrap();
+        std::fs::write(params.cache_path(caches.path(), root), b"TSMI garbage").unwrap();
         let mut warnings = Vec::new();
-        let (_, stats) = index(root, &params, |w| warnings.push(w.to_string())).unwrap();
+        let (_, stats) = index(root, &params, Some(caches.path()), |w| warnings.push(w.to_string())).unwrap();
         assert_eq!(stats.decoded, 3);
         assert!(warnings.iter().any(|w| w.contains("ignoring tile index cache")));
+
+        // The cache never lands in the photo folder; without one, everything is decoded.
+        assert!(std::fs::read_dir(root).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.')));
+        let (_, stats) = index(root, &params, None, |_| {}).unwrap();
+        assert_eq!((stats.decoded, stats.from_cache), (3, 0));
     }
 }

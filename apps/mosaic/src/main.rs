@@ -45,7 +45,9 @@ enum Command {
     )]
     Build(BuildArgs),
     /// Index a tile folder (recursively) into its cache file
-    #[command(after_help = "Examples:\n  mosaic index tiles/\n  mosaic index tiles/ --cells 4x4 --aspect 1.5 --json")]
+    #[command(
+        after_help = "Examples:\n  mosaic index tiles/\n  mosaic index tiles/ --cells 4x4 --aspect 1.5 --cache /tmp/mosaic-cache --json"
+    )]
     Index(IndexArgs),
     /// Benchmarks on synthetic data (GPU and CPU reference), one line per measurement
     #[command(after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0")]
@@ -150,11 +152,13 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
 fn cmd_index(args: IndexArgs) -> Result<()> {
     let start = Instant::now();
     let params = IndexParams { cells: (args.cells.0, args.cells.1), thumb: compose::thumb_size(args.aspect) };
-    let (tiles, stats) = index::index(&args.dir, &params, warn)?;
-    let cache = params.cache_path(&args.dir);
+    let cache_dir = args.cache.dir();
+    let (tiles, stats) = index::index(&args.dir, &params, cache_dir.as_deref(), warn)?;
+    let cache = cache_dir.map(|c| params.cache_path(&c, &args.dir));
     let index_ms = start.elapsed().as_secs_f64() * 1e3;
     let record = IndexReport { tiles: tiles.len(), stats, cache: cache.clone(), index_ms };
-    kit::emit(&record, &[&cache]);
+    let written: Vec<&Path> = cache.iter().map(|c| c.as_path()).collect();
+    kit::emit(&record, &written);
     Ok(())
 }
 

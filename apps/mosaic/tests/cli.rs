@@ -3,8 +3,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// Runs the binary with its default cache folder under the system's temporary folder, so
+/// tests never write into the user's ~/.cache (caches are keyed by tile folder, and each
+/// test has its own).
 fn mosaic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mosaic")).args(args).output().expect("run mosaic")
+    let caches = std::env::temp_dir().join("tessera-mosaic-tests");
+    Command::new(env!("CARGO_BIN_EXE_mosaic")).args(args).env("XDG_CACHE_HOME", caches).output().expect("run mosaic")
 }
 
 fn stdout(o: &Output) -> String {
@@ -164,7 +168,12 @@ fn small_end_to_end_build_distance_and_index() {
 
     // A NaN feature written into the cache is not trusted: that tile is decoded again
     // with a warning, and the rewritten cache is valid again.
-    let cache = tiles.join(".tessera-mosaic-index-4x4-64x64");
+    let cache = std::path::PathBuf::from(s["cache"].as_str().unwrap());
+    assert!(cache.starts_with(std::env::temp_dir().join("tessera-mosaic-tests/tessera")), "{}", cache.display());
+    let in_tiles = std::fs::read_dir(&tiles)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'));
+    assert_eq!(in_tiles.count(), 0, "no cache in the photo folder");
     let mut bytes = std::fs::read(&cache).unwrap();
     let at = first_tile_features(&bytes);
     bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
@@ -176,6 +185,8 @@ fn small_end_to_end_build_distance_and_index() {
     assert_eq!((s["tiles"].as_u64(), s["stats"]["decoded"].as_u64()), (Some(24), Some(1)));
     let s = index_json(&mosaic(&["index", d, "--aspect", "1.0", "--json"]));
     assert_eq!(s["stats"]["decoded"].as_u64(), Some(0));
+    let s = index_json(&mosaic(&["index", d, "--aspect", "1.0", "--json", "--no-cache"]));
+    assert_eq!((s["stats"]["decoded"].as_u64(), &s["cache"]), (Some(25), &serde_json::Value::Null));
 
     // distance writes the matrix solve reads; GPU and CPU agree.
     let npy = dir.path().join("D.npy");

@@ -49,8 +49,9 @@ fn tile_cache_survives_mutation() {
     let dir = tempfile::tempdir().unwrap();
     tile_folder(dir.path());
     let params = IndexParams { cells: (2, 2), thumb: (4, 3) };
-    index::index(dir.path(), &params, |_| {}).unwrap();
-    let cache = params.cache_path(dir.path());
+    let caches = tempfile::tempdir().unwrap();
+    index::index(dir.path(), &params, Some(caches.path()), |_| {}).unwrap();
+    let cache = params.cache_path(caches.path(), dir.path());
     let valid = index::read_cache(&cache, &params).unwrap();
     assert_eq!((valid.len(), valid.invalid.len()), (4, 0));
     let bytes = std::fs::read(&cache).unwrap();

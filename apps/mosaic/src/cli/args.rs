@@ -94,7 +94,7 @@ impl MethodArgs {
 }
 
 /// The help of `--method` and `--backend` together: which method runs where.
-const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); greedy, anneal and exact are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` field says cpu for them)";
+const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); greedy, anneal and exact are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` of solve, `solve_backend` of build, says cpu for them)";
 
 #[derive(Args)]
 pub struct SolveArgs {
@@ -115,7 +115,7 @@ pub struct ProblemArgs {
     /// Target image (PNG, JPEG, TIFF, WebP or BMP; EXIF orientation applied)
     #[arg(long)]
     pub target: PathBuf,
-    /// Folder of tile images (searched recursively; its tile index cache is kept there)
+    /// Folder of tile images (searched recursively)
     #[arg(long)]
     pub tiles: PathBuf,
     /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles)
@@ -124,12 +124,43 @@ pub struct ProblemArgs {
     /// Feature cells per patch and tile, UxV
     #[arg(long, value_name = "UxV", default_value = "4x4")]
     pub cells: Dims,
+    #[command(flatten)]
+    pub cache: CacheArgs,
 }
 
 impl ProblemArgs {
     /// Measures the target's patches and indexes the tiles (warnings on stderr).
     pub fn prepare(&self) -> anyhow::Result<compose::Problem> {
-        Ok(compose::prepare(&self.target, &self.tiles, self.grid, self.cells, crate::warn)?)
+        let cache_dir = self.cache.dir();
+        let spec = compose::ProblemSpec {
+            target: &self.target,
+            tiles: &self.tiles,
+            grid: self.grid,
+            cells: self.cells,
+            cache_dir: cache_dir.as_deref(),
+        };
+        Ok(compose::prepare(&spec, crate::warn)?)
+    }
+}
+
+/// Where the tile index cache lives: in the user's cache folder, never in the photo folder.
+#[derive(Args)]
+pub struct CacheArgs {
+    /// Folder of the tile index cache (default: $XDG_CACHE_HOME/tessera, else ~/.cache/tessera)
+    #[arg(long, value_name = "DIR", conflicts_with = "no_cache")]
+    pub cache: Option<PathBuf>,
+    /// Index the tiles without reading or writing a cache
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+impl CacheArgs {
+    /// The cache folder, `None` for no cache.
+    pub fn dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache.clone().or_else(mosaic::index::default_cache_dir)
     }
 }
 
@@ -186,6 +217,8 @@ pub struct IndexArgs {
     /// Patch aspect (width / height, 1/16 to 16) the tiles are cropped to
     #[arg(long, default_value_t = 1.0, value_parser = aspect)]
     pub aspect: f64,
+    #[command(flatten)]
+    pub cache: CacheArgs,
     /// Print one JSON object per line (docs/cli.md) instead of text; no progress bars
     #[arg(long)]
     pub json: bool,

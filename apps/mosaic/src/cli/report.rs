@@ -103,7 +103,8 @@ impl fmt::Display for BuildReport {
 pub struct IndexReport {
     pub tiles: usize,
     pub stats: IndexStats,
-    pub cache: PathBuf,
+    /// The cache file (`None` with --no-cache or no cache folder).
+    pub cache: Option<PathBuf>,
     pub index_ms: f64,
 }
 
@@ -111,13 +112,12 @@ impl fmt::Display for IndexReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} tiles indexed ({} from cache, {} decoded, {} skipped) in {:.1} ms; cache {}",
-            self.tiles,
-            self.stats.from_cache,
-            self.stats.decoded,
-            self.stats.skipped,
-            self.index_ms,
-            self.cache.display()
-        )
+            "{} tiles indexed ({} from cache, {} decoded, {} skipped) in {:.1} ms",
+            self.tiles, self.stats.from_cache, self.stats.decoded, self.stats.skipped, self.index_ms
+        )?;
+        match &self.cache {
+            Some(cache) => write!(f, "; cache {}", cache.display()),
+            None => write!(f, "; no cache"),
+        }
     }
 }
