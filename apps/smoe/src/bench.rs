@@ -200,8 +200,10 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
         let _ = smoe::reference::render_region(&crop, w, h, [0.0; 2], [w / 2, h / 2, s.cpu_crop, s.cpu_crop]);
         let cpu_crop_ms = t.elapsed().as_secs_f64() * 1e3;
         let cpu_ms = cpu_crop_ms * (w * h) as f64 / (s.cpu_crop * s.cpu_crop) as f64;
-        let cpu_note =
-            format!("f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame", s.cpu_crop);
+        let cpu_note = format!(
+            "f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame",
+            s.cpu_crop
+        );
         let mut exact_image: Option<Vec<f32>> = None;
         for mode in [Mode::Fast, Mode::Robust] {
             let mut renderer = Renderer::new(ctx, &model, mode)?;

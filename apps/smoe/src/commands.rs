@@ -309,8 +309,13 @@ pub fn view(
         device: run.device.clone(),
     };
     let shown = crate::viewer::run(options)?;
-    let record =
-        ViewRecord { frames: shown.frames, requested_frames: frames, width: shown.width, height: shown.height, kernels };
+    let record = ViewRecord {
+        frames: shown.frames,
+        requested_frames: frames,
+        width: shown.width,
+        height: shown.height,
+        kernels,
+    };
     let outs: Vec<&Path> = screenshot.iter().map(PathBuf::as_path).collect();
     kit::emit(&record, &outs);
     Ok(())
@@ -354,7 +359,8 @@ fn write_all_or_none(dir: &Path, names: &[&str], write: impl FnOnce(&Path) -> Re
     let result = write(&staging).and_then(|()| {
         for name in names {
             let target = dir.join(name);
-            std::fs::rename(staging.join(name), &target).with_context(|| format!("{}: cannot move into place", target.display()))?;
+            std::fs::rename(staging.join(name), &target)
+                .with_context(|| format!("{}: cannot move into place", target.display()))?;
         }
         Ok(())
     });

@@ -102,11 +102,7 @@ impl Grid {
     /// extent limit (1..=16384), every value finite and in [0, 1], and the samples within
     /// the memory budget.
     pub fn load(path: &Path) -> Result<Grid, DataError> {
-        let grid = if is_npy(path)? {
-            load_lightfield(path)?
-        } else {
-            Grid::from_image(&kit::image::load(path)?)
-        };
+        let grid = if is_npy(path)? { load_lightfield(path)? } else { Grid::from_image(&kit::image::load(path)?) };
         if let Some(&e) = grid.extent.iter().find(|&&e| e as u64 > MAX_EXTENT) {
             return Err(DataError::Invalid {
                 path: path.display().to_string(),

@@ -29,7 +29,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Render a view of a model to an image (8-bit RGB) or .npy (float32, H x W x 3)
-    #[command(after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu")]
+    #[command(
+        after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu"
+    )]
     Render {
         /// The model (.json, .smoe or .bin; told apart by content)
         model: PathBuf,
@@ -58,7 +60,9 @@ enum Command {
         common: kit::CommonArgs,
     },
     /// Fit a model to an image or a light field (.npy, shape U x V x H x W x 3) with EM
-    #[command(after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu")]
+    #[command(
+        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu"
+    )]
     Fit {
         /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3) with values in [0, 1]
         input: PathBuf,
@@ -78,7 +82,9 @@ enum Command {
         common: kit::CommonArgs,
     },
     /// Open a window and render the model every frame; the mouse moves the view of a light field
-    #[command(after_help = "Examples:\n  smoe view photo.json\n  smoe view photo.json --frames 60 --screenshot shot.png")]
+    #[command(
+        after_help = "Examples:\n  smoe view photo.json\n  smoe view photo.json --frames 60 --screenshot shot.png"
+    )]
     View {
         /// The model (.json, .smoe or .bin)
         model: PathBuf,

@@ -332,7 +332,7 @@ impl Model {
             return Err(bad("covariance is not positive definite (in f64 and, rounded, in f32)".into()));
         };
         let precision = inverse_trace(&l, self.coord_dims);
-        if !(precision <= MAX_PRECISION) {
+        if precision.is_nan() || precision > MAX_PRECISION {
             return Err(bad(format!(
                 "the coordinate covariance is nearly singular: the trace of its inverse is {precision:e}, above {MAX_PRECISION:e}"
             )));
@@ -382,7 +382,7 @@ impl Model {
                     // Relative to the scale of the matrix, so round-off in near-zero
                     // entries (common in fitted models) passes.
                     let scale = (k.cov[i][i] * k.cov[j][j]).abs().sqrt() + a.abs() + b.abs();
-                    if !((a - b).abs() <= 1e-9 * scale) {
+                    if (a - b).abs() > 1e-9 * scale {
                         return Err(bad(format!("cov is not symmetric at ({i},{j}): {a} vs {b}")));
                     }
                 }

@@ -232,7 +232,17 @@ fn fit_on_the_cpu_backend() {
     let png = sample_png(dir.path(), 23, 17);
     let model = dir.path().join("m.smoe");
     let line = envelope(&ok(&[
-        "fit", s(&png), "--kernels", "10", "--iterations", "5", "--out", s(&model), "--backend", "cpu", "--json",
+        "fit",
+        s(&png),
+        "--kernels",
+        "10",
+        "--iterations",
+        "5",
+        "--out",
+        s(&model),
+        "--backend",
+        "cpu",
+        "--json",
     ]));
     assert_eq!(line["backend"], "cpu");
     assert!(line["device"].is_null(), "{line}");
