@@ -131,6 +131,22 @@ pub fn save(
     layout: Layout,
     options: SaveOptions,
 ) -> Result<()> {
+    let mut staged = crate::output::Staged::new();
+    stage(&mut staged, path, width, height, bytes, layout, options)?;
+    staged.commit()
+}
+
+/// Like [`save`], into `staged`: the image lands only when `staged` is committed, together
+/// with the command's other outputs (all or none).
+pub fn stage(
+    staged: &mut crate::output::Staged,
+    path: &Path,
+    width: usize,
+    height: usize,
+    bytes: &[u8],
+    layout: Layout,
+    options: SaveOptions,
+) -> Result<()> {
     let format = crate::output::format_of(path, IMAGE_EXTENSIONS)?;
     let color = layout.color();
     let expected = width as u64 * height as u64 * color.bits_per_pixel() as u64 / 8;
@@ -141,7 +157,7 @@ pub fn save(
         ));
     }
     let (w, h) = (width as u32, height as u32);
-    crate::output::write_atomic(path, |out| -> std::result::Result<(), image::ImageError> {
+    staged.write(path, |out| -> std::result::Result<(), image::ImageError> {
         match format.as_str() {
             "png" => image::codecs::png::PngEncoder::new(out).write_image(bytes, w, h, color),
             "jpg" | "jpeg" => {

@@ -34,4 +34,4 @@ mod run;
 pub use cli::{Backend, BenchArgs, CommonArgs};
 pub use error::{KitError, Result};
 pub use report::emit;
-pub use run::main;
+pub use run::{main, print_error};

@@ -234,10 +234,17 @@ fn header_bytes(descr: &str, shape: &[usize]) -> Vec<u8> {
 
 /// Writes a float32 `.npy` of the given shape (C order), atomically.
 pub fn write_f32(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
+    let mut staged = crate::output::Staged::new();
+    stage_f32(&mut staged, path, shape, data)?;
+    staged.commit()
+}
+
+/// Like [`write_f32`], into `staged` (all or none with the command's other outputs).
+pub fn stage_f32(staged: &mut crate::output::Staged, path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
     if shape.iter().product::<usize>() != data.len() {
         return Err(KitError::file(path, format!("{} values for the shape {shape:?}", data.len())));
     }
-    crate::output::write_atomic(path, |w| {
+    staged.write(path, |w| {
         w.write_all(&header_bytes("<f4", shape))?;
         for chunk in data.chunks(65536) {
             let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();

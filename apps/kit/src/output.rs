@@ -164,8 +164,22 @@ pub fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Writes a value as pretty JSON (with a final newline) atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| KitError::file(path, e))?;
-    write_atomic(path, |w| writeln!(w, "{text}"))
+    let mut staged = Staged::new();
+    staged.write_json(path, value)?;
+    staged.commit()
+}
+
+impl Staged {
+    /// Stages a value as pretty JSON (with a final newline).
+    pub fn write_json(&mut self, path: &Path, value: &impl serde::Serialize) -> Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(|e| KitError::file(path, e))?;
+        self.write(path, |w| writeln!(w, "{text}"))
+    }
+
+    /// Stages raw bytes.
+    pub fn write_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.write(path, |w| w.write_all(bytes))
+    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,11 @@ pub fn json() -> bool {
     with_state(|s| s.json).unwrap_or(false)
 }
 
+/// The binary, the command and whether it prints JSON (for error reports).
+pub(crate) fn identity() -> (&'static str, String, bool) {
+    with_state(|s| (s.binary, s.command.clone(), s.json)).unwrap_or(("tessera", String::new(), false))
+}
+
 /// The binary's name, for messages (`mad`, `smoe`, ...).
 pub fn binary() -> &'static str {
     with_state(|s| s.binary).unwrap_or("tessera")

@@ -75,6 +75,14 @@ fn messages(error: &anyhow::Error) -> Vec<String> {
     out
 }
 
+/// Prints `error` in the contract's format (stderr, and a JSON object on stdout under
+/// `--json`), for paths that must end the process themselves (an MPI abort) instead of
+/// returning the error to [`main`].
+pub fn print_error(error: &anyhow::Error) {
+    let (binary, command, json) = crate::report::identity();
+    report_error(binary, &command, json, error);
+}
+
 fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error) {
     let messages = messages(error);
     let (first, causes) = messages.split_first().map(|(f, c)| (f.clone(), c.to_vec())).unwrap_or_default();
