@@ -75,7 +75,12 @@ fn generate_train_encode_decode_info() {
     let cpu = enc("cpu", "cpu.lfc");
     // 2 x 1 view blocks x 4 x 5 pixel blocks.
     assert_eq!(gpu["patches"], 40);
-    for key in ["mean_coefficients", "bits_per_sample", "psnr_db", "seconds"] {
+    assert_eq!(gpu["command"], "encode");
+    assert_eq!(gpu["backend"], "gpu");
+    assert!(gpu["device"].is_string(), "{gpu}");
+    assert_eq!(gpu["out"], serde_json::json!([p(d, "gpu.lfc")]));
+    assert!(gpu["kernel_ms"].as_f64().is_some() && cpu["kernel_ms"].is_null());
+    for key in ["mean_coefficients", "bits_per_sample", "psnr_db", "encode_ms", "wall_ms"] {
         assert!(gpu[key].as_f64().unwrap() > 0.0, "{key} in {gpu}");
     }
     // Patches under T keep RMSE <= 0.01, so the whole light field is at least 40 dB.
@@ -83,15 +88,16 @@ fn generate_train_encode_decode_info() {
     assert!((gpu["psnr_db"].as_f64().unwrap() - cpu["psnr_db"].as_f64().unwrap()).abs() < 0.05);
 
     ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "back.npy")]);
-    let back = engine::io::read_npy(&d.join("back.npy")).unwrap();
+    let back = kit::npy::read(&d.join("back.npy")).unwrap();
     assert_eq!(back.shape, vec![5, 3, 17, 22, 3]);
-    assert_eq!(back.dtype, engine::io::NpyDtype::F32);
+    assert_eq!(back.dtype, kit::npy::NpyDtype::F32);
     ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "again.npy"), "--backend", "cpu"]);
-    let again = engine::io::read_npy(&d.join("again.npy")).unwrap();
+    let again = kit::npy::read(&d.join("again.npy")).unwrap();
     let worst = back.data.iter().zip(&again.data).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
     assert!(worst < 1e-5, "GPU and CPU decodes differ by {worst}");
 
     let info = json(&ok(&["info", &p(d, "gpu.lfc"), "--json"]));
+    assert_eq!(info["out"], serde_json::json!([]));
     assert_eq!(info["patches"], 40);
     assert_eq!(info["dictionaries"], 3);
     assert_eq!(info["patch"], "5x5x3x4x4");
@@ -143,13 +149,13 @@ fn bad_inputs_fail_with_clear_errors() {
 
     // Truncated and corrupted bitstreams.
     std::fs::write(d.join("cut.lfc"), &lfc[..lfc.len() - 9]).unwrap();
-    fails(&["decode", &p(d, "cut.lfc"), "--out", &p(d, "o.npy")], "truncated");
+    fails(&["decode", &p(d, "cut.lfc"), "--out", &p(d, "o.npy"), "--backend", "cpu"], "truncated");
     fails(&["info", &p(d, "cut.lfc")], "corrupt");
     let mut bad = lfc.clone();
     let mid = bad.len() - 20;
     bad[mid] ^= 0x5a;
     std::fs::write(d.join("bad.lfc"), &bad).unwrap();
-    fails(&["decode", &p(d, "bad.lfc"), "--out", &p(d, "o.npy")], "corrupt");
+    fails(&["decode", &p(d, "bad.lfc"), "--out", &p(d, "o.npy"), "--backend", "cpu"], "corrupt");
     std::fs::write(d.join("empty.lfc"), b"").unwrap();
     fails(&["info", &p(d, "empty.lfc")], "not a .lfc file");
     assert!(!d.join("o.npy").exists(), "no output after a failure");
@@ -159,26 +165,32 @@ fn bad_inputs_fail_with_clear_errors() {
     run_fail(encode(&p(d, "lf.npy"), &p(d, "cut.lfd"), &p(d, "y.lfc")), "checksum");
 
     // NaN, wrong shape, wrong colour count, out-of-range floats.
-    let mut data = engine::io::read_npy(&d.join("lf.npy")).unwrap().data;
+    let mut data = kit::npy::read(&d.join("lf.npy")).unwrap().data;
     data[123] = f32::NAN;
-    engine::io::write_npy_f32(&d.join("nan.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
+    kit::npy::write_f32(&d.join("nan.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
     run_fail(encode(&p(d, "nan.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "NaN");
     data[123] = 0.5;
-    engine::io::write_npy_f32(&d.join("rank4.npy"), &[16, 15, 20, 3], &data).unwrap();
+    kit::npy::write_f32(&d.join("rank4.npy"), &[16, 15, 20, 3], &data).unwrap();
     run_fail(encode(&p(d, "rank4.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "not (U, V, H, W, 3)");
-    engine::io::write_npy_f32(&d.join("rgba.npy"), &[4, 4, 15, 15, 4], &data[..14400]).unwrap();
+    kit::npy::write_f32(&d.join("rgba.npy"), &[4, 4, 15, 15, 4], &data[..14400]).unwrap();
     run_fail(encode(&p(d, "rgba.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "last axis must be 3");
     data[5] = 2.0;
-    engine::io::write_npy_f32(&d.join("range.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
+    kit::npy::write_f32(&d.join("range.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
     run_fail(encode(&p(d, "range.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "[0, 1]");
     assert!(!d.join("y.lfc").exists());
 
     // Parameters, folders without a grid, overwriting an input.
     let mut args = encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc"));
     args[6] = "0".into();
+    run_fail(args, "must be at least 1");
+    let mut args = encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc"));
+    args[6] = "100000".into();
     run_fail(args, "--sparsity");
     run_fail(encode(d.to_str().unwrap(), &p(d, "d.lfd"), &p(d, "y.lfc")), "--grid");
-    run_fail(encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "lf.npy")), "refusing to overwrite");
+    // Inputs are read by content, so an .npy named .lfc is an input the output must not be.
+    std::fs::copy(d.join("lf.npy"), d.join("npy.lfc")).unwrap();
+    run_fail(encode(&p(d, "npy.lfc"), &p(d, "d.lfd"), &p(d, "npy.lfc")), "refusing to overwrite");
+    run_fail(encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "lf.npy")), "must be one of .lfc");
     fails(
         &["train", "--input", &p(d, "lf.npy"), "--dictionaries", "2", "--patch", "5x5x9", "--out", &p(d, "e.lfd")],
         "patch",
@@ -194,8 +206,8 @@ fn folder_of_views_trains_and_encodes() {
     let lf = lightfield::synth::generate((2, 3), (16, 12), 5);
     for u in 0..2 {
         for v in 0..3 {
-            let rgb: Vec<u8> = lf.view(u, v).iter().map(|&x| engine::io::to_u8(x)).collect();
-            engine::io::save_png_rgb8(&views.join(format!("view_{u}_{v}.png")), 16, 12, &rgb).unwrap();
+            let rgb: Vec<u8> = lf.view(u, v).iter().map(|&x| kit::image::to_u8(x)).collect();
+            kit::image::save_rgb8(&views.join(format!("view_{u}_{v}.png")), 16, 12, &rgb).unwrap();
         }
     }
     let vdir = views.to_str().unwrap();
@@ -265,4 +277,142 @@ fn bench_quick_prints_json_lines() {
     for key in ["gpu_ms", "cpu_ms", "paper_ms", "floor_ms", "bits_per_sample", "psnr_db"] {
         assert!(table1[key].as_f64().is_some(), "{key} in {table1}");
     }
+}
+
+#[test]
+fn version_help_and_outputs_checked_before_work() {
+    assert!(ok(&["--version"]).starts_with("lightfield "));
+    assert!(ok(&["encode", "--version"]).contains(env!("CARGO_PKG_VERSION")));
+    for sub in ["train", "encode", "decode", "info", "generate", "bench", "demo"] {
+        let help = ok(&[sub, "--help"]);
+        assert!(help.contains("Examples:\n  lightfield "), "{sub} --help has no example");
+    }
+    assert!(ok(&["encode", "--help"]).contains("Light field to encode"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("file"), b"x").unwrap();
+    // The output fails before the (missing) input is read or anything is trained.
+    let under_file = p(d, "file/d.lfd");
+    fails(&["train", "--input", &p(d, "missing.npy"), "--dictionaries", "2", "--out", &under_file], "folder");
+    fails(&["generate", "--out", &p(d, "file/x.npy")], "folder");
+    fails(&["demo", "--out", &p(d, "file")], "folder");
+    fails(
+        &["encode", "--input", "a.npy", "--dict", "b.lfd", "--sparsity", "9", "--epsilon", "0.01", "--out", "x.bin"],
+        ".lfc",
+    );
+    fails(&["decode", &p(d, "missing.lfc"), "--out", &p(d, "views.png")], "--views DIR");
+    fails(&["decode", &p(d, "missing.lfc"), "--out", &p(d, "views.txt")], ".npy");
+    let out = lightfield(&["generate", "--out", &p(d, "x.npy"), "--size", "0x5"]);
+    assert_eq!(out.status.code(), Some(2), "a zero size is a usage error");
+    let out =
+        lightfield(&["encode", "--input", "a", "--dict", "b", "--sparsity", "9", "--epsilon", "nan", "--out", "x.lfc"]);
+    assert_eq!(out.status.code(), Some(2), "NaN epsilon is a usage error");
+}
+
+/// Encodes a tiny light field on the CPU into `d/x.lfc` (with `d/lf.npy`, `d/d.lfd`).
+fn tiny_lfc(d: &Path) -> Vec<u8> {
+    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "2x2", "--size", "10x9", "--seed", "4"]);
+    ok(&[
+        "train",
+        "--input",
+        &p(d, "lf.npy"),
+        "--dictionaries",
+        "2",
+        "--patch",
+        "3x3x2x2",
+        "--out",
+        &p(d, "d.lfd"),
+        "--backend",
+        "cpu",
+    ]);
+    let args = ["--sparsity", "60", "--epsilon", "0.01", "--backend", "cpu"];
+    ok(&[&["encode", "--input", &p(d, "lf.npy"), "--dict", &p(d, "d.lfd"), "--out", &p(d, "x.lfc")], &args[..]]
+        .concat());
+    std::fs::read(d.join("x.lfc")).unwrap()
+}
+
+#[test]
+fn decode_then_encode_round_trips_through_npy_and_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tiny_lfc(d);
+    let dec = json(&ok(&[
+        "decode",
+        &p(d, "x.lfc"),
+        "--out",
+        &p(d, "back.npy"),
+        "--views",
+        &p(d, "views"),
+        "--depth",
+        "16",
+        "--backend",
+        "cpu",
+        "--json",
+    ]));
+    assert_eq!(dec["out"], serde_json::json!([p(d, "back.npy"), p(d, "views")]));
+    assert_eq!(dec["views_written"], 4);
+    let back = kit::npy::read(&d.join("back.npy")).unwrap();
+    assert!(back.data.iter().all(|x| (0.0..=1.0).contains(x)), "decoded samples are clamped to [0, 1]");
+    let names: Vec<String> = std::fs::read_dir(d.join("views"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.contains(&"view_1_0.png".to_string()));
+    let img = kit::image::load(&d.join("views/view_1_0.png")).unwrap();
+    assert_eq!((img.width, img.height, img.source_bits), (10, 9, 16));
+    let args = ["--dict", &p(d, "d.lfd"), "--sparsity", "60", "--epsilon", "0.01", "--backend", "cpu"];
+    ok(&[&["encode", "--input", &p(d, "back.npy"), "--out", &p(d, "again.lfc")], &args[..]].concat());
+    let views = p(d, "views");
+    ok(&[&["encode", "--input", &views, "--grid", "2x2", "--out", &p(d, "views.lfc")], &args[..]].concat());
+}
+
+/// Rewrites the header hash of a `.lfc` after a header field was changed.
+fn rehash(mut lfc: Vec<u8>) -> Vec<u8> {
+    let n = lightfield::bitstream::HEADER_LEN;
+    let sum = lightfield::bitstream::fnv1a64(&lfc[..n - 8]);
+    lfc[n - 8..n].copy_from_slice(&sum.to_le_bytes());
+    lfc
+}
+
+/// `lfc` with its zstd frame replaced by `frame` (the header's frame length and hash fixed).
+fn with_frame(lfc: &[u8], frame: &[u8]) -> Vec<u8> {
+    let n = lightfield::bitstream::HEADER_LEN;
+    let mut out = lfc[..n].to_vec();
+    out[60..68].copy_from_slice(&(frame.len() as u64).to_le_bytes());
+    out.extend_from_slice(frame);
+    rehash(out)
+}
+
+#[test]
+fn hostile_lfc_headers_and_frames_are_refused_by_info_and_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lfc = tiny_lfc(d);
+    let n = lightfield::bitstream::HEADER_LEN;
+    let payload = zstd::decode_all(&lfc[n..]).unwrap();
+    let set = |offset: usize, bytes: &[u8]| {
+        let mut m = lfc.clone();
+        m[offset..offset + bytes.len()].copy_from_slice(bytes);
+        rehash(m)
+    };
+    let mut no_checksum = zstd::bulk::Compressor::new(3).unwrap();
+    no_checksum.include_checksum(false).unwrap();
+    let mut trailing = lfc[n..].to_vec();
+    trailing.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 2, 0, 0, 0, 7, 7]); // a skippable frame
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("payload.lfc", set(52, &(1u64 << 36).to_le_bytes()), "payload"),
+        ("huge.lfc", set(8, &[0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0]), "memory budget"),
+        ("step.lfc", set(32, &3.4e38f32.to_le_bytes()), "quantisation step"),
+        ("nochecksum.lfc", with_frame(&lfc, &no_checksum.compress(&payload).unwrap()), "checksum"),
+        ("trailing.lfc", with_frame(&lfc, &trailing), "follow the zstd frame"),
+    ];
+    for (name, bytes, needle) in cases {
+        std::fs::write(d.join(name), bytes).unwrap();
+        fails(&["info", &p(d, name)], needle);
+        fails(&["decode", &p(d, name), "--out", &p(d, "o.npy"), "--backend", "cpu"], needle);
+    }
+    assert!(!d.join("o.npy").exists());
+    // The untouched file still reads.
+    ok(&["info", &p(d, "x.lfc")]);
 }

@@ -1,0 +1,102 @@
+//! Mutation tests of the `.lfc` and `.lfd` readers (and what `info` and `decode` do with an
+//! accepted file): valid tiny files are truncated, bit-flipped and have header words set to
+//! edge values, with and without their hashes fixed up (so the checks behind the hash are
+//! reached), and `.lfc` payloads are mutated and re-wrapped in a valid zstd frame. Every
+//! case must end in `Ok` or a typed error, never a panic, never an allocation above
+//! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1].
+
+use std::path::Path;
+
+use kit::fuzz::{mutants, run_file_reader, CountingAllocator};
+use lightfield::bitstream::{fnv1a64, Compressed, Header, HEADER_LEN};
+use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
+use lightfield::dictionary::Ensemble;
+use lightfield::encoder::Params;
+use lightfield::patch::PatchShape;
+
+#[global_allocator]
+static ALLOC: CountingAllocator = CountingAllocator::new();
+
+/// The memory budget the readers run under, and the largest single allocation allowed
+/// (the budget plus room for the test harness).
+const BUDGET: u64 = 32 << 20;
+const BOUND: usize = 64 << 20;
+
+/// A tiny encoded light field: 2 x 2 views of 6 x 5 pixels, 3x3x2x1 patches, K = 2.
+fn tiny() -> (Ensemble, Vec<u8>) {
+    let lf = lightfield::synth::generate((2, 2), (6, 5), 3);
+    let ens = Ensemble::random(PatchShape { my: 3, mx: 3, mu: 2, mv: 1 }, 2, 5);
+    let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 30, epsilon: 0.02 }, CodecPath::Cpu).unwrap();
+    (ens, c.to_bytes().unwrap())
+}
+
+/// What `info` and `decode --backend cpu` do with a file.
+fn read_lfc(path: &Path) -> lightfield::Result<()> {
+    let bytes = kit::input::read_bounded(path, kit::budget::get())?;
+    Header::parse(&bytes)?;
+    let c = Compressed::read(path)?;
+    let (lf, _) = decode_lightfield(&c, CodecPath::Cpu)?;
+    assert!(lf.data.iter().all(|x| (0.0..=1.0).contains(x)), "an accepted file decoded outside [0, 1]");
+    Ok(())
+}
+
+/// Rewrites the `.lfc` header hash.
+fn rehash_lfc(mut m: Vec<u8>) -> Vec<u8> {
+    if m.len() >= HEADER_LEN {
+        let sum = fnv1a64(&m[..HEADER_LEN - 8]);
+        m[HEADER_LEN - 8..HEADER_LEN].copy_from_slice(&sum.to_le_bytes());
+    }
+    m
+}
+
+/// Rewrites the `.lfd` trailing hash.
+fn rehash_lfd(mut m: Vec<u8>) -> Vec<u8> {
+    if m.len() >= 16 {
+        let n = m.len() - 8;
+        let sum = fnv1a64(&m[..n]);
+        m[n..].copy_from_slice(&sum.to_le_bytes());
+    }
+    m
+}
+
+/// `lfc` with `payload` compressed into a new, valid frame (lengths and hash fixed).
+fn rewrap(lfc: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut zstd = zstd::bulk::Compressor::new(1).unwrap();
+    zstd.include_checksum(true).unwrap();
+    let frame = zstd.compress(payload).unwrap();
+    let mut out = lfc[..HEADER_LEN].to_vec();
+    out[52..60].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    out[60..68].copy_from_slice(&(frame.len() as u64).to_le_bytes());
+    out.extend_from_slice(&frame);
+    rehash_lfc(out)
+}
+
+#[test]
+fn lfc_and_lfd_readers_survive_mutation() {
+    kit::budget::set(BUDGET);
+    ALLOC.set_limit(BOUND);
+    ALLOC.reset();
+    let (ens, lfc) = tiny();
+    let payload = zstd::decode_all(&lfc[HEADER_LEN..]).unwrap();
+
+    let raw = mutants(&lfc, HEADER_LEN + 16, 200, 2048, 11);
+    let t = run_file_reader("raw.lfc", &raw, read_lfc);
+    assert!(t.refused > 0);
+    let header: Vec<Vec<u8>> = mutants(&lfc, HEADER_LEN, 0, 0, 12).into_iter().map(rehash_lfc).collect();
+    let t = run_file_reader("header.lfc", &header, read_lfc);
+    assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
+    let body: Vec<Vec<u8>> = mutants(&payload, 136, 300, 0, 13).iter().map(|m| rewrap(&lfc, m)).collect();
+    let t = run_file_reader("payload.lfc", &body, read_lfc);
+    assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
+
+    let lfd = ens.to_lfd_bytes().unwrap();
+    let raw = mutants(&lfd, 64, 200, 2048, 14);
+    run_file_reader("raw.lfd", &raw, Ensemble::read);
+    let fixed: Vec<Vec<u8>> = mutants(&lfd, 64, 200, 0, 15).into_iter().map(rehash_lfd).collect();
+    let t = run_file_reader("rehashed.lfd", &fixed, Ensemble::read);
+    assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
+
+    let largest = ALLOC.largest();
+    println!("largest single allocation: {largest} bytes (bound {BOUND}, budget {BUDGET})");
+    assert!(largest <= BOUND);
+}
