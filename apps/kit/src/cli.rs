@@ -52,6 +52,18 @@ pub struct RunArgs {
     pub max_memory: Option<u64>,
 }
 
+/// Flags of commands that run no GPU work (file inspection, generators): `--json` and
+/// `--max-memory`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ReportArgs {
+    /// Print one JSON object per line (docs/cli.md) instead of text; no progress bars
+    #[arg(long)]
+    pub json: bool,
+    /// Memory budget for reading inputs, such as 512M or 8G (default: half of physical memory)
+    #[arg(long, value_name = "SIZE", value_parser = crate::budget::parse_size)]
+    pub max_memory: Option<u64>,
+}
+
 impl CommonArgs {
     /// Opens the `--device` GPU when the backend is `gpu`, and names it in the envelope.
     pub fn context(&self) -> engine::Result<Option<engine::Context>> {

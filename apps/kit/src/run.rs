@@ -33,9 +33,9 @@ fn flag<T: Clone + Send + Sync + 'static>(m: &ArgMatches, id: &str) -> Option<T>
 pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyhow::Result<()>) -> ExitCode {
     let command = C::command();
     let binary: &'static str = Box::leak(command.get_name().to_string().into_boxed_str());
-    let matches = match command.try_get_matches() {
+    let matches = match command.clone().try_get_matches() {
         Ok(m) => m,
-        Err(e) => return usage_error(binary, version, e),
+        Err(e) => return usage_error(binary, &command_path(&command), version, e),
     };
     let (path, leaf_matches) = leaf(&matches);
     let json = flag::<bool>(leaf_matches, "json").unwrap_or(false);
@@ -50,7 +50,7 @@ pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyho
     }
     let cli = match C::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(binary, version, e),
+        Err(e) => return usage_error(binary, &name, version, e),
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
@@ -99,7 +99,29 @@ fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error) 
     }
 }
 
-fn usage_error(binary: &str, version: &str, e: clap::Error) -> ExitCode {
+/// The subcommand path the raw arguments name (for usage errors, which come before any
+/// matches): each argument that names a subcommand of the one before it.
+fn command_path(command: &clap::Command) -> String {
+    let mut at = command;
+    let mut path = Vec::new();
+    for arg in std::env::args().skip(1) {
+        match at.find_subcommand(&arg) {
+            Some(sub) => {
+                path.push(arg);
+                at = sub;
+            }
+            None if arg.starts_with('-') => continue,
+            None => break,
+        }
+    }
+    if path.is_empty() {
+        command.get_name().to_string()
+    } else {
+        path.join(" ")
+    }
+}
+
+fn usage_error(binary: &str, command: &str, version: &str, e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -113,7 +135,7 @@ fn usage_error(binary: &str, version: &str, e: clap::Error) -> ExitCode {
             if std::env::args().any(|a| a == "--json") {
                 let first = text.lines().next().unwrap_or_default();
                 let line = serde_json::json!({
-                    "error": first, "causes": [], "command": binary, "binary": binary,
+                    "error": first, "causes": [], "command": command, "binary": binary,
                     "version": version, "usage": true,
                 });
                 crate::report::print_line(&line.to_string());
