@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
-use kit::output::IMAGE_EXTENSIONS;
+use kit::output::{Staged, IMAGE_EXTENSIONS};
 use serde::Serialize;
 use smoe::data::{sample_image, Grid};
 use smoe::fit::{fit_cpu, fit_gpu, fit_gpu_from, render_psnr, render_psnr_cpu, Init};
@@ -55,14 +55,14 @@ fn check_finite(rgb: &[f32], width: u32) -> Result<()> {
     Ok(())
 }
 
-/// Writes RGB f32 pixels as `.npy` (H, W, 3), or as an 8-bit image (clamped, rounded) in
+/// Stages RGB f32 pixels as `.npy` (H, W, 3), or as an 8-bit image (clamped, rounded) in
 /// the format of the extension.
-fn write_rgb(path: &Path, format: &str, w: usize, h: usize, rgb: &[f32]) -> Result<()> {
+fn stage_rgb(staged: &mut Staged, path: &Path, format: &str, w: usize, h: usize, rgb: &[f32]) -> Result<()> {
     if format == "npy" {
-        kit::npy::write_f32(path, &[h, w, 3], rgb)?;
+        kit::npy::stage_f32(staged, path, &[h, w, 3], rgb)?;
     } else {
         let bytes: Vec<u8> = rgb.iter().map(|&v| kit::image::to_u8(v)).collect();
-        kit::image::save_rgb8(path, w, h, &bytes)?;
+        kit::image::stage(staged, path, w, h, &bytes, kit::image::Layout::Rgb8, kit::image::SaveOptions::default())?;
     }
     Ok(())
 }
@@ -139,7 +139,9 @@ pub fn render(
     };
     let render_ms = ms(start);
     check_finite(&rgb, w)?;
-    write_rgb(out, &format, w as usize, h as usize, &rgb)?;
+    let mut staged = Staged::new();
+    stage_rgb(&mut staged, out, &format, w as usize, h as usize, &rgb)?;
+    staged.commit()?;
     let on_gpu = ctx.is_some();
     let record = RenderRecord {
         out: out.to_path_buf(),
@@ -350,25 +352,6 @@ impl fmt::Display for DemoRecord {
     }
 }
 
-/// Writes several files into `dir` all or none: `write` fills a staging folder inside
-/// `dir`, whose files `names` are then renamed into place; on an error the staging folder
-/// is removed and no output appears.
-fn write_all_or_none(dir: &Path, names: &[&str], write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let staging = dir.join(format!(".smoe-staging-{}", std::process::id()));
-    std::fs::create_dir(&staging).with_context(|| format!("{}: cannot create a staging folder", staging.display()))?;
-    let result = write(&staging).and_then(|()| {
-        for name in names {
-            let target = dir.join(name);
-            std::fs::rename(staging.join(name), &target)
-                .with_context(|| format!("{}: cannot move into place", target.display()))?;
-        }
-        Ok(())
-    });
-    // Best effort: the staging folder is empty after a success.
-    let _ = std::fs::remove_dir_all(&staging);
-    result
-}
-
 pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     kit::output::check_folder(dir, &[])?;
     let ctx = run.context()?;
@@ -398,15 +381,14 @@ pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     };
     let mut names = vec![record.input, record.model, "smoe_summary.json"];
     names.extend(renders.iter().map(|r| r.0.as_str()));
-    write_all_or_none(dir, &names, |staging| {
-        write_rgb(&staging.join(record.input), "png", w, h, &grid.rgb)?;
-        model.save(&staging.join(record.model))?;
-        for (name, rw, rh, rgb) in &renders {
-            write_rgb(&staging.join(name), "png", *rw, *rh, rgb)?;
-        }
-        kit::output::write_json(&staging.join("smoe_summary.json"), &record)?;
-        Ok(())
-    })?;
+    let mut staged = Staged::new();
+    stage_rgb(&mut staged, &dir.join(record.input), "png", w, h, &grid.rgb)?;
+    model.stage(&mut staged, &dir.join(record.model))?;
+    for (name, rw, rh, rgb) in &renders {
+        stage_rgb(&mut staged, &dir.join(name), "png", *rw, *rh, rgb)?;
+    }
+    staged.write_json(&dir.join("smoe_summary.json"), &record)?;
+    staged.commit()?;
     let written: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     let outs: Vec<&Path> = written.iter().map(PathBuf::as_path).collect();
     kit::emit(&record, &outs);

@@ -564,13 +564,21 @@ impl Model {
     /// Validates, then saves atomically in the format of the extension: `.json`, or the
     /// binary format for `.smoe` and `.bin` ([`MODEL_EXTENSIONS`]).
     pub fn save(&self, path: &Path) -> Result<()> {
+        let mut staged = kit::output::Staged::new();
+        self.stage(&mut staged, path)?;
+        Ok(staged.commit()?)
+    }
+
+    /// Like [`Model::save`], into `staged`: the file lands only when `staged` is committed,
+    /// together with the command's other outputs (all or none).
+    pub fn stage(&self, staged: &mut kit::output::Staged, path: &Path) -> Result<()> {
         let format = kit::output::format_of(path, MODEL_EXTENSIONS)?;
         self.validate()?;
         if format == "json" {
             let text = self.to_json()?;
-            kit::output::write_atomic(path, |w| w.write_all(text.as_bytes()))?;
+            staged.write(path, |w| w.write_all(text.as_bytes()))?;
         } else {
-            kit::output::write_atomic(path, |w| self.write_binary(w))?;
+            staged.write(path, |w| self.write_binary(w))?;
         }
         Ok(())
     }
