@@ -157,34 +157,48 @@ pub fn decode_lightfield_with(
     Ok((lf, time))
 }
 
+/// RMSE of patch `p` of `grid` between `a` and `b` over its samples inside the light field
+/// (the error the encoder bounds by epsilon for every patch that met its budget).
+pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) -> f64 {
+    let o = grid.origin(p);
+    let e = grid.valid_extent(p);
+    let mut sum = 0.0;
+    for u in o[0]..o[0] + e[0] {
+        for v in o[1]..o[1] + e[1] {
+            for y in o[2]..o[2] + e[2] {
+                let i = a.index(u, v, y, o[3]);
+                for j in i..i + e[3] * crate::patch::COLOURS {
+                    sum += (a.data[j] as f64 - b.data[j] as f64).powi(2);
+                }
+            }
+        }
+    }
+    (sum / grid.valid_samples(p) as f64).sqrt()
+}
+
+/// Patches that met no error budget within the sparsity cap T (they keep exactly T
+/// coefficients and may exceed epsilon), with the worst RMSE among them once decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Capped {
+    pub patches: usize,
+    /// The largest RMSE of a capped patch (None when no patch was capped).
+    pub worst_rmse: Option<f64>,
+}
+
+/// The capped patches of `c`, measured between `original` and its decoded form.
+pub fn capped_patches(c: &Compressed, original: &LightField, decoded: &LightField) -> Capped {
+    let grid = c.grid();
+    let capped: Vec<usize> = (0..c.codes.len()).filter(|&p| !c.codes.success[p]).collect();
+    let worst = capped.par_iter().map(|&p| patch_rmse(&grid, original, decoded, p)).reduce_with(f64::max);
+    Capped { patches: capped.len(), worst_rmse: worst }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::patch::PatchShape;
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
-
-    /// RMSE of every patch over its samples inside the light field.
-    fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField) -> Vec<f64> {
-        (0..grid.len())
-            .map(|p| {
-                let o = grid.origin(p);
-                let e = grid.valid_extent(p);
-                let mut sum = 0.0;
-                for u in o[0]..o[0] + e[0] {
-                    for v in o[1]..o[1] + e[1] {
-                        for y in o[2]..o[2] + e[2] {
-                            let i = a.index(u, v, y, o[3]);
-                            for j in i..i + e[3] * 3 {
-                                sum += (a.data[j] as f64 - b.data[j] as f64).powi(2);
-                            }
-                        }
-                    }
-                }
-                (sum / grid.valid_samples(p) as f64).sqrt()
-            })
-            .collect()
-    }
 
     #[test]
     fn error_guarantee_holds_on_every_patch_with_padding() {
@@ -197,7 +211,7 @@ mod tests {
             let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
             assert_eq!(decoded.shape(), lf.shape());
             let grid = c.grid();
-            let rmse = patch_rmse(&grid, &lf, &decoded);
+            let rmse: Vec<f64> = (0..grid.len()).map(|p| patch_rmse(&grid, &lf, &decoded, p)).collect();
             let mut checked = 0;
             for (p, &r) in rmse.iter().enumerate() {
                 if c.codes.count(p) < params.sparsity {

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
-use lightfield::codec::{decode_lightfield_with, encode_lightfield_with, CodecPath};
+use lightfield::codec::{capped_patches, decode_lightfield_with, encode_lightfield_with, CodecPath};
 use lightfield::dictionary::Ensemble;
 use lightfield::encoder::Params;
 use lightfield::gpu::GpuCodec;
@@ -92,6 +92,7 @@ pub fn encode(
     dict: &Path,
     params: Params,
     out: &Path,
+    strict: bool,
     common: &kit::CommonArgs,
 ) -> Result<()> {
     kit::output::check_file(out, &["lfc"], &[input, dict])?;
@@ -109,11 +110,23 @@ pub fn encode(
     let bytes = compressed.to_bytes()?;
     spinner.finish_and_clear();
     let encode_ms = ms_since(t0);
-    kit::output::write_bytes(out, &bytes)?;
-    // Decoded as a reader would decode the file, for the quality report.
+    // Decoded as a reader would decode the file, for the quality report and the capped
+    // patches' true error; all before writing, so `--strict` leaves nothing behind.
     let bar = kit::progress::bar(n as u64, "check");
     let (decoded, _) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
+    let capped = capped_patches(&compressed, &lf, &decoded);
+    if strict && capped.patches > 0 {
+        bail!(
+            "{} of {n} patches hit the sparsity cap T = {} before meeting --epsilon {} (worst RMSE {:.5}); \
+             nothing written (raise --sparsity or --epsilon, or drop --strict)",
+            capped.patches,
+            params.sparsity,
+            params.epsilon,
+            capped.worst_rmse.unwrap_or(0.0)
+        );
+    }
+    kit::output::write_bytes(out, &bytes)?;
     let report = EncodeReport {
         views: [lf.u, lf.v],
         width: lf.w,
@@ -123,6 +136,10 @@ pub fn encode(
         bytes: bytes.len(),
         bits_per_sample: bytes.len() as f64 * 8.0 / lf.samples() as f64,
         psnr_db: psnr(&lf.data, &decoded.data),
+        epsilon: params.epsilon,
+        sparsity: params.sparsity,
+        capped_patches: capped.patches,
+        worst_capped_rmse: capped.worst_rmse,
         encode_ms,
         kernel_ms: time.map(|t| t.kernel_ms),
     };

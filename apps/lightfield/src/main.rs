@@ -100,6 +100,9 @@ enum Command {
         /// View grid UxV (rows x columns) when the input is a folder of images
         #[arg(long, value_name = "UxV", value_parser = parse_grid)]
         grid: Option<(usize, usize)>,
+        /// Fail (exit 1, nothing written) when any patch hits the sparsity cap before meeting --epsilon
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
         common: kit::CommonArgs,
     },
@@ -227,9 +230,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             };
             commands::train(&input, grid, &out, &opts, &common)
         }
-        Command::Encode { input, dict, sparsity, epsilon, out, grid, common } => {
+        Command::Encode { input, dict, sparsity, epsilon, out, grid, strict, common } => {
             let params = lightfield::encoder::Params { sparsity, epsilon };
-            commands::encode(&input, grid, &dict, params, &out, &common)
+            commands::encode(&input, grid, &dict, params, &out, strict, &common)
         }
         Command::Decode { input, out, views, depth, common } => {
             commands::decode(&input, out.as_deref(), views.as_deref(), depth, &common)

@@ -38,6 +38,15 @@ pub struct EncodeReport {
     pub bits_per_sample: f64,
     /// PSNR of the decoded light field against the input.
     pub psnr_db: f64,
+    /// The RMSE bound every patch that met its budget holds.
+    pub epsilon: f32,
+    /// The cap T on coefficients per patch.
+    pub sparsity: usize,
+    /// Patches that hit the cap T before meeting epsilon (their RMSE may exceed it).
+    pub capped_patches: usize,
+    /// The largest RMSE of a capped patch, measured on the decoded light field (null when
+    /// none was capped).
+    pub worst_capped_rmse: Option<f64>,
     pub encode_ms: f64,
     /// GPU time of the encode kernel (null on the CPU backend).
     pub kernel_ms: Option<f64>,
@@ -49,7 +58,15 @@ impl fmt::Display for EncodeReport {
             f,
             "{} patches, {:.1} coefficients per patch, {} bytes, {:.4} bits/sample, PSNR {:.2} dB, encode {:.1} ms",
             self.patches, self.mean_coefficients, self.bytes, self.bits_per_sample, self.psnr_db, self.encode_ms
-        )
+        )?;
+        match self.worst_capped_rmse {
+            Some(worst) => write!(
+                f,
+                "\nwarning: {} of {} patches hit the cap of {} coefficients before RMSE {}; worst RMSE {worst:.5}",
+                self.capped_patches, self.patches, self.sparsity, self.epsilon
+            ),
+            None => write!(f, "\nevery patch within RMSE {}", self.epsilon),
+        }
     }
 }
 

@@ -416,3 +416,34 @@ fn hostile_lfc_headers_and_frames_are_refused_by_info_and_decode() {
     // The untouched file still reads.
     ok(&["info", &p(d, "x.lfc")]);
 }
+
+#[test]
+fn capped_patches_are_reported_and_strict_refuses_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tiny_lfc(d);
+    let encode = |sparsity: &str, extra: &[&str]| {
+        let (input, dict, out) = (p(d, "lf.npy"), p(d, "d.lfd"), p(d, "s.lfc"));
+        let base = ["encode", "--input", &input, "--dict", &dict, "--epsilon", "0.002", "--out", &out];
+        let args = [&base[..], &["--sparsity", sparsity, "--backend", "cpu"], extra].concat();
+        lightfield(&args)
+    };
+    // One coefficient per patch cannot reach RMSE 0.002.
+    let out = encode("1", &["--json"]);
+    assert!(out.status.success());
+    let rec = json(&String::from_utf8_lossy(&out.stdout));
+    let capped = rec["capped_patches"].as_u64().unwrap();
+    assert!(capped > 0 && capped <= rec["patches"].as_u64().unwrap(), "{rec}");
+    assert!(rec["worst_capped_rmse"].as_f64().unwrap() > 0.002, "{rec}");
+    let text = String::from_utf8_lossy(&encode("1", &[]).stdout).into_owned();
+    assert!(text.contains("hit the cap of 1 coefficients"), "{text}");
+    std::fs::remove_file(d.join("s.lfc")).unwrap();
+    let strict = encode("1", &["--strict"]);
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("hit the sparsity cap"));
+    assert!(!d.join("s.lfc").exists(), "--strict wrote the output");
+    // Every coefficient allowed: nothing is capped, and --strict passes.
+    let all = json(&String::from_utf8_lossy(&encode("108", &["--strict", "--json"]).stdout));
+    assert_eq!(all["capped_patches"], 0, "{all}");
+    assert!(all["worst_capped_rmse"].is_null());
+}
