@@ -10,6 +10,7 @@
 //!
 //! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
 //! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
+//! - [`layout`]: which file of a folder is which view (HCI, Stanford, row/column names).
 //! - [`dictionary`]: the ensemble, its `.lfd` file, n-mode products on the CPU.
 //! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
@@ -26,6 +27,7 @@ pub mod dictionary;
 pub mod encoder;
 pub mod error;
 pub mod gpu;
+pub mod layout;
 pub mod lightfield;
 pub mod linalg;
 pub mod patch;

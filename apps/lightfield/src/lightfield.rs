@@ -1,6 +1,6 @@
 //! Light fields in memory and their input files: a `.npy` array of shape (U, V, H, W, 3)
-//! (uint8 scaled by 1/255, uint16 by 1/65535, or float in [0, 1]), or a folder of view images that sort
-//! row-major into a U x V grid. Every reader checks the shape, NaN and the value range.
+//! (uint8 scaled by 1/255, uint16 by 1/65535, or float in [0, 1]), or a folder of view images
+//! laid out by their names ([`crate::layout`]). Every reader checks the shape, NaN and the value range.
 
 use std::path::Path;
 
@@ -100,29 +100,14 @@ impl LightField {
         Ok(lf)
     }
 
-    /// Reads a folder of view images (any format [`kit::image::load`] reads, EXIF
-    /// orientation applied), sorted by file name and laid out row-major in a `grid` =
-    /// (U, V) grid. Gray views are repeated into the three colours. The whole light field
-    /// is checked against the memory budget once the first view's size is known.
-    pub fn read_folder(dir: &Path, grid: (usize, usize)) -> Result<LightField> {
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| LfError::file(dir, e))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension()
-                    .and_then(|e| e.to_str())
-                    .is_some_and(|e| kit::image::IMAGE_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-            })
-            .collect();
-        files.sort();
-        let (u, v) = grid;
-        let needed = u as u64 * v as u64;
-        if files.len() as u64 != needed {
-            return Err(LfError::file(
-                dir,
-                format!("holds {} view images, --grid {u}x{v} needs {needed}", files.len()),
-            ));
-        }
+    /// Reads a folder of view images (any format [`kit::image::load`] reads, 8 or 16 bits,
+    /// EXIF orientation applied), laid out by [`crate::layout::find_views`]: HCI, Stanford
+    /// or row/column names, else name order on `grid`. Gray views are repeated into the
+    /// three colours. The whole light field is checked against the memory budget once the
+    /// first view's size is known.
+    pub fn read_folder(dir: &Path, grid: Option<(usize, usize)>) -> Result<LightField> {
+        let found = crate::layout::find_views(dir, grid)?;
+        let ((u, v), files) = (found.grid, found.files);
         let mut data = Vec::new();
         let mut size = None;
         for f in &files {
@@ -148,10 +133,10 @@ impl LightField {
         Ok(lf)
     }
 
-    /// Reads `path`: a folder (needs `grid`) or a `.npy` file.
+    /// Reads `path`: a folder of views (`grid` for names that follow no known layout) or a
+    /// `.npy` file.
     pub fn read(path: &Path, grid: Option<(usize, usize)>) -> Result<LightField> {
         if path.is_dir() {
-            let grid = grid.ok_or_else(|| LfError::file(path, "is a folder of views: give --grid UxV"))?;
             LightField::read_folder(path, grid)
         } else {
             LightField::read_npy(path)

@@ -44,7 +44,7 @@ enum Command {
         lightfield train --input train.npy --dictionaries 16 --out dict.lfd\n  \
         lightfield train --input views/ --grid 8x8 --dictionaries 8 --patch 5x5x8x8 --out dict.lfd --backend cpu")]
     Train {
-        /// Training light fields: .npy files of shape (U, V, H, W, 3) or folders of view images (with --grid)
+        /// Training light fields: .npy files of shape (U, V, H, W, 3) or folders of view images (HCI input_CamNNN, Stanford out_YY_XX_*, ROW_COL names; else with --grid)
         #[arg(long, value_name = "PATH", num_args = 1.., required = true)]
         input: Vec<PathBuf>,
         /// Number of dictionaries K in the ensemble
@@ -56,7 +56,7 @@ enum Command {
         /// Output dictionary ensemble (.lfd)
         #[arg(long, value_name = "FILE.lfd")]
         out: PathBuf,
-        /// View grid UxV (rows x columns) of inputs that are folders of images
+        /// View grid UxV (rows x columns) of folders whose names follow no known layout (read in name order)
         #[arg(long, value_name = "UxV", value_parser = parse_grid)]
         grid: Option<(usize, usize)>,
         /// Assignment and update iterations after the initial HOSVD dictionaries
@@ -82,7 +82,7 @@ enum Command {
         lightfield encode --input scene.npy --dict dict.lfd --sparsity 300 --epsilon 0.005 --out scene.lfc\n  \
         lightfield encode --input views/ --grid 8x8 --dict dict.lfd --sparsity 300 --epsilon 0.01 --out scene.lfc --backend cpu")]
     Encode {
-        /// Light field to encode: a .npy of shape (U, V, H, W, 3) (uint8, uint16, or float in [0, 1]) or a folder of view images (with --grid)
+        /// Light field to encode: a .npy of shape (U, V, H, W, 3) (uint8, uint16, or float in [0, 1]) or a folder of view images (HCI input_CamNNN, Stanford out_YY_XX_*, ROW_COL names; else with --grid)
         #[arg(long, value_name = "PATH")]
         input: PathBuf,
         /// Dictionary ensemble (.lfd) made by `lightfield train`
@@ -97,7 +97,7 @@ enum Command {
         /// Output compressed light field (.lfc)
         #[arg(long, value_name = "FILE.lfc")]
         out: PathBuf,
-        /// View grid UxV (rows x columns) when the input is a folder of images
+        /// View grid UxV (rows x columns) of a folder whose names follow no known layout (read in name order)
         #[arg(long, value_name = "UxV", value_parser = parse_grid)]
         grid: Option<(usize, usize)>,
         /// Fail (exit 1, nothing written) when any patch hits the sparsity cap before meeting --epsilon
@@ -119,7 +119,7 @@ enum Command {
         /// Output array (.npy, float32, shape (U, V, H, W, 3), samples in [0, 1])
         #[arg(long, value_name = "FILE.npy")]
         out: Option<PathBuf>,
-        /// Output folder for one PNG per view, named view_U_V.png (reads back with --grid UxV)
+        /// Output folder for one PNG per view, named view_U_V.png (reads back as a folder of views)
         #[arg(long, value_name = "DIR")]
         views: Option<PathBuf>,
         /// Bits per sample of the --views PNGs

@@ -1,6 +1,6 @@
 //! Views as images: one PNG per view, named by its position in the view grid, written all
 //! or none (`decode --views DIR`, the demo). The names sort row-major, so a folder written
-//! here reads back with `--grid UxV`.
+//! here reads back without `--grid` (row/column names, [`crate::layout`]).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -113,7 +113,7 @@ mod tests {
         let mut sorted = paths.clone();
         sorted.sort();
         assert_eq!(sorted, paths);
-        let back = LightField::read_folder(dir.path(), (2, 3)).unwrap();
+        let back = LightField::read_folder(dir.path(), None).unwrap();
         let worst = back.data.iter().zip(&lf.data).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(worst <= 0.5 / 65535.0 + 1e-6, "16-bit views differ by {worst}");
     }

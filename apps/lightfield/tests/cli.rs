@@ -261,7 +261,7 @@ fn folder_of_views_trains_and_encodes() {
             "--out",
             &p(d, "y.lfc"),
         ],
-        "--grid 3x3 needs 9",
+        "--grid says 3x3",
     );
 }
 
@@ -364,7 +364,7 @@ fn decode_then_encode_round_trips_through_npy_and_views() {
     let args = ["--dict", &p(d, "d.lfd"), "--sparsity", "60", "--epsilon", "0.01", "--backend", "cpu"];
     ok(&[&["encode", "--input", &p(d, "back.npy"), "--out", &p(d, "again.lfc")], &args[..]].concat());
     let views = p(d, "views");
-    ok(&[&["encode", "--input", &views, "--grid", "2x2", "--out", &p(d, "views.lfc")], &args[..]].concat());
+    ok(&[&["encode", "--input", &views, "--out", &p(d, "views.lfc")], &args[..]].concat());
 }
 
 /// Rewrites the header hash of a `.lfc` after a header field was changed.
@@ -446,4 +446,66 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
     let all = json(&String::from_utf8_lossy(&encode("108", &["--strict", "--json"]).stdout));
     assert_eq!(all["capped_patches"], 0, "{all}");
     assert!(all["worst_capped_rmse"].is_null());
+}
+
+/// Encodes the folder `views` (no --grid) with a dictionary trained on it, decodes it, and
+/// returns the decoded array.
+fn encode_folder_and_decode(d: &Path, views: &Path, backend: &str) -> kit::npy::NpyArray {
+    let v = views.to_str().unwrap();
+    let dict = p(d, "folder.lfd");
+    let train = ["train", "--input", v, "--dictionaries", "2", "--patch", "4x4x3x3", "--out", &dict];
+    ok(&[&train[..], &["--iterations", "1", "--backend", "cpu"]].concat());
+    let (lfc, npy) = (p(d, "folder.lfc"), p(d, "folder.npy"));
+    let enc = ["encode", "--input", v, "--dict", &dict, "--sparsity", "432", "--epsilon", "0.005", "--out", &lfc];
+    let rec = json(&ok(&[&enc[..], &["--backend", backend, "--json"]].concat()));
+    assert_eq!(rec["views"], serde_json::json!([3, 3]), "{rec}");
+    assert_eq!(rec["capped_patches"], 0, "{rec}");
+    ok(&["decode", &lfc, "--out", &npy, "--backend", backend]);
+    kit::npy::read(Path::new(&npy)).unwrap()
+}
+
+fn max_difference(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn hci_and_stanford_folders_need_no_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lf = lightfield::synth::generate((3, 3), (16, 16), 9);
+    // HCI: input_CamNNN.png, 8-bit RGB, row-major; a depth-map image of another size is ignored.
+    let hci = d.join("hci");
+    std::fs::create_dir(&hci).unwrap();
+    let mut want = Vec::new();
+    for i in 0..9 {
+        let rgb: Vec<u8> = lf.view(i / 3, i % 3).iter().map(|&x| kit::image::to_u8(x)).collect();
+        want.extend(rgb.iter().map(|&b| b as f32 / 255.0));
+        kit::image::save_rgb8(&hci.join(format!("input_Cam{i:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    kit::image::save_gray8(&hci.join("gt_disp_lowres.png"), 5, 5, &[0; 25]).unwrap();
+    let back = encode_folder_and_decode(d, &hci, "gpu");
+    assert_eq!(back.shape, [3, 3, 16, 16, 3]);
+    // RMSE 0.005 per patch bounds every sample by 0.005 * sqrt(samples per patch).
+    let worst = max_difference(&back.data, &want);
+    assert!(worst < 0.1, "HCI views decode {worst} away");
+    // Stanford: out_YY_XX_<x>_<y>.png, 16-bit gray (repeated into RGB), written out of order.
+    let stanford = d.join("stanford");
+    std::fs::create_dir(&stanford).unwrap();
+    let mut want = vec![0f32; 9 * 16 * 16 * 3];
+    for i in (0..9).rev() {
+        let (u, v) = (i / 3, i % 3);
+        let gray: Vec<u16> = lf.view(u, v).chunks(3).map(|c| kit::image::to_u16((c[0] + c[1] + c[2]) / 3.0)).collect();
+        for (j, &g) in gray.iter().enumerate() {
+            want[(i * 256 + j) * 3..(i * 256 + j) * 3 + 3].fill(g as f32 / 65535.0);
+        }
+        let bytes: Vec<u8> = gray.iter().flat_map(|g| g.to_ne_bytes()).collect();
+        let name = format!("out_{u:02}_{v:02}_{:.6}_{:.6}.png", -1.5 * v as f64, 2.25 * u as f64);
+        let options = kit::image::SaveOptions::default();
+        kit::image::save(&stanford.join(name), 16, 16, &bytes, kit::image::Layout::Gray16, options).unwrap();
+    }
+    let back = encode_folder_and_decode(d, &stanford, "cpu");
+    assert_eq!(back.shape, [3, 3, 16, 16, 3]);
+    let worst = max_difference(&back.data, &want);
+    assert!(worst < 0.1, "Stanford views decode {worst} away");
 }
