@@ -1,0 +1,121 @@
+//! The exact optimum on the GPU: a forward auction with epsilon scaling in f32
+//! ([`gpu`], twinned on the CPU by [`cpu`]), then a dual certificate in f64 and, where it
+//! fails, a repair by shortest augmenting paths from the auction's prices ([`repair`]).
+//!
+//! The auction works on D / C (C = the largest entry, so values lie in [0, 1] whatever the
+//! input's scale) and minimises d + price: each unassigned row bids on its cheapest column
+//! (best value `b`, second best `s`) the price `p + (s - b) + eps`; each column takes its
+//! highest bid (ties: the smallest row), the previous owner becomes unassigned (Jacobi
+//! rounds, all bids of a round against the same prices). With m < n the problem is the
+//! square one with n - m implicit dummy rows of cost 0 everywhere; they never bid, but their
+//! effect, "an unassigned column costs at most the cheapest assigned one", is restored
+//! between phases by lowering unassigned prices to that level (lambda). Epsilon goes from
+//! 2^-3 to 2^-20 by factors of 8; prices carry over between phases, the assignment does not.
+//!
+//! The auction alone proves nothing (epsilon-optimal, in f32). [`repair::certify_or_repair`]
+//! turns the prices into f64 potentials, keeps every row whose column is exactly the
+//! cheapest, frees the others, and re-inserts them with [`augment::Augmenter`]; the
+//! final potentials are the LP certificate, checked over every entry.
+
+pub mod augment;
+pub mod cpu;
+pub mod gpu;
+pub mod repair;
+
+use std::time::Instant;
+
+use engine::Context;
+use indicatif::ProgressBar;
+
+use crate::error::Result;
+use crate::matrix::DistanceMatrix;
+
+/// "No row" / "no column" in the auction's u32 arrays (GPU and CPU alike).
+pub const NONE: u32 = u32::MAX;
+
+/// The epsilon of each phase, relative to the normalised D (powers of two: exact in f32).
+/// The last one is about 16 f32 ulps of a price near 1, so every bid moves the price.
+pub fn epsilons() -> Vec<f32> {
+    let mut eps: Vec<f32> = (1..=6).map(|k| (-3.0 * k as f32).exp2()).collect();
+    eps.push((-20.0f32).exp2());
+    eps
+}
+
+/// The scale D is divided by before the auction: its largest entry (1 for all zeros).
+pub fn scale_of(d: &DistanceMatrix) -> f64 {
+    let max = d.data.iter().copied().fold(0.0, f64::max);
+    if max > 0.0 {
+        max
+    } else {
+        1.0
+    }
+}
+
+/// D / C in f32, row-major (what both auctions work on).
+pub fn normalised(d: &DistanceMatrix, scale: f64) -> Vec<f32> {
+    use rayon::prelude::*;
+    d.data.par_iter().map(|&x| (x / scale) as f32).collect()
+}
+
+/// The auction's result: prices (in units of the normalised D) and a partial assignment
+/// (`NONE` where a row is unassigned: only when the round limit was reached).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuctionState {
+    pub prices: Vec<f32>,
+    pub col4row: Vec<u32>,
+    /// Rounds run, over all phases.
+    pub rounds: u64,
+}
+
+/// An exact solve on the GPU with its certificate.
+#[derive(Clone, Debug)]
+pub struct ExactSolution {
+    pub assignment: Vec<usize>,
+    pub cost: f64,
+    /// Primal cost minus the dual objective of the final potentials (0 up to rounding).
+    pub gap: f64,
+    /// Rows the auction left with a column that is not exactly their cheapest, re-inserted
+    /// by shortest augmenting paths.
+    pub repaired_rows: usize,
+    pub rounds: u64,
+    pub auction_ms: f64,
+    pub repair_ms: f64,
+}
+
+/// Solves `d` exactly: auction on the GPU, certificate and repair on the CPU; `progress`
+/// reaches d.rows at the end (it moves once per phase, then through the repair).
+pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
+    let start = Instant::now();
+    let scale = scale_of(d);
+    let auction = gpu::GpuAuction::new(ctx, d.rows, d.cols)?;
+    let state = auction.run(&normalised(d, scale), &epsilons(), |phase, phases| {
+        progress.set_position((d.rows * phase / (phases + 1)) as u64);
+    })?;
+    let auction_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let certified = repair::certify_or_repair(d, &state, scale)?;
+    progress.set_position(d.rows as u64);
+    Ok(ExactSolution {
+        cost: d.cost(&certified.assignment),
+        assignment: certified.assignment,
+        gap: certified.gap,
+        repaired_rows: certified.repaired_rows,
+        rounds: state.rounds,
+        auction_ms,
+        repair_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Times one exact solve of the seeded photomosaic-like m x n matrix of `mosaic bench`
+/// (after one untimed warm-up solve, which also creates the pipelines): the total
+/// milliseconds (upload, auction, repair, certificate; not building D) with the solution.
+pub fn bench(ctx: &Context, m: usize, n: usize, seed: u64) -> Result<(f64, ExactSolution)> {
+    let d = crate::bench::matrix(m, n, seed);
+    solve(ctx, &d, &ProgressBar::hidden())?;
+    let start = Instant::now();
+    let solution = solve(ctx, &d, &ProgressBar::hidden())?;
+    Ok((start.elapsed().as_secs_f64() * 1e3, solution))
+}
+
+#[cfg(test)]
+mod tests;
