@@ -1,7 +1,7 @@
 #version 460
 // SoftAssign column pass: adds the row pass's per-block column sums and the outlier row's
-// entry O[j] = exp(clamp(g[j] / t)) (an unused tile costs 0), then normalises the column:
-// g[j] -= t ln(colsum + O[j]).
+// entry O[j] = exp(clamp(g[j] / t)) (an unused tile costs 0), then scales the column to the
+// tile's capacity N (the uses it may have, --repeat): g[j] -= t (ln(colsum + O[j]) - ln N).
 // A workgroup owns COLUMNS consecutive columns; its invocations form workgroup_size / COLUMNS
 // slices, slice s adding blocks s, s + slices, ... so every block row is read coalesced and
 // many workgroups share the blocks; the slices are then added in shared memory.
@@ -17,6 +17,7 @@ layout(push_constant) uniform Push {
     uint blocks;
     float t;
     float clamp_;
+    float log_capacity;
 };
 
 shared float slice_sums[gl_WorkGroupSize.x];
@@ -38,5 +39,5 @@ void main() {
     for (uint q = 0; q < slices; q++) total += slice_sums[q * COLUMNS + c];
     float gj = g[j];
     total += exp(clamp(gj / t, -clamp_, clamp_));
-    g[j] = gj - t * log(total);
+    g[j] = gj - t * (log(total) - log_capacity);
 }

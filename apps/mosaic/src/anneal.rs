@@ -1,17 +1,19 @@
 //! Simulated annealing (Section 3.3), on the CPU, seeded and deterministic.
 //!
-//! The state is a repetition-free assignment (started from the greedy one). A move picks a
-//! random patch r and a random other tile w: a free w replaces r's tile (the paper's move);
-//! a w used by patch r2 swaps the tiles of r and r2 (the paper's square-matrix move, used for
-//! every size so no proposal is wasted). Moves are accepted by the Metropolis rule of Eq. 8
-//! and the temperature falls geometrically, tau' = f tau. The best state seen is returned.
+//! The state assigns every patch a slot, one use of a tile ([`Slots`]: each tile offered
+//! `repeat` times), no slot twice; it starts from the greedy assignment. A move picks a
+//! random patch r and a random other slot w: a free w replaces r's slot (the paper's move);
+//! a w used by patch r2 swaps the slots of r and r2 (the paper's square-matrix move, used for
+//! every size so no proposal is wasted). So a tile never serves more than `repeat` patches.
+//! Moves are accepted by the Metropolis rule of Eq. 8 and the temperature falls
+//! geometrically, tau' = f tau. The best state seen is returned.
 
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::greedy;
-use crate::matrix::DistanceMatrix;
+use crate::matrix::{DistanceMatrix, Slots};
 
 const FREE: usize = usize::MAX;
 
@@ -33,8 +35,8 @@ impl Default for AnnealParams {
     }
 }
 
-/// Cost change of a move of patch `r` to tile `w`, and the patch `w` belongs to (or FREE).
-fn delta(d: &DistanceMatrix, a: &[usize], owner: &[usize], r: usize, w: usize) -> (f64, usize) {
+/// Cost change of a move of patch `r` to slot `w`, and the patch `w` belongs to (or FREE).
+fn delta(d: &Slots, a: &[usize], owner: &[usize], r: usize, w: usize) -> (f64, usize) {
     let b = a[r];
     let r2 = owner[w];
     let mut e = d.at(r, w) - d.at(r, b);
@@ -44,20 +46,25 @@ fn delta(d: &DistanceMatrix, a: &[usize], owner: &[usize], r: usize, w: usize) -
     (e, r2)
 }
 
-/// Anneals from the greedy assignment; `progress` advances once per temperature level.
-pub fn solve(d: &DistanceMatrix, params: &AnnealParams, progress: &ProgressBar) -> Vec<usize> {
-    let mut a = greedy::solve(d);
-    if d.cols < 2 {
-        return a;
+/// Anneals from the greedy assignment, each tile used at most `repeat` times; `progress`
+/// advances once per temperature level.
+pub fn solve(d: &DistanceMatrix, repeat: usize, params: &AnnealParams, progress: &ProgressBar) -> Vec<usize> {
+    let greedy = greedy::solve(d, repeat);
+    let slots = Slots::new(d, repeat);
+    if slots.count < 2 {
+        return greedy;
     }
-    let mut owner = vec![FREE; d.cols];
+    let mut a = slots.of_assignment(&greedy);
+    let d = &slots;
+    let mut owner = vec![FREE; d.count];
     for (i, &j) in a.iter().enumerate() {
         owner[j] = i;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let rows = d.d.rows;
     let propose = |rng: &mut ChaCha8Rng, a: &[usize]| {
-        let r = rng.gen_range(0..d.rows);
-        let mut w = rng.gen_range(0..d.cols - 1);
+        let r = rng.gen_range(0..rows);
+        let mut w = rng.gen_range(0..d.count - 1);
         if w >= a[r] {
             w += 1;
         }
@@ -72,12 +79,12 @@ pub fn solve(d: &DistanceMatrix, params: &AnnealParams, progress: &ProgressBar) 
         .filter(|&e| e > 0.0)
         .collect();
     if uphill.is_empty() {
-        return a;
+        return greedy;
     }
     let mut tau = uphill.iter().sum::<f64>() / uphill.len() as f64 / std::f64::consts::LN_2;
-    let mut cost = d.cost(&a);
+    let mut cost: f64 = a.iter().enumerate().map(|(i, &s)| d.at(i, s)).sum();
     let (mut best, mut best_cost) = (a.clone(), cost);
-    let moves = params.moves_per_patch as usize * d.rows;
+    let moves = params.moves_per_patch as usize * rows;
     for _ in 0..params.levels {
         for _ in 0..moves {
             let (r, w) = propose(&mut rng, &a);
@@ -100,5 +107,5 @@ pub fn solve(d: &DistanceMatrix, params: &AnnealParams, progress: &ProgressBar) 
         tau *= params.cooling;
         progress.inc(1);
     }
-    best
+    best.into_iter().map(|s| d.tile(s)).collect()
 }

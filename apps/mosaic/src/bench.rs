@@ -99,7 +99,7 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
     let per = params.per_temperature();
     let cap = (CPU_ENTRY_ITERATIONS / (d.rows * d.cols) as f64).floor().max(1.0) as u32;
     let iterations = per.min(cap);
-    let mut state = CpuSoftAssign::new(d, params);
+    let mut state = CpuSoftAssign::new(d, params, 1);
     let t = params.temperature(0, scale_of(d));
     let start = Instant::now();
     for _ in 0..iterations {
@@ -193,7 +193,7 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Re
     // Table 2: one cooling iteration.
     for &(m, n, paper_ms) in &sizes {
         let d = matrix(m, n, 1);
-        let state = GpuSoftAssign::new(ctx, &d, &params)?;
+        let state = GpuSoftAssign::new(ctx, &d, &params, 1)?;
         let (gpu_ms, gpu_wall_ms, rows_pass_ms, columns_pass_ms) = gpu_cooling_ms(ctx, &state, &params, reps)?;
         let (cpu_ms, cpu_sinkhorn_iterations_measured) = cpu_cooling_ms(&d, &params);
         emit(&BenchRecord::SoftassignCoolingIteration {
@@ -221,12 +221,12 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Re
         let options = SolveOptions { softassign: params.clone(), backend: Backend::Cpu, ..Default::default() };
         let exact = solve::run(Method::Exact, &d, &options, None)?;
         // SoftAssign on the GPU, timing the annealing on its own too.
-        let state = GpuSoftAssign::new(ctx, &d, &params)?;
+        let state = GpuSoftAssign::new(ctx, &d, &params, 1)?;
         let start = Instant::now();
         state.anneal(&params, &ProgressBar::hidden())?;
         let anneal_ms = start.elapsed().as_secs_f64() * 1e3;
         let potentials = state.potentials()?;
-        let assignment = discretise(&d, &potentials);
+        let assignment = discretise(&d, &potentials, 1);
         let total_ms = start.elapsed().as_secs_f64() * 1e3;
         d.check_assignment(&assignment)?;
         let soft_cost = d.cost(&assignment);

@@ -12,8 +12,9 @@ use crate::features::{distance_cpu_with, region_features, Features};
 use crate::image_ops::to_rgb;
 use crate::index::{self, IndexParams, IndexStats, TileIndex};
 use crate::matrix::DistanceMatrix;
-use crate::render::{self, Layout};
+use crate::render::{self, Cells, Layout};
 use crate::solve::{self, Method, SolveOptions, Solved};
+use crate::tint::{self, ColourStats};
 
 /// Thumbnail width stored in the tile index (height follows the patch aspect).
 pub const THUMB_PX: usize = 64;
@@ -49,6 +50,17 @@ pub struct Problem {
     pub index_stats: IndexStats,
     /// Patch width / height in target pixels.
     pub aspect: f64,
+    /// Each patch's colour mean and deviation (for `--tint`).
+    pub patch_colours: Vec<ColourStats>,
+}
+
+/// How the mosaic is drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct Look {
+    /// Width of one cell in pixels (height follows the patch aspect).
+    pub tile_px: usize,
+    /// `--tint`: 0 shows tiles as they are, 1 gives each the mean and deviation of its cell.
+    pub tint: f32,
 }
 
 /// Thumbnail size for a patch aspect: THUMB_PX wide.
@@ -79,11 +91,14 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     }
     let rgb = to_rgb(&img);
     let mut patches = Features::new((cells.0, cells.1));
+    let mut patch_colours = Vec::with_capacity(grid.0 * grid.1);
     for r in 0..grid.1 {
         let (y0, y1) = (r * img.height / grid.1, (r + 1) * img.height / grid.1);
         for c in 0..grid.0 {
             let (x0, x1) = (c * img.width / grid.0, (c + 1) * img.width / grid.0);
-            region_features(&rgb, img.width, (x0, y0, x1 - x0, y1 - y0), (cells.0, cells.1), &mut patches.data);
+            let rect = (x0, y0, x1 - x0, y1 - y0);
+            region_features(&rgb, img.width, rect, (cells.0, cells.1), &mut patches.data);
+            patch_colours.push(tint::of_region(&rgb, img.width, rect));
         }
     }
     crate::features::check(&patches.data).map_err(|e| MosaicError::file(target, e))?;
@@ -98,7 +113,7 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     if tiles.is_empty() {
         return Err(MosaicError::InvalidInput("no readable tile images found".into()));
     }
-    Ok(Problem { grid, patches, tiles, index_stats, aspect })
+    Ok(Problem { grid, patches, tiles, index_stats, aspect, patch_colours })
 }
 
 impl Problem {
@@ -123,29 +138,61 @@ impl Problem {
         DistanceMatrix::new(m, n, data)
     }
 
-    /// Renders the mosaic for `assignment` with cells `tile_px` wide, on the GPU or the CPU.
-    pub fn render(
-        &self,
-        assignment: &[usize],
-        tile_px: usize,
-        backend: Backend,
-        ctx: Option<&Context>,
-    ) -> Result<(Layout, Vec<u8>)> {
-        if tile_px == 0 {
-            return Err(MosaicError::InvalidInput("--tile-px must be >= 1".into()));
-        }
-        let layout = Layout {
+    /// Refuses a grid the tiles cannot cover with `repeat` uses each (before any distance
+    /// is computed), naming the smallest repeat that works.
+    pub fn check_capacity(&self, repeat: usize) -> Result<()> {
+        crate::matrix::check_capacity(self.patches.len(), self.tiles.len(), repeat)
+    }
+
+    /// The mosaic's layout for cells `tile_px` wide.
+    pub fn layout(&self, tile_px: usize) -> Layout {
+        Layout {
             cols: self.grid.0,
             rows: self.grid.1,
             cell: (tile_px, ((tile_px as f64 / self.aspect).round() as usize).max(1)),
             thumb: self.tiles.params.thumb,
-        };
-        let bytes = (layout.width() as u64).saturating_mul(layout.height() as u64).saturating_mul(3);
+        }
+    }
+
+    /// Renders the mosaic for `assignment` as `look` says, on the GPU or the CPU. Each used
+    /// thumbnail is passed once, however many cells show it.
+    pub fn render(
+        &self,
+        assignment: &[usize],
+        look: &Look,
+        backend: Backend,
+        ctx: Option<&Context>,
+    ) -> Result<(Layout, Vec<u8>)> {
+        if look.tile_px == 0 {
+            return Err(MosaicError::InvalidInput("--tile-px must be >= 1".into()));
+        }
+        let layout = self.layout(look.tile_px);
+        // The image, and as much again for the encoder's conversions.
+        let bytes = (layout.width() as u64).saturating_mul(layout.height() as u64).saturating_mul(6);
         kit::budget::check(bytes, format!("the {}x{} mosaic", layout.width(), layout.height()))?;
-        let thumbs: Vec<u8> = assignment.iter().flat_map(|&j| self.tiles.thumb(j).iter().copied()).collect();
+        let mut local = vec![u32::MAX; self.tiles.len()];
+        let mut thumbs = Vec::new();
+        let mut tile_colours = Vec::new();
+        let tile: Vec<u32> = assignment
+            .iter()
+            .map(|&j| {
+                if local[j] == u32::MAX {
+                    local[j] = tile_colours.len() as u32;
+                    thumbs.extend_from_slice(self.tiles.thumb(j));
+                    tile_colours.push(tint::of_rgb8(self.tiles.thumb(j)));
+                }
+                local[j]
+            })
+            .collect();
+        let tint: Vec<render::Tint> = tile
+            .iter()
+            .zip(&self.patch_colours)
+            .map(|(&t, cell)| tint::transfer(&tile_colours[t as usize], cell, look.tint))
+            .collect();
+        let cells = Cells { thumbs: &thumbs, tile: &tile, tint: &tint };
         let rgb = match solve::device(backend, ctx)? {
-            Some(ctx) => render::render_gpu(ctx, &layout, &thumbs)?,
-            None => render::render_cpu(&layout, &thumbs)?,
+            Some(ctx) => render::render_gpu(ctx, &layout, &cells)?,
+            None => render::render_cpu(&layout, &cells)?,
         };
         Ok((layout, rgb))
     }
@@ -160,17 +207,17 @@ pub struct Built {
     pub render_ms: f64,
 }
 
-/// Solves `d` with `method` and renders the result with cells `tile_px` wide.
+/// Solves `d` with `method` and renders the result as `look` says.
 pub fn build(
     problem: &Problem,
     d: &DistanceMatrix,
     method: Method,
     options: &SolveOptions,
-    tile_px: usize,
+    look: &Look,
     ctx: Option<&Context>,
 ) -> Result<Built> {
     let solved = solve::run(method, d, options, ctx)?;
     let start = Instant::now();
-    let (layout, rgb) = problem.render(&solved.assignment, tile_px, options.backend, ctx)?;
+    let (layout, rgb) = problem.render(&solved.assignment, look, options.backend, ctx)?;
     Ok(Built { solved, layout, rgb, render_ms: start.elapsed().as_secs_f64() * 1e3 })
 }

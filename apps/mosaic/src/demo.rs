@@ -104,7 +104,8 @@ pub fn run(ctx: Option<&Context>, out: &Path, options: &SolveOptions) -> Result<
     let mut methods = Vec::new();
     let mut exact_cost = f64::NAN;
     for method in [Method::Exact, Method::Softassign, Method::Greedy] {
-        let built = compose::build(&problem, &d, method, options, TILE_PX, ctx)?;
+        let look = compose::Look { tile_px: TILE_PX, tint: 0.0 };
+        let built = compose::build(&problem, &d, method, options, &look, ctx)?;
         if method == Method::Exact {
             exact_cost = built.solved.cost;
         }

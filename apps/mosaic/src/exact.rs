@@ -6,20 +6,38 @@
 //! potentials and flips the path. The final potentials are an LP dual certificate: u[i] +
 //! v[j] <= d[i][j] everywhere, with equality on the assignment and v[j] = 0 on unused
 //! columns, so the assignment is provably optimal (see [`Solution::certify`]).
+//!
+//! With `--repeat N` the columns are the slots of [`Slots`] (tile j offered N times as
+//! slots j, n + j, ...; D itself is never copied), and the certificate holds over slots.
+//! A Dijkstra step over many slots (4096 and more) is split over all cores; the closest
+//! slot is chosen by the same rule as the sequential scan, so results are bit-identical.
 
 use indicatif::ProgressBar;
+use rayon::prelude::*;
 
-use crate::matrix::DistanceMatrix;
+use crate::matrix::{DistanceMatrix, Slots};
 
 const NONE: usize = usize::MAX;
 
+/// Unvisited slots from which a Dijkstra step runs on all cores: shorter scans cost less
+/// than handing out the work.
+const PARALLEL_FROM: usize = 4096;
+/// The fewest slots one task of a parallel scan takes.
+const MIN_CHUNK: usize = 2048;
+
 /// An optimal assignment with its dual potentials.
+#[derive(Clone, Debug)]
 pub struct Solution {
+    /// The tile of each patch.
     pub assignment: Vec<usize>,
+    /// The slot of each patch ([`Slots`]: slot s is a use of tile s mod n).
+    pub slots: Vec<usize>,
     /// Row potentials.
     pub u: Vec<f64>,
-    /// Column potentials (<= 0; 0 on unused columns).
+    /// Slot potentials (<= 0; 0 on unused slots).
     pub v: Vec<f64>,
+    /// Uses allowed per tile (the effective repeat: at most one per patch).
+    pub repeat: usize,
 }
 
 /// Solves the assignment problem exactly; `progress` advances once per row added.
@@ -27,92 +45,215 @@ pub fn solve(d: &DistanceMatrix, progress: &ProgressBar) -> Vec<usize> {
     solve_with_duals(d, progress).assignment
 }
 
-/// Solves exactly and keeps the dual potentials.
-///
-/// The unvisited columns of a Dijkstra run are kept compacted in parallel arrays (index,
-/// potential, tentative distance, predecessor, free), so the scan reads them contiguously
-/// and gathers only the cost row.
+/// Solves exactly (each tile at most once) and keeps the dual potentials.
 pub fn solve_with_duals(d: &DistanceMatrix, progress: &ProgressBar) -> Solution {
-    let (m, n) = (d.rows, d.cols);
-    let mut u = vec![0.0f64; m];
-    let mut v = vec![0.0f64; n];
-    let mut col4row = vec![NONE; m];
-    let mut row4col = vec![NONE; n];
-    let mut shortest = vec![0.0f64; n];
-    let mut path = vec![NONE; n];
-    let mut rem_j: Vec<usize> = Vec::with_capacity(n);
-    let mut rem_v: Vec<f64> = Vec::with_capacity(n);
-    let mut rem_dist: Vec<f64> = Vec::with_capacity(n);
-    let mut rem_path: Vec<usize> = Vec::with_capacity(n);
-    let mut rem_free: Vec<bool> = Vec::with_capacity(n);
-    let mut visited_cols: Vec<usize> = Vec::with_capacity(m + 1);
-    let mut visited_rows: Vec<usize> = Vec::with_capacity(m);
+    solve_repeat(d, 1, progress)
+}
 
-    for cur in 0..m {
-        rem_j.clear();
-        rem_j.extend(0..n);
-        rem_v.clear();
-        rem_v.extend_from_slice(&v);
-        rem_dist.clear();
-        rem_dist.resize(n, f64::INFINITY);
-        rem_path.clear();
-        rem_path.resize(n, NONE);
-        rem_free.clear();
-        rem_free.extend(row4col.iter().map(|&r| r == NONE));
-        visited_cols.clear();
-        visited_rows.clear();
+/// The unvisited slots of one Dijkstra run, compacted in parallel arrays so a scan reads
+/// them contiguously and gathers only the cost row.
+#[derive(Default)]
+struct Unvisited {
+    slot: Vec<usize>,
+    tile: Vec<usize>,
+    v: Vec<f64>,
+    dist: Vec<f64>,
+    path: Vec<usize>,
+    free: Vec<bool>,
+}
+
+/// The closest slot of a scan: (distance, position, free). Ties prefer a free slot (the path
+/// ends sooner), the last free one, else the first one.
+type Closest = (f64, usize, bool);
+
+/// The closest of two scans of consecutive ranges, `a` before `b`, by the rule of a
+/// sequential scan over both (associative, so any split gives the same answer).
+fn closer(a: Closest, b: Closest) -> Closest {
+    if b.0 < a.0 || (b.0 == a.0 && b.2) {
+        b
+    } else {
+        a
+    }
+}
+
+impl Unvisited {
+    fn reset(&mut self, slots: &Slots, v: &[f64], row4slot: &[usize]) {
+        let n = slots.d.cols;
+        self.slot.clear();
+        self.slot.extend(0..slots.count);
+        self.tile.clear();
+        self.tile.extend((0..slots.count / n).flat_map(|_| 0..n));
+        self.v.clear();
+        self.v.extend_from_slice(v);
+        self.dist.clear();
+        self.dist.resize(slots.count, f64::INFINITY);
+        self.path.clear();
+        self.path.resize(slots.count, NONE);
+        self.free.clear();
+        self.free.extend(row4slot.iter().map(|&r| r == NONE));
+    }
+
+    /// Relaxes the slots at positions `offset..` (the chunks `dist` and `path`) from row `i`
+    /// (`base` = min_val - u[i]) and returns the closest of them.
+    fn scan_range(&self, offset: usize, dist: &mut [f64], path: &mut [usize], row: &[f64], base: f64, i: usize) -> Closest {
+        let end = offset + dist.len();
+        let (tile, v, free) = (&self.tile[offset..end], &self.v[offset..end], &self.free[offset..end]);
+        let mut best: Closest = (f64::INFINITY, NONE, false);
+        for it in 0..dist.len() {
+            let r = base + row[tile[it]] - v[it];
+            if r < dist[it] {
+                path[it] = i;
+                dist[it] = r;
+            }
+            let s = dist[it];
+            if s < best.0 || (s == best.0 && free[it]) {
+                best = (s, offset + it, free[it]);
+            }
+        }
+        best
+    }
+
+    /// One Dijkstra step from row `i`: relaxes every unvisited slot and returns the position
+    /// of the closest. Long scans are split over all cores; the result is the same.
+    fn scan(&mut self, row: &[f64], base: f64, i: usize) -> usize {
+        let len = self.dist.len();
+        let mut dist = std::mem::take(&mut self.dist);
+        let mut path = std::mem::take(&mut self.path);
+        let best = if len >= PARALLEL_FROM {
+            let chunk = len.div_ceil(rayon::current_num_threads()).max(MIN_CHUNK);
+            dist.par_chunks_mut(chunk)
+                .zip(path.par_chunks_mut(chunk))
+                .enumerate()
+                .map(|(c, (dist, path))| self.scan_range(c * chunk, dist, path, row, base, i))
+                .reduce(|| (f64::INFINITY, NONE, false), closer)
+        } else {
+            self.scan_range(0, &mut dist, &mut path, row, base, i)
+        };
+        self.dist = dist;
+        self.path = path;
+        best.1
+    }
+
+    /// Removes position `at`, returning its (slot, distance, predecessor).
+    fn take(&mut self, at: usize) -> (usize, f64, usize) {
+        self.tile.swap_remove(at);
+        self.v.swap_remove(at);
+        self.free.swap_remove(at);
+        (self.slot.swap_remove(at), self.dist.swap_remove(at), self.path.swap_remove(at))
+    }
+}
+
+/// Solves exactly with each tile used at most `repeat` times (the caller has checked that
+/// m <= n x repeat): the shortest augmenting path solver over [`Slots`], tile j's copies
+/// being slots j, n + j, ... so D is never copied.
+pub fn solve_repeat(d: &DistanceMatrix, repeat: usize, progress: &ProgressBar) -> Solution {
+    let mut aug = Augmenter::with_repeat(d, repeat);
+    for row in 0..d.rows {
+        aug.insert(row);
+        progress.inc(1);
+    }
+    aug.into_solution()
+}
+
+/// The solver's state between row insertions: potentials and a partial assignment over
+/// [`Slots`] such that u[i] + v[s] <= d[i][s] everywhere, with equality on assigned pairs,
+/// v <= 0, and v = 0 on free slots. [`Augmenter::insert`] adds one row and keeps them.
+pub struct Augmenter<'a> {
+    slots: Slots<'a>,
+    u: Vec<f64>,
+    v: Vec<f64>,
+    slot4row: Vec<usize>,
+    row4slot: Vec<usize>,
+    shortest: Vec<f64>,
+    path: Vec<usize>,
+    rem: Unvisited,
+    visited_slots: Vec<usize>,
+    visited_rows: Vec<usize>,
+}
+
+impl<'a> Augmenter<'a> {
+    /// No row assigned yet, every potential 0; each tile may serve `repeat` rows.
+    pub fn with_repeat(d: &'a DistanceMatrix, repeat: usize) -> Self {
+        let slots = Slots::new(d, repeat);
+        let (m, n) = (d.rows, slots.count);
+        Self::from_parts(slots, vec![0.0; m], vec![0.0; n], vec![NONE; m])
+    }
+
+    /// A warm start without repeats: potentials `u` (per row) and `v` (per column) and the
+    /// columns of the assigned rows (`usize::MAX` for a free row), which must meet the
+    /// invariants above.
+    pub fn new(d: &'a DistanceMatrix, u: Vec<f64>, v: Vec<f64>, col4row: Vec<usize>) -> Self {
+        Self::from_parts(Slots::new(d, 1), u, v, col4row)
+    }
+
+    fn from_parts(slots: Slots<'a>, u: Vec<f64>, v: Vec<f64>, slot4row: Vec<usize>) -> Self {
+        let (m, n) = (slots.d.rows, slots.count);
+        let mut row4slot = vec![NONE; n];
+        for (i, &s) in slot4row.iter().enumerate() {
+            if s != NONE {
+                row4slot[s] = i;
+            }
+        }
+        Augmenter {
+            slots,
+            u,
+            v,
+            slot4row,
+            row4slot,
+            shortest: vec![0.0; n],
+            path: vec![NONE; n],
+            rem: Unvisited::default(),
+            visited_slots: Vec::with_capacity(m + 1),
+            visited_rows: Vec::with_capacity(m),
+        }
+    }
+
+    /// Assigns the free row `cur` along a shortest augmenting path (Dijkstra over reduced
+    /// costs), then updates the potentials and flips the path.
+    pub fn insert(&mut self, cur: usize) {
+        let d = self.slots.d;
+        self.rem.reset(&self.slots, &self.v, &self.row4slot);
+        self.visited_slots.clear();
+        self.visited_rows.clear();
         let mut min_val = 0.0f64;
         let mut i = cur;
         let sink = loop {
-            visited_rows.push(i);
-            let row = d.row(i);
-            let base = min_val - u[i];
-            let mut lowest = f64::INFINITY;
-            let mut index = NONE;
-            for it in 0..rem_j.len() {
-                let r = base + row[rem_j[it]] - rem_v[it];
-                if r < rem_dist[it] {
-                    rem_path[it] = i;
-                    rem_dist[it] = r;
-                }
-                // Ties prefer a free column: the path ends sooner.
-                let s = rem_dist[it];
-                if s < lowest || (s == lowest && rem_free[it]) {
-                    lowest = s;
-                    index = it;
-                }
-            }
-            min_val = lowest;
-            let j = rem_j.swap_remove(index);
-            rem_v.swap_remove(index);
-            shortest[j] = rem_dist.swap_remove(index);
-            path[j] = rem_path.swap_remove(index);
-            rem_free.swap_remove(index);
-            visited_cols.push(j);
-            if row4col[j] == NONE {
+            self.visited_rows.push(i);
+            let at = self.rem.scan(d.row(i), min_val - self.u[i], i);
+            let (j, dist, pred) = self.rem.take(at);
+            min_val = dist;
+            self.shortest[j] = dist;
+            self.path[j] = pred;
+            self.visited_slots.push(j);
+            if self.row4slot[j] == NONE {
                 break j;
             }
-            i = row4col[j];
+            i = self.row4slot[j];
         };
-        u[cur] += min_val;
-        for &r in &visited_rows[1..] {
-            u[r] += min_val - shortest[col4row[r]];
+        self.u[cur] += min_val;
+        for &r in &self.visited_rows[1..] {
+            self.u[r] += min_val - self.shortest[self.slot4row[r]];
         }
-        for &j in &visited_cols {
-            v[j] -= min_val - shortest[j];
+        for &j in &self.visited_slots {
+            self.v[j] -= min_val - self.shortest[j];
         }
         let mut j = sink;
         loop {
-            let r = path[j];
-            row4col[j] = r;
-            std::mem::swap(&mut col4row[r], &mut j);
+            let r = self.path[j];
+            self.row4slot[j] = r;
+            std::mem::swap(&mut self.slot4row[r], &mut j);
             if r == cur {
                 break;
             }
         }
-        progress.inc(1);
     }
-    Solution { assignment: col4row, u, v }
+
+    /// The assignment and potentials (every row must have been inserted).
+    pub fn into_solution(self) -> Solution {
+        let slots = self.slots;
+        let assignment = self.slot4row.iter().map(|&s| slots.tile(s)).collect();
+        Solution { assignment, slots: self.slot4row, u: self.u, v: self.v, repeat: slots.count / slots.d.cols }
+    }
 }
 
 impl Solution {
@@ -120,19 +261,23 @@ impl Solution {
     /// non-negative, zero on the assignment, v <= 0 and v = 0 on unused columns. Returns the
     /// duality gap (primal cost minus dual objective), which is ~0 for an optimum.
     pub fn certify(&self, d: &DistanceMatrix, tol: f64) -> Result<f64, String> {
-        let mut used = vec![false; d.cols];
-        for (i, &j) in self.assignment.iter().enumerate() {
+        let slots = Slots::new(d, self.repeat);
+        let mut used = vec![false; slots.count];
+        for (i, &j) in self.slots.iter().enumerate() {
             used[j] = true;
-            let r = d.at(i, j) - self.u[i] - self.v[j];
+            if slots.tile(j) != self.assignment[i] {
+                return Err(format!("patch {i} has slot {j} but tile {}", self.assignment[i]));
+            }
+            let r = slots.at(i, j) - self.u[i] - self.v[j];
             if r.abs() > tol {
-                return Err(format!("reduced cost {r} on assigned ({i}, {j})"));
+                return Err(format!("reduced cost {r} on assigned ({i}, slot {j})"));
             }
         }
         for i in 0..d.rows {
-            for j in 0..d.cols {
-                let r = d.at(i, j) - self.u[i] - self.v[j];
+            for j in 0..slots.count {
+                let r = slots.at(i, j) - self.u[i] - self.v[j];
                 if r < -tol {
-                    return Err(format!("negative reduced cost {r} at ({i}, {j})"));
+                    return Err(format!("negative reduced cost {r} at ({i}, slot {j})"));
                 }
             }
         }
@@ -151,23 +296,24 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
 
-    /// Optimum by enumerating every injective map (independent of the solver).
-    fn brute_force(d: &DistanceMatrix) -> f64 {
-        fn go(d: &DistanceMatrix, i: usize, used: &mut Vec<bool>, acc: f64, best: &mut f64) {
+    /// Optimum by enumerating every map of patches to tiles that uses no tile more than
+    /// `repeat` times (independent of the solver and of its slots).
+    fn brute_force(d: &DistanceMatrix, repeat: usize) -> f64 {
+        fn go(d: &DistanceMatrix, repeat: usize, i: usize, uses: &mut Vec<usize>, acc: f64, best: &mut f64) {
             if i == d.rows {
                 *best = best.min(acc);
                 return;
             }
             for j in 0..d.cols {
-                if !used[j] {
-                    used[j] = true;
-                    go(d, i + 1, used, acc + d.at(i, j), best);
-                    used[j] = false;
+                if uses[j] < repeat {
+                    uses[j] += 1;
+                    go(d, repeat, i + 1, uses, acc + d.at(i, j), best);
+                    uses[j] -= 1;
                 }
             }
         }
         let mut best = f64::INFINITY;
-        go(d, 0, &mut vec![false; d.cols], 0.0, &mut best);
+        go(d, repeat, 0, &mut vec![0; d.cols], 0.0, &mut best);
         best
     }
 
@@ -185,7 +331,7 @@ mod tests {
             let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
             let s = solve_with_duals(&d, &ProgressBar::hidden());
             d.check_assignment(&s.assignment).unwrap();
-            let want = brute_force(&d);
+            let want = brute_force(&d, 1);
             assert!(
                 (d.cost(&s.assignment) - want).abs() <= 1e-9 * want.max(1.0),
                 "{m}x{n}: {} vs {want}",
@@ -205,11 +351,57 @@ mod tests {
             crate::bench::matrix(60, 200, 4),
         ];
         for d in cases {
-            let s = solve_with_duals(&d, &ProgressBar::hidden());
-            d.check_assignment(&s.assignment).unwrap();
-            let gap = s.certify(&d, 1e-9 * d.mean().max(1.0)).unwrap();
-            let cost = d.cost(&s.assignment);
-            assert!(gap.abs() <= 1e-9 * cost.max(1.0), "{}x{}: duality gap {gap}", d.rows, d.cols);
+            for repeat in [1, 3] {
+                let s = solve_repeat(&d, repeat, &ProgressBar::hidden());
+                d.check_uses(&s.assignment, repeat).unwrap();
+                let gap = s.certify(&d, 1e-9 * d.mean().max(1.0)).unwrap();
+                let cost = d.cost(&s.assignment);
+                assert!(gap.abs() <= 1e-9 * cost.max(1.0), "{}x{} x{repeat}: duality gap {gap}", d.rows, d.cols);
+            }
+        }
+    }
+
+    #[test]
+    fn repeats_match_brute_force_and_one_repeat_is_the_plain_problem() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for _ in 0..300 {
+            let repeat = rng.gen_range(1..=3);
+            let n = rng.gen_range(1..=4);
+            let m = rng.gen_range(1..=(n * repeat).min(6));
+            let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
+            let s = solve_repeat(&d, repeat, &ProgressBar::hidden());
+            d.check_uses(&s.assignment, repeat).unwrap();
+            let want = brute_force(&d, repeat);
+            let got = d.cost(&s.assignment);
+            assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{m}x{n} x{repeat}: {got} vs {want}");
+            s.certify(&d, 1e-9 * d.mean().max(1.0)).unwrap();
+            if m <= n {
+                let plain = solve_with_duals(&d, &ProgressBar::hidden());
+                let once = solve_repeat(&d, 1, &ProgressBar::hidden());
+                assert_eq!(plain.assignment, once.assignment);
+                assert!((d.cost(&plain.assignment) - brute_force(&d, 1)).abs() <= 1e-9 * got.max(1.0));
+            }
+        }
+        // As many uses as patches: every patch takes its own best tile.
+        let d = random(7, 3, 1000, &mut rng);
+        let free: f64 = (0..7).map(|i| d.row(i).iter().copied().fold(f64::INFINITY, f64::min)).sum();
+        assert_eq!(d.cost(&solve_repeat(&d, 100, &ProgressBar::hidden()).assignment), free);
+    }
+
+    #[test]
+    fn parallel_scans_are_bit_identical_to_sequential_ones() {
+        let d = crate::bench::matrix(40, 2100, 6);
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            // 2100 tiles x 2 = 4200 slots: over the parallel threshold, split into 2 or 4.
+            pool.install(|| solve_repeat(&d, 2, &ProgressBar::hidden()))
+        };
+        let one = run(1);
+        for threads in [2, 4] {
+            let many = run(threads);
+            assert_eq!(one.slots, many.slots);
+            assert!(one.u.iter().zip(&many.u).all(|(a, b)| a.to_bits() == b.to_bits()));
+            assert!(one.v.iter().zip(&many.v).all(|(a, b)| a.to_bits() == b.to_bits()));
         }
     }
 

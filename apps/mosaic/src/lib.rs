@@ -4,7 +4,8 @@
 //! - [`features`]: u x v mean-RGB features and Eq. 1 on the CPU; [`distance`] on the GPU.
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
-//! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`].
+//! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
+//!   with [`tint`]'s colour transfer.
 //! - [`demo`]: `mosaic demo`.
 //! - [`synth`]: deterministic synthetic images, tiles and matrices.
 
@@ -24,6 +25,7 @@ pub mod render;
 pub mod softassign;
 pub mod solve;
 pub mod synth;
+pub mod tint;
 
 pub use error::{MosaicError, Result};
 pub use matrix::DistanceMatrix;

@@ -15,7 +15,7 @@ use mosaic::solve::{self, Method};
 use mosaic::DistanceMatrix;
 
 use cli::args::{BenchCmd, BuildArgs, DemoArgs, DistanceArgs, IndexArgs, SolveArgs};
-use cli::report::{BuildReport, DistanceReport, IndexReport, SolveReport};
+use cli::report::{BuildReport, CellTile, DistanceReport, IndexReport, SolveReport};
 
 #[derive(Parser)]
 #[command(
@@ -33,7 +33,7 @@ struct Cli {
 enum Command {
     /// Solve the assignment for a distance matrix D.npy (rows = patches, columns = tiles)
     #[command(
-        after_help = "Examples:\n  mosaic solve --distance D.npy --method softassign\n  mosaic solve --distance D.npy --method exact --json"
+        after_help = "Examples:\n  mosaic solve --distance D.npy --method softassign\n  mosaic solve --distance D.npy --method exact --json\n  mosaic solve --distance D.npy --method exact --repeat 4"
     )]
     Solve(SolveArgs),
     /// Distance matrix (Eq. 1) between the patches of a target and the tiles of a folder
@@ -41,7 +41,7 @@ enum Command {
     Distance(DistanceArgs),
     /// Build a mosaic image: index tiles, distances, solve, render
     #[command(
-        after_help = "Examples:\n  mosaic build --target photo.jpg --tiles tiles/ --grid 30x20 --method softassign --out mosaic.png\n  mosaic build --target photo.jpg --tiles tiles/ --grid 16x12 --method exact --backend cpu --out mosaic.jpg --quality 90"
+        after_help = "Examples:\n  mosaic build --target photo.jpg --tiles tiles/ --grid 30x20 --method softassign --out mosaic.png\n  mosaic build --target photo.jpg --tiles tiles/ --grid 16x12 --method exact --backend cpu --out mosaic.jpg --quality 90\n  mosaic build --target photo.jpg --tiles tiles/ --grid 80x60 --repeat 4 --tint 0.3 --method greedy --tile-px 100 --out poster.tif --assignment poster.csv"
     )]
     Build(BuildArgs),
     /// Index a tile folder (recursively) into its cache file
@@ -90,12 +90,13 @@ fn cmd_solve(args: SolveArgs) -> Result<()> {
     kit::report::set_backend(backend);
     let d = DistanceMatrix::load_npy(&args.distance)?;
     let options = args.params.options(backend);
+    d.check_capacity(options.repeat)?;
     let ctx = match backend {
         Backend::Gpu => Some(kit::cli::open(args.common.device())?),
         Backend::Cpu => None,
     };
     let solved = solve::run(args.method, &d, &options, ctx.as_ref())?;
-    kit::emit(&SolveReport::new(&solved, &d), &[]);
+    kit::emit(&SolveReport::new(&solved, &d, options.repeat), &[]);
     Ok(())
 }
 
@@ -116,15 +117,28 @@ fn cmd_distance(args: DistanceArgs) -> Result<()> {
 fn cmd_build(args: BuildArgs) -> Result<()> {
     kit::output::check_file(&args.out, kit::image::IMAGE_EXTENSIONS, &[&args.problem.target])?;
     check_not_tile(&args.out, &args.problem.tiles)?;
+    if let Some(csv) = &args.assignment {
+        kit::output::check_file(csv, &["csv"], &[&args.problem.target, &args.out])?;
+        check_not_tile(csv, &args.problem.tiles)?;
+    }
     let backend = args.common.backend;
     let ctx = args.common.context()?;
     let options = args.params.options(backend);
     let problem = args.problem.prepare()?;
+    problem.check_capacity(options.repeat)?;
     let d = problem.distances(backend, ctx.as_ref())?;
-    let built = compose::build(&problem, &d, args.method, &options, args.tile_px, ctx.as_ref())?;
+    let look = compose::Look { tile_px: args.tile_px, tint: args.tint as f32 };
+    let built = compose::build(&problem, &d, args.method, &options, &look, ctx.as_ref())?;
+    let cells = cell_tiles(&problem, &args.problem.tiles, &built.solved.assignment);
+    // The image and the CSV land together or not at all.
+    let mut staged = kit::output::Staged::new();
     let save = kit::image::SaveOptions { jpeg_quality: args.quality };
     let (w, h) = (built.layout.width(), built.layout.height());
-    kit::image::save(&args.out, w, h, &built.rgb, kit::image::Layout::Rgb8, save)?;
+    kit::image::stage(&mut staged, &args.out, w, h, &built.rgb, kit::image::Layout::Rgb8, save)?;
+    if let Some(csv) = &args.assignment {
+        staged.write(csv, |out| write_csv(out, &cells))?;
+    }
+    staged.commit()?;
     let exact_cost = match args.method {
         Method::Exact => Some(built.solved.cost),
         _ if args.compare_exact => Some(solve::run(Method::Exact, &d, &options, None)?.cost),
@@ -137,15 +151,50 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         ratio_to_exact: exact_cost.map(|e| built.solved.cost / e),
         patches: d.rows,
         tiles: d.cols,
-        tiles_used: built.solved.assignment.len(),
+        tiles_used: built.solved.assignment.iter().collect::<std::collections::HashSet<_>>().len(),
         width: w,
         height: h,
+        repeat: options.repeat,
+        tint: args.tint,
         solve_ms: built.solved.solve_ms,
         render_ms: built.render_ms,
         index: problem.index_stats,
+        cells,
         out: args.out.clone(),
     };
-    kit::emit(&record, &[&args.out]);
+    let mut written = vec![args.out.as_path()];
+    written.extend(args.assignment.as_deref());
+    kit::emit(&record, &written);
+    Ok(())
+}
+
+/// The tile shown in each cell (row-major), by its path: the tile folder as given, joined
+/// with the tile's path inside it.
+fn cell_tiles(problem: &compose::Problem, tiles: &Path, assignment: &[usize]) -> Vec<CellTile> {
+    let cols = problem.grid.0;
+    assignment
+        .iter()
+        .enumerate()
+        .map(|(k, &j)| CellTile {
+            col: k % cols,
+            row: k / cols,
+            tile: tiles.join(&problem.tiles.paths[j]).display().to_string(),
+        })
+        .collect()
+}
+
+/// `col,row,tile` and one line per cell; a path with a comma, a quote or a line break is
+/// quoted as RFC 4180 says.
+fn write_csv(out: &mut impl std::io::Write, cells: &[CellTile]) -> std::io::Result<()> {
+    writeln!(out, "col,row,tile")?;
+    for cell in cells {
+        let tile = if cell.tile.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", cell.tile.replace('"', "\"\""))
+        } else {
+            cell.tile.clone()
+        };
+        writeln!(out, "{},{},{tile}", cell.col, cell.row)?;
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@ fn options(backend: Backend) -> SolveOptions {
         backend,
         softassign: SoftAssignParams { iterations: 30, ..Default::default() },
         anneal: AnnealParams { levels: 20, ..Default::default() },
+        repeat: 1,
     }
 }
 
@@ -39,6 +40,33 @@ fn every_method_returns_a_valid_assignment_no_better_than_exact() {
                 d.check_assignment(&solved.assignment).unwrap();
                 assert!(solved.cost >= optimum - 1e-9 * optimum.max(1.0), "{method:?} beat the optimum");
             }
+        }
+    }
+    engine::testing::assert_no_validation_messages();
+}
+
+#[test]
+fn every_method_honours_the_repeat_and_none_beats_exact() {
+    let ctx = engine::testing::context();
+    // Tall matrices (more patches than tiles) and a wide one where repeats still help.
+    for (m, n, repeat) in [(12, 4, 3), (30, 7, 5), (9, 9, 2), (5, 1, 5), (20, 12, 2)] {
+        let d = crate::bench::matrix(m, n, m as u64);
+        let opts = |backend| SolveOptions { repeat, ..options(backend) };
+        let optimum = run(Method::Exact, &d, &opts(Backend::Cpu), None).unwrap().cost;
+        for (method, backend) in [
+            (Method::Greedy, Backend::Cpu),
+            (Method::Anneal, Backend::Cpu),
+            (Method::Softassign, Backend::Cpu),
+            (Method::Softassign, Backend::Gpu),
+        ] {
+            let solved = run(method, &d, &opts(backend), Some(ctx)).unwrap();
+            d.check_uses(&solved.assignment, repeat).unwrap();
+            assert!(solved.cost >= optimum - 1e-9 * optimum.max(1.0), "{method:?} x{repeat} beat the optimum");
+        }
+        let err = run(Method::Greedy, &d, &SolveOptions { repeat: repeat - 1, ..options(Backend::Cpu) }, None);
+        if m > n * (repeat - 1) {
+            let message = err.err().expect("too few uses is an error").to_string();
+            assert!(message.contains(&format!("--repeat {} is the smallest", m.div_ceil(n))), "{message}");
         }
     }
     engine::testing::assert_no_validation_messages();

@@ -8,7 +8,7 @@ use kit::Backend;
 
 use crate::anneal::{self, AnnealParams};
 use crate::error::{MosaicError, Result};
-use crate::matrix::DistanceMatrix;
+use crate::matrix::{DistanceMatrix, Slots};
 use crate::softassign::{self, SoftAssignParams};
 use crate::{exact, greedy};
 
@@ -53,12 +53,29 @@ impl Method {
 }
 
 /// Everything a method may need besides D.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SolveOptions {
     pub backend: Backend,
     pub softassign: SoftAssignParams,
     pub anneal: AnnealParams,
+    /// The most patches one tile may serve (`--repeat`; 1: no repeated tiles).
+    pub repeat: usize,
 }
+
+impl Default for SolveOptions {
+    fn default() -> Self {
+        SolveOptions {
+            backend: Backend::default(),
+            softassign: SoftAssignParams::default(),
+            anneal: AnnealParams::default(),
+            repeat: 1,
+        }
+    }
+}
+
+/// Bytes per slot the exact solver and the annealing keep (potentials, distances, paths,
+/// owners: a few words each).
+const BYTES_PER_SLOT: u64 = 64;
 
 /// A solved assignment with its cost (f64) and wall-clock time.
 #[derive(Clone, Debug)]
@@ -82,8 +99,15 @@ pub fn device(backend: Backend, ctx: Option<&Context>) -> Result<Option<&Context
 /// Runs `method` on `d` with a progress bar (quiet off a terminal); `ctx` is the device
 /// SoftAssign runs on with the GPU backend, and must be given then: no other device is ever
 /// opened behind the caller's back. The result is checked to be a valid assignment before
-/// it is returned.
+/// it is returned. Each tile serves at most `options.repeat` patches; a matrix with more
+/// patches than that covers is an error naming the smallest repeat that works.
 pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Option<&Context>) -> Result<Solved> {
+    let repeat = options.repeat;
+    d.check_capacity(repeat)?;
+    if matches!(method, Method::Exact | Method::Anneal) {
+        let slots = Slots::new(d, repeat).count as u64;
+        kit::budget::check(slots.saturating_mul(BYTES_PER_SLOT), format!("{} over {slots} tile uses", method.name()))?;
+    }
     let start = Instant::now();
     let steps = match method {
         Method::Greedy => 0,
@@ -93,19 +117,19 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
     };
     let bar = if steps > 0 { kit::progress::bar(steps, method.name()) } else { ProgressBar::hidden() };
     let assignment = match method {
-        Method::Greedy => greedy::solve(d),
-        Method::Anneal => anneal::solve(d, &options.anneal, &bar),
-        Method::Exact => exact::solve(d, &bar),
+        Method::Greedy => greedy::solve(d, repeat),
+        Method::Anneal => anneal::solve(d, repeat, &options.anneal, &bar),
+        Method::Exact => exact::solve_repeat(d, repeat, &bar).assignment,
         Method::Softassign => {
             options.softassign.validate().map_err(MosaicError::InvalidInput)?;
             match device(options.backend, ctx)? {
-                Some(ctx) => softassign::gpu::solve(ctx, d, &options.softassign, &bar)?,
-                None => softassign::cpu::solve(d, &options.softassign, &bar),
+                Some(ctx) => softassign::gpu::solve(ctx, d, &options.softassign, repeat, &bar)?,
+                None => softassign::cpu::solve(d, &options.softassign, repeat, &bar),
             }
         }
     };
     bar.finish_and_clear();
     let solve_ms = start.elapsed().as_secs_f64() * 1e3;
-    d.check_assignment(&assignment)?;
+    d.check_uses(&assignment, repeat)?;
     Ok(Solved { method, cost: d.cost(&assignment), assignment, solve_ms })
 }

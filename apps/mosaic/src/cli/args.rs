@@ -69,6 +69,9 @@ pub struct MethodArgs {
     /// Annealing moves per level, per patch (1-100000)
     #[arg(long, default_value_t = AnnealParams::default().moves_per_patch, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub anneal_moves: u32,
+    /// The most patches one tile may fill (1: no repeated tiles); every method honours it, and a grid of more than N x tiles patches is an error naming the smallest N that works
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = kit::cli::parse_count)]
+    pub repeat: usize,
 }
 
 impl MethodArgs {
@@ -89,6 +92,7 @@ impl MethodArgs {
                 cooling: self.anneal_cooling,
                 moves_per_patch: self.anneal_moves,
             },
+            repeat: self.repeat,
         }
     }
 }
@@ -98,7 +102,7 @@ const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--back
 
 #[derive(Args)]
 pub struct SolveArgs {
-    /// Distance matrix: float32 or float64 .npy of shape (m, n), m <= n, entries finite, >= 0 and within float32's range
+    /// Distance matrix: float32 or float64 .npy of shape (m, n), m <= n x --repeat, entries finite, >= 0 and within float32's range
     #[arg(long, value_name = "D.npy")]
     pub distance: PathBuf,
     #[arg(long, value_enum, help = METHOD_HELP)]
@@ -118,7 +122,7 @@ pub struct ProblemArgs {
     /// Folder of tile images (searched recursively)
     #[arg(long)]
     pub tiles: PathBuf,
-    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles)
+    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat)
     #[arg(long, value_name = "COLSxROWS")]
     pub grid: Dims,
     /// Feature cells per patch and tile, UxV
@@ -187,9 +191,15 @@ pub struct BuildArgs {
     /// JPEG quality of a .jpg/.jpeg output (1-100)
     #[arg(long, default_value_t = 92, value_parser = clap::value_parser!(u8).range(1..=100))]
     pub quality: u8,
-    /// Width of one tile in the output, in pixels (1-4096; height follows the patch aspect)
+    /// Width of one tile in the output, in pixels (1-4096; height follows the patch aspect): 100 with an 80-column grid makes an 8000 px wide poster
     #[arg(long, default_value_t = 32, value_parser = tile_px)]
     pub tile_px: usize,
+    /// Colour transfer, 0-1: moves each tile's per-channel mean and deviation towards its cell's by this fraction (0: tiles as they are), so the mosaic reads as the target from afar
+    #[arg(long, value_name = "A", default_value_t = 0.0, value_parser = kit::cli::parse_unit)]
+    pub tint: f64,
+    /// Also write the assignment as CSV: one line per cell, `col,row,tile` (the tile's path), written together with the image (both or neither)
+    #[arg(long, value_name = "FILE.csv")]
+    pub assignment: Option<PathBuf>,
     /// Also solve exactly (CPU) and report the cost relative to the optimum
     #[arg(long)]
     pub compare_exact: bool,

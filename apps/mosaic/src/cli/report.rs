@@ -15,21 +15,32 @@ pub struct SolveReport {
     pub cost: f64,
     pub patches: usize,
     pub tiles: usize,
+    /// The most patches one tile may fill.
+    pub repeat: usize,
     /// The tile of each patch.
     pub assignment: Vec<usize>,
     pub solve_ms: f64,
 }
 
 impl SolveReport {
-    pub fn new(solved: &Solved, d: &DistanceMatrix) -> Self {
+    pub fn new(solved: &Solved, d: &DistanceMatrix, repeat: usize) -> Self {
         SolveReport {
             method: solved.method,
             cost: solved.cost,
             patches: d.rows,
             tiles: d.cols,
+            repeat,
             assignment: solved.assignment.clone(),
             solve_ms: solved.solve_ms,
         }
+    }
+}
+
+/// "each used at most once" / "each used at most 4 times".
+fn uses(repeat: usize) -> String {
+    match repeat {
+        1 => "each used at most once".into(),
+        n => format!("each used at most {n} times"),
     }
 }
 
@@ -37,11 +48,12 @@ impl fmt::Display for SolveReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}: cost {:.6} for {} patches from {} tiles (each used at most once) in {:.1} ms",
+            "{}: cost {:.6} for {} patches from {} tiles ({}) in {:.1} ms",
             self.method.name(),
             self.cost,
             self.patches,
             self.tiles,
+            uses(self.repeat),
             self.solve_ms
         )
     }
@@ -70,12 +82,19 @@ pub struct BuildReport {
     pub ratio_to_exact: Option<f64>,
     pub patches: usize,
     pub tiles: usize,
+    /// Distinct tiles in the mosaic.
     pub tiles_used: usize,
     pub width: usize,
     pub height: usize,
+    /// The most patches one tile may fill.
+    pub repeat: usize,
+    /// The colour transfer's strength (0: tiles as they are).
+    pub tint: f64,
     pub solve_ms: f64,
     pub render_ms: f64,
     pub index: IndexStats,
+    /// The tile each cell shows, row-major (as in `--assignment`).
+    pub cells: Vec<CellTile>,
     /// In the envelope's `out` list.
     #[serde(skip)]
     pub out: PathBuf,
@@ -86,10 +105,11 @@ impl fmt::Display for BuildReport {
         let ratio = self.ratio_to_exact.map(|r| format!(" ({r:.4} x exact)")).unwrap_or_default();
         write!(
             f,
-            "{}: {} patches from {} tiles, cost {:.1}{ratio}, solved in {:.1} ms; wrote {} ({}x{})",
+            "{}: {} patches from {} tiles ({}), cost {:.1}{ratio}, solved in {:.1} ms; wrote {} ({}x{})",
             self.method.name(),
             self.patches,
             self.tiles,
+            uses(self.repeat),
             self.cost,
             self.solve_ms,
             self.out.display(),
@@ -97,6 +117,15 @@ impl fmt::Display for BuildReport {
             self.height
         )
     }
+}
+
+/// One cell of the mosaic and the tile it shows.
+#[derive(Serialize)]
+pub struct CellTile {
+    pub col: usize,
+    pub row: usize,
+    /// The tile's path: the tile folder as given, joined with its path inside it.
+    pub tile: String,
 }
 
 #[derive(Serialize)]

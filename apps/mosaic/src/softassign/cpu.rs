@@ -1,11 +1,12 @@
 //! CPU reference of SoftAssign in f64 (rayon): the oracle for the GPU kernels and the
 //! benchmark baseline. Same passes as the GPU: a row pass that normalises rows and sums the
-//! row-normalised columns, then a column pass with the outlier row.
+//! row-normalised columns, then a column pass with the outlier row that scales each column
+//! to its capacity (the uses a tile may have).
 
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
+use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
 use crate::matrix::DistanceMatrix;
 
 /// Rows per rayon task in the row pass (each task keeps one column-sum vector).
@@ -15,14 +16,22 @@ const ROWS_PER_TASK: usize = 16;
 pub struct CpuSoftAssign<'a> {
     d: &'a DistanceMatrix,
     alpha: f64,
+    /// ln of the uses each tile may have (the column marginal).
+    log_capacity: f64,
     pub potentials: Potentials,
 }
 
 impl<'a> CpuSoftAssign<'a> {
-    /// Starts from f = g = 0 (the first row pass then sees M = exp(-(D - alpha) / t)).
-    pub fn new(d: &'a DistanceMatrix, params: &SoftAssignParams) -> Self {
+    /// Starts from f = g = 0 (the first row pass then sees M = exp(-(D - alpha) / t)); each
+    /// tile may be used `repeat` times (its column's marginal).
+    pub fn new(d: &'a DistanceMatrix, params: &SoftAssignParams, repeat: usize) -> Self {
         let alpha = params.alpha * scale_of(d);
-        CpuSoftAssign { d, alpha, potentials: Potentials { f: vec![0.0; d.rows], g: vec![0.0; d.cols] } }
+        CpuSoftAssign {
+            d,
+            alpha,
+            log_capacity: capacity(d, repeat).ln(),
+            potentials: Potentials { f: vec![0.0; d.rows], g: vec![0.0; d.cols] },
+        }
     }
 
     /// One Sinkhorn iteration at temperature `t`.
@@ -59,9 +68,10 @@ impl<'a> CpuSoftAssign<'a> {
                     a
                 },
             );
+        let log_capacity = self.log_capacity;
         self.potentials.g.par_iter_mut().zip(&col_sums).for_each(|(gj, &c)| {
             let outlier = (*gj / t).clamp(-CLAMP_F64, CLAMP_F64).exp();
-            *gj -= t * (c + outlier).ln();
+            *gj -= t * ((c + outlier).ln() - log_capacity);
         });
     }
 
@@ -86,14 +96,14 @@ impl<'a> CpuSoftAssign<'a> {
     }
 }
 
-/// Full SoftAssign on the CPU: the temperature loop (`progress` advances once per cooling
-/// iteration), then the discretisation.
-pub fn solve(d: &DistanceMatrix, params: &SoftAssignParams, progress: &ProgressBar) -> Vec<usize> {
+/// Full SoftAssign on the CPU, each tile used at most `repeat` times: the temperature loop
+/// (`progress` advances once per cooling iteration), then the discretisation.
+pub fn solve(d: &DistanceMatrix, params: &SoftAssignParams, repeat: usize, progress: &ProgressBar) -> Vec<usize> {
     let scale = scale_of(d);
-    let mut state = CpuSoftAssign::new(d, params);
+    let mut state = CpuSoftAssign::new(d, params, repeat);
     for k in 0..params.iterations {
         state.cooling_iteration(params.temperature(k, scale), params);
         progress.inc(1);
     }
-    discretise(d, &state.potentials)
+    discretise(d, &state.potentials, repeat)
 }

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 use indicatif::ProgressBar;
 
-use super::{discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
+use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::shaders;
@@ -48,6 +48,7 @@ struct ColPush {
     blocks: u32,
     t: f32,
     clamp: f32,
+    log_capacity: f32,
 }
 
 /// SoftAssign state on the GPU for one distance matrix.
@@ -61,6 +62,8 @@ pub struct GpuSoftAssign {
     blocks: usize,
     scale: f64,
     alpha: f32,
+    /// ln of the uses each tile may have (the column marginal).
+    log_capacity: f32,
     d: Buffer<f32>,
     f: Buffer<f32>,
     g: Buffer<f32>,
@@ -68,8 +71,9 @@ pub struct GpuSoftAssign {
 }
 
 impl GpuSoftAssign {
-    /// Uploads D, allocates the potentials (zero) and creates the pipelines for this shape.
-    pub fn new(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams) -> Result<GpuSoftAssign> {
+    /// Uploads D, allocates the potentials (zero) and creates the pipelines for this shape;
+    /// each tile may be used `repeat` times.
+    pub fn new(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, repeat: usize) -> Result<GpuSoftAssign> {
         let (m, n) = (d.rows, d.cols);
         let info = ctx.info();
         let bytes = (m * n * 4) as u64;
@@ -116,6 +120,7 @@ impl GpuSoftAssign {
             blocks,
             scale,
             alpha: (params.alpha * scale) as f32,
+            log_capacity: capacity(d, repeat).ln() as f32,
             d: ctx.upload(&d.to_f32(), "distance matrix")?,
             f: ctx.buffer(m, Location::Device, "row potentials")?,
             g: ctx.buffer(n, Location::Device, "column potentials")?,
@@ -161,7 +166,13 @@ impl GpuSoftAssign {
         if mark_passes {
             rec.mark("rows");
         }
-        let push = ColPush { n: self.n as u32, blocks: self.blocks as u32, t: t as f32, clamp: CLAMP_F32 };
+        let push = ColPush {
+            n: self.n as u32,
+            blocks: self.blocks as u32,
+            t: t as f32,
+            clamp: CLAMP_F32,
+            log_capacity: self.log_capacity,
+        };
         rec.dispatch_linear(
             &self.cols_pipe,
             &[self.partials.binding(), self.g.binding()],
@@ -232,16 +243,17 @@ impl GpuSoftAssign {
     }
 }
 
-/// Full SoftAssign on the GPU, discretised on the host.
+/// Full SoftAssign on the GPU, each tile used at most `repeat` times, discretised on the host.
 pub fn solve(
     ctx: &Context,
     d: &DistanceMatrix,
     params: &SoftAssignParams,
+    repeat: usize,
     progress: &ProgressBar,
 ) -> Result<Vec<usize>> {
-    let state = GpuSoftAssign::new(ctx, d, params)?;
+    let state = GpuSoftAssign::new(ctx, d, params, repeat)?;
     state.anneal(params, progress)?;
-    Ok(discretise(d, &state.potentials()?))
+    Ok(discretise(d, &state.potentials()?, repeat))
 }
 
 #[cfg(test)]
@@ -257,17 +269,18 @@ mod tests {
     fn cooling_iteration_matches_cpu_reference() {
         let ctx = testing::context();
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
-        for (m, n) in [(1, 3), (37, 101), (5, 1500), (299, 301)] {
+        // (37, 20) with 3 uses per tile: columns scaled to a capacity of 3.
+        for (m, n, repeat) in [(1, 3, 1), (37, 101, 1), (5, 1500, 1), (299, 301, 1), (37, 20, 3)] {
             let d = crate::bench::matrix(m, n, 11);
             let t = params.temperature(0, scale_of(&d));
-            let gpu = GpuSoftAssign::new(ctx, &d, &params).unwrap();
+            let gpu = GpuSoftAssign::new(ctx, &d, &params, repeat).unwrap();
             let mut rec = ctx.recorder().unwrap();
             gpu.record_cooling_iteration(&mut rec, t, &params, false);
             rec.submit().unwrap().wait().unwrap();
-            let mut cpu = CpuSoftAssign::new(&d, &params);
+            let mut cpu = CpuSoftAssign::new(&d, &params, repeat);
             cpu.cooling_iteration(t, &params);
             let err = testing::max_rel_error(&gpu.matrix(&d, t).unwrap(), &cpu.matrix(t), 1e-6);
-            assert!(err < 1e-4, "{m}x{n}: M differs by {err:e} (relative, floor 1e-6)");
+            assert!(err < 1e-4, "{m}x{n} x{repeat}: M differs by {err:e} (relative, floor 1e-6)");
             // After normalisation every real row of M sums to ~1.
             let p = gpu.matrix(&d, t).unwrap();
             for i in 0..m {
@@ -282,7 +295,7 @@ mod tests {
     fn full_solve_is_valid_and_near_optimal() {
         let ctx = testing::context();
         let d = crate::bench::matrix(24, 40, 5);
-        let assignment = solve(ctx, &d, &SoftAssignParams::default(), &ProgressBar::hidden()).unwrap();
+        let assignment = solve(ctx, &d, &SoftAssignParams::default(), 1, &ProgressBar::hidden()).unwrap();
         d.check_assignment(&assignment).unwrap();
         let optimum = d.cost(&crate::exact::solve(&d, &ProgressBar::hidden()));
         let ratio = d.cost(&assignment) / optimum;

@@ -8,7 +8,8 @@
 //! and the outlier row is O[j] = exp(clamp(g[j] / t)) (an unused tile costs 0, a match
 //! costs d - alpha, Eq. 9). One Sinkhorn iteration is one pass over D that normalises every
 //! row (f[i] -= t ln rowsum) while summing the row-normalised columns, then a small pass that
-//! normalises every column together with its outlier entry (g[j] -= t ln (colsum + O[j])).
+//! scales every column together with its outlier entry to the tile's capacity N, the uses it
+//! may have (`--repeat`, 1 by default): g[j] -= t (ln (colsum + O[j]) - ln N).
 //! The clamp is Section 5.1's: [-70, 70] in f32 (GPU), [-650, 650] in f64 (CPU).
 //!
 //! Differences from the paper's pseudo-code, and why:
@@ -31,14 +32,15 @@
 //!   normalisation has not converged.
 //! - The discretisation is greedy on the final matrix: candidate pairs (the `CANDIDATES`
 //!   largest entries of each row of M) are taken in order of decreasing M when both patch
-//!   and tile are still free; any patch left takes its largest entry among free tiles.
+//!   and tile are still free (a tile is free until it has N patches); any patch left takes
+//!   its largest entry among free tiles.
 
 pub mod cpu;
 pub mod gpu;
 
 use rayon::prelude::*;
 
-use crate::matrix::DistanceMatrix;
+use crate::matrix::{effective_repeat, DistanceMatrix};
 
 /// Clamp of the exponent in f32 (Section 5.1).
 pub const CLAMP_F32: f32 = 70.0;
@@ -109,6 +111,11 @@ pub fn scale_of(d: &DistanceMatrix) -> f64 {
     }
 }
 
+/// The column marginal: the uses a tile may have (no more than one per patch).
+pub fn capacity(d: &DistanceMatrix, repeat: usize) -> f64 {
+    effective_repeat(repeat, d.rows) as f64
+}
+
 /// Row and column potentials: the whole SoftAssign state.
 #[derive(Clone, Debug)]
 pub struct Potentials {
@@ -118,8 +125,8 @@ pub struct Potentials {
 
 /// Final discretisation: greedy on M (equivalently on the reduced cost d - alpha - f - g,
 /// smallest first) over each row's best candidates, then leftover patches take their best
-/// free tile.
-pub fn discretise(d: &DistanceMatrix, p: &Potentials) -> Vec<usize> {
+/// free tile; a tile is free until it has `repeat` patches.
+pub fn discretise(d: &DistanceMatrix, p: &Potentials, repeat: usize) -> Vec<usize> {
     let reduced = |i: usize, j: usize| d.at(i, j) - p.f[i] - p.g[j];
     let k = CANDIDATES.min(d.cols);
     let mut pairs: Vec<(f64, usize, usize)> = (0..d.rows)
@@ -133,21 +140,21 @@ pub fn discretise(d: &DistanceMatrix, p: &Potentials) -> Vec<usize> {
         .collect();
     pairs.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let mut assignment = vec![usize::MAX; d.rows];
-    let mut used = vec![false; d.cols];
+    let mut uses = vec![0usize; d.cols];
     for &(_, i, j) in &pairs {
-        if assignment[i] == usize::MAX && !used[j] {
+        if assignment[i] == usize::MAX && uses[j] < repeat {
             assignment[i] = j;
-            used[j] = true;
+            uses[j] += 1;
         }
     }
     for (i, tile) in assignment.iter_mut().enumerate() {
         if *tile == usize::MAX {
             let j = (0..d.cols)
-                .filter(|&j| !used[j])
+                .filter(|&j| uses[j] < repeat)
                 .min_by(|&a, &b| reduced(i, a).total_cmp(&reduced(i, b)))
-                .expect("m <= n leaves a free tile");
+                .expect("m <= n x repeat leaves a free tile");
             *tile = j;
-            used[j] = true;
+            uses[j] += 1;
         }
     }
     assignment
