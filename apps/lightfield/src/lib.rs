@@ -15,6 +15,8 @@
 //! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
 //! - [`synth`]: synthetic light fields with real parallax, for tests and benchmarks.
+//! - [`render`]: any viewpoint of a decoded light field (interpolation and refocusing), on
+//!   the CPU and the GPU.
 //! - [`views`]: views as PNG files, one per view, written all or none.
 //! - [`bench`] and [`demo`]: the benchmark set and the demo behind the CLI.
 
@@ -31,6 +33,7 @@ pub mod layout;
 pub mod lightfield;
 pub mod linalg;
 pub mod patch;
+pub mod render;
 pub mod select;
 pub mod synth;
 pub mod train;
