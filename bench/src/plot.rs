@@ -1,77 +1,211 @@
-//! PNG plot of a sweep: GB/s against problem size, one line per workgroup size. The plot
-//! is drawn in memory and encoded into a writer, so `sweep` can stage it with its CSV.
+//! PNG plots of a sweep, drawn in memory and encoded into a writer so `sweep` can stage
+//! them with its CSV: time and occupancy against each parameter, and the three panels of
+//! the SMoE paper's Fig. 9 (the CUDA Occupancy Calculator's: occupancy against workgroup
+//! size, registers per thread and shared memory per workgroup, the kernel's own shape
+//! marked).
 
 use std::io::Write;
 
 use image::ImageEncoder;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::Point;
+use crate::measure::{Point, Shape};
+use crate::occupancy::{occupancy, Limits, Usage};
 
 /// Registers a system sans-serif font for labels (plotters' ab_glyph backend has none
-/// built in). Returns false when no font is installed; the plot is then drawn unlabelled.
+/// built in). Returns false when no font is installed; plots are then drawn unlabelled.
 fn register_font() -> bool {
     const CANDIDATES: [&str; 2] = [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
         "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
     ];
-    for path in CANDIDATES {
-        if let Ok(bytes) = std::fs::read(path) {
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-                return true;
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| {
+        CANDIDATES.iter().any(|path| match std::fs::read(path) {
+            Ok(bytes) => {
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
             }
-        }
-    }
-    false
+            Err(_) => false,
+        })
+    })
 }
 
-/// The plot's size in pixels.
-const WIDTH: u32 = 960;
-const HEIGHT: u32 = 600;
+const PANEL_WIDTH: u32 = 640;
+const HEIGHT: u32 = 480;
+/// Lines named in a legend; more would hide the plot.
+const LEGEND_LINES: usize = 12;
 
-/// Draws `points` (one kernel) and encodes the plot as a PNG into `out`.
-pub fn write_png(points: &[Point], title: &str, out: &mut impl Write) -> anyhow::Result<()> {
-    let mut rgb = vec![0u8; WIDTH as usize * HEIGHT as usize * 3];
-    draw(points, title, &mut rgb)?;
-    image::codecs::png::PngEncoder::new(out).write_image(&rgb, WIDTH, HEIGHT, image::ExtendedColorType::Rgb8)?;
+/// A named line of (x, y) points.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// One panel: a line chart with an optional marked point.
+pub struct Panel {
+    pub title: String,
+    pub x: String,
+    pub y: String,
+    pub series: Vec<Series>,
+    pub mark: Option<(f64, f64)>,
+}
+
+/// Draws `panels` side by side and encodes them as one PNG into `out`.
+pub fn write_panels(panels: &[Panel], out: &mut impl Write) -> anyhow::Result<()> {
+    let width = PANEL_WIDTH * panels.len().max(1) as u32;
+    let mut rgb = vec![0u8; width as usize * HEIGHT as usize * 3];
+    {
+        let labelled = register_font();
+        let root = BitMapBackend::with_buffer(&mut rgb, (width, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let areas = root.split_evenly((1, panels.len().max(1)));
+        for (panel, area) in panels.iter().zip(&areas) {
+            draw(panel, area, labelled)?;
+        }
+        root.present()?;
+    }
+    image::codecs::png::PngEncoder::new(out).write_image(&rgb, width, HEIGHT, image::ExtendedColorType::Rgb8)?;
     Ok(())
 }
 
-/// Draws `points` into `rgb`, WIDTH x HEIGHT pixels of 3 bytes.
-fn draw(points: &[Point], title: &str, rgb: &mut [u8]) -> anyhow::Result<()> {
-    let labelled = register_font();
-    let root = BitMapBackend::with_buffer(rgb, (WIDTH, HEIGHT)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let xs: Vec<f64> = points.iter().map(|p| (p.size as f64).log2()).collect();
-    let (x0, x1) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-    let y1 = points.iter().map(|p| p.gb_per_s).fold(0.0, f64::max) * 1.1 + 1e-9;
-    let mut builder = ChartBuilder::on(&root);
-    builder.margin(20).x_label_area_size(40).y_label_area_size(60);
-    if labelled {
-        builder.caption(title, ("sans-serif", 22));
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.filter(|v| v.is_finite()).fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    if lo > hi {
+        (0.0, 1.0)
+    } else if hi - lo < 1e-12 {
+        (lo - 0.5, hi + 0.5)
+    } else {
+        (lo, hi)
     }
-    let mut chart = builder.build_cartesian_2d(x0..x1.max(x0 + 1.0), 0.0..y1)?;
+}
+
+fn draw(panel: &Panel, area: &DrawingArea<BitMapBackend<'_>, Shift>, labelled: bool) -> anyhow::Result<()> {
+    let all = || panel.series.iter().flat_map(|(_, pts)| pts.iter()).chain(panel.mark.iter());
+    let (x0, x1) = bounds(all().map(|p| p.0));
+    let (_, y1) = bounds(all().map(|p| p.1));
+    let mut builder = ChartBuilder::on(area);
+    builder.margin(16).x_label_area_size(40).y_label_area_size(60);
     if labelled {
-        chart.configure_mesh().x_desc("log2(elements)").y_desc("GB/s (read + write)").draw()?;
+        builder.caption(&panel.title, ("sans-serif", 18));
+    }
+    let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y1 * 1.1)?;
+    if labelled {
+        chart.configure_mesh().x_desc(&panel.x).y_desc(&panel.y).draw()?;
     } else {
         chart.configure_mesh().disable_x_mesh().disable_y_mesh().x_labels(0).y_labels(0).draw()?;
     }
-    let mut workgroups: Vec<u32> = points.iter().map(|p| p.workgroup).collect();
-    workgroups.sort();
-    workgroups.dedup();
-    for (i, wg) in workgroups.iter().enumerate() {
+    for (i, (name, pts)) in panel.series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let series: Vec<(f64, f64)> =
-            points.iter().filter(|p| p.workgroup == *wg).map(|p| ((p.size as f64).log2(), p.gb_per_s)).collect();
-        let line = chart.draw_series(LineSeries::new(series, color.stroke_width(2)))?;
-        if labelled {
-            line.label(format!("wg {wg}")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        let line = chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+        if labelled && i < LEGEND_LINES {
+            line.label(name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
     }
-    if labelled {
+    if let Some(m) = panel.mark {
+        chart.draw_series(std::iter::once(Circle::new(m, 7, RED.stroke_width(3))))?;
+    }
+    if labelled && !panel.series.is_empty() {
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     }
-    root.present()?;
     Ok(())
+}
+
+/// Lines of `y` against parameter `key`: one line per size and values of the other
+/// parameters.
+fn against(points: &[Point], key: &str, y: impl Fn(&Point) -> Option<f64>) -> Vec<Series> {
+    let mut series: Vec<Series> = Vec::new();
+    for p in points {
+        let Some(value) = y(p) else { continue };
+        let others: Vec<String> =
+            p.params.0.iter().filter(|(k, _)| *k != key).map(|(k, v)| format!("{k}={v}")).collect();
+        let name = format!("{} {}{}", p.size, p.unit, others.iter().map(|o| format!(" {o}")).collect::<String>());
+        let x = f64::from(p.params.get(key));
+        match series.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, pts)) => pts.push((x, value)),
+            None => series.push((name, vec![(x, value)])),
+        }
+    }
+    for (_, pts) in &mut series {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    series
+}
+
+/// Time and occupancy against parameter `key` (two panels).
+pub fn parameter_panels(points: &[Point], key: &str, title: &str) -> [Panel; 2] {
+    [
+        Panel {
+            title: format!("{title}: time"),
+            x: key.into(),
+            y: "median GPU ms".into(),
+            series: against(points, key, |p| Some(p.median_ms)),
+            mark: None,
+        },
+        Panel {
+            title: format!("{title}: occupancy"),
+            x: key.into(),
+            y: "theoretical occupancy".into(),
+            series: against(points, key, |p| p.occupancy),
+            mark: None,
+        },
+    ]
+}
+
+/// Time against problem size, for a kernel without parameters.
+pub fn size_panel(points: &[Point], title: &str) -> Panel {
+    let pts = points.iter().map(|p| (p.size as f64, p.median_ms)).collect();
+    Panel {
+        title: title.into(),
+        x: points.first().map_or("size", |p| p.unit).into(),
+        y: "median GPU ms".into(),
+        series: vec![("time".into(), pts)],
+        mark: None,
+    }
+}
+
+/// The three Fig. 9 panels for `shape` on `limits`: occupancy as the workgroup size, the
+/// registers per thread and the shared memory per workgroup vary, the others held. The
+/// kernel's own point is marked. Unknown registers are drawn at 32 (and not limiting where
+/// the preset has no register file).
+pub fn fig9_panels(limits: &Limits, shape: &Shape, max_threads: u32, title: &str) -> [Panel; 3] {
+    let usage = shape.usage();
+    let regs = usage.registers.unwrap_or(32);
+    let occ = |u: Usage| occupancy(limits, u).map(|o| o.occupancy).unwrap_or(0.0);
+    let threads: Vec<(f64, f64)> = (1..=max_threads.min(limits.max_threads) / limits.warp)
+        .map(|w| w * limits.warp)
+        .map(|t| (f64::from(t), occ(Usage { threads: t, ..usage })))
+        .collect();
+    let max_regs = limits.max_registers_per_thread.min(255);
+    let registers: Vec<(f64, f64)> =
+        (1..=max_regs).map(|r| (f64::from(r), occ(Usage { registers: Some(r), ..usage }))).collect();
+    let step = (limits.shared_per_workgroup / 96).max(1);
+    let shared: Vec<(f64, f64)> = (0..=limits.shared_per_workgroup / step)
+        .map(|i| i * step)
+        .map(|s| (f64::from(s), occ(Usage { shared: s, ..usage })))
+        .collect();
+    let here = occ(usage);
+    let regs_note = if usage.registers.is_some() { "" } else { " (registers unknown: 32 assumed)" };
+    [
+        Panel {
+            title: format!("{title}: (a) workgroup size"),
+            x: "threads per workgroup".into(),
+            y: "occupancy".into(),
+            series: vec![(format!("{} regs, {} B shared", regs, usage.shared), threads)],
+            mark: Some((f64::from(usage.threads), here)),
+        },
+        Panel {
+            title: format!("(b) registers per thread{regs_note}"),
+            x: "registers per thread".into(),
+            y: "occupancy".into(),
+            series: vec![(format!("{} threads, {} B shared", usage.threads, usage.shared), registers)],
+            mark: Some((f64::from(regs), occ(Usage { registers: Some(regs), ..usage }))),
+        },
+        Panel {
+            title: "(c) shared memory per workgroup".into(),
+            x: "bytes of shared memory".into(),
+            y: "occupancy".into(),
+            series: vec![(format!("{} threads, {} regs", usage.threads, regs), shared)],
+            mark: Some((f64::from(usage.shared), here)),
+        },
+    ]
 }

@@ -26,6 +26,8 @@ fn zero_and_oversized_numbers_are_usage_errors_at_once() {
         &["--sizes", "3G"],
         &["--sizes", "99999999999999999999"],
         &["--kernel", "nope"],
+        &["--param", "workgroup=64,x"],
+        &["--repeats", "0"],
     ] {
         let (out, took) = sweep(args, dir.path());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
@@ -48,7 +50,12 @@ fn a_device_or_workgroup_that_is_not_there_fails_with_a_reason() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let (out, _) = sweep(&["--workgroups", "65536", "--sizes", "1K"], dir.path());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("maxComputeWorkGroupInvocations"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("accepted values [64, 128, 256, 512, 1024]"), "{}", stderr(&out));
+    let (out, _) = sweep(&["--kernel", "engine.scan", "--param", "tile=4", "--sizes", "1K"], dir.path());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no parameter \"tile\" (it has: workgroup)"), "{}", stderr(&out));
+    let (out, _) = sweep(&["--param", "workgroup", "--sizes", "1K"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let (out, _) = sweep(&["--sizes", "2G"], dir.path());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("largest storage buffer") || stderr(&out).contains("memory budget"));

@@ -33,7 +33,7 @@ fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
     // The umask is the shell's, so the test does not depend on the one it runs under.
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#"umask 022; exec "$0" --kernel scan --sizes 1000,4K --workgroups 64,128 --json --out "$1""#)
+        .arg(r#"umask 022; exec "$0" --kernel scan --sizes 1000,4K --workgroups 64,128 --repeats 2 --warm-up-ms 0 --json --out "$1""#)
         .arg(env!("CARGO_BIN_EXE_sweep"))
         .arg(&folder)
         .output()
@@ -41,16 +41,21 @@ fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out.stdout);
     assert_eq!(lines.len(), 5, "four points and the summary: {lines:?}");
-    assert!(lines[..4].iter().all(|p| p["kernel"] == "scan" && p["gpu_ms"].as_f64().unwrap() > 0.0));
+    assert!(lines[..4].iter().all(|p| p["kernel"] == "engine.scan" && p["median_ms"].as_f64().unwrap() > 0.0));
+    assert!(lines[..4].iter().all(|p| p["check_passed"] == true && p["occupancy"].as_f64().unwrap() > 0.0));
     let summary = &lines[4];
     assert_eq!(summary["points"], 4);
-    assert_eq!(summary["out"].as_array().unwrap().len(), 2, "{summary}");
-    let (csv, png) = (folder.join("scan.csv"), folder.join("scan.png"));
+    assert_eq!(summary["out"].as_array().unwrap().len(), 4, "{summary}");
+    let csv = folder.join("engine.scan.csv");
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 5);
-    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
-    for file in [&csv, &png] {
-        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o644, "{}", file.display());
+    assert_eq!(std::fs::read_to_string(folder.join("engine.scan.jsonl")).unwrap().lines().count(), 4);
+    for png in ["engine.scan.workgroup.png", "engine.scan.fig9.png"] {
+        assert!(std::fs::read(folder.join(png)).unwrap().starts_with(b"\x89PNG"));
+    }
+    for file in std::fs::read_dir(&folder).unwrap() {
+        let file = file.unwrap().path();
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644, "{}", file.display());
     }
     let names: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(names.len(), 2, "no temporary files left: {names:?}");
+    assert_eq!(names.len(), 4, "no temporary files left: {names:?}");
 }

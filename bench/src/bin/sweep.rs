@@ -1,95 +1,149 @@
-//! `sweep`: runs a named kernel over a grid of workgroup sizes and problem sizes, prints
-//! each point, and writes `<out>/<kernel>.csv` and `<out>/<kernel>.png` (both or neither).
+//! `sweep`: runs a registered kernel (engine or app) over a grid of its parameters and
+//! problem sizes; every point is timed (median GPU time after a warm-up), checked against
+//! the CPU reference, and reported with its floor fraction, registers, shared memory and
+//! theoretical occupancy. Writes `<out>/<kernel>.csv`, `.jsonl` and PNG plots (all or
+//! none). `--tune` picks each kernel's fastest checked parameters into the tuning file.
 
+use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Parser;
 use serde::Serialize;
-use tessera_bench::{args, kernels, Point, SweepKernel};
+use tessera_bench::measure::{self, Device, Point};
+use tessera_bench::registry::{self, Config, Kernel, Param, Reps};
+use tessera_bench::{args, output, plot, tuning};
 
 #[derive(Parser)]
 #[command(
     name = "sweep",
     version,
-    about = "Run a GPU kernel over a grid of workgroup and problem sizes; write CSV and a PNG plot",
-    after_help = "Examples:\n  sweep --kernel scan --sizes 1M,16M --out out/sweep\n  \
-                  sweep --kernel copy --workgroups 64,256 --sizes 64K,1M,4M --json\n  sweep --list"
+    about = "Run a GPU kernel of the engine or an app over a grid of its parameters and problem sizes: \
+             time, floor fraction, check, registers, shared memory, occupancy; CSV, JSON lines and PNG plots",
+    after_help = "Examples:\n  sweep --list\n  \
+                  sweep --kernel smoe.render --param block=8,16,32 --sizes 512,1024 --out out/sweep\n  \
+                  sweep --kernel engine.scan --param workgroup=256,512,1024 --sizes 1M,16M --json\n  \
+                  sweep --tune --kernel engine.scan\n  sweep --tune"
 )]
 struct Cli {
-    /// Kernel to run (--list shows each with the workgroup sizes it accepts)
-    #[arg(long, default_value = "copy", value_parser = clap::builder::PossibleValuesParser::new(kernels::names()))]
-    kernel: String,
-    /// Workgroup sizes, comma separated: powers of two within the device's limit (default:
-    /// every size the kernel accepts that the device runs)
+    /// Kernel to run (--list shows each with its parameters); with --tune, the one kernel to
+    /// tune (default: every kernel with parameters)
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(registry::names()))]
+    kernel: Option<String>,
+    /// A parameter's values, KEY=V1,V2,... (repeatable); a parameter not given takes every
+    /// value it accepts with --tune, else its default
+    #[arg(long = "param", value_name = "KEY=V1,V2", value_parser = parse_param)]
+    params: Vec<(String, Vec<u32>)>,
+    /// Shorthand for --param workgroup=... : powers of two
     #[arg(long, value_delimiter = ',', value_parser = args::parse_workgroup)]
     workgroups: Vec<u32>,
-    /// Problem sizes in elements, comma separated, from 1 to 2G; the suffixes K, M and G are
-    /// powers of two
-    #[arg(long, value_delimiter = ',', default_value = "64K,1M,16M", value_parser = args::parse_elements)]
+    /// Problem sizes, comma separated, in the kernel's unit (--list); the suffixes K, M and
+    /// G are powers of two (default: the sizes users run, per kernel)
+    #[arg(long, value_delimiter = ',', value_parser = args::parse_elements)]
     sizes: Vec<u64>,
-    /// Output folder, created if missing: <kernel>.csv and <kernel>.png are written there
+    /// Timed repetitions per point (the median is reported)
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeats: u32,
+    /// Milliseconds of GPU warm-up before each point's timed repetitions
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    warm_up_ms: u64,
+    /// Output folder, created if missing: <kernel>.csv, <kernel>.jsonl and <kernel>.*.png
     #[arg(long, default_value = "out/sweep")]
     out: PathBuf,
-    /// List the kernels and the workgroup sizes each accepts, and exit
+    /// List the kernels with their parameters and sizes, and exit
     #[arg(long)]
     list: bool,
+    /// Pick each kernel's fastest checked parameters at its sizes and write them to the
+    /// tuning file, keyed by device name and driver version
+    #[arg(long)]
+    tune: bool,
+    /// Tuning file to write (default: $XDG_CONFIG_HOME/tessera/tuning.json, else
+    /// ~/.config/tessera/tuning.json)
+    #[arg(long, value_name = "PATH")]
+    tuning_file: Option<PathBuf>,
     #[command(flatten)]
     run: kit::cli::RunArgs,
+}
+
+/// `KEY=V1,V2,...` (clap value parser): a key and at least one whole number.
+fn parse_param(text: &str) -> Result<(String, Vec<u32>), String> {
+    let (key, values) = text.split_once('=').ok_or_else(|| format!("{text:?} must look like KEY=V1,V2"))?;
+    let key = key.trim();
+    if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("{key:?} is not a parameter name"));
+    }
+    let values = values
+        .split(',')
+        .map(|v| v.trim().parse::<u32>().map_err(|_| format!("{v:?} in {text:?} is not a whole number")))
+        .collect::<Result<Vec<u32>, String>>()?;
+    Ok((key.to_string(), values))
 }
 
 /// One line of `--list`.
 #[derive(Serialize)]
 struct KernelEntry {
     kernel: &'static str,
-    workgroups: Vec<u32>,
+    about: &'static str,
+    unit: &'static str,
+    params: Vec<Param>,
+    sizes: Vec<u64>,
 }
 
 impl std::fmt::Display for KernelEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (workgroups {:?})", self.kernel, self.workgroups)
+        write!(f, "{:<24} {}", self.kernel, self.about)?;
+        for p in &self.params {
+            write!(f, "\n    {}={:?} (default {}): {}", p.key, p.values, p.default, p.about)?;
+        }
+        write!(f, "\n    sizes ({}): {:?}", self.unit, self.sizes)
     }
 }
 
-/// A workgroup size the device cannot run for this kernel (shared memory, subgroups).
+/// A point the device cannot run (workgroup over its limits, shared memory).
 #[derive(Serialize)]
 struct Skipped {
-    workgroup: u32,
+    params: Config,
+    size: u64,
     reason: String,
 }
 
-/// The last line of a sweep: its best point and the files written.
+/// The last line of a sweep.
 #[derive(Serialize)]
 struct Summary {
     kernel: &'static str,
     points: usize,
-    best_gb_per_s: f64,
-    best_workgroup: u32,
-    best_size: u64,
+    failed_checks: usize,
+    best: Option<Point>,
     skipped: Vec<Skipped>,
+    limits: &'static str,
+    limits_note: String,
+    copy_gb_per_s: f64,
     #[serde(skip)]
     device: String,
     #[serde(skip)]
-    files: [PathBuf; 2],
+    files: Vec<PathBuf>,
 }
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "sweep {}: {} points on {}; best {:.1} GB/s (wg {}, {} elements); wrote {} and {}",
-            self.kernel,
-            self.points,
-            self.device,
-            self.best_gb_per_s,
-            self.best_workgroup,
-            self.best_size,
-            self.files[0].display(),
-            self.files[1].display()
-        )?;
+        write!(f, "sweep {}: {} points on {}", self.kernel, self.points, self.device)?;
+        if let Some(b) = &self.best {
+            write!(
+                f,
+                "; fastest checked: {} at {} {} ({:.4} ms, {:.0}% of the floor)",
+                b.params.label(),
+                b.size,
+                b.unit,
+                b.median_ms,
+                100.0 * b.floor_fraction
+            )?;
+        }
+        write!(f, "\n  occupancy model: {}", self.limits_note)?;
+        let files: Vec<String> = self.files.iter().map(|p| p.display().to_string()).collect();
+        write!(f, "\n  wrote {}", files.join(", "))?;
         for s in &self.skipped {
-            write!(f, "\n  skipped wg {}: {}", s.workgroup, s.reason)?;
+            write!(f, "\n  skipped {} at {}: {}", s.params.label(), s.size, s.reason)?;
         }
         Ok(())
     }
@@ -101,97 +155,291 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     if cli.list {
-        for k in kernels::all() {
-            kit::emit(&KernelEntry { kernel: k.name(), workgroups: k.workgroups() }, &[]);
+        for k in registry::all() {
+            kit::emit(
+                &KernelEntry {
+                    kernel: k.name(),
+                    about: k.about(),
+                    unit: k.unit(),
+                    params: k.params(),
+                    sizes: k.sizes(),
+                },
+                &[],
+            );
         }
         return Ok(());
     }
-    let kernel = kernels::by_name(&cli.kernel).ok_or_else(|| anyhow!("unknown kernel {:?}", cli.kernel))?;
-    let csv = cli.out.join(format!("{}.csv", kernel.name()));
-    let png = cli.out.join(format!("{}.png", kernel.name()));
+    if cli.tune {
+        return tune(&cli);
+    }
+    let kernel = registry::by_name(cli.kernel.as_deref().unwrap_or("engine.copy"))
+        .ok_or_else(|| anyhow!("unknown kernel {:?}", cli.kernel))?;
+    let values = chosen_values(kernel, &cli, false)?;
+    let sizes = chosen_sizes(kernel, &cli)?;
+    let files = output_files(kernel, &cli.out);
     kit::output::check_folder(&cli.out, &[])?;
-    kit::output::check_file(&csv, &["csv"], &[])?;
-    kit::output::check_file(&png, &["png"], &[])?;
-    if let Some(&largest) = cli.sizes.iter().max() {
-        kit::budget::check(kernel.footprint(largest), format!("sweep {} at {largest} elements", kernel.name()))?;
+    for f in &files {
+        kit::output::check_file(f, &["csv", "jsonl", "png"], &[])?;
     }
-    let ctx = cli.run.context()?;
-    for &size in &cli.sizes {
-        args::check_size(ctx.info(), size)?;
+    let mut device = Device::new(cli.run.context()?)?;
+    let (points, skipped) = sweep(&mut device, kernel, &values, &sizes, reps(&cli))?;
+    if points.is_empty() {
+        let reasons: Vec<String> = skipped.iter().map(|s| format!("{}: {}", s.params.label(), s.reason)).collect();
+        bail!("no point of the grid could run on {} ({})", device.ctx.info().name, reasons.join("; "));
     }
-    let workgroups = if cli.workgroups.is_empty() {
-        let limit = args::workgroup_limit(ctx.info());
-        kernel.workgroups().into_iter().filter(|&w| w <= limit).collect()
-    } else {
-        for &w in &cli.workgroups {
-            args::check_workgroup(ctx.info(), w)?;
-        }
-        cli.workgroups.clone()
-    };
-    let (points, skipped) = sweep(&ctx, kernel.as_ref(), &workgroups, &cli.sizes)?;
-    let Some(best) = points.iter().max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s)) else {
-        let reasons: Vec<String> = skipped.iter().map(|s| format!("wg {}: {}", s.workgroup, s.reason)).collect();
-        bail!("no point of the grid could run on {} ({})", ctx.info().name, reasons.join("; "));
-    };
-    write_outputs(&points, &format!("{} on {}", kernel.name(), ctx.info().name), &csv, &png)?;
+    write_outputs(&device, kernel, &points, &files)?;
+    let failed_checks = points.iter().filter(|p| !p.check_passed).count();
+    let best =
+        points.iter().filter(|p| p.check_passed).max_by(|a, b| a.floor_fraction.total_cmp(&b.floor_fraction)).cloned();
     let summary = Summary {
         kernel: kernel.name(),
         points: points.len(),
-        best_gb_per_s: best.gb_per_s,
-        best_workgroup: best.workgroup,
-        best_size: best.size,
+        failed_checks,
+        best,
         skipped,
-        device: ctx.info().name.clone(),
-        files: [csv, png],
+        limits: device.limits.preset,
+        limits_note: limits_note(&device),
+        copy_gb_per_s: device.ceilings.copy_gb_per_s,
+        device: device.ctx.info().name.clone(),
+        files,
     };
-    kit::emit(&summary, &[&summary.files[0], &summary.files[1]]);
+    let outs: Vec<&Path> = summary.files.iter().map(PathBuf::as_path).collect();
+    kit::emit(&summary, &outs);
+    if failed_checks > 0 {
+        bail!("{failed_checks} of {} points failed their check against the CPU reference", summary.points);
+    }
     Ok(())
 }
 
-/// Runs `kernel` at every workgroup and size, printing each point as it is measured.
+fn reps(cli: &Cli) -> Reps {
+    Reps { repeats: cli.repeats, warm_up: std::time::Duration::from_millis(cli.warm_up_ms) }
+}
+
+fn limits_note(device: &Device) -> String {
+    format!(
+        "{} limits, chosen by vendor id {:#x}: Vulkan reports no per-multiprocessor limits",
+        device.limits.preset,
+        device.ctx.info().vendor_id
+    )
+}
+
+/// The values of each of `kernel`'s parameters this run uses: those given, else every
+/// accepted value (`all`, for tuning) or the default.
+fn chosen_values(kernel: &dyn Kernel, cli: &Cli, all: bool) -> Result<Vec<Vec<u32>>> {
+    let params = kernel.params();
+    let mut given: Vec<(String, Vec<u32>)> = cli.params.clone();
+    if !cli.workgroups.is_empty() {
+        given.push(("workgroup".into(), cli.workgroups.clone()));
+    }
+    for (key, values) in &given {
+        let Some(p) = params.iter().find(|p| p.key == key) else {
+            let keys: Vec<&str> = params.iter().map(|p| p.key).collect();
+            bail!(
+                "{} has no parameter {key:?} (it has: {})",
+                kernel.name(),
+                if keys.is_empty() { "none".into() } else { keys.join(", ") }
+            );
+        };
+        if let Some(v) = values.iter().find(|v| !p.values.contains(v)) {
+            bail!("{}: {key}={v} is not one of the accepted values {:?}", kernel.name(), p.values);
+        }
+    }
+    Ok(params
+        .iter()
+        .map(|p| match given.iter().rev().find(|(k, _)| k == p.key) {
+            Some((_, v)) => v.clone(),
+            None if all => p.values.clone(),
+            None => vec![p.default],
+        })
+        .collect())
+}
+
+fn chosen_sizes(kernel: &dyn Kernel, cli: &Cli) -> Result<Vec<u64>> {
+    let sizes = if cli.sizes.is_empty() { kernel.sizes() } else { cli.sizes.clone() };
+    for &s in &sizes {
+        if s > kernel.max_size() {
+            bail!("--sizes {s}: {} takes at most {} {}", kernel.name(), kernel.max_size(), kernel.unit());
+        }
+    }
+    if let Some(&largest) = sizes.iter().max() {
+        kit::budget::check(
+            kernel.footprint(largest),
+            format!("sweep {} at {largest} {}", kernel.name(), kernel.unit()),
+        )?;
+    }
+    Ok(sizes)
+}
+
+/// The files a sweep of `kernel` writes into `out`.
+fn output_files(kernel: &dyn Kernel, out: &Path) -> Vec<PathBuf> {
+    let name = kernel.name();
+    let mut files = vec![out.join(format!("{name}.csv")), out.join(format!("{name}.jsonl"))];
+    let keys: Vec<&str> = kernel.params().iter().map(|p| p.key).collect();
+    if keys.is_empty() {
+        files.push(out.join(format!("{name}.size.png")));
+    }
+    files.extend(keys.iter().map(|k| out.join(format!("{name}.{k}.png"))));
+    if kernel.has_shader() {
+        files.push(out.join(format!("{name}.fig9.png")));
+    }
+    files
+}
+
+/// Runs `kernel` over the grid and sizes, printing each point as it is measured.
 fn sweep(
-    ctx: &engine::Context,
-    kernel: &dyn SweepKernel,
-    workgroups: &[u32],
+    device: &mut Device,
+    kernel: &dyn Kernel,
+    values: &[Vec<u32>],
     sizes: &[u64],
+    reps: Reps,
 ) -> Result<(Vec<Point>, Vec<Skipped>)> {
-    let bar = kit::progress::bar((workgroups.len() * sizes.len()) as u64, &format!("sweep {}", kernel.name()));
+    let keys: Vec<&'static str> = kernel.params().iter().map(|p| p.key).collect();
+    let configs = measure::grid(&keys, values);
+    let bar = kit::progress::bar((configs.len() * sizes.len()) as u64, &format!("sweep {}", kernel.name()));
     let mut points = Vec::new();
     let mut skipped = Vec::new();
-    for &wg in workgroups {
-        for (i, &size) in sizes.iter().enumerate() {
-            let (ms, bytes) = match kernel.run(ctx, wg, size) {
-                Ok(r) => r,
-                // A workgroup size this device cannot run (shared memory, invocations) is
-                // skipped, not fatal: the sweep shows what the device can do.
-                Err(engine::EngineError::Unsupported(reason)) => {
-                    skipped.push(Skipped { workgroup: wg, reason });
-                    bar.inc((sizes.len() - i) as u64);
-                    break;
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let p = Point {
-                kernel: kernel.name().into(),
-                workgroup: wg,
-                size,
-                gpu_ms: ms,
-                gb_per_s: bytes as f64 / (ms * 1e-3) / 1e9,
-            };
-            bar.suspend(|| kit::emit(&p, &[]));
+    for config in &configs {
+        for &size in sizes {
             bar.inc(1);
-            points.push(p);
+            match measure::point(device, kernel, config, size, reps) {
+                Ok(p) => {
+                    bar.suspend(|| kit::emit(&p, &[]));
+                    points.push(p);
+                }
+                // A shape this device cannot run is skipped, not fatal: the sweep shows what
+                // the device can do.
+                Err(engine::EngineError::Unsupported(reason)) => {
+                    skipped.push(Skipped { params: config.clone(), size, reason })
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e))
+                        .with_context(|| format!("{} {} at {size}", kernel.name(), config.label()))
+                }
+            }
         }
     }
     bar.finish_and_clear();
     Ok((points, skipped))
 }
 
-/// Writes the CSV and the plot, both or neither.
-fn write_outputs(points: &[Point], title: &str, csv: &Path, png: &Path) -> Result<()> {
+/// Writes the CSV, the JSON lines and the plots, all or none.
+fn write_outputs(device: &Device, kernel: &dyn Kernel, points: &[Point], files: &[PathBuf]) -> Result<()> {
+    let title = format!("{} on {}", kernel.name(), device.ctx.info().name);
     let mut staged = kit::output::Staged::new();
-    staged.write(csv, |w| w.write_all(tessera_bench::to_csv(points).as_bytes()))?;
-    staged.write(png, |w| tessera_bench::plot::write_png(points, title, w))?;
+    staged.write(&files[0], |w| w.write_all(output::csv(points).as_bytes()))?;
+    staged.write(&files[1], |w| w.write_all(output::json_lines(points).as_bytes()))?;
+    for file in &files[2..] {
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let what = stem.rsplit('.').next().unwrap_or_default();
+        staged.write(file, |w| match what {
+            "size" => plot::write_panels(&[plot::size_panel(points, &title)], w),
+            "fig9" => {
+                let best = points.iter().filter(|p| p.check_passed).min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+                let shape = best.or(points.first()).and_then(|p| p.shape.clone());
+                let shape = shape.ok_or_else(|| anyhow!("no shader shape for {}", kernel.name()))?;
+                let max_threads = args::workgroup_limit(device.ctx.info());
+                plot::write_panels(&plot::fig9_panels(&device.limits, &shape, max_threads, &title), w)
+            }
+            key => plot::write_panels(&plot::parameter_panels(points, key, &title), w),
+        })?;
+    }
     staged.commit()?;
+    Ok(())
+}
+
+/// One kernel's tuning result.
+#[derive(Serialize)]
+struct Tuned {
+    kernel: &'static str,
+    params: BTreeMap<String, u32>,
+    defaults: BTreeMap<String, u32>,
+    sizes: Vec<u64>,
+    tuned_ms: Vec<f64>,
+    default_ms: Vec<f64>,
+    /// Default time over tuned time, summed over the sizes.
+    speedup: f64,
+    tuning_file: PathBuf,
+}
+
+impl std::fmt::Display for Tuned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tuned {}: {:?} (defaults {:?}), {:.2}x at sizes {:?}; written to {}",
+            self.kernel,
+            self.params,
+            self.defaults,
+            self.speedup,
+            self.sizes,
+            self.tuning_file.display()
+        )
+    }
+}
+
+fn as_map(config: &Config) -> BTreeMap<String, u32> {
+    config.0.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// `--tune`: sweeps each kernel's whole grid at its sizes and keeps the configuration whose
+/// summed median time is least among those that ran and passed their check at every size.
+fn tune(cli: &Cli) -> Result<()> {
+    let path = match &cli.tuning_file {
+        Some(p) => p.clone(),
+        None => tuning::path().ok_or_else(|| anyhow!("no tuning file location: set XDG_CONFIG_HOME or HOME"))?,
+    };
+    kit::output::check_file(&path, &["json"], &[])?;
+    let mut file = tuning::read(&path)?;
+    let kernels: Vec<&dyn Kernel> = match &cli.kernel {
+        Some(name) => vec![registry::by_name(name).ok_or_else(|| anyhow!("unknown kernel {name:?}"))?],
+        None => registry::all().into_iter().filter(|k| !k.params().is_empty()).collect(),
+    };
+    let mut device = Device::new(cli.run.context()?)?;
+    let (name, driver) = (device.ctx.info().name.clone(), device.ctx.info().driver_version);
+    let mut results = Vec::new();
+    for kernel in kernels {
+        let values = chosen_values(kernel, cli, true)?;
+        let sizes = chosen_sizes(kernel, cli)?;
+        let (points, _) = sweep(&mut device, kernel, &values, &sizes, reps(cli))?;
+        let defaults = Config(kernel.params().iter().map(|p| (p.key, p.default)).collect());
+        let times = |config: &Config| -> Option<Vec<f64>> {
+            let pts: Vec<&Point> = points.iter().filter(|p| &p.params == config && p.check_passed).collect();
+            (pts.len() == sizes.len()).then(|| pts.iter().map(|p| p.median_ms).collect())
+        };
+        let keys: Vec<&'static str> = kernel.params().iter().map(|p| p.key).collect();
+        let best = measure::grid(&keys, &values)
+            .into_iter()
+            .filter_map(|c| times(&c).map(|t| (c, t)))
+            .min_by(|a, b| a.1.iter().sum::<f64>().total_cmp(&b.1.iter().sum::<f64>()));
+        let Some((config, tuned_ms)) = best else {
+            bail!("{}: no configuration ran and passed its check at every size", kernel.name());
+        };
+        let default_ms = times(&defaults).unwrap_or_default();
+        let speedup = if default_ms.is_empty() {
+            f64::NAN
+        } else {
+            default_ms.iter().sum::<f64>() / tuned_ms.iter().sum::<f64>()
+        };
+        let entry = tuning::KernelTuning {
+            params: as_map(&config),
+            sizes: sizes.clone(),
+            tuned_ms: tuned_ms.clone(),
+            default_ms: default_ms.clone(),
+        };
+        file.set(&name, driver, kernel.name(), entry);
+        results.push(Tuned {
+            kernel: kernel.name(),
+            params: as_map(&config),
+            defaults: as_map(&defaults),
+            sizes,
+            tuned_ms,
+            default_ms,
+            speedup,
+            tuning_file: path.clone(),
+        });
+    }
+    kit::output::write_json(&path, &file)?;
+    for r in &results {
+        kit::emit(r, &[&path]);
+    }
     Ok(())
 }

@@ -1,0 +1,401 @@
+//! The engine's kernels: the copy and read probes (the device's bandwidth itself), scan,
+//! radix sort, row sums and the 2D FFT.
+
+use engine::prims::{fft, reduce, scan, sort};
+use engine::{Context, Location, PipelineDesc, Result};
+
+use super::{pattern, time, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+
+pub const ALL: [&dyn Kernel; 7] = [&Copy, &Read(1), &Read(4), &Scan, &Sort, &RowSums, &Fft];
+
+const PROBE_WORKGROUPS: [u32; 5] = [64, 128, 256, 512, 1024];
+
+fn workgroup(accepted: &[u32], default: u32) -> Vec<Param> {
+    vec![Param::new("workgroup", accepted, default, "invocations per workgroup (specialization constant 0)")]
+}
+
+/// The largest problem the 4-byte-element kernels index (u32) and bind.
+const MAX_ELEMENTS: u64 = 1 << 31;
+
+/// Refuses a size whose buffers of `bytes` one storage binding cannot hold (128 MiB on
+/// lavapipe), so the point is skipped with the reason.
+fn fits(ctx: &Context, bytes: u64) -> Result<()> {
+    let max = ctx.info().max_storage_buffer_range;
+    if bytes > max {
+        return Err(engine::EngineError::Unsupported(format!(
+            "{bytes} bytes per buffer, but {}'s largest storage buffer is {max} bytes",
+            ctx.info().name
+        )));
+    }
+    Ok(())
+}
+
+/// Compute-shader copy of uvec4 words: the bandwidth ceiling itself.
+pub struct Copy;
+
+impl Kernel for Copy {
+    fn name(&self) -> &'static str {
+        "engine.copy"
+    }
+    fn about(&self) -> &'static str {
+        "grid-stride copy of u32 elements as uvec4 (the copy-bandwidth ceiling)"
+    }
+    fn params(&self) -> Vec<Param> {
+        workgroup(&PROBE_WORKGROUPS, 256)
+    }
+    fn unit(&self) -> &'static str {
+        "elements"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1 << 20, 16 << 20, 64 << 20]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [1000, 4096]
+    }
+    fn max_size(&self) -> u64 {
+        MAX_ELEMENTS
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host source and copy back, device source and destination.
+        16 * size + 64
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        fits(ctx, 4 * size)?;
+        let words = (size as usize).div_ceil(4);
+        let host = pattern(4 * words);
+        let src = ctx.upload(&host, "copy source")?;
+        let dst = ctx.buffer::<u32>(4 * words, Location::Device, "copy destination")?;
+        let spec = vec![wg];
+        let pipe = ctx.compute_pipeline(&PipelineDesc {
+            name: "ceiling_copy",
+            spirv: engine::shaders::CEILING_COPY,
+            bindings: 2,
+            push_bytes: 4,
+            spec: &spec,
+        })?;
+        let groups = (words as u32).div_ceil(wg * 8).clamp(1, 65535);
+        let times_ms = time(ctx, reps, |rec| {
+            rec.dispatch(&pipe, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1]);
+            Ok(())
+        })?;
+        let check = Check::exact(&ctx.download(&dst)?, &host);
+        let floor = Floor::Bytes(2 * 16 * words as u64);
+        Ok(Measured { times_ms, floor, check, shader: Some(Shader { spirv: engine::shaders::CEILING_COPY, spec }) })
+    }
+}
+
+/// The read probe: 16 loads of one u32 (`Read(1)`) or one uvec4 (`Read(4)`) in flight per
+/// invocation, then their XOR; size = u32 words read.
+pub struct Read(pub usize);
+
+impl Kernel for Read {
+    fn name(&self) -> &'static str {
+        if self.0 == 4 {
+            "engine.read_uvec4"
+        } else {
+            "engine.read_u32"
+        }
+    }
+    fn about(&self) -> &'static str {
+        if self.0 == 4 {
+            "16 uvec4 loads in flight per invocation, XOR written (a kernel's load step)"
+        } else {
+            "16 u32 loads in flight per invocation, XOR written (a kernel's load step)"
+        }
+    }
+    fn params(&self) -> Vec<Param> {
+        workgroup(&PROBE_WORKGROUPS, 256)
+    }
+    fn unit(&self) -> &'static str {
+        "words"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1 << 20, 16 << 20, 64 << 20]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [1000, 4096]
+    }
+    fn max_size(&self) -> u64 {
+        MAX_ELEMENTS
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host and device source; one output word per invocation, at most one per 16 loads
+        // plus a partial workgroup, host and device.
+        8 * size.max(4) + 8 * (size / 16 + 1024)
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        fits(ctx, 4 * size)?;
+        let probe = engine::ceilings::ReadProbe::new(ctx, wg, self.0)?;
+        let words = (size as usize).max(4);
+        let host = pattern(words);
+        let src = ctx.upload(&host, "read probe source")?;
+        let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe output")?;
+        let times_ms = time(ctx, reps, |rec| {
+            probe.record(rec, &src, &dst);
+            Ok(())
+        })?;
+        let want = read_probe_cpu(&host, self.0, wg as usize, probe.outputs(words));
+        let check = Check::exact(&ctx.download(&dst)?, &want);
+        let loads = (words / self.0) as u64;
+        let spec = vec![wg, self.0 as u32];
+        Ok(Measured {
+            times_ms,
+            floor: Floor::Bytes(4 * self.0 as u64 * loads),
+            check,
+            shader: Some(Shader { spirv: engine::shaders::CEILING_READ, spec }),
+        })
+    }
+}
+
+/// What `ceiling_read.comp` writes: per invocation, the XOR of its 16 loads (each load the
+/// XOR of its `width` words) a workgroup apart.
+fn read_probe_cpu(src: &[u32], width: usize, wg: usize, outputs: usize) -> Vec<u32> {
+    const LOADS: usize = 16;
+    let n = src.len() / width;
+    (0..outputs)
+        .map(|invocation| {
+            let (group, local) = (invocation / wg, invocation % wg);
+            let first = group * wg * LOADS + local;
+            (0..LOADS)
+                .map(|k| first + k * wg)
+                .filter(|&i| i < n)
+                .fold(0u32, |acc, i| src[i * width..(i + 1) * width].iter().fold(acc, |a, &w| a ^ w))
+        })
+        .collect()
+}
+
+/// Exclusive scan of u32 (single pass, decoupled look-back).
+pub struct Scan;
+
+impl Kernel for Scan {
+    fn name(&self) -> &'static str {
+        "engine.scan"
+    }
+    fn about(&self) -> &'static str {
+        "exclusive prefix sum of u32, one pass with decoupled look-back (16 elements per invocation)"
+    }
+    fn params(&self) -> Vec<Param> {
+        workgroup(scan::WORKGROUP_SIZES, scan::DEFAULT_WORKGROUP)
+    }
+    fn unit(&self) -> &'static str {
+        "elements"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1 << 20, 16 << 20, 64 << 20]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [1000, 5000]
+    }
+    fn max_size(&self) -> u64 {
+        MAX_ELEMENTS
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host input and result, device input and output, and a scratch shorter than the input.
+        20 * size + 1024
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        fits(ctx, 4 * size)?;
+        let n = size as usize;
+        let scanner = scan::Scanner::with_workgroup(ctx, wg)?;
+        let host = pattern(n);
+        let input = ctx.upload(&host, "scan input")?;
+        let output = ctx.buffer::<u32>(n, Location::Device, "scan output")?;
+        let scratch = scanner.scratch(n)?;
+        let times_ms = time(ctx, reps, |rec| scanner.record_exclusive(rec, &input, &output, &scratch))?;
+        let want: Vec<u32> = host
+            .iter()
+            .scan(0u32, |sum, &x| {
+                let before = *sum;
+                *sum = sum.wrapping_add(x);
+                Some(before)
+            })
+            .collect();
+        let check = Check::exact(&ctx.download(&output)?, &want);
+        Ok(Measured {
+            times_ms,
+            floor: Floor::Bytes(8 * size),
+            check,
+            shader: Some(Shader { spirv: engine::shaders::SCAN_U32, spec: vec![wg] }),
+        })
+    }
+}
+
+/// LSD radix sort of u32 key / u32 value pairs (four 8-bit passes).
+pub struct Sort;
+
+impl Kernel for Sort {
+    fn name(&self) -> &'static str {
+        "engine.sort"
+    }
+    fn about(&self) -> &'static str {
+        "radix sort of u32 key/value pairs; shape of the scatter kernel"
+    }
+    fn params(&self) -> Vec<Param> {
+        workgroup(sort::WORKGROUP_SIZES, sort::DEFAULT_WORKGROUP)
+    }
+    fn unit(&self) -> &'static str {
+        "pairs"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1 << 20, 16 << 20]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [1000, 5000]
+    }
+    fn max_size(&self) -> u64 {
+        MAX_ELEMENTS / 2
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host keys, values and results; device keys, values, their ping-pong copies, and
+        // the per-block histograms and offsets.
+        48 * size + (1 << 20)
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        fits(ctx, 4 * size)?;
+        let n = size as usize;
+        let sorter = sort::Sorter::with_workgroup(ctx, wg)?;
+        let keys_host = pattern(n);
+        let values_host: Vec<u32> = (0..n as u32).collect();
+        let keys = ctx.upload(&keys_host, "sort keys")?;
+        let values = ctx.upload(&values_host, "sort values")?;
+        let scratch = sorter.scratch::<u32>(n)?;
+        // Checked on the first run; the timed runs sort the sorted pairs again, the same work
+        // for a radix sort.
+        let mut rec = ctx.recorder()?;
+        sorter.record_sort_pairs(&mut rec, &keys, &values, &scratch)?;
+        rec.submit()?.wait()?;
+        let (want_keys, want_values) = sort::sort_pairs_cpu(&keys_host, &values_host);
+        let mut check = Check::exact(&ctx.download(&keys)?, &want_keys);
+        check.passed &= ctx.download(&values)? == want_values;
+        let times_ms = time(ctx, reps, |rec| sorter.record_sort_pairs(rec, &keys, &values, &scratch))?;
+        let subgroups = wg.div_ceil(ctx.info().subgroup_size.clamp(1, 32));
+        Ok(Measured {
+            times_ms,
+            // Four passes, each reading and writing keys and values once.
+            floor: Floor::Bytes(4 * 16 * size),
+            check,
+            shader: Some(Shader { spirv: engine::shaders::SORT_SCATTER, spec: vec![wg, subgroups] }),
+        })
+    }
+}
+
+/// Row sums of a row-major f32 matrix with 1024 columns (size = elements).
+pub struct RowSums;
+
+const ROW: usize = 1024;
+
+impl Kernel for RowSums {
+    fn name(&self) -> &'static str {
+        "engine.row_sums"
+    }
+    fn about(&self) -> &'static str {
+        "row sums of a row-major f32 matrix with 1024 columns"
+    }
+    fn params(&self) -> Vec<Param> {
+        workgroup(reduce::WORKGROUP_SIZES, reduce::DEFAULT_WORKGROUP)
+    }
+    fn unit(&self) -> &'static str {
+        "elements"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1 << 20, 16 << 20, 64 << 20]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [1024, 8192]
+    }
+    fn max_size(&self) -> u64 {
+        MAX_ELEMENTS
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host and device matrix (at least one row of 1024) and the row sums.
+        9 * size.max(ROW as u64) + 64
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        fits(ctx, 4 * size)?;
+        let m = (size as usize / ROW).max(1);
+        let reducer = reduce::Reducer::with_workgroup(ctx, wg)?;
+        let host = unit_floats(m * ROW, 7);
+        let matrix = ctx.upload(&host, "matrix")?;
+        let out = ctx.buffer::<f32>(m, Location::Device, "row sums")?;
+        let times_ms = time(ctx, reps, |rec| reducer.record_row_sums(rec, &matrix, m, ROW, &out))?;
+        let want = reduce::row_sums_cpu(&host, m, ROW);
+        // 1024 terms in [0, 1) summed in f32: within 1e-3 of the f64 sum.
+        let check = Check::close(ctx.download(&out)?.iter().map(|&x| x as f64), want, 1e-3);
+        Ok(Measured {
+            times_ms,
+            floor: Floor::Bytes(4 * (m * ROW) as u64),
+            check,
+            shader: Some(Shader { spirv: engine::shaders::REDUCE_ROWS_F32, spec: vec![wg] }),
+        })
+    }
+}
+
+/// Forward 2D FFT of one complex f32 image of `size x size` (its shape is planned inside
+/// the engine, so the entry has no parameter and no shader to reflect).
+pub struct Fft;
+
+impl Kernel for Fft {
+    fn name(&self) -> &'static str {
+        "engine.fft"
+    }
+    fn about(&self) -> &'static str {
+        "forward 2D FFT of a size x size complex f32 image (shape planned by the engine)"
+    }
+    fn params(&self) -> Vec<Param> {
+        Vec::new()
+    }
+    fn unit(&self) -> &'static str {
+        "edge"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![512, 1024, 2048]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [16, 32]
+    }
+    fn max_size(&self) -> u64 {
+        8192
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Host input (f32 and f64 copies) and result, device data and scratch.
+        (8 + 16 + 8 + 16) * size * size + (1 << 20)
+    }
+    fn has_shader(&self) -> bool {
+        false
+    }
+    fn run(&self, ctx: &Context, _config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let n = size as usize;
+        let plan = fft::Fft2d::new(ctx, n, n, 1)?;
+        let re = unit_floats(n * n, 3);
+        let im = unit_floats(n * n, 5);
+        let host: Vec<[f32; 2]> = re.iter().zip(&im).map(|(&a, &b)| [a - 0.5, b - 0.5]).collect();
+        let data = ctx.upload(&host, "fft data")?;
+        let mut rec = ctx.recorder()?;
+        plan.record(&mut rec, &data, fft::Direction::Forward)?;
+        rec.submit()?.wait()?;
+        let got = ctx.download(&data)?;
+        let mut want: Vec<fft::Complex64> =
+            host.iter().map(|c| fft::Complex64::new(c[0].into(), c[1].into())).collect();
+        fft::fft2d_cpu(&mut want, n, n, fft::Direction::Forward)?;
+        // Inputs in [-0.5, 0.5): outputs grow to about n, f32 rounding by log2(n) steps.
+        let tolerance = 1e-4 * n as f64 * (n as f64).log2().max(1.0);
+        let check = Check::close(
+            got.iter().flat_map(|c| [c[0] as f64, c[1] as f64]),
+            want.iter().flat_map(|c| [c.re, c.im]),
+            tolerance,
+        );
+        let times_ms = time(ctx, reps, |rec| plan.record(rec, &data, fft::Direction::Forward))?;
+        Ok(Measured {
+            times_ms,
+            // Each pass reads and writes the image once.
+            floor: Floor::Bytes(2 * 8 * (n * n * plan.passes()) as u64),
+            check,
+            shader: None,
+        })
+    }
+}

@@ -1,0 +1,222 @@
+//! Every kernel `sweep` can run, across the engine and the five apps, by name
+//! (`engine.scan`, `smoe.render`, ...). An entry states its tunable parameters (the
+//! specialization constants, or the launch shape they follow) with their allowed values, a
+//! deterministic input at a given problem size, its floor (bytes it must move or FLOPs it
+//! must do), and checks its output against the CPU reference at every point.
+
+use engine::{Context, Result};
+
+pub mod compositor;
+pub mod engine_kernels;
+pub mod lightfield;
+pub mod mad;
+pub mod mosaic;
+pub mod smoe;
+
+/// One tunable parameter of a kernel.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Param {
+    pub key: &'static str,
+    /// Every value the kernel accepts (a device may rule out some, e.g. large workgroups).
+    pub values: Vec<u32>,
+    /// The value the kernel's own code uses when nothing is tuned.
+    pub default: u32,
+    pub about: &'static str,
+}
+
+impl Param {
+    pub fn new(key: &'static str, values: &[u32], default: u32, about: &'static str) -> Param {
+        Param { key, values: values.to_vec(), default, about }
+    }
+}
+
+/// One point of a parameter grid: a value per parameter, in the kernel's order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Config(pub Vec<(&'static str, u32)>);
+
+impl Config {
+    /// The value of `key` (every kernel reads only keys it declared, so this is present).
+    pub fn get(&self, key: &str) -> u32 {
+        self.0.iter().find(|(k, _)| *k == key).map(|&(_, v)| v).unwrap_or_else(|| panic!("no parameter {key}"))
+    }
+
+    /// `block=16 tile=8` (empty for a kernel without parameters).
+    pub fn label(&self) -> String {
+        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// A JSON object `{"key": value, ...}`.
+impl serde::Serialize for Config {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// What a kernel must at least do per run, for its fraction of the device's ceiling.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Floor {
+    /// Bytes read plus written: floor time = bytes / copy bandwidth.
+    Bytes(u64),
+    /// Floating-point operations: floor time = FLOPs / FMA rate.
+    Flops(u64),
+}
+
+/// How a run's output compared with the CPU reference.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Check {
+    pub passed: bool,
+    /// Largest difference found (0 for exact comparisons).
+    pub max_error: f64,
+    pub tolerance: f64,
+}
+
+impl Check {
+    /// An exact comparison.
+    pub fn exact<T: PartialEq>(got: &[T], want: &[T]) -> Check {
+        let passed = got.len() == want.len() && got == want;
+        Check { passed, max_error: if passed { 0.0 } else { f64::INFINITY }, tolerance: 0.0 }
+    }
+
+    /// Largest absolute difference within `tolerance` (lengths must match; NaN fails).
+    pub fn close(got: impl IntoIterator<Item = f64>, want: impl IntoIterator<Item = f64>, tolerance: f64) -> Check {
+        let (got, want): (Vec<f64>, Vec<f64>) = (got.into_iter().collect(), want.into_iter().collect());
+        let max = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, |m: f64, d| {
+            if d.is_nan() {
+                f64::INFINITY
+            } else {
+                m.max(d)
+            }
+        });
+        Check { passed: got.len() == want.len() && max <= tolerance, max_error: max, tolerance }
+    }
+}
+
+/// The compute shader a point's time is dominated by, as it was specialized: `sweep`
+/// reflects its shape and builds it once more to read the driver's statistics.
+#[derive(Clone, Debug)]
+pub struct Shader {
+    pub spirv: &'static [u8],
+    pub spec: Vec<u32>,
+}
+
+/// One run of a kernel at one point: GPU ms of each timed repetition, floor, check, shader.
+pub struct Measured {
+    pub times_ms: Vec<f64>,
+    pub floor: Floor,
+    pub check: Check,
+    pub shader: Option<Shader>,
+}
+
+/// How many repetitions to time, after how long a warm-up.
+#[derive(Clone, Copy, Debug)]
+pub struct Reps {
+    pub repeats: u32,
+    pub warm_up: std::time::Duration,
+}
+
+/// A kernel `sweep` can run over a parameter grid and problem sizes.
+pub trait Kernel: Sync {
+    /// `app.kernel`.
+    fn name(&self) -> &'static str;
+    fn about(&self) -> &'static str;
+    fn params(&self) -> Vec<Param>;
+    /// What a problem size counts (`elements`, `pixels`, `tiles`, ...).
+    fn unit(&self) -> &'static str;
+    /// Sizes a sweep runs when none are given: the sizes users run.
+    fn sizes(&self) -> Vec<u64>;
+    /// Two small sizes for the lavapipe tests.
+    fn tiny(&self) -> [u64; 2];
+    /// Largest size accepted.
+    fn max_size(&self) -> u64;
+    /// Bytes a run at `size` allocates at most, host and device together.
+    fn footprint(&self, size: u64) -> u64;
+    /// Whether runs name a shader (for registers, shared memory and occupancy).
+    fn has_shader(&self) -> bool {
+        true
+    }
+    /// Builds the input at `size`, runs the kernel with `config`, times it and checks it.
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured>;
+}
+
+/// Every registered kernel, engine first.
+pub fn all() -> Vec<&'static dyn Kernel> {
+    let mut out: Vec<&'static dyn Kernel> = Vec::new();
+    out.extend(engine_kernels::ALL);
+    out.extend(smoe::ALL);
+    out.extend(mad::ALL);
+    out.extend(mosaic::ALL);
+    out.extend(lightfield::ALL);
+    out.extend(compositor::ALL);
+    out
+}
+
+/// Names accepted before the registry, kept so existing scripts keep working.
+const ALIASES: [(&str, &str); 6] = [
+    ("copy", "engine.copy"),
+    ("read_u32", "engine.read_u32"),
+    ("read_uvec4", "engine.read_uvec4"),
+    ("scan", "engine.scan"),
+    ("sort", "engine.sort"),
+    ("row_sums", "engine.row_sums"),
+];
+
+/// Every name `--kernel` accepts (registered names and the old short ones).
+pub fn names() -> Vec<&'static str> {
+    all().iter().map(|k| k.name()).chain(ALIASES.iter().map(|(a, _)| *a)).collect()
+}
+
+/// The kernel called `name` (or its old short name).
+pub fn by_name(name: &str) -> Option<&'static dyn Kernel> {
+    let name = ALIASES.iter().find(|(a, _)| *a == name).map_or(name, |(_, full)| full);
+    all().into_iter().find(|k| k.name() == name)
+}
+
+/// GPU ms of each of `reps.repeats` runs of `body` (see [`crate::time_repetitions`]).
+pub fn time(ctx: &Context, reps: Reps, body: impl FnMut(&mut engine::Recorder) -> Result<()>) -> Result<Vec<f64>> {
+    crate::time_repetitions(ctx, reps.repeats, reps.warm_up, body)
+}
+
+/// GPU ms of the pass marked `pass` in each of `reps.repeats` runs of `body`, for kernels
+/// whose app records several passes and marks them (smoe's "render").
+pub fn time_pass(
+    ctx: &Context,
+    reps: Reps,
+    pass: &str,
+    mut body: impl FnMut(&mut engine::Recorder) -> Result<()>,
+) -> Result<Vec<f64>> {
+    let mut warm = ctx.recorder()?;
+    body(&mut warm)?;
+    warm.submit()?.wait()?;
+    engine::ceilings::warm_up(ctx, reps.warm_up)?;
+    let mut rec = ctx.recorder()?;
+    // Apps mark a handful of passes per run; 16 per repetition is ample.
+    rec.enable_profiling(16 * reps.repeats + 1)?;
+    for _ in 0..reps.repeats {
+        body(&mut rec)?;
+        rec.barrier();
+    }
+    let passes = rec.submit()?.wait_profiled()?;
+    Ok(passes.into_iter().filter(|p| p.name == pass).map(|p| p.ms).collect())
+}
+
+/// A deterministic u32 pattern (odd multiples of the golden ratio's fraction).
+pub fn pattern(n: usize) -> Vec<u32> {
+    (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761) | 1).collect()
+}
+
+/// Deterministic floats in [0, 1) from `seed`.
+pub fn unit_floats(n: usize, seed: u32) -> Vec<f32> {
+    (0..n as u32)
+        .map(|i| {
+            let x = (i ^ seed.wrapping_mul(0x9e37_79b9)).wrapping_mul(2_654_435_761).rotate_left(13) ^ 0x5bd1_e995;
+            (x >> 8) as f32 / (1u32 << 24) as f32
+        })
+        .collect()
+}

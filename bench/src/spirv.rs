@@ -1,0 +1,290 @@
+//! What a compute shader's SPIR-V says about its shape once specialized: threads per
+//! workgroup, shared memory per workgroup, storage-buffer bindings and push-constant bytes.
+//! The shared memory is counted here for every device, since few drivers report it; the
+//! bindings and push bytes let `sweep` build any kernel's pipeline to read the driver's
+//! statistics without the app handing out its own.
+
+use std::collections::HashMap;
+
+/// A shader's shape under given specialization constants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reflection {
+    pub workgroup: [u32; 3],
+    /// Bytes of `shared` variables (arrays of vec3 padded to 16 bytes per element).
+    pub shared_bytes: u32,
+    /// Storage buffers at set 0: one past the highest binding.
+    pub bindings: u32,
+    pub push_bytes: u32,
+}
+
+impl Reflection {
+    pub fn threads(&self) -> u32 {
+        self.workgroup.iter().product()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Type {
+    Scalar(u32),
+    Vector(u32, u32),
+    Array(u32, u32),
+    Struct(Vec<u32>),
+    /// The pointee type (the storage class is the variable's).
+    Pointer(u32),
+}
+
+const OP_EXECUTION_MODE: u32 = 16;
+const OP_EXECUTION_MODE_ID: u32 = 331;
+const OP_TYPE_BOOL: u32 = 20;
+const OP_TYPE_INT: u32 = 21;
+const OP_TYPE_FLOAT: u32 = 22;
+const OP_TYPE_VECTOR: u32 = 23;
+const OP_TYPE_MATRIX: u32 = 24;
+const OP_TYPE_ARRAY: u32 = 28;
+const OP_TYPE_STRUCT: u32 = 30;
+const OP_TYPE_POINTER: u32 = 32;
+const OP_CONSTANT_TRUE: u32 = 41;
+const OP_CONSTANT_FALSE: u32 = 42;
+const OP_CONSTANT: u32 = 43;
+const OP_SPEC_CONSTANT_TRUE: u32 = 48;
+const OP_SPEC_CONSTANT_FALSE: u32 = 49;
+const OP_SPEC_CONSTANT: u32 = 50;
+const OP_SPEC_CONSTANT_COMPOSITE: u32 = 51;
+const OP_SPEC_CONSTANT_OP: u32 = 52;
+const OP_VARIABLE: u32 = 59;
+const OP_COMPOSITE_EXTRACT: u32 = 81;
+const OP_DECORATE: u32 = 71;
+const OP_MEMBER_DECORATE: u32 = 72;
+
+const DECORATION_SPEC_ID: u32 = 1;
+const DECORATION_BUILTIN: u32 = 11;
+const DECORATION_BINDING: u32 = 33;
+const DECORATION_OFFSET: u32 = 35;
+const BUILTIN_WORKGROUP_SIZE: u32 = 25;
+const EXECUTION_MODE_LOCAL_SIZE: u32 = 17;
+const EXECUTION_MODE_LOCAL_SIZE_ID: u32 = 38;
+const STORAGE_UNIFORM: u32 = 2;
+const STORAGE_WORKGROUP: u32 = 4;
+const STORAGE_PUSH_CONSTANT: u32 = 9;
+const STORAGE_BUFFER: u32 = 12;
+
+/// The value of an OpSpecConstantOp over integer constants (the operations glslang emits
+/// for sizes computed from specialization constants).
+fn spec_op(op: u32, a: u64, b: u64, c: u64) -> Option<u64> {
+    Some(match op {
+        128 => a.wrapping_add(b),
+        130 => a.wrapping_sub(b),
+        132 => a.wrapping_mul(b),
+        134 | 135 => a.checked_div(b)?,
+        137 | 139 => a.checked_rem(b)?,
+        194 | 195 => a >> (b & 63),
+        196 => a << (b & 63),
+        169 => {
+            if a != 0 {
+                b
+            } else {
+                c
+            }
+        }
+        170 => (a == b) as u64,
+        171 => (a != b) as u64,
+        172 | 173 => (a > b) as u64,
+        174 | 175 => (a >= b) as u64,
+        176 | 177 => (a < b) as u64,
+        178 | 179 => (a <= b) as u64,
+        166 => (a != 0 && b != 0) as u64,
+        167 => (a != 0 || b != 0) as u64,
+        199 => a | b,
+        200 => a ^ b,
+        201 => a & b,
+        113 | 114 | 116 => a,
+        _ => return None,
+    })
+}
+
+/// Reflects `spirv` with specialization constant `i` set to `spec[i]` (where given).
+pub fn reflect(spirv: &[u8], spec: &[u32]) -> Result<Reflection, String> {
+    if spirv.len() % 4 != 0 || spirv.len() < 20 {
+        return Err("SPIR-V length is not a whole number of words".into());
+    }
+    let words: Vec<u32> = spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    if words[0] != 0x0723_0203 {
+        return Err("not SPIR-V (bad magic number)".into());
+    }
+    let mut spec_ids: HashMap<u32, u32> = HashMap::new();
+    let mut builtin_size: Option<u32> = None;
+    let mut bindings: HashMap<u32, u32> = HashMap::new();
+    let mut offsets: HashMap<(u32, u32), u32> = HashMap::new();
+    let mut types: HashMap<u32, Type> = HashMap::new();
+    let mut values: HashMap<u32, u64> = HashMap::new();
+    let mut composites: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut local_size = [1u32; 3];
+    // LocalSizeId (SPIR-V 1.6) names constants defined later in the module.
+    let mut local_size_ids: Option<[u32; 3]> = None;
+    let mut variables: Vec<(u32, u32, u32)> = Vec::new();
+    let mut at = 5;
+    while at < words.len() {
+        let (count, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+        if count == 0 || at + count > words.len() {
+            return Err("truncated SPIR-V instruction".into());
+        }
+        let w = &words[at + 1..at + count];
+        let arg = |i: usize| w.get(i).copied().unwrap_or(0);
+        match op {
+            OP_EXECUTION_MODE if arg(1) == EXECUTION_MODE_LOCAL_SIZE => local_size = [arg(2), arg(3), arg(4)],
+            OP_EXECUTION_MODE_ID if arg(1) == EXECUTION_MODE_LOCAL_SIZE_ID => {
+                local_size_ids = Some([arg(2), arg(3), arg(4)])
+            }
+            OP_DECORATE => match arg(1) {
+                DECORATION_SPEC_ID => {
+                    spec_ids.insert(arg(0), arg(2));
+                }
+                DECORATION_BUILTIN if arg(2) == BUILTIN_WORKGROUP_SIZE => builtin_size = Some(arg(0)),
+                DECORATION_BINDING => {
+                    bindings.insert(arg(0), arg(2));
+                }
+                _ => {}
+            },
+            OP_MEMBER_DECORATE if arg(2) == DECORATION_OFFSET => {
+                offsets.insert((arg(0), arg(1)), arg(3));
+            }
+            OP_TYPE_BOOL => {
+                types.insert(arg(0), Type::Scalar(4));
+            }
+            OP_TYPE_INT | OP_TYPE_FLOAT => {
+                types.insert(arg(0), Type::Scalar(arg(1) / 8));
+            }
+            OP_TYPE_VECTOR | OP_TYPE_MATRIX => {
+                types.insert(arg(0), Type::Vector(arg(1), arg(2)));
+            }
+            OP_TYPE_ARRAY => {
+                types.insert(arg(0), Type::Array(arg(1), arg(2)));
+            }
+            OP_TYPE_STRUCT => {
+                types.insert(arg(0), Type::Struct(w[1..].to_vec()));
+            }
+            OP_TYPE_POINTER => {
+                types.insert(arg(0), Type::Pointer(arg(2)));
+            }
+            OP_CONSTANT | OP_SPEC_CONSTANT => {
+                let id = arg(1);
+                let given = spec_ids.get(&id).and_then(|&sid| spec.get(sid as usize)).copied();
+                let value = match op {
+                    OP_SPEC_CONSTANT => given.unwrap_or(arg(2)),
+                    _ => arg(2),
+                };
+                values.insert(id, value as u64);
+            }
+            OP_CONSTANT_TRUE | OP_CONSTANT_FALSE | OP_SPEC_CONSTANT_TRUE | OP_SPEC_CONSTANT_FALSE => {
+                let id = arg(1);
+                let default = (op == OP_CONSTANT_TRUE || op == OP_SPEC_CONSTANT_TRUE) as u32;
+                let given = spec_ids.get(&id).and_then(|&sid| spec.get(sid as usize)).copied();
+                values.insert(id, u64::from(given.unwrap_or(default) != 0));
+            }
+            OP_SPEC_CONSTANT_COMPOSITE => {
+                composites.insert(arg(1), w[2..].to_vec());
+            }
+            // CompositeExtract's index is a literal: gl_WorkGroupSize.x in array sizes.
+            OP_SPEC_CONSTANT_OP if arg(2) == OP_COMPOSITE_EXTRACT => {
+                let part = composites.get(&arg(3)).and_then(|parts| parts.get(arg(4) as usize));
+                if let Some(v) = part.and_then(|id| values.get(id)).copied() {
+                    values.insert(arg(1), v);
+                }
+            }
+            OP_SPEC_CONSTANT_OP => {
+                let get = |i: usize| w.get(i).and_then(|id| values.get(id)).copied().unwrap_or(0);
+                if let Some(v) = spec_op(arg(2), get(3), get(4), get(5)) {
+                    values.insert(arg(1), v);
+                }
+            }
+            OP_VARIABLE => variables.push((arg(0), arg(1), arg(2))),
+            _ => {}
+        }
+        at += count;
+    }
+    let size_of = |ty: u32| type_size(ty, &types, &values, &offsets, 0);
+    let mut shared = 0u64;
+    let mut push = 0u64;
+    let mut max_binding: Option<u32> = None;
+    for &(ptr_type, id, storage) in &variables {
+        let Some(Type::Pointer(pointee)) = types.get(&ptr_type) else { continue };
+        match storage {
+            STORAGE_WORKGROUP => shared += size_of(*pointee)?,
+            STORAGE_PUSH_CONSTANT => push = push.max(size_of(*pointee)?),
+            STORAGE_BUFFER | STORAGE_UNIFORM => {
+                if let Some(&b) = bindings.get(&id) {
+                    max_binding = Some(max_binding.map_or(b, |m| m.max(b)));
+                }
+            }
+            _ => {}
+        }
+    }
+    let value = |id: &u32| values.get(id).copied().unwrap_or(1) as u32;
+    let workgroup = match (builtin_size.and_then(|id| composites.get(&id)), local_size_ids) {
+        (Some(parts), _) if parts.len() == 3 => [value(&parts[0]), value(&parts[1]), value(&parts[2])],
+        (_, Some(ids)) => ids.map(|id| value(&id)),
+        _ => local_size,
+    };
+    Ok(Reflection {
+        workgroup,
+        shared_bytes: u32::try_from(shared).map_err(|_| "shared memory over 4 GiB".to_string())?,
+        bindings: max_binding.map_or(0, |b| b + 1),
+        push_bytes: (push.div_ceil(4) * 4) as u32,
+    })
+}
+
+/// Bytes of a type: scalars and vectors packed, array elements of 12 bytes padded to 16 (as
+/// drivers lay out vec3 arrays), structs by their member offsets where declared.
+fn type_size(
+    ty: u32,
+    types: &HashMap<u32, Type>,
+    values: &HashMap<u32, u64>,
+    offsets: &HashMap<(u32, u32), u32>,
+    depth: u32,
+) -> Result<u64, String> {
+    if depth > 32 {
+        return Err("SPIR-V types nest too deep".into());
+    }
+    let size = |t| type_size(t, types, values, offsets, depth + 1);
+    Ok(match types.get(&ty) {
+        Some(Type::Scalar(bytes)) => u64::from(*bytes),
+        Some(Type::Vector(component, n)) => size(*component)? * u64::from(*n),
+        Some(Type::Array(element, length)) => {
+            let element = size(*element)?;
+            let stride = if element == 12 { 16 } else { element };
+            let n = values.get(length).copied().ok_or("an array length that is not a constant")?;
+            stride.checked_mul(n).ok_or("an array over 2^64 bytes")?
+        }
+        Some(Type::Struct(members)) => {
+            let mut end = 0u64;
+            let mut packed = 0u64;
+            for (i, &m) in members.iter().enumerate() {
+                let bytes = size(m)?;
+                packed += bytes;
+                if let Some(&off) = offsets.get(&(ty, i as u32)) {
+                    end = end.max(u64::from(off) + bytes);
+                }
+            }
+            end.max(packed)
+        }
+        _ => 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_kernels_reflect_their_specialized_shape() {
+        let scan = reflect(engine::shaders::SCAN_U32, &[128]).unwrap();
+        assert_eq!(scan.workgroup, [128, 1, 1]);
+        assert_eq!(scan.bindings, 3);
+        assert_eq!(scan.push_bytes, 12);
+        // s_scan_sg[gl_WorkGroupSize.x] and two single words.
+        assert_eq!(scan.shared_bytes, 4 * 128 + 8);
+        let copy = reflect(engine::shaders::CEILING_COPY, &[512]).unwrap();
+        assert_eq!((copy.threads(), copy.bindings, copy.push_bytes, copy.shared_bytes), (512, 2, 4, 0));
+        assert!(reflect(b"not spirv at all....", &[]).is_err());
+    }
+}
