@@ -54,7 +54,7 @@ layout(push_constant) uniform Push {
     float margin;     // M = ln(65536 K gain) + slack
     float window;     // relevance-window border in pixels
     uint capacity;    // length of the tile-list buffer
-    uint out_format;  // 0: f32 RGB, 1: RGBA8, 2: BGRA8
+    uint out_format;  // 0: f32 RGB, 1: RGBA8, 2: BGRA8, 3: f32 RGB + log-sum-exp
     uint ycbcr;       // 1: experts output BT.601 YCbCr
 } pc;
 
@@ -65,6 +65,20 @@ vec4 tile_rect(uint tx, uint ty) {
     float x1 = float(min((tx + 1u) * pc.tile, pc.width)) - 0.5;
     float y1 = float(min((ty + 1u) * pc.tile, pc.height)) - 0.5;
     return vec4(x0, y0, x1, y1);
+}
+
+// Half-extents (pixels, x and y) of the box outside which exact culling drops a kernel from
+// every tile: the largest r with c - r^2/2 + ln(a + g max(r,1)) >= floor - M, using
+// ln(a + g r) <= ln(a + g) + r/e, turned into a box through the view's 2D Gaussian (s00,
+// s11: its variances in pixels^2; s: the view's offset term). Negative when the kernel is
+// dropped everywhere. `floor_key` is the smallest tile bound (smoe_tiles phase 0).
+vec2 support_half(float c, float s, float g, float s00, float s11, uint floor_key) {
+    const float INV_E = 0.36787944117144233;
+    float reach = c + log(pc.span + g) - key_float(floor_key) + pc.margin;
+    if (reach < 0.0) return vec2(-1.0);
+    float r = INV_E + sqrt(INV_E * INV_E + 2.0 * reach);
+    float q = max(r * r - s, 0.0);
+    return vec2(sqrt(q * s00), sqrt(q * s11));
 }
 
 #endif

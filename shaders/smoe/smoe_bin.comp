@@ -21,7 +21,6 @@ layout(set = 0, binding = 4) buffer Cursor { uint cursor[]; };
 layout(set = 0, binding = 5) writeonly buffer Lists { uint lists[]; };
 layout(set = 0, binding = 6) readonly buffer Params { uint params[]; };
 
-const float INV_E = 0.36787944117144233;
 // Tiles per axis a kernel scans in phase 0 (any subset of kernels gives a valid bound).
 const int BOUND_REACH = 16;
 
@@ -85,13 +84,9 @@ void main() {
 
     uint floor_key = params[0];
     if (floor_key == 0u) return;  // no tile has a bound: every tile renders all kernels
-    float reach = c + log(pc.span + g) - key_float(floor_key) + pc.margin;
-    if (reach < 0.0) return;
-    // Largest r with c - r^2/2 + ln(a + g max(r,1)) >= floor - M, using
-    // ln(a + g r) <= ln(a + g) + r/e.
-    float r = INV_E + sqrt(INV_E * INV_E + 2.0 * reach);
-    float q = max(r * r - s, 0.0);
-    float hx = sqrt(q * s00), hy = sqrt(q * s11);
+    vec2 half_box = support_half(c, s, g, s00, s11, floor_key);
+    if (half_box.x < 0.0) return;
+    float hx = half_box.x, hy = half_box.y;
     ivec2 xr = tile_range(centre.x - hx, centre.x + hx, pc.tiles_x, pc.width);
     ivec2 yr = tile_range(centre.y - hy, centre.y + hy, pc.tiles_y, pc.height);
     for (int ty = yr.x; ty <= yr.y; ty++) {

@@ -105,6 +105,12 @@ void main() {
                 outbuf[3u * p] = floatBitsToUint(rgb.x);
                 outbuf[3u * p + 1u] = floatBitsToUint(rgb.y);
                 outbuf[3u * p + 2u] = floatBitsToUint(rgb.z);
+            } else if (pc.out_format == 3u) {
+                // RGB and the log of the softmax's denominator, for the refinement's backward pass.
+                outbuf[4u * p] = floatBitsToUint(rgb.x);
+                outbuf[4u * p + 1u] = floatBitsToUint(rgb.y);
+                outbuf[4u * p + 2u] = floatBitsToUint(rgb.z);
+                outbuf[4u * p + 3u] = floatBitsToUint(sum > 0.0 ? mx + log(sum) : -3.0e38);
             } else if (pc.out_format == 1u) {
                 outbuf[p] = packUnorm4x8(vec4(clamp(rgb, 0.0, 1.0), 1.0));
             } else {

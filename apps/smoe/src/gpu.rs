@@ -49,6 +49,9 @@ pub enum OutFormat {
     Rgba8,
     /// One u32 per pixel, bytes B, G, R, A.
     Bgra8,
+    /// Four f32 per pixel: RGB (unclamped) and the log of the gate's softmax denominator
+    /// (the refinement's backward pass reads both).
+    RgbLseF32,
 }
 
 /// What to render.
@@ -86,7 +89,7 @@ impl RenderSettings {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
+pub(crate) struct Push {
     width: u32,
     height: u32,
     tile: u32,
@@ -94,7 +97,7 @@ struct Push {
     tiles_y: u32,
     kernels: u32,
     cull: u32,
-    phase: u32,
+    pub(crate) phase: u32,
     view_u: f32,
     view_v: f32,
     span: f32,
@@ -143,6 +146,7 @@ pub struct Renderer {
     span: f32,
     margin: f32,
     ycbcr: bool,
+    prepare: ComputePipeline,
     view: ComputePipeline,
     bin: ComputePipeline,
     tiles: ComputePipeline,
@@ -155,14 +159,14 @@ pub struct Frame {
     pub settings: RenderSettings,
     tiles_x: u32,
     tiles_y: u32,
-    cull: Buffer<f32>,
+    pub(crate) cull: Buffer<f32>,
     keys: Buffer<u32>,
     counts: Buffer<u32>,
     offsets: Buffer<u32>,
     cursor: Buffer<u32>,
     lists: Buffer<u32>,
     /// [bound floor key, total list entries]
-    params: Buffer<u32>,
+    pub(crate) params: Buffer<u32>,
     /// The rendered pixels (see [`OutFormat`]).
     pub out: Buffer<u32>,
 }
@@ -205,12 +209,35 @@ impl Renderer {
             span: span as f32,
             margin: margin as f32,
             ycbcr: model.color_space == crate::model::ColorSpace::YCbCr,
+            prepare,
             view,
             bin,
             tiles,
             render: Vec::new(),
             mode,
         })
+    }
+
+    /// Replaces the model by `model` (validated, with as many kernels and the same
+    /// dimensions): uploads its records and prepares them again, keeping the pipelines.
+    pub fn update(&mut self, model: &Model) -> engine::Result<()> {
+        if model.len() != self.kernels || model.coord_dims != self.p {
+            return Err(engine::EngineError::InvalidInput("update needs a model of the same shape".into()));
+        }
+        self.ctx.write(&self.raw, 0, &model.raw_records())?;
+        let (span, margin) = culling_constants(model);
+        (self.span, self.margin) = (span as f32, margin as f32);
+        let push = Push { kernels: self.kernels as u32, ..Default::default() };
+        let prepare = &self.prepare;
+        self.ctx.run(|rec| {
+            rec.dispatch_linear(prepare, &[self.raw.binding(), self.prep.binding()], &push, groups(self.kernels));
+            Ok(())
+        })
+    }
+
+    /// The prepared kernel records (robust: mu_X, L with reciprocal diagonal, c, B, mu_Y, g).
+    pub(crate) fn prepared(&self) -> &Buffer<f32> {
+        &self.prep
     }
 
     pub fn mode(&self) -> Mode {
@@ -237,7 +264,11 @@ impl Renderer {
         self.render_pipeline(settings.tile)?;
         let n_tiles = (tiles_x * tiles_y) as usize;
         let pixels = settings.width as usize * settings.height as usize;
-        let out_len = if settings.format == OutFormat::RgbF32 { pixels * 3 } else { pixels };
+        let out_len = match settings.format {
+            OutFormat::RgbF32 => pixels * 3,
+            OutFormat::RgbLseF32 => pixels * 4,
+            OutFormat::Rgba8 | OutFormat::Bgra8 => pixels,
+        };
         let capacity = if capacity == 0 { self.kernels * 8 + n_tiles * 64 } else { capacity };
         let ctx = &self.ctx;
         Ok(Frame {
@@ -271,16 +302,16 @@ impl Renderer {
         Ok(&self.render.iter().find(|(e, _)| *e == edge).expect("just created").1)
     }
 
-    /// Records one frame: culling records for the view, binning, render into `frame.out`.
-    /// Marks passes "view", "bound", "bin", "render" for profiling.
-    pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
+    /// The push constants of `frame` (phase 0).
+    pub(crate) fn push(&self, frame: &Frame) -> Push {
         let s = &frame.settings;
         let format = match s.format {
             OutFormat::RgbF32 => 0,
             OutFormat::Rgba8 => 1,
             OutFormat::Bgra8 => 2,
+            OutFormat::RgbLseF32 => 3,
         };
-        let mut push = Push {
+        Push {
             width: s.width,
             height: s.height,
             tile: s.tile,
@@ -297,7 +328,14 @@ impl Renderer {
             capacity: frame.lists.len() as u32,
             out_format: format,
             ycbcr: self.ycbcr as u32,
-        };
+        }
+    }
+
+    /// Records one frame: culling records for the view, binning, render into `frame.out`.
+    /// Marks passes "view", "bound", "bin", "render" for profiling.
+    pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
+        let s = &frame.settings;
+        let mut push = self.push(frame);
         for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.params] {
             rec.fill(b, 0);
         }

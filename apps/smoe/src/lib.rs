@@ -1,6 +1,7 @@
 //! Steered Mixture-of-Experts: model format, EM fitting, GPU renderer and viewer.
 //!
 //! - [`model`]: the model, its JSON and binary formats, validation.
+//! - [`refine`]: Adam on the rendered image's error after EM (GPU backward pass, f64 twin).
 //! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
 //! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
 //! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
@@ -14,6 +15,7 @@ pub mod fit;
 pub mod gpu;
 pub mod kmeans;
 pub mod model;
+pub mod refine;
 pub mod reference;
 
 /// Embedded SPIR-V of `shaders/smoe/`.

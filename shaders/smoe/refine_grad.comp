@@ -1,0 +1,115 @@
+#version 460
+// The backward pass of the renderer: one workgroup per kernel, the gradient of the rendered
+// image's squared error sum_pixels |clamp(out) - target|^2 with respect to the kernel's
+// prepared parameters, over the pixels of the box exact culling keeps it in (the whole image
+// when no tile has a bound). Per pixel, with w = exp(l - lse) the kernel's gate, y its expert,
+// z = U d (U = L^-1, d = x - mu_X) and r = 2 (clamp(out) - target) (the clamp passed straight
+// through):
+//   dmu_Y = w r,  dG = w r z^T,  dc = w (y - out).r,  dz = -dc z + G^T w r,
+//   dU = dz d^T (lower triangle),  dmu_X = -U^T dz.
+// Each thread sums its pixels, then the workgroup reduces in shared memory in a fixed order
+// (deterministic; no float atomics). Record layout (GRAD_STRIDE floats per kernel):
+// dmu_X[P], dU packed lower, dc, dmu_Y[3], dG[3][P]. pc.phase is the view's index: the
+// target is read at that view, and views after the first add to the gradient.
+#include "common.glsl"
+#include "smoe.glsl"
+
+layout(local_size_x = 64) in;
+layout(set = 0, binding = 0) readonly buffer Prepared { float prep[]; };
+layout(set = 0, binding = 1) readonly buffer Cull { float cullrec[]; };
+layout(set = 0, binding = 2) readonly buffer Params { uint params[]; };
+layout(set = 0, binding = 3) readonly buffer State { float state[]; };
+layout(set = 0, binding = 4) readonly buffer Target { float target[]; };
+layout(set = 0, binding = 5) buffer Grad { float grad[]; };
+
+const uint TRI = P * (P + 1u) / 2u;
+const uint G_U = P;
+const uint G_C = P + TRI;
+const uint G_MUY = G_C + 1u;
+const uint G_G = G_MUY + 3u;
+const uint GS = G_G + 3u * P;
+const uint GRAD_STRIDE = P == 2u ? 16u : 32u;
+const uint THREADS = 64u;
+
+shared float red[THREADS * 32u];
+
+void main() {
+    uint k = linear_group_id();
+    if (k >= pc.kernels) return;
+    uint lid = gl_LocalInvocationIndex;
+    uint b = k * PREP_STRIDE;
+    uint cb = k * CULL_STRIDE;
+    int x0 = 0, y0 = 0, x1 = int(pc.width) - 1, y1 = int(pc.height) - 1;
+    uint floor_key = params[0];
+    if (floor_key != 0u) {
+        vec2 h = support_half(cullrec[cb + 8u], cullrec[cb + 9u], cullrec[cb + 10u], cullrec[cb + 2u],
+                              cullrec[cb + 4u], floor_key);
+        vec2 centre = vec2(cullrec[cb], cullrec[cb + 1u]);
+        if (h.x < 0.0) {
+            x1 = -1;
+        } else {
+            x0 = max(x0, int(floor(centre.x - h.x)));
+            x1 = min(x1, int(ceil(centre.x + h.x)));
+            y0 = max(y0, int(floor(centre.y - h.y)));
+            y1 = min(y1, int(ceil(centre.y + h.y)));
+        }
+    }
+    float acc[GS];
+    for (uint g = 0u; g < GS; g++) acc[g] = 0.0;
+    uint bw = x1 >= x0 ? uint(x1 - x0 + 1) : 0u;
+    uint bh = y1 >= y0 ? uint(y1 - y0 + 1) : 0u;
+    uint view = pc.phase * pc.width * pc.height;
+    for (uint e = lid; e < bw * bh; e += THREADS) {
+        uint col = uint(x0) + e % bw, row = uint(y0) + e / bw;
+        float x[4] = float[4]((float(col) + 0.5) / float(pc.width), (float(row) + 0.5) / float(pc.height),
+                              pc.view_u, pc.view_v);
+        float d[4], z[4];
+        float q = 0.0;
+        for (uint i = 0u; i < P; i++) {
+            d[i] = x[i] - prep[b + i];
+            float a = d[i];
+            for (uint m = 0u; m < i; m++) a -= prep[b + OFF_MAT + packed_index(i, m)] * z[m];
+            z[i] = a * prep[b + OFF_MAT + packed_index(i, i)];
+            q += z[i] * z[i];
+        }
+        uint px = row * pc.width + col;
+        float w = exp(prep[b + OFF_C] - 0.5 * q - state[4u * px + 3u]);
+        if (!(w > 1e-12)) continue;
+        vec3 out_rgb = vec3(state[4u * px], state[4u * px + 1u], state[4u * px + 2u]);
+        uint t = 3u * (view + px);
+        vec3 r = 2.0 * (clamp(out_rgb, 0.0, 1.0) - vec3(target[t], target[t + 1u], target[t + 2u]));
+        vec3 y = vec3(prep[b + OFF_MUY], prep[b + OFF_MUY + 1u], prep[b + OFF_MUY + 2u]);
+        for (uint i = 0u; i < P; i++) {
+            y += z[i] * vec3(prep[b + OFF_REG + i], prep[b + OFF_REG + P + i], prep[b + OFF_REG + 2u * P + i]);
+        }
+        vec3 wr = w * r;
+        float gl = w * dot(y - out_rgb, r);
+        acc[G_C] += gl;
+        float dz[4];
+        for (uint c = 0u; c < 3u; c++) acc[G_MUY + c] += wr[c];
+        for (uint i = 0u; i < P; i++) {
+            vec3 gi = vec3(prep[b + OFF_REG + i], prep[b + OFF_REG + P + i], prep[b + OFF_REG + 2u * P + i]);
+            for (uint c = 0u; c < 3u; c++) acc[G_G + c * P + i] += wr[c] * z[i];
+            dz[i] = -gl * z[i] + dot(gi, wr);
+            for (uint m = 0u; m <= i; m++) acc[G_U + packed_index(i, m)] += dz[i] * d[m];
+        }
+        // dmu_X = -U^T dz = -L^-T dz: back substitution with the packed factor.
+        float a[4];
+        for (int i = int(P) - 1; i >= 0; i--) {
+            float s = dz[i];
+            for (uint m = uint(i) + 1u; m < P; m++) s -= prep[b + OFF_MAT + packed_index(m, uint(i))] * a[m];
+            a[i] = s * prep[b + OFF_MAT + packed_index(uint(i), uint(i))];
+            acc[i] -= a[i];
+        }
+    }
+    for (uint g = 0u; g < GS; g++) red[g * THREADS + lid] = acc[g];
+    barrier();
+    if (lid < GRAD_STRIDE) {
+        float s = 0.0;
+        if (lid < GS) {
+            for (uint i = 0u; i < THREADS; i++) s += red[lid * THREADS + i];
+        }
+        uint o = k * GRAD_STRIDE + lid;
+        grad[o] = pc.phase == 0u ? s : grad[o] + s;
+    }
+}
