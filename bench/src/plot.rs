@@ -95,7 +95,10 @@ fn draw(panel: &Panel, area: &DrawingArea<BitMapBackend<'_>, Shift>, labelled: b
     }
     for (i, (name, pts)) in panel.series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        // Dots only where they are few enough to read as measured points.
+        if pts.len() <= 40 {
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        }
         let line = chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
         if labelled && i < LEGEND_LINES {
             line.label(name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
