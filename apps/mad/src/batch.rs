@@ -14,7 +14,7 @@ use std::sync::mpsc;
 
 use rayon::prelude::*;
 
-use crate::gpu::GpuMad;
+use crate::gpu::{GpuMad, KEPT_SLOTS};
 use crate::input::load_pair;
 use crate::pairs::Pair;
 use crate::report::{BatchLine, Outcome, ScoreReport};
@@ -124,7 +124,13 @@ pub fn run(csv: &Path, chunk: Option<usize>, mut gpus: Vec<GpuMad>) -> Result<()
             let tx = tx.clone();
             workers.push(scope.spawn(move || -> Result<(), MadError> {
                 let gpu = &gpu;
-                let stream = claims(pairs, next, group, tx.clone(), |w, h| gpu.check_budget(w, h, 1, false));
+                // A stream has up to KEPT_SLOTS chunks in flight.
+                let fits = |w: u64, h: u64| {
+                    gpu.check_budget(w, h, 1, KEPT_SLOTS as u64, false)?;
+                    let chunk = chunk.unwrap_or_else(|| gpu.default_chunk(w as usize, h as usize));
+                    gpu.check_budget(w, h, chunk as u64, KEPT_SLOTS as u64, false)
+                };
+                let stream = claims(pairs, next, group, tx.clone(), fits);
                 gpu.score_stream(stream, chunk, false, |s| {
                     let _ = tx.send((s.tag, line(&pairs[s.tag], Ok((s.scores, s.width, s.height)))));
                 })?;

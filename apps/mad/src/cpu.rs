@@ -17,7 +17,9 @@ use crate::{MadError, Maps, Scores};
 /// gray inputs (16), the detection map kept for the maps (8), the complex spectra of both
 /// images (32), one log-Gabor band's copy of them (32) and the transpose buffer the FFT of
 /// that band allocates (32). The detection stage peaks lower (96: the inputs, their
-/// lightness, its spectra and the FFT's buffer).
+/// lightness, its spectra and the FFT's buffer). Measured (peak RSS, /usr/bin/time -v,
+/// `mad score --backend cpu`): 40 MB at 512x512, 157 MB at 1024x1024 and 527 MB at
+/// 2048x2048, 120.4 bytes per pixel between the last two beside about 35 MB for the program.
 const PEAK_BYTES_PER_PIXEL: u64 = 120;
 
 /// Refuses a `width x height` pair whose scoring would go over the memory budget

@@ -38,7 +38,7 @@ const TILE: u32 = 8;
 /// Side of the detection-map tile (fixed in `detect_map.comp`).
 const MAP_TILE: u32 = 16;
 /// Chunk slots in flight at once, and kept between calls.
-const KEPT_SLOTS: usize = 2;
+pub const KEPT_SLOTS: usize = 2;
 /// Pixels per task when staging a chunk's images, so that every core converts part of each
 /// image: with one task per image, staging took 0.55-0.64 ms of a 2.0 ms single 512x512 pair
 /// on the H100's host, whose cores each have a slow path to memory.
@@ -157,7 +157,7 @@ impl GpuMad {
     /// The chunk size used for `width x height` pairs when none is asked for: about
     /// 64 MiB of complex lightness, within the device's storage-buffer range.
     pub fn default_chunk(&self, width: usize, height: usize) -> usize {
-        let per_pair = 2 * width * height * 8;
+        let per_pair = width.saturating_mul(height).saturating_mul(16).max(1);
         let range = self.ctx.info().max_storage_buffer_range as usize;
         (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1)).min(self.chunk_cap)
     }
@@ -168,16 +168,18 @@ impl GpuMad {
         self.chunk_cap = pairs.max(1);
     }
 
-    /// Refuses chunks of `pairs` pairs of `width x height` whose host memory would go over
-    /// the budget (`--max-memory`), before anything is allocated for them. Per pair: its two
-    /// f64 gray images (16 bytes per pixel) and, in each of the [`KEPT_SLOTS`] slots, the f32
-    /// upload (8) and with maps their readback and the f64 and f32 maps built from it (36).
-    /// On a CPU device (lavapipe) the device buffers are host memory too: the two complex
-    /// stacks, the squared differences and the detection map (40).
-    pub fn check_budget(&self, width: u64, height: u64, pairs: u64, maps: bool) -> Result<(), MadError> {
+    /// Refuses chunks of `pairs` pairs of `width x height`, `slots` of them alive at once,
+    /// whose host memory would go over the budget (`--max-memory`), before anything is
+    /// allocated for them. Per pair: its two f64 gray images (16 bytes per pixel) and, in each
+    /// slot, the f32 upload (8) and with maps their readback and the f64 and f32 maps built
+    /// from it (36). On a CPU device (lavapipe) the device buffers are host memory too: the
+    /// two complex stacks, the squared differences and the detection map (40). Measured on
+    /// lavapipe (peak RSS, /usr/bin/time -v, one pair without maps): 165 MB at 512x512 and
+    /// 211 MB at 1024x1024, 60 bytes per pixel between them against the 64 counted here.
+    pub fn check_budget(&self, width: u64, height: u64, pairs: u64, slots: u64, maps: bool) -> Result<(), MadError> {
         let device_local = if self.ctx.info().device_type == "CPU" { 40 } else { 0 };
         let per_slot = 8 + if maps { 36 } else { 0 } + device_local;
-        let per_pixel = 16 + KEPT_SLOTS as u64 * per_slot;
+        let per_pixel = 16 + slots * per_slot;
         let bytes = width
             .checked_mul(height)
             .and_then(|p| p.checked_mul(per_pixel))
@@ -191,13 +193,13 @@ impl GpuMad {
         Ok(())
     }
 
-    /// A kept slot of this shape, or a new one.
-    fn take_slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
+    /// A kept slot of this shape, or a new one (`in_flight` chunks beside it).
+    fn take_slot(&self, grid: Grid, capacity: usize, maps: bool, in_flight: usize) -> Result<Slot, MadError> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         let fits = |s: &Slot| s.grid == grid && s.capacity == capacity && s.map_readback.is_some() == maps;
         match kept.iter().position(fits) {
             Some(i) => Ok(kept.swap_remove(i)),
-            None => self.new_slot(grid, capacity, maps),
+            None => self.new_slot(grid, capacity, maps, in_flight),
         }
     }
 
@@ -210,8 +212,10 @@ impl GpuMad {
         }
     }
 
-    fn new_slot(&self, grid: Grid, capacity: usize, maps: bool) -> Result<Slot, MadError> {
-        self.check_budget(grid.width as u64, grid.height as u64, capacity as u64, maps)?;
+    fn new_slot(&self, grid: Grid, capacity: usize, maps: bool, in_flight: usize) -> Result<Slot, MadError> {
+        // This slot and the chunks in flight beside it (taken as the same size).
+        let slots = in_flight as u64 + 1;
+        self.check_budget(grid.width as u64, grid.height as u64, capacity as u64, slots, maps)?;
         let ctx = &self.ctx;
         let (p, nb) = (grid.pixels(), grid.blocks());
         let crop_rows = Grid::crop_range(grid.height).len();
@@ -477,7 +481,7 @@ impl GpuMad {
                 }
                 // A short last chunk gets a slot of its own size: the FFT transforms a slot's
                 // whole capacity.
-                let mut slot = self.take_slot(grid, pending.len(), maps)?;
+                let mut slot = self.take_slot(grid, pending.len(), maps, in_flight.len())?;
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;

@@ -93,7 +93,7 @@ fn score(reference: &Path, distorted: &Path, maps_dir: Option<&Path>, common: &C
     let gpu = open_gpu(common)?;
     let want_maps = maps_dir.is_some();
     let (r, d) = mad::input::load_pair(reference, distorted, |w, h| match &gpu {
-        Some(gpu) => gpu.check_budget(w, h, 1, want_maps),
+        Some(gpu) => gpu.check_budget(w, h, 1, 1, want_maps),
         None => mad::cpu::check_budget(w, h),
     })?;
     let (scores, maps) = match &gpu {
