@@ -15,8 +15,8 @@ pub mod fit;
 pub mod gpu;
 pub mod kmeans;
 pub mod model;
-pub mod refine;
 pub mod reference;
+pub mod refine;
 
 /// Embedded SPIR-V of `shaders/smoe/`.
 pub mod shaders {

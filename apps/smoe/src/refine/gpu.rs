@@ -120,15 +120,17 @@ mod tests {
 
     /// The GPU's gradient against the f64 twin's, on a random-coloured image at an awkward
     /// size (37x29, 11 kernels) and on a light field (9x7 pixels, 3x2 views, 7 kernels).
-    /// Bound: every component within 2e-3 of the largest gradient of its kind (f32 against
-    /// f64, and pixels beyond a kernel's culling box, where its share is below 1/65536).
+    /// Bound: every component within 2e-4 of the largest gradient of its kind (f32 against
+    /// f64, and pixels beyond a kernel's culling box, where its share is below 1/65536; 8e-6 is the worst seen on lavapipe).
     #[test]
     fn gpu_gradient_matches_cpu() {
         let ctx = engine::testing::context();
         let mut rng = kit::fuzz::Rng::new(5);
         let noisy = {
             let mut g = sample_lightfield(37, 29, 1, 1, 0.0);
-            g.rgb.iter_mut().for_each(|v| *v = (*v + 0.1 * ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)).min(1.0));
+            g.rgb
+                .iter_mut()
+                .for_each(|v| *v = (*v + 0.1 * ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)).min(1.0));
             g
         };
         let cases: [(Grid, usize); 2] = [(noisy, 11), (sample_lightfield(9, 7, 3, 2, 1.0), 7)];
@@ -138,7 +140,8 @@ mod tests {
             let mut gpu = GpuGrad::new(ctx, &model, &grid).unwrap();
             let (sse, got) = gpu.eval_model(&model, &grid).unwrap();
             let layout = Layout { p: model.coord_dims };
-            let (want_sse, want) = crate::refine::cpu::loss_and_grad(layout, &Params::from_model(&model).unwrap().natural(), &grid);
+            let (want_sse, want) =
+                crate::refine::cpu::loss_and_grad(layout, &Params::from_model(&model).unwrap().natural(), &grid);
             let stride = layout.stride();
             let mut worst = 0.0f64;
             for s in 0..stride {
@@ -149,7 +152,7 @@ mod tests {
             }
             eprintln!("p = {}: sse gpu {sse:.6} cpu {want_sse:.6}, worst gradient error {worst:.2e}", layout.p);
             assert!((sse - want_sse).abs() <= 1e-4 * want_sse, "{sse} vs {want_sse}");
-            assert!(worst < 2e-3, "{worst}");
+            assert!(worst < 2e-4, "{worst}");
         }
         engine::testing::assert_no_validation_messages();
     }

@@ -19,6 +19,9 @@
 pub mod cpu;
 pub mod gpu;
 
+#[cfg(test)]
+mod tests;
+
 use crate::data::Grid;
 use crate::model::{cholesky_packed, packed_index, packed_len, ColorSpace, Model, ModelError};
 
@@ -108,8 +111,10 @@ impl Params {
         for j in 0..model.len() {
             let cov = model.covariance(j);
             let mu = model.mean(j);
-            let sxx: Vec<f64> = (0..p).flat_map(|i| (0..=i).map(move |m| (i, m))).map(|(i, m)| cov[packed_index(i, m)]).collect();
-            let l = cholesky_packed(&sxx, p).ok_or(ModelError::Kernel { index: j, message: "S_XX is not positive definite".into() })?;
+            let sxx: Vec<f64> =
+                (0..p).flat_map(|i| (0..=i).map(move |m| (i, m))).map(|(i, m)| cov[packed_index(i, m)]).collect();
+            let l = cholesky_packed(&sxx, p)
+                .ok_or(ModelError::Kernel { index: j, message: "S_XX is not positive definite".into() })?;
             let u = invert_lower(&l, p);
             // U' = U diag(1/E): row i's diagonal exp(s_i), its shears relative to it.
             let up = |i: usize, m: usize| u[packed_index(i, m)] / extent[m];
@@ -121,7 +126,9 @@ impl Params {
             v.push(model.pi[j].ln());
             v.extend_from_slice(&mu[p..d]);
             // B = U S_XY (p x 3); G = B^T.
-            let b = |i: usize, ch: usize| (0..=i).map(|m| u[packed_index(i, m)] * cov[packed_index(m, p + ch)]).sum::<f64>();
+            let b = |i: usize, ch: usize| {
+                (0..=i).map(|m| u[packed_index(i, m)] * cov[packed_index(m, p + ch)]).sum::<f64>()
+            };
             for ch in 0..3 {
                 v.extend((0..p).map(|i| b(i, ch)));
             }
@@ -202,7 +209,8 @@ impl Params {
             for i in 0..p {
                 o[i] = g[i] / self.extent[i];
                 // Row i of U scales with exp(s_i); c holds ln U_ii = s_i + ln E_i.
-                o[s_off + i] = (0..=i).map(|m| g[lay.u() + packed_index(i, m)] * u[packed_index(i, m)]).sum::<f64>() + gc;
+                o[s_off + i] =
+                    (0..=i).map(|m| g[lay.u() + packed_index(i, m)] * u[packed_index(i, m)]).sum::<f64>() + gc;
             }
             let mut shear = n_off;
             for i in 1..p {
@@ -354,6 +362,29 @@ pub struct RefineReport {
     /// PSNR of the returned model (the best seen).
     pub psnr_db: f64,
     pub refine_ms: f64,
+}
+
+/// [`refine`] with the GPU's passes (exact culling; the PSNR is that of the GPU renderer).
+pub fn refine_gpu(
+    ctx: &engine::Context,
+    model: &Model,
+    grid: &Grid,
+    options: RefineOptions,
+    progress: impl FnMut(usize, f64),
+) -> anyhow::Result<(Model, RefineReport)> {
+    let mut gpu = gpu::GpuGrad::new(ctx, model, grid)?;
+    refine(model, grid, options, |params| gpu.eval(params, grid), progress)
+}
+
+/// [`refine`] with the f64 twin (every kernel at every pixel, all cores).
+pub fn refine_cpu(
+    model: &Model,
+    grid: &Grid,
+    options: RefineOptions,
+    progress: impl FnMut(usize, f64),
+) -> Result<(Model, RefineReport), ModelError> {
+    let eval = |params: &Params| Ok::<_, ModelError>(cpu::loss_and_grad(params.layout(), &params.natural(), grid));
+    refine(model, grid, options, eval, progress)
 }
 
 /// PSNR in dB from a sum of squared errors over `values` values.
