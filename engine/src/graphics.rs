@@ -16,13 +16,12 @@ use std::sync::Arc;
 
 use ash::vk;
 use bytemuck::{NoUninit, Pod};
-use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
 
 use crate::commands::Recorder;
 use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
-use crate::memory::{Buffer, BufferBinding};
+use crate::memory::{Buffer, BufferBinding, MemoryBlock};
 use crate::pipeline::spirv_words;
 use crate::pipeline::PipelineObject;
 
@@ -43,12 +42,13 @@ pub struct Image2D {
     shared: Arc<Shared>,
     raw: vk::Image,
     view: vk::ImageView,
-    allocation: Option<Allocation>,
     format: vk::Format,
     width: u32,
     height: u32,
     /// The layout the last recorded use leaves the image in (a `vk::ImageLayout` value).
     layout: AtomicI32,
+    /// Held for its drop, declared last: freed after [`Drop::drop`] destroyed the image.
+    _memory: MemoryBlock,
 }
 
 impl Image2D {
@@ -88,11 +88,6 @@ impl Image2D {
 impl Drop for Image2D {
     fn drop(&mut self) {
         unsafe { self.shared.device.destroy_image_view(self.view, None) };
-        if let Some(a) = self.allocation.take() {
-            if let Some(alloc) = self.shared.allocator.lock().unwrap().as_mut() {
-                let _ = alloc.free(a);
-            }
-        }
         unsafe { self.shared.device.destroy_image(self.raw, None) };
     }
 }
@@ -132,27 +127,15 @@ impl Context {
             result => EngineError::Vulkan { call: "vkCreateImage", result },
         })?;
         let requirements = unsafe { device.get_image_memory_requirements(raw) };
-        let allocation =
-            self.shared.allocator.lock().unwrap().as_mut().expect("allocator alive").allocate(&AllocationCreateDesc {
-                name: what,
-                requirements,
-                location: MemoryLocation::GpuOnly,
-                linear: false,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            });
-        let allocation = match allocation {
-            Ok(a) => a,
-            Err(e) => {
-                unsafe { device.destroy_image(raw, None) };
-                return Err(match e {
-                    gpu_allocator::AllocationError::OutOfMemory => {
-                        EngineError::OutOfMemory { bytes, what: what.into() }
-                    }
-                    other => EngineError::Allocator(format!("{what} ({bytes} bytes): {other}")),
-                });
-            }
-        };
-        let bound = unsafe { device.bind_image_memory(raw, allocation.memory(), allocation.offset()) };
+        let memory =
+            match MemoryBlock::allocate(&self.shared, requirements, MemoryLocation::GpuOnly, false, what, bytes) {
+                Ok(m) => m,
+                Err(e) => {
+                    unsafe { device.destroy_image(raw, None) };
+                    return Err(e);
+                }
+            };
+        let bound = unsafe { device.bind_image_memory(raw, memory.memory(), memory.offset()) };
         let aspect = if depth { vk::ImageAspectFlags::DEPTH } else { vk::ImageAspectFlags::COLOR };
         let view = bound.and_then(|_| unsafe {
             device.create_image_view(
@@ -167,9 +150,7 @@ impl Context {
         let view = match view {
             Ok(v) => v,
             Err(result) => {
-                if let Some(alloc) = self.shared.allocator.lock().unwrap().as_mut() {
-                    let _ = alloc.free(allocation);
-                }
+                // `memory` frees itself when it goes out of scope here.
                 unsafe { device.destroy_image(raw, None) };
                 return Err(EngineError::Vulkan { call: "vkBindImageMemory/vkCreateImageView", result });
             }
@@ -178,11 +159,11 @@ impl Context {
             shared: self.shared.clone(),
             raw,
             view,
-            allocation: Some(allocation),
             format,
             width,
             height,
             layout: AtomicI32::new(vk::ImageLayout::UNDEFINED.as_raw()),
+            _memory: memory,
         })
     }
 }

@@ -39,14 +39,77 @@ impl Location {
     }
 }
 
+/// One block of memory from gpu-allocator, freed when dropped: the one owner behind every
+/// buffer and image, so no error path between allocating and binding can leak it.
+pub(crate) struct MemoryBlock {
+    shared: Arc<Shared>,
+    allocation: Option<Allocation>,
+}
+
+impl MemoryBlock {
+    /// Allocates memory meeting `requirements`; `bytes` and `what` name the request in
+    /// out-of-memory errors.
+    pub(crate) fn allocate(
+        shared: &Arc<Shared>,
+        requirements: vk::MemoryRequirements,
+        location: MemoryLocation,
+        linear: bool,
+        what: &str,
+        bytes: u64,
+    ) -> Result<MemoryBlock> {
+        let mut allocator = shared.allocator.lock().unwrap_or_else(|p| p.into_inner());
+        let allocator = allocator.as_mut().ok_or_else(|| EngineError::Allocator("the device is closed".into()))?;
+        let allocation = allocator
+            .allocate(&AllocationCreateDesc {
+                name: what,
+                requirements,
+                location,
+                linear,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .map_err(|e| match e {
+                gpu_allocator::AllocationError::OutOfMemory => EngineError::OutOfMemory { bytes, what: what.into() },
+                other => EngineError::Allocator(format!("{what} ({bytes} bytes): {other}")),
+            })?;
+        Ok(MemoryBlock { shared: shared.clone(), allocation: Some(allocation) })
+    }
+
+    pub(crate) fn memory(&self) -> vk::DeviceMemory {
+        self.allocation.as_ref().map(|a| unsafe { a.memory() }).unwrap_or_default()
+    }
+
+    pub(crate) fn offset(&self) -> u64 {
+        self.allocation.as_ref().map(|a| a.offset()).unwrap_or(0)
+    }
+
+    fn mapped(&self) -> Option<&[u8]> {
+        self.allocation.as_ref().and_then(|a| a.mapped_slice())
+    }
+
+    fn mapped_mut(&mut self) -> Option<&mut [u8]> {
+        self.allocation.as_mut().and_then(|a| a.mapped_slice_mut())
+    }
+}
+
+impl Drop for MemoryBlock {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            if let Some(alloc) = self.shared.allocator.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                let _ = alloc.free(a);
+            }
+        }
+    }
+}
+
 /// A typed Vulkan buffer of `len` elements of `T`.
 pub struct Buffer<T: Pod> {
     shared: Arc<Shared>,
     pub(crate) raw: vk::Buffer,
-    allocation: Option<Allocation>,
     len: usize,
     location: Location,
     _t: PhantomData<T>,
+    /// Declared last: dropped after [`Drop::drop`] destroyed the buffer bound to it.
+    memory: MemoryBlock,
 }
 
 /// A range of a buffer, as bound to a shader (`layout(binding = i) buffer`).
@@ -95,42 +158,34 @@ impl<T: Pod> Buffer<T> {
 
     /// The mapped contents of a host-visible buffer.
     pub fn mapped(&self) -> Result<&[T]> {
-        let bytes = self
-            .allocation
-            .as_ref()
-            .and_then(|a| a.mapped_slice())
-            .ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
+        let bytes =
+            self.memory.mapped().ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
         Ok(bytemuck::cast_slice(&bytes[..self.bytes() as usize]))
     }
 
     /// The mapped contents of a host-visible buffer, writable.
     pub fn mapped_mut(&mut self) -> Result<&mut [T]> {
         let n = self.bytes() as usize;
-        let bytes = self
-            .allocation
-            .as_mut()
-            .and_then(|a| a.mapped_slice_mut())
-            .ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
+        let bytes =
+            self.memory.mapped_mut().ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
         Ok(bytemuck::cast_slice_mut(&mut bytes[..n]))
     }
 }
 
 impl<T: Pod> Drop for Buffer<T> {
     fn drop(&mut self) {
-        if let Some(a) = self.allocation.take() {
-            if let Some(alloc) = self.shared.allocator.lock().unwrap().as_mut() {
-                let _ = alloc.free(a);
-            }
-        }
         unsafe { self.shared.device.destroy_buffer(self.raw, None) };
     }
 }
 
 impl Context {
-    /// A buffer of `len` elements of `T` (at least 4 bytes are allocated so empty buffers can
-    /// still be bound). `what` names it in out-of-memory errors.
+    /// A buffer of `len` elements of `T` (at least 16 bytes are allocated so empty buffers
+    /// can still be bound). `what` names it in out-of-memory errors.
     pub fn buffer<T: Pod>(&self, len: usize, location: Location, what: &str) -> Result<Buffer<T>> {
-        let bytes = ((len * std::mem::size_of::<T>()) as u64).max(16);
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .map(|b| (b as u64).max(16))
+            .ok_or_else(|| EngineError::OutOfMemory { bytes: u64::MAX, what: what.into() })?;
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST
@@ -155,28 +210,22 @@ impl Context {
             result => EngineError::Vulkan { call: "vkCreateBuffer", result },
         })?;
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
-        let allocation =
-            self.shared.allocator.lock().unwrap().as_mut().expect("allocator alive").allocate(&AllocationCreateDesc {
-                name: what,
-                requirements,
-                location: location.memory(),
-                linear: true,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            });
-        let allocation = match allocation {
-            Ok(a) => a,
+        let bound = MemoryBlock::allocate(&self.shared, requirements, location.memory(), true, what, bytes).and_then(
+            |memory| {
+                unsafe { device.bind_buffer_memory(raw, memory.memory(), memory.offset()) }
+                    .vk("vkBindBufferMemory")
+                    .map(|_| memory)
+            },
+        );
+        let memory = match bound {
+            Ok(m) => m,
             Err(e) => {
+                // The block (if any) frees itself; the buffer is ours to destroy.
                 unsafe { device.destroy_buffer(raw, None) };
-                return Err(match e {
-                    gpu_allocator::AllocationError::OutOfMemory => {
-                        EngineError::OutOfMemory { bytes, what: what.into() }
-                    }
-                    other => EngineError::Allocator(format!("{what} ({bytes} bytes): {other}")),
-                });
+                return Err(e);
             }
         };
-        unsafe { device.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) }.vk("vkBindBufferMemory")?;
-        Ok(Buffer { shared: self.shared.clone(), raw, allocation: Some(allocation), len, location, _t: PhantomData })
+        Ok(Buffer { shared: self.shared.clone(), raw, len, location, _t: PhantomData, memory })
     }
 
     /// Makes `slot` hold a buffer of at least `len` elements at `location`, keeping the one
