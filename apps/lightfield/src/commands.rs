@@ -15,7 +15,10 @@ use lightfield::patch::PatchGrid;
 use lightfield::train::{TrainDevice, TrainOptions};
 use lightfield::views::{stage_views, Depth};
 
-use crate::records::{DecodeReport, EncodeReport, GenerateReport, InfoReport, TrainReport};
+use lightfield::render::{render_cpu, unpack_rgb8, GpuRenderer, PixelOrder, View};
+
+use crate::records::{DecodeReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport};
+use crate::ViewpointArgs;
 
 fn ms_since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
@@ -246,5 +249,87 @@ pub fn demo(out: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     let report = lightfield::demo::run(out, &ctx)?;
     spinner.finish_and_clear();
     kit::emit(&report, &[out]);
+    Ok(())
+}
+
+/// The shortest window side `view` opens by default: tiny light fields are scaled up.
+const MIN_WINDOW: u32 = 512;
+
+/// The viewpoint `args` names for a light field of `size`, at `default_size` unless
+/// `--size` says otherwise; checked against the captured views.
+fn viewpoint(args: &ViewpointArgs, size: [usize; 4], default_size: (u32, u32)) -> Result<View> {
+    let centre = View::centre(size);
+    let (width, height) = args.size.unwrap_or(default_size);
+    let position = args.view.map_or(centre.position, |(u, v)| [u, v]);
+    let view = View { position, focus: args.focus, aperture: args.aperture, width, height };
+    view.check(size)?;
+    Ok(view)
+}
+
+pub fn render(input: &Path, args: &ViewpointArgs, out: &Path, common: &kit::CommonArgs) -> Result<()> {
+    kit::output::check_file(out, kit::image::IMAGE_EXTENSIONS, &[input])?;
+    let compressed = Compressed::read(input)?;
+    let [_, _, h, w] = compressed.size;
+    let view = viewpoint(args, compressed.size, (w as u32, h as u32))?;
+    let ctx = common.context()?;
+    let t0 = Instant::now();
+    let (pixels, decode_ms) = match &ctx {
+        Some(ctx) => {
+            let codec = GpuCodec::new(ctx, &compressed.ensemble)?;
+            let (lf, _) = lightfield::codec::decode_lightfield(&compressed, CodecPath::Gpu(&codec))?;
+            let decode_ms = ms_since(t0);
+            (GpuRenderer::new(ctx, &lf)?.render(&view, PixelOrder::Rgba)?, decode_ms)
+        }
+        None => {
+            let (lf, _) = lightfield::codec::decode_lightfield(&compressed, CodecPath::Cpu)?;
+            let decode_ms = ms_since(t0);
+            (render_cpu(&lf, &view, PixelOrder::Rgba)?, decode_ms)
+        }
+    };
+    let render_ms = ms_since(t0) - decode_ms;
+    let rgb = unpack_rgb8(&pixels, PixelOrder::Rgba);
+    kit::image::save_rgb8(out, view.width as usize, view.height as usize, &rgb)?;
+    let report = RenderReport {
+        view: view.position,
+        focus: view.focus,
+        aperture: view.aperture,
+        width: view.width,
+        height: view.height,
+        decode_ms,
+        render_ms,
+    };
+    kit::emit(&report, &[out]);
+    Ok(())
+}
+
+pub fn view(
+    input: &Path,
+    args: &ViewpointArgs,
+    frames: Option<u64>,
+    screenshot: Option<PathBuf>,
+    run: &kit::cli::RunArgs,
+) -> Result<()> {
+    if let Some(shot) = &screenshot {
+        kit::output::check_file(shot, kit::image::IMAGE_EXTENSIONS, &[input])?;
+    }
+    let compressed = Compressed::read(input)?;
+    let [_, _, h, w] = compressed.size;
+    let scale = MIN_WINDOW.div_ceil(w.max(h) as u32).max(1);
+    let window = ((w as u32 * scale).min(16384), (h as u32 * scale).min(16384));
+    let view = viewpoint(args, compressed.size, window)?;
+    let shot = screenshot.clone();
+    let options = crate::viewer::Options { compressed, view, frames, screenshot, device: run.device.clone() };
+    let shown = crate::viewer::run(options)?;
+    let report = ViewReport {
+        frames: shown.frames,
+        view: shown.view.position,
+        focus: shown.view.focus,
+        aperture: shown.view.aperture,
+        width: shown.view.width,
+        height: shown.view.height,
+        decode_ms: shown.decode_ms,
+    };
+    let outs: Vec<&Path> = shot.as_deref().into_iter().collect();
+    kit::emit(&report, &outs);
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 mod commands;
 mod records;
+mod viewer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -128,6 +129,43 @@ enum Command {
         #[command(flatten)]
         common: kit::CommonArgs,
     },
+    /// Show a compressed light field in a window from any viewpoint (decoded once on the GPU)
+    #[command(
+        after_help = "Drag with the mouse or press the arrow keys to move between the views, turn the wheel to \
+refocus, [ and ] to narrow or widen the aperture, R to reset.\n\nExamples:\n  lightfield view scene.lfc\n  \
+lightfield view scene.lfc --aperture 3 --focus 1.5\n  \
+lightfield view scene.lfc --frames 10 --screenshot shot.png --view 1.5,2"
+    )]
+    View {
+        /// Compressed light field (.lfc)
+        #[arg(value_name = "FILE.lfc")]
+        input: PathBuf,
+        #[command(flatten)]
+        viewpoint: ViewpointArgs,
+        /// Render this many frames, then exit
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        frames: Option<u64>,
+        /// Save the last frame (needs --frames): .png, .jpg, .tif, .bmp or .webp
+        #[arg(long, requires = "frames")]
+        screenshot: Option<PathBuf>,
+        #[command(flatten)]
+        run: kit::cli::RunArgs,
+    },
+    /// Render one viewpoint of a compressed light field to an image (what `view` shows)
+    #[command(after_help = "Examples:\n  lightfield render scene.lfc --view 3.5,4.25 --out still.png\n  \
+lightfield render scene.lfc --view 4,4 --focus -1.2 --aperture 4 --out refocused.png --backend cpu")]
+    Render {
+        /// Compressed light field (.lfc)
+        #[arg(value_name = "FILE.lfc")]
+        input: PathBuf,
+        #[command(flatten)]
+        viewpoint: ViewpointArgs,
+        /// Output image: .png, .jpg, .tif, .bmp or .webp (8-bit RGB)
+        #[arg(long, value_name = "FILE.png")]
+        out: PathBuf,
+        #[command(flatten)]
+        common: kit::CommonArgs,
+    },
     /// Print a .lfc file's header and statistics (the same checks as decode)
     #[command(after_help = "Examples:\n  lightfield info scene.lfc\n  lightfield info scene.lfc --json")]
     Info {
@@ -176,6 +214,49 @@ enum Command {
         #[command(flatten)]
         run: kit::cli::RunArgs,
     },
+}
+
+/// Where and how a light field is looked at (`view`, `render`).
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct ViewpointArgs {
+    /// Viewpoint U,V: view row and column, fractional between the captured views (default: the centre)
+    #[arg(long, value_name = "U,V", value_parser = parse_view)]
+    view: Option<(f32, f32)>,
+    /// Disparity in focus, pixels per view: view (i, j) is sampled at x + D (j - V), y + D (i - U)
+    #[arg(long, value_name = "D", default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_focus)]
+    focus: f32,
+    /// Radius in views of the blend: 1 interpolates the four nearest views; wider refocuses (shift-and-add)
+    #[arg(long, value_name = "R", default_value_t = 1.0, value_parser = parse_aperture)]
+    aperture: f32,
+    /// Output size WxH (default: the views' size; the window is scaled up to at least 512 pixels)
+    #[arg(long, value_name = "WxH", value_parser = kit::cli::parse_size)]
+    size: Option<(u32, u32)>,
+}
+
+fn parse_view(text: &str) -> Result<(f32, f32), String> {
+    let (u, v) = kit::cli::parse_pair::<f64>(text, ',')?;
+    if !u.is_finite() || !v.is_finite() || u < 0.0 || v < 0.0 || u > 1024.0 || v > 1024.0 {
+        return Err(format!("{text:?}: both must be view positions in 0..=1024"));
+    }
+    Ok((u as f32, v as f32))
+}
+
+fn parse_focus(text: &str) -> Result<f32, String> {
+    let max = lightfield::render::MAX_FOCUS as f64;
+    let d = kit::cli::parse_finite(text)?;
+    if d.abs() > max {
+        return Err(format!("{d} is not within +-{max}"));
+    }
+    Ok(d as f32)
+}
+
+fn parse_aperture(text: &str) -> Result<f32, String> {
+    let max = lightfield::render::MAX_APERTURE as f64;
+    let r = kit::cli::parse_finite(text)?;
+    if !(1.0..=max).contains(&r) {
+        return Err(format!("{r} is not between 1 and {max}"));
+    }
+    Ok(r as f32)
 }
 
 /// A view grid or a count pair `AxB`, each side in 1..=1024.
@@ -237,6 +318,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Decode { input, out, views, depth, common } => {
             commands::decode(&input, out.as_deref(), views.as_deref(), depth, &common)
         }
+        Command::View { input, viewpoint, frames, screenshot, run } => {
+            commands::view(&input, &viewpoint, frames, screenshot, &run)
+        }
+        Command::Render { input, viewpoint, out, common } => commands::render(&input, &viewpoint, &out, &common),
         Command::Info { input, report: _ } => commands::info(&input),
         Command::Generate { out, views, size, seed, report: _ } => commands::generate(&out, views, size, seed),
         Command::Bench { bench, encode_only } => {

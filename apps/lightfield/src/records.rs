@@ -152,3 +152,55 @@ impl fmt::Display for GenerateReport {
         write!(f, "generated a {:?} float32 light field (seed {}) in {:.1} ms", self.shape, self.seed, self.generate_ms)
     }
 }
+
+#[derive(Serialize)]
+pub struct RenderReport {
+    /// Viewpoint: view row and column.
+    pub view: [f32; 2],
+    pub focus: f32,
+    pub aperture: f32,
+    pub width: u32,
+    pub height: u32,
+    pub decode_ms: f64,
+    pub render_ms: f64,
+}
+
+impl fmt::Display for RenderReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "rendered view {},{} (focus {} px, aperture {}) at {}x{} in {:.1} ms after a {:.1} ms decode",
+            self.view[0],
+            self.view[1],
+            self.focus,
+            self.aperture,
+            self.width,
+            self.height,
+            self.render_ms,
+            self.decode_ms
+        )
+    }
+}
+
+#[derive(Serialize)]
+pub struct ViewReport {
+    pub frames: u64,
+    /// The last viewpoint shown.
+    pub view: [f32; 2],
+    pub focus: f32,
+    pub aperture: f32,
+    pub width: u32,
+    pub height: u32,
+    /// Decoding every view on the GPU into device memory, before the first frame.
+    pub decode_ms: f64,
+}
+
+impl fmt::Display for ViewReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "showed {} frames of {}x{}, last at view {:.2},{:.2} (focus {} px, aperture {}); decode {:.1} ms",
+            self.frames, self.width, self.height, self.view[0], self.view[1], self.focus, self.aperture, self.decode_ms
+        )
+    }
+}

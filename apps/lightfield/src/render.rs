@@ -217,7 +217,7 @@ impl GpuRenderer {
     /// Uploads the views of `lf` (f32, as decoded) and builds the pipeline.
     pub fn new(ctx: &Context, lf: &LightField) -> Result<GpuRenderer> {
         let bytes = lf.data.len() as u64 * 4;
-        let range = ctx.info().max_storage_buffer_range as u64;
+        let range = ctx.info().max_storage_buffer_range;
         if bytes > range {
             return Err(LfError::Invalid(format!(
                 "the decoded views take {} and the device binds at most {} in one buffer",

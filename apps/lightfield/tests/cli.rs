@@ -509,3 +509,77 @@ fn hci_and_stanford_folders_need_no_grid() {
     let worst = max_difference(&back.data, &want);
     assert!(worst < 0.1, "Stanford views decode {worst} away");
 }
+
+fn image(path: &Path) -> kit::image::ImageF32 {
+    kit::image::load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Largest sample difference of two images of the same size, in 1/255 steps.
+fn steps_apart(a: &kit::image::ImageF32, b: &kit::image::ImageF32) -> f32 {
+    assert_eq!((a.width, a.height, a.channels), (b.width, b.height, b.channels));
+    max_difference(&a.data, &b.data) * 255.0
+}
+
+#[test]
+fn render_and_the_viewer_show_the_decoded_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "24x20", "--seed", "3"]);
+    let train = ["train", "--input", &p(d, "lf.npy"), "--dictionaries", "2", "--patch", "4x4x3x3"];
+    ok(&[&train[..], &["--out", &p(d, "d.lfd"), "--iterations", "1", "--backend", "cpu"]].concat());
+    let lfc = p(d, "x.lfc");
+    let enc = ["encode", "--input", &p(d, "lf.npy"), "--dict", &p(d, "d.lfd"), "--out", &lfc];
+    ok(&[&enc[..], &["--sparsity", "432", "--epsilon", "0.005"]].concat());
+    ok(&["decode", &lfc, "--views", &p(d, "views")]);
+    // At an integer viewpoint, a still is the decoded view, whatever the focus, on both backends.
+    for (backend, focus) in [("gpu", "0"), ("cpu", "-2.5")] {
+        let still = p(d, &format!("still_{backend}.png"));
+        let rec = json(&ok(&[
+            "render",
+            &lfc,
+            "--view",
+            "1,2",
+            "--focus",
+            focus,
+            "--out",
+            &still,
+            "--backend",
+            backend,
+            "--json",
+        ]));
+        assert_eq!((rec["width"].as_u64(), rec["height"].as_u64()), (Some(24), Some(20)), "{rec}");
+        let apart = steps_apart(&image(Path::new(&still)), &image(&d.join("views/view_1_2.png")));
+        assert!(apart <= 1.0, "{backend}: the still at view 1,2 is {apart}/255 from the decoded view");
+    }
+    // Between views, refocused, scaled: the GPU and CPU stills agree.
+    let between = ["--view", "0.5,1.25", "--focus", "0.7", "--aperture", "1.5", "--size", "37x29"];
+    ok(&[&["render", &lfc, "--out", &p(d, "gpu.png")], &between[..]].concat());
+    ok(&[&["render", &lfc, "--out", &p(d, "cpu.png"), "--backend", "cpu"], &between[..]].concat());
+    let apart = steps_apart(&image(&d.join("gpu.png")), &image(&d.join("cpu.png")));
+    assert!(apart <= 1.0, "GPU and CPU stills are {apart}/255 apart");
+    fails(&["render", &lfc, "--view", "2.5,0", "--out", &p(d, "no.png")], "outside the captured views");
+    if Command::new("xvfb-run").arg("--help").output().is_err() {
+        println!("NOTICE: xvfb-run is not installed; the viewer test is skipped");
+        return;
+    }
+    // The viewer's screenshot is the still of the same viewpoint, and the decoded view at an
+    // integer one.
+    for (viewpoint, want) in
+        [(&["--view", "1,2", "--size", "24x20"][..], "views/view_1_2.png"), (&between[..], "gpu.png")]
+    {
+        let shot = p(d, "shot.png");
+        let args = [&["-a", env!("CARGO_BIN_EXE_lightfield"), "view", &lfc], viewpoint, &["--frames", "3"]].concat();
+        let run = Command::new("xvfb-run")
+            .args([&args[..], &["--screenshot", &shot, "--json"]].concat())
+            .env("TESSERA_VALIDATION", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "viewer failed: {stderr}");
+        assert!(!stderr.to_lowercase().contains("validation"), "{stderr}");
+        let rec = json(&String::from_utf8_lossy(&run.stdout));
+        assert_eq!(rec["frames"], 3, "{rec}");
+        let apart = steps_apart(&image(Path::new(&shot)), &image(&d.join(want)));
+        assert!(apart <= 1.0, "screenshot at {viewpoint:?} is {apart}/255 from {want}");
+    }
+}
