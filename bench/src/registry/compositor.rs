@@ -1,3 +1,128 @@
-//! placeholder
-use super::Kernel;
-pub const ALL: [&dyn Kernel; 0] = [];
+//! The compositor's active-pixel encoder (`compositor::gpu_encode::GpuEncoder`), whose
+//! shapes `composite sweep` measured on its own before this registry: `ap_count` (the
+//! region of interest and per-chunk counts) and `ap_scatter` (the payload), on a
+//! deterministic `size x size` frame with discs of active pixels, its payload checked word
+//! for word against the CPU encoder.
+
+use compositor::frame::Frame;
+use compositor::gpu_encode::{EncodeConfig, GpuEncoder};
+use engine::{Context, Result};
+
+use super::{pattern, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+
+pub const ALL: [&dyn Kernel; 2] = [&Pass::Count, &Pass::Scatter];
+
+/// One of the encoder's two kernels.
+pub enum Pass {
+    Count,
+    Scatter,
+}
+
+fn to_engine(e: compositor::CompositorError) -> engine::EngineError {
+    match e {
+        compositor::CompositorError::Engine(e) => e,
+        other => engine::EngineError::Unsupported(other.to_string()),
+    }
+}
+
+/// A frame whose active pixels (depth < 1) form discs over about a third of it.
+fn frame(edge: u32) -> Frame {
+    let n = (edge * edge) as usize;
+    let colors = pattern(n);
+    let discs = [(0.3, 0.3, 0.2), (0.7, 0.6, 0.25), (0.4, 0.8, 0.1)];
+    let depth = (0..n)
+        .map(|i| {
+            let (x, y) = ((i as u32 % edge) as f32 / edge as f32, (i as u32 / edge) as f32 / edge as f32);
+            let inside = discs.iter().any(|&(cx, cy, r)| (x - cx).powi(2) + (y - cy).powi(2) < r * r);
+            if inside {
+                0.25 + 0.5 * x
+            } else {
+                compositor::ap::BACKGROUND_DEPTH
+            }
+        })
+        .collect();
+    Frame { width: edge, height: edge, color: colors, depth }
+}
+
+impl Kernel for Pass {
+    fn name(&self) -> &'static str {
+        match self {
+            Pass::Count => "composite.ap_count",
+            Pass::Scatter => "composite.ap_scatter",
+        }
+    }
+    fn about(&self) -> &'static str {
+        match self {
+            Pass::Count => {
+                "active-pixel encoding, pass 1: region of interest and per-chunk counts of a size x size frame"
+            }
+            Pass::Scatter => "active-pixel encoding, pass 2: the payload of a size x size frame",
+        }
+    }
+    fn params(&self) -> Vec<Param> {
+        vec![
+            Param::new("workgroup", &[128, 256, 512, 1024], 512, "invocations per workgroup of both kernels"),
+            Param::new("per_lane", &[32, 64], 32, "pixels per lane of a chunk"),
+            Param::new("batch", &[4, 8, 16], 4, "pixels per lane ap_scatter loads at once"),
+        ]
+    }
+    fn unit(&self) -> &'static str {
+        "pixels (edge)"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![2160, 4320]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [61, 97]
+    }
+    fn max_size(&self) -> u64 {
+        16384
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // Colour and depth, host and device, and two payloads of up to 3 words per pixel.
+        size * size * (8 + 8 + 2 * 12) + (1 << 20)
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let shape = EncodeConfig {
+            workgroup: config.get("workgroup"),
+            per_lane: config.get("per_lane"),
+            batch: config.get("batch"),
+        };
+        let edge = size as u32;
+        let mut encoder = GpuEncoder::with_config(ctx, shape).map_err(to_engine)?;
+        let frame = frame(edge);
+        let color = ctx.upload(&frame.color, "frame colour")?;
+        let depth = ctx.upload(&frame.depth, "frame depth")?;
+        let want = compositor::codec::encode_parallel(&frame);
+        let check = match encoder.encode(&color, &depth, edge, edge) {
+            Ok((got, _, _)) => Check::exact(&got.words, &want.words),
+            // A corrupt payload size is a wrong result of this shape, not a failed run.
+            Err(compositor::CompositorError::Corrupt(_)) => Check::exact(&[1], &[0]),
+            Err(e) => return Err(to_engine(e)),
+        };
+        engine::ceilings::warm_up(ctx, reps.warm_up)?;
+        let times_ms = (0..reps.repeats)
+            .map(|_| {
+                let t = encoder.encode_on_device(&color, &depth, edge, edge).map_err(to_engine)?.2;
+                Ok(match self {
+                    Pass::Count => t.roi_ms,
+                    Pass::Scatter => t.encode_ms,
+                })
+            })
+            .collect::<Result<Vec<f64>>>()?;
+        let pixels = size * size;
+        let (floor, spirv, spec) = match self {
+            // Depth read once.
+            Pass::Count => {
+                (Floor::Bytes(4 * pixels), compositor::shaders::AP_COUNT, vec![shape.workgroup, shape.per_lane])
+            }
+            // Depth read once, the payload written once.
+            Pass::Scatter => (
+                Floor::Bytes(4 * pixels + 4 * want.words.len() as u64),
+                compositor::shaders::AP_SCATTER,
+                vec![shape.workgroup, shape.per_lane, shape.batch],
+            ),
+        };
+        Ok(Measured { times_ms, floor, check, shader: Some(Shader { spirv, spec }) })
+    }
+}

@@ -1,3 +1,191 @@
-//! placeholder
-use super::Kernel;
-pub const ALL: [&dyn Kernel; 0] = [];
+//! Photomosaic kernels on a deterministic square problem of `size` patches and `size` tiles:
+//! the Sinkhorn row and column passes of SoftAssign (`mosaic::softassign::gpu`), checked
+//! against the f64 CPU iteration, and the feature distance matrix, checked against
+//! `mosaic::features::distance_cpu`.
+
+use engine::{Context, Location, Result};
+use mosaic::features::Features;
+use mosaic::matrix::DistanceMatrix;
+use mosaic::softassign::cpu::CpuSoftAssign;
+use mosaic::softassign::gpu::GpuSoftAssign;
+use mosaic::softassign::SoftAssignParams;
+
+use super::{time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+
+pub const ALL: [&dyn Kernel; 3] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &Distance];
+
+/// Colour cells per region (the app's default grid is 4 x 4, 48 values).
+const CELLS: (usize, usize) = (4, 4);
+
+fn features(count: usize, seed: u32) -> Features {
+    let mut f = Features::new(CELLS);
+    f.data = unit_floats(count * 3 * CELLS.0 * CELLS.1, seed).iter().map(|v| v * 255.0).collect();
+    f
+}
+
+fn to_engine(e: mosaic::MosaicError) -> engine::EngineError {
+    match e {
+        mosaic::MosaicError::Engine(e) => e,
+        other => engine::EngineError::InvalidInput(other.to_string()),
+    }
+}
+
+/// A pass of one Sinkhorn iteration.
+pub enum Sinkhorn {
+    Rows,
+    Cols,
+}
+
+impl Kernel for Sinkhorn {
+    fn name(&self) -> &'static str {
+        match self {
+            Sinkhorn::Rows => "mosaic.sinkhorn_rows",
+            Sinkhorn::Cols => "mosaic.sinkhorn_cols",
+        }
+    }
+    fn about(&self) -> &'static str {
+        match self {
+            Sinkhorn::Rows => "SoftAssign's fused row pass over a size x size distance matrix (f32)",
+            Sinkhorn::Cols => "SoftAssign's column pass (partial sums, outlier row) for size tiles",
+        }
+    }
+    fn params(&self) -> Vec<Param> {
+        Vec::new()
+    }
+    fn unit(&self) -> &'static str {
+        "patches = tiles"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1024, 4096, 8192]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [48, 100]
+    }
+    fn max_size(&self) -> u64 {
+        1 << 15
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // D in f64 and f32 on the host, f32 on the device, and the partial sums.
+        size * size * (8 + 4 + 4 + 4) + (1 << 20)
+    }
+    fn has_shader(&self) -> bool {
+        // The row pass's workgroup is planned inside `GpuSoftAssign::new` (see the report).
+        matches!(self, Sinkhorn::Cols)
+    }
+    fn run(&self, ctx: &Context, _config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let n = size as usize;
+        let d: Vec<f64> = unit_floats(n * n, 11).iter().map(|&v| f64::from(v) * 100.0).collect();
+        let d = DistanceMatrix::new(n, n, d).map_err(to_engine)?;
+        let params = SoftAssignParams::default();
+        let gpu = GpuSoftAssign::new(ctx, &d, &params, 1).map_err(to_engine)?;
+        let t = params.temperature(0, gpu.scale());
+        let mut rec = ctx.recorder()?;
+        gpu.record_sinkhorn(&mut rec, t, false);
+        rec.submit()?.wait()?;
+        let got = gpu.potentials().map_err(to_engine)?;
+        let mut cpu = CpuSoftAssign::new(&d, &params, 1);
+        cpu.sinkhorn(t);
+        // f32 potentials after one iteration, in units of the temperature.
+        let tolerance = 1e-3 * t;
+        let check = Check::close(
+            got.f.iter().chain(&got.g).copied(),
+            cpu.potentials.f.iter().chain(&cpu.potentials.g).copied(),
+            tolerance,
+        );
+        let pass = match self {
+            Sinkhorn::Rows => "rows",
+            Sinkhorn::Cols => "columns",
+        };
+        let times_ms = time_pass(ctx, reps, pass, |rec| {
+            gpu.record_sinkhorn(rec, t, true);
+            Ok(())
+        })?;
+        let blocks = n.div_ceil(n.div_ceil(128)) as u64;
+        let (floor, shader) = match self {
+            // D read once, the column partial sums written once.
+            Sinkhorn::Rows => (Floor::Bytes(4 * (size * size + blocks * size)), None),
+            // `sinkhorn_cols` as `GpuSoftAssign::new` builds it: 1024 (capped by the device) in
+            // slices of 32 columns.
+            Sinkhorn::Cols => {
+                let wg = 1024.min(ctx.info().max_workgroup_invocations) / 32 * 32;
+                let shader = Shader { spirv: mosaic::shaders::SINKHORN_COLS, spec: vec![wg, 32] };
+                (Floor::Bytes(4 * blocks * size), Some(shader))
+            }
+        };
+        Ok(Measured { times_ms, floor, check, shader })
+    }
+}
+
+/// The feature distance matrix, dispatched from mosaic's own shader (`distance_gpu` builds,
+/// runs and reads back in one call, so it cannot be timed by GPU timestamps alone).
+pub struct Distance;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DistancePush {
+    m: u32,
+    n: u32,
+    width: u32,
+}
+
+impl Kernel for Distance {
+    fn name(&self) -> &'static str {
+        "mosaic.distance"
+    }
+    fn about(&self) -> &'static str {
+        "Euclidean distances between size patch and size tile features (4x4 cells of RGB)"
+    }
+    fn params(&self) -> Vec<Param> {
+        vec![Param::new(
+            "workgroup",
+            &[64, 128, 256, 512, 1024],
+            256,
+            "invocations per workgroup (specialization constant 0)",
+        )]
+    }
+    fn unit(&self) -> &'static str {
+        "patches = tiles"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1024, 4096, 8192]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [48, 100]
+    }
+    fn max_size(&self) -> u64 {
+        1 << 15
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // D in f64 (reference) and f32 on the host and the device.
+        size * size * (8 + 4 + 4) + (1 << 20)
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let wg = config.get("workgroup");
+        if wg > ctx.info().max_workgroup_invocations {
+            return Err(engine::EngineError::Unsupported(format!("workgroup {wg} over the device's limit")));
+        }
+        let n = size as usize;
+        let (patches, tiles) = (features(n, 1), features(n, 2));
+        let pipe = ctx.compute_pipeline_for::<DistancePush>("distance", mosaic::shaders::DISTANCE, 3, &[wg])?;
+        let p = ctx.upload(&patches.data, "patch features")?;
+        let t = ctx.upload(&tiles.data, "tile features")?;
+        let d = ctx.buffer::<f32>(n * n, Location::Device, "distance matrix")?;
+        let push = DistancePush { m: n as u32, n: n as u32, width: patches.width() as u32 };
+        let groups = ((n * n) as u32).div_ceil(wg);
+        let times_ms = time(ctx, reps, |rec| {
+            rec.dispatch_linear(&pipe, &[p.binding(), t.binding(), d.binding()], &push, groups);
+            Ok(())
+        })?;
+        let want = mosaic::features::distance_cpu(&patches, &tiles);
+        // Distances up to sqrt(48) * 255 in f32: 1e-3 absolute is 1e-6 relative.
+        let check = Check::close(ctx.download(&d)?.iter().map(|&v| f64::from(v)), want, 1e-3 * 255.0);
+        // 48 values per pair: subtract, multiply-add.
+        let floor = Floor::Flops(3 * 48 * size * size);
+        Ok(Measured {
+            times_ms,
+            floor,
+            check,
+            shader: Some(Shader { spirv: mosaic::shaders::DISTANCE, spec: vec![wg] }),
+        })
+    }
+}
