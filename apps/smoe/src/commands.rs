@@ -14,6 +14,7 @@ use smoe::fit::{fit_cpu, fit_gpu, fit_gpu_from, render_psnr, render_psnr_cpu, In
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::{Model, MODEL_EXTENSIONS};
 use smoe::reference;
+use smoe::refine::{refine_cpu, refine_gpu, RefineOptions};
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
@@ -166,25 +167,34 @@ struct FitRecord {
     samples: usize,
     iterations: usize,
     init: Init,
+    /// PSNR of the saved model as `smoe render` renders it (after refinement, if any).
     psnr_db: f64,
+    /// PSNR after EM, before refinement.
+    em_psnr_db: f64,
+    refine_steps: usize,
     /// Mean joint log-likelihood per sample at the last E-step.
     loglik: Option<f64>,
     init_ms: f64,
     em_ms: f64,
+    /// GPU time of the EM iterations.
     gpu_ms: Option<f64>,
+    refine_ms: f64,
 }
 
 impl fmt::Display for FitRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "smoe: fitted {} kernels to {} samples in {} iterations ({:.0} ms of EM after a {:.0} ms {:?} start), PSNR {:.2} dB -> {}",
+            "smoe: fitted {} kernels to {} samples in {} iterations ({:.0} ms of EM after a {:.0} ms {:?} start, PSNR {:.2} dB) and {} refinement steps ({:.0} ms), PSNR {:.2} dB -> {}",
             self.kernels,
             self.samples,
             self.iterations,
             self.em_ms,
             self.init_ms,
             self.init,
+            self.em_psnr_db,
+            self.refine_steps,
+            self.refine_ms,
             self.psnr_db,
             self.out.display()
         )
@@ -197,6 +207,7 @@ pub fn fit(
     out: &Path,
     iterations: usize,
     init: Init,
+    refine: RefineOptions,
     common: &kit::CommonArgs,
 ) -> Result<()> {
     kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
@@ -224,10 +235,30 @@ pub fn fit(
     };
     bar.finish_and_clear();
     model.validate().context("the fit produced a model the readers would refuse")?;
-    let psnr_db = match &ctx {
-        Some(ctx) => render_psnr(ctx, &model, &grid)?,
-        None => render_psnr_cpu(&model, &grid),
+    let psnr_of = |model: &Model| -> Result<f64> {
+        Ok(match &ctx {
+            Some(ctx) => render_psnr(ctx, model, &grid)?,
+            None => render_psnr_cpu(model, &grid),
+        })
     };
+    let em_psnr_db = psnr_of(&model)?;
+    let (model, refine_ms) = if refine.steps == 0 {
+        (model, 0.0)
+    } else {
+        let bar = kit::progress::bar(refine.steps as u64, "refine");
+        let tick = |_, psnr: f64| {
+            bar.set_message(format!("PSNR {psnr:.2} dB"));
+            bar.inc(1);
+        };
+        let (refined, report) = match &ctx {
+            Some(ctx) => refine_gpu(ctx, &model, &grid, refine, tick)?,
+            None => refine_cpu(&model, &grid, refine, tick)?,
+        };
+        bar.finish_and_clear();
+        (refined, report.refine_ms)
+    };
+    // The PSNR of the model as saved and as `smoe render` renders it.
+    let psnr_db = psnr_of(&model)?;
     model.save(out)?;
     let record = FitRecord {
         out: out.to_path_buf(),
@@ -236,10 +267,13 @@ pub fn fit(
         iterations,
         init,
         psnr_db,
+        em_psnr_db,
+        refine_steps: refine.steps,
         loglik: report.loglik.last().copied(),
         init_ms,
         em_ms: report.em_ms,
         gpu_ms: report.gpu_ms,
+        refine_ms,
     };
     kit::emit(&record, &[out]);
     Ok(())

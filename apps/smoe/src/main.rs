@@ -12,6 +12,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use smoe::fit::Init;
 use smoe::gpu::{Cull, Mode};
+use smoe::refine::RefineOptions;
 
 #[derive(Parser)]
 #[command(
@@ -59,9 +60,9 @@ enum Command {
         #[command(flatten)]
         common: kit::CommonArgs,
     },
-    /// Fit a model to an image or a light field (.npy, shape U x V x H x W x 3) with EM
+    /// Fit a model to an image or a light field (.npy, shape U x V x H x W x 3): EM, then gradient descent on the rendered error
     #[command(
-        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu"
+        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe"
     )]
     Fit {
         /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3) with values in [0, 1]
@@ -78,6 +79,12 @@ enum Command {
         /// Starting kernels
         #[arg(long, value_enum, default_value_t = Init::Kmeans)]
         init: Init,
+        /// Steps of gradient descent (Adam) on the rendered image's error after EM, 0..=100000; 0 switches refinement off
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        refine_steps: u32,
+        /// Refinement's learning rate (centres move up to 20x this in pixels per step), in (0, 1]
+        #[arg(long, default_value_t = 0.01, value_parser = parse_rate)]
+        refine_lr: f64,
         #[command(flatten)]
         common: kit::CommonArgs,
     },
@@ -147,6 +154,14 @@ fn parse_window(text: &str) -> Result<f32, String> {
     Ok(v as f32)
 }
 
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(v > 0.0 && v <= 1.0) {
+        return Err(format!("{v} is not in (0, 1]"));
+    }
+    Ok(v)
+}
+
 fn parse_kernels(text: &str) -> Result<usize, String> {
     let k = kit::cli::parse_count(text)?;
     if k as u64 > smoe::model::MAX_KERNELS {
@@ -165,8 +180,9 @@ fn run(cli: Cli) -> Result<()> {
             let gpu = commands::GpuRender { mode, cull, tile, window };
             commands::render(&model, &out, size, view, gpu, &common)
         }
-        Command::Fit { input, kernels, out, iterations, init, common } => {
-            commands::fit(&input, kernels, &out, iterations as usize, init, &common)
+        Command::Fit { input, kernels, out, iterations, init, refine_steps, refine_lr, common } => {
+            let refine = RefineOptions { steps: refine_steps as usize, lr: refine_lr };
+            commands::fit(&input, kernels, &out, iterations as usize, init, refine, &common)
         }
         Command::View { model, frames, screenshot, mode, size, run } => {
             commands::view(&model, frames, screenshot, mode, size, &run)
