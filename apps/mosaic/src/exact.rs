@@ -55,6 +55,7 @@ pub fn solve_with_duals(d: &DistanceMatrix, progress: &ProgressBar) -> Solution 
 #[derive(Default)]
 struct Unvisited {
     slot: Vec<usize>,
+    /// The tile of each slot; empty without repeats, where slot and tile are the same.
     tile: Vec<usize>,
     v: Vec<f64>,
     dist: Vec<f64>,
@@ -82,7 +83,9 @@ impl Unvisited {
         self.slot.clear();
         self.slot.extend(0..slots.count);
         self.tile.clear();
-        self.tile.extend((0..slots.count / n).flat_map(|_| 0..n));
+        if slots.count > n {
+            self.tile.extend((0..slots.count / n).flat_map(|_| 0..n));
+        }
         self.v.clear();
         self.v.extend_from_slice(v);
         self.dist.clear();
@@ -95,9 +98,18 @@ impl Unvisited {
 
     /// Relaxes the slots at positions `offset..` (the chunks `dist` and `path`) from row `i`
     /// (`base` = min_val - u[i]) and returns the closest of them.
-    fn scan_range(&self, offset: usize, dist: &mut [f64], path: &mut [usize], row: &[f64], base: f64, i: usize) -> Closest {
+    fn scan_range(
+        &self,
+        offset: usize,
+        dist: &mut [f64],
+        path: &mut [usize],
+        row: &[f64],
+        base: f64,
+        i: usize,
+    ) -> Closest {
         let end = offset + dist.len();
-        let (tile, v, free) = (&self.tile[offset..end], &self.v[offset..end], &self.free[offset..end]);
+        let tiles = if self.tile.is_empty() { &self.slot } else { &self.tile };
+        let (tile, v, free) = (&tiles[offset..end], &self.v[offset..end], &self.free[offset..end]);
         let mut best: Closest = (f64::INFINITY, NONE, false);
         for it in 0..dist.len() {
             let r = base + row[tile[it]] - v[it];
@@ -136,7 +148,9 @@ impl Unvisited {
 
     /// Removes position `at`, returning its (slot, distance, predecessor).
     fn take(&mut self, at: usize) -> (usize, f64, usize) {
-        self.tile.swap_remove(at);
+        if !self.tile.is_empty() {
+            self.tile.swap_remove(at);
+        }
         self.v.swap_remove(at);
         self.free.swap_remove(at);
         (self.slot.swap_remove(at), self.dist.swap_remove(at), self.path.swap_remove(at))

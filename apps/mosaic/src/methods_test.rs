@@ -65,7 +65,7 @@ fn every_method_honours_the_repeat_and_none_beats_exact() {
         }
         let err = run(Method::Greedy, &d, &SolveOptions { repeat: repeat - 1, ..options(Backend::Cpu) }, None);
         if m > n * (repeat - 1) {
-            let message = err.err().expect("too few uses is an error").to_string();
+            let message = err.expect_err("too few uses is an error").to_string();
             assert!(message.contains(&format!("--repeat {} is the smallest", m.div_ceil(n))), "{message}");
         }
     }

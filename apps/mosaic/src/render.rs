@@ -76,7 +76,7 @@ fn pack(rgb: &[u8]) -> Vec<u32> {
 fn check(layout: &Layout, cells: &Cells) -> Result<()> {
     let count = layout.cols * layout.rows;
     let thumb = layout.thumb.0 * layout.thumb.1 * 3;
-    let thumbs = if thumb == 0 { 0 } else { cells.thumbs.len() / thumb };
+    let thumbs = cells.thumbs.len().checked_div(thumb).unwrap_or(0);
     let bad = cells.thumbs.len() != thumbs * thumb
         || cells.tile.len() != count
         || cells.tint.len() != count

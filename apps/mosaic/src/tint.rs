@@ -30,21 +30,17 @@ struct Moments {
 impl Moments {
     fn add(&mut self, rgb: [f64; 3]) {
         self.count += 1.0;
-        for c in 0..3 {
-            self.sum[c] += rgb[c];
-            self.squares[c] += rgb[c] * rgb[c];
+        for ((sum, square), v) in self.sum.iter_mut().zip(&mut self.squares).zip(rgb) {
+            *sum += v;
+            *square += v * v;
         }
     }
 
     fn stats(&self) -> ColourStats {
         let n = self.count.max(1.0);
         let mean = self.sum.map(|s| s / n);
-        let mut out = ColourStats::default();
-        for c in 0..3 {
-            out.mean[c] = mean[c] as f32;
-            out.deviation[c] = (self.squares[c] / n - mean[c] * mean[c]).max(0.0).sqrt() as f32;
-        }
-        out
+        let deviation = std::array::from_fn(|c| (self.squares[c] / n - mean[c] * mean[c]).max(0.0).sqrt() as f32);
+        ColourStats { mean: mean.map(|m| m as f32), deviation }
     }
 }
 

@@ -387,3 +387,160 @@ fn bench_quick_prints_json_lines() {
     let full = lines.iter().find(|v| v["bench"] == "full_solve").unwrap();
     assert!(full["softassign_ratio"].as_f64().unwrap() < 1.03);
 }
+
+/// Per-cell mean colours (0..255) of an image cut into a `cols x rows` grid.
+fn cell_means(img: &kit::image::ImageF32, cols: usize, rows: usize) -> Vec<[f64; 3]> {
+    let mut out = Vec::new();
+    for r in 0..rows {
+        for c in 0..cols {
+            let (x0, x1) = (c * img.width / cols, (c + 1) * img.width / cols);
+            let (y0, y1) = (r * img.height / rows, (r + 1) * img.height / rows);
+            let mut sum = [0.0; 3];
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    (0..3).for_each(|k| sum[k] += img.at(x, y, k) as f64 * 255.0);
+                }
+            }
+            out.push(sum.map(|s| s / ((x1 - x0) * (y1 - y0)) as f64));
+        }
+    }
+    out
+}
+
+/// Every file under `dir`, recursively (hidden ones too), as relative paths.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                found.push(p.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The acceptance run: 300 tiles, a 40x30 grid, --repeat 4 and --tint 0.3 with every
+/// method; nothing is written into the tile folder; the CSV and the JSON name each cell's
+/// tile, and no tile fills more than 4 cells.
+#[test]
+fn repeat_and_tint_with_every_method() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    for k in 0..300 {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    let target = dir.path().join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, 6).render(320, 240, 0.02, &mut rng);
+    kit::image::save_rgb8(&target, 320, 240, &rgb).unwrap();
+    let before = tree(&tiles);
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+    let build = |out: &Path, extra: &[&str]| {
+        let o = out.to_str().unwrap();
+        let mut args = vec!["build", "--target", t, "--tiles", d, "--grid", "40x30", "--out", o, "--tile-px", "8"];
+        args.extend_from_slice(extra);
+        mosaic(&args)
+    };
+    let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
+    let methods: [(&str, &str, &[&str]); 6] = [
+        ("greedy", "cpu", &[]),
+        ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
+        ("softassign", "cpu", &soft),
+        ("softassign", "gpu", &soft),
+        ("exact", "cpu", &[]),
+        ("greedy", "gpu", &[]),
+    ];
+    let mut costs = Vec::new();
+    for (k, (method, backend, extra)) in methods.iter().enumerate() {
+        let out = dir.path().join(format!("m{k}.jpg"));
+        let csv = dir.path().join(format!("m{k}.csv"));
+        let mut args = vec!["--method", method, "--backend", backend, "--repeat", "4", "--tint", "0.3", "--json"];
+        args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--quality", "85"]);
+        args.extend_from_slice(extra);
+        let o = build(&out, &args);
+        assert!(o.status.success(), "{method}/{backend}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(
+            (v["patches"].as_u64(), v["tiles"].as_u64(), v["repeat"].as_u64()),
+            (Some(1200), Some(300), Some(4))
+        );
+        assert_eq!(v["out"], serde_json::json!([out.to_str().unwrap(), csv.to_str().unwrap()]));
+        let img = kit::image::load(&out).unwrap();
+        assert_eq!((img.width, img.height), (320, 240));
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!((lines[0], lines.len()), ("col,row,tile", 1201));
+        let mut uses = std::collections::HashMap::new();
+        for (cell, line) in lines[1..].iter().enumerate() {
+            let want = format!("{},{},", cell % 40, cell / 40);
+            assert!(line.starts_with(&want), "{line}");
+            let tile = &line[want.len()..];
+            assert!(Path::new(tile).is_file() && tile.starts_with(d), "{tile}");
+            *uses.entry(tile.to_string()).or_insert(0) += 1;
+            assert_eq!(v["cells"][cell]["tile"], tile);
+        }
+        assert!(uses.values().all(|&n| n <= 4), "{method}: a tile fills more than 4 cells");
+        costs.push((method.to_string(), v["cost"].as_f64().unwrap()));
+    }
+    let exact = costs.iter().find(|(m, _)| m == "exact").unwrap().1;
+    assert!(costs.iter().all(|(_, c)| *c >= exact - 1e-9 * exact), "{costs:?}");
+    assert_eq!(tree(&tiles), before, "files written into the tile folder");
+
+    // The tint moves each cell's mean colour towards the target's.
+    let target_means = cell_means(&kit::image::load(&target).unwrap(), 40, 30);
+    let error = |tint: &str| {
+        let out = dir.path().join(format!("tint{tint}.png"));
+        let o = build(&out, &["--method", "greedy", "--repeat", "4", "--tint", tint, "--backend", "cpu"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let means = cell_means(&kit::image::load(&out).unwrap(), 40, 30);
+        means.iter().zip(&target_means).map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).sum::<f64>()).sum::<f64>()
+    };
+    let (plain, tinted, full) = (error("0"), error("0.3"), error("1"));
+    assert!(tinted < 0.8 * plain && full < 0.2 * plain, "mean colour error {plain} -> {tinted} -> {full}");
+
+    // Too few uses: the error names the smallest repeat that works; nothing is written.
+    let out = dir.path().join("none.png");
+    let csv = dir.path().join("none.csv");
+    let o = build(&out, &["--method", "greedy", "--repeat", "3", "--assignment", csv.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--repeat 4 is the smallest"), "{}", stderr(&o));
+    assert!(!out.exists() && !csv.exists());
+    let o = build(&out, &["--method", "greedy", "--assignment", dir.path().join("a.txt").to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains(".csv"), "{}", stderr(&o));
+}
+
+#[test]
+fn solve_honours_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 patches, 2 tiles: every patch prefers tile 0; with 2 uses the optimum is
+    // 1 + 1 + 5 + 5 = 12 (patches 0, 1 on tile 0; 2, 3 on tile 1).
+    let data = [1.0, 9.0, 1.0, 9.0, 2.0, 5.0, 2.0, 5.0];
+    let path = dir.path().join("d.npy");
+    write_npy_f64(&path, 4, 2, &data);
+    for method in ["exact", "greedy", "anneal"] {
+        let v = solve_json(&path, method, &["--repeat", "2"]);
+        let a: Vec<usize> = serde_json::from_value(v["assignment"].clone()).unwrap();
+        assert!(a.iter().filter(|&&j| j == 0).count() <= 2, "{method}: {a:?}");
+        if method == "exact" {
+            assert_eq!(v["cost"].as_f64(), Some(12.0));
+        }
+    }
+    let v = solve_json(&path, "softassign", &["--repeat", "3", "--backend", "cpu"]);
+    let a: Vec<usize> = serde_json::from_value(v["assignment"].clone()).unwrap();
+    assert!(a.iter().filter(|&&j| j == 0).count() <= 3, "{a:?}");
+    let o = mosaic(&["solve", "--distance", path.to_str().unwrap(), "--method", "exact"]);
+    assert!(stderr(&o).contains("--repeat 2 is the smallest"), "{}", stderr(&o));
+    assert_eq!(
+        mosaic(&["solve", "--distance", path.to_str().unwrap(), "--method", "exact", "--repeat", "0"]).status.code(),
+        Some(2)
+    );
+}
