@@ -17,7 +17,9 @@ use lightfield::views::{stage_views, Depth};
 
 use lightfield::render::{render_cpu, unpack_rgb8, GpuRenderer, PixelOrder, View};
 
-use crate::records::{DecodeReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport};
+use crate::records::{
+    DecodeReport, DecodeViewReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport,
+};
 use crate::ViewpointArgs;
 
 fn ms_since(t0: Instant) -> f64 {
@@ -331,5 +333,29 @@ pub fn view(
     };
     let outs: Vec<&Path> = shot.as_deref().into_iter().collect();
     kit::emit(&report, &outs);
+    Ok(())
+}
+
+pub fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &kit::CommonArgs) -> Result<()> {
+    let mut accepted = kit::image::IMAGE_EXTENSIONS.to_vec();
+    accepted.push("npy");
+    let format = kit::output::check_file(out, &accepted, &[input])?;
+    let compressed = Compressed::read(input)?;
+    let [nu, nv, h, w] = compressed.size;
+    if u >= nu || v >= nv {
+        bail!("--view {u},{v} is not one of the {nu}x{nv} views (rows 0 to {}, columns 0 to {})", nu - 1, nv - 1);
+    }
+    let gpu = gpu_codec(common, &compressed.ensemble)?;
+    let t0 = Instant::now();
+    let samples = lightfield::codec::decode_view(&compressed, codec_path(&gpu), (u, v))?;
+    let decode_ms = ms_since(t0);
+    if format == "npy" {
+        kit::npy::write_f32(out, &[h, w, lightfield::patch::COLOURS], &samples)?;
+    } else {
+        let rgb: Vec<u8> = samples.iter().map(|&x| kit::image::to_u8(x)).collect();
+        kit::image::save_rgb8(out, w, h, &rgb)?;
+    }
+    let report = DecodeViewReport { view: [u, v], width: w, height: h, decode_ms };
+    kit::emit(&report, &[out]);
     Ok(())
 }

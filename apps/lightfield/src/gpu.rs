@@ -271,13 +271,26 @@ impl GpuCodec {
         &self,
         codes: &Codes,
         steps: &[f32],
+        consume: impl FnMut(Range<usize>, &[f32]),
+    ) -> Result<GpuTime> {
+        self.decode_range(codes, 0..codes.len(), steps, consume)
+    }
+
+    /// Decodes patches `patches` of `codes` only (random access; `steps[p]` is patch p's
+    /// quantisation step, indexed over all patches), calling `consume(range, samples)`
+    /// chunk by chunk.
+    pub fn decode_range(
+        &self,
+        codes: &Codes,
+        patches: Range<usize>,
+        steps: &[f32],
         mut consume: impl FnMut(Range<usize>, &[f32]),
     ) -> Result<GpuTime> {
         let plen = self.ensemble.shape.len();
-        let n = codes.len();
-        let chunk = self.chunk_len(plen).min(n.max(1));
+        let n = patches.end.min(codes.len());
+        let chunk = self.chunk_len(plen).min(patches.len().max(1));
         let mut time = GpuTime::default();
-        for start in (0..n).step_by(chunk) {
+        for start in (patches.start..n).step_by(chunk) {
             let range = start..(start + chunk).min(n);
             let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
             let offsets: Vec<u32> = codes.offsets[range.start..=range.end].iter().map(|&o| (o - c0) as u32).collect();

@@ -111,7 +111,8 @@ enum Command {
     #[command(
         group = clap::ArgGroup::new("outputs").required(true).multiple(true).args(["out", "views"]),
         after_help = "Examples:\n  lightfield decode scene.lfc --out scene.npy\n  \
-            lightfield decode scene.lfc --views views/ --depth 16 --backend cpu"
+            lightfield decode scene.lfc --views views/ --depth 16 --backend cpu\n  \
+            lightfield decode scene.lfc --view 4,4 --out centre.png"
     )]
     Decode {
         /// Compressed light field (.lfc)
@@ -126,6 +127,9 @@ enum Command {
         /// Bits per sample of the --views PNGs
         #[arg(long, value_enum, default_value = "8", requires = "views")]
         depth: Depth,
+        /// Decode view U,V (row, column) alone, from only the patches that cover it; --out then takes an image (8-bit RGB) or a .npy of shape (H, W, 3)
+        #[arg(long, value_name = "U,V", requires = "out", conflicts_with = "views", value_parser = parse_view_index)]
+        view: Option<(usize, usize)>,
         #[command(flatten)]
         common: kit::CommonArgs,
     },
@@ -233,6 +237,10 @@ pub struct ViewpointArgs {
     size: Option<(u32, u32)>,
 }
 
+fn parse_view_index(text: &str) -> Result<(usize, usize), String> {
+    kit::cli::parse_pair::<usize>(text, ',')
+}
+
 fn parse_view(text: &str) -> Result<(f32, f32), String> {
     let (u, v) = kit::cli::parse_pair::<f64>(text, ',')?;
     if !u.is_finite() || !v.is_finite() || u < 0.0 || v < 0.0 || u > 1024.0 || v > 1024.0 {
@@ -315,9 +323,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let params = lightfield::encoder::Params { sparsity, epsilon };
             commands::encode(&input, grid, &dict, params, &out, strict, &common)
         }
-        Command::Decode { input, out, views, depth, common } => {
-            commands::decode(&input, out.as_deref(), views.as_deref(), depth, &common)
-        }
+        Command::Decode { input, out, views, depth, view, common } => match (view, out) {
+            (Some(view), Some(out)) => commands::decode_view(&input, view, &out, &common),
+            (_, out) => commands::decode(&input, out.as_deref(), views.as_deref(), depth, &common),
+        },
         Command::View { input, viewpoint, frames, screenshot, run } => {
             commands::view(&input, &viewpoint, frames, screenshot, &run)
         }

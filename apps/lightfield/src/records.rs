@@ -204,3 +204,21 @@ impl fmt::Display for ViewReport {
         )
     }
 }
+
+#[derive(Serialize)]
+pub struct DecodeViewReport {
+    pub view: [usize; 2],
+    pub width: usize,
+    pub height: usize,
+    pub decode_ms: f64,
+}
+
+impl fmt::Display for DecodeViewReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "decoded view {},{} ({}x{}) alone in {:.1} ms",
+            self.view[0], self.view[1], self.width, self.height, self.decode_ms
+        )
+    }
+}

@@ -558,6 +558,15 @@ fn render_and_the_viewer_show_the_decoded_views() {
     let apart = steps_apart(&image(&d.join("gpu.png")), &image(&d.join("cpu.png")));
     assert!(apart <= 1.0, "GPU and CPU stills are {apart}/255 apart");
     fails(&["render", &lfc, "--view", "2.5,0", "--out", &p(d, "no.png")], "outside the captured views");
+    // One view decoded alone is that view of the whole decode, on both backends.
+    for backend in ["gpu", "cpu"] {
+        let one = p(d, &format!("one_{backend}.png"));
+        let rec = json(&ok(&["decode", &lfc, "--view", "1,2", "--out", &one, "--backend", backend, "--json"]));
+        assert_eq!(rec["view"], serde_json::json!([1, 2]), "{rec}");
+        let apart = steps_apart(&image(Path::new(&one)), &image(&d.join("views/view_1_2.png")));
+        assert!(apart <= 1.0, "{backend}: view 1,2 decoded alone is {apart}/255 from the whole decode's");
+    }
+    fails(&["decode", &lfc, "--view", "3,0", "--out", &p(d, "no.png")], "not one of the 3x3 views");
     if Command::new("xvfb-run").arg("--help").output().is_err() {
         println!("NOTICE: xvfb-run is not installed; the viewer test is skipped");
         return;
