@@ -78,12 +78,14 @@ impl GpuAuction {
         let subgroup = info.subgroup_size.max(1);
         // The bidding kernel keeps one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);
-        let bid_wg = (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(subgroup.min(max_wg), max_wg);
+        let bid_wg =
+            (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(subgroup.min(max_wg), max_wg);
         let linear = LINEAR_WORKGROUP.min(info.max_workgroup_invocations);
         let bid_pipe = ctx.compute_pipeline_for::<BidPush>("auction_bid", shaders::AUCTION_BID, 6, &[bid_wg])?;
         let claim_pipe = ctx.compute_pipeline_for::<u32>("auction_claim", shaders::AUCTION_CLAIM, 4, &[linear])?;
         let assign_pipe = ctx.compute_pipeline_for::<u32>("auction_assign", shaders::AUCTION_ASSIGN, 7, &[linear])?;
-        let phase_pipe = ctx.compute_pipeline_for::<PhasePush>("auction_phase", shaders::AUCTION_PHASE, 3, &[linear])?;
+        let phase_pipe =
+            ctx.compute_pipeline_for::<PhasePush>("auction_phase", shaders::AUCTION_PHASE, 3, &[linear])?;
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
         Ok(GpuAuction {
             ctx: ctx.clone(),
@@ -199,7 +201,11 @@ impl GpuAuction {
 
     /// Downloads prices and assignment.
     pub fn state(&self, rounds: u64) -> Result<AuctionState> {
-        Ok(AuctionState { prices: self.ctx.download(&self.prices)?, col4row: self.ctx.download(&self.col4row)?, rounds })
+        Ok(AuctionState {
+            prices: self.ctx.download(&self.prices)?,
+            col4row: self.ctx.download(&self.col4row)?,
+            rounds,
+        })
     }
 
     /// The whole schedule on `d` (normalised); `on_phase(k, phases)` after phase k (1-based).

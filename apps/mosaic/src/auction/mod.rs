@@ -77,6 +77,8 @@ pub struct ExactSolution {
     /// Rows the auction left with a column that is not exactly their cheapest, re-inserted
     /// by shortest augmenting paths.
     pub repaired_rows: usize,
+    /// Whether the repair's certificate failed and the CPU exact solver ran instead.
+    pub fallback: bool,
     pub rounds: u64,
     pub auction_ms: f64,
     pub repair_ms: f64,
@@ -100,6 +102,7 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
         assignment: certified.assignment,
         gap: certified.gap,
         repaired_rows: certified.repaired_rows,
+        fallback: certified.fallback,
         rounds: state.rounds,
         auction_ms,
         repair_ms: start.elapsed().as_secs_f64() * 1e3,

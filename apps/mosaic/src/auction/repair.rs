@@ -1,19 +1,21 @@
 //! From the auction's f32 prices to a proven optimum in f64.
 //!
 //! Potentials: with lambda the lowest price of an assigned column, v[j] = C (lambda - p[j])
-//! (<= 0) on assigned columns and v[j] = 0 on the others, u[i] = min_j d[i][j] - v[j]. These
-//! are dual feasible by construction; a row whose column attains its minimum exactly is
-//! kept, any other row is freed. Freeing a row frees its column, whose v must then be 0 (a
-//! free column with v < 0 breaks complementary slackness): raising it lowers the u of every
-//! row that now prefers it, which frees those rows in turn, until nothing changes. What is
-//! left meets the invariants of [`Augmenter`], which re-inserts the freed rows by shortest
-//! augmenting paths (JV, [`super::augment`]). The final potentials are then checked over every entry.
+//! (<= 0) on assigned columns and v[j] = 0 on the others (held by the implicit dummy rows of
+//! the square problem), u[i] = min_j d[i][j] - v[j]. These are dual feasible by
+//! construction. An epsilon-optimal auction leaves most rows up to C eps above their
+//! minimum, so every row whose column does not attain it exactly is released, then each is
+//! re-inserted by a shortest augmenting path ([`super::augment`]): short ones, since the
+//! released columns are free and near every row's minimum.
+//! Then every edge of the assignment is tight, the potentials are shifted back to the
+//! rectangular dual (v <= 0, v = 0 on unused columns), and the certificate is checked
+//! over every entry in f64.
 
 use rayon::prelude::*;
 
+use super::augment::{Augmenter, DUMMY};
 use super::{AuctionState, NONE};
 use crate::error::{MosaicError, Result};
-use super::augment::Augmenter;
 use crate::exact;
 use crate::matrix::DistanceMatrix;
 
@@ -29,56 +31,37 @@ pub struct Certified {
     pub gap: f64,
     /// Rows re-inserted by shortest augmenting paths.
     pub repaired_rows: usize,
+    /// Whether the certificate of the repair failed and the CPU exact solver ran instead
+    /// (never seen; a bug if it happens).
+    pub fallback: bool,
 }
 
-/// Potentials from the prices and the rows whose column is exactly their cheapest; returns
-/// (u, v, col4row with freed rows unassigned, freed rows).
-fn warm_start(d: &DistanceMatrix, state: &AuctionState, scale: f64) -> (Vec<f64>, Vec<f64>, Vec<usize>, Vec<usize>) {
+/// The square problem's start from the prices: v[j] = C (lambda - p[j]) on assigned columns,
+/// 0 on the others, which the dummies hold (u_dummy = 0); u[i] = min_j d[i][j] - v[j].
+fn warm_start<'a>(d: &'a DistanceMatrix, state: &AuctionState, scale: f64) -> Augmenter<'a> {
     let (m, n) = (d.rows, d.cols);
-    let mut col4row: Vec<usize> = state.col4row.iter().map(|&j| if j == NONE { usize::MAX } else { j as usize }).collect();
-    let mut owned = vec![false; n];
-    for &j in col4row.iter().filter(|&&j| j != usize::MAX) {
-        owned[j] = true;
+    let mut row4col = vec![usize::MAX; n];
+    for (i, &j) in state.col4row.iter().enumerate().filter(|(_, &j)| j != NONE) {
+        row4col[j as usize] = i;
     }
-    let lambda = (0..n).filter(|&j| owned[j]).map(|j| state.prices[j] as f64).fold(f64::INFINITY, f64::min);
-    let mut v: Vec<f64> =
-        (0..n).map(|j| if owned[j] { scale * (lambda - state.prices[j] as f64) } else { 0.0 }).collect();
-    let mut u: Vec<f64> = (0..m)
+    let lambda = (0..n).filter(|&j| row4col[j] < m).map(|j| state.prices[j] as f64).fold(f64::INFINITY, f64::min);
+    let v: Vec<f64> =
+        (0..n).map(|j| if row4col[j] < m { scale * (lambda - state.prices[j] as f64) } else { 0.0 }).collect();
+    let u: Vec<f64> = (0..m)
         .into_par_iter()
         .map(|i| d.row(i).iter().zip(&v).map(|(&x, &vj)| x - vj).fold(f64::INFINITY, f64::min))
         .collect();
-    let mut freed_rows: Vec<usize> = Vec::new();
-    let mut freed_cols: Vec<usize> = Vec::new();
-    for i in 0..m {
-        let j = col4row[i];
-        if j == usize::MAX || d.at(i, j) - v[j] > u[i] {
-            freed_rows.push(i);
-            if j != usize::MAX {
-                freed_cols.push(j);
-            }
-            col4row[i] = usize::MAX;
+    // n - m dummies take unassigned columns; any left over (rows the auction did not
+    // assign) stay free.
+    let mut dummies = n - m;
+    for holder in row4col.iter_mut().filter(|r| **r == usize::MAX) {
+        if dummies == 0 {
+            break;
         }
+        *holder = DUMMY;
+        dummies -= 1;
     }
-    while let Some(j) = freed_cols.pop() {
-        if v[j] == 0.0 {
-            continue;
-        }
-        v[j] = 0.0;
-        for i in 0..m {
-            let k = col4row[i];
-            if k != usize::MAX && d.at(i, j) < u[i] {
-                u[i] = d.at(i, j);
-                col4row[i] = usize::MAX;
-                freed_rows.push(i);
-                freed_cols.push(k);
-            }
-        }
-    }
-    for &i in &freed_rows {
-        u[i] = 0.0;
-    }
-    freed_rows.sort_unstable();
-    (u, v, col4row, freed_rows)
+    Augmenter::new(d, u, 0.0, v, row4col)
 }
 
 /// An assignment with its potentials (u per row, v per column).
@@ -125,22 +108,40 @@ pub fn check(d: &DistanceMatrix, s: &Potentials, tol: f64) -> std::result::Resul
 /// Should the certificate ever fail (a bug, not an input), the CPU exact solver runs from
 /// scratch, and its certificate is checked the same way.
 pub fn certify_or_repair(d: &DistanceMatrix, state: &AuctionState, scale: f64) -> Result<Certified> {
-    let (u, v, col4row, freed) = warm_start(d, state, scale);
-    let mut aug = Augmenter::new(d, u, v, col4row);
-    for &i in &freed {
-        aug.insert(i);
+    let mut aug = warm_start(d, state, scale);
+    // All slack rows leave first: re-inserting one while others still hold columns they
+    // do not want would make their zero-cost edges into long chains for Dijkstra to walk.
+    let slack: Vec<usize> = (0..d.rows)
+        .filter(|&i| {
+            let j = aug.col4row[i];
+            j == usize::MAX || d.at(i, j) - aug.v[j] > aug.u[i]
+        })
+        .collect();
+    for &i in &slack {
+        aug.release(i);
     }
-    let solution = Potentials { assignment: aug.col4row, u: aug.u, v: aug.v };
+    for &i in &slack {
+        aug.reinsert(i);
+    }
+    let repaired_rows = slack.len();
+    // Back to the rectangular dual: shift by the largest column potential (that of every
+    // unused column), so v <= 0 with v = 0 where no row is.
+    let top = aug.v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let solution = Potentials {
+        assignment: aug.col4row,
+        u: aug.u.iter().map(|&u| u + top).collect(),
+        v: aug.v.iter().map(|&v| v - top).collect(),
+    };
     let tol = TOLERANCE * scale;
-    let (solution, gap) = match check(d, &solution, tol) {
-        Ok(gap) => (solution, gap),
+    let (solution, gap, fallback) = match check(d, &solution, tol) {
+        Ok(gap) => (solution, gap, false),
         Err(_) => {
             let exact = exact::solve_with_duals(d, &indicatif::ProgressBar::hidden());
             let solution = Potentials { assignment: exact.assignment, u: exact.u, v: exact.v };
             let gap = check(d, &solution, tol)
                 .map_err(|e| MosaicError::InvalidInput(format!("the exact solver's certificate failed: {e}")))?;
-            (solution, gap)
+            (solution, gap, true)
         }
     };
-    Ok(Certified { assignment: solution.assignment, gap, repaired_rows: freed.len() })
+    Ok(Certified { assignment: solution.assignment, gap, repaired_rows, fallback })
 }

@@ -84,6 +84,7 @@ fn gpu_exact_equals_cpu_exact() {
     for (name, d) in cases() {
         let s = solve(ctx, &d, &ProgressBar::hidden()).unwrap();
         assert_optimal(name, &d, &s.assignment, s.gap);
+        assert!(!s.fallback, "{name}: the repair's certificate failed");
         assert!((s.cost - d.cost(&s.assignment)).abs() == 0.0);
     }
     testing::assert_no_validation_messages();
@@ -108,6 +109,36 @@ fn repair_certifies_any_start() {
         for state in starts {
             let c = repair::certify_or_repair(&d, &state, scale).unwrap();
             assert_optimal(name, &d, &c.assignment, c.gap);
+            assert!(!c.fallback, "{name}: the repair's certificate failed");
         }
+    }
+}
+
+/// Not a test: the repair's cost at the benchmark's sizes, from the CPU twin's prices
+/// (`cargo test --release -p tessera-mosaic --lib repair_timing -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn repair_timing() {
+    for (m, n) in [(900, 8192), (2048, 8192)] {
+        let d = crate::bench::matrix(m, n, 1);
+        let scale = scale_of(&d);
+        let dn = normalised(&d, scale);
+        let t = std::time::Instant::now();
+        let state = CpuAuction::new(&dn, m, n).run(&epsilons());
+        let auction = t.elapsed().as_secs_f64() * 1e3;
+        let t = std::time::Instant::now();
+        let c = repair::certify_or_repair(&d, &state, scale).unwrap();
+        let repair = t.elapsed().as_secs_f64() * 1e3;
+        let t = std::time::Instant::now();
+        let want = d.cost(&exact::solve(&d, &ProgressBar::hidden()));
+        let exact = t.elapsed().as_secs_f64() * 1e3;
+        eprintln!(
+            "{m}x{n}: rounds {} (CPU twin {auction:.0} ms), repaired {} rows in {repair:.0} ms, gap {:e}, \
+             cost - exact {:e} (CPU exact {exact:.0} ms)",
+            state.rounds,
+            c.repaired_rows,
+            c.gap,
+            d.cost(&c.assignment) - want
+        );
     }
 }
