@@ -10,6 +10,7 @@
 //! - [`synth`]: deterministic synthetic images, tiles and matrices.
 
 pub mod anneal;
+pub mod auction;
 pub mod bench;
 pub mod compose;
 pub mod demo;

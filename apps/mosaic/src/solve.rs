@@ -22,7 +22,8 @@ pub enum Method {
     Anneal,
     /// Section 5: SoftAssign (GPU, or the CPU reference with --backend cpu).
     Softassign,
-    /// The optimum (shortest augmenting paths, CPU only, f64).
+    /// The optimum: an auction on the GPU with an f64 certificate and repair (--repeat 1), or
+    /// shortest augmenting paths on the CPU (f64).
     Exact,
 }
 
@@ -39,7 +40,7 @@ impl Method {
     /// Whether the method has a GPU path; the others are sequential or branchy by nature and
     /// run on the CPU whatever `--backend` says.
     pub fn has_gpu_path(self) -> bool {
-        self == Method::Softassign
+        matches!(self, Method::Softassign | Method::Exact)
     }
 
     /// The backend the method runs on when `backend` is asked for.
@@ -119,7 +120,11 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
     let assignment = match method {
         Method::Greedy => greedy::solve(d, repeat),
         Method::Anneal => anneal::solve(d, repeat, &options.anneal, &bar),
-        Method::Exact => exact::solve_repeat(d, repeat, &bar).assignment,
+        // Callers that only want the optimum's cost pass no device: the CPU solver runs.
+        Method::Exact => match (options.backend, ctx) {
+            (Backend::Gpu, Some(ctx)) if repeat == 1 => crate::auction::solve(ctx, d, &bar)?.assignment,
+            _ => exact::solve_repeat(d, repeat, &bar).assignment,
+        },
         Method::Softassign => {
             options.softassign.validate().map_err(MosaicError::InvalidInput)?;
             match device(options.backend, ctx)? {
