@@ -283,7 +283,7 @@ fn bench_quick_prints_json_lines() {
 fn version_help_and_outputs_checked_before_work() {
     assert!(ok(&["--version"]).starts_with("lightfield "));
     assert!(ok(&["encode", "--version"]).contains(env!("CARGO_PKG_VERSION")));
-    for sub in ["train", "encode", "decode", "info", "generate", "bench", "demo"] {
+    for sub in ["train", "encode", "decode", "info", "generate", "bench", "demo", "view", "render"] {
         let help = ok(&[sub, "--help"]);
         assert!(help.contains("Examples:\n  lightfield "), "{sub} --help has no example");
     }
