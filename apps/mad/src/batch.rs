@@ -18,6 +18,7 @@ use crate::gpu::{GpuMad, KEPT_SLOTS};
 use crate::input::load_pair;
 use crate::pairs::Pair;
 use crate::report::{BatchLine, Outcome, ScoreReport};
+use crate::results::Results;
 use crate::{GrayImage, MadError, Scores};
 
 /// Chunks each GPU gets at least, when no `--chunk` is given, so that the progress bar moves
@@ -91,13 +92,25 @@ fn claims<'a>(
     })
 }
 
-/// Scores the pairs of `csv` with `gpus` (one worker each), or on the CPU when `gpus` is
-/// empty; `chunk` is the GPU chunk size (default: [`GpuMad::default_chunk`], at most the
-/// share that gives each GPU [`CHUNKS_PER_DEVICE`] chunks). Fails, after every line is
-/// printed, when any pair failed.
-pub fn run(csv: &Path, chunk: Option<usize>, mut gpus: Vec<GpuMad>) -> Result<(), MadError> {
-    let pairs = crate::pairs::read(csv)?;
+/// Scores `pairs` with `gpus` (one worker each), or on the CPU when `gpus` is empty; `chunk`
+/// is the GPU chunk size (default: [`GpuMad::default_chunk`], at most the share that gives
+/// each GPU [`CHUNKS_PER_DEVICE`] chunks). With a results file, the pairs it already holds
+/// are skipped and every new line is appended to it. Fails, after every line is printed,
+/// when any pair failed.
+pub fn run(
+    pairs: Vec<Pair>,
+    chunk: Option<usize>,
+    mut gpus: Vec<GpuMad>,
+    mut results: Option<Results>,
+) -> Result<(), MadError> {
+    let pairs: Vec<Pair> = match &results {
+        Some(r) => pairs.into_iter().filter(|p| !r.has(&p.ref_name, &p.dist_name)).collect(),
+        None => pairs,
+    };
     let pairs = &pairs[..];
+    let out_path = results.as_ref().map(|r| r.path().to_path_buf());
+    let outs: Vec<&Path> = out_path.iter().map(|p| p.as_path()).collect();
+    let mut write_error: Option<MadError> = None;
     if chunk.is_none() {
         let share = pairs.len().div_ceil(gpus.len().max(1) * CHUNKS_PER_DEVICE).max(1);
         gpus.iter_mut().for_each(|gpu| gpu.set_chunk_cap(share));
@@ -106,7 +119,14 @@ pub fn run(csv: &Path, chunk: Option<usize>, mut gpus: Vec<GpuMad>) -> Result<()
     let next = &AtomicUsize::new(0);
     let bar = kit::progress::bar(pairs.len() as u64, "mad batch");
     let mut out = Ordered { pairs, next: 0, ready: BTreeMap::new(), failed: 0 };
-    let mut print = |line: &BatchLine| bar.suspend(|| kit::emit(line, &[]));
+    let mut print = |line: &BatchLine| {
+        bar.suspend(|| kit::emit(line, &outs));
+        if let Some(r) = results.as_mut() {
+            if let Err(e) = r.append(line) {
+                write_error.get_or_insert(e);
+            }
+        }
+    };
     let worker_errors: Vec<MadError> = std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, BatchLine)>();
         let mut workers = Vec::new();
@@ -150,6 +170,9 @@ pub fn run(csv: &Path, chunk: Option<usize>, mut gpus: Vec<GpuMad>) -> Result<()
         }
     }
     bar.finish_and_clear();
+    if let Some(e) = write_error {
+        return Err(e);
+    }
     match out.failed {
         0 => Ok(()),
         failed => Err(MadError::PairsFailed { failed, total: pairs.len() }),

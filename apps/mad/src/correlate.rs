@@ -9,7 +9,19 @@
 //! kept: MAD grows with distortion, so against MOS (higher is better) SROCC is negative and
 //! against DMOS positive; the logistic fit absorbs either direction (b1 < b2 or b1 > b2).
 
+use std::collections::HashMap;
+use std::path::Path;
+
 use serde::Serialize;
+
+use crate::MadError;
+
+/// Columns a subjective file may name its images by, in order of preference.
+const NAME_COLUMNS: [&str; 6] = ["dist", "dist_img", "image", "name", "file", "filename"];
+/// Columns a subjective file may hold its scores in, when `--column` is not given.
+const SCORE_COLUMNS: [&str; 3] = ["mos", "dmos", "score"];
+/// Subjective files are small tables; this bounds the read.
+const MAX_SUBJECTIVE_BYTES: u64 = 256 << 20;
 
 /// The agreement of `n` metric scores with their subjective scores.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -111,12 +123,13 @@ fn solve4(mut a: [[f64; 4]; 4], mut r: [f64; 4]) -> Option<[f64; 4]> {
         }
         a.swap(c, p);
         r.swap(c, p);
-        for i in c + 1..4 {
-            let f = a[i][c] / a[c][c];
-            for k in c..4 {
-                a[i][k] -= f * a[c][k];
+        let (pivot_row, pivot_r) = (a[c], r[c]);
+        for (row, ri) in a.iter_mut().zip(r.iter_mut()).skip(c + 1) {
+            let f = row[c] / pivot_row[c];
+            for (x, p) in row.iter_mut().zip(pivot_row.iter()).skip(c) {
+                *x -= f * p;
             }
-            r[i] -= f * r[c];
+            *ri -= f * pivot_r;
         }
     }
     let mut x = [0.0; 4];
@@ -199,6 +212,100 @@ pub fn agreement(metric: &[f64], subjective: &[f64]) -> Result<Agreement, String
         plcc: pearson(&mapped, subjective),
         rmse,
         logistic: b,
+    })
+}
+
+fn bad(path: &Path, message: impl std::fmt::Display) -> MadError {
+    MadError::Pairs { path: path.display().to_string(), message: message.to_string() }
+}
+
+/// Subjective scores by image name from a CSV with a header (see [`NAME_COLUMNS`] and
+/// [`SCORE_COLUMNS`]); every score must be finite.
+pub fn read_subjective(path: &Path, column: Option<&str>) -> Result<HashMap<String, f64>, MadError> {
+    let text = kit::input::read_text(path, MAX_SUBJECTIVE_BYTES)?;
+    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let headers: Vec<String> =
+        reader.headers().map_err(|e| bad(path, e))?.iter().map(|h| h.to_ascii_lowercase()).collect();
+    let find = |names: &[&str]| names.iter().find_map(|n| headers.iter().position(|h| h == n));
+    let name_at = find(&NAME_COLUMNS)
+        .ok_or_else(|| bad(path, format!("no name column; the header needs one of {}", NAME_COLUMNS.join(", "))))?;
+    let score_at = match column {
+        Some(c) => headers
+            .iter()
+            .position(|h| h.eq_ignore_ascii_case(c))
+            .ok_or_else(|| bad(path, format!("no column {c:?}; the header has {}", headers.join(", "))))?,
+        None => find(&SCORE_COLUMNS).ok_or_else(|| {
+            bad(path, format!("no score column; give --column or name one {}", SCORE_COLUMNS.join(", ")))
+        })?,
+    };
+    let mut scores = HashMap::new();
+    for (n, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| bad(path, e))?;
+        let name = record.get(name_at).unwrap_or_default().to_string();
+        let value: f64 = record
+            .get(score_at)
+            .and_then(|v| v.parse().ok())
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| bad(path, format!("row {}: the score is not a finite number", n + 2)))?;
+        scores.insert(name, value);
+    }
+    Ok(scores)
+}
+
+/// What `mad correlate` prints.
+#[derive(Clone, Debug, Serialize)]
+pub struct CorrelateReport {
+    #[serde(flatten)]
+    pub agreement: Agreement,
+    /// Scored images with no subjective score, and the reverse.
+    pub unmatched_scores: usize,
+    pub unmatched_subjective: usize,
+}
+
+impl std::fmt::Display for CorrelateReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let a = &self.agreement;
+        write!(
+            f,
+            "{} pairs: SROCC {:.4}, KROCC {:.4}, PLCC {:.4}, RMSE {:.4} (after the 4-parameter logistic)",
+            a.pairs, a.srocc, a.krocc, a.plcc, a.rmse
+        )?;
+        if self.unmatched_scores + self.unmatched_subjective > 0 {
+            write!(f, "; unmatched: {} scores, {} subjective", self.unmatched_scores, self.unmatched_subjective)?;
+        }
+        Ok(())
+    }
+}
+
+/// The file name of a path as written (`awgn/1600.AWGN.1.png` -> `1600.AWGN.1.png`).
+fn file_name(name: &str) -> &str {
+    name.rsplit(['/', '\\']).next().unwrap_or(name)
+}
+
+/// Joins metric scores and subjective scores by image name (as written, else by file name)
+/// and measures their agreement.
+pub fn join_and_agree(
+    metric: &HashMap<String, f64>,
+    subjective: &HashMap<String, f64>,
+) -> Result<CorrelateReport, MadError> {
+    let by_file: HashMap<&str, f64> = subjective.iter().map(|(k, &v)| (file_name(k), v)).collect();
+    let mut names: Vec<&String> = metric.keys().collect();
+    names.sort();
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    let mut used = 0usize;
+    for name in names {
+        let found = subjective.get(name).copied().or_else(|| by_file.get(file_name(name)).copied());
+        if let Some(s) = found {
+            x.push(metric[name]);
+            y.push(s);
+            used += 1;
+        }
+    }
+    let agreement = agreement(&x, &y).map_err(|m| MadError::Pairs { path: "correlate".into(), message: m })?;
+    Ok(CorrelateReport {
+        agreement,
+        unmatched_scores: metric.len() - used,
+        unmatched_subjective: subjective.len().saturating_sub(used),
     })
 }
 

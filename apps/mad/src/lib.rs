@@ -6,15 +6,19 @@
 //! - [`filters`], [`grid`]: the CSF and log-Gabor filters per FFT bin, the block layout.
 //! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output
 //!   ([`encode`]: the map files' bytes).
-//! - [`batch`]: `mad batch` over one or several GPUs or the CPU; [`report`]: the records
-//!   every subcommand prints.
+//! - [`batch`]: `mad batch` over one or several GPUs or the CPU; [`dataset`]: pairs of an
+//!   IQA data set's folders by name; [`results`]: the resumable results file; [`report`]:
+//!   the records every subcommand prints.
+//! - [`correlate`]: SROCC, KROCC and PLCC after the 4-parameter logistic, against MOS/DMOS.
 //! - [`synth`]: deterministic sample images and distortions (demo, bench, tests).
 //! - [`bench`], [`demo`]: the `mad bench` and `mad demo` subcommands.
 
 pub mod batch;
 pub mod bench;
 pub mod constants;
+pub mod correlate;
 pub mod cpu;
+pub mod dataset;
 pub mod demo;
 pub mod encode;
 pub mod filters;
@@ -24,6 +28,7 @@ pub mod input;
 pub mod maps;
 pub mod pairs;
 pub mod report;
+pub mod results;
 pub mod synth;
 
 pub use input::GrayImage;

@@ -40,23 +40,62 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Score every `ref,dist` line of a CSV, one line per pair in CSV order
+    /// Score many pairs: the lines of a CSV, or an IQA data set's folders paired by name
     #[command(after_help = "Examples:\n  \
         mad batch --pairs pairs.csv\n  \
         mad batch --pairs pairs.csv --json --device all\n  \
-        mad batch --pairs pairs.csv --backend cpu\n\n\
+        mad batch --ref-dir csiq/src_imgs --dist-dir csiq/dst_imgs --out csiq.csv\n  \
+        mad batch --ref-dir refs --dist-dir dist --pattern 'dist_{ref}_*' --out scores.jsonl --backend cpu\n\n\
+        Folders pair by name as CSIQ (1600.AWGN.1.png against 1600.png), TID2013 (i01_01_1.bmp\n\
+        against I01.BMP) and KADID-10k (I01_01_01.png against I01.png) name them: a distorted\n\
+        image belongs to the reference whose name is its longest prefix followed by . _ or -.\n\
+        With --out, rows are appended as pairs finish; running the same command again resumes.\n\
         A pair that cannot be scored gets a line with its error; the batch goes on and exits 1.")]
     Batch {
         /// CSV of `ref,dist` lines (UTF-8, paths relative to the CSV's folder; a first line
         /// `ref,dist` is a header, `#` starts a comment)
-        #[arg(long, value_name = "CSV")]
-        pairs: PathBuf,
+        #[arg(long, value_name = "CSV", required_unless_present = "ref_dir", conflicts_with_all = ["ref_dir", "dist_dir"])]
+        pairs: Option<PathBuf>,
+        /// Folder of reference images (searched up to 4 levels deep)
+        #[arg(long, value_name = "DIR", requires = "dist_dir")]
+        ref_dir: Option<PathBuf>,
+        /// Folder of distorted images, each paired with its reference by name
+        #[arg(long, value_name = "DIR", requires = "ref_dir")]
+        dist_dir: Option<PathBuf>,
+        /// How a distorted image's name holds its reference's: `{ref}` for the reference's
+        /// name without extension, `*` for any text (default: the CSIQ/TID/KADID rule)
+        #[arg(long, value_name = "PATTERN", requires = "ref_dir")]
+        pattern: Option<mad::dataset::Pattern>,
+        /// Results file, one row per pair: .csv or .jsonl; an existing one is resumed
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
         /// Pairs per GPU chunk (default: about 64 MiB of spectra per chunk, fewer for a short
         /// batch). With `--device all` or a list such as `0,1` the pairs are split across those GPUs
         #[arg(long, value_name = "N", value_parser = kit::cli::parse_count)]
         chunk: Option<usize>,
         #[command(flatten)]
         common: CommonArgs,
+    },
+    /// How well scores agree with people: SROCC, KROCC, and PLCC and RMSE after the usual
+    /// 4-parameter logistic mapping
+    #[command(after_help = "Examples:\n  \
+        mad correlate --scores csiq.csv --subjective csiq_dmos.csv\n  \
+        mad correlate --scores kadid.jsonl --subjective kadid/dmos.csv --column dmos --json\n\n\
+        The subjective file is a CSV with a header: a name column (dist, dist_img, image, name\n\
+        or file) and a score column (--column, default the first of mos, dmos, score). Rows\n\
+        match the results file's `dist` entries, or their file names.")]
+    Correlate {
+        /// A results file of `mad batch --out` (.csv or .jsonl)
+        #[arg(long, value_name = "FILE")]
+        scores: PathBuf,
+        /// CSV of subjective scores (MOS or DMOS) per distorted image
+        #[arg(long, value_name = "CSV")]
+        subjective: PathBuf,
+        /// The subjective score's column (default: the first of mos, dmos, score)
+        #[arg(long, value_name = "NAME")]
+        column: Option<String>,
+        #[command(flatten)]
+        report: kit::cli::ReportArgs,
     },
     /// The benchmark set (512x512 latency, 1000-pair throughput, 1920x1080), one JSON line each
     #[command(after_help = "Examples:\n  mad bench\n  mad bench --quick --device 0")]
@@ -111,14 +150,54 @@ fn score(reference: &Path, distorted: &Path, maps_dir: Option<&Path>, common: &C
     Ok(())
 }
 
-fn batch(csv: &Path, chunk: Option<usize>, common: &CommonArgs) -> Result<()> {
+/// Where a batch's pairs come from.
+enum PairSource<'a> {
+    Csv(&'a Path),
+    Folders { refs: &'a Path, dists: &'a Path, pattern: Option<&'a mad::dataset::Pattern> },
+}
+
+fn batch(source: PairSource<'_>, out: Option<&Path>, chunk: Option<usize>, common: &CommonArgs) -> Result<()> {
+    let inputs: Vec<&Path> = match &source {
+        PairSource::Csv(csv) => vec![csv],
+        PairSource::Folders { refs, dists, .. } => vec![refs, dists],
+    };
+    if let Some(out) = out {
+        mad::results::check(out, &inputs)?;
+    }
+    let pairs = match source {
+        PairSource::Csv(csv) => mad::pairs::read(csv)?,
+        PairSource::Folders { refs, dists, pattern } => {
+            let matched = mad::dataset::pair_folders(refs, dists, pattern)?;
+            if !matched.unmatched.is_empty() {
+                eprintln!(
+                    "mad: warning: {} image(s) in {} match no reference and are skipped (first: {})",
+                    matched.unmatched.len(),
+                    dists.display(),
+                    matched.unmatched[0].display()
+                );
+            }
+            matched.pairs
+        }
+    };
+    let results = out.map(mad::results::Results::open).transpose()?;
+    if let Some(r) = results.as_ref().filter(|r| r.resumed() > 0) {
+        eprintln!("mad: resuming: {} pair(s) already scored in {}", r.resumed(), r.path().display());
+    }
     let gpus = match common.backend {
         kit::Backend::Gpu => {
             kit::cli::open_each(common.device())?.iter().map(GpuMad::new).collect::<Result<Vec<_>, _>>()?
         }
         kit::Backend::Cpu => Vec::new(),
     };
-    Ok(mad::batch::run(csv, chunk, gpus)?)
+    Ok(mad::batch::run(pairs, chunk, gpus, results)?)
+}
+
+fn correlate(scores: &Path, subjective: &Path, column: Option<&str>) -> Result<()> {
+    let metric = mad::results::read_scores(scores)?;
+    let people = mad::correlate::read_subjective(subjective, column)?;
+    let report = mad::correlate::join_and_agree(&metric, &people)?;
+    kit::emit(&report, &[]);
+    Ok(())
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -126,7 +205,15 @@ fn run(cli: Cli) -> Result<()> {
         Command::Score { reference, distorted, maps, common } => {
             score(&reference, &distorted, maps.as_deref(), &common)
         }
-        Command::Batch { pairs, chunk, common } => batch(&pairs, chunk, &common),
+        Command::Batch { pairs, ref_dir, dist_dir, pattern, out, chunk, common } => {
+            let source = match (&pairs, &ref_dir, &dist_dir) {
+                (Some(csv), _, _) => PairSource::Csv(csv),
+                (None, Some(refs), Some(dists)) => PairSource::Folders { refs, dists, pattern: pattern.as_ref() },
+                _ => anyhow::bail!("give --pairs CSV, or --ref-dir and --dist-dir"),
+            };
+            batch(source, out.as_deref(), chunk, &common)
+        }
+        Command::Correlate { scores, subjective, column, .. } => correlate(&scores, &subjective, column.as_deref()),
         Command::Bench { args, .. } => {
             let ctx = kit::cli::open(&args.device)?;
             Ok(mad::bench::run(&ctx, args.quick)?)

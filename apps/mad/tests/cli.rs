@@ -374,3 +374,69 @@ fn demo_writes_images_maps_and_summary() {
     assert!(dir.path().join("maps/jpeg10/combined.png").exists());
     assert!(dir.path().join("images/reference.png").exists());
 }
+
+/// A CSIQ-like data set: two references, three distortions each, in a nested folder.
+fn write_dataset(dir: &Path) -> (PathBuf, PathBuf) {
+    let (refs, dists) = (dir.join("src_imgs"), dir.join("dst_imgs"));
+    std::fs::create_dir_all(dists.join("awgn")).unwrap();
+    std::fs::create_dir_all(&refs).unwrap();
+    for (id, seed) in [("1600", 5u64), ("cactus", 9)] {
+        let r = scene(61, 45, seed);
+        kit::image::save_gray8(&refs.join(format!("{id}.png")), 61, 45, &to_u8(&r)).unwrap();
+        for level in 1..=3 {
+            let d = distort(&r, Distortion::Noise(4.0 * level as f64), level);
+            let name = dists.join("awgn").join(format!("{id}.AWGN.{level}.png"));
+            kit::image::save_gray8(&name, 61, 45, &to_u8(&d)).unwrap();
+        }
+    }
+    (refs, dists)
+}
+
+#[test]
+fn a_data_set_is_scored_from_its_folders_resumed_and_correlated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (refs, dists) = write_dataset(dir.path());
+    let results = dir.path().join("out/scores.csv");
+    let args = ["batch", "--ref-dir", p(&refs), "--dist-dir", p(&dists), "--out", p(&results), "--backend", "cpu"];
+    let first = mad(&args);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert_eq!(text.lines().count(), 7, "a header and six rows: {text}");
+    assert!(text.starts_with("ref,dist,mad,"), "{text}");
+    assert!(text.contains("1600.png,awgn/1600.AWGN.2.png,"), "{text}");
+    // An interrupted run: two rows and a torn third line are left; the rerun scores the rest.
+    let kept: Vec<&str> = text.lines().take(3).collect();
+    std::fs::write(&results, format!("{}\ncactus.png,awgn/cac", kept.join("\n"))).unwrap();
+    let again = mad(&args);
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stderr(&again).contains("2 pair(s) already scored"), "{}", stderr(&again));
+    assert_eq!(String::from_utf8_lossy(&again.stdout).lines().count(), 4, "only the four missing pairs");
+    let resumed = std::fs::read_to_string(&results).unwrap();
+    assert_eq!(resumed.lines().count(), 7, "{resumed}");
+    // Subjective scores rising with the noise level: MAD must rank them alike.
+    let dmos = dir.path().join("dmos.csv");
+    let mut rows = String::from("image,dmos\n");
+    for id in ["1600", "cactus"] {
+        for level in 1..=3 {
+            rows.push_str(&format!(
+                "{id}.AWGN.{level}.png,{}\n",
+                level as f64 * 0.1 + if id == "cactus" { 0.05 } else { 0.0 }
+            ));
+        }
+    }
+    std::fs::write(&dmos, rows).unwrap();
+    let c = mad(&["correlate", "--scores", p(&results), "--subjective", p(&dmos), "--json"]);
+    assert!(c.status.success(), "{}", stderr(&c));
+    let v = &json_lines(&c)[0];
+    assert_eq!(v["command"], "correlate");
+    assert_eq!(v["pairs"], 6);
+    for key in ["srocc", "krocc", "plcc"] {
+        let r = v[key].as_f64().unwrap();
+        assert!((-1.0..=1.0).contains(&r), "{key} {r}");
+    }
+    assert!(v["srocc"].as_f64().unwrap() > 0.5, "MAD grows with the noise level: {v}");
+    // A results file with another extension is refused before any work.
+    let bad = mad(&["batch", "--ref-dir", p(&refs), "--dist-dir", p(&dists), "--out", p(&dir.path().join("s.txt"))]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains(".csv, .jsonl"), "{}", stderr(&bad));
+}
