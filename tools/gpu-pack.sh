@@ -6,7 +6,8 @@
 # SET: gpu-info prims mad smoe mosaic composite lightfield (default: all), sweep,
 # composite-sweep (the encoder's shapes), tests (the library test suites on the GPU;
 # their output is libtest's text), and composite-mpi (one rank per GPU, with IceT when a
-# .gpu-icet bundle is carried too). Results come back under $OUT, one file per set.
+# .gpu-icet bundle is carried too), and the feature sets of tools/gpu-features.sh
+# (smoe-photos, mosaic-exact, lightfield-files). Results come back under $OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A target folder of its own, so a release build never waits on (or invalidates) debug builds.
@@ -16,7 +17,7 @@ mkdir -p .gpu/bin
 for b in gpu-info sweep prims-bench mad smoe mosaic composite lightfield; do
   if [ -x "$CARGO_TARGET_DIR/release/$b" ]; then cp "$CARGO_TARGET_DIR/release/$b" .gpu/bin/; fi
 done
-cp tools/gpu-bench.sh tools/gpu-composite-mpi.sh .gpu/
+cp tools/gpu-bench.sh tools/gpu-features.sh tools/gpu-composite-mpi.sh .gpu/
 # The library test suites (and MAD's GPU-against-CPU tests), stripped, for the `tests` set:
 # every kernel's checks against its CPU reference, on the GPU instead of lavapipe.
 rm -rf .gpu/tests && mkdir -p .gpu/tests
