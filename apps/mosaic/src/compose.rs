@@ -97,7 +97,7 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
         for c in 0..grid.0 {
             let (x0, x1) = (c * img.width / grid.0, (c + 1) * img.width / grid.0);
             let rect = (x0, y0, x1 - x0, y1 - y0);
-            region_features(&rgb, img.width, rect, (cells.0, cells.1), &mut patches.data);
+            region_features(rgb.as_slice(), img.width, rect, (cells.0, cells.1), &mut patches.data);
             patch_colours.push(tint::of_region(&rgb, img.width, rect));
         }
     }
@@ -120,12 +120,15 @@ impl Problem {
     /// The distance matrix (Eq. 1) on the GPU (`ctx`) or the CPU, with a progress bar.
     pub fn distances(&self, backend: Backend, ctx: Option<&Context>) -> Result<DistanceMatrix> {
         let (m, n) = (self.patches.len(), self.tiles.len());
+        // D in f64, and the f32 copy the GPU path downloads.
+        let bytes = (m as u64).saturating_mul(n as u64).saturating_mul(12);
+        kit::budget::check(bytes, format!("the {m} x {n} distance matrix"))?;
         let data = match solve::device(backend, ctx)? {
             Some(ctx) => {
-                // One dispatch: nothing to count, so a spinner shows it is alive.
-                let spinner = kit::progress::spinner("distances");
-                let d = crate::distance::distance_gpu(ctx, &self.patches, &self.tiles.features)?;
-                spinner.finish_and_clear();
+                let bar = kit::progress::bar(m as u64, "distances");
+                let blocks = crate::distance::BLOCK_BYTES;
+                let d = crate::distance::distance_blocks(ctx, &self.patches, &self.tiles.features, blocks, &bar)?;
+                bar.finish_and_clear();
                 d.into_iter().map(f64::from).collect()
             }
             None => {

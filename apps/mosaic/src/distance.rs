@@ -2,12 +2,16 @@
 //! is its f64 reference.
 
 use engine::{Context, Location, PipelineDesc};
+use indicatif::ProgressBar;
 
 use crate::error::{MosaicError, Result};
 use crate::features::Features;
 use crate::shaders;
 
 const WORKGROUP: u32 = 256;
+/// The most bytes of D on the device at once: D is computed in blocks of rows, each
+/// downloaded before the next, so its size is bounded by host memory only.
+pub const BLOCK_BYTES: u64 = 64 << 20;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -15,17 +19,31 @@ struct Push {
     m: u32,
     n: u32,
     width: u32,
+    row0: u32,
 }
 
 /// D (m x n, row-major f32) for m patches and n tiles.
 pub fn distance_gpu(ctx: &Context, patches: &Features, tiles: &Features) -> Result<Vec<f32>> {
+    distance_blocks(ctx, patches, tiles, BLOCK_BYTES, &ProgressBar::hidden())
+}
+
+/// [`distance_gpu`] in blocks of rows of at most `block_bytes` (and the device's largest
+/// storage buffer); `progress` advances by the rows of each block.
+pub fn distance_blocks(
+    ctx: &Context,
+    patches: &Features,
+    tiles: &Features,
+    block_bytes: u64,
+    progress: &ProgressBar,
+) -> Result<Vec<f32>> {
     if patches.width() != tiles.width() {
         return Err(MosaicError::InvalidInput("patch and tile features have different cell counts".into()));
     }
     let (m, n) = (patches.len(), tiles.len());
-    let entries = m * n;
-    if entries as u64 * 4 > ctx.info().max_storage_buffer_range || entries > u32::MAX as usize {
-        return Err(MosaicError::InvalidInput(format!("a {m} x {n} distance matrix is too large for this device")));
+    let row_bytes = n as u64 * 4;
+    let block_rows = (block_bytes.min(ctx.info().max_storage_buffer_range) / row_bytes).min(m as u64) as usize;
+    if block_rows == 0 || n as u64 * block_rows as u64 > u32::MAX as u64 {
+        return Err(MosaicError::InvalidInput(format!("a row of {n} tiles is too long for this device")));
     }
     let pipe = ctx.compute_pipeline(&PipelineDesc {
         name: "distance",
@@ -36,12 +54,20 @@ pub fn distance_gpu(ctx: &Context, patches: &Features, tiles: &Features) -> Resu
     })?;
     let p = ctx.upload(&patches.data, "patch features")?;
     let t = ctx.upload(&tiles.data, "tile features")?;
-    let d = ctx.buffer::<f32>(entries, Location::Device, "distance matrix")?;
-    let mut rec = ctx.recorder()?;
-    let push = Push { m: m as u32, n: n as u32, width: patches.width() as u32 };
-    rec.dispatch_linear(&pipe, &[p.binding(), t.binding(), d.binding()], &push, (entries as u32).div_ceil(WORKGROUP));
-    rec.submit()?.wait()?;
-    Ok(ctx.download(&d)?)
+    let d = ctx.buffer::<f32>(n * block_rows, Location::Device, "distance block")?;
+    let mut out = Vec::with_capacity(m * n);
+    for row0 in (0..m).step_by(block_rows) {
+        let rows = block_rows.min(m - row0);
+        let entries = rows * n;
+        let mut rec = ctx.recorder()?;
+        let push = Push { m: rows as u32, n: n as u32, width: patches.width() as u32, row0: row0 as u32 };
+        let groups = (entries as u32).div_ceil(WORKGROUP);
+        rec.dispatch_linear(&pipe, &[p.binding(), t.binding(), d.binding()], &push, groups);
+        rec.submit()?.wait()?;
+        out.extend(ctx.download_range(&d, 0, entries)?);
+        progress.inc(rows as u64);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -59,6 +85,9 @@ mod tests {
             let want = distance_cpu(&patches, &tiles);
             let err = testing::max_rel_error(&got, &want, 1.0);
             assert!(err < 1e-5, "{m}x{n}: relative error {err:e}");
+            // Blocks of 3 rows (the last one partial) give the same matrix.
+            let blocks = distance_blocks(ctx, &patches, &tiles, 3 * n as u64 * 4, &ProgressBar::hidden()).unwrap();
+            assert_eq!(blocks, got, "{m}x{n} in blocks");
         }
         testing::assert_no_validation_messages();
     }

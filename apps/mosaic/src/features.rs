@@ -3,6 +3,8 @@
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
+use crate::image_ops::Pixels;
+
 /// Features of a set of regions: `3 u v` values per region (cells row-major, RGB
 /// interleaved), in 0..255 units.
 #[derive(Clone, Debug, Default)]
@@ -49,11 +51,11 @@ pub fn check(values: &[f32]) -> std::result::Result<(), String> {
     }
 }
 
-/// Mean colour of each of u x v cells of the rectangle (x0, y0, w, h) of an RGB f32 image
-/// (`data` interleaved, `width` pixels per row), appended to `out` in 0..255 units. Cell
-/// borders fall between pixels; pixels are split by their top-left corner.
+/// Mean colour of each of u x v cells of the rectangle (x0, y0, w, h) of an image
+/// (`width` pixels per row), appended to `out` in 0..255 units. Cell borders fall between
+/// pixels; pixels are split by their top-left corner.
 pub fn region_features(
-    data: &[f32],
+    data: &(impl Pixels + ?Sized),
     width: usize,
     rect: (usize, usize, usize, usize),
     cells: (usize, usize),
@@ -67,8 +69,8 @@ pub fn region_features(
             let mut sum = [0.0f64; 3];
             for y in ya..yb.max(ya + 1) {
                 for x in xa..xb.max(xa + 1) {
-                    let p = (y * width + x) * 3;
-                    (0..3).for_each(|k| sum[k] += data[p + k] as f64);
+                    let v = data.rgb(y * width + x);
+                    (0..3).for_each(|k| sum[k] += v[k] as f64);
                 }
             }
             let count = ((xb.max(xa + 1) - xa) * (yb.max(ya + 1) - ya)) as f64;

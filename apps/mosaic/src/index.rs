@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use crate::error::{MosaicError, Result};
 use crate::features::{self, region_features, Features};
-use crate::image_ops::{centre_crop, thumbnail, to_rgb};
+use crate::image_ops::{centre_crop, thumbnail, Rgba8};
 
 const MAGIC: &[u8; 4] = b"TSMI";
 const VERSION: u32 = 1;
@@ -147,18 +147,19 @@ fn scan(dir: &Path) -> Result<Vec<(PathBuf, Key)>> {
 /// its features and thumbnail; an unreadable file or one whose features are out of range
 /// becomes an `Unreadable` entry.
 fn decode(path: &Path, params: &IndexParams) -> Entry {
-    let img = match kit::image::load(path) {
+    // RGBA8: 4 bytes a pixel while decoding, so large photos decode side by side.
+    let (width, height, rgba) = match kit::image::load_rgba8(path) {
         Ok(img) => img,
         Err(e) => return Entry::Unreadable(e.to_string()),
     };
-    let rgb = to_rgb(&img);
-    let rect = centre_crop(img.width, img.height, params.thumb.0 as f64 / params.thumb.1 as f64);
+    let pixels = Rgba8(&rgba);
+    let rect = centre_crop(width, height, params.thumb.0 as f64 / params.thumb.1 as f64);
     let mut features = Vec::new();
-    region_features(&rgb, img.width, rect, params.cells, &mut features);
+    region_features(&pixels, width, rect, params.cells, &mut features);
     if let Err(e) = features::check(&features) {
         return Entry::Unreadable(e);
     }
-    let thumb = thumbnail(&rgb, img.width, rect, params.thumb.0, params.thumb.1);
+    let thumb = thumbnail(&pixels, width, rect, params.thumb.0, params.thumb.1);
     Entry::Tile { features, thumb }
 }
 

@@ -86,7 +86,7 @@ fn check_not_tile(out: &Path, tiles: &Path) -> Result<()> {
 
 fn cmd_solve(args: SolveArgs) -> Result<()> {
     // greedy, anneal and exact have no GPU path: they run on the CPU, and the envelope says so.
-    let backend = args.method.backend(args.common.backend);
+    let backend = args.method.backend(args.common.backend, args.params.repeat);
     kit::report::set_backend(backend);
     let d = DistanceMatrix::load_npy(&args.distance)?;
     let options = args.params.options(backend);
@@ -146,7 +146,7 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     };
     let record = BuildReport {
         method: args.method,
-        solve_backend: args.method.backend(backend),
+        solve_backend: args.method.backend(backend, options.repeat),
         cost: built.solved.cost,
         ratio_to_exact: exact_cost.map(|e| built.solved.cost / e),
         patches: d.rows,

@@ -43,9 +43,10 @@ impl Method {
         matches!(self, Method::Softassign | Method::Exact)
     }
 
-    /// The backend the method runs on when `backend` is asked for.
-    pub fn backend(self, backend: Backend) -> Backend {
-        if self.has_gpu_path() {
+    /// The backend the method runs on when `backend` is asked for with `repeat` uses per
+    /// tile (the GPU auction solves the problem without repeats only).
+    pub fn backend(self, backend: Backend, repeat: usize) -> Backend {
+        if self.has_gpu_path() && !(self == Method::Exact && repeat > 1) {
             backend
         } else {
             Backend::Cpu

@@ -74,7 +74,8 @@ fn solve_reads_float32_and_float64_and_prints_one_json_line() {
             assert!((v["cost"].as_f64().unwrap() - cost).abs() < 1e-12);
             assert!(v["solve_ms"].as_f64().unwrap() >= 0.0);
             assert_eq!(v["out"], serde_json::json!([]));
-            let backend = if method == "softassign" && !extra.contains(&"cpu") { "gpu" } else { "cpu" };
+            let on_gpu = matches!(method, "softassign" | "exact") && !extra.contains(&"cpu");
+            let backend = if on_gpu { "gpu" } else { "cpu" };
             assert_eq!(v["backend"], backend, "{method} {extra:?}: the backend it ran on");
             if method == "exact" {
                 assert_eq!(cost, 4.0);
@@ -451,13 +452,15 @@ fn repeat_and_tint_with_every_method() {
         mosaic(&args)
     };
     let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
-    let methods: [(&str, &str, &[&str]); 6] = [
+    let methods: [(&str, &str, &[&str]); 7] = [
         ("greedy", "cpu", &[]),
         ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
         ("softassign", "cpu", &soft),
         ("softassign", "gpu", &soft),
         ("exact", "cpu", &[]),
         ("greedy", "gpu", &[]),
+        // The GPU auction has no repeats: the CPU solver runs, and the record says so.
+        ("exact", "gpu", &[]),
     ];
     let mut costs = Vec::new();
     for (k, (method, backend, extra)) in methods.iter().enumerate() {
@@ -474,6 +477,8 @@ fn repeat_and_tint_with_every_method() {
             (Some(1200), Some(300), Some(4))
         );
         assert_eq!(v["out"], serde_json::json!([out.to_str().unwrap(), csv.to_str().unwrap()]));
+        let solved_on = if *method == "softassign" { backend } else { &"cpu" };
+        assert_eq!(v["solve_backend"], *solved_on, "{method}/{backend}");
         let img = kit::image::load(&out).unwrap();
         assert_eq!((img.width, img.height), (320, 240));
         let text = std::fs::read_to_string(&csv).unwrap();
@@ -491,8 +496,9 @@ fn repeat_and_tint_with_every_method() {
         assert!(uses.values().all(|&n| n <= 4), "{method}: a tile fills more than 4 cells");
         costs.push((method.to_string(), v["cost"].as_f64().unwrap()));
     }
+    // Distances from the GPU (f32) and the CPU (f64) differ in the last bits: 1e-6.
     let exact = costs.iter().find(|(m, _)| m == "exact").unwrap().1;
-    assert!(costs.iter().all(|(_, c)| *c >= exact - 1e-9 * exact), "{costs:?}");
+    assert!(costs.iter().all(|(_, c)| *c >= exact - 1e-6 * exact), "{costs:?}");
     assert_eq!(tree(&tiles), before, "files written into the tile folder");
 
     // The tint moves each cell's mean colour towards the target's.

@@ -98,7 +98,7 @@ impl MethodArgs {
 }
 
 /// The help of `--method` and `--backend` together: which method runs where.
-const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); greedy, anneal and exact are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` of solve, `solve_backend` of build, says cpu for them)";
+const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); exact runs on the GPU (an auction, certified in f64) with --repeat 1 and otherwise on the CPU (shortest augmenting paths, all cores); greedy and anneal are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` of solve, `solve_backend` of build, names where the solver ran)";
 
 #[derive(Args)]
 pub struct SolveArgs {
