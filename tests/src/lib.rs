@@ -51,7 +51,14 @@ impl Run {
 
     /// Fails unless the run ended with `code`, showing what it printed.
     pub fn expect_code(&self, code: i32, what: &str) -> &Self {
-        assert_eq!(self.code, Some(code), "{what}: exit {:?}\nstdout: {}\nstderr: {}", self.code, self.stdout, self.stderr);
+        assert_eq!(
+            self.code,
+            Some(code),
+            "{what}: exit {:?}\nstdout: {}\nstderr: {}",
+            self.code,
+            self.stdout,
+            self.stderr
+        );
         assert!(!self.stderr.contains("panicked"), "{what} panicked: {}", self.stderr);
         assert!(!self.stderr.contains("stack backtrace"), "{what} printed a stack trace: {}", self.stderr);
         assert!(!self.stderr.contains("vulkan validation"), "{what}: validation messages: {}", self.stderr);
@@ -123,7 +130,7 @@ pub struct Fixtures {
 impl Fixtures {
     pub fn new() -> Fixtures {
         let dir = tempfile::tempdir().expect("temporary folder");
-        let (w, h) = (40usize, 30usize);
+        let (w, h) = (48usize, 40usize);
         let mut a = Vec::with_capacity(w * h * 3);
         let mut b = Vec::with_capacity(w * h * 3);
         for y in 0..h {
