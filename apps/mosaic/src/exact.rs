@@ -7,15 +7,17 @@
 //! v[j] <= d[i][j] everywhere, with equality on the assignment and v[j] = 0 on unused
 //! columns, so the assignment is provably optimal (see [`Solution::certify`]).
 //!
-//! With `--repeat N` the columns are the slots of [`Slots`] (tile j offered N times as
-//! slots j, n + j, ...; D itself is never copied), and the certificate holds over slots.
-//! A Dijkstra step over many slots (4096 and more) is split over all cores; the closest
-//! slot is chosen by the same rule as the sequential scan, so results are bit-identical.
+//! With `--repeat N` a tile is one node of capacity N (the transportation problem): it is a
+//! sink while it has a use left, and reaching a full tile reaches every row on it. One
+//! potential per tile; the certificate is checked over [`Slots`] (tile j's uses as slots j,
+//! n + j, ... sharing v[j]), where it is the plain assignment certificate. A Dijkstra step
+//! over many tiles (4096 and more) is split over all cores; the closest tile is chosen by
+//! the same rule as the sequential scan, so results are bit-identical.
 
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use crate::matrix::{DistanceMatrix, Slots};
+use crate::matrix::{effective_repeat, DistanceMatrix, Slots};
 
 const NONE: usize = usize::MAX;
 
@@ -50,12 +52,10 @@ pub fn solve_with_duals(d: &DistanceMatrix, progress: &ProgressBar) -> Solution 
     solve_repeat(d, 1, progress)
 }
 
-/// The unvisited slots of one Dijkstra run, compacted in parallel arrays so a scan reads
+/// The unvisited tiles of one Dijkstra run, compacted in parallel arrays so a scan reads
 /// them contiguously and gathers only the cost row.
 #[derive(Default)]
 struct Unvisited {
-    slot: Vec<usize>,
-    /// The tile of each slot; empty without repeats, where slot and tile are the same.
     tile: Vec<usize>,
     v: Vec<f64>,
     dist: Vec<f64>,
@@ -63,8 +63,8 @@ struct Unvisited {
     free: Vec<bool>,
 }
 
-/// The closest slot of a scan: (distance, position, free). Ties prefer a free slot (the path
-/// ends sooner), the last free one, else the first one.
+/// The closest tile of a scan: (distance, position, free). Ties prefer a tile with a use
+/// left (the path ends sooner), the last such one, else the first one.
 type Closest = (f64, usize, bool);
 
 /// The closest of two scans of consecutive ranges, `a` before `b`, by the rule of a
@@ -78,25 +78,21 @@ fn closer(a: Closest, b: Closest) -> Closest {
 }
 
 impl Unvisited {
-    fn reset(&mut self, slots: &Slots, v: &[f64], row4slot: &[usize]) {
-        let n = slots.d.cols;
-        self.slot.clear();
-        self.slot.extend(0..slots.count);
+    fn reset(&mut self, v: &[f64], free: impl Iterator<Item = bool>) {
+        let n = v.len();
         self.tile.clear();
-        if slots.count > n {
-            self.tile.extend((0..slots.count / n).flat_map(|_| 0..n));
-        }
+        self.tile.extend(0..n);
         self.v.clear();
         self.v.extend_from_slice(v);
         self.dist.clear();
-        self.dist.resize(slots.count, f64::INFINITY);
+        self.dist.resize(n, f64::INFINITY);
         self.path.clear();
-        self.path.resize(slots.count, NONE);
+        self.path.resize(n, NONE);
         self.free.clear();
-        self.free.extend(row4slot.iter().map(|&r| r == NONE));
+        self.free.extend(free);
     }
 
-    /// Relaxes the slots at positions `offset..` (the chunks `dist` and `path`) from row `i`
+    /// Relaxes the tiles at positions `offset..` (the chunks `dist` and `path`) from row `i`
     /// (`base` = min_val - u[i]) and returns the closest of them.
     fn scan_range(
         &self,
@@ -108,8 +104,7 @@ impl Unvisited {
         i: usize,
     ) -> Closest {
         let end = offset + dist.len();
-        let tiles = if self.tile.is_empty() { &self.slot } else { &self.tile };
-        let (tile, v, free) = (&tiles[offset..end], &self.v[offset..end], &self.free[offset..end]);
+        let (tile, v, free) = (&self.tile[offset..end], &self.v[offset..end], &self.free[offset..end]);
         let mut best: Closest = (f64::INFINITY, NONE, false);
         for it in 0..dist.len() {
             let r = base + row[tile[it]] - v[it];
@@ -125,7 +120,7 @@ impl Unvisited {
         best
     }
 
-    /// One Dijkstra step from row `i`: relaxes every unvisited slot and returns the position
+    /// One Dijkstra step from row `i`: relaxes every unvisited tile and returns the position
     /// of the closest. Long scans are split over all cores; the result is the same.
     fn scan(&mut self, row: &[f64], base: f64, i: usize) -> usize {
         let len = self.dist.len();
@@ -146,20 +141,18 @@ impl Unvisited {
         best.1
     }
 
-    /// Removes position `at`, returning its (slot, distance, predecessor).
+    /// Removes position `at`, returning its (tile, distance, predecessor).
     fn take(&mut self, at: usize) -> (usize, f64, usize) {
-        if !self.tile.is_empty() {
-            self.tile.swap_remove(at);
-        }
         self.v.swap_remove(at);
         self.free.swap_remove(at);
-        (self.slot.swap_remove(at), self.dist.swap_remove(at), self.path.swap_remove(at))
+        (self.tile.swap_remove(at), self.dist.swap_remove(at), self.path.swap_remove(at))
     }
 }
 
 /// Solves exactly with each tile used at most `repeat` times (the caller has checked that
-/// m <= n x repeat): the shortest augmenting path solver over [`Slots`], tile j's copies
-/// being slots j, n + j, ... so D is never copied.
+/// m <= n x repeat): shortest augmenting paths in which a tile is one node of capacity
+/// `repeat` (a transportation problem), so D is never copied and a Dijkstra step scans n
+/// tiles, not n x repeat copies.
 pub fn solve_repeat(d: &DistanceMatrix, repeat: usize, progress: &ProgressBar) -> Solution {
     let mut aug = Augmenter::with_repeat(d, repeat);
     for row in 0..d.rows {
@@ -169,104 +162,122 @@ pub fn solve_repeat(d: &DistanceMatrix, repeat: usize, progress: &ProgressBar) -
     aug.into_solution()
 }
 
-/// The solver's state between row insertions: potentials and a partial assignment over
-/// [`Slots`] such that u[i] + v[s] <= d[i][s] everywhere, with equality on assigned pairs,
-/// v <= 0, and v = 0 on free slots. [`Augmenter::insert`] adds one row and keeps them.
+/// The solver's state between row insertions: potentials and a partial assignment such
+/// that u[i] + v[j] <= d[i][j] everywhere, with equality on assigned pairs, v <= 0, and
+/// v[j] = 0 on a tile with a use left. [`Augmenter::insert`] adds one row and keeps them.
 pub struct Augmenter<'a> {
-    slots: Slots<'a>,
+    d: &'a DistanceMatrix,
+    /// Uses per tile (the effective repeat).
+    capacity: usize,
     u: Vec<f64>,
     v: Vec<f64>,
-    slot4row: Vec<usize>,
-    row4slot: Vec<usize>,
+    col4row: Vec<usize>,
+    /// The rows on each tile.
+    rows_of: Vec<Vec<usize>>,
     shortest: Vec<f64>,
     path: Vec<usize>,
     rem: Unvisited,
-    visited_slots: Vec<usize>,
+    visited_cols: Vec<usize>,
     visited_rows: Vec<usize>,
 }
 
 impl<'a> Augmenter<'a> {
     /// No row assigned yet, every potential 0; each tile may serve `repeat` rows.
     pub fn with_repeat(d: &'a DistanceMatrix, repeat: usize) -> Self {
-        let slots = Slots::new(d, repeat);
-        let (m, n) = (d.rows, slots.count);
-        Self::from_parts(slots, vec![0.0; m], vec![0.0; n], vec![NONE; m])
+        let capacity = effective_repeat(repeat, d.rows);
+        Self::from_parts(d, capacity, vec![0.0; d.rows], vec![0.0; d.cols], vec![NONE; d.rows])
     }
 
     /// A warm start without repeats: potentials `u` (per row) and `v` (per column) and the
     /// columns of the assigned rows (`usize::MAX` for a free row), which must meet the
     /// invariants above.
     pub fn new(d: &'a DistanceMatrix, u: Vec<f64>, v: Vec<f64>, col4row: Vec<usize>) -> Self {
-        Self::from_parts(Slots::new(d, 1), u, v, col4row)
+        Self::from_parts(d, 1, u, v, col4row)
     }
 
-    fn from_parts(slots: Slots<'a>, u: Vec<f64>, v: Vec<f64>, slot4row: Vec<usize>) -> Self {
-        let (m, n) = (slots.d.rows, slots.count);
-        let mut row4slot = vec![NONE; n];
-        for (i, &s) in slot4row.iter().enumerate() {
-            if s != NONE {
-                row4slot[s] = i;
+    fn from_parts(d: &'a DistanceMatrix, capacity: usize, u: Vec<f64>, v: Vec<f64>, col4row: Vec<usize>) -> Self {
+        let (m, n) = (d.rows, d.cols);
+        let mut rows_of = vec![Vec::new(); n];
+        for (i, &j) in col4row.iter().enumerate() {
+            if j != NONE {
+                rows_of[j].push(i);
             }
         }
         Augmenter {
-            slots,
+            d,
+            capacity,
             u,
             v,
-            slot4row,
-            row4slot,
+            col4row,
+            rows_of,
             shortest: vec![0.0; n],
             path: vec![NONE; n],
             rem: Unvisited::default(),
-            visited_slots: Vec::with_capacity(m + 1),
+            visited_cols: Vec::with_capacity(m + 1),
             visited_rows: Vec::with_capacity(m),
         }
     }
 
     /// Assigns the free row `cur` along a shortest augmenting path (Dijkstra over reduced
-    /// costs), then updates the potentials and flips the path.
+    /// costs; reaching a full tile visits every row on it), then updates the potentials and
+    /// moves each row of the path to the next tile.
     pub fn insert(&mut self, cur: usize) {
-        let d = self.slots.d;
-        self.rem.reset(&self.slots, &self.v, &self.row4slot);
-        self.visited_slots.clear();
+        let d = self.d;
+        let capacity = self.capacity;
+        self.rem.reset(&self.v, self.rows_of.iter().map(|rows| rows.len() < capacity));
+        self.visited_cols.clear();
         self.visited_rows.clear();
         let mut min_val = 0.0f64;
-        let mut i = cur;
+        let mut rows = vec![cur];
         let sink = loop {
-            self.visited_rows.push(i);
-            let at = self.rem.scan(d.row(i), min_val - self.u[i], i);
+            let mut at = NONE;
+            for &i in &rows {
+                self.visited_rows.push(i);
+                at = self.rem.scan(d.row(i), min_val - self.u[i], i);
+            }
             let (j, dist, pred) = self.rem.take(at);
             min_val = dist;
             self.shortest[j] = dist;
             self.path[j] = pred;
-            self.visited_slots.push(j);
-            if self.row4slot[j] == NONE {
+            self.visited_cols.push(j);
+            if self.rows_of[j].len() < capacity {
                 break j;
             }
-            i = self.row4slot[j];
+            rows.clone_from(&self.rows_of[j]);
         };
         self.u[cur] += min_val;
         for &r in &self.visited_rows[1..] {
-            self.u[r] += min_val - self.shortest[self.slot4row[r]];
+            self.u[r] += min_val - self.shortest[self.col4row[r]];
         }
-        for &j in &self.visited_slots {
+        for &j in &self.visited_cols {
             self.v[j] -= min_val - self.shortest[j];
         }
         let mut j = sink;
         loop {
             let r = self.path[j];
-            self.row4slot[j] = r;
-            std::mem::swap(&mut self.slot4row[r], &mut j);
+            let previous = std::mem::replace(&mut self.col4row[r], j);
+            self.rows_of[j].push(r);
             if r == cur {
                 break;
             }
+            let on = &mut self.rows_of[previous];
+            on.swap_remove(on.iter().position(|&x| x == r).expect("a row is on its tile"));
+            j = previous;
         }
     }
 
-    /// The assignment and potentials (every row must have been inserted).
+    /// The assignment and potentials (every row must have been inserted), with each tile's
+    /// uses as slots ([`Slots`]) sharing the tile's potential.
     pub fn into_solution(self) -> Solution {
-        let slots = self.slots;
-        let assignment = self.slot4row.iter().map(|&s| slots.tile(s)).collect();
-        Solution { assignment, slots: self.slot4row, u: self.u, v: self.v, repeat: slots.count / slots.d.cols }
+        let slots = Slots::new(self.d, self.capacity);
+        let n = self.d.cols;
+        Solution {
+            slots: slots.of_assignment(&self.col4row),
+            v: (0..slots.count).map(|s| self.v[s % n]).collect(),
+            assignment: self.col4row,
+            u: self.u,
+            repeat: self.capacity,
+        }
     }
 }
 
@@ -404,18 +415,20 @@ mod tests {
 
     #[test]
     fn parallel_scans_are_bit_identical_to_sequential_ones() {
-        let d = crate::bench::matrix(40, 2100, 6);
-        let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            // 2100 tiles x 2 = 4200 slots: over the parallel threshold, split into 2 or 4.
-            pool.install(|| solve_repeat(&d, 2, &ProgressBar::hidden()))
-        };
-        let one = run(1);
-        for threads in [2, 4] {
-            let many = run(threads);
-            assert_eq!(one.slots, many.slots);
-            assert!(one.u.iter().zip(&many.u).all(|(a, b)| a.to_bits() == b.to_bits()));
-            assert!(one.v.iter().zip(&many.v).all(|(a, b)| a.to_bits() == b.to_bits()));
+        // 4500 tiles: over the parallel threshold, split into 2 or 3 chunks.
+        let d = crate::bench::matrix(40, 4500, 6);
+        for repeat in [1, 2] {
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| solve_repeat(&d, repeat, &ProgressBar::hidden()))
+            };
+            let one = run(1);
+            for threads in [2, 4] {
+                let many = run(threads);
+                assert_eq!(one.slots, many.slots);
+                assert!(one.u.iter().zip(&many.u).all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert!(one.v.iter().zip(&many.v).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
         }
     }
 
