@@ -187,11 +187,7 @@ pub fn occupancy(limits: &Limits, usage: Usage) -> Result<Occupancy, String> {
     let by_workgroups = limits.max_workgroups;
     let by_shared = {
         let need = round_up(u64::from(usage.shared) + u64::from(limits.shared_reserved), limits.shared_unit.into());
-        if need == 0 {
-            u32::MAX
-        } else {
-            (u64::from(limits.shared) / need).min(u32::MAX as u64) as u32
-        }
+        u64::from(limits.shared).checked_div(need).map_or(u32::MAX, |n| n.min(u32::MAX as u64) as u32)
     };
     let by_registers = match (limits.registers, usage.registers) {
         (Some(file), Some(regs)) if regs > 0 => {

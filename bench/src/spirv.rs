@@ -104,7 +104,7 @@ fn spec_op(op: u32, a: u64, b: u64, c: u64) -> Option<u64> {
 
 /// Reflects `spirv` with specialization constant `i` set to `spec[i]` (where given).
 pub fn reflect(spirv: &[u8], spec: &[u32]) -> Result<Reflection, String> {
-    if spirv.len() % 4 != 0 || spirv.len() < 20 {
+    if !spirv.len().is_multiple_of(4) || spirv.len() < 20 {
         return Err("SPIR-V length is not a whole number of words".into());
     }
     let words: Vec<u32> = spirv.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
