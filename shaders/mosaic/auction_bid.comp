@@ -1,14 +1,14 @@
 #version 460
 // Auction bidding (forward, Jacobi): every unassigned row i finds, over all columns, the
 // smallest value x_j = d[i][j] + price[j] (best, at the smallest such j) and the second
-// smallest value (the next in the multiset: equal to best on a tie), and bids
+// smallest value, and bids
 //   bid = price[j] + (second - best) + eps
 // on its best column. One workgroup per row; each invocation scans a strided slice of the
-// columns, then subgroups and finally invocation 0 combine (best, second, index). Bids are
-// positive floats, whose bit patterns order like unsigned integers, so the column keeps its
-// highest bid with a 32-bit atomicMax.
+// columns, then auction_select.glsl combines. Bids are positive floats, whose bit patterns
+// order like unsigned integers, so the column keeps its highest bid with a 32-bit atomicMax.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
+#include "auction_select.glsl"
 
 layout(local_size_x_id = 0) in;
 
@@ -24,59 +24,21 @@ layout(push_constant) uniform Push {
     float eps;
 };
 
-const uint NONE = 0xffffffffu;
-// The largest finite float stands for "none": values are at most a few units (D is
-// normalised to [0, 1] on the host).
-const float INF = 3.402823466e38;
-// The host keeps workgroup / subgroup size <= 64.
-shared float s_best[64];
-shared float s_second[64];
-shared uint s_index[64];
-
 void main() {
     uint i = linear_group_id();
     // Uniform per workgroup: every invocation of a row leaves together.
     if (i >= m || col4row[i] != NONE) return;
-    uint lid = gl_LocalInvocationID.x;
     float best = INF;
     float second = INF;
     uint index = NONE;
     uint base = i * n;
-    for (uint j = lid; j < n; j += gl_WorkGroupSize.x) {
+    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
         precise float x = d[base + j] + price[j];
-        if (x < best) {
-            second = best;
-            best = x;
-            index = j;
-        } else if (x < second) {
-            second = x;
-        }
+        select_fold(x, j, best, second, index);
     }
-    // Subgroup combine: the smallest best, the smallest index achieving it, and the second
-    // smallest value (the winning lane's second, every other lane's best).
-    float b = subgroupMin(best);
-    uint w = subgroupMin(best == b ? index : NONE);
-    float s = subgroupMin(index == w && best == b ? second : best);
-    if (subgroupElect()) {
-        s_best[gl_SubgroupID] = b;
-        s_second[gl_SubgroupID] = s;
-        s_index[gl_SubgroupID] = w;
-    }
-    barrier();
-    if (lid != 0u) return;
-    b = s_best[0];
-    s = s_second[0];
-    w = s_index[0];
-    for (uint q = 1u; q < gl_NumSubgroups; q++) {
-        float qb = s_best[q];
-        if (qb < b || (qb == b && s_index[q] < w)) {
-            s = min(b, s_second[q]);
-            b = qb;
-            w = s_index[q];
-        } else {
-            s = min(s, qb);
-        }
-    }
+    float b, s;
+    uint w;
+    if (!select_combine(best, second, index, b, s, w)) return;
     float p = price[w];
     // A single column has no second best: the bid is then just eps above the price.
     precise float gap = s == INF ? 0.0 : s - b;

@@ -1,9 +1,13 @@
-//! The auction on the GPU: three kernels per Jacobi round (`auction_bid.comp`: every
-//! unassigned row bids; `auction_claim.comp`: the smallest of the highest bidders claims
-//! the column; `auction_assign.comp`: winners take their columns, previous owners leave),
-//! and `auction_phase.comp` between epsilon phases. Rounds are recorded in batches that
-//! grow while a phase goes on; the host reads back only the count of unassigned rows at the
-//! end of each batch, since launch and synchronisation dominate small problems.
+//! The auction on the GPU. Three kernels per forward Jacobi round (`auction_bid.comp`:
+//! every unassigned row bids; `auction_claim.comp`: the smallest of the highest bidders
+//! claims the column; `auction_assign.comp`: winners take their columns, previous owners
+//! leave), then four per reverse round (`auction_prepare.comp`: lambda and the rows'
+//! values; `auction_reverse.comp`: unassigned columns above lambda offer themselves to a
+//! row or come down to lambda; `auction_claim.comp` again, roles swapped;
+//! `auction_reverse_assign.comp`); between phases `auction_prepare.comp` and
+//! `auction_phase.comp` set unassigned columns to lambda and release everything. Rounds are recorded in batches that grow while a stage
+//! goes on; the host reads back only one count (unassigned rows, or columns above lambda)
+//! at the end of each batch, since launch and synchronisation dominate small problems.
 
 use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
@@ -15,7 +19,7 @@ use crate::shaders;
 const FIRST_BATCH: u64 = 4;
 /// Most rounds per submission (rounds after the phase ended cost only empty launches).
 const MAX_BATCH: u64 = 128;
-/// Rounds after which a phase stops unfinished (a safeguard: the repair completes whatever
+/// Rounds after which a stage of a phase stops unfinished (a safeguard: the repair completes whatever
 /// assignment the auction reached).
 const MAX_ROUNDS_PER_PHASE: u64 = 1 << 20;
 /// Invocations per workgroup of the per-row and per-column kernels.
@@ -35,9 +39,9 @@ struct BidPush {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct PhasePush {
+struct ShapePush {
+    m: u32,
     n: u32,
-    step: u32,
 }
 
 /// Auction state on the GPU for one m x n shape.
@@ -48,6 +52,9 @@ pub struct GpuAuction {
     bid_pipe: ComputePipeline,
     claim_pipe: ComputePipeline,
     assign_pipe: ComputePipeline,
+    prepare_pipe: ComputePipeline,
+    reverse_pipe: ComputePipeline,
+    reverse_assign_pipe: ComputePipeline,
     phase_pipe: ComputePipeline,
     d: Buffer<f32>,
     prices: Buffer<f32>,
@@ -60,6 +67,20 @@ pub struct GpuAuction {
     free_rows: Buffer<u32>,
     free_host: Buffer<u32>,
     lambda: Buffer<u32>,
+    value: Buffer<f32>,
+    offer_row: Buffer<u32>,
+    offer_val: Buffer<u32>,
+    offer_price: Buffer<f32>,
+    row_offer: Buffer<u32>,
+    row_winner: Buffer<u32>,
+    active: Buffer<u32>,
+    active_host: Buffer<u32>,
+}
+
+/// The width of a workgroup that scans `len` values: `COLUMNS_PER_INVOCATION` each, a
+/// power of two between the subgroup size and `max_wg`.
+fn scan_workgroup(len: usize, subgroup: u32, max_wg: u32) -> u32 {
+    (len as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(subgroup.min(max_wg), max_wg)
 }
 
 impl GpuAuction {
@@ -76,16 +97,21 @@ impl GpuAuction {
             )));
         }
         let subgroup = info.subgroup_size.max(1);
-        // The bidding kernel keeps one shared slot per subgroup, 64 at most.
+        // The scanning kernels keep one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);
-        let bid_wg =
-            (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(subgroup.min(max_wg), max_wg);
+        let bid_wg = scan_workgroup(n, subgroup, max_wg);
+        let reverse_wg = scan_workgroup(m, subgroup, max_wg);
         let linear = LINEAR_WORKGROUP.min(info.max_workgroup_invocations);
         let bid_pipe = ctx.compute_pipeline_for::<BidPush>("auction_bid", shaders::AUCTION_BID, 6, &[bid_wg])?;
         let claim_pipe = ctx.compute_pipeline_for::<u32>("auction_claim", shaders::AUCTION_CLAIM, 4, &[linear])?;
         let assign_pipe = ctx.compute_pipeline_for::<u32>("auction_assign", shaders::AUCTION_ASSIGN, 7, &[linear])?;
-        let phase_pipe =
-            ctx.compute_pipeline_for::<PhasePush>("auction_phase", shaders::AUCTION_PHASE, 3, &[linear])?;
+        let prepare_pipe =
+            ctx.compute_pipeline_for::<ShapePush>("auction_prepare", shaders::AUCTION_PREPARE, 6, &[linear])?;
+        let reverse_pipe =
+            ctx.compute_pipeline_for::<BidPush>("auction_reverse", shaders::AUCTION_REVERSE, 10, &[reverse_wg])?;
+        let reverse_assign_pipe =
+            ctx.compute_pipeline_for::<u32>("auction_reverse_assign", shaders::AUCTION_REVERSE_ASSIGN, 7, &[linear])?;
+        let phase_pipe = ctx.compute_pipeline_for::<u32>("auction_phase", shaders::AUCTION_PHASE, 3, &[linear])?;
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
         Ok(GpuAuction {
             ctx: ctx.clone(),
@@ -94,6 +120,9 @@ impl GpuAuction {
             bid_pipe,
             claim_pipe,
             assign_pipe,
+            prepare_pipe,
+            reverse_pipe,
+            reverse_assign_pipe,
             phase_pipe,
             d: ctx.buffer(m * n, Location::Device, "auction distances")?,
             prices: ctx.buffer(n, Location::Device, "auction prices")?,
@@ -106,6 +135,14 @@ impl GpuAuction {
             free_rows: device(1, "auction unassigned rows")?,
             free_host: ctx.buffer(1, Location::Download, "auction unassigned rows (host)")?,
             lambda: device(1, "auction lowest assigned price")?,
+            value: ctx.buffer(m, Location::Device, "auction row values")?,
+            offer_row: device(n, "auction offered rows")?,
+            offer_val: device(n, "auction offered values")?,
+            offer_price: ctx.buffer(n, Location::Device, "auction offered prices")?,
+            row_offer: device(m, "auction lowest offers")?,
+            row_winner: device(m, "auction offer winners")?,
+            active: device(1, "auction columns above lambda")?,
+            active_host: ctx.buffer(1, Location::Download, "auction columns above lambda (host)")?,
         })
     }
 
@@ -120,7 +157,8 @@ impl GpuAuction {
         let mut rec = self.ctx.recorder()?;
         rec.fill(&self.prices, 0);
         rec.fill(&self.col_bid, 0);
-        for b in [&self.owner, &self.col4row, &self.bid_col, &self.winner, &self.lambda] {
+        let per_round = [&self.bid_col, &self.winner, &self.offer_row, &self.row_offer, &self.row_winner];
+        for b in [&self.owner, &self.col4row, &self.lambda].into_iter().chain(per_round) {
             rec.fill(b, NONE);
         }
         rec.fill(&self.free_rows, self.m as u32);
@@ -158,20 +196,73 @@ impl GpuAuction {
         rec.barrier();
     }
 
-    /// Runs rounds at `eps` until every row is assigned (or the safeguard stops the phase);
-    /// returns the rounds run, counting whole batches.
-    pub fn phase(&self, eps: f32) -> Result<u64> {
+    /// Records lambda and the rows' values (`auction_prepare.comp`).
+    fn record_prepare(&self, rec: &mut Recorder) {
+        let (m, n) = (self.m as u32, self.n as u32);
+        rec.fill(&self.lambda, NONE);
+        rec.barrier();
+        let bindings = [
+            self.d.binding(),
+            self.prices.binding(),
+            self.owner.binding(),
+            self.col4row.binding(),
+            self.value.binding(),
+            self.lambda.binding(),
+        ];
+        rec.dispatch_linear(&self.prepare_pipe, &bindings, &ShapePush { m, n }, self.linear_groups(self.m.max(self.n)));
+        rec.barrier();
+    }
+
+    fn record_reverse_round(&self, rec: &mut Recorder, eps: f32) {
+        let (m, n) = (self.m as u32, self.n as u32);
+        rec.fill(&self.active, 0);
+        self.record_prepare(rec);
+        let bindings = [
+            self.d.binding(),
+            self.prices.binding(),
+            self.owner.binding(),
+            self.value.binding(),
+            self.lambda.binding(),
+            self.offer_row.binding(),
+            self.offer_val.binding(),
+            self.offer_price.binding(),
+            self.row_offer.binding(),
+            self.active.binding(),
+        ];
+        rec.dispatch_linear(&self.reverse_pipe, &bindings, &BidPush { m, n, eps }, n);
+        rec.barrier();
+        let bindings =
+            [self.offer_row.binding(), self.offer_val.binding(), self.row_offer.binding(), self.row_winner.binding()];
+        rec.dispatch_linear(&self.claim_pipe, &bindings, &n, self.linear_groups(self.n));
+        rec.barrier();
+        let bindings = [
+            self.offer_row.binding(),
+            self.offer_price.binding(),
+            self.row_winner.binding(),
+            self.row_offer.binding(),
+            self.prices.binding(),
+            self.owner.binding(),
+            self.col4row.binding(),
+        ];
+        rec.dispatch_linear(&self.reverse_assign_pipe, &bindings, &n, self.linear_groups(self.n));
+        rec.barrier();
+    }
+
+    /// Records `round` in batches until the count it maintains (read from `count` through
+    /// `host`) is 0 after a batch, or the safeguard stops; returns the rounds run, counting
+    /// whole batches.
+    fn rounds_until_zero(&self, count: &Buffer<u32>, host: &Buffer<u32>, round: impl Fn(&mut Recorder)) -> Result<u64> {
         let mut rounds = 0;
         let mut batch = FIRST_BATCH;
         while rounds < MAX_ROUNDS_PER_PHASE {
             let mut rec = self.ctx.recorder()?;
             for _ in 0..batch {
-                self.record_round(&mut rec, eps);
+                round(&mut rec);
             }
-            rec.copy(&self.free_rows, &self.free_host);
+            rec.copy(count, host);
             rec.submit()?.wait()?;
             rounds += batch;
-            if self.free_host.mapped()?[0] == 0 {
+            if host.mapped()?[0] == 0 {
                 break;
             }
             batch = (batch * 2).min(MAX_BATCH);
@@ -179,19 +270,35 @@ impl GpuAuction {
         Ok(rounds)
     }
 
-    /// Between phases: unassigned prices come down to the cheapest assigned one, and every
-    /// row and column is released.
+    /// Forward rounds at `eps` until every row is assigned (or the safeguard stops); returns
+    /// the rounds run and whether every row is assigned.
+    pub fn forward(&self, eps: f32) -> Result<(u64, bool)> {
+        let rounds = self.rounds_until_zero(&self.free_rows, &self.free_host, |rec| self.record_round(rec, eps))?;
+        Ok((rounds, self.free_host.mapped()?[0] == 0))
+    }
+
+    /// Reverse rounds at `eps` (every row assigned) until no unassigned column costs more
+    /// than lambda; returns the rounds run.
+    pub fn reverse(&self, eps: f32) -> Result<u64> {
+        self.rounds_until_zero(&self.active, &self.active_host, |rec| self.record_reverse_round(rec, eps))
+    }
+
+    /// One epsilon phase: forward rounds, then (if every row was assigned) reverse rounds;
+    /// returns the rounds of each.
+    pub fn phase(&self, eps: f32) -> Result<(u64, u64)> {
+        let (forward, assigned) = self.forward(eps)?;
+        let reverse = if assigned { self.reverse(eps)? } else { 0 };
+        Ok((forward, reverse))
+    }
+
+    /// Between phases: unassigned columns go to lambda, and every row and column is
+    /// released.
     pub fn next_phase(&self) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
-        rec.fill(&self.lambda, NONE);
+        self.record_prepare(&mut rec);
+        let bindings = [self.prices.binding(), self.owner.binding(), self.lambda.binding()];
+        rec.dispatch_linear(&self.phase_pipe, &bindings, &(self.n as u32), self.linear_groups(self.n));
         rec.barrier();
-        let groups = self.linear_groups(self.n);
-        for step in 0..2 {
-            let push = PhasePush { n: self.n as u32, step };
-            let bindings = [self.prices.binding(), self.owner.binding(), self.lambda.binding()];
-            rec.dispatch_linear(&self.phase_pipe, &bindings, &push, groups);
-            rec.barrier();
-        }
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);
         rec.barrier();
@@ -200,25 +307,28 @@ impl GpuAuction {
     }
 
     /// Downloads prices and assignment.
-    pub fn state(&self, rounds: u64) -> Result<AuctionState> {
+    pub fn state(&self, rounds: u64, reverse_rounds: u64) -> Result<AuctionState> {
         Ok(AuctionState {
             prices: self.ctx.download(&self.prices)?,
             col4row: self.ctx.download(&self.col4row)?,
             rounds,
+            reverse_rounds,
         })
     }
 
     /// The whole schedule on `d` (normalised); `on_phase(k, phases)` after phase k (1-based).
     pub fn run(&self, d: &[f32], epsilons: &[f32], mut on_phase: impl FnMut(usize, usize)) -> Result<AuctionState> {
         self.load(d)?;
-        let mut rounds = 0;
+        let (mut rounds, mut reverse_rounds) = (0, 0);
         for (k, &eps) in epsilons.iter().enumerate() {
             if k > 0 {
                 self.next_phase()?;
             }
-            rounds += self.phase(eps)?;
+            let (forward, reverse) = self.phase(eps)?;
+            rounds += forward;
+            reverse_rounds += reverse;
             on_phase(k + 1, epsilons.len());
         }
-        self.state(rounds)
+        self.state(rounds, reverse_rounds)
     }
 }

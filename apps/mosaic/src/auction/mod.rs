@@ -1,21 +1,28 @@
-//! The exact optimum on the GPU: a forward auction with epsilon scaling in f32
+//! The exact optimum on the GPU: a forward-reverse auction with epsilon scaling in f32
 //! ([`gpu`], twinned on the CPU by [`cpu`]), then a dual certificate in f64 and, where it
 //! fails, a repair by shortest augmenting paths from the auction's prices ([`repair`]).
 //!
 //! The auction works on D / C (C = the largest entry, so values lie in [0, 1] whatever the
-//! input's scale) and minimises d + price: each unassigned row bids on its cheapest column
-//! (best value `b`, second best `s`) the price `p + (s - b) + eps`; each column takes its
-//! highest bid (ties: the smallest row), the previous owner becomes unassigned (Jacobi
-//! rounds, all bids of a round against the same prices). With m < n the problem is the
-//! square one with n - m implicit dummy rows of cost 0 everywhere; they never bid, but their
-//! effect, "an unassigned column costs at most the cheapest assigned one", is restored
-//! between phases by lowering unassigned prices to that level (lambda). Epsilon goes from
-//! 2^-3 to 2^-20 by factors of 8; prices carry over between phases, the assignment does not.
+//! input's scale) and minimises d + price. Forward rounds: each unassigned row bids on its
+//! cheapest column (best value `b`, second best `s`) the price `p + (s - b) + eps`; each
+//! column takes its highest bid (ties: the smallest row), the previous owner becomes
+//! unassigned (Jacobi rounds, all bids of a round against the same prices). With m < n that
+//! leaves columns unassigned, some at stale prices from earlier phases, while the
+//! rectangular problem's optimality (Bertsekas and Castanon, asymmetric assignment) also
+//! needs every unassigned column at most lambda, the lowest assigned price. So once every
+//! row is assigned, reverse rounds follow: each unassigned column above lambda either
+//! comes down to lambda (no row would gain more than eps from it there) or lowers its price
+//! just enough to take a row from another column, which it may leave above lambda in turn.
+//! Each phase ends with every row within eps of its cheapest column and every unassigned
+//! column at most lambda. Epsilon goes from 2^-3 by factors of 8 to the precision of f32
+//! prices; prices carry over between phases (unassigned ones raised to lambda, which keeps
+//! the next phase's lambda from dropping), the assignment does not.
 //!
 //! The auction alone proves nothing (epsilon-optimal, in f32). [`repair::certify_or_repair`]
-//! turns the prices into f64 potentials, keeps every row whose column is exactly the
-//! cheapest, frees the others, and re-inserts them with [`augment::Augmenter`]; the
-//! final potentials are the LP certificate, checked over every entry.
+//! turns the prices into f64 potentials, lowers the price of each column whose row is not
+//! exactly at its minimum as far as the other rows allow, frees the rows still not at their
+//! minimum, and re-inserts them with [`augment::Augmenter`]; the final potentials are the
+//! LP certificate, checked over every entry.
 
 pub mod augment;
 pub mod cpu;
@@ -34,12 +41,15 @@ use crate::matrix::DistanceMatrix;
 pub const NONE: u32 = u32::MAX;
 
 /// The epsilon of each phase, relative to the normalised D (powers of two: exact in f32).
-/// The last one is about 16 f32 ulps of a price near 1, so every bid moves the price.
+/// The last one is one f32 ulp of a price near 1: below it, rounding decides the bids.
 pub fn epsilons() -> Vec<f32> {
-    let mut eps: Vec<f32> = (1..=6).map(|k| (-3.0 * k as f32).exp2()).collect();
-    eps.push((-20.0f32).exp2());
+    let mut eps: Vec<f32> = (1..=7).map(|k| (-3.0 * k as f32).exp2()).collect();
+    eps.push(LAST_EPSILON);
     eps
 }
+
+/// The last phase's epsilon (2^-23).
+pub const LAST_EPSILON: f32 = 1.0 / 8388608.0;
 
 /// The scale D is divided by before the auction: its largest entry (1 for all zeros).
 pub fn scale_of(d: &DistanceMatrix) -> f64 {
@@ -63,8 +73,10 @@ pub fn normalised(d: &DistanceMatrix, scale: f64) -> Vec<f32> {
 pub struct AuctionState {
     pub prices: Vec<f32>,
     pub col4row: Vec<u32>,
-    /// Rounds run, over all phases.
+    /// Forward rounds run, over all phases.
     pub rounds: u64,
+    /// Reverse rounds run, over all phases.
+    pub reverse_rounds: u64,
 }
 
 /// An exact solve on the GPU with its certificate.
@@ -80,6 +92,7 @@ pub struct ExactSolution {
     /// Whether the repair's certificate failed and the CPU exact solver ran instead.
     pub fallback: bool,
     pub rounds: u64,
+    pub reverse_rounds: u64,
     pub auction_ms: f64,
     pub repair_ms: f64,
 }
@@ -104,6 +117,7 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
         repaired_rows: certified.repaired_rows,
         fallback: certified.fallback,
         rounds: state.rounds,
+        reverse_rounds: state.reverse_rounds,
         auction_ms,
         repair_ms: start.elapsed().as_secs_f64() * 1e3,
     })

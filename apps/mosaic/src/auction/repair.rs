@@ -3,10 +3,13 @@
 //! Potentials: with lambda the lowest price of an assigned column, v[j] = C (lambda - p[j])
 //! (<= 0) on assigned columns and v[j] = 0 on the others (held by the implicit dummy rows of
 //! the square problem), u[i] = min_j d[i][j] - v[j]. These are dual feasible by
-//! construction. An epsilon-optimal auction leaves most rows up to C eps above their
-//! minimum, so every row whose column does not attain it exactly is released, then each is
-//! re-inserted by a shortest augmenting path ([`super::augment`]): short ones, since the
-//! released columns are free and near every row's minimum.
+//! construction. The auction leaves most rows up to C eps above their minimum (a winning
+//! bid makes its row eps worse off than its second best), so first each such row's column
+//! is made cheaper (v raised) as far as every row and the dummies allow: where that brings
+//! the row down to its minimum, it is tight with nothing else changed. Every row still not
+//! at its minimum is released, then re-inserted by a shortest augmenting path
+//! ([`super::augment`]): short ones, since the auction's end state is eps-optimal for the
+//! rectangular problem (no unassigned column is cheaper than lambda).
 //! Then every edge of the assignment is tight, the potentials are shifted back to the
 //! rectangular dual (v <= 0, v = 0 on unused columns), and the certificate is checked
 //! over every entry in f64.
@@ -36,21 +39,65 @@ pub struct Certified {
     pub fallback: bool,
 }
 
+/// u[i] = min_j d[i][j] - v[j], the largest row potentials that v allows.
+fn row_potentials(d: &DistanceMatrix, v: &[f64]) -> Vec<f64> {
+    (0..d.rows)
+        .into_par_iter()
+        .map(|i| d.row(i).iter().zip(v).map(|(&x, &vj)| x - vj).fold(f64::INFINITY, f64::min))
+        .collect()
+}
+
+/// Whether assigned row `i` is above its minimum u[i] on its column (or unassigned).
+fn slack(d: &DistanceMatrix, u: &[f64], v: &[f64], col4row: &[usize], i: usize) -> bool {
+    let j = col4row[i];
+    j == usize::MAX || d.at(i, j) - v[j] > u[i]
+}
+
+/// Raises v on the columns of the slack rows to the most that every real row (through u)
+/// and every dummy (v <= 0) allows: min(0, min_i d[i][j] - u[i]). One pass over D in row
+/// order, gathering those columns only.
+fn tighten(d: &DistanceMatrix, u: &[f64], v: &mut [f64], columns: &[usize]) {
+    let caps = (0..d.rows)
+        .into_par_iter()
+        .fold(
+            || vec![0.0f64; columns.len()],
+            |mut caps, i| {
+                let row = d.row(i);
+                for (cap, &j) in caps.iter_mut().zip(columns) {
+                    *cap = cap.min(row[j] - u[i]);
+                }
+                caps
+            },
+        )
+        .reduce_with(|mut a, b| {
+            a.iter_mut().zip(b).for_each(|(x, y)| *x = x.min(y));
+            a
+        });
+    for (cap, &j) in caps.into_iter().flatten().zip(columns) {
+        v[j] = v[j].max(cap);
+    }
+}
+
 /// The square problem's start from the prices: v[j] = C (lambda - p[j]) on assigned columns,
-/// 0 on the others, which the dummies hold (u_dummy = 0); u[i] = min_j d[i][j] - v[j].
+/// 0 on the others, which the dummies hold (u_dummy = 0), with the columns of slack rows
+/// tightened; u[i] = min_j d[i][j] - v[j].
 fn warm_start<'a>(d: &'a DistanceMatrix, state: &AuctionState, scale: f64) -> Augmenter<'a> {
     let (m, n) = (d.rows, d.cols);
     let mut row4col = vec![usize::MAX; n];
+    let mut col4row = vec![usize::MAX; m];
     for (i, &j) in state.col4row.iter().enumerate().filter(|(_, &j)| j != NONE) {
         row4col[j as usize] = i;
+        col4row[i] = j as usize;
     }
     let lambda = (0..n).filter(|&j| row4col[j] < m).map(|j| state.prices[j] as f64).fold(f64::INFINITY, f64::min);
-    let v: Vec<f64> =
+    let mut v: Vec<f64> =
         (0..n).map(|j| if row4col[j] < m { scale * (lambda - state.prices[j] as f64) } else { 0.0 }).collect();
-    let u: Vec<f64> = (0..m)
-        .into_par_iter()
-        .map(|i| d.row(i).iter().zip(&v).map(|(&x, &vj)| x - vj).fold(f64::INFINITY, f64::min))
-        .collect();
+    let u = row_potentials(d, &v);
+    let columns: Vec<usize> =
+        (0..m).filter(|&i| col4row[i] != usize::MAX && slack(d, &u, &v, &col4row, i)).map(|i| col4row[i]).collect();
+    tighten(d, &u, &mut v, &columns);
+    // Recomputed rather than kept: rounding in the caps may move a minimum by an ulp.
+    let u = row_potentials(d, &v);
     // n - m dummies take unassigned columns; any left over (rows the auction did not
     // assign) stay free.
     let mut dummies = n - m;
@@ -111,19 +158,14 @@ pub fn certify_or_repair(d: &DistanceMatrix, state: &AuctionState, scale: f64) -
     let mut aug = warm_start(d, state, scale);
     // All slack rows leave first: re-inserting one while others still hold columns they
     // do not want would make their zero-cost edges into long chains for Dijkstra to walk.
-    let slack: Vec<usize> = (0..d.rows)
-        .filter(|&i| {
-            let j = aug.col4row[i];
-            j == usize::MAX || d.at(i, j) - aug.v[j] > aug.u[i]
-        })
-        .collect();
-    for &i in &slack {
+    let released: Vec<usize> = (0..d.rows).filter(|&i| slack(d, &aug.u, &aug.v, &aug.col4row, i)).collect();
+    for &i in &released {
         aug.release(i);
     }
-    for &i in &slack {
+    for &i in &released {
         aug.reinsert(i);
     }
-    let repaired_rows = slack.len();
+    let repaired_rows = released.len();
     // Back to the rectangular dual: shift by the largest column potential (that of every
     // unused column), so v <= 0 with v = 0 where no row is.
     let top = aug.v.iter().copied().fold(f64::NEG_INFINITY, f64::max);

@@ -50,14 +50,42 @@ fn assert_optimal(name: &str, d: &DistanceMatrix, assignment: &[usize], gap: f64
     assert!(gap.abs() <= tol, "{name}: duality gap {gap}");
 }
 
-/// GPU and CPU auctions agree bit for bit on prices and assignment after every phase, at
-/// awkward shapes with random non-zero entries.
+/// Every row assigned within eps of its cheapest column (in f32, up to a few ulps of
+/// rounding), and no unassigned column above lambda: the end state of every phase.
+fn assert_rectangular_eps_cs(cpu: &CpuAuction, dn: &[f32], n: usize, eps: f32, what: &str) {
+    let lambda = cpu.lambda().expect("rows assigned");
+    for (j, (&p, &owner)) in cpu.prices.iter().zip(&cpu.owner).enumerate() {
+        assert!(owner != NONE || p <= lambda, "{what}: unassigned column {j} at {p} above lambda {lambda}");
+    }
+    for (i, &j) in cpu.col4row.iter().enumerate() {
+        let row = &dn[i * n..(i + 1) * n];
+        let best = row.iter().zip(&cpu.prices).map(|(&x, &p)| x + p).fold(f32::MAX, f32::min);
+        let own = row[j as usize] + cpu.prices[j as usize];
+        assert!(own - best <= eps + 1e-6, "{what}: row {i} is {} above its best", own - best);
+    }
+}
+
+/// GPU and CPU auctions agree bit for bit on prices and assignment after the forward and
+/// the reverse rounds of every phase, at awkward shapes with random non-zero entries, a
+/// wide one with duplicate columns and a photomosaic-like one (where reverse rounds have
+/// most to do); each phase ends epsilon-optimal for the rectangular problem.
 #[test]
 fn gpu_auction_matches_cpu_twin_after_every_phase() {
     let ctx = testing::context();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    for (m, n) in [(37, 53), (100, 100), (61, 200), (1, 3), (3, 3)] {
-        let d = matrix(m, n, &mut rng, |r| r.gen_range(0.01..1.0));
+    let mut reverse_rounds = 0;
+    let mut cases: Vec<DistanceMatrix> = [(37, 53), (100, 100), (61, 200), (1, 3), (3, 3), (40, 400)]
+        .into_iter()
+        .map(|(m, n)| matrix(m, n, &mut rng, |r| r.gen_range(0.01..1.0)))
+        .collect();
+    for i in 0..40 {
+        for j in 200..400 {
+            cases[5].data[i * 400 + j] = cases[5].data[i * 400 + j - 200];
+        }
+    }
+    cases.push(crate::bench::matrix(150, 1000, 3));
+    for d in cases {
+        let (m, n) = (d.rows, d.cols);
         let dn = normalised(&d, scale_of(&d));
         let gpu = GpuAuction::new(ctx, m, n).unwrap();
         gpu.load(&dn).unwrap();
@@ -67,14 +95,23 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
                 gpu.next_phase().unwrap();
                 cpu.next_phase();
             }
-            gpu.phase(eps).unwrap();
-            cpu.phase(eps);
-            let got = gpu.state(0).unwrap();
-            assert_eq!(got.col4row, cpu.col4row, "{m}x{n}: assignment after phase {k}");
-            assert!(got.col4row.iter().all(|&j| j != NONE), "{m}x{n}: phase {k} left rows unassigned");
-            assert_eq!(got.prices, cpu.prices, "{m}x{n}: prices after phase {k}");
+            let (_, assigned) = gpu.forward(eps).unwrap();
+            assert!(assigned, "{m}x{n}: phase {k} left rows unassigned");
+            cpu.forward(eps);
+            let got = gpu.state(0, 0).unwrap();
+            assert_eq!(got.col4row, cpu.col4row, "{m}x{n}: assignment after the forward rounds of phase {k}");
+            assert_eq!(got.prices, cpu.prices, "{m}x{n}: prices after the forward rounds of phase {k}");
+            gpu.reverse(eps).unwrap();
+            let before = cpu.reverse_rounds;
+            cpu.reverse(eps);
+            reverse_rounds += cpu.reverse_rounds - before - 1;
+            let got = gpu.state(0, 0).unwrap();
+            assert_eq!(got.col4row, cpu.col4row, "{m}x{n}: assignment after the reverse rounds of phase {k}");
+            assert_eq!(got.prices, cpu.prices, "{m}x{n}: prices after the reverse rounds of phase {k}");
+            assert_rectangular_eps_cs(&cpu, &dn, n, eps, &format!("{m}x{n} phase {k}"));
         }
     }
+    assert!(reverse_rounds > 0, "no reverse round did anything");
     testing::assert_no_validation_messages();
 }
 
@@ -102,9 +139,14 @@ fn repair_certifies_any_start() {
         let reversed: Vec<u32> = (0..d.rows as u32).rev().collect();
         let starts = [
             twin,
-            AuctionState { prices: vec![0.0; d.cols], col4row: reversed.clone(), rounds: 0 },
-            AuctionState { prices: (0..d.cols).map(|j| j as f32 * 0.01).collect(), col4row: reversed, rounds: 0 },
-            AuctionState { prices: vec![0.5; d.cols], col4row: vec![NONE; d.rows], rounds: 0 },
+            AuctionState { prices: vec![0.0; d.cols], col4row: reversed.clone(), rounds: 0, reverse_rounds: 0 },
+            AuctionState {
+                prices: (0..d.cols).map(|j| j as f32 * 0.01).collect(),
+                col4row: reversed,
+                rounds: 0,
+                reverse_rounds: 0,
+            },
+            AuctionState { prices: vec![0.5; d.cols], col4row: vec![NONE; d.rows], rounds: 0, reverse_rounds: 0 },
         ];
         for state in starts {
             let c = repair::certify_or_repair(&d, &state, scale).unwrap();
@@ -133,9 +175,10 @@ fn repair_timing() {
         let want = d.cost(&exact::solve(&d, &ProgressBar::hidden()));
         let exact = t.elapsed().as_secs_f64() * 1e3;
         eprintln!(
-            "{m}x{n}: rounds {} (CPU twin {auction:.0} ms), repaired {} rows in {repair:.0} ms, gap {:e}, \
-             cost - exact {:e} (CPU exact {exact:.0} ms)",
+            "{m}x{n}: rounds {} forward + {} reverse (CPU twin {auction:.0} ms), repaired {} rows in {repair:.0} ms, \
+             gap {:e}, cost - exact {:e} (CPU exact {exact:.0} ms)",
             state.rounds,
+            state.reverse_rounds,
             c.repaired_rows,
             c.gap,
             d.cost(&c.assignment) - want
