@@ -185,3 +185,23 @@ fn repair_timing() {
         );
     }
 }
+
+/// Not a test: whole GPU exact solves ([`bench`]) at the benchmark's sizes, or at the sizes
+/// in `AUCTION_SIZES` (e.g. `900x8192,2048x8192,10000x10000`; `cargo test --release -p
+/// tessera-mosaic --lib gpu_exact_timing -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn gpu_exact_timing() {
+    let ctx = testing::context();
+    let sizes = std::env::var("AUCTION_SIZES").unwrap_or_else(|_| "900x8192,2048x8192,10000x10000".into());
+    for size in sizes.split(',') {
+        let (m, n) = size.split_once('x').expect("sizes like 900x8192");
+        let (m, n) = (m.parse().unwrap(), n.parse().unwrap());
+        let (ms, s) = bench(ctx, m, n, 1).unwrap();
+        eprintln!(
+            "{m}x{n}: {ms:.1} ms (auction {:.1} ms: {} forward + {} reverse rounds; repair {:.1} ms: {} rows), \
+             gap {:e}, fallback {}",
+            s.auction_ms, s.rounds, s.reverse_rounds, s.repair_ms, s.repaired_rows, s.gap, s.fallback
+        );
+    }
+}
