@@ -105,12 +105,18 @@ fn stat(stats: &[(String, String)], test: impl Fn(&str) -> bool) -> Vec<u64> {
 
 impl Shape {
     /// Registers are the statistic named like "Register Count" (NVIDIA) or "VGPRs" (AMD);
-    /// spills sum those named "spill" or "local memory"; shared memory is named "shared
-    /// memory" or "LDS" where a driver reports it.
+    /// spills sum those named "spill", "local memory" or "stack size" (bytes or registers,
+    /// as the driver counts them); shared memory is named "shared memory" or "LDS" where a
+    /// driver reports it.
     fn from_statistics(refl: &spirv::Reflection, stats: &[(String, String)]) -> Shape {
         let registers =
             stat(stats, |n| n == "vgprs" || (n.contains("register") && !n.contains("spill"))).first().copied();
-        let spill_values = stat(stats, |n| n.contains("spill") || n.contains("local memory"));
+        // NVIDIA reports "Local Memory Size" as 2^36 when unset; values that large are not sizes.
+        let spill_values: Vec<u64> =
+            stat(stats, |n| n.contains("spill") || n.contains("local memory") || n == "stack size")
+                .into_iter()
+                .filter(|&v| v < 1 << 32)
+                .collect();
         let shared = stat(stats, |n| n.contains("shared memory") || n.starts_with("lds")).first().copied();
         Shape {
             threads: refl.threads(),
@@ -253,6 +259,28 @@ pub fn grid(keys: &[&'static str], values: &[Vec<u32>]) -> Vec<Config> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvidia_statistics_give_registers_shared_memory_and_spills() {
+        let refl = spirv::Reflection { workgroup: [256, 1, 1], shared_bytes: 1000, bindings: 6, push_bytes: 64 };
+        let stats: Vec<(String, String)> = [
+            ("Register Count", "43"),
+            ("Binary Size", "6144"),
+            ("Stack Size", "0"),
+            ("Local Memory Size", "68719476736"),
+            ("Shared Memory Size", "8192"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+        let s = Shape::from_statistics(&refl, &stats);
+        assert_eq!(
+            (s.threads, s.registers, s.spills, s.shared_bytes, s.shared_source),
+            (256, Some(43), Some(0), 8192, "driver")
+        );
+        let none = Shape::from_statistics(&refl, &[]);
+        assert_eq!((none.registers, none.spills, none.shared_bytes, none.shared_source), (None, None, 1000, "spirv"));
+    }
 
     #[test]
     fn grid_is_the_cartesian_product_in_order() {
