@@ -112,6 +112,9 @@ pub struct BenchArgs {
     pub quick: bool,
     #[arg(long, value_name = "N|NAME", help = DEVICE_HELP, default_value_t = DeviceSelector::Auto)]
     pub device: DeviceSelector,
+    /// Print each measurement in the JSON envelope (docs/cli.md) instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Parses `AxB` with separator `sep` (sizes `1920x1080`, views `3,4`): for clap's

@@ -102,9 +102,6 @@ enum Command {
     Bench {
         #[command(flatten)]
         args: kit::BenchArgs,
-        /// Print each measurement in the JSON envelope (docs/cli.md) instead of its bare fields
-        #[arg(long)]
-        json: bool,
     },
     /// Generate a sample scene and distortions, score them, write images, maps and a JSON summary
     #[command(after_help = "Examples:\n  mad demo --out demo/\n  mad demo --out demo/ --backend cpu --json")]
@@ -214,7 +211,7 @@ fn run(cli: Cli) -> Result<()> {
             batch(source, out.as_deref(), chunk, &common)
         }
         Command::Correlate { scores, subjective, column, .. } => correlate(&scores, &subjective, column.as_deref()),
-        Command::Bench { args, .. } => {
+        Command::Bench { args } => {
             let ctx = kit::cli::open(&args.device)?;
             Ok(mad::bench::run(&ctx, args.quick)?)
         }

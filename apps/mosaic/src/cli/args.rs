@@ -252,7 +252,4 @@ pub struct DemoArgs {
 pub struct BenchCmd {
     #[command(flatten)]
     pub bench: kit::BenchArgs,
-    /// Print one JSON object per line (docs/cli.md) instead of text; no progress bars
-    #[arg(long)]
-    pub json: bool,
 }
