@@ -109,9 +109,8 @@ fn every_binary_and_subcommand_has_version_and_described_help_with_examples() {
             let help = run(bin, &a);
             help.expect_code(0, &format!("{bin} {sub:?} -h"));
             assert!(help.stdout.contains("Examples:"), "{bin} {sub:?} --help shows no example:\n{}", help.stdout);
-            for line in undescribed(&help.stdout) {
-                panic!("{bin} {sub:?}: argument without a description: {line:?}");
-            }
+            let missing = undescribed(&help.stdout);
+            assert!(missing.is_empty(), "{bin} {sub:?}: arguments without a description: {missing:?}");
             if !sub.is_empty() {
                 let mut v: Vec<&str> = sub.iter().map(String::as_str).collect();
                 v.push("--version");
