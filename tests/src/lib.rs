@@ -93,7 +93,9 @@ pub fn run_in(binary: &str, args: &[&str], umask: Option<&str>) -> Run {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
-        .env("OMPI_MCA_plm_rsh_agent", "");
+        .env("OMPI_MCA_plm_rsh_agent", "")
+        // mosaic's tile cache goes to the user's cache folder: keep the tests' out of it.
+        .env("XDG_CACHE_HOME", std::env::temp_dir().join("tessera-contract-cache"));
     let output = command.output().unwrap_or_else(|e| panic!("cannot run {binary}: {e}"));
     Run::from(output, start.elapsed().as_secs_f64())
 }

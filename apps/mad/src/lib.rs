@@ -4,8 +4,7 @@
 //!
 //! - [`constants`]: every constant, with its source in the release.
 //! - [`filters`], [`grid`]: the CSF and log-Gabor filters per FFT bin, the block layout.
-//! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output
-//!   ([`encode`]: the map files' bytes).
+//! - [`input`]: image files to gray images; [`pairs`]: the batch CSV; [`maps`]: map output.
 //! - [`batch`]: `mad batch` over one or several GPUs or the CPU; [`dataset`]: pairs of an
 //!   IQA data set's folders by name; [`results`]: the resumable results file; [`report`]:
 //!   the records every subcommand prints.
@@ -20,7 +19,6 @@ pub mod correlate;
 pub mod cpu;
 pub mod dataset;
 pub mod demo;
-pub mod encode;
 pub mod filters;
 pub mod gpu;
 pub mod grid;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use kit::output::Staged;
 
-use crate::{encode, MadError, Maps};
+use crate::{MadError, Maps};
 
 /// The maps, in the order of their files.
 const NAMES: [&str; 3] = ["detection", "appearance", "combined"];
@@ -67,8 +67,9 @@ pub fn write_maps(dir: &Path, maps: &Maps) -> Result<Vec<PathBuf>, MadError> {
     let mut staged = Staged::new();
     for (values, files) in [&maps.detection, &maps.appearance, &maps.combined].into_iter().zip(paths.chunks(2)) {
         let rgb = colourise(values, maps.width, maps.height);
-        staged.write(&files[0], |w| encode::png_rgb8(w, maps.width, maps.height + BAR_HEIGHT, &rgb))?;
-        staged.write(&files[1], |w| encode::npy_f32(w, &[maps.height, maps.width], values))?;
+        let (w, h) = (maps.width, maps.height + BAR_HEIGHT);
+        kit::image::stage(&mut staged, &files[0], w, h, &rgb, kit::image::Layout::Rgb8, Default::default())?;
+        kit::npy::stage_f32(&mut staged, &files[1], &[maps.height, maps.width], values)?;
     }
     staged.commit()?;
     Ok(paths)

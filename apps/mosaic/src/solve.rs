@@ -86,6 +86,9 @@ pub struct Solved {
     pub assignment: Vec<usize>,
     pub cost: f64,
     pub solve_ms: f64,
+    /// For the exact method: the primal cost minus the dual objective of the potentials that
+    /// certify the optimum (0 up to rounding).
+    pub duality_gap: Option<f64>,
 }
 
 /// The device `backend` runs on: `ctx` for the GPU (an error when there is none, since no
@@ -118,13 +121,24 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
         Method::Exact => d.rows as u64,
     };
     let bar = if steps > 0 { kit::progress::bar(steps, method.name()) } else { ProgressBar::hidden() };
+    let mut duality_gap = None;
     let assignment = match method {
         Method::Greedy => greedy::solve(d, repeat),
         Method::Anneal => anneal::solve(d, repeat, &options.anneal, &bar),
         // Callers that only want the optimum's cost pass no device: the CPU solver runs.
         Method::Exact => match (options.backend, ctx) {
-            (Backend::Gpu, Some(ctx)) if repeat == 1 => crate::auction::solve(ctx, d, &bar)?.assignment,
-            _ => exact::solve_repeat(d, repeat, &bar).assignment,
+            (Backend::Gpu, Some(ctx)) if repeat == 1 => {
+                let solution = crate::auction::solve(ctx, d, &bar)?;
+                duality_gap = Some(solution.gap);
+                solution.assignment
+            }
+            _ => {
+                let solution = exact::solve_repeat(d, repeat, &bar);
+                // The potentials are dual feasible by construction (see exact.rs).
+                let dual = solution.u.iter().sum::<f64>() + solution.v.iter().sum::<f64>();
+                duality_gap = Some(d.cost(&solution.assignment) - dual);
+                solution.assignment
+            }
         },
         Method::Softassign => {
             options.softassign.validate().map_err(MosaicError::InvalidInput)?;
@@ -137,5 +151,5 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
     bar.finish_and_clear();
     let solve_ms = start.elapsed().as_secs_f64() * 1e3;
     d.check_uses(&assignment, repeat)?;
-    Ok(Solved { method, cost: d.cost(&assignment), assignment, solve_ms })
+    Ok(Solved { method, cost: d.cost(&assignment), assignment, solve_ms, duality_gap })
 }

@@ -20,6 +20,8 @@ pub struct SolveReport {
     /// The tile of each patch.
     pub assignment: Vec<usize>,
     pub solve_ms: f64,
+    /// The exact method's certificate: primal cost minus dual objective (null otherwise).
+    pub duality_gap: Option<f64>,
 }
 
 impl SolveReport {
@@ -32,6 +34,7 @@ impl SolveReport {
             repeat,
             assignment: solved.assignment.clone(),
             solve_ms: solved.solve_ms,
+            duality_gap: solved.duality_gap,
         }
     }
 }
