@@ -6,15 +6,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 export TESSERA_VALIDATION=1
+# The reader mutation tests (kit::fuzz) append their case counts here for the summary.
+export TESSERA_FUZZ_LOG="$PWD/target/fuzz-cases.log"
 # Open MPI as root inside containers, shared memory only, no ssh (see docs/PLATFORM notes).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 mkdir -p target
+rm -f "$TESSERA_FUZZ_LOG"
 # The end-to-end tests (tests/) run the built binaries; build every one of them first.
 cargo build --workspace --bins
 set +e
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
 set -e
+echo "== reader mutation tests (case counts) =="
+if [ -f "$TESSERA_FUZZ_LOG" ]; then sort "$TESSERA_FUZZ_LOG"; awk '{ n += $3 } END { printf "fuzz: %d mutated files in total\n", n }' "$TESSERA_FUZZ_LOG"; fi
 echo "== test summary =="
 awk '/^test result:/ { split($0, a, /[ .;]+/); for (i in a) { if (a[i] == "passed") p += a[i-1]; if (a[i] == "failed") f += a[i-1]; if (a[i] == "ignored") g += a[i-1] } } END { printf "passed %d, failed %d, ignored %d\n", p, f, g }' target/test.log
 exit "$status"

@@ -1,0 +1,2 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tessera_fuzz::check("d.npy", data, mosaic::DistanceMatrix::load_npy));
