@@ -72,7 +72,8 @@ fn stage_rgb(staged: &mut Staged, path: &Path, format: &str, w: usize, h: usize,
 pub struct GpuRender {
     pub mode: Mode,
     pub cull: Cull,
-    pub tile: u32,
+    /// `None`: the device's tuned block (`kit::tuning`), else the renderer's default.
+    pub tile: Option<u32>,
     pub window: f32,
 }
 
@@ -90,6 +91,9 @@ struct RenderRecord {
     cull: Option<Cull>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tile: Option<u32>,
+    /// Where `tile` came from: `option`, `tuning` or `default`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tile_from: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     list_entries: Option<usize>,
     render_ms: f64,
@@ -122,15 +126,20 @@ pub fn render(
     let (w, h) = output_size(&model, size);
     let uv = reference::view_coords(&model, view_position(&model, view)?);
     let ctx = common.context()?;
+    let tile = ctx.as_ref().map(|ctx| match (gpu.tile, kit::tuning::param(ctx.info(), "smoe.render", "block")) {
+        (Some(tile), _) => (tile, "option"),
+        (None, Some(tile)) => (tile, "tuning"),
+        (None, None) => (RenderSettings::new(w, h).tile, "default"),
+    });
     let start = Instant::now();
-    let (rgb, entries) = match &ctx {
+    let (rgb, entries) = match ctx.as_ref().zip(tile) {
         None => (reference::render(&model, w as usize, h as usize, uv).iter().map(|&v| v as f32).collect(), None),
-        Some(ctx) => {
+        Some((ctx, (tile, _))) => {
             let mut renderer = Renderer::new(ctx, &model, gpu.mode)?;
             let settings = RenderSettings {
                 uv: [uv[0] as f32, uv[1] as f32],
                 cull: gpu.cull,
-                tile: gpu.tile,
+                tile,
                 window: gpu.window,
                 ..RenderSettings::new(w, h)
             };
@@ -151,7 +160,8 @@ pub fn render(
         kernels: model.len(),
         mode: on_gpu.then_some(gpu.mode),
         cull: on_gpu.then_some(gpu.cull),
-        tile: on_gpu.then_some(gpu.tile),
+        tile: tile.map(|t| t.0),
+        tile_from: tile.map(|t| t.1),
         list_entries: entries,
         render_ms,
     };
@@ -221,7 +231,7 @@ pub fn fit(
     let ctx = common.context()?;
     let start = Instant::now();
     let bar = kit::progress::bar(init.steps(kernels), "start");
-    let first = init.model(&grid, kernels, &mut || bar.inc(1));
+    let first = init.model_on(ctx.as_ref(), &grid, kernels, &mut || bar.inc(1))?;
     bar.finish_and_clear();
     let init_ms = ms(start);
     let bar = kit::progress::bar(iterations as u64, "EM");

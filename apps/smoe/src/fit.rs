@@ -14,6 +14,7 @@ use rayon::prelude::*;
 
 use crate::data::{psnr, Grid};
 use crate::gpu::{Mode, RenderSettings, Renderer};
+use crate::gpu_kmeans::kmeans_init_gpu;
 use crate::kmeans::kmeans_init;
 use crate::model::{cholesky_packed, packed_index, packed_len, ColorSpace, Model, ModelError};
 use crate::shaders;
@@ -101,6 +102,21 @@ impl Init {
         }
     }
 
+    /// [`Init::model`] with the k-means start on `ctx`'s GPU when there is one (the CPU twin
+    /// otherwise); ticks [`Init::steps`] times.
+    pub fn model_on(
+        self,
+        ctx: Option<&Context>,
+        grid: &Grid,
+        k: usize,
+        tick: &mut dyn FnMut(),
+    ) -> engine::Result<Model> {
+        match (self, ctx) {
+            (Init::Kmeans, Some(ctx)) => kmeans_init_gpu(ctx, grid, k, &regularisation(grid), KMEANS_SEED, tick),
+            _ => Ok(self.model(grid, k, tick)),
+        }
+    }
+
     /// How many times [`Init::model`] ticks.
     pub fn steps(self, k: usize) -> u64 {
         match self {
@@ -143,7 +159,7 @@ pub fn fit_gpu(
     iterations: usize,
     progress: impl FnMut(usize, f64),
 ) -> engine::Result<(Model, FitReport)> {
-    fit_gpu_from(ctx, grid, Init::default().model(grid, k, &mut || {}), iterations, progress)
+    fit_gpu_from(ctx, grid, Init::default().model_on(Some(ctx), grid, k, &mut || {})?, iterations, progress)
 }
 
 /// Runs `iterations` EM iterations on the GPU from the model `init` (fitted to `grid`),

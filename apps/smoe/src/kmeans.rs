@@ -16,15 +16,13 @@ const LLOYD_ITERATIONS: usize = 10;
 pub fn steps(k: usize) -> u64 {
     (k + LLOYD_ITERATIONS) as u64
 }
-/// Samples per rayon task when reducing cluster sums.
-const CHUNK: usize = 4096;
 
 fn dist2(a: &[f32], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(&x, &y)| (x as f64 - y).powi(2)).sum()
 }
 
 /// SplitMix64: a small deterministic generator, all the seeding needs.
-struct SplitMix(u64);
+pub(crate) struct SplitMix(pub(crate) u64);
 
 impl SplitMix {
     fn next(&mut self) -> u64 {
@@ -36,12 +34,12 @@ impl SplitMix {
     }
 
     /// Uniform in [0, 1).
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Uniform in 0..n.
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         ((self.unit() * n as f64) as usize).min(n - 1)
     }
 }
@@ -58,15 +56,32 @@ fn nearest(s: &[f32], centres: &[f64], d: usize) -> usize {
     best.1
 }
 
+/// The nearest centre of every sample.
+pub(crate) fn nearest_labels(samples: &[f32], centres: &[f64], d: usize) -> Vec<u32> {
+    samples.par_chunks_exact(d).map(|s| nearest(s, centres, d) as u32).collect()
+}
+
+/// The centres at the given sample indices, in f64.
+pub(crate) fn centres_at(samples: &[f32], picks: &[u32], d: usize) -> Vec<f64> {
+    picks.iter().flat_map(|&p| samples[p as usize * d..(p as usize + 1) * d].iter().map(|&v| v as f64)).collect()
+}
+
 /// k-means++ seeding: the first centre uniformly, each next one with probability
-/// proportional to the squared distance to the nearest centre chosen so far.
-fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix, tick: &mut dyn FnMut()) -> Vec<f64> {
+/// proportional to the squared distance to the nearest centre chosen so far. Returns the
+/// chosen sample indices and the final squared distances D.
+pub(crate) fn seed_picks(
+    samples: &[f32],
+    d: usize,
+    k: usize,
+    rng: &mut SplitMix,
+    tick: &mut dyn FnMut(),
+) -> (Vec<u32>, Vec<f64>) {
     let n = samples.len() / d;
-    let first = rng.below(n);
+    let mut picks = vec![rng.below(n) as u32];
     tick();
-    let mut centres: Vec<f64> = samples[first * d..(first + 1) * d].iter().map(|&v| v as f64).collect();
-    let mut near: Vec<f64> = samples.par_chunks_exact(d).map(|s| dist2(s, &centres)).collect();
-    while centres.len() < k * d {
+    let first = centres_at(samples, &picks, d);
+    let mut near: Vec<f64> = samples.par_chunks_exact(d).map(|s| dist2(s, &first)).collect();
+    while picks.len() < k {
         let total: f64 = near.iter().sum();
         // All samples coincide with a centre: any sample will do.
         let pick = if total > 0.0 {
@@ -80,51 +95,29 @@ fn seed_centres(samples: &[f32], d: usize, k: usize, rng: &mut SplitMix, tick: &
         } else {
             rng.below(n)
         };
-        let c: Vec<f64> = samples[pick * d..(pick + 1) * d].iter().map(|&v| v as f64).collect();
+        picks.push(pick as u32);
+        let c = centres_at(samples, &[pick as u32], d);
         near.par_iter_mut().zip(samples.par_chunks_exact(d)).for_each(|(e, s)| *e = e.min(dist2(s, &c)));
-        centres.extend(c);
         tick();
     }
-    centres
+    (picks, near)
 }
 
-/// Per-cluster sample counts and coordinate sums of an assignment to `centres`.
-fn cluster_sums(samples: &[f32], centres: &[f64], d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
-    samples
-        .par_chunks(CHUNK * d)
-        .map(|chunk| {
-            let (mut count, mut sum) = (vec![0.0; k], vec![0.0; k * d]);
-            for s in chunk.chunks_exact(d) {
-                let j = nearest(s, centres, d);
-                count[j] += 1.0;
-                for (acc, &v) in sum[j * d..(j + 1) * d].iter_mut().zip(s) {
-                    *acc += v as f64;
-                }
-            }
-            (count, sum)
-        })
-        .reduce(
-            || (vec![0.0; k], vec![0.0; k * d]),
-            |(mut c0, mut s0), (c1, s1)| {
-                c0.iter_mut().zip(c1).for_each(|(a, b)| *a += b);
-                s0.iter_mut().zip(s1).for_each(|(a, b)| *a += b);
-                (c0, s0)
-            },
-        )
-}
-
-/// `k` kernels from k-means on the joint samples of `grid` (`k` at most the sample count):
-/// weights are cluster shares, means the centroids, covariances the cluster covariances
-/// plus `reg` on the diagonal (so single-sample clusters stay positive definite).
-/// `tick` is called [`steps`]`(k)` times, as the work advances.
-pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn FnMut()) -> Model {
-    let samples = grid.samples();
-    let d = grid.coord_dims() + 3;
-    let n = samples.len() / d;
-    let mut rng = SplitMix(seed);
-    let mut centres = seed_centres(&samples, d, k, &mut rng, tick);
+/// [`LLOYD_ITERATIONS`] Lloyd iterations from `centres` with `assign` giving the nearest
+/// centre of every sample (CPU or GPU); centres are then the means of their samples, in f64
+/// on the host (a pass over the labels, cheap next to the assignment). Ticks once per
+/// iteration; returns the final assignment.
+pub(crate) fn lloyd<E>(
+    samples: &[f32],
+    d: usize,
+    centres: &mut [f64],
+    assign: &mut dyn FnMut(&[f64]) -> Result<Vec<u32>, E>,
+    tick: &mut dyn FnMut(),
+) -> Result<Vec<u32>, E> {
+    let k = centres.len() / d;
     for _ in 0..LLOYD_ITERATIONS {
-        let (count, sum) = cluster_sums(&samples, &centres, d, k);
+        let label = assign(centres)?;
+        let (count, sum) = cluster_sums(samples, &label, d, k);
         for j in 0..k {
             // An emptied cluster keeps its centre.
             if count[j] > 0.0 {
@@ -135,22 +128,57 @@ pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn
         }
         tick();
     }
-    // Final assignment, then each cluster's mean and covariance about it.
-    let label: Vec<usize> = samples.par_chunks_exact(d).map(|s| nearest(s, &centres, d)).collect();
-    let pl = packed_len(d);
-    let (mut count, mut mean, mut scatter) = (vec![0.0; k], vec![0.0; k * d], vec![0.0; k * pl]);
-    for (s, &j) in samples.chunks_exact(d).zip(&label) {
+    assign(centres)
+}
+
+/// Per-cluster sample counts and coordinate sums of an assignment.
+fn cluster_sums(samples: &[f32], label: &[u32], d: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut count, mut sum) = (vec![0.0; k], vec![0.0; k * d]);
+    for (s, &j) in samples.chunks_exact(d).zip(label) {
+        let j = j as usize;
         count[j] += 1.0;
-        for a in 0..d {
-            mean[j * d + a] += s[a] as f64;
+        for (acc, &v) in sum[j * d..(j + 1) * d].iter_mut().zip(s) {
+            *acc += v as f64;
         }
     }
+    (count, sum)
+}
+
+/// Sum of squared distances of the samples to their assigned centres (the k-means cost).
+pub fn inertia(samples: &[f32], centres: &[f64], label: &[u32], d: usize) -> f64 {
+    samples.chunks_exact(d).zip(label).map(|(s, &j)| dist2(s, &centres[j as usize * d..(j as usize + 1) * d])).sum()
+}
+
+/// `k` kernels from k-means on the joint samples of `grid` (`k` at most the sample count):
+/// weights are cluster shares, means the centroids, covariances the cluster covariances
+/// plus `reg` on the diagonal (so single-sample clusters stay positive definite).
+/// `tick` is called [`steps`]`(k)` times, as the work advances.
+pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn FnMut()) -> Model {
+    let samples = grid.samples();
+    let d = grid.coord_dims() + 3;
+    let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), tick);
+    let mut centres = centres_at(&samples, &picks, d);
+    let assign = &mut |c: &[f64]| Ok::<_, std::convert::Infallible>(nearest_labels(&samples, c, d));
+    let Ok(label) = lloyd(&samples, d, &mut centres, assign, tick);
+    model_from_labels(grid, &samples, &centres, &label, reg)
+}
+
+/// The model of a final assignment: each cluster's share, mean and covariance about it
+/// (an empty cluster keeps its centre).
+pub(crate) fn model_from_labels(grid: &Grid, samples: &[f32], centres: &[f64], label: &[u32], reg: &[f64]) -> Model {
+    let d = grid.coord_dims() + 3;
+    let k = centres.len() / d;
+    let n = samples.len() / d;
+    let pl = packed_len(d);
+    let (count, mut mean) = cluster_sums(samples, label, d, k);
+    let mut scatter = vec![0.0; k * pl];
     for j in 0..k {
         for a in 0..d {
             mean[j * d + a] = if count[j] > 0.0 { mean[j * d + a] / count[j] } else { centres[j * d + a] };
         }
     }
-    for (s, &j) in samples.chunks_exact(d).zip(&label) {
+    for (s, &j) in samples.chunks_exact(d).zip(label) {
+        let j = j as usize;
         let m = &mean[j * d..(j + 1) * d];
         let mut idx = j * pl;
         for a in 0..d {

@@ -5,7 +5,8 @@
 //! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
 //! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
 //! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
-//! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter.
+//! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter (CPU).
+//! - [`gpu_kmeans`]: its GPU twin, the start of `--backend gpu` fits.
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
 //! - [`bench`]: the Table 4 and fitting benchmarks.
 //! - [`viewer`]: the interactive window (winit + engine::present).
@@ -13,6 +14,7 @@
 pub mod data;
 pub mod fit;
 pub mod gpu;
+pub mod gpu_kmeans;
 pub mod kmeans;
 pub mod model;
 pub mod reference;

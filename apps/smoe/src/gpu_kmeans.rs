@@ -1,0 +1,186 @@
+//! The k-means start on the GPU, the twin of [`crate::kmeans`] with the same seed, the same
+//! random numbers and the same rules, so the fit's start costs GPU time rather than K passes
+//! over the samples on the host.
+//!
+//! - Seeding (`kmeans_near.comp`, `kmeans_draw.comp`): D(x), the squared distance to the
+//!   nearest chosen centre, lives on the GPU. Each step, one kernel folds the newest centre
+//!   into D and sums D per block of 256 samples; one workgroup then draws the next centre
+//!   by prefix sums (over chunks of blocks, the chosen chunk's blocks, the chosen block's
+//!   samples) from a uniform drawn on the host by the CPU twin's generator and uploaded once.
+//!   D is f32 (the engine's u32 scan would need a fixed point that overflows or loses small
+//!   distances), so the prefix sums are this module's own deterministic trees. Many steps go
+//!   into one submission; nothing returns to the host until the last centre is chosen.
+//! - Lloyd (`kmeans_assign.comp`): the nearest centre of every sample, centres tiled in
+//!   shared memory; the labels come back and the centres are updated in f64 on the host,
+//!   one O(samples) pass shared with the CPU twin ([`crate::kmeans::lloyd`]).
+//!
+//! f32 against the twin's f64: a draw or an assignment can differ at a near tie; the
+//! outcome then differs only as much as two equally good starts do.
+
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+
+use crate::data::Grid;
+use crate::kmeans::{centres_at, lloyd, model_from_labels, SplitMix};
+use crate::model::Model;
+use crate::shaders;
+
+/// Samples per workgroup of every k-means kernel (the shaders' `local_size_x`).
+const BLOCK: usize = 256;
+
+/// Seeding steps per submission: enough to hide the submission cost, few enough for a
+/// progress bar that moves and no watchdog trouble.
+const STEPS_PER_SUBMIT: usize = 256;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct NearPush {
+    n: u32,
+    step: u32,
+    first: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct DrawPush {
+    n: u32,
+    blocks: u32,
+    step: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct AssignPush {
+    n: u32,
+    k: u32,
+}
+
+/// The k-means pipelines and the samples on one device.
+pub struct GpuKmeans {
+    ctx: Context,
+    d: usize,
+    n: usize,
+    samples: Buffer<f32>,
+    near_pipe: ComputePipeline,
+    draw_pipe: ComputePipeline,
+    assign_pipe: ComputePipeline,
+}
+
+impl GpuKmeans {
+    /// Uploads `samples` (`n x d`, d at most 7, at least one sample) and builds the pipelines.
+    pub fn new(ctx: &Context, samples: &[f32], d: usize) -> engine::Result<GpuKmeans> {
+        let n = samples.len() / d;
+        if !(1..=7).contains(&d) || n == 0 || samples.len() % d != 0 || samples.len() > u32::MAX as usize {
+            return Err(engine::EngineError::InvalidInput(format!(
+                "k-means: {} values are not samples of dimension {d} (1 to 7)",
+                samples.len()
+            )));
+        }
+        let spec = [d as u32];
+        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize| {
+            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: push_bytes as u32, spec: &spec })
+        };
+        Ok(GpuKmeans {
+            ctx: ctx.clone(),
+            d,
+            n,
+            samples: ctx.upload(samples, "k-means samples")?,
+            near_pipe: pipe("kmeans_near", shaders::KMEANS_NEAR, 4, std::mem::size_of::<NearPush>())?,
+            draw_pipe: pipe("kmeans_draw", shaders::KMEANS_DRAW, 4, std::mem::size_of::<DrawPush>())?,
+            assign_pipe: pipe("kmeans_assign", shaders::KMEANS_ASSIGN, 3, std::mem::size_of::<AssignPush>())?,
+        })
+    }
+
+    /// k-means++ seeding of `k` centres (1 to n): the first is sample `first`, step j draws
+    /// with `uniforms[j - 1]`. Returns the chosen sample indices and the final D; ticks once
+    /// per centre.
+    pub fn seed(
+        &self,
+        k: usize,
+        first: u32,
+        uniforms: &[f32],
+        tick: &mut dyn FnMut(),
+    ) -> engine::Result<(Vec<u32>, Vec<f32>)> {
+        let (ctx, n) = (&self.ctx, self.n);
+        if k == 0 || k > n || uniforms.len() + 1 < k || first as usize >= n {
+            return Err(engine::EngineError::InvalidInput(format!("k-means: cannot seed {k} of {n} samples")));
+        }
+        let blocks = n.div_ceil(BLOCK);
+        let mut init = vec![0u32; k];
+        init[0] = first;
+        let picks = ctx.upload(&init, "k-means picks")?;
+        // Step j reads uniforms[j]; index 0 is unused.
+        let u: Vec<f32> = std::iter::once(0.0).chain(uniforms.iter().copied()).collect();
+        let u = ctx.upload(&u, "k-means uniforms")?;
+        let near = ctx.buffer::<f32>(n, Location::Device, "k-means D")?;
+        let block_sums = ctx.buffer::<f32>(blocks, Location::Device, "k-means block sums")?;
+        let near_bind = [self.samples.binding(), picks.binding(), near.binding(), block_sums.binding()];
+        let draw_bind = [near.binding(), block_sums.binding(), u.binding(), picks.binding()];
+        let mut step = 0;
+        while step < k {
+            let end = (step + STEPS_PER_SUBMIT).min(k);
+            let mut rec = ctx.recorder()?;
+            for j in step..end {
+                if j > 0 {
+                    let push = DrawPush { n: n as u32, blocks: blocks as u32, step: j as u32 };
+                    rec.dispatch(&self.draw_pipe, &draw_bind, &push, [1, 1, 1]);
+                    rec.barrier();
+                }
+                // D after the last centre is only for the tests; one more pass is cheap.
+                let push = NearPush { n: n as u32, step: j as u32, first: (j == 0) as u32 };
+                rec.dispatch_linear(&self.near_pipe, &near_bind, &push, blocks as u32);
+                rec.barrier();
+            }
+            rec.submit()?.wait()?;
+            (step..end).for_each(|_| tick());
+            step = end;
+        }
+        Ok((ctx.download(&picks)?, ctx.download(&near)?))
+    }
+
+    /// The nearest of `centres` (`k x d`, in f64, used as f32) for every sample.
+    pub fn assign(&self, centres: &[f64]) -> engine::Result<Vec<u32>> {
+        let ctx = &self.ctx;
+        let k = centres.len() / self.d;
+        let c: Vec<f32> = centres.iter().map(|&v| v as f32).collect();
+        let c = ctx.upload(&c, "k-means centres")?;
+        let labels = ctx.buffer::<u32>(self.n, Location::Device, "k-means labels")?;
+        let mut rec = ctx.recorder()?;
+        let push = AssignPush { n: self.n as u32, k: k as u32 };
+        rec.dispatch_linear(
+            &self.assign_pipe,
+            &[self.samples.binding(), c.binding(), labels.binding()],
+            &push,
+            self.n.div_ceil(BLOCK) as u32,
+        );
+        rec.submit()?.wait()?;
+        ctx.download(&labels)
+    }
+}
+
+/// The GPU twin of [`crate::kmeans::kmeans_init`]: the same seed gives the same random
+/// numbers and, up to near ties, the same start; ticks [`crate::kmeans::steps`]`(k)` times.
+pub fn kmeans_init_gpu(
+    ctx: &Context,
+    grid: &Grid,
+    k: usize,
+    reg: &[f64],
+    seed: u64,
+    tick: &mut dyn FnMut(),
+) -> engine::Result<Model> {
+    let samples = grid.samples();
+    let d = grid.coord_dims() + 3;
+    let km = GpuKmeans::new(ctx, &samples, d)?;
+    let (first, uniforms) = draws(seed, grid.len(), k);
+    let (picks, _) = km.seed(k, first, &uniforms, tick)?;
+    let mut centres = centres_at(&samples, &picks, d);
+    let label = lloyd(&samples, d, &mut centres, &mut |c: &[f64]| km.assign(c), tick)?;
+    Ok(model_from_labels(grid, &samples, &centres, &label, reg))
+}
+
+/// The random numbers the CPU seeding draws from `seed` for `k` centres of `n` samples: the
+/// first centre, then one uniform per further step.
+pub(crate) fn draws(seed: u64, n: usize, k: usize) -> (u32, Vec<f32>) {
+    let mut rng = SplitMix(seed);
+    let first = rng.below(n) as u32;
+    (first, (1..k).map(|_| rng.unit() as f32).collect())
+}
