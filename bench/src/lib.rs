@@ -1,7 +1,7 @@
 //! Benchmark support: the registry of every sweepable kernel of the engine and the five
 //! apps, the measurement of one point (median GPU time, floor fraction, check, registers,
-//! shared memory, theoretical occupancy), CSV / JSON-lines / PNG output, and the tuning
-//! file `sweep --tune` writes and the apps read.
+//! shared memory, theoretical occupancy), and CSV / JSON-lines / PNG output. The tuning
+//! file `sweep --tune` writes is `kit::tuning`.
 
 pub mod args;
 pub mod measure;
@@ -10,7 +10,6 @@ pub mod output;
 pub mod plot;
 pub mod registry;
 pub mod spirv;
-pub mod tuning;
 
 use engine::Context;
 

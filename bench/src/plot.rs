@@ -13,23 +13,17 @@ use plotters::prelude::*;
 use crate::measure::{Point, Shape};
 use crate::occupancy::{occupancy, Limits, Usage};
 
-/// Registers a system sans-serif font for labels (plotters' ab_glyph backend has none
-/// built in). Returns false when no font is installed; plots are then drawn unlabelled.
-fn register_font() -> bool {
-    const CANDIDATES: [&str; 2] = [
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    ];
+/// DejaVu Sans, built into the binary: GPU machines often have no fonts installed, and
+/// plotters' ab_glyph backend has none of its own (tools/setup.sh installs fonts-dejavu-core
+/// where this is built).
+const FONT: &[u8] = include_bytes!("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf");
+
+/// Registers [`FONT`] as plotters' sans-serif, once per process.
+fn register_font() -> anyhow::Result<()> {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *REGISTERED.get_or_init(|| {
-        CANDIDATES.iter().any(|path| match std::fs::read(path) {
-            Ok(bytes) => {
-                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-                plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok()
-            }
-            Err(_) => false,
-        })
-    })
+    let ok = *REGISTERED.get_or_init(|| plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok());
+    anyhow::ensure!(ok, "the built-in DejaVu Sans font did not load");
+    Ok(())
 }
 
 const PANEL_WIDTH: u32 = 640;
@@ -54,12 +48,12 @@ pub fn write_panels(panels: &[Panel], out: &mut impl Write) -> anyhow::Result<()
     let width = PANEL_WIDTH * panels.len().max(1) as u32;
     let mut rgb = vec![0u8; width as usize * HEIGHT as usize * 3];
     {
-        let labelled = register_font();
+        register_font()?;
         let root = BitMapBackend::with_buffer(&mut rgb, (width, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
         let areas = root.split_evenly((1, panels.len().max(1)));
         for (panel, area) in panels.iter().zip(&areas) {
-            draw(panel, area, labelled)?;
+            draw(panel, area)?;
         }
         root.present()?;
     }
@@ -78,21 +72,14 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
     }
 }
 
-fn draw(panel: &Panel, area: &DrawingArea<BitMapBackend<'_>, Shift>, labelled: bool) -> anyhow::Result<()> {
+fn draw(panel: &Panel, area: &DrawingArea<BitMapBackend<'_>, Shift>) -> anyhow::Result<()> {
     let all = || panel.series.iter().flat_map(|(_, pts)| pts.iter()).chain(panel.mark.iter());
     let (x0, x1) = bounds(all().map(|p| p.0));
     let (_, y1) = bounds(all().map(|p| p.1));
     let mut builder = ChartBuilder::on(area);
-    builder.margin(16).x_label_area_size(40).y_label_area_size(60);
-    if labelled {
-        builder.caption(&panel.title, ("sans-serif", 18));
-    }
+    builder.margin(16).x_label_area_size(40).y_label_area_size(60).caption(&panel.title, ("sans-serif", 18));
     let mut chart = builder.build_cartesian_2d(x0..x1, 0.0..y1 * 1.1)?;
-    if labelled {
-        chart.configure_mesh().x_desc(&panel.x).y_desc(&panel.y).draw()?;
-    } else {
-        chart.configure_mesh().disable_x_mesh().disable_y_mesh().x_labels(0).y_labels(0).draw()?;
-    }
+    chart.configure_mesh().x_desc(&panel.x).y_desc(&panel.y).draw()?;
     for (i, (name, pts)) in panel.series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         // Dots only where they are few enough to read as measured points.
@@ -100,14 +87,14 @@ fn draw(panel: &Panel, area: &DrawingArea<BitMapBackend<'_>, Shift>, labelled: b
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
         }
         let line = chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
-        if labelled && i < LEGEND_LINES {
+        if i < LEGEND_LINES {
             line.label(name.clone()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         }
     }
     if let Some(m) = panel.mark {
         chart.draw_series(std::iter::once(Circle::new(m, 7, RED.stroke_width(3))))?;
     }
-    if labelled && !panel.series.is_empty() {
+    if !panel.series.is_empty() {
         chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     }
     Ok(())

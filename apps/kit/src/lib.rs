@@ -16,6 +16,7 @@
 //!   `out`) around each command's typed record.
 //! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
 //! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
+//! - [`tuning`]: the per-device tuning file `sweep --tune` writes and the apps read, checked.
 
 pub mod budget;
 pub mod cli;
@@ -28,6 +29,7 @@ pub mod npy;
 pub mod output;
 pub mod progress;
 pub mod report;
+pub mod tuning;
 
 mod run;
 

@@ -39,10 +39,15 @@ fn check_array_output(out: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
-/// The GPU codec for `ens` when the backend is `gpu` (the device is named in the envelope).
-fn gpu_codec(common: &kit::CommonArgs, ens: &Ensemble) -> Result<Option<GpuCodec>> {
+/// The GPU codec for `ens` when the backend is `gpu` (the device is named in the envelope),
+/// with the workgroup tuned for `kernel` (`lightfield.encode` or `.decode`) on the device,
+/// else the built-in one.
+fn gpu_codec(common: &kit::CommonArgs, ens: &Ensemble, kernel: &str) -> Result<Option<GpuCodec>> {
     Ok(match common.context()? {
-        Some(ctx) => Some(GpuCodec::new(&ctx, ens)?),
+        Some(ctx) => Some(match kit::tuning::param(ctx.info(), kernel, "workgroup") {
+            Some(workgroup) => GpuCodec::with_workgroup(&ctx, ens, workgroup)?,
+            None => GpuCodec::new(&ctx, ens)?,
+        }),
         None => None,
     })
 }
@@ -104,7 +109,7 @@ pub fn encode(
     let ens = Ensemble::read(dict)?;
     params.check(ens.shape.len())?;
     let lf = LightField::read(input, grid)?;
-    let gpu = gpu_codec(common, &ens)?;
+    let gpu = gpu_codec(common, &ens, "lightfield.encode")?;
     let n = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).len();
     let bar = kit::progress::bar(n as u64, "encode");
     let t0 = Instant::now();
@@ -166,7 +171,7 @@ pub fn decode(
         kit::output::check_folder(dir, &[input])?;
     }
     let compressed = Compressed::read(input)?;
-    let gpu = gpu_codec(common, &compressed.ensemble)?;
+    let gpu = gpu_codec(common, &compressed.ensemble, "lightfield.decode")?;
     let n = compressed.codes.len();
     let bar = kit::progress::bar(n as u64, "decode");
     let t0 = Instant::now();
@@ -345,7 +350,7 @@ pub fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &ki
     if u >= nu || v >= nv {
         bail!("--view {u},{v} is not one of the {nu}x{nv} views (rows 0 to {}, columns 0 to {})", nu - 1, nv - 1);
     }
-    let gpu = gpu_codec(common, &compressed.ensemble)?;
+    let gpu = gpu_codec(common, &compressed.ensemble, "lightfield.decode")?;
     let t0 = Instant::now();
     let samples = lightfield::codec::decode_view(&compressed, codec_path(&gpu), (u, v))?;
     let decode_ms = ms_since(t0);

@@ -51,9 +51,10 @@ enum Command {
         /// Kernel selection per tile (ignored by --backend cpu, which blends every kernel)
         #[arg(long, value_enum, default_value_t = Cull::Exact)]
         cull: Cull,
-        /// Tile (block) edge in pixels, 1..=1024
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
-        tile: u32,
+        /// Tile (block) edge in pixels, 1..=1024 (default: the device's tuned `smoe.render` block,
+        /// which `gpu-info` shows, else 16)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        tile: Option<u32>,
         /// Relevance-window border in pixels, 0..=16384 (--cull window)
         #[arg(long, default_value_t = 32.0, value_parser = parse_window)]
         window: f32,

@@ -56,6 +56,8 @@ struct App {
     error: Option<anyhow::Error>,
     frames: u64,
     uv: [f32; 2],
+    /// The device's tuned tile edge (`kit::tuning`), else the renderer's default.
+    tile: Option<u32>,
     fps_since: Instant,
     fps_frames: u64,
 }
@@ -71,6 +73,7 @@ impl App {
         let index = instance.select_one(&self.opts.device)?;
         let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
         kit::report::set_device(&ctx.info().name);
+        self.tile = kit::tuning::param(ctx.info(), "smoe.render", "block");
         let size = window.inner_size();
         // SAFETY: the window lives in the same State and is dropped after the presenter.
         let presenter = unsafe {
@@ -86,7 +89,8 @@ impl App {
     fn settings(&self, presenter: &Presenter) -> RenderSettings {
         let (w, h) = presenter.extent();
         let format = if presenter.is_bgra() { OutFormat::Bgra8 } else { OutFormat::Rgba8 };
-        RenderSettings { uv: self.uv, format, ..RenderSettings::new(w, h) }
+        let defaults = RenderSettings::new(w, h);
+        RenderSettings { uv: self.uv, format, tile: self.tile.unwrap_or(defaults.tile), ..defaults }
     }
 
     fn draw(&mut self, event_loop: &ActiveEventLoop) -> Result<()> {
@@ -221,6 +225,7 @@ pub fn run(opts: Options) -> Result<Shown> {
         error: None,
         frames: 0,
         uv: [uv[0] as f32, uv[1] as f32],
+        tile: None,
         fps_since: Instant::now(),
         fps_frames: 0,
     };

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Parser;
+use kit::tuning;
 use serde::Serialize;
 use tessera_bench::measure::{self, Device, Point};
 use tessera_bench::registry::{self, Config, Kernel, Param, Reps};
-use tessera_bench::{args, output, plot, tuning};
+use tessera_bench::{args, output, plot};
 
 #[derive(Parser)]
 #[command(
@@ -58,8 +59,8 @@ struct Cli {
     /// tuning file, keyed by device name and driver version
     #[arg(long)]
     tune: bool,
-    /// Tuning file to write (default: $XDG_CONFIG_HOME/tessera/tuning.json, else
-    /// ~/.config/tessera/tuning.json)
+    /// Tuning file to write (default: $TESSERA_TUNING, else
+    /// $XDG_CONFIG_HOME/tessera/tuning.json, else ~/.config/tessera/tuning.json)
     #[arg(long, value_name = "PATH")]
     tuning_file: Option<PathBuf>,
     #[command(flatten)]
@@ -385,7 +386,8 @@ fn as_map(config: &Config) -> BTreeMap<String, u32> {
 fn tune(cli: &Cli) -> Result<()> {
     let path = match &cli.tuning_file {
         Some(p) => p.clone(),
-        None => tuning::path().ok_or_else(|| anyhow!("no tuning file location: set XDG_CONFIG_HOME or HOME"))?,
+        None => tuning::path()
+            .ok_or_else(|| anyhow!("no tuning file location: set TESSERA_TUNING, XDG_CONFIG_HOME or HOME"))?,
     };
     kit::output::check_file(&path, &["json"], &[])?;
     let mut file = tuning::read(&path)?;

@@ -57,12 +57,9 @@ impl Kernel for Codec {
         }
     }
     fn params(&self) -> Vec<Param> {
-        vec![Param::new(
-            "workgroup",
-            &[64, 128, 256, 512, 1024],
-            256,
-            "invocations per patch (GpuCodec::with_workgroup)",
-        )]
+        // The app reads a tuned workgroup only from these (`kit::tuning::READ`).
+        let values = kit::tuning::accepted(self.name(), "workgroup").expect("kit::tuning::READ lists both");
+        vec![Param::new("workgroup", values, 256, "invocations per patch (GpuCodec::with_workgroup)")]
     }
     fn unit(&self) -> &'static str {
         "patches"

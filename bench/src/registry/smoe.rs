@@ -10,9 +10,11 @@ use super::{time_pass, Check, Config, Floor, Kernel, Measured, Param, Reps, Shad
 
 pub const ALL: [&dyn Kernel; 2] = [&Render, &Bin];
 
-/// Tile edges (`RenderSettings::tile`) the renderer takes; its workgroup is
-/// min(tile, 16) squared.
-const BLOCKS: [u32; 5] = [4, 8, 16, 32, 64];
+/// Tile edges (`RenderSettings::tile`) swept; the renderer's workgroup is min(tile, 16)
+/// squared. The app reads a tuned one only from these (`kit::tuning::READ`).
+fn blocks() -> &'static [u32] {
+    kit::tuning::accepted("smoe.render", "block").expect("kit::tuning::READ lists smoe.render's block")
+}
 
 /// smoe's render kernel's specialization constants 0-4 as `Renderer` builds them: edge, p,
 /// robust, edge, CHUNK (64: `smoe::gpu`'s private constant; see the report for the API
@@ -74,7 +76,7 @@ impl Kernel for Render {
         "SMoE per-tile blend of a size x size image (exact culling, fast mode): the paper's Fig. 9 kernel"
     }
     fn params(&self) -> Vec<Param> {
-        vec![Param::new("block", &BLOCKS, 16, "tile edge in pixels; the workgroup is min(block, 16) squared")]
+        vec![Param::new("block", blocks(), 16, "tile edge in pixels; the workgroup is min(block, 16) squared")]
     }
     fn unit(&self) -> &'static str {
         "pixels (edge)"
@@ -117,7 +119,7 @@ impl Kernel for Bin {
         "SMoE binning of kernels to tiles (count, allocate, write the lists) for a size x size image"
     }
     fn params(&self) -> Vec<Param> {
-        vec![Param::new("block", &BLOCKS, 16, "tile edge in pixels (sets the number of tiles to bin into)")]
+        vec![Param::new("block", blocks(), 16, "tile edge in pixels (sets the number of tiles to bin into)")]
     }
     fn unit(&self) -> &'static str {
         "pixels (edge)"

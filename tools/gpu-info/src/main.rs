@@ -1,6 +1,10 @@
 //! `gpu-info`: every Vulkan device, with its limits, subgroup properties, features, memory
-//! heaps, and the two measured ceilings every benchmark is compared with. One line per
-//! device: a summary as text, every field under `--json`.
+//! heaps, the tuning the apps apply on it (`kit::tuning`), and the two measured ceilings
+//! every benchmark is compared with. One line per device: a summary as text, every field
+//! under `--json`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::Parser;
@@ -35,13 +39,51 @@ struct Cli {
     json: bool,
 }
 
-/// One device: everything the driver reports and, unless `--no-measure`, its ceilings.
+/// One device: everything the driver reports, its tuning and, unless `--no-measure`, its
+/// ceilings.
 #[derive(Serialize)]
 struct DeviceReport {
     #[serde(flatten)]
     info: DeviceInfo,
+    tuning: Tuning,
     #[serde(skip_serializing_if = "Option::is_none")]
     ceilings: Option<Ceilings>,
+}
+
+/// The tuning file in effect and the parameters it gives this device's kernels (none: the
+/// built-in defaults apply).
+#[derive(Serialize)]
+struct Tuning {
+    file: Option<PathBuf>,
+    kernels: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+impl Tuning {
+    fn of(info: &DeviceInfo) -> Tuning {
+        Tuning { file: kit::tuning::in_effect().path.clone(), kernels: kit::tuning::kernels(info) }
+    }
+}
+
+impl std::fmt::Display for Tuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.kernels.is_empty() {
+            write!(f, "tuning: built-in defaults")?;
+        } else {
+            let kernels: Vec<String> = self
+                .kernels
+                .iter()
+                .map(|(name, params)| {
+                    let values: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    format!("{name} {}", values.join(" "))
+                })
+                .collect();
+            write!(f, "tuning: {}", kernels.join(", "))?;
+        }
+        match &self.file {
+            Some(path) => write!(f, " ({})", path.display()),
+            None => write!(f, " (no tuning file location: HOME unset)"),
+        }
+    }
 }
 
 impl std::fmt::Display for DeviceReport {
@@ -60,7 +102,7 @@ impl std::fmt::Display for DeviceReport {
         if let Some(c) = &self.ceilings {
             write!(f, ", copy {:.1} GB/s, FMA {:.2} TFLOP/s", c.copy_gb_per_s, c.fma_tflop_per_s)?;
         }
-        Ok(())
+        write!(f, "; {}", self.tuning)
     }
 }
 
@@ -86,7 +128,8 @@ fn run(cli: Cli) -> Result<()> {
         let Some(info) = infos.get(index).cloned() else { bail!("device {index} vanished while listing devices") };
         let ceilings = if cli.no_measure { None } else { Some(measure(&instance, &info, &cli)?) };
         kit::report::set_device(&info.name);
-        kit::emit(&DeviceReport { info, ceilings }, &[]);
+        let tuning = Tuning::of(&info);
+        kit::emit(&DeviceReport { info, tuning, ceilings }, &[]);
     }
     Ok(())
 }

@@ -4,7 +4,14 @@
 use std::process::{Command, Output};
 
 fn gpu_info(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpu-info")).args(args).output().unwrap()
+    gpu_info_tuned(args, None)
+}
+
+/// `gpu-info` with `TESSERA_TUNING` at `tuning` (or at a file that does not exist).
+fn gpu_info_tuned(args: &[&str], tuning: Option<&std::path::Path>) -> Output {
+    let missing = std::env::temp_dir().join("tessera-gpu-info-test-no-tuning.json");
+    let tuning = tuning.unwrap_or(&missing);
+    Command::new(env!("CARGO_BIN_EXE_gpu-info")).args(args).env("TESSERA_TUNING", tuning).output().unwrap()
 }
 
 fn lines(out: &Output) -> Vec<serde_json::Value> {
@@ -63,4 +70,33 @@ fn numbers_are_checked_when_parsed_and_version_prints() {
     assert_eq!(String::from_utf8(version.stdout).unwrap(), format!("gpu-info {}\n", env!("CARGO_PKG_VERSION")));
     let help = String::from_utf8(gpu_info(&["--help"]).stdout).unwrap();
     assert!(help.contains("Examples:"), "{help}");
+}
+
+#[test]
+fn shows_the_tuning_in_effect() {
+    let device = &lines(&gpu_info(&["--device", "0", "--no-measure", "--json"]))[0];
+    assert_eq!(device["tuning"]["kernels"], serde_json::json!({}), "{device}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuning.json");
+    let entry = |key: &str, value: u32| serde_json::json!({"params": {key: value}, "sizes": [512], "tuned_ms": [1.0], "default_ms": [2.0]});
+    let file = serde_json::json!({"version": 1, "devices": [
+        {"device": device["name"], "driver_version": device["driver_version"], "kernels": {"smoe.render": entry("block", 8)}},
+        {"device": "another GPU", "driver_version": 1, "kernels": {"lightfield.encode": entry("workgroup", 128)}},
+    ]});
+    std::fs::write(&path, file.to_string()).unwrap();
+    let out = gpu_info_tuned(&["--device", "0", "--no-measure", "--json"], Some(&path));
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tuning = &lines(&out)[0]["tuning"];
+    assert_eq!(tuning["file"], path.display().to_string());
+    assert_eq!(tuning["kernels"], serde_json::json!({"smoe.render": {"block": 8}}));
+    let text = String::from_utf8(gpu_info_tuned(&["--device", "0", "--no-measure"], Some(&path)).stdout).unwrap();
+    assert!(text.contains(&format!("tuning: smoe.render block=8 ({})", path.display())), "{text}");
+
+    // A value the kernel does not take spoils the file: a warning, and the defaults apply.
+    std::fs::write(&path, file.to_string().replace("\"block\":8", "\"block\":12")).unwrap();
+    let out = gpu_info_tuned(&["--device", "0", "--no-measure"], Some(&path));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.starts_with("gpu-info: warning: ") && stderr.contains("block=12"), "{stderr}");
+    assert!(String::from_utf8(out.stdout).unwrap().contains("tuning: built-in defaults"));
 }
