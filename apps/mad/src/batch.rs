@@ -58,7 +58,7 @@ fn line(pair: &Pair, outcome: Result<(Scores, usize, usize), String>) -> BatchLi
         reference: pair.ref_name.clone(),
         distorted: pair.dist_name.clone(),
         outcome: match outcome {
-            Ok((scores, width, height)) => Outcome::Scored(ScoreReport { scores, width, height }),
+            Ok((scores, width, height)) => Outcome::Scored(ScoreReport { scores, width, height, stages: None }),
             Err(error) => Outcome::Failed { error },
         },
     }

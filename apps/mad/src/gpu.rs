@@ -106,6 +106,66 @@ struct Slot {
     map_readback: Option<(Buffer<f32>, Buffer<f32>)>,
 }
 
+/// Which of a chunk's stages a command buffer runs: both on one device, or one of them
+/// when `mad score --split-stages` puts them on two (paper Section 5.3). The stages share
+/// nothing but the uploaded images until the host combines their sums, so each device
+/// computes what it needs from its own upload: the detection stage the lightness spectra
+/// (and the squared differences), the appearance stage the gray-value spectra.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stages {
+    Both,
+    Detection,
+    Appearance,
+}
+
+impl Stages {
+    fn detection(self) -> bool {
+        self != Stages::Appearance
+    }
+
+    fn appearance(self) -> bool {
+        self != Stages::Detection
+    }
+}
+
+/// GPU time of each device's stage under `--split-stages` (`None` where the device has no
+/// timestamps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StageTimes {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detection_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub appearance_ms: Option<f64>,
+}
+
+/// The scores (and maps) of pair `k` of a finished chunk: its detection sums read from
+/// `det`'s slot and its appearance sums from `app`'s (the same slot on one device).
+fn read_pair(det: &Slot, app: &Slot, k: usize) -> Result<(Scores, Option<Maps>), MadError> {
+    let g = det.grid;
+    let crop_rows = det.crop_rows();
+    let crop_pixels = g.crop_pixels() as f64;
+    let sums = det.readback.mapped()?;
+    let det_sum: f64 = sums[k * crop_rows..(k + 1) * crop_rows].iter().map(|&v| v as f64).sum();
+    let sums = app.readback.mapped()?;
+    let app_at = app.capacity * crop_rows + k * g.blocks_y;
+    let app_sum: f64 = sums[app_at..app_at + g.blocks_y].iter().map(|&v| v as f64).sum();
+    let scores = Scores::combine(
+        (det_sum / crop_pixels).sqrt() * crate::constants::DETECTION_SCALE,
+        (app_sum / crop_pixels).sqrt(),
+    );
+    let maps = match (&det.map_readback, &app.map_readback) {
+        (Some((map, _)), Some((_, cells))) => {
+            let map = &map.mapped()?[k * g.pixels()..(k + 1) * g.pixels()];
+            let cells = &cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()];
+            let appearance =
+                (0..g.pixels()).map(|i| g.cell_of(i % g.width, i / g.width).map_or(0.0, |b| cells[b] as f64)).collect();
+            Some(Maps::new(g.width, g.height, map.iter().map(|&v| v as f64).collect(), appearance, scores.alpha))
+        }
+        _ => None,
+    };
+    Ok((scores, maps))
+}
+
 /// A chunk on the GPU: what it was given, and its submission.
 struct InFlight<T> {
     slot: Slot,
@@ -286,8 +346,8 @@ impl GpuMad {
         Ok(())
     }
 
-    /// Records every stage of one chunk of `count` pairs.
-    fn record(&self, rec: &mut Recorder, slot: &Slot, count: usize) -> Result<(), MadError> {
+    /// Records `stages` of one chunk of `count` pairs.
+    fn record(&self, rec: &mut Recorder, slot: &Slot, count: usize, stages: Stages) -> Result<(), MadError> {
         let g = slot.grid;
         let base = Push {
             width: g.width as u32,
@@ -298,9 +358,6 @@ impl GpuMad {
             ..Push::default()
         };
         let pixels = (count * g.pixels()) as u32;
-        // The filters run one invocation per frequency bin, over all images of the chunk.
-        let bins = g.pixels() as u32;
-        let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
         rec.dispatch_linear(
             &self.prepare,
             &[
@@ -314,20 +371,67 @@ impl GpuMad {
             pixels.div_ceil(WORKGROUP),
         );
         rec.barrier();
-        slot.fft.record(rec, &slot.light, Direction::Forward)?;
-        slot.fft.record(rec, &slot.spec, Direction::Forward)?;
+        if stages.detection() {
+            slot.fft.record(rec, &slot.light, Direction::Forward)?;
+        }
+        if stages.appearance() {
+            slot.fft.record(rec, &slot.spec, Direction::Forward)?;
+        }
         rec.barrier();
         rec.mark("prepare + forward FFTs");
-        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], &base, bins.div_ceil(WORKGROUP));
+        if stages.detection() {
+            self.record_detection(rec, slot, &base, count)?;
+        }
+        if stages.appearance() {
+            self.record_appearance(rec, slot, &base, count)?;
+        }
+        // Both partial arrays go to one readback buffer: detection first, then appearance.
+        let crop_rows = slot.crop_rows();
+        let maps = slot.map_readback.as_ref();
+        if stages.detection() {
+            rec.copy(&slot.detection_partials, &slot.readback);
+            if let Some((map, _)) = maps {
+                rec.copy_region(&slot.detection_map, 0, map, 0, count * g.pixels());
+            }
+        }
+        if stages.appearance() {
+            rec.copy_region(
+                &slot.appearance_partials,
+                0,
+                &slot.readback,
+                slot.capacity * crop_rows,
+                slot.appearance_partials.len(),
+            );
+            if let Some((_, cells)) = maps {
+                rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
+            }
+        }
+        rec.mark("sums + readback");
+        Ok(())
+    }
+
+    /// The grid, the frequency bins of one image (the filters run one invocation per bin,
+    /// over all images of the chunk) and the statistics tiles of a chunk of `count` pairs.
+    fn extent(slot: &Slot, count: usize) -> (Grid, u32, [u32; 3]) {
+        let g = slot.grid;
+        let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
+        (g, g.pixels() as u32, tiles)
+    }
+
+    /// The detection stage from the forward lightness spectra: CSF, inverse FFT, block
+    /// statistics, the map and its partial sums.
+    fn record_detection(&self, rec: &mut Recorder, slot: &Slot, base: &Push, count: usize) -> Result<(), MadError> {
+        let (g, bins, tiles) = Self::extent(slot, count);
+        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], base, bins.div_ceil(WORKGROUP));
         rec.barrier();
         slot.fft.record(rec, &slot.light, Direction::Inverse)?;
         rec.barrier();
-        rec.dispatch(&self.detect_blocks, &[slot.light.binding(), slot.blocks.binding()], &base, tiles);
+        rec.dispatch(&self.detect_blocks, &[slot.light.binding(), slot.blocks.binding()], base, tiles);
         rec.barrier();
         rec.dispatch(
             &self.detect_map,
             &[slot.sqdiff.binding(), slot.blocks.binding(), slot.detection_map.binding()],
-            &base,
+            base,
             [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count as u32],
         );
         rec.barrier();
@@ -335,17 +439,25 @@ impl GpuMad {
         rec.dispatch(
             &self.sum_detection,
             &[slot.detection_map.binding(), slot.detection_partials.binding()],
-            &base,
+            base,
             [crop_rows as u32, 1, count as u32],
         );
+        rec.barrier();
         rec.mark("detection");
+        Ok(())
+    }
+
+    /// The appearance stage from the forward gray-value spectra: the 20 log-Gabor bands, the
+    /// statistics differences accumulated into the cells, and their partial sums.
+    fn record_appearance(&self, rec: &mut Recorder, slot: &Slot, base: &Push, count: usize) -> Result<(), MadError> {
+        let (g, bins, tiles) = Self::extent(slot, count);
         for scale in 0..GABOR_SCALES {
             for orientation in 0..GABOR_ORIENTATIONS {
                 let push = Push {
                     scale: scale as u32,
                     orientation: orientation as u32,
                     accumulate: (scale + orientation > 0) as u32,
-                    ..base
+                    ..*base
                 };
                 rec.dispatch_linear(
                     &self.gabor_apply,
@@ -364,24 +476,10 @@ impl GpuMad {
         rec.dispatch(
             &self.sum_appearance,
             &[slot.cells.binding(), slot.appearance_partials.binding()],
-            &base,
+            base,
             [g.blocks_y as u32, 1, count as u32],
         );
         rec.barrier();
-        // Both partial arrays go to one readback buffer: detection first, then appearance.
-        rec.copy(&slot.detection_partials, &slot.readback);
-        rec.copy_region(
-            &slot.appearance_partials,
-            0,
-            &slot.readback,
-            slot.capacity * crop_rows,
-            slot.appearance_partials.len(),
-        );
-        if let Some((map, cells)) = &slot.map_readback {
-            rec.copy_region(&slot.detection_map, 0, map, 0, count * g.pixels());
-            rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
-        }
-        rec.mark("sums + readback");
         Ok(())
     }
 
@@ -393,36 +491,9 @@ impl GpuMad {
     ) -> Result<(Slot, Vec<PassTime>), MadError> {
         let passes = done.submission.wait_profiled()?;
         let slot = done.slot;
-        let g = slot.grid;
-        let crop_rows = slot.crop_rows();
-        let sums = slot.readback.mapped()?;
-        let crop_pixels = g.crop_pixels() as f64;
         for (k, tag) in done.tags.into_iter().enumerate() {
-            let det: f64 = sums[k * crop_rows..(k + 1) * crop_rows].iter().map(|&v| v as f64).sum();
-            let app_at = slot.capacity * crop_rows + k * g.blocks_y;
-            let app: f64 = sums[app_at..app_at + g.blocks_y].iter().map(|&v| v as f64).sum();
-            let scores = Scores::combine(
-                (det / crop_pixels).sqrt() * crate::constants::DETECTION_SCALE,
-                (app / crop_pixels).sqrt(),
-            );
-            let maps = match &slot.map_readback {
-                Some((map, cells)) => {
-                    let map = &map.mapped()?[k * g.pixels()..(k + 1) * g.pixels()];
-                    let cells = &cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()];
-                    let appearance = (0..g.pixels())
-                        .map(|i| g.cell_of(i % g.width, i / g.width).map_or(0.0, |b| cells[b] as f64))
-                        .collect();
-                    Some(Maps::new(
-                        g.width,
-                        g.height,
-                        map.iter().map(|&v| v as f64).collect(),
-                        appearance,
-                        scores.alpha,
-                    ))
-                }
-                None => None,
-            };
-            out(Scored { tag, width: g.width, height: g.height, scores, maps });
+            let (scores, maps) = read_pair(&slot, &slot, k)?;
+            out(Scored { tag, width: slot.grid.width, height: slot.grid.height, scores, maps });
         }
         Ok((slot, passes))
     }
@@ -486,7 +557,7 @@ impl GpuMad {
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
                 rec.enable_profiling(8)?;
-                self.record(&mut rec, &slot, batch.len())?;
+                self.record(&mut rec, &slot, batch.len(), Stages::Both)?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
                 in_flight.push_back(InFlight { slot, tags, submission });
@@ -517,4 +588,49 @@ impl GpuMad {
         self.score_stream([((), reference, distorted)], Some(1), maps, |s| result = Some((s.scores, s.maps)))?;
         Ok(result.expect("one pair in, one result out"))
     }
+
+    /// Stages one pair on this device and submits `stages` of it; `beside` slots of the
+    /// same pair are alive on other devices (for the memory budget).
+    fn submit_one(
+        &self,
+        pair: &[((), &GrayImage, &GrayImage)],
+        maps: bool,
+        stages: Stages,
+        beside: usize,
+    ) -> Result<(Slot, Submission), MadError> {
+        let grid = Grid::new(pair[0].1.width, pair[0].1.height);
+        let mut slot = self.take_slot(grid, 1, maps, beside)?;
+        Self::stage(&mut slot, pair)?;
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(8)?;
+        self.record(&mut rec, &slot, 1, stages)?;
+        Ok((slot, rec.submit()?))
+    }
+}
+
+/// Scores one pair with its detection stage on `detect`'s device and its appearance stage on
+/// `appear`'s (`mad score --split-stages`, the paper's Section 5.3). Each device gets its
+/// own upload of the pair and computes the spectra its stage needs, so nothing crosses
+/// between devices; the detection device starts while the host stages the appearance
+/// device's upload, both run at once, and the host combines their sums exactly as
+/// [`GpuMad::score`] does (the same kernels on the same data give the same sums). The two
+/// may be contexts on one physical device.
+pub fn score_split(
+    detect: &GpuMad,
+    appear: &GpuMad,
+    reference: &GrayImage,
+    distorted: &GrayImage,
+    maps: bool,
+) -> Result<(Scores, Option<Maps>, StageTimes), MadError> {
+    check_pair(reference, distorted)?;
+    let pair = [((), reference, distorted)];
+    let (det_slot, det_run) = detect.submit_one(&pair, maps, Stages::Detection, 0)?;
+    let (app_slot, app_run) = appear.submit_one(&pair, maps, Stages::Appearance, 1)?;
+    let gpu_ms = |passes: Vec<PassTime>| (!passes.is_empty()).then(|| passes.iter().map(|p| p.ms).sum());
+    let times =
+        StageTimes { detection_ms: gpu_ms(det_run.wait_profiled()?), appearance_ms: gpu_ms(app_run.wait_profiled()?) };
+    let (scores, maps) = read_pair(&det_slot, &app_slot, 0)?;
+    detect.keep_slot(det_slot);
+    appear.keep_slot(app_slot);
+    Ok((scores, maps, times))
 }

@@ -27,7 +27,8 @@ enum Command {
     #[command(after_help = "Examples:\n  \
         mad score ref.png dist.jpg\n  \
         mad score ref.png dist.png --maps maps/ --json\n  \
-        mad score ref.tif dist.tif --backend cpu")]
+        mad score ref.tif dist.tif --backend cpu\n  \
+        mad score ref.png dist.png --split-stages --device 0,1")]
     Score {
         /// The reference image (PNG, JPEG, TIFF, WebP or BMP; 8/16-bit; gray or RGB; at least 34x34)
         reference: PathBuf,
@@ -37,6 +38,10 @@ enum Command {
         /// colour scale and NAME.npy, all six or none)
         #[arg(long, value_name = "DIR")]
         maps: Option<PathBuf>,
+        /// Run the detection stage on the first of two `--device`s and the appearance stage on
+        /// the second, at once (`--device 0,1`; `--device 0,0` opens two contexts on one GPU)
+        #[arg(long)]
+        split_stages: bool,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -122,28 +127,74 @@ fn open_gpu(common: &CommonArgs) -> Result<Option<GpuMad>> {
     })
 }
 
-fn score(reference: &Path, distorted: &Path, maps_dir: Option<&Path>, common: &CommonArgs) -> Result<()> {
+/// Where `mad score` runs: the CPU, one GPU, or its two stages on two (`--split-stages`).
+enum Scorer {
+    Cpu,
+    Gpu(GpuMad),
+    Split(GpuMad, GpuMad),
+}
+
+fn open_scorer(common: &CommonArgs, split_stages: bool) -> Result<Scorer> {
+    if !split_stages {
+        return Ok(open_gpu(common)?.map_or(Scorer::Cpu, Scorer::Gpu));
+    }
+    if matches!(common.backend, kit::Backend::Cpu) {
+        anyhow::bail!("--split-stages puts the two stages on two GPU devices; it does not apply to --backend cpu");
+    }
+    let contexts = kit::cli::open_each(common.device())?;
+    match contexts.as_slice() {
+        [detect, appear] => Ok(Scorer::Split(GpuMad::new(detect)?, GpuMad::new(appear)?)),
+        [_] => anyhow::bail!(
+            "--split-stages needs two devices, one per stage; --device {} names one (give --device 0,1, \
+             or --device 0,0 for two contexts on one GPU)",
+            common.device()
+        ),
+        more => anyhow::bail!(
+            "--split-stages runs on two devices (detection, appearance); --device {} names {} \
+             (splitting the appearance bands over more devices is not implemented)",
+            common.device(),
+            more.len()
+        ),
+    }
+}
+
+fn score(
+    reference: &Path,
+    distorted: &Path,
+    maps_dir: Option<&Path>,
+    split_stages: bool,
+    common: &CommonArgs,
+) -> Result<()> {
     if let Some(dir) = maps_dir {
         mad::maps::check(dir, &[reference, distorted])?;
     }
-    let gpu = open_gpu(common)?;
+    let scorer = open_scorer(common, split_stages)?;
     let want_maps = maps_dir.is_some();
-    let (r, d) = mad::input::load_pair(reference, distorted, |w, h| match &gpu {
-        Some(gpu) => gpu.check_budget(w, h, 1, 1, want_maps),
-        None => mad::cpu::check_budget(w, h),
+    let (r, d) = mad::input::load_pair(reference, distorted, |w, h| match &scorer {
+        Scorer::Gpu(gpu) => gpu.check_budget(w, h, 1, 1, want_maps),
+        // Both devices' slots, when they share the host's memory (lavapipe).
+        Scorer::Split(gpu, _) => gpu.check_budget(w, h, 1, 2, want_maps),
+        Scorer::Cpu => mad::cpu::check_budget(w, h),
     })?;
-    let (scores, maps) = match &gpu {
-        Some(gpu) => gpu.score(&r, &d, want_maps)?,
-        None => {
+    let (scores, maps, stages) = match &scorer {
+        Scorer::Gpu(gpu) => {
+            let (s, m) = gpu.score(&r, &d, want_maps)?;
+            (s, m, None)
+        }
+        Scorer::Split(detect, appear) => {
+            let (s, m, t) = mad::gpu::score_split(detect, appear, &r, &d, want_maps)?;
+            (s, m, Some(t))
+        }
+        Scorer::Cpu => {
             let (s, m) = mad::cpu::score(&r, &d)?;
-            (s, want_maps.then_some(m))
+            (s, want_maps.then_some(m), None)
         }
     };
     if let (Some(dir), Some(maps)) = (maps_dir, &maps) {
         mad::maps::write_maps(dir, maps)?;
     }
     let outs: Vec<&Path> = maps_dir.into_iter().collect();
-    kit::emit(&ScoreReport { scores, width: r.width, height: r.height }, &outs);
+    kit::emit(&ScoreReport { scores, width: r.width, height: r.height, stages }, &outs);
     Ok(())
 }
 
@@ -199,8 +250,8 @@ fn correlate(scores: &Path, subjective: &Path, column: Option<&str>) -> Result<(
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Score { reference, distorted, maps, common } => {
-            score(&reference, &distorted, maps.as_deref(), &common)
+        Command::Score { reference, distorted, maps, split_stages, common } => {
+            score(&reference, &distorted, maps.as_deref(), split_stages, &common)
         }
         Command::Batch { pairs, ref_dir, dist_dir, pattern, out, chunk, common } => {
             let source = match (&pairs, &ref_dir, &dist_dir) {

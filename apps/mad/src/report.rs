@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::gpu::StageTimes;
 use crate::Scores;
 
 /// The scores of one pair and its size.
@@ -14,6 +15,9 @@ pub struct ScoreReport {
     pub scores: Scores,
     pub width: usize,
     pub height: usize,
+    /// Each device's GPU time under `mad score --split-stages` (absent otherwise).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageTimes>,
 }
 
 impl fmt::Display for ScoreReport {
