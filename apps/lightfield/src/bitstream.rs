@@ -108,6 +108,49 @@ fn unzigzag(v: u64) -> i32 {
     ((v >> 1) as i32) ^ -((v & 1) as i32)
 }
 
+/// The payload's four per-patch streams (memberships, coefficient counts, locations delta
+/// coded, levels zigzagged; LEB128 varints), appended a run of patches at a time in patch
+/// order: the same bytes however the patches are split.
+#[derive(Clone, Debug, Default)]
+pub struct Streams {
+    membership: Vec<u8>,
+    counts: Vec<u8>,
+    locations: Vec<u8>,
+    levels: Vec<u8>,
+    patches: usize,
+    coefficients: usize,
+}
+
+impl Streams {
+    /// Appends patches `range` of `codes` (the patches that follow those pushed before).
+    pub fn push(&mut self, codes: &Codes, range: std::ops::Range<usize>) {
+        for p in range.clone() {
+            put_varint(&mut self.membership, codes.membership[p] as u64);
+            put_varint(&mut self.counts, codes.count(p) as u64);
+            let mut prev = None;
+            for &loc in &codes.locations[codes.offsets[p]..codes.offsets[p + 1]] {
+                put_varint(&mut self.locations, prev.map_or(loc, |q: u32| loc - q - 1) as u64);
+                prev = Some(loc);
+            }
+        }
+        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
+        for &l in &codes.levels[c0..c1] {
+            put_varint(&mut self.levels, zigzag(l));
+        }
+        self.patches += range.len();
+        self.coefficients += c1 - c0;
+    }
+
+    /// Bytes of the four streams.
+    pub fn len(&self) -> usize {
+        self.membership.len() + self.counts.len() + self.locations.len() + self.levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compressed {
@@ -130,6 +173,21 @@ impl Compressed {
     /// of range, sizes beyond 32 bits), so no file is written that cannot be read back.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let codes = &self.codes;
+        let size = self.checked_size()?;
+        let mut streams = Streams::default();
+        streams.push(codes, 0..codes.len());
+        self.assemble(size, &streams)
+    }
+
+    /// The `.lfc` bytes of `self` whose codes were already serialised, chunk by chunk in
+    /// patch order, into `streams` (the encoder does this while the GPU works).
+    pub fn to_bytes_from(&self, streams: &Streams) -> Result<Vec<u8>> {
+        let size = self.checked_size()?;
+        self.assemble(size, streams)
+    }
+
+    /// Checks what the reader checks of the parameters; returns the size in 32 bits.
+    fn checked_size(&self) -> Result<[u32; 4]> {
         self.params.check(self.ensemble.shape.len())?;
         if self.step != self.params.base_step() {
             return Err(LfError::Invalid(format!("quantisation step {} is not epsilon's", self.step)));
@@ -139,23 +197,24 @@ impl Compressed {
             *s = u32::try_from(d)
                 .map_err(|_| LfError::Invalid(format!("light-field size {:?} beyond 32 bits", self.size)))?;
         }
-        let mut payload = Vec::new();
+        Ok(size)
+    }
+
+    fn assemble(&self, size: [u32; 4], streams: &Streams) -> Result<Vec<u8>> {
+        let codes = &self.codes;
+        if streams.patches != codes.len() || streams.coefficients != codes.locations.len() {
+            return Err(LfError::Invalid(format!(
+                "serialised {} patches and {} coefficients of {} and {}",
+                streams.patches,
+                streams.coefficients,
+                codes.len(),
+                codes.locations.len()
+            )));
+        }
+        let mut payload = Vec::with_capacity(streams.len() + self.ensemble.mats.len() * 4 + 64);
         self.ensemble.write_body(&mut payload);
-        for &m in &codes.membership {
-            put_varint(&mut payload, m as u64);
-        }
-        for p in 0..codes.len() {
-            put_varint(&mut payload, codes.count(p) as u64);
-        }
-        for p in 0..codes.len() {
-            let mut prev = None;
-            for &loc in &codes.locations[codes.offsets[p]..codes.offsets[p + 1]] {
-                put_varint(&mut payload, prev.map_or(loc, |q: u32| loc - q - 1) as u64);
-                prev = Some(loc);
-            }
-        }
-        for &l in &codes.levels {
-            put_varint(&mut payload, zigzag(l));
+        for s in [&streams.membership, &streams.counts, &streams.locations, &streams.levels] {
+            payload.extend_from_slice(s);
         }
         if payload.len() as u64 > MAX_PAYLOAD {
             return Err(LfError::Invalid(format!(

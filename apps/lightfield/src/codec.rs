@@ -4,7 +4,9 @@
 
 use rayon::prelude::*;
 
-use crate::bitstream::Compressed;
+use std::time::Instant;
+
+use crate::bitstream::{Compressed, Streams};
 use crate::decoder::decode_patches_cpu;
 use crate::dictionary::Ensemble;
 use crate::encoder::{encode_patches_cpu, patch_step, Codes, Limit, Params};
@@ -79,38 +81,128 @@ pub fn encode_lightfield_with(
     ens: &Ensemble,
     params: Params,
     path: CodecPath<'_>,
-    mut progress: impl FnMut(usize),
+    progress: impl FnMut(usize),
 ) -> Result<(Compressed, Option<GpuTime>)> {
+    let mut codes = Codes::default();
+    let (_, time) = encode_chunks(lf, ens, params, path, progress, |chunk| codes.extend(chunk))?;
+    Ok((compressed(lf, ens, params, codes), time))
+}
+
+fn compressed(lf: &LightField, ens: &Ensemble, params: Params, codes: Codes) -> Compressed {
+    Compressed { size: [lf.u, lf.v, lf.h, lf.w], params, step: params.base_step(), ensemble: ens.clone(), codes }
+}
+
+/// Wall times of an encode to `.lfc` bytes ([`encode_to_bytes`]), in ms.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct EncodeTimes {
+    /// Host time gathering patches and their limits.
+    pub gather_ms: f64,
+    /// Encoding the patches: the GPU kernels' timestamps, or the CPU encoder's wall time.
+    pub kernel_ms: f64,
+    /// From the start until the last chunk's codes were back.
+    pub chunks_ms: f64,
+    /// Serialising codes into the payload's streams, on a thread beside the encode.
+    pub serialise_ms: f64,
+    /// From the last chunk's codes to the file's bytes: the serialiser's tail, zstd and
+    /// the header.
+    pub bitstream_ms: f64,
+}
+
+/// Encodes a light field straight to `.lfc` bytes: each chunk's codes go to a thread that
+/// serialises them while the next chunks are encoded, so that only compression is left
+/// when the last chunk is back. The bytes equal `to_bytes()` of the returned form.
+pub fn encode_to_bytes(
+    lf: &LightField,
+    ens: &Ensemble,
+    params: Params,
+    path: CodecPath<'_>,
+    progress: impl FnMut(usize),
+) -> Result<(Compressed, Vec<u8>, EncodeTimes, Option<GpuTime>)> {
+    let t0 = Instant::now();
+    let (tx, rx) = std::sync::mpsc::channel::<Codes>();
+    let (encoded, serialised, chunks_ms) = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || {
+            let (mut codes, mut streams, mut busy) = (Codes::default(), Streams::default(), 0.0);
+            for chunk in rx {
+                let t = Instant::now();
+                let start = codes.len();
+                codes.extend(chunk);
+                streams.push(&codes, start..codes.len());
+                busy += ms_since(t);
+            }
+            (codes, streams, busy)
+        });
+        // The sender goes with this call, so the writer ends however the encode ends.
+        let encoded = encode_chunks(lf, ens, params, path, progress, move |chunk| {
+            // The writer only stops once every sender is gone; it cannot have hung up.
+            let _ = tx.send(chunk);
+        });
+        let chunks_ms = ms_since(t0);
+        let serialised = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (encoded, serialised, chunks_ms)
+    });
+    let (mut times, gpu_time) = encoded?;
+    let (codes, streams, serialise_ms) = serialised;
+    let c = compressed(lf, ens, params, codes);
+    let bytes = c.to_bytes_from(&streams)?;
+    times.chunks_ms = chunks_ms;
+    times.serialise_ms = serialise_ms;
+    times.bitstream_ms = ms_since(t0) - chunks_ms;
+    Ok((c, bytes, times, gpu_time))
+}
+
+/// Encodes `lf` chunk by chunk, handing each chunk's codes to `deliver` in patch order.
+/// Returns the gather and kernel times (the rest of [`EncodeTimes`] is left at zero).
+fn encode_chunks(
+    lf: &LightField,
+    ens: &Ensemble,
+    params: Params,
+    path: CodecPath<'_>,
+    mut progress: impl FnMut(usize),
+    mut deliver: impl FnMut(Codes),
+) -> Result<(EncodeTimes, Option<GpuTime>)> {
     params.check(ens.shape.len())?;
     lf.check_values("light field")?;
     let grid = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w);
     let n = grid.len();
     let plen = ens.shape.len();
-    let (codes, time) = match path {
+    let mut times = EncodeTimes::default();
+    match path {
         CodecPath::Gpu(gpu) => {
-            let (codes, time) = gpu.encode_stream(n, params, |range, p, l| {
-                progress(range.start);
-                prepare_chunk(&grid, lf, params, range, p, l)
-            })?;
+            let time = gpu.encode_chunks(
+                n,
+                params,
+                |range, p, l| {
+                    progress(range.start);
+                    prepare_chunk(&grid, lf, params, range, p, l)
+                },
+                deliver,
+            )?;
             progress(n);
-            (codes, Some(time))
+            times.gather_ms = time.host_prepare_ms;
+            times.kernel_ms = time.kernel_ms;
+            Ok((times, Some(time)))
         }
         CodecPath::Cpu => {
-            let mut codes = Codes::default();
             for start in (0..n).step_by(CPU_CHUNK) {
                 let range = start..range_end(start, n);
+                let t = Instant::now();
                 let mut patches = vec![0f32; range.len() * plen];
                 let mut limits = vec![Limit::default(); range.len()];
                 prepare_chunk(&grid, lf, params, range, &mut patches, &mut limits);
-                codes.extend(encode_patches_cpu(&patches, &limits, ens, params));
+                times.gather_ms += ms_since(t);
+                let t = Instant::now();
+                deliver(encode_patches_cpu(&patches, &limits, ens, params));
+                times.kernel_ms += ms_since(t);
                 progress(range_end(start, n));
             }
-            (codes, None)
+            Ok((times, None))
         }
-    };
-    let compressed =
-        Compressed { size: [lf.u, lf.v, lf.h, lf.w], params, step: params.base_step(), ensemble: ens.clone(), codes };
-    Ok((compressed, time))
+    }
+}
+
+fn ms_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
 }
 
 /// Decodes a compressed light field (cropping the padding away), with every sample clamped
@@ -320,6 +412,50 @@ mod tests {
             assert_eq!(decode_view(&c, CodecPath::Gpu(&gpu), (u, v)).unwrap(), all_gpu.view(u, v), "GPU {u},{v}");
         }
         assert!(decode_view(&c, CodecPath::Cpu, (5, 0)).is_err());
+        engine::testing::assert_no_validation_messages();
+    }
+
+    /// FNV-1a of the `.lfc` bytes the CPU path wrote for this input before the bitstream was
+    /// serialised while encoding (commit 4dcc302): the file format and the compressor's
+    /// settings are unchanged, so the bytes must be too.
+    const FIXED_LFC_HASH: u64 = 269040141469384210;
+
+    #[test]
+    fn the_file_of_a_fixed_input_is_unchanged() {
+        let lf = crate::synth::generate((5, 3), (23, 16), 12);
+        let ens = Ensemble::random(SHAPE, 3, 1);
+        let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.004 }, CodecPath::Cpu).unwrap();
+        let bytes = c.to_bytes().unwrap();
+        assert_eq!(crate::bitstream::fnv1a64(&bytes), FIXED_LFC_HASH, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn streamed_paths_equal_the_one_shot_ones_over_several_chunks() {
+        let lf = crate::synth::generate((5, 3), (23, 16), 9);
+        let ens = Ensemble::random(SHAPE, 2, 4);
+        let params = Params { sparsity: 900, epsilon: 0.01 };
+        let ctx = engine::testing::context();
+        let small = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);
+        let whole = crate::gpu::GpuCodec::new(ctx, &ens).unwrap();
+        // Serialised chunk by chunk beside the encode: the bytes of the one-shot writer.
+        let (c, bytes, _, _) = encode_to_bytes(&lf, &ens, params, CodecPath::Gpu(&small), |_| {}).unwrap();
+        assert_eq!(bytes, c.to_bytes().unwrap());
+        assert_eq!(encode_lightfield(&lf, &ens, params, CodecPath::Gpu(&whole)).unwrap().0, c);
+        let (cpu, cpu_bytes, _, _) = encode_to_bytes(&lf, &ens, params, CodecPath::Cpu, |_| {}).unwrap();
+        assert_eq!(cpu_bytes, cpu.to_bytes().unwrap());
+        // Decoded in chunks of 3 (two in flight, reused buffers) as in one chunk, and as
+        // patch by patch through the kernel scattered serially.
+        let (a, _) = decode_lightfield(&c, CodecPath::Gpu(&small)).unwrap();
+        let (b, _) = decode_lightfield(&c, CodecPath::Gpu(&whole)).unwrap();
+        assert_eq!(a, b);
+        let grid = c.grid();
+        let mut serial = LightField::new(lf.u, lf.v, lf.h, lf.w, vec![0.0; lf.data.len()]).unwrap();
+        let steps = patch_steps(&grid, c.step, 0..grid.len());
+        for p in 0..grid.len() {
+            whole.decode_range(&c.codes, p..p + 1, &steps, |r, x| grid.scatter(x, r, &mut serial)).unwrap();
+        }
+        serial.clamp_to_input_range("serial decode").unwrap();
+        assert_eq!(a, serial);
         engine::testing::assert_no_validation_messages();
     }
 

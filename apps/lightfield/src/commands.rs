@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
-use lightfield::codec::{capped_patches, decode_lightfield_with, encode_lightfield_with, CodecPath};
+use lightfield::codec::{capped_patches, decode_lightfield_with, encode_to_bytes, CodecPath};
 use lightfield::dictionary::Ensemble;
 use lightfield::encoder::Params;
 use lightfield::gpu::GpuCodec;
@@ -113,12 +113,10 @@ pub fn encode(
     let n = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).len();
     let bar = kit::progress::bar(n as u64, "encode");
     let t0 = Instant::now();
-    let (compressed, time) =
-        encode_lightfield_with(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+    // The bitstream is serialised while the chunks are encoded; compression is the tail.
+    let (compressed, bytes, times, time) =
+        encode_to_bytes(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
-    let spinner = kit::progress::spinner("compress");
-    let bytes = compressed.to_bytes()?;
-    spinner.finish_and_clear();
     let encode_ms = ms_since(t0);
     // Decoded as a reader would decode the file, for the quality report and the capped
     // patches' true error; all before writing, so `--strict` leaves nothing behind.
@@ -152,6 +150,10 @@ pub fn encode(
         worst_capped_rmse: capped.worst_rmse,
         encode_ms,
         kernel_ms: time.map(|t| t.kernel_ms),
+        gather_ms: times.gather_ms,
+        chunks_ms: times.chunks_ms,
+        serialise_ms: times.serialise_ms,
+        bitstream_ms: times.bitstream_ms,
     };
     kit::emit(&report, &[out]);
     Ok(())
@@ -170,12 +172,18 @@ pub fn decode(
     if let Some(dir) = views {
         kit::output::check_folder(dir, &[input])?;
     }
-    let compressed = Compressed::read(input)?;
+    let t0 = Instant::now();
+    let bytes = kit::input::read_bounded(input, kit::budget::get())?;
+    let read_ms = ms_since(t0);
+    let t0 = Instant::now();
+    let compressed = Compressed::from_bytes(&bytes).map_err(|e| lightfield::LfError::file(input, e))?;
+    let parse_ms = ms_since(t0);
+    drop(bytes);
     let gpu = gpu_codec(common, &compressed.ensemble, "lightfield.decode")?;
     let n = compressed.codes.len();
     let bar = kit::progress::bar(n as u64, "decode");
     let t0 = Instant::now();
-    let (lf, _) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+    let (lf, time) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     let decode_ms = ms_since(t0);
     // Views are staged first and committed last, so a failure anywhere leaves no output.
@@ -195,7 +203,17 @@ pub fn decode(
     if let Some((staged, _)) = staged {
         staged.commit()?;
     }
-    let report = DecodeReport { shape: lf.shape(), views_written, depth_bits: views.map(|_| depth.bits()), decode_ms };
+    let report = DecodeReport {
+        shape: lf.shape(),
+        views_written,
+        depth_bits: views.map(|_| depth.bits()),
+        decode_ms,
+        read_ms,
+        parse_ms,
+        upload_kernels_ms: time.map(|t| t.host_stage_ms + t.host_wait_ms),
+        scatter_ms: time.map(|t| t.host_prepare_ms),
+        kernel_ms: time.map(|t| t.kernel_ms),
+    };
     let outs: Vec<&Path> = out.into_iter().chain(views).collect();
     kit::emit(&report, &outs);
     Ok(())

@@ -50,6 +50,8 @@ pub struct GpuTime {
     pub host_wait_ms: f64,
     /// Host wall time turning read-back results into codes.
     pub host_collect_ms: f64,
+    /// Host wall time writing decode inputs into staging.
+    pub host_stage_ms: f64,
 }
 
 /// Pipelines and device-resident dictionaries for one ensemble.
@@ -192,23 +194,26 @@ impl GpuCodec {
         &self,
         n: usize,
         params: Params,
-        mut prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]),
+        prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]),
     ) -> Result<(Codes, GpuTime)> {
+        let mut codes = Codes::default();
+        let time = self.encode_chunks(n, params, prepare, |chunk| codes.extend(chunk))?;
+        Ok((codes, time))
+    }
+
+    /// [`GpuCodec::encode_stream`], handing each chunk's codes to `deliver` in patch order
+    /// as soon as the chunk is back from the GPU (while the next one is on it).
+    pub fn encode_chunks(
+        &self,
+        n: usize,
+        params: Params,
+        mut prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]),
+        mut deliver: impl FnMut(Codes),
+    ) -> Result<GpuTime> {
         let plen = self.ensemble.shape.len();
         params.check(plen)?;
         let chunk = self.chunk_len(plen.max(params.sparsity)).min(n.max(1));
         let mut slots = [self.slot(chunk, params.sparsity)?, self.slot(chunk, params.sparsity)?];
-        // Reserved for the worst case (address space only until written) so that collecting
-        // never reallocates and copies the coefficients gathered so far.
-        let mut codes = Codes {
-            membership: Vec::with_capacity(n),
-            success: Vec::with_capacity(n),
-            errors: Vec::with_capacity(n),
-            offsets: Vec::with_capacity(n + 1),
-            locations: Vec::with_capacity(n * params.sparsity),
-            levels: Vec::with_capacity(n * params.sparsity),
-        };
-        codes.offsets.push(0);
         let mut time = GpuTime::default();
         let mut pending: Option<(usize, Range<usize>, engine::Submission)> = None;
         let ranges: Vec<Range<usize>> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
@@ -246,14 +251,14 @@ impl GpuCodec {
             rec.mark("download");
             let submission = rec.submit()?;
             if let Some((s, r, sub)) = pending.take() {
-                collect(&slots[s], r, sub, params.sparsity, &mut codes, &mut time)?;
+                deliver(collect(&slots[s], r, sub, params.sparsity, &mut time)?);
             }
             pending = Some((i % 2, range, submission));
         }
         if let Some((s, r, sub)) = pending.take() {
-            collect(&slots[s], r, sub, params.sparsity, &mut codes, &mut time)?;
+            deliver(collect(&slots[s], r, sub, params.sparsity, &mut time)?);
         }
-        Ok((codes, time))
+        Ok(time)
     }
 
     /// Encodes patch-major `patches` with one limit each.
@@ -279,6 +284,10 @@ impl GpuCodec {
     /// Decodes patches `patches` of `codes` only (random access; `steps[p]` is patch p's
     /// quantisation step, indexed over all patches), calling `consume(range, samples)`
     /// chunk by chunk.
+    ///
+    /// Two chunks are in flight: each chunk's inputs are written into its slot's one
+    /// staging buffer and go up, through the kernel and back in one submission, and the
+    /// host consumes chunk i while the GPU decodes chunk i + 1. The slots are allocated once.
     pub fn decode_range(
         &self,
         codes: &Codes,
@@ -289,21 +298,24 @@ impl GpuCodec {
         let plen = self.ensemble.shape.len();
         let n = patches.end.min(codes.len());
         let chunk = self.chunk_len(plen).min(patches.len().max(1));
+        let ranges: Vec<Range<usize>> = (patches.start..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
+        let most = ranges.iter().map(|r| codes.offsets[r.end] - codes.offsets[r.start]).max().unwrap_or(0);
+        let mut slots = [self.decode_slot(chunk, most)?, self.decode_slot(chunk, most)?];
         let mut time = GpuTime::default();
-        for start in (patches.start..n).step_by(chunk) {
-            let range = start..(start + chunk).min(n);
-            let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
-            let offsets: Vec<u32> = codes.offsets[range.start..=range.end].iter().map(|&o| (o - c0) as u32).collect();
-            let ctx = &self.ctx;
-            let membership = ctx.upload(&codes.membership[range.clone()], "membership")?;
-            let offsets = ctx.upload(&offsets, "coefficient offsets")?;
-            let locations = ctx.upload(&codes.locations[c0..c1], "coefficient locations")?;
-            let levels = ctx.upload(&codes.levels[c0..c1], "coefficient levels")?;
-            let chunk_steps = ctx.upload(&steps[range.clone()], "quantisation steps")?;
-            let out = ctx.buffer::<f32>(range.len() * plen, Location::Device, "decoded patches")?;
-            let read = ctx.buffer::<f32>(range.len() * plen, Location::Download, "decoded readback")?;
-            let mut rec = ctx.recorder()?;
-            rec.enable_profiling(3)?;
+        let mut pending: Option<(usize, Range<usize>, engine::Submission)> = None;
+        for (i, range) in ranges.into_iter().enumerate() {
+            let slot = &mut slots[i % 2];
+            let t0 = Instant::now();
+            let sections = slot.stage(codes, steps, range.clone())?;
+            time.host_stage_ms += ms_since(t0);
+            let mut rec = self.ctx.recorder()?;
+            rec.enable_profiling(4)?;
+            for (dst, (start, len)) in slot.inputs.iter().zip(sections) {
+                rec.copy_region(&slot.staging, start, dst, 0, len);
+            }
+            rec.barrier();
+            rec.mark("upload");
+            let [membership, offsets, locations, levels, chunk_steps] = &slot.inputs;
             let bindings = [
                 self.dicts.binding(),
                 membership.binding(),
@@ -311,23 +323,101 @@ impl GpuCodec {
                 locations.binding(),
                 levels.binding(),
                 chunk_steps.binding(),
-                out.binding(),
+                slot.out.binding(),
             ];
             let push = DecodePush { n_patches: range.len() as u32 };
             rec.dispatch_linear(&self.decode, &bindings, &push, range.len() as u32);
             rec.barrier();
             rec.mark("decode");
-            rec.copy(&out, &read);
+            rec.copy_region(&slot.out, 0, &slot.read, 0, range.len() * plen);
             rec.mark("download");
-            let t0 = Instant::now();
-            add_times(&mut time, &rec.submit()?.wait_profiled()?, "decode");
-            time.host_wait_ms += ms_since(t0);
-            let t0 = Instant::now();
-            consume(range, read.mapped()?);
-            time.host_prepare_ms += ms_since(t0);
+            let submission = rec.submit()?;
+            if let Some((s, r, sub)) = pending.take() {
+                finish_decode(&slots[s], r, sub, plen, &mut time, &mut consume)?;
+            }
+            pending = Some((i % 2, range, submission));
+        }
+        if let Some((s, r, sub)) = pending.take() {
+            finish_decode(&slots[s], r, sub, plen, &mut time, &mut consume)?;
         }
         Ok(time)
     }
+
+    /// Buffers for a decode chunk of up to `n` patches and `coefficients` coefficients.
+    fn decode_slot(&self, n: usize, coefficients: usize) -> Result<DecodeSlot> {
+        let ctx = &self.ctx;
+        let plen = self.ensemble.shape.len();
+        // Zero-length buffers are not allowed; a chunk may hold no coefficient at all.
+        let coefficients = coefficients.max(1);
+        let lens = [n, n + 1, coefficients, coefficients, n];
+        let names = ["membership", "coefficient offsets", "coefficient locations", "coefficient levels", "steps"];
+        let mut inputs = Vec::with_capacity(lens.len());
+        for (len, name) in lens.iter().zip(names) {
+            inputs.push(ctx.buffer::<u32>(*len, Location::Device, name)?);
+        }
+        Ok(DecodeSlot {
+            staging: ctx.buffer(lens.iter().sum(), Location::Upload, "decode staging")?,
+            inputs: inputs.try_into().unwrap_or_else(|_| unreachable!("five inputs")),
+            out: ctx.buffer(n * plen, Location::Device, "decoded patches")?,
+            read: ctx.buffer(n * plen, Location::Download, "decoded readback")?,
+        })
+    }
+}
+
+/// One decode chunk's buffers (two of these alternate). The kernel's inputs (membership,
+/// offsets, locations, levels, steps) are 32-bit words, staged back to back in `staging`.
+struct DecodeSlot {
+    staging: Buffer<u32>,
+    inputs: [Buffer<u32>; 5],
+    out: Buffer<f32>,
+    read: Buffer<f32>,
+}
+
+impl DecodeSlot {
+    /// Writes patches `range`'s inputs into the staging buffer; returns each input's
+    /// (start, length) there.
+    fn stage(&mut self, codes: &Codes, steps: &[f32], range: Range<usize>) -> Result<[(usize, usize); 5]> {
+        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
+        let lens = [range.len(), range.len() + 1, c1 - c0, c1 - c0, range.len()];
+        let mut sections = [(0, 0); 5];
+        let mut at = 0;
+        for (s, len) in sections.iter_mut().zip(lens) {
+            *s = (at, len);
+            at += len;
+        }
+        let words = &mut self.staging.mapped_mut()?[..at];
+        let (membership, rest) = words.split_at_mut(lens[0]);
+        let (offsets, rest) = rest.split_at_mut(lens[1]);
+        let (locations, rest) = rest.split_at_mut(lens[2]);
+        let (levels, chunk_steps) = rest.split_at_mut(lens[3]);
+        membership.copy_from_slice(&codes.membership[range.clone()]);
+        for (o, &c) in offsets.iter_mut().zip(&codes.offsets[range.start..=range.end]) {
+            *o = (c - c0) as u32;
+        }
+        locations.copy_from_slice(&codes.locations[c0..c1]);
+        levels.copy_from_slice(bytemuck::cast_slice(&codes.levels[c0..c1]));
+        chunk_steps.copy_from_slice(bytemuck::cast_slice(&steps[range]));
+        Ok(sections)
+    }
+}
+
+/// Waits for one decode chunk and hands its samples to `consume`.
+fn finish_decode(
+    slot: &DecodeSlot,
+    range: Range<usize>,
+    submission: engine::Submission,
+    plen: usize,
+    time: &mut GpuTime,
+    consume: &mut impl FnMut(Range<usize>, &[f32]),
+) -> Result<()> {
+    let t0 = Instant::now();
+    add_times(time, &submission.wait_profiled()?, "decode");
+    time.host_wait_ms += ms_since(t0);
+    let t0 = Instant::now();
+    let len = range.len() * plen;
+    consume(range, &slot.read.mapped()?[..len]);
+    time.host_prepare_ms += ms_since(t0);
+    Ok(())
 }
 
 fn add_times(time: &mut GpuTime, passes: &[engine::PassTime], kernel: &str) {
@@ -339,15 +429,14 @@ fn add_times(time: &mut GpuTime, passes: &[engine::PassTime], kernel: &str) {
     }
 }
 
-/// Waits for one chunk and appends its results to `codes`.
+/// Waits for one chunk and returns its codes.
 fn collect(
     slot: &Slot,
     range: Range<usize>,
     submission: engine::Submission,
     sparsity: usize,
-    codes: &mut Codes,
     time: &mut GpuTime,
-) -> Result<()> {
+) -> Result<Codes> {
     let t0 = Instant::now();
     add_times(time, &submission.wait_profiled()?, "encode");
     time.host_wait_ms += ms_since(t0);
@@ -355,7 +444,18 @@ fn collect(
     let info = slot.read_info.mapped()?;
     let locations = slot.read_locations.mapped()?;
     let levels = slot.read_levels.mapped()?;
-    for p in 0..range.len() {
+    let n = range.len();
+    let total: usize = (0..n).map(|p| (info[4 * p + 1] as usize).min(sparsity)).sum();
+    let mut codes = Codes {
+        membership: Vec::with_capacity(n),
+        success: Vec::with_capacity(n),
+        errors: Vec::with_capacity(n),
+        offsets: Vec::with_capacity(n + 1),
+        locations: Vec::with_capacity(total),
+        levels: Vec::with_capacity(total),
+    };
+    codes.offsets.push(0);
+    for p in 0..n {
         let [dict, count, success, err] = [info[4 * p], info[4 * p + 1], info[4 * p + 2], info[4 * p + 3]];
         let count = count as usize;
         if count > sparsity {
@@ -371,7 +471,7 @@ fn collect(
         codes.offsets.push(codes.locations.len());
     }
     time.host_collect_ms += ms_since(t0);
-    Ok(())
+    Ok(codes)
 }
 
 fn ms_since(t0: Instant) -> f64 {

@@ -171,28 +171,28 @@ impl PatchGrid {
     }
 
     /// Writes patches `range` (patch-major, as from [`PatchGrid::gather`]) into `lf`,
-    /// dropping the samples that fall outside it. Parallel over view rows: each view row is
-    /// a contiguous slab of `lf` that only its own thread writes.
+    /// dropping the samples that fall outside it. Parallel over views: each view is a
+    /// contiguous slab of `lf` that only its own thread writes, and the patches covering it
+    /// (one view block of the grid) are a contiguous run of patch indices.
     pub fn scatter(&self, patches: &[f32], range: std::ops::Range<usize>, lf: &mut LightField) {
         let plen = self.shape.len();
         let s = self.shape;
-        let (h, w) = (lf.h, lf.w);
-        let slab = lf.v * h * w * COLOURS;
-        lf.data.par_chunks_mut(slab).enumerate().for_each(|(u, out)| {
-            for (src, p) in patches.chunks(plen).zip(range.clone()) {
+        let (nv, h, w) = (lf.v, lf.h, lf.w);
+        let [_, cv, cy, cx] = self.count;
+        let block = cy * cx;
+        lf.data.par_chunks_mut(h * w * COLOURS).enumerate().for_each(|(view, out)| {
+            let (u, v) = (view / nv, view % nv);
+            let first = ((u / s.mu) * cv + v / s.mv) * block;
+            let (du, dv) = (u % s.mu, v % s.mv);
+            for p in first.max(range.start)..(first + block).min(range.end) {
+                let src = &patches[(p - range.start) * plen..(p - range.start + 1) * plen];
                 let o = self.origin(p);
-                if u < o[0] || u >= o[0] + s.mu {
-                    continue;
-                }
-                let du = u - o[0];
                 let e = self.valid_extent(p);
-                for dv in 0..e[1] {
-                    for dy in 0..e[2] {
-                        let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
-                        let dst = (((o[1] + dv) * h + o[2] + dy) * w + o[3]) * COLOURS;
-                        let n = e[3] * COLOURS;
-                        out[dst..dst + n].copy_from_slice(&src[row..row + n]);
-                    }
+                for dy in 0..e[2] {
+                    let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
+                    let dst = ((o[2] + dy) * w + o[3]) * COLOURS;
+                    let n = e[3] * COLOURS;
+                    out[dst..dst + n].copy_from_slice(&src[row..row + n]);
                 }
             }
         });

@@ -47,9 +47,19 @@ pub struct EncodeReport {
     /// The largest RMSE of a capped patch, measured on the decoded light field (null when
     /// none was capped).
     pub worst_capped_rmse: Option<f64>,
+    /// From the light field in memory to the `.lfc` bytes (the sum of the parts below
+    /// overlaps: the bitstream is serialised while the chunks are encoded).
     pub encode_ms: f64,
     /// GPU time of the encode kernel (null on the CPU backend).
     pub kernel_ms: Option<f64>,
+    /// Host time gathering patches and their error budgets.
+    pub gather_ms: f64,
+    /// From the start until the last chunk's codes were back (gather, uploads, kernels).
+    pub chunks_ms: f64,
+    /// Serialising the codes, on a thread beside the encode (overlapped with `chunks_ms`).
+    pub serialise_ms: f64,
+    /// After the last chunk: the serialiser's tail, zstd and the header.
+    pub bitstream_ms: f64,
 }
 
 impl fmt::Display for EncodeReport {
@@ -76,7 +86,19 @@ pub struct DecodeReport {
     /// Views written as PNG (0 without --views).
     pub views_written: usize,
     pub depth_bits: Option<u32>,
+    /// From the parsed codes to the decoded light field in host memory.
     pub decode_ms: f64,
+    /// Reading the `.lfc` file.
+    pub read_ms: f64,
+    /// Checking the header, zstd decompression and parsing the codes.
+    pub parse_ms: f64,
+    /// Within `decode_ms`: staging the inputs and waiting on the GPU's uploads, kernels and
+    /// downloads (null on the CPU backend).
+    pub upload_kernels_ms: Option<f64>,
+    /// Within `decode_ms`: scattering decoded patches into the light field (GPU backend).
+    pub scatter_ms: Option<f64>,
+    /// GPU time of the decode kernel (null on the CPU backend).
+    pub kernel_ms: Option<f64>,
 }
 
 impl fmt::Display for DecodeReport {
