@@ -69,7 +69,7 @@ impl GpuKmeans {
     /// Uploads `samples` (`n x d`, d at most 7, at least one sample) and builds the pipelines.
     pub fn new(ctx: &Context, samples: &[f32], d: usize) -> engine::Result<GpuKmeans> {
         let n = samples.len() / d;
-        if !(1..=7).contains(&d) || n == 0 || samples.len() % d != 0 || samples.len() > u32::MAX as usize {
+        if !(1..=7).contains(&d) || n == 0 || !samples.len().is_multiple_of(d) || samples.len() > u32::MAX as usize {
             return Err(engine::EngineError::InvalidInput(format!(
                 "k-means: {} values are not samples of dimension {d} (1 to 7)",
                 samples.len()
@@ -173,7 +173,7 @@ pub fn kmeans_init_gpu(
     let (first, uniforms) = draws(seed, grid.len(), k);
     let (picks, _) = km.seed(k, first, &uniforms, tick)?;
     let mut centres = centres_at(&samples, &picks, d);
-    let label = lloyd(&samples, d, &mut centres, &mut |c: &[f64]| km.assign(c), tick)?;
+    let label = lloyd(&samples, d, &mut centres, |c: &[f64]| km.assign(c), tick)?;
     Ok(model_from_labels(grid, &samples, &centres, &label, reg))
 }
 
@@ -183,4 +183,95 @@ pub(crate) fn draws(seed: u64, n: usize, k: usize) -> (u32, Vec<f32>) {
     let mut rng = SplitMix(seed);
     let first = rng.below(n) as u32;
     (first, (1..k).map(|_| rng.unit() as f32).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kmeans::{inertia, nearest_labels, seed_picks};
+
+    /// `len` values uniform in [0, 1).
+    fn random(len: usize, seed: u64) -> Vec<f32> {
+        let mut rng = SplitMix(seed);
+        (0..len).map(|_| rng.unit() as f32).collect()
+    }
+
+    /// GPU and CPU seeding from the same seed: the same centres, and D equal up to f32.
+    fn check_seeding(samples: &[f32], d: usize, k: usize, seed: u64) {
+        let ctx = engine::testing::context();
+        let n = samples.len() / d;
+        let (cpu_picks, cpu_near) = seed_picks(samples, d, k, &mut SplitMix(seed), &mut || {});
+        let km = GpuKmeans::new(ctx, samples, d).unwrap();
+        let (first, uniforms) = draws(seed, n, k);
+        let mut ticks = 0;
+        let (picks, near) = km.seed(k, first, &uniforms, &mut || ticks += 1).unwrap();
+        assert_eq!(ticks, k);
+        assert_eq!(picks, cpu_picks, "n = {n}, k = {k}");
+        for (i, (&g, &c)) in near.iter().zip(&cpu_near).enumerate() {
+            assert!((g as f64 - c).abs() <= 1e-5 * c.max(1.0), "D[{i}] = {g}, CPU {c} (n = {n})");
+        }
+    }
+
+    #[test]
+    fn seeding_matches_cpu_at_awkward_sizes() {
+        // 70001 samples make 274 blocks: chunks of two blocks in the draw.
+        for (n, seed) in [(1, 1), (255, 2), (257, 3), (1000, 4), (4099, 5), (70001, 6)] {
+            let d = 5;
+            check_seeding(&random(n * d, seed), d, n.min(37), seed);
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn seeding_with_coincident_samples_draws_uniformly_like_cpu() {
+        // Three distinct points repeated: after three centres every D is zero.
+        let d = 7;
+        let points = random(3 * d, 9);
+        let samples: Vec<f32> = (0..601).flat_map(|i| points[(i % 3) * d..(i % 3 + 1) * d].to_vec()).collect();
+        check_seeding(&samples, d, 9, 10);
+        engine::testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn assignment_matches_cpu_up_to_near_ties() {
+        let ctx = engine::testing::context();
+        let d = 5;
+        for (n, k) in [(1, 1), (300, 255), (1031, 257), (777, 600)] {
+            let samples = random(n * d, n as u64);
+            let centres: Vec<f64> = random(k * d, k as u64 + 7).iter().map(|&v| v as f64).collect();
+            let labels = GpuKmeans::new(ctx, &samples, d).unwrap().assign(&centres).unwrap();
+            let cpu = nearest_labels(&samples, &centres, d);
+            for (i, (&g, &c)) in labels.iter().zip(&cpu).enumerate() {
+                if g != c {
+                    let s = &samples[i * d..(i + 1) * d];
+                    let e = |j: u32| inertia(s, &centres, &[j], d);
+                    assert!((e(g) - e(c)).abs() < 1e-6, "sample {i}: GPU {g} ({}), CPU {c} ({})", e(g), e(c));
+                }
+            }
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn gpu_start_matches_cpu_quality() {
+        let ctx = engine::testing::context();
+        let grid = crate::data::sample_image(41, 29);
+        let (samples, d, k, seed) = (grid.samples(), 5, 45, 7);
+        let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), &mut || {});
+        let mut cpu = centres_at(&samples, &picks, d);
+        let cpu_label =
+            lloyd(&samples, d, &mut cpu, |c: &[f64]| Ok::<_, ()>(nearest_labels(&samples, c, d)), &mut || {}).unwrap();
+        let km = GpuKmeans::new(ctx, &samples, d).unwrap();
+        let (first, uniforms) = draws(seed, grid.len(), k);
+        let (gpu_picks, _) = km.seed(k, first, &uniforms, &mut || {}).unwrap();
+        let mut gpu = centres_at(&samples, &gpu_picks, d);
+        let gpu_label = lloyd(&samples, d, &mut gpu, |c: &[f64]| km.assign(c), &mut || {}).unwrap();
+        let (a, b) = (inertia(&samples, &cpu, &cpu_label, d), inertia(&samples, &gpu, &gpu_label, d));
+        assert!((a - b).abs() <= 0.01 * a, "inertia CPU {a}, GPU {b}");
+        let mut ticks = 0;
+        let model = kmeans_init_gpu(ctx, &grid, k, &[1e-4; 5], seed, &mut || ticks += 1).unwrap();
+        assert_eq!(ticks, crate::kmeans::steps(k));
+        model.validate().unwrap();
+        engine::testing::assert_no_validation_messages();
+    }
 }

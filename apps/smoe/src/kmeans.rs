@@ -111,7 +111,7 @@ pub(crate) fn lloyd<E>(
     samples: &[f32],
     d: usize,
     centres: &mut [f64],
-    assign: &mut dyn FnMut(&[f64]) -> Result<Vec<u32>, E>,
+    mut assign: impl FnMut(&[f64]) -> Result<Vec<u32>, E>,
     tick: &mut dyn FnMut(),
 ) -> Result<Vec<u32>, E> {
     let k = centres.len() / d;
@@ -158,7 +158,7 @@ pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn
     let d = grid.coord_dims() + 3;
     let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), tick);
     let mut centres = centres_at(&samples, &picks, d);
-    let assign = &mut |c: &[f64]| Ok::<_, std::convert::Infallible>(nearest_labels(&samples, c, d));
+    let assign = |c: &[f64]| Ok::<_, std::convert::Infallible>(nearest_labels(&samples, c, d));
     let Ok(label) = lloyd(&samples, d, &mut centres, assign, tick);
     model_from_labels(grid, &samples, &centres, &label, reg)
 }
