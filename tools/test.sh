@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 export TESSERA_VALIDATION=1
+# Built-in kernel shapes only: a tuning file of the developer's (~/.config/tessera) would
+# change defaults that tests check. Tests of the tuning set their own file.
+export TESSERA_TUNING="$PWD/target/no-tuning.json"
 # The reader mutation tests (kit::fuzz) append their case counts here for the summary.
 export TESSERA_FUZZ_LOG="$PWD/target/fuzz-cases.log"
 # Open MPI as root inside containers, shared memory only, no ssh (see docs/PLATFORM notes).
