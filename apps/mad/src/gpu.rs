@@ -15,7 +15,8 @@
 //! 5. the partial sums (and the maps, when asked for) are copied to host-readable memory.
 //!
 //! Several GPUs: `mad batch --device all` (or a list) runs one [`GpuMad`] per device, each
-//! claiming the next group of pairs when it is ready (see `main.rs`).
+//! claiming the next group of pairs when it is ready (see `main.rs`). `mad score
+//! --split-stages` instead splits one pair's stages over devices ([`score_split`]).
 
 use std::borrow::Borrow;
 use std::sync::Mutex;
@@ -111,52 +112,79 @@ struct Slot {
 /// nothing but the uploaded images until the host combines their sums, so each device
 /// computes what it needs from its own upload: the detection stage the lightness spectra
 /// (and the squared differences), the appearance stage the gray-value spectra.
+/// With more devices, the appearance stage's bands are split among them too; a device with
+/// part of the bands reads back its cells, which the host adds before squaring them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stages {
-    Both,
-    Detection,
-    Appearance,
+struct Stages {
+    detection: bool,
+    /// The log-Gabor bands `[start, end)`, scale-major (band = scale * orientations + orientation).
+    bands: (usize, usize),
 }
 
+/// The log-Gabor bands of the appearance stage.
+const BANDS: usize = GABOR_SCALES * GABOR_ORIENTATIONS;
+
 impl Stages {
-    fn detection(self) -> bool {
-        self != Stages::Appearance
+    const BOTH: Stages = Stages { detection: true, bands: (0, BANDS) };
+    const DETECTION: Stages = Stages { detection: true, bands: (0, 0) };
+
+    fn bands(bands: (usize, usize)) -> Stages {
+        Stages { detection: false, bands }
     }
 
     fn appearance(self) -> bool {
-        self != Stages::Detection
+        self.bands.0 < self.bands.1
+    }
+
+    /// Whether this command buffer runs every band, so it can sum the cells itself.
+    fn all_bands(self) -> bool {
+        self.bands == (0, BANDS)
     }
 }
 
-/// GPU time of each device's stage under `--split-stages` (`None` where the device has no
+/// GPU time of each device's stage under `--split-stages` (`None` where the devices have no
 /// timestamps).
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct StageTimes {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detection_ms: Option<f64>,
+    /// The appearance stage's: the slowest of its devices where its bands are split.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub appearance_ms: Option<f64>,
+    /// Each appearance device's, where the bands are split over more than one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub appearance_device_ms: Vec<f64>,
 }
 
 /// The scores (and maps) of pair `k` of a finished chunk: its detection sums read from
 /// `det`'s slot and its appearance sums from `app`'s (the same slot on one device).
 fn read_pair(det: &Slot, app: &Slot, k: usize) -> Result<(Scores, Option<Maps>), MadError> {
+    let g = app.grid;
+    let sums = app.readback.mapped()?;
+    let at = app.capacity * app.crop_rows() + k * g.blocks_y;
+    let app_sum = sums[at..at + g.blocks_y].iter().map(|&v| v as f64).sum();
+    let cells = match &app.map_readback {
+        Some((_, cells)) => Some(&cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()]),
+        None => None,
+    };
+    combine_pair(det, k, app_sum, cells)
+}
+
+/// Pair `k`'s scores from `det`'s detection sums and the appearance stage's crop-weighted sum
+/// of squared cells, and its maps where `det` read back its detection map and `cells` are given.
+fn combine_pair(det: &Slot, k: usize, app_sum: f64, cells: Option<&[f32]>) -> Result<(Scores, Option<Maps>), MadError> {
     let g = det.grid;
     let crop_rows = det.crop_rows();
     let crop_pixels = g.crop_pixels() as f64;
     let sums = det.readback.mapped()?;
     let det_sum: f64 = sums[k * crop_rows..(k + 1) * crop_rows].iter().map(|&v| v as f64).sum();
-    let sums = app.readback.mapped()?;
-    let app_at = app.capacity * crop_rows + k * g.blocks_y;
-    let app_sum: f64 = sums[app_at..app_at + g.blocks_y].iter().map(|&v| v as f64).sum();
     let scores = Scores::combine(
         (det_sum / crop_pixels).sqrt() * crate::constants::DETECTION_SCALE,
         (app_sum / crop_pixels).sqrt(),
     );
-    let maps = match (&det.map_readback, &app.map_readback) {
-        (Some((map, _)), Some((_, cells))) => {
+    let maps = match (&det.map_readback, cells) {
+        (Some((map, _)), Some(cells)) => {
             let map = &map.mapped()?[k * g.pixels()..(k + 1) * g.pixels()];
-            let cells = &cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()];
             let appearance =
                 (0..g.pixels()).map(|i| g.cell_of(i % g.width, i / g.width).map_or(0.0, |b| cells[b] as f64)).collect();
             Some(Maps::new(g.width, g.height, map.iter().map(|&v| v as f64).collect(), appearance, scores.alpha))
@@ -164,6 +192,17 @@ fn read_pair(det: &Slot, app: &Slot, k: usize) -> Result<(Scores, Option<Maps>),
         _ => None,
     };
     Ok((scores, maps))
+}
+
+/// The crop-weighted sum of squared cells of one pair, as `sum_appearance.comp` computes it
+/// (each cell counted once per cropped pixel inside it), in f64: for cells added on the host.
+fn cells_sum(g: &Grid, cells: &[f32]) -> f64 {
+    (0..g.blocks())
+        .map(|b| {
+            let v = cells[b] as f64;
+            v * v * g.cell_crop_pixels(b % g.blocks_x, b / g.blocks_x) as f64
+        })
+        .sum()
 }
 
 /// A chunk on the GPU: what it was given, and its submission.
@@ -371,7 +410,7 @@ impl GpuMad {
             pixels.div_ceil(WORKGROUP),
         );
         rec.barrier();
-        if stages.detection() {
+        if stages.detection {
             slot.fft.record(rec, &slot.light, Direction::Forward)?;
         }
         if stages.appearance() {
@@ -379,22 +418,22 @@ impl GpuMad {
         }
         rec.barrier();
         rec.mark("prepare + forward FFTs");
-        if stages.detection() {
+        if stages.detection {
             self.record_detection(rec, slot, &base, count)?;
         }
         if stages.appearance() {
-            self.record_appearance(rec, slot, &base, count)?;
+            self.record_appearance(rec, slot, &base, count, stages)?;
         }
         // Both partial arrays go to one readback buffer: detection first, then appearance.
         let crop_rows = slot.crop_rows();
         let maps = slot.map_readback.as_ref();
-        if stages.detection() {
+        if stages.detection {
             rec.copy(&slot.detection_partials, &slot.readback);
             if let Some((map, _)) = maps {
                 rec.copy_region(&slot.detection_map, 0, map, 0, count * g.pixels());
             }
         }
-        if stages.appearance() {
+        if stages.all_bands() {
             rec.copy_region(
                 &slot.appearance_partials,
                 0,
@@ -402,6 +441,8 @@ impl GpuMad {
                 slot.capacity * crop_rows,
                 slot.appearance_partials.len(),
             );
+        }
+        if stages.appearance() {
             if let Some((_, cells)) = maps {
                 rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
             }
@@ -447,32 +488,42 @@ impl GpuMad {
         Ok(())
     }
 
-    /// The appearance stage from the forward gray-value spectra: the 20 log-Gabor bands, the
-    /// statistics differences accumulated into the cells, and their partial sums.
-    fn record_appearance(&self, rec: &mut Recorder, slot: &Slot, base: &Push, count: usize) -> Result<(), MadError> {
+    /// The appearance stage from the forward gray-value spectra: the log-Gabor bands of
+    /// `stages`, the statistics differences accumulated into the cells, and (with every band)
+    /// their partial sums.
+    fn record_appearance(
+        &self,
+        rec: &mut Recorder,
+        slot: &Slot,
+        base: &Push,
+        count: usize,
+        stages: Stages,
+    ) -> Result<(), MadError> {
         let (g, bins, tiles) = Self::extent(slot, count);
-        for scale in 0..GABOR_SCALES {
-            for orientation in 0..GABOR_ORIENTATIONS {
-                let push = Push {
-                    scale: scale as u32,
-                    orientation: orientation as u32,
-                    accumulate: (scale + orientation > 0) as u32,
-                    ..*base
-                };
-                rec.dispatch_linear(
-                    &self.gabor_apply,
-                    &[slot.spec.binding(), slot.light.binding()],
-                    &push,
-                    bins.div_ceil(WORKGROUP),
-                );
-                rec.barrier();
-                slot.fft.record(rec, &slot.light, Direction::Inverse)?;
-                rec.barrier();
-                rec.dispatch(&self.appear_blocks, &[slot.light.binding(), slot.cells.binding()], &push, tiles);
-                rec.barrier();
-            }
+        let (first, end) = stages.bands;
+        for band in first..end {
+            let push = Push {
+                scale: (band / GABOR_ORIENTATIONS) as u32,
+                orientation: (band % GABOR_ORIENTATIONS) as u32,
+                accumulate: (band > first) as u32,
+                ..*base
+            };
+            rec.dispatch_linear(
+                &self.gabor_apply,
+                &[slot.spec.binding(), slot.light.binding()],
+                &push,
+                bins.div_ceil(WORKGROUP),
+            );
+            rec.barrier();
+            slot.fft.record(rec, &slot.light, Direction::Inverse)?;
+            rec.barrier();
+            rec.dispatch(&self.appear_blocks, &[slot.light.binding(), slot.cells.binding()], &push, tiles);
+            rec.barrier();
         }
         rec.mark("appearance");
+        if !stages.all_bands() {
+            return Ok(());
+        }
         rec.dispatch(
             &self.sum_appearance,
             &[slot.cells.binding(), slot.appearance_partials.binding()],
@@ -557,7 +608,7 @@ impl GpuMad {
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
                 rec.enable_profiling(8)?;
-                self.record(&mut rec, &slot, batch.len(), Stages::Both)?;
+                self.record(&mut rec, &slot, batch.len(), Stages::BOTH)?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
                 in_flight.push_back(InFlight { slot, tags, submission });
@@ -608,29 +659,65 @@ impl GpuMad {
     }
 }
 
-/// Scores one pair with its detection stage on `detect`'s device and its appearance stage on
-/// `appear`'s (`mad score --split-stages`, the paper's Section 5.3). Each device gets its
-/// own upload of the pair and computes the spectra its stage needs, so nothing crosses
-/// between devices; the detection device starts while the host stages the appearance
-/// device's upload, both run at once, and the host combines their sums exactly as
-/// [`GpuMad::score`] does (the same kernels on the same data give the same sums). The two
-/// may be contexts on one physical device.
+/// Scores one pair with its detection stage on `gpus[0]`'s device and its appearance stage
+/// on the others' (`mad score --split-stages`, the paper's Section 5.3): with one other
+/// device it runs the whole appearance stage; with more, each runs a share of the 20
+/// log-Gabor bands and reads back its cells, which the host adds (in device order) before
+/// squaring. Each device gets its own upload of the pair and computes the spectra its stage
+/// needs, so nothing crosses between devices; each device starts while the host stages the
+/// next one's upload, all run at once, and the host combines their sums as
+/// [`GpuMad::score`] does. With two devices the result is the one-device result exactly (the
+/// same kernels on the same data); with more, the cells' f32 additions are grouped
+/// differently (within 1e-6 relative). The devices may be contexts on one physical device.
 pub fn score_split(
-    detect: &GpuMad,
-    appear: &GpuMad,
+    gpus: &[&GpuMad],
     reference: &GrayImage,
     distorted: &GrayImage,
     maps: bool,
 ) -> Result<(Scores, Option<Maps>, StageTimes), MadError> {
+    let (detect, appear) = match gpus {
+        [detect, appear @ ..] if !appear.is_empty() => (detect, &appear[..appear.len().min(BANDS)]),
+        _ => return Err(MadError::SplitDevices(gpus.len())),
+    };
     check_pair(reference, distorted)?;
     let pair = [((), reference, distorted)];
-    let (det_slot, det_run) = detect.submit_one(&pair, maps, Stages::Detection, 0)?;
-    let (app_slot, app_run) = appear.submit_one(&pair, maps, Stages::Appearance, 1)?;
-    let gpu_ms = |passes: Vec<PassTime>| (!passes.is_empty()).then(|| passes.iter().map(|p| p.ms).sum());
-    let times =
-        StageTimes { detection_ms: gpu_ms(det_run.wait_profiled()?), appearance_ms: gpu_ms(app_run.wait_profiled()?) };
-    let (scores, maps) = read_pair(&det_slot, &app_slot, 0)?;
-    detect.keep_slot(det_slot);
-    appear.keep_slot(app_slot);
+    let det = detect.submit_one(&pair, maps, Stages::DETECTION, 0)?;
+    let n = appear.len();
+    let mut runs = Vec::with_capacity(n);
+    for (i, gpu) in appear.iter().enumerate() {
+        let stages = Stages::bands((i * BANDS / n, (i + 1) * BANDS / n));
+        // A share of the bands reads back its cells, through the maps' readback.
+        runs.push(gpu.submit_one(&pair, maps || n > 1, stages, i + 1)?);
+    }
+    let gpu_ms = |passes: Vec<PassTime>| (!passes.is_empty()).then(|| passes.iter().map(|p| p.ms).sum::<f64>());
+    let detection_ms = gpu_ms(det.1.wait_profiled()?);
+    let mut slots = Vec::with_capacity(n);
+    let mut appearance_ms = Vec::with_capacity(n);
+    for (slot, run) in runs {
+        appearance_ms.extend(gpu_ms(run.wait_profiled()?));
+        slots.push(slot);
+    }
+    let (scores, maps) = if let [app] = slots.as_slice() {
+        read_pair(&det.0, app, 0)?
+    } else {
+        let g = det.0.grid;
+        let mut cells = vec![0f32; g.blocks()];
+        for slot in &slots {
+            let part = slot.map_readback.as_ref().map(|(_, c)| c).expect("a share of the bands reads back its cells");
+            for (sum, v) in cells.iter_mut().zip(&part.mapped()?[..g.blocks()]) {
+                *sum += v;
+            }
+        }
+        combine_pair(&det.0, 0, cells_sum(&g, &cells), Some(&cells))?
+    };
+    detect.keep_slot(det.0);
+    for (gpu, slot) in appear.iter().zip(slots) {
+        gpu.keep_slot(slot);
+    }
+    let times = StageTimes {
+        detection_ms,
+        appearance_ms: (appearance_ms.len() == n).then(|| appearance_ms.iter().copied().fold(0.0, f64::max)),
+        appearance_device_ms: if n > 1 && appearance_ms.len() == n { appearance_ms } else { Vec::new() },
+    };
     Ok((scores, maps, times))
 }

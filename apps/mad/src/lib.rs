@@ -52,6 +52,8 @@ pub enum MadError {
     Pairs { path: String, message: String },
     #[error("{failed} of {total} pairs failed")]
     PairsFailed { failed: usize, total: usize },
+    #[error("splitting a pair's stages needs two devices or more, one per stage; {0} given")]
+    SplitDevices(usize),
     #[error("a batch worker panicked")]
     WorkerPanicked,
 }

@@ -38,8 +38,9 @@ enum Command {
         /// colour scale and NAME.npy, all six or none)
         #[arg(long, value_name = "DIR")]
         maps: Option<PathBuf>,
-        /// Run the detection stage on the first of two `--device`s and the appearance stage on
-        /// the second, at once (`--device 0,1`; `--device 0,0` opens two contexts on one GPU)
+        /// Run the detection stage on the first `--device` and the appearance stage on the others
+        /// (its 20 bands shared among them), at once: `--device 0,1`, `--device all`, or
+        /// `--device 0,0` for two contexts on one GPU
         #[arg(long)]
         split_stages: bool,
         #[command(flatten)]
@@ -130,32 +131,27 @@ fn open_gpu(common: &CommonArgs) -> Result<Option<GpuMad>> {
 /// Where `mad score` runs: the CPU, one GPU, or its two stages on two (`--split-stages`).
 enum Scorer {
     Cpu,
-    Gpu(GpuMad),
-    Split(GpuMad, GpuMad),
+    Gpu(Box<GpuMad>),
+    /// Detection on the first, appearance on the others.
+    Split(Vec<GpuMad>),
 }
 
 fn open_scorer(common: &CommonArgs, split_stages: bool) -> Result<Scorer> {
     if !split_stages {
-        return Ok(open_gpu(common)?.map_or(Scorer::Cpu, Scorer::Gpu));
+        return Ok(open_gpu(common)?.map_or(Scorer::Cpu, |gpu| Scorer::Gpu(Box::new(gpu))));
     }
     if matches!(common.backend, kit::Backend::Cpu) {
         anyhow::bail!("--split-stages puts the two stages on two GPU devices; it does not apply to --backend cpu");
     }
     let contexts = kit::cli::open_each(common.device())?;
-    match contexts.as_slice() {
-        [detect, appear] => Ok(Scorer::Split(GpuMad::new(detect)?, GpuMad::new(appear)?)),
-        [_] => anyhow::bail!(
+    if contexts.len() < 2 {
+        anyhow::bail!(
             "--split-stages needs two devices, one per stage; --device {} names one (give --device 0,1, \
              or --device 0,0 for two contexts on one GPU)",
             common.device()
-        ),
-        more => anyhow::bail!(
-            "--split-stages runs on two devices (detection, appearance); --device {} names {} \
-             (splitting the appearance bands over more devices is not implemented)",
-            common.device(),
-            more.len()
-        ),
+        );
     }
+    Ok(Scorer::Split(contexts.iter().map(GpuMad::new).collect::<Result<_, _>>()?))
 }
 
 fn score(
@@ -173,7 +169,7 @@ fn score(
     let (r, d) = mad::input::load_pair(reference, distorted, |w, h| match &scorer {
         Scorer::Gpu(gpu) => gpu.check_budget(w, h, 1, 1, want_maps),
         // Both devices' slots, when they share the host's memory (lavapipe).
-        Scorer::Split(gpu, _) => gpu.check_budget(w, h, 1, 2, want_maps),
+        Scorer::Split(gpus) => gpus[0].check_budget(w, h, 1, gpus.len() as u64, want_maps),
         Scorer::Cpu => mad::cpu::check_budget(w, h),
     })?;
     let (scores, maps, stages) = match &scorer {
@@ -181,8 +177,9 @@ fn score(
             let (s, m) = gpu.score(&r, &d, want_maps)?;
             (s, m, None)
         }
-        Scorer::Split(detect, appear) => {
-            let (s, m, t) = mad::gpu::score_split(detect, appear, &r, &d, want_maps)?;
+        Scorer::Split(gpus) => {
+            let gpus: Vec<&GpuMad> = gpus.iter().collect();
+            let (s, m, t) = mad::gpu::score_split(&gpus, &r, &d, want_maps)?;
             (s, m, Some(t))
         }
         Scorer::Cpu => {

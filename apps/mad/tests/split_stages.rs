@@ -1,6 +1,6 @@
 //! `--split-stages`: one pair's detection stage on one context and its appearance stage on
-//! another (two contexts on the test device stand in for two GPUs) gives the single-context
-//! scores and maps, on random pairs at odd sizes.
+//! another, or its bands shared among several (contexts on the test device stand in for
+//! GPUs), gives the single-context scores and maps, on random pairs at odd sizes.
 
 use engine::{Context, DeviceSelector};
 use mad::gpu::{score_split, GpuMad};
@@ -31,12 +31,26 @@ fn random_pair(width: usize, height: usize, amplitude: f64, seed: u64, white: bo
     (GrayImage::from_u8(width, height, &r), GrayImage::from_u8(width, height, &d))
 }
 
+/// `n` more contexts on the test device.
+fn contexts(n: usize) -> Vec<GpuMad> {
+    let selector = DeviceSelector::from_env().unwrap();
+    (0..n).map(|_| GpuMad::new(&Context::open(&selector).unwrap()).unwrap()).collect()
+}
+
 #[test]
 fn split_over_two_contexts_equals_one_context() {
+    split_equals_one_context(2);
+}
+
+#[test]
+fn bands_split_over_three_contexts_equal_one_context() {
+    split_equals_one_context(3);
+}
+
+fn split_equals_one_context(devices: usize) {
     let one = GpuMad::new(engine::testing::context()).unwrap();
-    let selector = DeviceSelector::from_env().unwrap();
-    let (a, b) = (Context::open(&selector).unwrap(), Context::open(&selector).unwrap());
-    let (detect, appear) = (GpuMad::new(&a).unwrap(), GpuMad::new(&b).unwrap());
+    let gpus = contexts(devices);
+    let gpus: Vec<&GpuMad> = gpus.iter().collect();
     // White noise masks the distortion entirely (detection and MAD 0): the split agrees there too.
     let cases = [(61, 45, 20.0, false), (97, 131, 6.0, false), (45, 61, 60.0, true)];
     for (i, (w, h, amplitude, white)) in cases.into_iter().enumerate() {
@@ -44,7 +58,7 @@ fn split_over_two_contexts_equals_one_context() {
         // With maps on the first pair only: each stage reads back its own map.
         let maps = i == 0;
         let (want, want_maps) = one.score(&r, &d, maps).unwrap();
-        let (got, got_maps, times) = score_split(&detect, &appear, &r, &d, maps).unwrap();
+        let (got, got_maps, times) = score_split(&gpus, &r, &d, maps).unwrap();
         for (name, g, s) in [
             ("mad", got.mad, want.mad),
             ("detection", got.detection, want.detection),
@@ -57,11 +71,17 @@ fn split_over_two_contexts_equals_one_context() {
         assert!(want.appearance > 0.0, "{w}x{h}: {want:?}");
         assert_eq!(got_maps.is_some(), maps);
         if let (Some(g), Some(s)) = (got_maps, want_maps) {
-            assert_eq!((g.detection, g.appearance, g.combined), (s.detection, s.appearance, s.combined));
+            assert_eq!(g.detection, s.detection);
+            for (name, g, s) in [("appearance", &g.appearance, &s.appearance), ("combined", &g.combined, &s.combined)] {
+                let worst = g.iter().zip(s).map(|(&a, &b)| rel(a as f64, b as f64)).fold(0.0, f64::max);
+                assert!(worst <= BOUND, "{w}x{h} {name} map: {worst}");
+            }
         }
         // Each device's time comes back where the device has timestamps.
         assert_eq!(times.detection_ms.is_some(), times.appearance_ms.is_some());
         assert!(times.detection_ms.is_none_or(|t| t > 0.0) && times.appearance_ms.is_none_or(|t| t > 0.0), "{times:?}");
+        let per_device = if devices > 2 && times.appearance_ms.is_some() { devices - 1 } else { 0 };
+        assert_eq!(times.appearance_device_ms.len(), per_device, "{times:?}");
     }
     engine::testing::assert_no_validation_messages();
 }
@@ -71,5 +91,6 @@ fn a_split_pair_of_unequal_sizes_is_refused() {
     let gpu = GpuMad::new(engine::testing::context()).unwrap();
     let (r, _) = random_pair(61, 45, 5.0, 1, true);
     let (_, d) = random_pair(45, 61, 5.0, 2, true);
-    assert!(matches!(score_split(&gpu, &gpu, &r, &d, false), Err(mad::MadError::SizeMismatch { .. })));
+    assert!(matches!(score_split(&[&gpu, &gpu], &r, &d, false), Err(mad::MadError::SizeMismatch { .. })));
+    assert!(matches!(score_split(&[&gpu], &r, &r, false), Err(mad::MadError::SplitDevices(1))));
 }
