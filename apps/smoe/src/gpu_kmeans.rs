@@ -252,26 +252,47 @@ mod tests {
         engine::testing::assert_no_validation_messages();
     }
 
-    #[test]
-    fn gpu_start_matches_cpu_quality() {
-        let ctx = engine::testing::context();
-        let grid = crate::data::sample_image(41, 29);
-        let (samples, d, k, seed) = (grid.samples(), 5, 45, 7);
+    /// The k-means cost of the CPU and the GPU start for `k` centres of `grid`, and how many
+    /// leading seeds agree.
+    fn both_starts(grid: &Grid, k: usize, seed: u64) -> (f64, f64, usize) {
+        let (samples, d) = (grid.samples(), grid.coord_dims() + 3);
         let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), &mut || {});
         let mut cpu = centres_at(&samples, &picks, d);
         let cpu_label =
             lloyd(&samples, d, &mut cpu, |c: &[f64]| Ok::<_, ()>(nearest_labels(&samples, c, d)), &mut || {}).unwrap();
-        let km = GpuKmeans::new(ctx, &samples, d).unwrap();
+        let km = GpuKmeans::new(engine::testing::context(), &samples, d).unwrap();
         let (first, uniforms) = draws(seed, grid.len(), k);
         let (gpu_picks, _) = km.seed(k, first, &uniforms, &mut || {}).unwrap();
+        let same = picks.iter().zip(&gpu_picks).take_while(|(a, b)| a == b).count();
         let mut gpu = centres_at(&samples, &gpu_picks, d);
         let gpu_label = lloyd(&samples, d, &mut gpu, |c: &[f64]| km.assign(c), &mut || {}).unwrap();
-        let (a, b) = (inertia(&samples, &cpu, &cpu_label, d), inertia(&samples, &gpu, &gpu_label, d));
+        (inertia(&samples, &cpu, &cpu_label, d), inertia(&samples, &gpu, &gpu_label, d), same)
+    }
+
+    #[test]
+    fn gpu_start_matches_cpu_quality() {
+        let ctx = engine::testing::context();
+        let grid = crate::data::sample_image(41, 29);
+        let (k, seed) = (45, 7);
+        let (a, b, _) = both_starts(&grid, k, seed);
         assert!((a - b).abs() <= 0.01 * a, "inertia CPU {a}, GPU {b}");
         let mut ticks = 0;
         let model = kmeans_init_gpu(ctx, &grid, k, &[1e-4; 5], seed, &mut || ticks += 1).unwrap();
         assert_eq!(ticks, crate::kmeans::steps(k));
         model.validate().unwrap();
         engine::testing::assert_no_validation_messages();
+    }
+
+    /// The CPU and GPU starts on a real image (`SMOE_KMEANS_IMAGE`, `SMOE_KMEANS_K` kernels):
+    /// `cargo test -p tessera-smoe --lib -- --ignored --nocapture` on a GPU.
+    #[test]
+    #[ignore]
+    fn image_start_quality() {
+        let path = std::env::var("SMOE_KMEANS_IMAGE").expect("SMOE_KMEANS_IMAGE");
+        let k = std::env::var("SMOE_KMEANS_K").map_or(1000, |v| v.parse().unwrap());
+        let grid = Grid::load(std::path::Path::new(&path)).unwrap();
+        let (a, b, same) = both_starts(&grid, k, 0x5eed_50e5);
+        println!("k = {k}: inertia CPU {a:.6}, GPU {b:.6} ({:+.3}%), first {same} seeds equal", 100.0 * (b - a) / a);
+        assert!((a - b).abs() <= 0.01 * a);
     }
 }
