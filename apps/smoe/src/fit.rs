@@ -78,7 +78,7 @@ pub fn grid_init(grid: &Grid, k: usize) -> Model {
 #[derive(clap::ValueEnum, serde::Serialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Init {
-    /// k-means++ seeding and Lloyd iterations on the joint samples (fixed seed)
+    /// k-means++ seeding and Lloyd iterations on the joint samples (fixed seed; on the GPU unless --backend cpu)
     #[default]
     Kmeans,
     /// Kernels on a regular grid over the coordinates

@@ -12,7 +12,7 @@
 //!   into one submission; nothing returns to the host until the last centre is chosen.
 //! - Lloyd (`kmeans_assign.comp`): the nearest centre of every sample, centres tiled in
 //!   shared memory; the labels come back and the centres are updated in f64 on the host,
-//!   one O(samples) pass shared with the CPU twin ([`crate::kmeans::lloyd`]).
+//!   one O(samples) pass shared with the CPU twin (`kmeans::lloyd`).
 //!
 //! f32 against the twin's f64: a draw or an assignment can differ at a near tie; the
 //! outcome then differs only as much as two equally good starts do.
