@@ -231,6 +231,12 @@ impl Compressed {
         for s in [&streams.membership, &streams.counts, &streams.locations, &streams.levels] {
             payload.extend_from_slice(s);
         }
+        self.file(size, &payload)
+    }
+
+    /// The file of `payload`: the header (sized after `self`'s codes), then the zstd frame.
+    fn file(&self, size: [u32; 4], payload: &[u8]) -> Result<Vec<u8>> {
+        let codes = &self.codes;
         if payload.len() as u64 > MAX_PAYLOAD {
             return Err(LfError::Invalid(format!(
                 "payload of {} bytes is beyond the {MAX_PAYLOAD}-byte limit",
@@ -251,7 +257,7 @@ impl Compressed {
         encoder
             .set_parameter(zstd::stream::raw::CParameter::JobSize(ZSTD_JOB_BYTES))
             .map_err(|e| LfError::Invalid(e.to_string()))?;
-        let frame = encoder.compress(&payload).map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
+        let frame = encoder.compress(payload).map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
 
         let mut out = Vec::with_capacity(HEADER_LEN + frame.len());
         out.extend_from_slice(LFC_MAGIC);
@@ -585,5 +591,47 @@ mod tests {
             assert_eq!(unzigzag(zigzag(v)), v);
         }
         assert!(ByteReader::new(&[0x80, 0x80], "test").varint().is_err());
+    }
+
+    /// The coefficient streams are parsed in parallel runs of patches: a file whose streams
+    /// are cut, lengthened, or hold a bad value at a run's edge is refused like any other.
+    #[test]
+    fn coefficients_parse_across_runs_and_bad_streams_are_refused() {
+        let lf = crate::synth::generate((4, 4), (40, 30), 3);
+        let ens = Ensemble::random(crate::patch::PatchShape { my: 5, mx: 5, mu: 4, mv: 4 }, 2, 1);
+        let params = Params { sparsity: 300, epsilon: 0.02 };
+        let (c, _) = crate::codec::encode_lightfield(&lf, &ens, params, crate::codec::CodecPath::Cpu).unwrap();
+        let n = c.codes.len();
+        // Four threads: 16 runs of 3 patches each, whatever the machine.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        assert_eq!(n, 48);
+        let size = c.checked_size().unwrap();
+        let mut streams = Streams::default();
+        streams.push(&c.codes, 0..n);
+        let mut head = Vec::new();
+        c.ensemble.write_body(&mut head);
+        head.extend_from_slice(&streams.membership);
+        head.extend_from_slice(&streams.counts);
+        let with = |locations: &[u8], levels: &[u8]| {
+            let payload = [&head[..], locations, levels].concat();
+            pool.install(|| Compressed::from_bytes(&c.file(size, &payload).unwrap()))
+        };
+        let (locs, levs) = (&streams.locations[..], &streams.levels[..]);
+        let back = with(locs, levs).unwrap();
+        assert_eq!((back.codes.locations, back.codes.levels), (c.codes.locations.clone(), c.codes.levels.clone()));
+        // A varint missing, one too many, one that never ends, and a location past the
+        // patch and a level too large at a run's edge.
+        assert!(with(locs, &levs[..levs.len() - 1]).is_err());
+        assert!(with(locs, &[levs, &[0]].concat()).is_err());
+        assert!(with(locs, &[levs, &[0x80; 11]].concat()).is_err());
+        let mid = c.codes.offsets[n / 2];
+        let at = |stream: &[u8], k: usize| stream.iter().enumerate().filter(|(_, &b)| b < 0x80).nth(k).unwrap().0;
+        let mut bad = locs.to_vec();
+        bad[at(locs, mid)] = 0x7f;
+        bad.splice(at(locs, mid)..at(locs, mid), [0xff, 0xff]);
+        assert!(with(&bad, levs).is_err());
+        let mut bad = levs.to_vec();
+        bad.splice(at(levs, mid)..at(levs, mid), [0xff, 0xff, 0xff]);
+        assert!(with(locs, &bad).is_err());
     }
 }
