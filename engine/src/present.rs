@@ -4,9 +4,10 @@
 //! The engine stays windowing-library-agnostic: it takes raw display and window handles
 //! (`raw-window-handle` 0.6). Usage:
 //!
-//! 1. `Instance::new(&present::instance_extensions(display)?)` and
-//!    `Context::open_with(instance, ContextOptions { swapchain: true, .. })`;
-//! 2. `unsafe { Presenter::new(&ctx, display, window, width, height) }`;
+//! 1. `unsafe { present::open_window(&selector, display, window, width, height) }` opens the
+//!    device with presentation enabled and a [`Presenter`] for the window (it does what
+//!    `Instance::new(&present::instance_extensions(display)?)`, `Context::open_with(instance,
+//!    ContextOptions { swapchain: true, .. })` and `Presenter::new` do, in that order);
 //! 3. each frame: record and submit the compute work that fills a `Buffer<u32>` of
 //!    `width * height` packed pixels in [`Presenter::format`]'s byte order (row 0 at the
 //!    top), then [`Presenter::present`] it. The copy is submitted after the compute work on
@@ -21,9 +22,10 @@ use std::ffi::c_char;
 use ash::vk;
 use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
 
-use crate::context::Context;
+use crate::context::{Context, ContextOptions, Instance};
 use crate::error::{EngineError, Result, VkContext};
 use crate::memory::Buffer;
+use crate::select::DeviceSelector;
 
 /// Frames that may be in flight at once.
 const SLOTS: usize = 2;
@@ -33,6 +35,25 @@ pub fn instance_extensions(display: RawDisplayHandle) -> Result<Vec<*const c_cha
     Ok(ash_window::enumerate_required_extensions(display)
         .map_err(|e| EngineError::Unsupported(format!("no Vulkan surface support for this display: {e}")))?
         .to_vec())
+}
+
+/// Opens the one device `selector` names with presentation enabled, and a presenter for
+/// the window (the setup every viewer shares).
+///
+/// # Safety
+/// The window behind `window` must outlive the returned presenter.
+pub unsafe fn open_window(
+    selector: &DeviceSelector,
+    display: RawDisplayHandle,
+    window: RawWindowHandle,
+    width: u32,
+    height: u32,
+) -> Result<(Context, Presenter)> {
+    let instance = Instance::new(&instance_extensions(display)?)?;
+    let index = instance.select_one(selector)?;
+    let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
+    let presenter = Presenter::new(&ctx, display, window, width.max(1), height.max(1))?;
+    Ok((ctx, presenter))
 }
 
 /// What [`Presenter::present`] did.

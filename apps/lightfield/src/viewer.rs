@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use engine::present::{PresentOutcome, Presenter};
-use engine::{Buffer, Context, ContextOptions, DeviceSelector, Instance, Location};
+use engine::{Buffer, Context, DeviceSelector, Location};
 use lightfield::bitstream::Compressed;
 use lightfield::codec::{decode_lightfield, CodecPath};
 use lightfield::gpu::GpuCodec;
@@ -81,16 +81,19 @@ impl App {
             .with_title("lightfield")
             .with_inner_size(PhysicalSize::new(self.view.width, self.view.height));
         let window = event_loop.create_window(attrs)?;
-        let display = window.display_handle()?.as_raw();
-        let instance = Instance::new(&engine::present::instance_extensions(display)?)?;
-        let index = instance.select_one(&self.opts.device)?;
-        let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
-        kit::report::set_device(&ctx.info().name);
         let size = window.inner_size();
+        let display = window.display_handle()?.as_raw();
         // SAFETY: the window lives in the same State and is dropped after the presenter.
-        let presenter = unsafe {
-            Presenter::new(&ctx, display, window.window_handle()?.as_raw(), size.width.max(1), size.height.max(1))?
+        let (ctx, presenter) = unsafe {
+            engine::present::open_window(
+                &self.opts.device,
+                display,
+                window.window_handle()?.as_raw(),
+                size.width,
+                size.height,
+            )?
         };
+        kit::report::set_device(&ctx.info().name);
         // Decoded once on the GPU; the host copy goes once the views are on the device.
         let t0 = Instant::now();
         let codec = GpuCodec::new(&ctx, &self.opts.compressed.ensemble)?;

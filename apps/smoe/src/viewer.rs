@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use engine::present::{PresentOutcome, Presenter};
-use engine::{Context, ContextOptions, DeviceSelector, Instance};
+use engine::{Context, DeviceSelector};
 use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use smoe::gpu::Mode;
 use smoe::gpu::{Frame, OutFormat, RenderSettings, Renderer};
@@ -68,17 +68,20 @@ impl App {
             .with_title("smoe")
             .with_inner_size(PhysicalSize::new(self.opts.width, self.opts.height));
         let window = event_loop.create_window(attrs)?;
+        let size = window.inner_size();
         let display = window.display_handle()?.as_raw();
-        let instance = Instance::new(&engine::present::instance_extensions(display)?)?;
-        let index = instance.select_one(&self.opts.device)?;
-        let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
+        // SAFETY: the window lives in the same State and is dropped after the presenter.
+        let (ctx, presenter) = unsafe {
+            engine::present::open_window(
+                &self.opts.device,
+                display,
+                window.window_handle()?.as_raw(),
+                size.width,
+                size.height,
+            )?
+        };
         kit::report::set_device(&ctx.info().name);
         self.tile = kit::tuning::param(ctx.info(), "smoe.render", "block");
-        let size = window.inner_size();
-        // SAFETY: the window lives in the same State and is dropped after the presenter.
-        let presenter = unsafe {
-            Presenter::new(&ctx, display, window.window_handle()?.as_raw(), size.width.max(1), size.height.max(1))?
-        };
         let mut renderer = Renderer::new(&ctx, &self.opts.model, self.opts.mode)?;
         let frame = renderer.frame(self.settings(&presenter), 0)?;
         window.request_redraw();
