@@ -146,6 +146,26 @@ pub fn mutants(valid: &[u8], header: usize, count: usize, truncate_all: usize, s
     out
 }
 
+/// A JPEG with an APP1 EXIF segment holding one Orientation tag inserted after its SOI
+/// marker: the input of every test that photos taken sideways are processed upright.
+pub fn with_exif_orientation(jpeg: &[u8], orientation: u16) -> Vec<u8> {
+    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec(); // big endian, IFD at 8
+    tiff.extend_from_slice(&1u16.to_be_bytes()); // one entry
+    tiff.extend_from_slice(&0x0112u16.to_be_bytes()); // Orientation
+    tiff.extend_from_slice(&3u16.to_be_bytes()); // SHORT
+    tiff.extend_from_slice(&1u32.to_be_bytes()); // count
+    tiff.extend_from_slice(&orientation.to_be_bytes());
+    tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // padding, no next IFD
+    let mut app1 = b"Exif\0\0".to_vec();
+    app1.extend_from_slice(&tiff);
+    let mut out = jpeg[..2].to_vec();
+    out.extend_from_slice(&[0xFF, 0xE1]);
+    out.extend_from_slice(&((app1.len() + 2) as u16).to_be_bytes());
+    out.extend_from_slice(&app1);
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}
+
 /// The outcome counts of one reader's mutation run, printed in the test summary.
 #[derive(Debug, Default)]
 pub struct Tally {

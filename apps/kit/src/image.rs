@@ -263,34 +263,13 @@ mod tests {
         save_rgb8(&plain, 4, 2, &[200u8; 4 * 2 * 3]).unwrap();
         let bytes = std::fs::read(&plain).unwrap();
         let rotated = dir.path().join("r.jpg");
-        std::fs::write(&rotated, with_exif_orientation(&bytes, 6)).unwrap();
+        std::fs::write(&rotated, crate::fuzz::with_exif_orientation(&bytes, 6)).unwrap();
         let img = load(&rotated).unwrap();
         assert_eq!((img.width, img.height), (2, 4));
         // The extension does not matter when reading.
         let renamed = dir.path().join("r.img");
         std::fs::copy(&rotated, &renamed).unwrap();
         assert_eq!(load(&renamed).unwrap().width, 2);
-    }
-
-    /// Inserts an APP1 EXIF segment with one Orientation tag after the JPEG's SOI marker.
-    pub(crate) fn with_exif_orientation(jpeg: &[u8], orientation: u16) -> Vec<u8> {
-        let mut tiff = Vec::new();
-        tiff.extend_from_slice(b"MM\0\x2a\0\0\0\x08"); // big endian, IFD at 8
-        tiff.extend_from_slice(&1u16.to_be_bytes()); // one entry
-        tiff.extend_from_slice(&0x0112u16.to_be_bytes()); // Orientation
-        tiff.extend_from_slice(&3u16.to_be_bytes()); // SHORT
-        tiff.extend_from_slice(&1u32.to_be_bytes()); // count
-        tiff.extend_from_slice(&orientation.to_be_bytes());
-        tiff.extend_from_slice(&[0, 0]);
-        tiff.extend_from_slice(&0u32.to_be_bytes()); // no next IFD
-        let mut app1 = b"Exif\0\0".to_vec();
-        app1.extend_from_slice(&tiff);
-        let mut out = jpeg[..2].to_vec();
-        out.extend_from_slice(&[0xFF, 0xE1]);
-        out.extend_from_slice(&((app1.len() + 2) as u16).to_be_bytes());
-        out.extend_from_slice(&app1);
-        out.extend_from_slice(&jpeg[2..]);
-        out
     }
 
     #[test]

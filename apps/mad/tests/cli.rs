@@ -219,25 +219,6 @@ fn an_unknown_device_fails_and_lists_the_devices() {
     }
 }
 
-/// Inserts an APP1 EXIF segment with one Orientation tag after a JPEG's SOI marker.
-fn with_exif_orientation(jpeg: &[u8], orientation: u16) -> Vec<u8> {
-    let mut tiff = b"MM\0\x2a\0\0\0\x08".to_vec(); // big endian, IFD at 8
-    tiff.extend_from_slice(&1u16.to_be_bytes()); // one entry
-    tiff.extend_from_slice(&0x0112u16.to_be_bytes()); // Orientation
-    tiff.extend_from_slice(&3u16.to_be_bytes()); // SHORT
-    tiff.extend_from_slice(&1u32.to_be_bytes()); // count
-    tiff.extend_from_slice(&orientation.to_be_bytes());
-    tiff.extend_from_slice(&[0, 0, 0, 0, 0, 0]); // padding, no next IFD
-    let mut app1 = b"Exif\0\0".to_vec();
-    app1.extend_from_slice(&tiff);
-    let mut out = jpeg[..2].to_vec();
-    out.extend_from_slice(&[0xFF, 0xE1]);
-    out.extend_from_slice(&((app1.len() + 2) as u16).to_be_bytes());
-    out.extend_from_slice(&app1);
-    out.extend_from_slice(&jpeg[2..]);
-    out
-}
-
 #[test]
 fn exif_rotated_photos_are_scored_upright() {
     let dir = tempfile::tempdir().unwrap();
@@ -248,7 +229,7 @@ fn exif_rotated_photos_are_scored_upright() {
         let path = dir.path().join(name);
         kit::image::save_gray8(&path, 64, 40, &to_u8(img)).unwrap();
         if exif {
-            std::fs::write(&path, with_exif_orientation(&std::fs::read(&path).unwrap(), 6)).unwrap();
+            std::fs::write(&path, kit::fuzz::with_exif_orientation(&std::fs::read(&path).unwrap(), 6)).unwrap();
         }
         path
     };
