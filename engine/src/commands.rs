@@ -6,7 +6,6 @@
 //! waits for exactly that value. Work on the transfer queue and the compute queue is ordered
 //! with [`Recorder::wait_for`], a timeline wait, never with `vkQueueWaitIdle`.
 
-use std::any::Any;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -36,7 +35,6 @@ pub struct Recorder {
     cmd: vk::CommandBuffer,
     timestamps: Option<Timestamps>,
     waits: Vec<(vk::Semaphore, u64)>,
-    keep: Vec<Box<dyn Any + Send + Sync>>,
 }
 
 fn queue(shared: &Shared, kind: QueueKind) -> &Queue {
@@ -95,7 +93,7 @@ impl Recorder {
             )
         }
         .vk("vkBeginCommandBuffer")?;
-        Ok(Recorder { ctx, kind, pool, cmd, timestamps: None, waits: Vec::new(), keep: Vec::new() })
+        Ok(Recorder { ctx, kind, pool, cmd, timestamps: None, waits: Vec::new() })
     }
 
     /// The raw command buffer, for engine modules that record graphics work.
@@ -270,11 +268,6 @@ impl Recorder {
         self.waits.push((other.timeline, other.value));
     }
 
-    /// Keeps `value` (typically a staging buffer) alive until the submission completes.
-    pub fn keep_alive<V: Any + Send + Sync>(&mut self, value: V) {
-        self.keep.push(Box::new(value));
-    }
-
     /// Ends recording and submits; the queue's timeline semaphore is signalled on completion.
     pub fn submit(mut self) -> Result<Submission> {
         let device = &self.ctx.shared.device;
@@ -310,7 +303,6 @@ impl Recorder {
             value,
             pool,
             timestamps: self.timestamps.take(),
-            keep: std::mem::take(&mut self.keep),
             done: false,
         })
     }
@@ -341,7 +333,6 @@ pub struct Submission {
     value: u64,
     pool: vk::CommandPool,
     timestamps: Option<Timestamps>,
-    keep: Vec<Box<dyn Any + Send + Sync>>,
     done: bool,
 }
 
@@ -356,7 +347,6 @@ impl Submission {
         let r = unsafe { self.shared.device.wait_semaphores(&info, u64::MAX) };
         self.done = true;
         unsafe { self.shared.device.destroy_command_pool(self.pool, None) };
-        self.keep.clear();
         r.map_err(|result| match result {
             vk::Result::ERROR_DEVICE_LOST => EngineError::Vulkan { call: "vkWaitSemaphores (device lost)", result },
             result => EngineError::Vulkan { call: "vkWaitSemaphores", result },

@@ -7,6 +7,8 @@
 //! - [`profile`]: timestamp queries turned into named per-pass GPU milliseconds.
 //! - [`prims`]: GPU building blocks with CPU references (scan, reduce, sort, FFT, GEMM).
 //! - [`select`]: `--device` as one typed value, and the rule that turns it into devices.
+//! - [`stream`]: a ring of chunk slots in flight, uploads on the transfer queue overlapping
+//!   compute.
 //!
 //! A typical kernel launch:
 //! ```no_run
@@ -28,6 +30,7 @@ pub mod present;
 pub mod prims;
 pub mod profile;
 pub mod select;
+pub mod stream;
 pub mod testing;
 
 pub use ash::vk;
