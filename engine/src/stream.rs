@@ -104,6 +104,9 @@ mod tests {
     use crate::memory::Location;
     use crate::testing::{assert_no_validation_messages, context, sum_pipeline};
 
+    /// A test chunk's buffers: staging input, device input, per-workgroup sums.
+    type Slot = (Buffer<u32>, Buffer<u32>, Buffer<u32>);
+
     /// Streams chunks of awkward lengths through upload (transfer queue) then a reduction
     /// (compute queue), two in flight, and checks every chunk's sum arrives in order.
     #[test]
@@ -112,12 +115,12 @@ mod tests {
         let pipe = sum_pipeline(ctx);
         let lengths = [1usize, 63, 64, 1000, 4097, 31];
         let capacity = *lengths.iter().max().unwrap();
-        let mut stream: Stream<(Buffer<u32>, Buffer<u32>, Buffer<u32>), (usize, u64)> = Stream::new(2);
+        let mut stream: Stream<Slot, (usize, u64)> = Stream::new(2);
         let mut seen = Vec::new();
-        let mut spare = Vec::new();
-        let mut take = |done: Option<Done<_, (usize, u64)>>, spare: &mut Vec<_>| -> Result<()> {
+        let mut spare: Vec<Slot> = Vec::new();
+        let mut take = |done: Option<Done<Slot, (usize, u64)>>, spare: &mut Vec<Slot>| -> Result<()> {
             if let Some(done) = done {
-                let (_, _, sums): &(Buffer<u32>, Buffer<u32>, Buffer<u32>) = &done.slot;
+                let (_, _, sums) = &done.slot;
                 let got: u64 = sums.mapped()?.iter().map(|&s| s as u64).sum();
                 assert_eq!(got, done.tag.1, "chunk {} summed wrong", done.tag.0);
                 seen.push(done.tag.0);
