@@ -48,8 +48,8 @@ unsafe extern "system" fn debug_callback(
     } else {
         CStr::from_ptr((*data).p_message).to_string_lossy()
     };
-    // The loader reports its own layer discovery as validation "info"; only warnings and
-    // errors count.
+    // The messenger is created for warnings and errors only (the loader reports its own
+    // layer discovery as "info"), so every message that arrives here counts.
     VALIDATION_MESSAGES.fetch_add(1, Ordering::SeqCst);
     eprintln!("tessera: vulkan validation {severity:?}: {message}");
     vk::FALSE
