@@ -47,13 +47,23 @@ layout(push_constant) uniform Push {
     uint pairs;
     uint blocks_x;
     uint blocks_y;
-    uint scale;        // log-Gabor scale (0..5)
-    uint orientation;  // log-Gabor orientation (0..4)
-    uint accumulate;   // appearance: add to the cells (0: overwrite, the first band)
+    // Appearance: the group of log-Gabor bands one dispatch runs, band = scale * 4 + orientation.
+    uint band_first;
+    uint band_count;
+    uint accumulate;   // appearance: add to the cells (0: overwrite, the first group)
+    uint sum_cells;    // appearance: write the crop-weighted sums of squared cells (the last group)
 };
 
 uint pixels() { return width * height; }
 uint blocks() { return blocks_x * blocks_y; }
+
+// Pixels of [start, start + STRIDE) inside the crop [CROP, size - CROP - 1): how many times a
+// cell counts in the cropped map's norm.
+uint crop_overlap(uint start, uint size) {
+    uint lo = max(start, CROP);
+    uint hi = min(start + STRIDE, size - CROP - 1u);
+    return hi > lo ? hi - lo : 0u;
+}
 
 // ical_std.c reads the neighbour's stored 8x8 deviation at i+5 only while i+5 < size-15.
 bool right_neighbour(uint bx) { return STRIDE * bx + MIN_NEIGHBOUR_OFFSET + BLOCK - 1u < width; }

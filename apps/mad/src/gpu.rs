@@ -9,14 +9,18 @@
 //!    inverse FFT;
 //! 3. `detect_blocks` (shared-memory tiles, two-pass moments), `detect_map` (separable 16x16
 //!    box in shared memory times the visibility mask), `sum_detection` (partials per row);
-//! 4. for each of the 20 log-Gabor bands: `gabor_apply` (filter per bin) -> inverse FFT ->
-//!    `appear_blocks` (std, skewness, kurtosis of the magnitudes, weighted differences
-//!    accumulated into the cells); then `sum_appearance`;
+//! 4. the appearance stage ([`appearance`]), the 20 log-Gabor bands batched: `gabor_apply`
+//!    (every band of a group, filter per bin) -> one inverse FFT of the whole stack ->
+//!    `appear_blocks` (std, skewness, kurtosis of the magnitudes, weighted differences of every
+//!    band accumulated into the cells, then their crop-weighted partial sums): 4 dispatches
+//!    for one pair where the 20 bands fit one group;
 //! 5. the partial sums (and the maps, when asked for) are copied to host-readable memory.
 //!
 //! Several GPUs: `mad batch --device all` (or a list) runs one [`GpuMad`] per device, each
 //! claiming the next group of pairs when it is ready (see `main.rs`). `mad score
 //! --split-stages` instead splits one pair's stages over devices ([`score_split`]).
+
+mod appearance;
 
 use std::borrow::Borrow;
 use std::sync::Mutex;
@@ -26,10 +30,10 @@ use engine::profile::total_by_name;
 use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Recorder, Submission};
 use rayon::prelude::*;
 
-use crate::constants::{GABOR_ORIENTATIONS, GABOR_SCALES};
 use crate::grid::Grid;
 use crate::input::{check_pair, GrayImage};
 use crate::{shaders, MadError, Maps, Scores};
+use appearance::{Appearance, BandStack, StageBuffers, BANDS};
 
 /// Invocations per workgroup of the per-element kernels.
 const WORKGROUP: u32 = 256;
@@ -56,9 +60,12 @@ struct Push {
     pairs: u32,
     blocks_x: u32,
     blocks_y: u32,
-    scale: u32,
-    orientation: u32,
+    /// The appearance stage's group of bands, and what its `appear_blocks` does with the
+    /// cells (`mad_common.glsl`).
+    band_first: u32,
+    band_count: u32,
     accumulate: u32,
+    sum_cells: u32,
 }
 
 /// One scored pair coming back from the GPU, tagged as it was given.
@@ -75,12 +82,10 @@ pub struct GpuMad {
     ctx: Context,
     prepare: ComputePipeline,
     csf_apply: ComputePipeline,
-    gabor_apply: ComputePipeline,
     detect_blocks: ComputePipeline,
     detect_map: ComputePipeline,
-    appear_blocks: ComputePipeline,
     sum_detection: ComputePipeline,
-    sum_appearance: ComputePipeline,
+    appearance: Appearance,
     /// Slots kept between calls (at most [`KEPT_SLOTS`]), so repeated calls at one size
     /// reuse their FFT plans and buffers.
     kept: Mutex<Vec<Slot>>,
@@ -105,6 +110,9 @@ struct Slot {
     appearance_partials: Buffer<f32>,
     readback: Buffer<f32>,
     map_readback: Option<(Buffer<f32>, Buffer<f32>)>,
+    /// The log-Gabor band stack, for a slot whose stage runs `bands` bands (none without).
+    bands: usize,
+    band_stack: Option<BandStack>,
 }
 
 /// Which of a chunk's stages a command buffer runs: both on one device, or one of them
@@ -121,9 +129,6 @@ struct Stages {
     bands: (usize, usize),
 }
 
-/// The log-Gabor bands of the appearance stage.
-const BANDS: usize = GABOR_SCALES * GABOR_ORIENTATIONS;
-
 impl Stages {
     const BOTH: Stages = Stages { detection: true, bands: (0, BANDS) };
     const DETECTION: Stages = Stages { detection: true, bands: (0, 0) };
@@ -139,6 +144,11 @@ impl Stages {
     /// Whether this command buffer runs every band, so it can sum the cells itself.
     fn all_bands(self) -> bool {
         self.bands == (0, BANDS)
+    }
+
+    /// How many bands this command buffer runs.
+    fn band_count(self) -> usize {
+        self.bands.1 - self.bands.0
     }
 }
 
@@ -161,8 +171,9 @@ pub struct StageTimes {
 fn read_pair(det: &Slot, app: &Slot, k: usize) -> Result<(Scores, Option<Maps>), MadError> {
     let g = app.grid;
     let sums = app.readback.mapped()?;
-    let at = app.capacity * app.crop_rows() + k * g.blocks_y;
-    let app_sum = sums[at..at + g.blocks_y].iter().map(|&v| v as f64).sum();
+    let per_pair = appearance::partials_per_pair(&g);
+    let at = app.capacity * app.crop_rows() + k * per_pair;
+    let app_sum = sums[at..at + per_pair].iter().map(|&v| v as f64).sum();
     let cells = match &app.map_readback {
         Some((_, cells)) => Some(&cells.mapped()?[k * g.blocks()..(k + 1) * g.blocks()]),
         None => None,
@@ -194,7 +205,7 @@ fn combine_pair(det: &Slot, k: usize, app_sum: f64, cells: Option<&[f32]>) -> Re
     Ok((scores, maps))
 }
 
-/// The crop-weighted sum of squared cells of one pair, as `sum_appearance.comp` computes it
+/// The crop-weighted sum of squared cells of one pair, as `appear_blocks.comp` computes it
 /// (each cell counted once per cropped pixel inside it), in f64: for cells added on the host.
 fn cells_sum(g: &Grid, cells: &[f32]) -> f64 {
     (0..g.blocks())
@@ -238,12 +249,10 @@ impl GpuMad {
             ctx: ctx.clone(),
             prepare: make("mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
             csf_apply: make("mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
-            gabor_apply: make("mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
             detect_blocks: make("mad detect blocks", shaders::DETECT_BLOCKS, 2, &tile)?,
             detect_map: make("mad detect map", shaders::DETECT_MAP, 3, &[])?,
-            appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &tile)?,
             sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
-            sum_appearance: make("mad sum appearance", shaders::SUM_APPEARANCE, 2, &[WORKGROUP])?,
+            appearance: Appearance::new(ctx)?,
             kept: Mutex::new(Vec::new()),
             chunk_cap: usize::MAX,
         })
@@ -272,11 +281,12 @@ impl GpuMad {
     /// allocated for them. Per pair: its two f64 gray images (16 bytes per pixel) and, in each
     /// slot, the f32 upload (8) and with maps their readback and the f64 and f32 maps built
     /// from it (36). On a CPU device (lavapipe) the device buffers are host memory too: the
-    /// two complex stacks, the squared differences and the detection map (40). Measured on
-    /// lavapipe (peak RSS, /usr/bin/time -v, one pair without maps): 165 MB at 512x512 and
-    /// 211 MB at 1024x1024, 60 bytes per pixel between them against the 64 counted here.
+    /// two complex stacks, the squared differences and the detection map (40), and the
+    /// log-Gabor band stack (16 per band of a group: 320 where all 20 bands fit one group).
     pub fn check_budget(&self, width: u64, height: u64, pairs: u64, slots: u64, maps: bool) -> Result<(), MadError> {
-        let device_local = if self.ctx.info().device_type == "CPU" { 40 } else { 0 };
+        let pixels = width.saturating_mul(height) as usize;
+        let stack = appearance::stack_bytes_per_pixel(pixels, pairs as usize, BANDS);
+        let device_local = if self.ctx.info().device_type == "CPU" { 40 + stack } else { 0 };
         let per_slot = 8 + if maps { 36 } else { 0 } + device_local;
         let per_pixel = 16 + slots * per_slot;
         let bytes = width
@@ -292,13 +302,22 @@ impl GpuMad {
         Ok(())
     }
 
-    /// A kept slot of this shape, or a new one (`in_flight` chunks beside it).
-    fn take_slot(&self, grid: Grid, capacity: usize, maps: bool, in_flight: usize) -> Result<Slot, MadError> {
+    /// A kept slot of this shape, or a new one (`in_flight` chunks beside it), for a stage
+    /// that runs `bands` log-Gabor bands.
+    fn take_slot(
+        &self,
+        grid: Grid,
+        capacity: usize,
+        maps: bool,
+        bands: usize,
+        in_flight: usize,
+    ) -> Result<Slot, MadError> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let fits = |s: &Slot| s.grid == grid && s.capacity == capacity && s.map_readback.is_some() == maps;
+        let fits =
+            |s: &Slot| s.grid == grid && s.capacity == capacity && s.map_readback.is_some() == maps && s.bands == bands;
         match kept.iter().position(fits) {
             Some(i) => Ok(kept.swap_remove(i)),
-            None => self.new_slot(grid, capacity, maps, in_flight),
+            None => self.new_slot(grid, capacity, maps, bands, in_flight),
         }
     }
 
@@ -311,14 +330,22 @@ impl GpuMad {
         }
     }
 
-    fn new_slot(&self, grid: Grid, capacity: usize, maps: bool, in_flight: usize) -> Result<Slot, MadError> {
+    fn new_slot(
+        &self,
+        grid: Grid,
+        capacity: usize,
+        maps: bool,
+        bands: usize,
+        in_flight: usize,
+    ) -> Result<Slot, MadError> {
         // This slot and the chunks in flight beside it (taken as the same size).
         let slots = in_flight as u64 + 1;
         self.check_budget(grid.width as u64, grid.height as u64, capacity as u64, slots, maps)?;
         let ctx = &self.ctx;
         let (p, nb) = (grid.pixels(), grid.blocks());
         let crop_rows = Grid::crop_range(grid.height).len();
-        let partial_len = capacity * (crop_rows + grid.blocks_y);
+        let appearance_partials = capacity * appearance::partials_per_pair(&grid);
+        let partial_len = capacity * crop_rows + appearance_partials;
         let map_readback = if maps {
             Some((
                 ctx.buffer(capacity * p, Location::Download, "mad detection map readback")?,
@@ -340,13 +367,11 @@ impl GpuMad {
             detection_map: ctx.buffer(capacity * p, Location::Device, "mad detection map")?,
             cells: ctx.buffer(capacity * nb, Location::Device, "mad appearance cells")?,
             detection_partials: ctx.buffer(capacity * crop_rows, Location::Device, "mad detection partial sums")?,
-            appearance_partials: ctx.buffer(
-                capacity * grid.blocks_y,
-                Location::Device,
-                "mad appearance partial sums",
-            )?,
+            appearance_partials: ctx.buffer(appearance_partials, Location::Device, "mad appearance partial sums")?,
             readback: ctx.buffer(partial_len, Location::Download, "mad partial sums readback")?,
             map_readback,
+            bands,
+            band_stack: if bands > 0 { Some(BandStack::new(ctx, &grid, capacity, bands)?) } else { None },
         })
     }
 
@@ -422,7 +447,7 @@ impl GpuMad {
             self.record_detection(rec, slot, &base, count)?;
         }
         if stages.appearance() {
-            self.record_appearance(rec, slot, &base, count, stages)?;
+            self.record_appearance(rec, slot, &base, stages)?;
         }
         // Both partial arrays go to one readback buffer: detection first, then appearance.
         let crop_rows = slot.crop_rows();
@@ -491,46 +516,11 @@ impl GpuMad {
     /// The appearance stage from the forward gray-value spectra: the log-Gabor bands of
     /// `stages`, the statistics differences accumulated into the cells, and (with every band)
     /// their partial sums.
-    fn record_appearance(
-        &self,
-        rec: &mut Recorder,
-        slot: &Slot,
-        base: &Push,
-        count: usize,
-        stages: Stages,
-    ) -> Result<(), MadError> {
-        let (g, bins, tiles) = Self::extent(slot, count);
-        let (first, end) = stages.bands;
-        for band in first..end {
-            let push = Push {
-                scale: (band / GABOR_ORIENTATIONS) as u32,
-                orientation: (band % GABOR_ORIENTATIONS) as u32,
-                accumulate: (band > first) as u32,
-                ..*base
-            };
-            rec.dispatch_linear(
-                &self.gabor_apply,
-                &[slot.spec.binding(), slot.light.binding()],
-                &push,
-                bins.div_ceil(WORKGROUP),
-            );
-            rec.barrier();
-            slot.fft.record(rec, &slot.light, Direction::Inverse)?;
-            rec.barrier();
-            rec.dispatch(&self.appear_blocks, &[slot.light.binding(), slot.cells.binding()], &push, tiles);
-            rec.barrier();
-        }
+    fn record_appearance(&self, rec: &mut Recorder, slot: &Slot, base: &Push, stages: Stages) -> Result<(), MadError> {
+        let stack = slot.band_stack.as_ref().expect("a slot for the appearance stage has a band stack");
+        let io = StageBuffers { spec: &slot.spec, cells: &slot.cells, partials: &slot.appearance_partials };
+        self.appearance.record(rec, stack, &io, base, stages.bands, stages.all_bands())?;
         rec.mark("appearance");
-        if !stages.all_bands() {
-            return Ok(());
-        }
-        rec.dispatch(
-            &self.sum_appearance,
-            &[slot.cells.binding(), slot.appearance_partials.binding()],
-            base,
-            [g.blocks_y as u32, 1, count as u32],
-        );
-        rec.barrier();
         Ok(())
     }
 
@@ -603,7 +593,7 @@ impl GpuMad {
                 }
                 // A short last chunk gets a slot of its own size: the FFT transforms a slot's
                 // whole capacity.
-                let mut slot = self.take_slot(grid, pending.len(), maps, in_flight.len())?;
+                let mut slot = self.take_slot(grid, pending.len(), maps, BANDS, in_flight.len())?;
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
@@ -650,7 +640,7 @@ impl GpuMad {
         beside: usize,
     ) -> Result<(Slot, Submission), MadError> {
         let grid = Grid::new(pair[0].1.width, pair[0].1.height);
-        let mut slot = self.take_slot(grid, 1, maps, beside)?;
+        let mut slot = self.take_slot(grid, 1, maps, stages.band_count(), beside)?;
         Self::stage(&mut slot, pair)?;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(8)?;
