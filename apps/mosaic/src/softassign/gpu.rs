@@ -1,6 +1,23 @@
-//! SoftAssign on the GPU: the fused row pass (`sinkhorn_rows.comp`) and the column pass with
-//! the outlier row (`sinkhorn_cols.comp`), recorded for a whole temperature schedule.
-//! f32 throughout, with Section 5.1's clamp of the exponent to [-70, 70].
+//! SoftAssign on the GPU, f32 throughout, with Section 5.1's clamp of the exponent to
+//! [-70, 70], recorded for a whole temperature schedule by one of two kernels:
+//!
+//! - [`Kernel::Passes`], any size: per Sinkhorn iteration, the fused row pass
+//!   (`sinkhorn_rows.comp`) and the column pass with the outlier row (`sinkhorn_cols.comp`).
+//!   A cooling iteration of S = stabilisations x Sinkhorn iterations (100 by default) is 2 S
+//!   dependent dispatches (200). Bytes per Sinkhorn iteration, B row blocks (128 at most):
+//!   rows read D (4 m n) and g once per block (4 B n, L2), write f (4 m) and the column
+//!   partials (4 B n); columns read the partials (4 B n) and read/write g (8 n). At
+//!   2048 x 8192: 64 MiB of D + 12 MiB of partials and g = 76 MiB, the floor being D's
+//!   64 MiB. A third dispatch is the least the column normalisation can cost without float
+//!   atomics (not enabled by the engine) or a grid-wide barrier (Vulkan does not promise
+//!   that workgroups of one dispatch run together): every row block needs every column's
+//!   new potential before its first row.
+//! - [`Kernel::Workgroup`], when D, f and g fit in one workgroup's shared memory (100 x 100
+//!   does within NVIDIA's 48 KiB): one dispatch per cooling iteration
+//!   (`sinkhorn_workgroup.comp`) runs all S Sinkhorn iterations with workgroup barriers.
+//!   It reads D, f, g once and writes f, g once per cooling iteration; a 100 x 100 cooling
+//!   iteration goes from 200 dispatches (about 6 us of launch gap each on an H200, 1.2 ms)
+//!   to 1.
 
 use std::collections::VecDeque;
 
@@ -51,11 +68,52 @@ struct ColPush {
     log_capacity: f32,
 }
 
+/// Which kernels run the Sinkhorn iterations (see the module's documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kernel {
+    /// A row pass and a column pass per Sinkhorn iteration: any size.
+    Passes,
+    /// One workgroup runs a whole cooling iteration with D in shared memory.
+    Workgroup,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct WorkgroupPush {
+    iterations: u32,
+    t: f32,
+    alpha: f32,
+    clamp: f32,
+    log_capacity: f32,
+}
+
+/// Workgroup size of the one-workgroup kernel: about 8 entries of D per invocation, at least
+/// two full subgroups, at most 1024 invocations.
+fn workgroup_kernel_size(ctx: &Context, m: usize, n: usize) -> u32 {
+    let info = ctx.info();
+    let max = info.max_workgroup_invocations.min(1024);
+    let least = (2 * info.subgroup_size.max(1)).min(max);
+    ((m * n).div_ceil(8).min(max as usize) as u32).next_power_of_two().clamp(least, max)
+}
+
+/// Whether the one-workgroup kernel fits this shape: shared memory holds D (m n), f twice
+/// and the inverse row sums (3 m), g (n) and one slice sum per invocation.
+pub fn workgroup_kernel_fits(ctx: &Context, m: usize, n: usize) -> bool {
+    let words = m
+        .checked_mul(n)
+        .and_then(|mn| mn.checked_add(3 * m + n))
+        .map(|w| w + workgroup_kernel_size(ctx, m, n) as usize);
+    words.and_then(|w| w.checked_mul(4)).is_some_and(|bytes| bytes <= ctx.info().max_shared_memory_bytes as usize)
+}
+
 /// SoftAssign state on the GPU for one distance matrix.
 pub struct GpuSoftAssign {
     ctx: Context,
     rows_pipe: ComputePipeline,
     cols_pipe: ComputePipeline,
+    /// The one-workgroup kernel, where it is the one used.
+    workgroup_pipe: Option<ComputePipeline>,
     m: usize,
     n: usize,
     rows_per_block: usize,
@@ -72,8 +130,21 @@ pub struct GpuSoftAssign {
 
 impl GpuSoftAssign {
     /// Uploads D, allocates the potentials (zero) and creates the pipelines for this shape;
-    /// each tile may be used `repeat` times.
+    /// each tile may be used `repeat` times. The one-workgroup kernel runs where it fits.
     pub fn new(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, repeat: usize) -> Result<GpuSoftAssign> {
+        let kernel = if workgroup_kernel_fits(ctx, d.rows, d.cols) { Kernel::Workgroup } else { Kernel::Passes };
+        GpuSoftAssign::with_kernel(ctx, d, params, repeat, kernel)
+    }
+
+    /// As [`GpuSoftAssign::new`] with the kernel chosen (tests run both on one shape);
+    /// `Kernel::Workgroup` must fit ([`workgroup_kernel_fits`]).
+    pub fn with_kernel(
+        ctx: &Context,
+        d: &DistanceMatrix,
+        params: &SoftAssignParams,
+        repeat: usize,
+        kernel: Kernel,
+    ) -> Result<GpuSoftAssign> {
         let (m, n) = (d.rows, d.cols);
         let info = ctx.info();
         let bytes = (m * n * 4) as u64;
@@ -109,11 +180,27 @@ impl GpuSoftAssign {
             push_bytes: std::mem::size_of::<ColPush>() as u32,
             spec: &[column_workgroup, COLUMNS_PER_GROUP],
         })?;
+        let workgroup_pipe = match kernel {
+            Kernel::Passes => None,
+            Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => Some(ctx.compute_pipeline(&PipelineDesc {
+                name: "sinkhorn_workgroup",
+                spirv: shaders::SINKHORN_WORKGROUP,
+                bindings: 3,
+                push_bytes: std::mem::size_of::<WorkgroupPush>() as u32,
+                spec: &[workgroup_kernel_size(ctx, m, n), m as u32, n as u32],
+            })?),
+            Kernel::Workgroup => {
+                return Err(MosaicError::InvalidInput(format!(
+                    "a {m} x {n} matrix does not fit one workgroup's shared memory"
+                )))
+            }
+        };
         let scale = scale_of(d);
         let state = GpuSoftAssign {
             ctx: ctx.clone(),
             rows_pipe,
             cols_pipe,
+            workgroup_pipe,
             m,
             n,
             rows_per_block,
@@ -185,10 +272,44 @@ impl GpuSoftAssign {
         }
     }
 
-    /// Records one cooling iteration (stabilisations x Sinkhorn iterations) at `t`.
+    /// The kernel that runs the Sinkhorn iterations.
+    pub fn kernel(&self) -> Kernel {
+        if self.workgroup_pipe.is_some() {
+            Kernel::Workgroup
+        } else {
+            Kernel::Passes
+        }
+    }
+
+    /// Dependent dispatches one cooling iteration records.
+    pub fn dispatches_per_cooling_iteration(&self, params: &SoftAssignParams) -> u32 {
+        match self.kernel() {
+            Kernel::Workgroup => 1,
+            Kernel::Passes => 2 * params.per_temperature(),
+        }
+    }
+
+    /// Records one cooling iteration (stabilisations x Sinkhorn iterations) at `t`; with
+    /// `mark_passes`, the passes kernel marks every pass ("rows", "columns") and the
+    /// one-workgroup kernel its one dispatch ("workgroup").
     pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams, mark_passes: bool) {
-        for _ in 0..params.per_temperature() {
-            self.record_sinkhorn(rec, t, mark_passes);
+        let Some(pipe) = &self.workgroup_pipe else {
+            for _ in 0..params.per_temperature() {
+                self.record_sinkhorn(rec, t, mark_passes);
+            }
+            return;
+        };
+        let push = WorkgroupPush {
+            iterations: params.per_temperature(),
+            t: t as f32,
+            alpha: self.alpha,
+            clamp: CLAMP_F32,
+            log_capacity: self.log_capacity,
+        };
+        rec.dispatch_linear(pipe, &[self.d.binding(), self.f.binding(), self.g.binding()], &push, 1);
+        rec.barrier();
+        if mark_passes {
+            rec.mark("workgroup");
         }
     }
 
@@ -262,32 +383,57 @@ mod tests {
     use crate::softassign::cpu::CpuSoftAssign;
     use engine::testing;
 
-    /// One cooling iteration (100 Sinkhorn iterations) on the GPU against the f64 CPU
-    /// reference, at shapes that exercise several columns per invocation, several rows per
-    /// block with a partial last block, and a single row.
-    #[test]
-    fn cooling_iteration_matches_cpu_reference() {
-        let ctx = testing::context();
+    /// One cooling iteration of `kernel` against the f64 CPU reference: M within 1e-4
+    /// relative (floor 1e-6), and every real row of M summing to ~1.
+    fn check_cooling_iteration(ctx: &Context, m: usize, n: usize, repeat: usize, kernel: Kernel) {
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
-        // (37, 20) with 3 uses per tile: columns scaled to a capacity of 3.
-        for (m, n, repeat) in [(1, 3, 1), (37, 101, 1), (5, 1500, 1), (299, 301, 1), (37, 20, 3)] {
-            let d = crate::bench::matrix(m, n, 11);
-            let t = params.temperature(0, scale_of(&d));
-            let gpu = GpuSoftAssign::new(ctx, &d, &params, repeat).unwrap();
-            let mut rec = ctx.recorder().unwrap();
-            gpu.record_cooling_iteration(&mut rec, t, &params, false);
-            rec.submit().unwrap().wait().unwrap();
-            let mut cpu = CpuSoftAssign::new(&d, &params, repeat);
-            cpu.cooling_iteration(t, &params);
-            let err = testing::max_rel_error(&gpu.matrix(&d, t).unwrap(), &cpu.matrix(t), 1e-6);
-            assert!(err < 1e-4, "{m}x{n} x{repeat}: M differs by {err:e} (relative, floor 1e-6)");
-            // After normalisation every real row of M sums to ~1.
-            let p = gpu.matrix(&d, t).unwrap();
-            for i in 0..m {
-                let s: f32 = p[i * n..(i + 1) * n].iter().sum();
-                assert!((s - 1.0).abs() < 0.05, "{m}x{n}: row {i} sums to {s}");
-            }
+        let d = crate::bench::matrix(m, n, 11);
+        let t = params.temperature(0, scale_of(&d));
+        let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, kernel).unwrap();
+        assert_eq!(gpu.kernel(), kernel);
+        let mut rec = ctx.recorder().unwrap();
+        gpu.record_cooling_iteration(&mut rec, t, &params, false);
+        rec.submit().unwrap().wait().unwrap();
+        let mut cpu = CpuSoftAssign::new(&d, &params, repeat);
+        cpu.cooling_iteration(t, &params);
+        let p = gpu.matrix(&d, t).unwrap();
+        let err = testing::max_rel_error(&p, &cpu.matrix(t), 1e-6);
+        assert!(err < 1e-4, "{kernel:?} {m}x{n} x{repeat}: M differs by {err:e} (relative, floor 1e-6)");
+        for i in 0..m {
+            let s: f32 = p[i * n..(i + 1) * n].iter().sum();
+            assert!((s - 1.0).abs() < 0.05, "{kernel:?} {m}x{n}: row {i} sums to {s}");
         }
+    }
+
+    /// The passes kernel at shapes that exercise several columns per invocation, several
+    /// rows per block with a partial last block, and a single row; (37, 20) with 3 uses per
+    /// tile scales columns to a capacity of 3.
+    #[test]
+    fn passes_match_cpu_reference() {
+        let ctx = testing::context();
+        for (m, n, repeat) in [(1, 3, 1), (37, 101, 1), (5, 1500, 1), (299, 301, 1), (37, 20, 3)] {
+            check_cooling_iteration(ctx, m, n, repeat, Kernel::Passes);
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    /// The one-workgroup kernel at awkward shapes: a single row, more columns than
+    /// invocations (one slice owning several columns), n not dividing the workgroup (idle
+    /// invocations in the column sums), a tall matrix (150 patches on 7 tiles used 25 times each), and repeats. `new` picks it wherever
+    /// it fits.
+    #[test]
+    fn workgroup_kernel_matches_cpu_reference() {
+        let ctx = testing::context();
+        for (m, n, repeat) in [(1, 3, 1), (3, 1100, 1), (37, 101, 1), (57, 61, 1), (150, 7, 25), (37, 20, 3)] {
+            assert!(workgroup_kernel_fits(ctx, m, n), "{m}x{n} fits the smallest shared memory (32 KiB)");
+            check_cooling_iteration(ctx, m, n, repeat, Kernel::Workgroup);
+        }
+        let d = crate::bench::matrix(37, 101, 1);
+        let params = SoftAssignParams::default();
+        assert_eq!(GpuSoftAssign::new(ctx, &d, &params, 1).unwrap().kernel(), Kernel::Workgroup);
+        let d = crate::bench::matrix(299, 301, 1);
+        assert_eq!(GpuSoftAssign::new(ctx, &d, &params, 1).unwrap().kernel(), Kernel::Passes);
+        assert!(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, Kernel::Workgroup).is_err());
         testing::assert_no_validation_messages();
     }
 
