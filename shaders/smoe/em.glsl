@@ -21,6 +21,14 @@ layout(push_constant) uniform Push {
     uint per_group;   // samples per workgroup in the E-step partial sums
     uint pad;
     float reg[8];     // covariance regularisation added to each diagonal entry
+    // The culled passes (images): the frame and its tile lists (em_estep_tiles,
+    // em_mstep_boxes), and the renderer's culling constants.
+    uint width;
+    uint height;
+    uint tiles_x;
+    uint capacity;    // length of the tile-list buffer
+    float span;
+    float margin;
 } pc;
 
 // Log-density of sample z (D values) under the prepared record at rec[base..].

@@ -39,21 +39,9 @@ void main() {
     uint lid = gl_LocalInvocationIndex;
     uint b = k * PREP_STRIDE;
     uint cb = k * CULL_STRIDE;
-    int x0 = 0, y0 = 0, x1 = int(pc.width) - 1, y1 = int(pc.height) - 1;
-    uint floor_key = params[0];
-    if (floor_key != 0u) {
-        vec2 h = support_half(cullrec[cb + 8u], cullrec[cb + 9u], cullrec[cb + 10u], cullrec[cb + 2u],
-                              cullrec[cb + 4u], floor_key);
-        vec2 centre = vec2(cullrec[cb], cullrec[cb + 1u]);
-        if (h.x < 0.0) {
-            x1 = -1;
-        } else {
-            x0 = max(x0, int(floor(centre.x - h.x)));
-            x1 = min(x1, int(ceil(centre.x + h.x)));
-            y0 = max(y0, int(floor(centre.y - h.y)));
-            y1 = min(y1, int(ceil(centre.y + h.y)));
-        }
-    }
+    ivec4 box;
+    SUPPORT_BOX(cullrec, cb, params[0], pc.span, pc.margin, pc.width, pc.height, box);
+    int x0 = box.x, y0 = box.y, x1 = box.z, y1 = box.w;
     float acc[GS];
     for (uint g = 0u; g < GS; g++) acc[g] = 0.0;
     uint bw = x1 >= x0 ? uint(x1 - x0 + 1) : 0u;

@@ -8,6 +8,8 @@
 #ifndef SMOE_GLSL
 #define SMOE_GLSL
 
+#include "bound.glsl"
+
 layout(constant_id = 1) const uint P = 2;          // coordinate dimensions, 2 or 4
 layout(constant_id = 2) const uint ROBUST = 0;     // 0: closed-form inverse, 1: Cholesky
 
@@ -19,23 +21,9 @@ const uint OFF_C = P + P * (P + 1u) / 2u;
 const uint OFF_REG = OFF_C + 1u;
 const uint OFF_MUY = OFF_REG + 3u * P;
 const uint OFF_G = OFF_MUY + 3u;
-// Size of the culling record written by smoe_view per kernel and view.
-const uint CULL_STRIDE = 12u;
 
 uint packed_index(uint i, uint j) {
     return i >= j ? i * (i + 1u) / 2u + j : j * (j + 1u) / 2u + i;
-}
-
-// Order-preserving map of floats to uints (for atomicMax/atomicMin on floats). 0 is below
-// every encoded float and means "no value".
-uint float_key(float f) {
-    uint b = floatBitsToUint(f);
-    return (b & 0x80000000u) != 0u ? ~b : (b | 0x80000000u);
-}
-
-float key_float(uint k) {
-    uint b = (k & 0x80000000u) != 0u ? (k & 0x7fffffffu) : ~k;
-    return uintBitsToFloat(b);
 }
 
 // Push constants shared by the view, binning, tile and render passes.
@@ -67,18 +55,9 @@ vec4 tile_rect(uint tx, uint ty) {
     return vec4(x0, y0, x1, y1);
 }
 
-// Half-extents (pixels, x and y) of the box outside which exact culling drops a kernel from
-// every tile: the largest r with c - r^2/2 + ln(a + g max(r,1)) >= floor - M, using
-// ln(a + g r) <= ln(a + g) + r/e, turned into a box through the view's 2D Gaussian (s00,
-// s11: its variances in pixels^2; s: the view's offset term). Negative when the kernel is
-// dropped everywhere. `floor_key` is the smallest tile bound (smoe_tiles phase 0).
+// support_half_of with this frame's constants.
 vec2 support_half(float c, float s, float g, float s00, float s11, uint floor_key) {
-    const float INV_E = 0.36787944117144233;
-    float reach = c + log(pc.span + g) - key_float(floor_key) + pc.margin;
-    if (reach < 0.0) return vec2(-1.0);
-    float r = INV_E + sqrt(INV_E * INV_E + 2.0 * reach);
-    float q = max(r * r - s, 0.0);
-    return vec2(sqrt(q * s00), sqrt(q * s11));
+    return support_half_of(c, s, g, s00, s11, floor_key, pc.span, pc.margin);
 }
 
 #endif

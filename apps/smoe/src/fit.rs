@@ -19,8 +19,8 @@ use crate::kmeans::kmeans_init;
 use crate::model::{cholesky_packed, packed_index, packed_len, ColorSpace, Model, ModelError};
 use crate::shaders;
 
-const GROUP: u32 = 256;
-const CHUNK: u32 = 64;
+pub(crate) const GROUP: u32 = 256;
+pub(crate) const CHUNK: u32 = 64;
 
 /// Variance added to each diagonal entry after every M-step: a twelfth of a squared sample
 /// spacing on each coordinate axis (the variance of a uniform pixel footprint, so no kernel
@@ -126,14 +126,31 @@ impl Init {
     }
 }
 
+/// The push constants of every EM pass (em.glsl); the frame fields are the culled
+/// passes' (crate::em_culled).
 #[repr(C)]
 #[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
-    samples: u32,
-    kernels: u32,
-    per_group: u32,
-    pad: u32,
-    reg: [f32; 8],
+pub(crate) struct Push {
+    pub samples: u32,
+    pub kernels: u32,
+    pub per_group: u32,
+    pub pad: u32,
+    pub reg: [f32; 8],
+    pub width: u32,
+    pub height: u32,
+    pub tiles_x: u32,
+    pub capacity: u32,
+    pub span: f32,
+    pub margin: f32,
+}
+
+/// The regularisation of `grid` as the shaders' push constant.
+pub(crate) fn reg_push(grid: &Grid) -> [f32; 8] {
+    let mut reg = [0f32; 8];
+    for (r, v) in reg.iter_mut().zip(regularisation(grid)) {
+        *r = v as f32;
+    }
+    reg
 }
 
 /// Timings and the log-likelihood trace of a fit.
@@ -148,6 +165,9 @@ pub struct FitReport {
     pub gpu_ms: Option<f64>,
     /// Wall-clock time of the iterations (the start is not included).
     pub em_ms: f64,
+    /// Tile-list entries of the last iteration of the culled EM (kernels per tile times
+    /// tiles); None for the dense passes.
+    pub list_entries: Option<usize>,
 }
 
 /// Fits `k` kernels to `grid` from the default initialisation with `iterations` EM
@@ -197,13 +217,18 @@ pub fn fit_gpu_from(
     let lse = ctx.buffer::<f32>(n, Location::Device, "smoe fit lse")?;
     let sample_groups = (n as u32).div_ceil(GROUP);
     let partials = ctx.buffer::<f32>(sample_groups as usize, Location::Device, "smoe fit loglik partials")?;
-    let mut reg = [0f32; 8];
-    for (r, v) in reg.iter_mut().zip(regularisation(grid)) {
-        *r = v as f32;
-    }
-    let push = Push { samples: n as u32, kernels: k as u32, per_group: GROUP, pad: 0, reg };
+    let push =
+        Push { samples: n as u32, kernels: k as u32, per_group: GROUP, reg: reg_push(grid), ..Default::default() };
     let kernel_groups = (k as u32).div_ceil(GROUP);
-    let mut report = FitReport { kernels: k, samples: n, iterations, loglik: Vec::new(), gpu_ms: None, em_ms: 0.0 };
+    let mut report = FitReport {
+        kernels: k,
+        samples: n,
+        iterations,
+        loglik: Vec::new(),
+        gpu_ms: None,
+        em_ms: 0.0,
+        list_entries: None,
+    };
     let mut gpu_ms = 0.0;
     let start = std::time::Instant::now();
     for it in 0..iterations {
@@ -256,6 +281,7 @@ pub fn fit_cpu(
         loglik: Vec::new(),
         gpu_ms: None,
         em_ms: 0.0,
+        list_entries: None,
     };
     let mut model = init;
     for it in 0..iterations {

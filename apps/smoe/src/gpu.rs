@@ -157,14 +157,14 @@ pub struct Renderer {
 /// Per-size buffers of a frame (reused across frames of one size).
 pub struct Frame {
     pub settings: RenderSettings,
-    tiles_x: u32,
-    tiles_y: u32,
+    pub(crate) tiles_x: u32,
+    pub(crate) tiles_y: u32,
     pub(crate) cull: Buffer<f32>,
-    keys: Buffer<u32>,
-    counts: Buffer<u32>,
-    offsets: Buffer<u32>,
+    pub(crate) keys: Buffer<u32>,
+    pub(crate) counts: Buffer<u32>,
+    pub(crate) offsets: Buffer<u32>,
     cursor: Buffer<u32>,
-    lists: Buffer<u32>,
+    pub(crate) lists: Buffer<u32>,
     /// [bound floor key, total list entries]
     pub(crate) params: Buffer<u32>,
     /// The rendered pixels (see [`OutFormat`]).
@@ -227,12 +227,32 @@ impl Renderer {
         self.ctx.write(&self.raw, 0, &model.raw_records())?;
         let (span, margin) = culling_constants(model);
         (self.span, self.margin) = (span as f32, margin as f32);
-        let push = Push { kernels: self.kernels as u32, ..Default::default() };
-        let prepare = &self.prepare;
         self.ctx.run(|rec| {
-            rec.dispatch_linear(prepare, &[self.raw.binding(), self.prep.binding()], &push, groups(self.kernels));
+            self.record_prepare(rec);
             Ok(())
         })
+    }
+
+    /// The raw kernel records (as uploaded; the EM's culled M-step writes them in place).
+    pub(crate) fn raw(&self) -> &Buffer<f32> {
+        &self.raw
+    }
+
+    /// Records the preparation of the raw records again (after a pass changed them).
+    pub(crate) fn record_prepare(&self, rec: &mut Recorder) {
+        let push = Push { kernels: self.kernels as u32, ..Default::default() };
+        rec.dispatch_linear(&self.prepare, &[self.raw.binding(), self.prep.binding()], &push, groups(self.kernels));
+    }
+
+    /// The culling constants (colour deviation bound a, log-margin M) the frames use.
+    pub(crate) fn culling(&self) -> (f32, f32) {
+        (self.span, self.margin)
+    }
+
+    /// Sets the colour deviation bound a of the culling (at least the model's: the EM keeps
+    /// one bound that holds for every iteration's model).
+    pub(crate) fn set_span(&mut self, span: f32) {
+        self.span = span;
     }
 
     /// The prepared kernel records (robust: mu_X, L with reciprocal diagonal, c, B, mu_Y, g).
@@ -334,6 +354,13 @@ impl Renderer {
     /// Records one frame: culling records for the view, binning, render into `frame.out`.
     /// Marks passes "view", "bound", "bin", "render" for profiling.
     pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
+        self.record_bins(rec, frame);
+        self.record_render(rec, frame);
+    }
+
+    /// Records the culling records for the view and the binning of kernels to the frame's
+    /// tiles (marks "view", "bound", "bin").
+    pub(crate) fn record_bins(&self, rec: &mut Recorder, frame: &Frame) {
         let s = &frame.settings;
         let mut push = self.push(frame);
         for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.params] {
@@ -378,6 +405,12 @@ impl Renderer {
             rec.barrier();
             rec.mark("bin");
         }
+    }
+
+    /// Records the per-tile blend into `frame.out` (after [`Renderer::record_bins`]; marks
+    /// "render").
+    pub(crate) fn record_render(&self, rec: &mut Recorder, frame: &Frame) {
+        let (s, push) = (&frame.settings, self.push(frame));
         let edge = s.tile.min(16);
         let pipe = &self.render.iter().find(|(e, _)| *e == edge).expect("frame() created the render pipeline").1;
         rec.dispatch(

@@ -5,6 +5,8 @@
 //! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
 //! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
 //! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
+//! - [`em_culled`]: the EM of images over the renderer's tile culling (memory and time
+//!   O(samples x kernels per tile)).
 //! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter (CPU).
 //! - [`gpu_kmeans`]: its GPU twin, the start of `--backend gpu` fits.
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
@@ -12,6 +14,7 @@
 //! - [`viewer`]: the interactive window (winit + engine::present).
 
 pub mod data;
+pub mod em_culled;
 pub mod fit;
 pub mod gpu;
 pub mod gpu_kmeans;
