@@ -7,12 +7,18 @@
 //     scratch[1]          the grand total, written by the last tile
 //     scratch[2 + 2t + h] descriptor half h of tile t (zeroed before the dispatch)
 //
-// A tile is 4 rows of gl_WorkGroupSize.x uvec4, i.e. 16 elements per invocation; element
-// (row r, invocation i, component c) of tile t is t*TILE + r*4*WG + 4*i + c, so every row
-// is one coalesced 16-byte-per-invocation load.
+// A tile is SCAN_ROWS rows of gl_WorkGroupSize.x uvec4, i.e. 4 * SCAN_ROWS elements per
+// invocation; element (row r, invocation i, component c) of tile t is
+// t*TILE + r*4*WG + 4*i + c, so every row is one coalesced 16-byte-per-invocation load.
+// The includer may define SCAN_ROWS (a constant or specialization constant, 1 to 8) before
+// including this file; it is 4 (16 elements per invocation) otherwise.
 //
 // Tiles are taken with lb_take_tile() and chained by the decoupled look-back of
 // lookback.glsl (ticket order, so it is deadlock-free on lavapipe).
+
+#ifndef SCAN_ROWS
+#define SCAN_ROWS 4u
+#endif
 
 #define LB_COMPONENTS 1u
 #define LB_MAX_MASK 0u
@@ -21,35 +27,35 @@
 shared uint s_scan_prefix;
 // Per (row, subgroup) totals, then their exclusive prefixes. A subgroup has at least 4
 // invocations, so there are at most WG/4 subgroups.
-shared uint s_scan_sg[gl_WorkGroupSize.x];
+shared uint s_scan_sg[SCAN_ROWS * gl_WorkGroupSize.x / 4u];
 
-// Replaces `v` (this invocation's 16 elements of tile `tile`) by their exclusive (or, with
-// `inclusive`, inclusive) prefix over the whole array. The last tile (`tile == num_tiles - 1`)
-// writes the total.
-void scan_tile(inout uvec4 v[4], uint tile, uint num_tiles, bool inclusive) {
+// Replaces `v` (this invocation's 4 * SCAN_ROWS elements of tile `tile`) by their exclusive
+// (or, with `inclusive`, inclusive) prefix over the whole array. The last tile
+// (`tile == num_tiles - 1`) writes the total.
+void scan_tile(inout uvec4 v[SCAN_ROWS], uint tile, uint num_tiles, bool inclusive) {
     uint sg = gl_SubgroupID;
     uint nsg = gl_NumSubgroups;
-    uvec4 vec_sum;
-    for (uint r = 0u; r < 4u; r++) {
-        uvec4 x = v[r];
-        vec_sum[r] = x.x + x.y + x.z + x.w;
-        uvec4 excl = uvec4(0u, x.x, x.x + x.y, x.x + x.y + x.z);
-        v[r] = inclusive ? excl + x : excl;
-    }
-    uvec4 incl = subgroupInclusiveAdd(vec_sum);
     uint last_lane = subgroupBallotFindMSB(subgroupBallot(true));
-    if (gl_SubgroupInvocationID == last_lane) {
-        for (uint r = 0u; r < 4u; r++) s_scan_sg[r * nsg + sg] = incl[r];
+    // Each row: the prefix within the invocation's uvec4, plus the subgroup's exclusive
+    // prefix of the row sums; the subgroup's row total goes to shared memory.
+    for (uint r = 0u; r < SCAN_ROWS; r++) {
+        uvec4 x = v[r];
+        uint sum = x.x + x.y + x.z + x.w;
+        uint incl = subgroupInclusiveAdd(sum);
+        uvec4 excl = uvec4(0u, x.x, x.x + x.y, x.x + x.y + x.z) + (incl - sum);
+        v[r] = inclusive ? excl + x : excl;
+        if (gl_SubgroupInvocationID == last_lane) s_scan_sg[r * nsg + sg] = incl;
     }
     barrier();
     if (sg == 0u) {
-        // Exclusive scan of the 4*nsg (row, subgroup) totals in row-major order.
+        // Exclusive scan of the SCAN_ROWS*nsg (row, subgroup) totals in row-major order.
+        uint count = SCAN_ROWS * nsg;
         uint carry = 0u;
-        for (uint base = 0u; base < 4u * nsg; base += gl_SubgroupSize) {
+        for (uint base = 0u; base < count; base += gl_SubgroupSize) {
             uint i = base + gl_SubgroupInvocationID;
-            uint x = i < 4u * nsg ? s_scan_sg[i] : 0u;
+            uint x = i < count ? s_scan_sg[i] : 0u;
             uint inc = subgroupInclusiveAdd(x);
-            if (i < 4u * nsg) s_scan_sg[i] = carry + inc - x;
+            if (i < count) s_scan_sg[i] = carry + inc - x;
             carry += subgroupAdd(x);
         }
         uint aggregate = carry;
@@ -67,8 +73,6 @@ void scan_tile(inout uvec4 v[4], uint tile, uint num_tiles, bool inclusive) {
         }
     }
     barrier();
-    uvec4 lane_excl = incl - vec_sum;
-    for (uint r = 0u; r < 4u; r++) {
-        v[r] += s_scan_prefix + s_scan_sg[r * nsg + sg] + lane_excl[r];
-    }
+    uint tile_prefix = s_scan_prefix;
+    for (uint r = 0u; r < SCAN_ROWS; r++) v[r] += tile_prefix + s_scan_sg[r * nsg + sg];
 }

@@ -1,8 +1,8 @@
 //! Prefix sums of u32 (exclusive and inclusive, wrapping), in one pass over the data.
 //!
 //! The kernel (`shaders/engine/scan_u32.comp` with `shaders/include/scan_tile.glsl`) is a
-//! single-pass scan with decoupled look-back: each workgroup scans a tile of 16 elements per
-//! invocation with subgroup scans, publishes its aggregate, and looks back over earlier
+//! single-pass scan with decoupled look-back: each workgroup scans a tile of
+//! [`ScanConfig::items`] elements per invocation (16 by default) with subgroup scans, publishes its aggregate, and looks back over earlier
 //! tiles' descriptors for its prefix. Tiles are handed out by an atomic ticket so a tile
 //! waits only for tiles that already started; that keeps it deadlock-free on lavapipe, whose
 //! workgroups are not all resident at once. Reads and writes are 16-byte coalesced, so the
@@ -13,6 +13,13 @@
 //! the recording completes, `scratch[TOTAL_INDEX]` holds the sum of all elements. As with
 //! every `record_*` in [`crate::prims`], put `rec.barrier()` between the work producing the
 //! inputs and the scan, and between the scan and the work consuming its outputs.
+//!
+//! The kernel's shape (workgroup size and elements per invocation, its specialization
+//! constants 0 and 1) is a [`ScanConfig`]; [`Scanner::new`] uses the built-in default, and
+//! [`Scanner::with_config`] takes one from the caller. The engine reads no tuning file: the
+//! caller that owns one (the apps and benches, through `kit::tuning`, entry `engine.scan`)
+//! builds the config with [`ScanConfig::from_lookup`] and passes it in, so the engine keeps
+//! no hidden process-wide state and a test can build any shape it likes.
 
 use crate::commands::Recorder;
 use crate::context::Context;
@@ -32,8 +39,49 @@ pub const DEFAULT_WORKGROUP: u32 = 256;
 /// of kept elements for compaction) once the recording has completed.
 pub const TOTAL_INDEX: usize = 1;
 
-/// Elements per invocation of one tile (4 rows of uvec4).
-const PER_INVOCATION: usize = 16;
+/// Elements per invocation (specialization constant 1) the scan kernel accepts: whole uvec4
+/// rows, 1 to 8 of them.
+pub const ITEMS_PER_INVOCATION: &[u32] = &[4, 8, 12, 16, 24, 32];
+
+/// Elements per invocation [`Scanner::new`] uses (and compaction always uses).
+pub const DEFAULT_ITEMS: u32 = 16;
+
+/// The scan kernel's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanConfig {
+    /// Invocations per workgroup, one of [`WORKGROUP_SIZES`].
+    pub workgroup: u32,
+    /// Elements per invocation, one of [`ITEMS_PER_INVOCATION`].
+    pub items: u32,
+}
+
+impl Default for ScanConfig {
+    fn default() -> ScanConfig {
+        ScanConfig { workgroup: DEFAULT_WORKGROUP, items: DEFAULT_ITEMS }
+    }
+}
+
+impl ScanConfig {
+    /// The default with each parameter `lookup` knows (by its sweep key, `workgroup` or
+    /// `items`) replaced, for callers that read a tuning file. A value the kernel does not
+    /// accept leaves that parameter at its default, so a stale or foreign file can never
+    /// stop a scan; [`Scanner::with_config`] still checks the device's limits.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<u32>) -> ScanConfig {
+        let d = ScanConfig::default();
+        let pick = |key: &str, accepted: &[u32], default: u32| {
+            lookup(key).filter(|v| accepted.contains(v)).unwrap_or(default)
+        };
+        ScanConfig {
+            workgroup: pick("workgroup", WORKGROUP_SIZES, d.workgroup),
+            items: pick("items", ITEMS_PER_INVOCATION, d.items),
+        }
+    }
+
+    /// Elements per tile (one workgroup's share).
+    pub fn tile(&self) -> usize {
+        self.workgroup as usize * self.items as usize
+    }
+}
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -86,48 +134,69 @@ pub(crate) fn check_binding(ctx: &Context, what: &str, n: usize, bytes: u64) -> 
     Ok(())
 }
 
-/// Number of tiles and scratch length for `n` elements at a given workgroup size (shared with
-/// compaction, which runs the same tile scan).
-pub(crate) fn tiles(n: usize, workgroup: u32) -> (usize, usize) {
-    let tiles = n.div_ceil(PER_INVOCATION * workgroup as usize);
+/// Number of tiles and scratch length for `n` elements in tiles of `tile` elements.
+fn tiles_of(n: usize, tile: usize) -> (usize, usize) {
+    let tiles = n.div_ceil(tile);
     (tiles, 2 + 2 * tiles)
+}
+
+/// Number of tiles and scratch length for `n` elements at a given workgroup size and
+/// [`DEFAULT_ITEMS`] (compaction, which runs the same tile scan at that length).
+pub(crate) fn tiles(n: usize, workgroup: u32) -> (usize, usize) {
+    tiles_of(n, workgroup as usize * DEFAULT_ITEMS as usize)
 }
 
 /// Scan pipelines for one context.
 pub struct Scanner {
     ctx: Context,
     pipe: ComputePipeline,
-    workgroup: u32,
+    config: ScanConfig,
 }
 
 impl Scanner {
-    /// Creates the scan pipeline with [`DEFAULT_WORKGROUP`].
+    /// Creates the scan pipeline with the built-in [`ScanConfig::default`].
     pub fn new(ctx: &Context) -> Result<Scanner> {
-        Scanner::with_workgroup(ctx, DEFAULT_WORKGROUP)
+        Scanner::with_config(ctx, ScanConfig::default())
     }
 
-    /// Creates the scan pipeline with the given workgroup size (one of [`WORKGROUP_SIZES`]),
-    /// for tuning sweeps.
+    /// Creates the scan pipeline with the given workgroup size (one of [`WORKGROUP_SIZES`])
+    /// and the default elements per invocation.
     pub fn with_workgroup(ctx: &Context, workgroup: u32) -> Result<Scanner> {
-        check_workgroup(ctx, "scan", workgroup, WORKGROUP_SIZES)?;
+        Scanner::with_config(ctx, ScanConfig { workgroup, ..ScanConfig::default() })
+    }
+
+    /// Creates the scan pipeline with the given shape (tuned, or swept).
+    pub fn with_config(ctx: &Context, config: ScanConfig) -> Result<Scanner> {
+        check_workgroup(ctx, "scan", config.workgroup, WORKGROUP_SIZES)?;
+        if !ITEMS_PER_INVOCATION.contains(&config.items) {
+            return Err(EngineError::InvalidInput(format!(
+                "scan: {} elements per invocation not one of {ITEMS_PER_INVOCATION:?}",
+                config.items
+            )));
+        }
         let pipe = ctx.compute_pipeline(&PipelineDesc {
             name: "scan_u32",
             spirv: shaders::SCAN_U32,
             bindings: 3,
             push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[workgroup],
+            spec: &[config.workgroup, config.items],
         })?;
-        Ok(Scanner { ctx: ctx.clone(), pipe, workgroup })
+        Ok(Scanner { ctx: ctx.clone(), pipe, config })
     }
 
     /// The workgroup size this scanner was built with.
     pub fn workgroup(&self) -> u32 {
-        self.workgroup
+        self.config.workgroup
+    }
+
+    /// The shape this scanner was built with.
+    pub fn config(&self) -> ScanConfig {
+        self.config
     }
 
     /// Length in u32 of the scratch buffer a scan of `n` elements needs.
     pub fn scratch_len(&self, n: usize) -> usize {
-        tiles(n, self.workgroup).1
+        tiles_of(n, self.config.tile()).1
     }
 
     /// A device buffer of [`Scanner::scratch_len`]`(n)` u32.
@@ -181,7 +250,7 @@ impl Scanner {
         scratch: &Buffer<u32>,
         inclusive: bool,
     ) -> Result<()> {
-        let (num_tiles, scratch_len) = tiles(n, self.workgroup);
+        let (num_tiles, scratch_len) = tiles_of(n, self.config.tile());
         check_len("scan input", input.len(), n)?;
         check_binding(&self.ctx, "scan input", n, 4 * n as u64)?;
         check_len("scan output", output.len(), n)?;
@@ -280,6 +349,43 @@ mod tests {
     }
 
     #[test]
+    fn scan_matches_cpu_at_every_items_per_invocation() {
+        let ctx = testing::context();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        for &items in ITEMS_PER_INVOCATION {
+            // A small workgroup keeps the tiles short, so the awkward sizes span many tiles
+            // and ragged ends at every row count.
+            let config = ScanConfig { workgroup: WORKGROUP_SIZES[0], items };
+            let scanner = Scanner::with_config(ctx, config).unwrap();
+            let tile = config.tile();
+            let edges = [tile - 1, tile, tile + 5, 3 * tile + 4 * 7 + 2];
+            for n in testing::AWKWARD_SIZES.into_iter().chain(edges) {
+                let data: Vec<u32> = (0..n).map(|_| rng.gen_range(1..u32::MAX)).collect();
+                let input = ctx.upload(&data, "scan test input").unwrap();
+                let (excl, total) = scanner.exclusive_with_total(&input).unwrap();
+                assert_eq!(ctx.download(&excl).unwrap(), exclusive_cpu(&data), "exclusive, {config:?}, n = {n}");
+                assert_eq!(total, crate::prims::reduce::sum_u32_cpu(&data), "total, {config:?}, n = {n}");
+                let incl = scanner.inclusive(&input).unwrap();
+                assert_eq!(ctx.download(&incl).unwrap(), inclusive_cpu(&data), "inclusive, {config:?}, n = {n}");
+            }
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn scan_config_from_lookup_keeps_defaults_for_unknown_or_refused_values() {
+        let tuned = ScanConfig::from_lookup(|key| match key {
+            "workgroup" => Some(512),
+            "items" => Some(24),
+            _ => None,
+        });
+        assert_eq!(tuned, ScanConfig { workgroup: 512, items: 24 });
+        assert_eq!(ScanConfig::from_lookup(|_| None), ScanConfig::default());
+        let refused = ScanConfig::from_lookup(|key| Some(if key == "items" { 20 } else { 100 }));
+        assert_eq!(refused, ScanConfig::default());
+    }
+
+    #[test]
     fn scan_of_empty_input_has_zero_total() {
         let ctx = testing::context();
         let scanner = Scanner::new(ctx).unwrap();
@@ -297,5 +403,6 @@ mod tests {
         let mut rec = ctx.recorder().unwrap();
         assert!(scanner.record_exclusive(&mut rec, &input, &output, &scratch).is_err());
         assert!(Scanner::with_workgroup(ctx, 100).is_err());
+        assert!(Scanner::with_config(ctx, ScanConfig { items: 20, ..ScanConfig::default() }).is_err());
     }
 }
