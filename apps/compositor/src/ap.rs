@@ -39,10 +39,26 @@ impl Encoded {
         self.words.len() * 4
     }
 
+    /// A payload of `pixels` pixels from outside (received, read), once [`validate`] accepts
+    /// it.
+    pub fn checked(pixels: usize, words: Vec<u32>) -> Result<Encoded> {
+        validate(&words, pixels)?;
+        Ok(Encoded { pixels, words })
+    }
+
     /// Number of active pixels (walks the run headers).
     pub fn active_pixels(&self) -> usize {
         runs(&self.words).map(|r| r.active as usize).sum()
     }
+}
+
+/// The pixel count that every one of `inputs` covers (what compositing needs of them).
+pub fn same_pixels(inputs: &[&Encoded]) -> Result<usize> {
+    let first = inputs.first().ok_or_else(|| CompositorError::Invalid("nothing to composite".into()))?;
+    if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
+        return Err(CompositorError::SizeMismatch(format!("inputs have {} and {} pixels", first.pixels, other.pixels)));
+    }
+    Ok(first.pixels)
 }
 
 /// A whole encoded image as stored in a `.ap` file.

@@ -13,12 +13,14 @@ use engine::{Buffer, Context, Location};
 use glam::Mat4;
 use serde_json::json;
 
+use crate::cpu::encode::{encode_parallel, encode_roi, encode_serial};
 use crate::error::Result;
 use crate::frame::Frame;
-use crate::gpu_encode::{GpuEncoder, Roi};
+use crate::gpu::encode::GpuEncoder;
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
 use crate::timing::{time_ms, timed_pass};
+use crate::types::Roi;
 
 /// Copy bandwidth the floors are computed with (H100 compute-shader copy, PLATFORM.md).
 const COPY_BANDWIDTH: f64 = 2.6e12;
@@ -134,7 +136,7 @@ fn run_size(
             let (encoded, roi, _) = encoder.encode(&frames.raster.color, &frames.raster.depth, width, height)?;
             // Every rank's GPU encoding is checked against the CPU encoder, not only the timed one.
             let frame = frames.read_back()?;
-            if crate::codec::encode_parallel(&frame) != encoded {
+            if encode_parallel(&frame) != encoded {
                 return Err(crate::CompositorError::Corrupt(format!("GPU and CPU encodings of rank {rank} differ")));
             }
             roi_ratios.push(roi.map_or(0, |r| r.pixels()) as f64 / n as f64);
@@ -274,15 +276,15 @@ fn time_rank(
     let mut cpu_par = Vec::new();
     for _ in 0..cpu_reps {
         if let Some(r) = &roi {
-            let (e, ms) = time_ms(|| crate::codec::encode_roi(&frame, r));
+            let (e, ms) = time_ms(|| encode_roi(&frame, r));
             if e != encoded {
                 return Err(crate::CompositorError::Corrupt("CPU ROI and GPU encodings differ".into()));
             }
             cpu_roi.push(ms);
         }
-        let (full, ms) = time_ms(|| crate::codec::encode_serial(&frame));
+        let (full, ms) = time_ms(|| encode_serial(&frame));
         cpu_full.push(ms);
-        let (par, ms) = time_ms(|| crate::codec::encode_parallel(&frame));
+        let (par, ms) = time_ms(|| encode_parallel(&frame));
         cpu_par.push(ms);
         if full != encoded || par != encoded {
             return Err(crate::CompositorError::Corrupt("CPU and GPU encodings differ in the benchmark".into()));

@@ -10,13 +10,15 @@ use std::path::Path;
 use engine::Context;
 
 use crate::ap::{ApImage, Encoded};
+use crate::cpu::blend::composite;
+use crate::cpu::encode::encode_serial;
 use crate::error::{CompositorError, Result};
 use crate::frame::Frame;
-use crate::gpu_blend::GpuBlender;
-use crate::gpu_encode::GpuEncoder;
-use crate::ops::{composite, Op};
+use crate::gpu::blend::GpuBlender;
+use crate::gpu::encode::GpuEncoder;
 use crate::raster::Rasteriser;
 use crate::scene::Scene;
+use crate::types::Op;
 
 const SCENE: &str = "points:20000:3";
 const RANKS: usize = 4;
@@ -44,7 +46,7 @@ fn render_encode(
         color: ctx.download(&raster.color)?,
         depth: ctx.download(&raster.depth)?,
     };
-    if encoded != crate::codec::encode_serial(&frame) {
+    if encoded != encode_serial(&frame) {
         return Err(CompositorError::Corrupt(format!("rank {rank}: GPU and CPU encodings differ")));
     }
     Ok((encoded, frame))
@@ -158,9 +160,9 @@ pub fn run(ctx: &Context, out: &Path) -> Result<DemoReport> {
         frame.save(&out.join(format!("rank{rank}.png")), None, background)?;
     }
     ApImage::new(WIDTH, HEIGHT, background, cpu.clone())?.write(&out.join("composite.ap"))?;
-    let decoded = crate::codec::decode(&cpu, WIDTH, HEIGHT);
+    let decoded = Frame::decode(&cpu, WIDTH, HEIGHT);
     decoded.save(&out.join("composite.png"), Some(&out.join("composite_depth.npy")), background)?;
-    crate::codec::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
+    Frame::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
     kit::output::write_json(&out.join("summary.json"), &report)?;
     if !(report.gpu_composite_matches_cpu && report.composite_matches_single_pass) {
         return Err(CompositorError::Corrupt(report.to_string()));

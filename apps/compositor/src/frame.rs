@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::ap::{pack_rgba, BACKGROUND_DEPTH};
+use crate::ap::{pack_rgba, runs, Encoded, BACKGROUND_DEPTH};
 use crate::error::{CompositorError, Result};
 
 /// Colour (packed RGBA8, R in the low byte) and depth planes of one image.
@@ -24,6 +24,32 @@ impl Frame {
 
     pub fn pixels(&self) -> usize {
         self.color.len()
+    }
+
+    /// Decodes an encoded image of `width x height` (inactive pixels: colour 0, depth 1.0).
+    pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
+        let mut frame = Frame::empty(width, height);
+        frame.paint(encoded, 0);
+        frame
+    }
+
+    /// Writes the active pixels of an encoded span into the frame from pixel `start` on (the
+    /// span's inactive pixels are left as they are).
+    pub fn paint(&mut self, encoded: &Encoded, start: usize) {
+        let mut p = start;
+        for run in runs(&encoded.words) {
+            p += run.inactive as usize;
+            self.paint_raw(run.pixels, p);
+            p += run.active as usize;
+        }
+    }
+
+    /// Writes raw pixels ((colour, depth bits) word pairs) into the frame from pixel `start` on.
+    pub fn paint_raw(&mut self, words: &[u32], start: usize) {
+        for (i, px) in words.chunks_exact(2).enumerate() {
+            self.color[start + i] = px[0];
+            self.depth[start + i] = f32::from_bits(px[1]);
+        }
     }
 
     /// RGBA8 bytes, with `background` where the depth is the background depth.
@@ -69,4 +95,10 @@ impl Frame {
         }
         Ok(())
     }
+}
+
+/// The raw form of colour and depth planes, as raw spans travel: (colour, depth bits) per
+/// pixel.
+pub fn raw_words(color: &[u32], depth: &[f32]) -> Vec<u32> {
+    color.iter().zip(depth).flat_map(|(&c, &d)| [c, d.to_bits()]).collect()
 }

@@ -7,13 +7,14 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use compositor::ap::{ApImage, Encoded};
 use compositor::comm::{Comm, Mpi, Single};
+use compositor::cpu;
 use compositor::distributed::{self, FrameStats, Readback, RenderRequest};
 use compositor::frame::Frame;
-use compositor::gpu_blend::GpuBlender;
-use compositor::gpu_encode::GpuEncoder;
-use compositor::ops::{self, Op};
+use compositor::gpu::blend::GpuBlender;
+use compositor::gpu::encode::GpuEncoder;
 use compositor::scene::SceneSpec;
 use compositor::schedule::Strategy;
+use compositor::types::Op;
 use kit::image::IMAGE_EXTENSIONS;
 use kit::{Backend, CommonArgs};
 
@@ -188,7 +189,7 @@ fn encode(args: EncodeArgs) -> Result<()> {
     kit::output::check_file(&out, &["ap"], &[&color, &depth])?;
     let frame = Frame::load(&color, &depth)?;
     let encoded = match context(&common)? {
-        None => compositor::codec::encode_parallel(&frame),
+        None => cpu::encode::encode_parallel(&frame),
         Some(ctx) => {
             let c = ctx.upload(&frame.color, "colour")?;
             let d = ctx.upload(&frame.depth, "depth")?;
@@ -217,7 +218,7 @@ fn decode(args: DecodeArgs) -> Result<()> {
         kit::output::check_file(d, &["npy"], &[&input, &color])?;
     }
     let image = ApImage::read(&input)?;
-    let frame = compositor::codec::decode(&image.encoded, image.width, image.height);
+    let frame = Frame::decode(&image.encoded, image.width, image.height);
     frame.save(&color, depth.as_deref(), image.background)?;
     let report = DecodeReport {
         out: color.clone(),
@@ -257,10 +258,10 @@ fn blend(args: BlendArgs) -> Result<()> {
     }
     let encoded: Vec<&Encoded> = images.iter().map(|i| &i.encoded).collect();
     let result = match context(&common)? {
-        None => ops::composite(&encoded, op)?,
+        None => cpu::blend::composite(&encoded, op)?,
         Some(ctx) => GpuBlender::new(&ctx)?.composite(&encoded, op)?,
     };
-    let frame = compositor::codec::decode(&result, first.width, first.height);
+    let frame = Frame::decode(&result, first.width, first.height);
     frame.save(&out, depth_out.as_deref(), first.background)?;
     let report = BlendReport {
         out: out.clone(),

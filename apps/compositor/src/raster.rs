@@ -124,7 +124,7 @@ mod tests {
         let (w, h) = (333, 211);
         let raster = Rasteriser::new(ctx, w, h).unwrap();
         let scene = Scene::points(3000, 5).unwrap();
-        let mut enc = crate::gpu_encode::GpuEncoder::new(ctx).unwrap();
+        let mut enc = crate::gpu::encode::GpuEncoder::new(ctx).unwrap();
         for (rank, ranks) in [(0, 1), (1, 3)] {
             let geometry = raster.upload(&scene.geometry.share(rank, ranks)).unwrap();
             let (view, proj) = scene.camera(0, w, h);
@@ -143,7 +143,7 @@ mod tests {
             assert!(active > 500 && active < frame.pixels() * 9 / 10, "rank {rank}: {active} active pixels");
             assert!(frame.depth.iter().all(|&d| (0.0..=1.0).contains(&d)));
             let (got, _, _) = enc.encode(&raster.color, &raster.depth, w, h).unwrap();
-            assert_eq!(got, crate::codec::encode_serial(&frame), "rank {rank} of {ranks}");
+            assert_eq!(got, crate::cpu::encode::encode_serial(&frame), "rank {rank} of {ranks}");
         }
         testing::assert_no_validation_messages();
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use compositor::distributed::FrameStats;
-use compositor::ops::Op;
+use compositor::types::Op;
 use serde::Serialize;
 
 /// `composite encode`.

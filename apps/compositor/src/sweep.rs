@@ -1,4 +1,4 @@
-//! `composite sweep`: the GPU encoder's shapes (`gpu_encode::EncodeConfig`) on rendered
+//! `composite sweep`: the GPU encoder's shapes (`gpu::encode::EncodeConfig`) on rendered
 //! frames, for occupancy tuning.
 //!
 //! For each size and each of two ranks' shares (a dense one, as 6 ranks split the scene,
@@ -13,8 +13,9 @@ use engine::Context;
 use serde_json::json;
 
 use crate::bench::{floor_ms, median, FrameSource};
+use crate::cpu::encode::{encode_parallel, roi};
 use crate::error::{CompositorError, Result};
-use crate::gpu_encode::{EncodeConfig, GpuEncoder};
+use crate::gpu::encode::{EncodeConfig, GpuEncoder};
 use crate::scene::Scene;
 
 /// Every shape the sweep tries that fits the device's workgroups.
@@ -79,8 +80,8 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
         for (rank, ranks) in shares {
             frames.render(rank, ranks)?;
             let frame = frames.read_back()?;
-            let want = crate::codec::encode_parallel(&frame);
-            let roi = crate::gpu_encode::roi_cpu(&frame.depth, width);
+            let want = encode_parallel(&frame);
+            let roi = roi(&frame.depth, width);
             let floor = floor_ms(roi.map_or(0, |r| r.pixels()), &want);
             let pipeline_floor = floor_ms(frame.pixels(), &want);
             // A shape whose kernel reports a corrupt payload size is wrong, and the sweep goes

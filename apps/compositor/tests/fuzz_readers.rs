@@ -42,7 +42,7 @@ fn frame() -> Frame {
 #[test]
 fn ap_reader_survives_mutation() {
     setup();
-    let encoded: Encoded = compositor::codec::encode_serial(&frame());
+    let encoded: Encoded = compositor::cpu::encode::encode_serial(&frame());
     let bytes = ApImage::new(23, 7, [1, 2, 3, 4], encoded).unwrap().to_bytes();
     let cases = mutants(&bytes, compositor::ap::HEADER_BYTES + 32, 3000, 4096, 17);
     let tally = run_file_reader("a.ap", &cases, ApImage::read);

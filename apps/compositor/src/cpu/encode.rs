@@ -1,12 +1,13 @@
-//! CPU Active Pixel encoding and decoding: the serial encoder (the reference every GPU
-//! result is compared with byte for byte), a multithreaded encoder (row bands encoded in
-//! parallel and joined at the seams), and the decoder.
+//! Active Pixel encoding on the CPU, the twin of [`crate::gpu::encode`]: the serial encoder
+//! (the reference every GPU payload is compared with byte for byte), the multithreaded one
+//! (row bands encoded in parallel and joined at the seams), the encoder of a readback
+//! region of interest, and the region of interest itself.
 
 use rayon::prelude::*;
 
 use crate::ap::{ApWriter, Encoded, BACKGROUND_DEPTH};
 use crate::frame::Frame;
-use crate::gpu_encode::Roi;
+use crate::types::Roi;
 
 /// Serial Active Pixel encoding of `frame` pixels `begin..end`.
 pub fn encode_range(frame: &Frame, begin: usize, end: usize) -> Encoded {
@@ -59,28 +60,23 @@ pub fn encode_parallel(frame: &Frame) -> Encoded {
     let band = (frame.width as usize * 16).max(1 << 16);
     let bands: Vec<Encoded> =
         (0..n.div_ceil(band)).into_par_iter().map(|b| encode_range(frame, b * band, ((b + 1) * band).min(n))).collect();
-    crate::ops::concat(bands)
+    crate::spans::concat(bands)
 }
 
-/// Decodes an encoded image of `width x height` (inactive pixels: colour 0, depth 1.0).
-pub fn decode(encoded: &Encoded, width: u32, height: u32) -> Frame {
-    let mut frame = Frame::empty(width, height);
-    decode_into(encoded, &mut frame, 0);
-    frame
-}
-
-/// Writes the active pixels of an encoded span into `frame` from pixel `start` on (the
-/// span's inactive pixels are left as they are).
-pub fn decode_into(encoded: &Encoded, frame: &mut Frame, start: usize) {
-    let mut p = start;
-    for run in crate::ap::runs(&encoded.words) {
-        p += run.inactive as usize;
-        for px in run.pixels.chunks_exact(2) {
-            frame.color[p] = px[0];
-            frame.depth[p] = f32::from_bits(px[1]);
-            p += 1;
+/// The region of interest: the bounding box of the pixels whose depth is not the
+/// background depth (`ap_count` finds it on the GPU).
+pub fn roi(depth: &[f32], width: u32) -> Option<Roi> {
+    let mut roi: Option<Roi> = None;
+    for (i, &d) in depth.iter().enumerate() {
+        if d != BACKGROUND_DEPTH {
+            let (x, y) = ((i % width as usize) as u32, (i / width as usize) as u32);
+            roi = Some(match roi {
+                None => Roi { x0: x, y0: y, x1: x, y1: y },
+                Some(r) => Roi { x0: r.x0.min(x), y0: r.y0.min(y), x1: r.x1.max(x), y1: r.y1.max(y) },
+            });
         }
     }
+    roi
 }
 
 #[cfg(test)]
@@ -94,9 +90,9 @@ mod tests {
             for (name, frame) in patterns::all(w, h, 7) {
                 let e = encode_serial(&frame);
                 crate::ap::validate(&e.words, frame.pixels()).unwrap();
-                assert_eq!(decode(&e, w, h), frame, "{name} {w}x{h}");
+                assert_eq!(Frame::decode(&e, w, h), frame, "{name} {w}x{h}");
                 assert_eq!(encode_parallel(&frame), e, "{name} {w}x{h}");
-                if let Some(roi) = crate::gpu_encode::roi_cpu(&frame.depth, w) {
+                if let Some(roi) = roi(&frame.depth, w) {
                     assert_eq!(encode_roi(&frame, &roi), e, "ROI encoding of {name} {w}x{h}");
                 }
             }

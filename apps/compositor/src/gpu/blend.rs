@@ -3,19 +3,19 @@
 //! every pixel straight from the payloads into a raw frame, which the GPU encoder encodes.
 //! Buffers are kept from call to call (the distributed renderer composites every frame).
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositorError, Result};
-use crate::gpu_encode::GpuEncoder;
-use crate::ops::Op;
+use crate::gpu::encode::GpuEncoder;
 use crate::shaders;
+use crate::types::Op;
 
 const WORKGROUP: u32 = 256;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
+struct BlendPush {
     n: u32,
     k: u32,
     op: u32,
@@ -129,19 +129,10 @@ pub struct GpuBlender {
 
 impl GpuBlender {
     pub fn new(ctx: &Context) -> Result<GpuBlender> {
-        let pipe = |name: &str, spirv: &[u8], push_bytes: usize| {
-            ctx.compute_pipeline(&PipelineDesc {
-                name,
-                spirv,
-                bindings: 5,
-                push_bytes: push_bytes as u32,
-                spec: &[WORKGROUP],
-            })
-        };
         Ok(GpuBlender {
             ctx: ctx.clone(),
-            blend: pipe("ap_blend", shaders::AP_BLEND, std::mem::size_of::<Push>())?,
-            merge: pipe("ap_zmerge", shaders::AP_ZMERGE, std::mem::size_of::<MergePush>())?,
+            blend: ctx.compute_pipeline_for::<BlendPush>("ap_blend", shaders::AP_BLEND, 5, &[WORKGROUP])?,
+            merge: ctx.compute_pipeline_for::<MergePush>("ap_zmerge", shaders::AP_ZMERGE, 5, &[WORKGROUP])?,
             encoder: GpuEncoder::new(ctx)?,
             inputs: EncodedInputs::default(),
             color: None,
@@ -150,18 +141,26 @@ impl GpuBlender {
     }
 
     /// Composites validated encoded inputs of equal pixel count with `op` (same result,
-    /// byte for byte, as [`crate::ops::composite`]).
+    /// byte for byte, as [`crate::cpu::blend::composite`]).
     pub fn composite(&mut self, inputs: &[&Encoded], op: Op) -> Result<Encoded> {
-        let first = inputs.first().ok_or_else(|| CompositorError::Invalid("nothing to composite".into()))?;
-        if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
-            return Err(CompositorError::SizeMismatch(format!(
-                "inputs have {} and {} pixels",
-                first.pixels, other.pixels
-            )));
-        }
-        let n = first.pixels;
+        let n = self.blend(inputs, op)?;
         if n == 0 {
             return Ok(Encoded { pixels: 0, words: Vec::new() });
+        }
+        // The result is encoded as one row of n pixels (the encoding does not depend on the
+        // image's shape).
+        let (color, depth) = (self.color.as_ref().unwrap(), self.depth.as_ref().unwrap());
+        let (words, _) = self.encoder.encode_span(color, depth, 0, n)?;
+        let (words, _) = self.encoder.download(words)?;
+        Ok(Encoded { pixels: n, words })
+    }
+
+    /// `ap_blend`: composites the inputs into the raw colour and depth buffers; returns their
+    /// pixel count.
+    fn blend(&mut self, inputs: &[&Encoded], op: Op) -> Result<usize> {
+        let n = crate::ap::same_pixels(inputs)?;
+        if n == 0 {
+            return Ok(0);
         }
         let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
@@ -173,16 +172,11 @@ impl GpuBlender {
         rec.dispatch_linear(
             &self.blend,
             &[payload, segments, table, color.binding(), depth.binding()],
-            &Push { n: n as u32, k: inputs.len() as u32, op: op.code() },
+            &BlendPush { n: n as u32, k: inputs.len() as u32, op: op.code() },
             n.div_ceil(WORKGROUP as usize) as u32,
         );
         rec.submit()?.wait()?;
-        // The result is encoded as one row of n pixels (the encoding does not depend on the
-        // image's shape).
-        let (color, depth) = (self.color.as_ref().unwrap(), self.depth.as_ref().unwrap());
-        let (words, _) = self.encoder.encode_span(color, depth, 0, n)?;
-        let (words, _) = self.encoder.download(words)?;
-        Ok(Encoded { pixels: n, words })
+        Ok(n)
     }
 
     /// Z-buffers validated encoded spans `received` of `len` pixels each into the raw span of
@@ -230,16 +224,20 @@ impl GpuBlender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::encode_serial;
+    use crate::cpu::blend::composite;
+    use crate::cpu::encode::encode_serial;
     use crate::frame::Frame;
     use crate::patterns;
+    use crate::spans::split;
     use engine::testing;
 
+    /// `ap_blend` on its own (its raw frame against the CPU twin's result, decoded), then
+    /// with the encoder after it, at every test size, on random runs and the edge patterns.
     #[test]
-    fn gpu_compositing_matches_the_cpu_operators() {
+    fn ap_blend_matches_the_cpu_operators() {
         let ctx = testing::context();
         let mut blender = GpuBlender::new(ctx).unwrap();
-        for (w, h) in [(7, 3), (333, 211)] {
+        for (w, h) in patterns::SIZES {
             let a = patterns::all(w, h, 21);
             let b = patterns::all(w, h, 22);
             for ((na, fa), (nb, fb)) in a.iter().zip(b.iter().rev()) {
@@ -251,7 +249,12 @@ mod tests {
                 }
                 let (ea, eb) = (encode_serial(fa), encode_serial(&fb));
                 for op in [Op::ZBuffer, Op::Over] {
-                    let want = crate::ops::composite(&[&ea, &eb, &ea], op).unwrap();
+                    let want = composite(&[&ea, &eb, &ea], op).unwrap();
+                    let n = blender.blend(&[&ea, &eb, &ea], op).unwrap();
+                    let color = ctx.download(blender.color.as_ref().unwrap()).unwrap()[..n].to_vec();
+                    let depth = ctx.download(blender.depth.as_ref().unwrap()).unwrap()[..n].to_vec();
+                    let raw = Frame { width: w, height: h, color, depth };
+                    assert_eq!(raw, Frame::decode(&want, w, h), "ap_blend: {na} + {nb} {op:?} {w}x{h}");
                     let got = blender.composite(&[&ea, &eb, &ea], op).unwrap();
                     assert_eq!(got, want, "{na} + {nb} {op:?} {w}x{h}");
                 }
@@ -261,41 +264,42 @@ mod tests {
     }
 
     #[test]
-    fn merging_spans_into_a_raw_frame_matches_the_cpu_zbuffer() {
+    fn ap_zmerge_matches_the_cpu_zbuffer() {
         let ctx = testing::context();
         let mut blender = GpuBlender::new(ctx).unwrap();
-        let (w, h) = (333, 211);
-        // Three ranks' frames (random runs), with equal depths where they overlap every
-        // third pixel so that the tie rule matters.
-        let mut frames: Vec<Frame> = (31..34).map(|seed| patterns::all(w, h, seed).pop().unwrap().1).collect();
-        for i in (0..frames[0].pixels()).step_by(3) {
-            let d = frames[0].depth[i];
-            for f in frames.iter_mut().skip(1) {
-                if d != 1.0 && f.depth[i] != 1.0 {
-                    f.depth[i] = d;
+        for (w, h) in patterns::SIZES {
+            // Three ranks' frames (random runs), with equal depths where they overlap every
+            // third pixel so that the tie rule matters.
+            let mut frames: Vec<Frame> = (31..34).map(|seed| patterns::all(w, h, seed).pop().unwrap().1).collect();
+            for i in (0..frames[0].pixels()).step_by(3) {
+                let d = frames[0].depth[i];
+                for f in frames.iter_mut().skip(1) {
+                    if d != 1.0 && f.depth[i] != 1.0 {
+                        f.depth[i] = d;
+                    }
                 }
             }
-        }
-        let n = frames[0].pixels();
-        let (start, len) = (n / 5, n / 2);
-        let span = |f: &Frame| crate::ops::split(&encode_serial(f), &[start, start + len]).swap_remove(1);
-        let spans: Vec<Encoded> = frames.iter().map(span).collect();
-        let want = crate::ops::composite(&spans.iter().collect::<Vec<_>>(), Op::ZBuffer).unwrap();
-        for (own, frame) in frames.iter().enumerate() {
-            let color = ctx.upload(&frame.color, "own colour").unwrap();
-            let depth = ctx.upload(&frame.depth, "own depth").unwrap();
-            let received: Vec<&Encoded> = (0..3).filter(|&i| i != own).map(|i| &spans[i]).collect();
-            blender.merge_into(&color, &depth, (start, len), &received, own).unwrap();
-            let (c, d) = (ctx.download(&color).unwrap(), ctx.download(&depth).unwrap());
-            let merged = Frame {
-                width: len as u32,
-                height: 1,
-                color: c[start..start + len].to_vec(),
-                depth: d[start..start + len].to_vec(),
-            };
-            assert_eq!(encode_serial(&merged), want, "own frame at position {own}");
-            assert_eq!(&c[..start], &frame.color[..start], "pixels before the span changed");
-            assert_eq!(&d[start + len..], &frame.depth[start + len..], "pixels after the span changed");
+            let n = frames[0].pixels();
+            let (start, len) = (n / 5, n / 2);
+            let span = |f: &Frame| split(&encode_serial(f), &[start, start + len]).swap_remove(1);
+            let spans: Vec<Encoded> = frames.iter().map(span).collect();
+            let want = composite(&spans.iter().collect::<Vec<_>>(), Op::ZBuffer).unwrap();
+            for (own, frame) in frames.iter().enumerate() {
+                let color = ctx.upload(&frame.color, "own colour").unwrap();
+                let depth = ctx.upload(&frame.depth, "own depth").unwrap();
+                let received: Vec<&Encoded> = (0..3).filter(|&i| i != own).map(|i| &spans[i]).collect();
+                blender.merge_into(&color, &depth, (start, len), &received, own).unwrap();
+                let (c, d) = (ctx.download(&color).unwrap(), ctx.download(&depth).unwrap());
+                let merged = Frame {
+                    width: len as u32,
+                    height: 1,
+                    color: c[start..start + len].to_vec(),
+                    depth: d[start..start + len].to_vec(),
+                };
+                assert_eq!(encode_serial(&merged), want, "own frame at position {own}, {w}x{h}");
+                assert_eq!(&c[..start], &frame.color[..start], "pixels before the span changed");
+                assert_eq!(&d[start + len..], &frame.depth[start + len..], "pixels after the span changed");
+            }
         }
         testing::assert_no_validation_messages();
     }

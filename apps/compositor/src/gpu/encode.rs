@@ -11,20 +11,25 @@
 //! The sequence is the image's pixels: chunks without active pixels are skipped, which
 //! covers what the paper's ROI box saves (pixels outside the box are inactive) and also the
 //! empty chunks inside the box. The result is the payload of the whole image, byte-identical
-//! with [`crate::codec::encode_serial`], and only its bytes are copied to the host.
+//! with its CPU twin [`crate::cpu::encode::encode_serial`], and only its bytes are copied to
+//! the host.
 //!
-//! This replaced a single-pass kernel with decoupled look-back over the box (sessions 1-6):
-//! its tiles waited for each other, and it stayed at 45% of the copy-bandwidth floor
-//! (BENCHMARKS.md, "Seventh session").
+//! Two kernels rather than one pass with decoupled look-back: no chunk waits for another
+//! (only the last `ap_count` workgroup scans the workgroup sums), where look-back tiles wait
+//! for their predecessors; at 8K dense on the H100 that is 0.071 ms against 0.117 ms
+//! (BENCHMARKS.md, the encoder's table).
 
 use std::time::Instant;
 
 use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
 
 use crate::ap::Encoded;
+use crate::cpu::encode::encode_serial;
 use crate::error::{CompositorError, Result};
 use crate::shaders;
+use crate::spans::split;
 use crate::timing::{gpu_ms, ms_since};
+use crate::types::Roi;
 
 /// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, runs
 /// BB-BC): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K, dense and
@@ -96,21 +101,6 @@ fn plan_subgroups(info: &engine::DeviceInfo, workgroup: u32) -> Result<(u32, boo
     Ok((subgroup, required))
 }
 
-/// Bounding box of the active pixels, inclusive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Roi {
-    pub x0: u32,
-    pub y0: u32,
-    pub x1: u32,
-    pub y1: u32,
-}
-
-impl Roi {
-    pub fn pixels(&self) -> usize {
-        (self.x1 - self.x0 + 1) as usize * (self.y1 - self.y0 + 1) as usize
-    }
-}
-
 /// A copy of `src` made by all cores: a fresh multi-MB vector costs more in first-touch page
 /// faults than in the copy, and those spread over threads (the hosts of GPU machines have
 /// many cores but slow single-threaded memory paths).
@@ -119,21 +109,6 @@ fn copy_parallel(src: &[u32]) -> Vec<u32> {
     let mut out = vec![0u32; src.len()];
     out.par_chunks_mut(1 << 16).zip(src.par_chunks(1 << 16)).for_each(|(d, s)| d.copy_from_slice(s));
     out
-}
-
-/// CPU reference of the ROI: the bounding box of pixels whose depth is not 1.0.
-pub fn roi_cpu(depth: &[f32], width: u32) -> Option<Roi> {
-    let mut roi: Option<Roi> = None;
-    for (i, &d) in depth.iter().enumerate() {
-        if d != crate::ap::BACKGROUND_DEPTH {
-            let (x, y) = ((i % width as usize) as u32, (i / width as usize) as u32);
-            roi = Some(match roi {
-                None => Roi { x0: x, y0: y, x1: x, y1: y },
-                Some(r) => Roi { x0: r.x0.min(x), y0: r.y0.min(y), x1: r.x1.max(x), y1: r.y1.max(y) },
-            });
-        }
-    }
-    roi
 }
 
 /// Per-stage times of one GPU encoding, in milliseconds (GPU timestamps; wall-clock where
@@ -173,8 +148,8 @@ impl GpuEncoder {
     /// The encoder of the first shape in [`ENCODE_SHAPES`] that the device builds and whose
     /// payloads equal the CPU encoder's on check frames.
     ///
-    /// The check is there because kernels of this project have given wrong payloads on the
-    /// H100 while right on lavapipe (BENCHMARKS.md); a shape is only trusted once it has
+    /// A kernel right on one driver can be wrong on another (BENCHMARKS.md records payloads
+    /// right on lavapipe and wrong on the H100), so a shape is only trusted once it has
     /// encoded known frames correctly on this device. It costs a few ms, once per encoder.
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
         let mut failures = Vec::new();
@@ -202,13 +177,13 @@ impl GpuEncoder {
             }
             let color = self.ctx.upload(&frame.color, "check colour")?;
             let depth = self.ctx.upload(&frame.depth, "check depth")?;
-            let want = crate::codec::encode_serial(&frame);
+            let want = encode_serial(&frame);
             if self.encode(&color, &depth, w, h)?.0 != want {
                 return Err(CompositorError::Corrupt(format!("wrong payload on the {name} check frame")));
             }
             let (start, len) = (w as usize + 3, (w * h / 2) as usize);
             let (words, _) = self.encode_span(&color, &depth, start, len)?;
-            let span = crate::ops::split(&want, &[start, start + len]).swap_remove(1);
+            let span = split(&want, &[start, start + len]).swap_remove(1);
             if self.download(words)?.0 != span.words {
                 return Err(CompositorError::Corrupt(format!("wrong payload on a span of the {name} check frame")));
             }
@@ -229,13 +204,13 @@ impl GpuEncoder {
         }
         let (subgroup, required) = plan_subgroups(ctx.info(), workgroup)?;
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            let desc =
-                PipelineDesc { name, spirv, bindings, push_bytes: std::mem::size_of::<ChunkPush>() as u32, spec };
-            if required {
-                ctx.compute_pipeline_with_subgroup(&desc, subgroup)
-            } else {
-                ctx.compute_pipeline(&desc)
+            if !required {
+                return ctx.compute_pipeline_for::<ChunkPush>(name, spirv, bindings, spec);
             }
+            // The engine has no typed builder for a required subgroup size; the push size is
+            // still the type's.
+            let push_bytes = std::mem::size_of::<ChunkPush>() as u32;
+            ctx.compute_pipeline_with_subgroup(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, subgroup)
         };
         let finished = ctx.buffer(1, Location::Device, "ap count workgroups finished")?;
         ctx.run(|rec| {
@@ -396,7 +371,7 @@ impl GpuEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::encode_serial;
+    use crate::cpu::encode::roi as roi_cpu;
     use crate::patterns;
     use engine::testing;
 
@@ -422,7 +397,7 @@ mod tests {
                     // (at a pixel that is not a multiple of 4 for most sizes).
                     let n = frame.pixels();
                     let (start, len) = (n / 3, (n / 2).max(1));
-                    let span = crate::ops::split(&want, &[start, start + len]).swap_remove(1);
+                    let span = split(&want, &[start, start + len]).swap_remove(1);
                     let (words, _) = enc.encode_span(&color, &depth, start, len).unwrap();
                     assert_eq!(enc.download(words).unwrap().0, span.words, "span of {name} {w}x{h} {config:?}");
                 }
