@@ -3,8 +3,8 @@
 // encoded payloads (no decoded copies of the inputs; ap_segments.glsl finds a pixel). Each
 // invocation combines the active ones of its pixel in input order:
 // op 0 = z-buffer (smallest depth, ties to the earlier input), op 1 = premultiplied "over"
-// front to back with the same integer rounding as the CPU operator (ops.rs). The result is a
-// raw colour + depth frame that the GPU encoder then encodes.
+// front to back with the same integer rounding as its CPU twin (cpu/blend.rs). The result
+// is a raw colour + depth frame that the GPU encoder then encodes.
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;

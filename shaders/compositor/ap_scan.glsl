@@ -1,6 +1,6 @@
 // The scan of the Active Pixel encoder's monoid (ap_monoid.glsl) across a workgroup's
-// subgroups. The includer declares `layout(local_size_x_id = 0)
-// in;` and defines AP_MAX_SUBGROUPS (the most subgroups a workgroup may have).
+// subgroups. The includer declares `layout(local_size_x_id = 0) in;` and defines
+// AP_MAX_SUBGROUPS (the most subgroups a workgroup may have).
 #ifndef TESSERA_AP_SCAN_GLSL
 #define TESSERA_AP_SCAN_GLSL
 

@@ -3,7 +3,8 @@
 // distributed renderer keeps its partial image raw on the GPU and merges what the other
 // ranks send for the span it keeps (ap_segments.glsl finds their pixels). Inputs are taken
 // in group order, this rank's raw span at position `own` among the `k` received ones; per
-// pixel the smallest depth wins, ties to the earlier input, as the CPU operator (ops.rs).
+// pixel the smallest depth wins, ties to the earlier input, as in its CPU twin
+// (cpu/blend.rs).
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;

@@ -4,6 +4,8 @@
 
 use rand::{Rng, SeedableRng};
 
+#[cfg(test)]
+use crate::ap::BACKGROUND_DEPTH;
 use crate::frame::Frame;
 
 /// Sizes tests use: small, odd, not multiples of any workgroup size.
@@ -52,4 +54,30 @@ pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
     }
     fill("random runs", &|i| mask[i], &mut rng);
     out
+}
+
+/// Pairs of patterns at one size (each of seed `seed` with one of seed `seed + 1`, named
+/// "front + back"), the back one given the front's depth at every `every`-th pixel where
+/// both are active, so that compositing them exercises the tie rule.
+#[cfg(test)]
+pub fn tied_pairs(width: u32, height: u32, seed: u64, every: usize) -> Vec<(String, Frame, Frame)> {
+    let backs = all(width, height, seed + 1);
+    let pairs = all(width, height, seed).into_iter().zip(backs.into_iter().rev());
+    pairs
+        .map(|((nf, front), (nb, mut back))| {
+            tie(&front, &mut back, every);
+            (format!("{nf} + {nb}"), front, back)
+        })
+        .collect()
+}
+
+/// Gives `back` the depth of `front` at every `every`-th pixel where both are active, so
+/// that compositing them exercises the tie rule.
+#[cfg(test)]
+pub fn tie(front: &Frame, back: &mut Frame, every: usize) {
+    for i in (0..back.pixels()).step_by(every) {
+        if front.depth[i] != BACKGROUND_DEPTH && back.depth[i] != BACKGROUND_DEPTH {
+            back.depth[i] = front.depth[i];
+        }
+    }
 }

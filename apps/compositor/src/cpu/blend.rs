@@ -160,24 +160,15 @@ mod tests {
     #[test]
     fn composite_matches_decoded_reference() {
         for (w, h) in patterns::SIZES {
-            let a = patterns::all(w, h, 1);
-            let b = patterns::all(w, h, 2);
-            for ((na, fa), (nb, fb)) in a.iter().zip(b.iter().rev()) {
-                let mut fb = fb.clone();
-                // Equal depths at some pixels exercise the tie rule.
-                for i in (0..fb.pixels()).step_by(5) {
-                    if fa.depth[i] != 1.0 && fb.depth[i] != 1.0 {
-                        fb.depth[i] = fa.depth[i];
-                    }
-                }
-                let frames = [fa.clone(), fb.clone(), fa.clone()];
+            for (name, fa, fb) in patterns::tied_pairs(w, h, 1, 5) {
+                let frames = [fa.clone(), fb, fa];
                 let encoded: Vec<Encoded> = frames.iter().map(encode_serial).collect();
                 let refs: Vec<&Encoded> = encoded.iter().collect();
                 for op in [Op::ZBuffer, Op::Over] {
                     let got = composite(&refs, op).unwrap();
                     let want = reference(&frames, op);
-                    assert_eq!(Frame::decode(&got, w, h), want, "{na} + {nb} {op:?} {w}x{h}");
-                    assert_eq!(got, encode_serial(&want), "canonical bytes: {na} + {nb} {op:?}");
+                    assert_eq!(Frame::decode(&got, w, h), want, "{name} {op:?} {w}x{h}");
+                    assert_eq!(got, encode_serial(&want), "canonical bytes: {name} {op:?}");
                 }
             }
         }

@@ -238,25 +238,17 @@ mod tests {
         let ctx = testing::context();
         let mut blender = GpuBlender::new(ctx).unwrap();
         for (w, h) in patterns::SIZES {
-            let a = patterns::all(w, h, 21);
-            let b = patterns::all(w, h, 22);
-            for ((na, fa), (nb, fb)) in a.iter().zip(b.iter().rev()) {
-                let mut fb = fb.clone();
-                for i in (0..fb.pixels()).step_by(3) {
-                    if fa.depth[i] != 1.0 && fb.depth[i] != 1.0 {
-                        fb.depth[i] = fa.depth[i];
-                    }
-                }
-                let (ea, eb) = (encode_serial(fa), encode_serial(&fb));
+            for (name, fa, fb) in patterns::tied_pairs(w, h, 21, 3) {
+                let (ea, eb) = (encode_serial(&fa), encode_serial(&fb));
                 for op in [Op::ZBuffer, Op::Over] {
                     let want = composite(&[&ea, &eb, &ea], op).unwrap();
                     let n = blender.blend(&[&ea, &eb, &ea], op).unwrap();
                     let color = ctx.download(blender.color.as_ref().unwrap()).unwrap()[..n].to_vec();
                     let depth = ctx.download(blender.depth.as_ref().unwrap()).unwrap()[..n].to_vec();
                     let raw = Frame { width: w, height: h, color, depth };
-                    assert_eq!(raw, Frame::decode(&want, w, h), "ap_blend: {na} + {nb} {op:?} {w}x{h}");
+                    assert_eq!(raw, Frame::decode(&want, w, h), "ap_blend: {name} {op:?} {w}x{h}");
                     let got = blender.composite(&[&ea, &eb, &ea], op).unwrap();
-                    assert_eq!(got, want, "{na} + {nb} {op:?} {w}x{h}");
+                    assert_eq!(got, want, "{name} {op:?} {w}x{h}");
                 }
             }
         }
@@ -271,13 +263,9 @@ mod tests {
             // Three ranks' frames (random runs), with equal depths where they overlap every
             // third pixel so that the tie rule matters.
             let mut frames: Vec<Frame> = (31..34).map(|seed| patterns::all(w, h, seed).pop().unwrap().1).collect();
-            for i in (0..frames[0].pixels()).step_by(3) {
-                let d = frames[0].depth[i];
-                for f in frames.iter_mut().skip(1) {
-                    if d != 1.0 && f.depth[i] != 1.0 {
-                        f.depth[i] = d;
-                    }
-                }
+            let (front, rest) = frames.split_first_mut().unwrap();
+            for f in rest {
+                patterns::tie(front, f, 3);
             }
             let n = frames[0].pixels();
             let (start, len) = (n / 5, n / 2);
