@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use std::time::Instant;
 
-use crate::bitstream::{Compressed, Streams};
+use crate::bitstream::Compressed;
 use crate::decoder::decode_patches_cpu;
 use crate::dictionary::Ensemble;
 use crate::encoder::{encode_patches_cpu, patch_step, Codes, Limit, Params};
@@ -14,6 +14,7 @@ use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
 use crate::patch::PatchGrid;
+use crate::sections::{self, Frame, SECTION_PATCHES};
 
 /// Which implementation encodes and decodes: the CPU reference or a GPU codec (the
 /// command line's `--backend` picks one; this carries the GPU's pipelines).
@@ -101,16 +102,18 @@ pub struct EncodeTimes {
     pub kernel_ms: f64,
     /// From the start until the last chunk's codes were back.
     pub chunks_ms: f64,
-    /// Serialising codes into the payload's streams, on a thread beside the encode.
-    pub serialise_ms: f64,
-    /// From the last chunk's codes to the file's bytes: the serialiser's tail, zstd and
-    /// the header.
+    /// CPU time serialising and compressing sections, summed over the threads that did it
+    /// while the chunks were encoded.
+    pub compress_ms: f64,
+    /// From the last chunk's codes to the file's bytes: the sections still compressing,
+    /// then the table and the copy into one buffer.
     pub bitstream_ms: f64,
 }
 
-/// Encodes a light field straight to `.lfc` bytes: each chunk's codes go to a thread that
-/// serialises them while the next chunks are encoded, so that only compression is left
-/// when the last chunk is back. The bytes equal `to_bytes()` of the returned form.
+/// Encodes a light field straight to `.lfc` bytes: as each chunk's codes come back, every
+/// section it completes is compressed on the rayon pool while the next chunks are
+/// encoded, so only the last sections are left when the last chunk is back. The bytes
+/// equal `to_bytes()` of the returned form.
 pub fn encode_to_bytes(
     lf: &LightField,
     ens: &Ensemble,
@@ -120,35 +123,72 @@ pub fn encode_to_bytes(
 ) -> Result<(Compressed, Vec<u8>, EncodeTimes, Option<GpuTime>)> {
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<Codes>();
-    let (encoded, serialised, chunks_ms) = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || {
-            let (mut codes, mut streams, mut busy) = (Codes::default(), Streams::default(), 0.0);
-            for chunk in rx {
-                let t = Instant::now();
-                let start = codes.len();
-                codes.extend(chunk);
-                streams.push(&codes, start..codes.len());
-                busy += ms_since(t);
-            }
-            (codes, streams, busy)
-        });
+    let (encoded, written, chunks_ms) = std::thread::scope(|scope| {
+        let writer = scope.spawn(move || compress_sections(rx));
         // The sender goes with this call, so the writer ends however the encode ends.
         let encoded = encode_chunks(lf, ens, params, path, progress, move |chunk| {
             // The writer only stops once every sender is gone; it cannot have hung up.
             let _ = tx.send(chunk);
         });
         let chunks_ms = ms_since(t0);
-        let serialised = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (encoded, serialised, chunks_ms)
+        let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (encoded, written, chunks_ms)
     });
     let (mut times, gpu_time) = encoded?;
-    let (codes, streams, serialise_ms) = serialised;
+    let (codes, frames, compress_ms) = written;
     let c = compressed(lf, ens, params, codes);
-    let bytes = c.to_bytes_from(&streams)?;
+    let bytes = c.to_bytes_from(frames?)?;
     times.chunks_ms = chunks_ms;
-    times.serialise_ms = serialise_ms;
+    times.compress_ms = compress_ms;
     times.bitstream_ms = ms_since(t0) - chunks_ms;
     Ok((c, bytes, times, gpu_time))
+}
+
+/// Collects the chunks' codes from `rx` and compresses each section on the rayon pool as
+/// soon as its last patch arrives. Returns the codes, the frames in patch order, and the
+/// CPU ms spent compressing.
+fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
+    let mut codes = Codes::default();
+    let mut next = 0;
+    // In place: this thread keeps receiving chunks while the pool compresses.
+    rayon::in_place_scope(|pool| {
+        let spawn = |codes: &Codes, range: std::ops::Range<usize>| {
+            let section = codes.slice(range.clone());
+            let done = done_tx.clone();
+            pool.spawn(move |_| {
+                let t = Instant::now();
+                let frame = sections::section_frame(&section, 0..section.len());
+                let _ = done.send((range.start / SECTION_PATCHES, frame, ms_since(t)));
+            });
+        };
+        for chunk in rx {
+            codes.extend(chunk);
+            while codes.len() >= next + SECTION_PATCHES {
+                spawn(&codes, next..next + SECTION_PATCHES);
+                next += SECTION_PATCHES;
+            }
+        }
+        if next < codes.len() {
+            spawn(&codes, next..codes.len());
+        }
+    });
+    drop(done_tx);
+    let mut frames: Vec<Option<Frame>> = (0..codes.len().div_ceil(SECTION_PATCHES)).map(|_| None).collect();
+    let mut busy = 0.0;
+    let mut failed = None;
+    for (i, frame, ms) in done_rx {
+        busy += ms;
+        match frame {
+            Ok(f) => frames[i] = Some(f),
+            Err(e) => failed = Some(e),
+        }
+    }
+    let frames = match failed {
+        Some(e) => Err(e),
+        None => Ok(frames.into_iter().map(|f| f.expect("every section was compressed")).collect()),
+    };
+    (codes, frames, busy)
 }
 
 /// Encodes `lf` chunk by chunk, handing each chunk's codes to `deliver` in patch order.
@@ -415,10 +455,9 @@ mod tests {
         engine::testing::assert_no_validation_messages();
     }
 
-    /// FNV-1a of the `.lfc` bytes the CPU path wrote for this input before the bitstream was
-    /// serialised while encoding (commit 4dcc302): the file format and the compressor's
-    /// settings are unchanged, so the bytes must be too.
-    const FIXED_LFC_HASH: u64 = 269040141469384210;
+    /// FNV-1a of the `.lfc` bytes (format version 2, zstd level 6) the CPU path writes for
+    /// this input: a change of the format or the compressor's settings must be deliberate.
+    const FIXED_LFC_HASH: u64 = 15519091196686756868;
 
     #[test]
     fn the_file_of_a_fixed_input_is_unchanged() {
@@ -457,6 +496,22 @@ mod tests {
         serial.clamp_to_input_range("serial decode").unwrap();
         assert_eq!(a, serial);
         engine::testing::assert_no_validation_messages();
+    }
+
+    /// Sections are cut at multiples of SECTION_PATCHES however the chunks arrive.
+    #[test]
+    fn sections_compressed_beside_the_encode_equal_the_one_shot_file() {
+        let c = crate::bitstream::tests::random_compressed(80, 120, 4);
+        for chunk in [1000, 1024, 7, 2400] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for s in (0..c.codes.len()).step_by(chunk) {
+                tx.send(c.codes.slice(s..(s + chunk).min(c.codes.len()))).unwrap();
+            }
+            drop(tx);
+            let (codes, frames, _) = compress_sections(rx);
+            assert_eq!(codes, c.codes);
+            assert_eq!(c.to_bytes_from(frames.unwrap()).unwrap(), c.to_bytes().unwrap(), "chunks of {chunk}");
+        }
     }
 
     #[test]

@@ -152,7 +152,7 @@ pub fn encode(
         kernel_ms: time.map(|t| t.kernel_ms),
         gather_ms: times.gather_ms,
         chunks_ms: times.chunks_ms,
-        serialise_ms: times.serialise_ms,
+        compress_ms: times.compress_ms,
         bitstream_ms: times.bitstream_ms,
     };
     kit::emit(&report, &[out]);
@@ -337,13 +337,18 @@ pub fn view(
     if let Some(shot) = &screenshot {
         kit::output::check_file(shot, kit::image::IMAGE_EXTENSIONS, &[input])?;
     }
-    let compressed = Compressed::read(input)?;
-    let [_, _, h, w] = compressed.size;
+    // The header, table and ensemble are checked before a window opens; the sections are
+    // parsed while the views decode into device memory.
+    let bytes = kit::input::read_bounded(input, kit::budget::get())?;
+    let (header, _, ensemble) = lightfield::bitstream::open(&bytes).map_err(|e| lightfield::LfError::file(input, e))?;
+    let size = header.size;
+    let [_, _, h, w] = size;
     let scale = MIN_WINDOW.div_ceil(w.max(h) as u32).max(1);
     let window = ((w as u32 * scale).min(16384), (h as u32 * scale).min(16384));
-    let view = viewpoint(args, compressed.size, window)?;
+    let view = viewpoint(args, size, window)?;
     let shot = screenshot.clone();
-    let options = crate::viewer::Options { compressed, view, frames, screenshot, device: run.device.clone() };
+    let options =
+        crate::viewer::Options { bytes, size, ensemble, view, frames, screenshot, device: run.device.clone() };
     let shown = crate::viewer::run(options)?;
     let report = ViewReport {
         frames: shown.frames,

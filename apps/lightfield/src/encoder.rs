@@ -108,6 +108,19 @@ impl Codes {
         self.levels.extend(other.levels);
     }
 
+    /// A copy of patches `range` (offsets from 0).
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Codes {
+        let (c0, c1) = (self.offsets[range.start], self.offsets[range.end]);
+        Codes {
+            membership: self.membership[range.clone()].to_vec(),
+            success: self.success[range.clone()].to_vec(),
+            errors: self.errors[range.clone()].to_vec(),
+            offsets: self.offsets[range.start..=range.end].iter().map(|o| o - c0).collect(),
+            locations: self.locations[c0..c1].to_vec(),
+            levels: self.levels[c0..c1].to_vec(),
+        }
+    }
+
     /// Builds codes from per-patch results.
     fn from_patches(patches: Vec<PatchCode>) -> Codes {
         let mut codes = Codes { offsets: vec![0], ..Default::default() };

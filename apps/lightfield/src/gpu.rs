@@ -60,6 +60,7 @@ pub struct GpuCodec {
     ensemble: Ensemble,
     encode: ComputePipeline,
     decode: ComputePipeline,
+    decode_views: ComputePipeline,
     dicts: Buffer<f32>,
     max_chunk: usize,
     workgroup: u32,
@@ -133,12 +134,20 @@ impl GpuCodec {
             push_bytes: std::mem::size_of::<DecodePush>() as u32,
             spec: &spec,
         })?;
+        let decode_views = ctx.compute_pipeline(&PipelineDesc {
+            name: "lightfield_decode_views",
+            spirv: crate::shaders::DECODE_VIEWS,
+            bindings: 8,
+            push_bytes: std::mem::size_of::<crate::device::ViewsPush>() as u32,
+            spec: &spec,
+        })?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
             ctx: ctx.clone(),
             ensemble: ensemble.clone(),
             encode,
             decode,
+            decode_views,
             dicts,
             max_chunk: MAX_CHUNK,
             workgroup,
@@ -147,6 +156,11 @@ impl GpuCodec {
 
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// The kernel that decodes into the light field, and the device-resident ensemble.
+    pub(crate) fn views_kernel(&self) -> (&ComputePipeline, &Buffer<f32>) {
+        (&self.decode_views, &self.dicts)
     }
 
     /// Invocations per workgroup (one workgroup per patch).

@@ -48,7 +48,7 @@ pub struct EncodeReport {
     /// none was capped).
     pub worst_capped_rmse: Option<f64>,
     /// From the light field in memory to the `.lfc` bytes (the sum of the parts below
-    /// overlaps: the bitstream is serialised while the chunks are encoded).
+    /// overlaps: sections are compressed while the chunks are encoded).
     pub encode_ms: f64,
     /// GPU time of the encode kernel (null on the CPU backend).
     pub kernel_ms: Option<f64>,
@@ -56,9 +56,9 @@ pub struct EncodeReport {
     pub gather_ms: f64,
     /// From the start until the last chunk's codes were back (gather, uploads, kernels).
     pub chunks_ms: f64,
-    /// Serialising the codes, on a thread beside the encode (overlapped with `chunks_ms`).
-    pub serialise_ms: f64,
-    /// After the last chunk: the serialiser's tail, zstd and the header.
+    /// CPU time compressing sections, summed over threads (overlapped with `chunks_ms`).
+    pub compress_ms: f64,
+    /// After the last chunk: the last sections' compression, the table and the header.
     pub bitstream_ms: f64,
 }
 

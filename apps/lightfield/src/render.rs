@@ -225,6 +225,12 @@ impl GpuRenderer {
                 kit::budget::human(range)
             )));
         }
+        let views = ctx.upload(&lf.data, "decoded views")?;
+        GpuRenderer::from_device(ctx, crate::device::DeviceLightField { views, size: [lf.u, lf.v, lf.h, lf.w] })
+    }
+
+    /// Renders views already in device memory (from [`crate::device::decode_to_device`]).
+    pub fn from_device(ctx: &Context, lf: crate::device::DeviceLightField) -> Result<GpuRenderer> {
         let pipeline = ctx.compute_pipeline(&PipelineDesc {
             name: "lightfield_render",
             spirv: crate::shaders::RENDER,
@@ -232,8 +238,7 @@ impl GpuRenderer {
             push_bytes: std::mem::size_of::<RenderPush>() as u32,
             spec: &[],
         })?;
-        let views = ctx.upload(&lf.data, "decoded views")?;
-        Ok(GpuRenderer { ctx: ctx.clone(), pipeline, views, size: [lf.u, lf.v, lf.h, lf.w] })
+        Ok(GpuRenderer { ctx: ctx.clone(), pipeline, views: lf.views, size: lf.size })
     }
 
     /// The light field's size (U, V, H, W).

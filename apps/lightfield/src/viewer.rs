@@ -12,8 +12,8 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use engine::present::{PresentOutcome, Presenter};
 use engine::{Buffer, Context, DeviceSelector, Location};
-use lightfield::bitstream::Compressed;
-use lightfield::codec::{decode_lightfield, CodecPath};
+use lightfield::device::decode_to_device;
+use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::render::{unpack_rgb8, GpuRenderer, PixelOrder, View, MAX_APERTURE, MAX_FOCUS};
 use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
@@ -32,7 +32,11 @@ const WHEEL_STEP: f32 = 0.1;
 const APERTURE_STEP: f32 = 0.5;
 
 pub struct Options {
-    pub compressed: Compressed,
+    /// The `.lfc` file's bytes (decoded straight into device memory).
+    pub bytes: Vec<u8>,
+    /// Its size (U, V, H, W) and ensemble, from [`lightfield::bitstream::open`].
+    pub size: [usize; 4],
+    pub ensemble: Ensemble,
     /// The first viewpoint; its size is the window's.
     pub view: View,
     pub frames: Option<u64>,
@@ -73,7 +77,7 @@ struct App {
 
 impl App {
     fn size(&self) -> [usize; 4] {
-        self.opts.compressed.size
+        self.opts.size
     }
 
     fn start(&mut self, event_loop: &ActiveEventLoop) -> Result<()> {
@@ -94,12 +98,12 @@ impl App {
             )?
         };
         kit::report::set_device(&ctx.info().name);
-        // Decoded once on the GPU; the host copy goes once the views are on the device.
+        // Decoded once, from the file's bytes straight into device memory.
         let t0 = Instant::now();
-        let codec = GpuCodec::new(&ctx, &self.opts.compressed.ensemble)?;
-        let (lf, _) = decode_lightfield(&self.opts.compressed, CodecPath::Gpu(&codec))?;
-        let renderer = GpuRenderer::new(&ctx, &lf)?;
-        drop(lf);
+        let codec = GpuCodec::new(&ctx, &self.opts.ensemble)?;
+        let (views, _) = decode_to_device(&codec, &self.opts.bytes)?;
+        let renderer = GpuRenderer::from_device(&ctx, views)?;
+        self.opts.bytes = Vec::new();
         self.decode_ms = t0.elapsed().as_secs_f64() * 1e3;
         let out = pixel_buffer(&ctx, presenter.extent())?;
         window.request_redraw();

@@ -375,13 +375,27 @@ fn rehash(mut lfc: Vec<u8>) -> Vec<u8> {
     lfc
 }
 
-/// `lfc` with its zstd frame replaced by `frame` (the header's frame length and hash fixed).
+/// Where the tiny file's one section's table entry starts (after the ensemble's).
+const SECTION_ENTRY: usize = lightfield::bitstream::HEADER_LEN + lightfield::sections::ENTRY_LEN;
+/// Where the table's hash starts (two entries: the ensemble and one section).
+const TABLE_HASH: usize = lightfield::bitstream::HEADER_LEN + 2 * lightfield::sections::ENTRY_LEN;
+
+/// Rewrites the section-table hash of a `.lfc` with one section.
+fn rehash_table(mut lfc: Vec<u8>) -> Vec<u8> {
+    let sum = lightfield::bitstream::fnv1a64(&lfc[lightfield::bitstream::HEADER_LEN..TABLE_HASH]);
+    lfc[TABLE_HASH..TABLE_HASH + 8].copy_from_slice(&sum.to_le_bytes());
+    lfc
+}
+
+/// `lfc` with its one section's frame replaced by `frame` (its table entry and the table
+/// hash fixed).
 fn with_frame(lfc: &[u8], frame: &[u8]) -> Vec<u8> {
-    let n = lightfield::bitstream::HEADER_LEN;
-    let mut out = lfc[..n].to_vec();
-    out[60..68].copy_from_slice(&(frame.len() as u64).to_le_bytes());
+    let start = lightfield::bitstream::Header::parse(lfc).unwrap().starts[1];
+    let mut out = lfc[..start].to_vec();
+    out[SECTION_ENTRY + 16..SECTION_ENTRY + 24].copy_from_slice(&(frame.len() as u64).to_le_bytes());
+    out[SECTION_ENTRY + 24..SECTION_ENTRY + 32].copy_from_slice(&lightfield::sections::hash64(frame).to_le_bytes());
     out.extend_from_slice(frame);
-    rehash(out)
+    rehash_table(out)
 }
 
 #[test]
@@ -389,8 +403,8 @@ fn hostile_lfc_headers_and_frames_are_refused_by_info_and_decode() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let lfc = tiny_lfc(d);
-    let n = lightfield::bitstream::HEADER_LEN;
-    let payload = zstd::decode_all(&lfc[n..]).unwrap();
+    let start = lightfield::bitstream::Header::parse(&lfc).unwrap().starts[1];
+    let payload = zstd::decode_all(&lfc[start..]).unwrap();
     let set = |offset: usize, bytes: &[u8]| {
         let mut m = lfc.clone();
         m[offset..offset + bytes.len()].copy_from_slice(bytes);
@@ -398,10 +412,10 @@ fn hostile_lfc_headers_and_frames_are_refused_by_info_and_decode() {
     };
     let mut no_checksum = zstd::bulk::Compressor::new(3).unwrap();
     no_checksum.include_checksum(false).unwrap();
-    let mut trailing = lfc[n..].to_vec();
+    let mut trailing = lfc[start..].to_vec();
     trailing.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 2, 0, 0, 0, 7, 7]); // a skippable frame
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("payload.lfc", set(52, &(1u64 << 36).to_le_bytes()), "payload"),
+        ("payload.lfc", rehash_table(set(SECTION_ENTRY + 8, &(1u64 << 36).to_le_bytes())), "cannot come from"),
         ("huge.lfc", set(8, &[0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0]), "memory budget"),
         ("step.lfc", set(32, &3.4e38f32.to_le_bytes()), "quantisation step"),
         ("nochecksum.lfc", with_frame(&lfc, &no_checksum.compress(&payload).unwrap()), "checksum"),

@@ -1,7 +1,8 @@
 //! Mutation tests of the `.lfc` and `.lfd` readers (and what `info` and `decode` do with an
 //! accepted file): valid tiny files are truncated, bit-flipped and have header words set to
 //! edge values, with and without their hashes fixed up (so the checks behind the hash are
-//! reached), and `.lfc` payloads are mutated and re-wrapped in a valid zstd frame. Every
+//! reached), the `.lfc` section table is mutated with its hash fixed, and a section's
+//! payload is mutated and re-wrapped in a valid zstd frame (table entry and hash fixed). Every
 //! case must end in `Ok` or a typed error, never a panic, never an allocation above
 //! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1].
 
@@ -13,6 +14,7 @@ use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
 use lightfield::dictionary::Ensemble;
 use lightfield::encoder::Params;
 use lightfield::patch::PatchShape;
+use lightfield::sections::{compress, ENTRY_LEN};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -59,16 +61,31 @@ fn rehash_lfd(mut m: Vec<u8>) -> Vec<u8> {
     m
 }
 
-/// `lfc` with `payload` compressed into a new, valid frame (lengths and hash fixed).
+/// Bytes of the tiny file's table (two entries: the ensemble, one section) and its hash.
+const TABLE_LEN: usize = 2 * ENTRY_LEN;
+
+/// Rewrites the `.lfc` section-table hash.
+fn rehash_table(mut m: Vec<u8>) -> Vec<u8> {
+    if m.len() >= HEADER_LEN + TABLE_LEN + 8 {
+        let sum = fnv1a64(&m[HEADER_LEN..HEADER_LEN + TABLE_LEN]);
+        m[HEADER_LEN + TABLE_LEN..HEADER_LEN + TABLE_LEN + 8].copy_from_slice(&sum.to_le_bytes());
+    }
+    m
+}
+
+/// The section's frame of `lfc` replaced by `payload` compressed into a new, valid frame
+/// (its table entry and the table hash fixed).
 fn rewrap(lfc: &[u8], payload: &[u8]) -> Vec<u8> {
-    let mut zstd = zstd::bulk::Compressor::new(1).unwrap();
-    zstd.include_checksum(true).unwrap();
-    let frame = zstd.compress(payload).unwrap();
-    let mut out = lfc[..HEADER_LEN].to_vec();
-    out[52..60].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    out[60..68].copy_from_slice(&(frame.len() as u64).to_le_bytes());
-    out.extend_from_slice(&frame);
-    rehash_lfc(out)
+    let header = Header::parse(lfc).unwrap();
+    let frame = compress(payload, header.entries[1].coefficients).unwrap();
+    let mut out = lfc[..header.starts[1]].to_vec();
+    let at = HEADER_LEN + ENTRY_LEN;
+    let e = frame.entry;
+    for (i, w) in [e.coefficients, e.payload_len, e.frame_len, e.checksum].iter().enumerate() {
+        out[at + 8 * i..at + 8 * i + 8].copy_from_slice(&w.to_le_bytes());
+    }
+    out.extend_from_slice(&frame.bytes);
+    rehash_table(out)
 }
 
 #[test]
@@ -77,7 +94,9 @@ fn lfc_and_lfd_readers_survive_mutation() {
     ALLOC.set_limit(BOUND);
     ALLOC.reset();
     let (ens, lfc) = tiny();
-    let payload = zstd::decode_all(&lfc[HEADER_LEN..]).unwrap();
+    let parsed = Header::parse(&lfc).unwrap();
+    assert_eq!(parsed.sections(), 1);
+    let payload = zstd::decode_all(&lfc[parsed.starts[1]..]).unwrap();
 
     let raw = mutants(&lfc, HEADER_LEN + 16, 200, 2048, 11);
     let t = run_file_reader("raw.lfc", &raw, read_lfc);
@@ -85,6 +104,12 @@ fn lfc_and_lfd_readers_survive_mutation() {
     let header: Vec<Vec<u8>> = mutants(&lfc, HEADER_LEN, 0, 0, 12).into_iter().map(rehash_lfc).collect();
     let t = run_file_reader("header.lfc", &header, read_lfc);
     assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
+    let table: Vec<Vec<u8>> = mutants(&lfc[..HEADER_LEN + TABLE_LEN], HEADER_LEN + TABLE_LEN, 0, 0, 16)
+        .into_iter()
+        .map(|m| rehash_table([&m[..], &lfc[HEADER_LEN + TABLE_LEN..]].concat()))
+        .collect();
+    let t = run_file_reader("table.lfc", &table, read_lfc);
+    assert!(t.refused > 0, "{t:?}");
     let body: Vec<Vec<u8>> = mutants(&payload, 136, 300, 0, 13).iter().map(|m| rewrap(&lfc, m)).collect();
     let t = run_file_reader("payload.lfc", &body, read_lfc);
     assert!(t.refused > 0 && t.accepted > 0, "{t:?}");

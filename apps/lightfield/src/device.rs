@@ -1,0 +1,265 @@
+//! Decoding `.lfc` bytes straight into device memory (`lightfield view`, `lightfield
+//! bench`): the sections are decompressed and parsed in parallel on the rayon pool, each
+//! into its own host-visible staging buffer laid out as the kernel reads it; as each is
+//! ready the host submits its upload and its decode (`decode_views.comp`, which writes the
+//! patches straight into the U x V x H x W x 3 light field, cropped and clamped), so
+//! earlier sections decode on the GPU while later ones are parsed. Nothing is read back
+//! but one word saying whether any sample was not finite.
+
+use std::time::Instant;
+
+use engine::{Buffer, Location};
+
+use crate::bitstream;
+use crate::encoder::patch_step;
+use crate::error::{LfError, Result};
+use crate::gpu::GpuCodec;
+use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
+
+/// Push constants of `decode_views.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ViewsPush {
+    n_patches: u32,
+    first: u32,
+    size: [u32; 4],
+    count_v: u32,
+    count_y: u32,
+    count_x: u32,
+}
+
+/// A decoded light field in device memory, in the layout the renderer reads.
+pub struct DeviceLightField {
+    pub views: Buffer<f32>,
+    /// (U, V, H, W).
+    pub size: [usize; 4],
+}
+
+/// Where the time of [`decode_to_device`] went, in ms.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct DeviceDecodeTimes {
+    /// Host: header, section table and ensemble, then the device buffers allocated.
+    pub setup_ms: f64,
+    /// Host wall time from the end of setup until the last section was decompressed and
+    /// parsed (in parallel; uploads and kernels of earlier sections overlap it).
+    pub parse_ms: f64,
+    /// Host wall time after the last section was parsed until the GPU was done.
+    pub tail_ms: f64,
+    /// GPU time of the uploads (timestamps, summed over the sections).
+    pub upload_ms: f64,
+    /// GPU time of the decode kernels (timestamps, summed over the sections).
+    pub kernel_ms: f64,
+    /// The whole call.
+    pub wall_ms: f64,
+    /// Coefficient sections in the file.
+    pub sections: usize,
+    /// Bytes uploaded (the sections' staging words).
+    pub upload_bytes: u64,
+}
+
+/// Words of one section's staging buffer, each input starting at a storage-buffer
+/// offset alignment: membership, offsets, locations, levels, steps.
+#[derive(Clone, Copy)]
+struct Layout {
+    parts: [(usize, usize); 5],
+    words: usize,
+}
+
+impl Layout {
+    fn new(patches: usize, coefficients: usize, align: usize) -> Layout {
+        let lens = [patches, patches + 1, coefficients, coefficients, patches];
+        let mut parts = [(0, 0); 5];
+        let mut at = 0;
+        for (part, len) in parts.iter_mut().zip(lens) {
+            *part = (at, len);
+            // At least one word each, so that an empty part still binds inside the buffer.
+            at += len.max(1).div_ceil(align) * align;
+        }
+        Layout { parts, words: at }
+    }
+}
+
+/// Decodes `.lfc` bytes into device memory with `codec` (built for the file's ensemble).
+pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightField, DeviceDecodeTimes)> {
+    let t0 = Instant::now();
+    let (header, bounds, ensemble) = bitstream::open(bytes)?;
+    if &ensemble != codec.ensemble() {
+        return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+    }
+    let ctx = codec.context();
+    let [u, v, h, w] = header.size;
+    let samples = u * v * h * w * crate::patch::COLOURS;
+    let range = ctx.info().max_storage_buffer_range;
+    if samples as u64 * 4 > range {
+        return Err(LfError::Invalid(format!(
+            "the decoded views take {} and the device binds at most {} in one buffer",
+            kit::budget::human(samples as u64 * 4),
+            kit::budget::human(range)
+        )));
+    }
+    let align = (ctx.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
+    let count = header.sections();
+    let layouts: Vec<Layout> = (0..count)
+        .map(|s| Layout::new(header.section(s).len(), header.entries[s + 1].coefficients as usize, align))
+        .collect();
+    let bases: Vec<usize> = layouts
+        .iter()
+        .scan(0, |at, l| {
+            let base = *at;
+            *at += l.words;
+            Some(base)
+        })
+        .collect();
+    let total_words = layouts.iter().map(|l| l.words).sum::<usize>();
+    let mut stagings = layouts
+        .iter()
+        .map(|l| ctx.buffer::<u32>(l.words, Location::Upload, "section staging"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let inputs = ctx.buffer::<u32>(total_words, Location::Device, "decode inputs")?;
+    let views = ctx.buffer::<f32>(samples, Location::Device, "decoded views")?;
+    let flag = ctx.buffer::<u32>(1, Location::Device, "decode flag")?;
+    let flag_read = ctx.buffer::<u32>(1, Location::Download, "decode flag readback")?;
+    let mut rec = ctx.recorder()?;
+    rec.fill(&flag, 0);
+    let mut submissions = vec![rec.submit()?];
+    let mut times = DeviceDecodeTimes {
+        setup_ms: ms_since(t0),
+        sections: count,
+        upload_bytes: total_words as u64 * 4,
+        ..Default::default()
+    };
+
+    let t1 = Instant::now();
+    let (pipeline, dicts) = codec.views_kernel();
+    let grid = bounds.grid;
+    let push_base = ViewsPush {
+        n_patches: 0,
+        first: 0,
+        size: header.size.map(|s| s as u32),
+        count_v: grid.count[1] as u32,
+        count_y: grid.count[2] as u32,
+        count_x: grid.count[3] as u32,
+    };
+    let mut failed: Option<LfError> = None;
+    let mut parsed = Vec::with_capacity(count);
+    rayon::in_place_scope(|pool| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Buffer<u32>>)>();
+        for (s, mut staging) in stagings.drain(..).enumerate() {
+            let (tx, header, bounds, layout) = (tx.clone(), &header, &bounds, layouts[s]);
+            pool.spawn(move |_| {
+                let result = stage(header, bytes, s, bounds, layout, &mut staging).map(|_| staging);
+                let _ = tx.send((s, result));
+            });
+        }
+        drop(tx);
+        for (s, result) in rx {
+            let staging = match result {
+                Ok(staging) => staging,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    continue;
+                }
+            };
+            if failed.is_some() {
+                continue;
+            }
+            let (l, base, patches) = (layouts[s], bases[s], header.section(s));
+            let mut rec = ctx.recorder()?;
+            rec.enable_profiling(2)?;
+            rec.copy_region(&staging, 0, &inputs, base, l.words);
+            rec.barrier();
+            rec.mark("upload");
+            let part = |i: usize| inputs.slice(base + l.parts[i].0, l.parts[i].1.max(1));
+            let bindings =
+                [dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
+            let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
+            rec.dispatch_linear(pipeline, &bindings, &push, patches.len() as u32);
+            rec.mark("decode");
+            submissions.push(rec.submit()?);
+            // The staging buffer must outlive its upload.
+            parsed.push(staging);
+        }
+        Ok(())
+    })?;
+    times.parse_ms = ms_since(t1);
+    let t2 = Instant::now();
+    let mut rec = ctx.recorder()?;
+    rec.barrier();
+    rec.copy(&flag, &flag_read);
+    submissions.push(rec.submit()?);
+    for sub in submissions {
+        for pass in sub.wait_profiled()? {
+            match pass.name.as_str() {
+                "upload" => times.upload_ms += pass.ms,
+                "decode" => times.kernel_ms += pass.ms,
+                _ => {}
+            }
+        }
+    }
+    drop(parsed);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if flag_read.mapped()?[0] != 0 {
+        return Err(LfError::Invalid("the decoded light field holds a NaN or an infinity".into()));
+    }
+    times.tail_ms = ms_since(t2);
+    times.wall_ms = ms_since(t0);
+    Ok((DeviceLightField { views, size: header.size }, times))
+}
+
+/// Parses section `s` into its staging buffer, with each patch's quantisation step.
+fn stage(header: &Header, bytes: &[u8], s: usize, b: &Bounds, l: Layout, staging: &mut Buffer<u32>) -> Result<()> {
+    let words = staging.mapped_mut()?;
+    let mut parts = split_lens(words, l.parts.windows(2).map(|p| p[1].0 - p[0].0).chain([l.words - l.parts[4].0]));
+    let steps = std::mem::take(&mut parts[4]);
+    let [membership, offsets, locations, levels] = [0, 1, 2, 3].map(|i| std::mem::take(&mut parts[i]));
+    let out = SectionOut {
+        membership: &mut membership[..l.parts[0].1],
+        offsets: &mut offsets[..l.parts[1].1],
+        locations: &mut locations[..l.parts[2].1],
+        levels: bytemuck::cast_slice_mut(&mut levels[..l.parts[3].1]),
+    };
+    parse_section(header, bytes, s, b, out)?;
+    let plen = b.grid.shape.len();
+    for (step, p) in steps[..l.parts[4].1].iter_mut().zip(header.section(s)) {
+        *step = patch_step(b.step, b.grid.valid_samples(p), plen).to_bits();
+    }
+    Ok(())
+}
+
+fn ms_since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bitstream::Compressed;
+    use crate::codec::{decode_lightfield, CodecPath};
+
+    /// The views decoded into device memory equal the file decode's on the GPU path, bit
+    /// for bit, for one section and for three with the last one short.
+    #[test]
+    fn decoded_on_the_device_equals_the_file_decode() {
+        let ctx = engine::testing::context();
+        let encoded = {
+            let lf = crate::synth::generate((5, 3), (23, 16), 7);
+            let ens =
+                crate::dictionary::Ensemble::random(crate::patch::PatchShape { my: 5, mx: 5, mu: 4, mv: 4 }, 2, 3);
+            let params = crate::encoder::Params { sparsity: 900, epsilon: 0.01 };
+            crate::codec::encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap().0
+        };
+        for c in [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)] {
+            let bytes = c.to_bytes().unwrap();
+            let codec = GpuCodec::new(ctx, &c.ensemble).unwrap();
+            let (on_device, times) = decode_to_device(&codec, &bytes).unwrap();
+            assert_eq!(times.sections, c.codes.len().div_ceil(crate::sections::SECTION_PATCHES));
+            let (want, _) =
+                decode_lightfield(&Compressed::from_bytes(&bytes).unwrap(), CodecPath::Gpu(&codec)).unwrap();
+            assert_eq!(on_device.size, c.size);
+            assert_eq!(ctx.download(&on_device.views).unwrap(), want.data);
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+}

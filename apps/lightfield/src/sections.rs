@@ -1,0 +1,444 @@
+//! Version 2 of the `.lfc` layout: a fixed header, a section table, then independent zstd
+//! frames: the ensemble first, then one per run of `section_patches` patches (the last run
+//! may be short). Each frame has its size and a checksum in the table, so the encoder
+//! compresses a section on the CPU while the GPU encodes the next ones, and the decoder
+//! decompresses and parses sections in parallel and uploads each as soon as it is parsed.
+//! docs/formats.md has the byte layout and every check the reader makes.
+
+use std::ops::Range;
+
+use crate::bitstream::{check_frame, fnv1a64, max_level, unzigzag, ByteReader, Streams};
+use crate::dictionary::Ensemble;
+use crate::encoder::Codes;
+use crate::error::{LfError, Result};
+use crate::patch::PatchGrid;
+
+pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
+pub const LFC_VERSION: u32 = 2;
+/// Header bytes before the section table.
+pub const HEADER_LEN: usize = 72;
+/// Bytes of one section-table entry.
+pub const ENTRY_LEN: usize = 32;
+/// Patches per section the writer uses: 1024 paper-size patches are ~1.5 MB of payload,
+/// so the Table 1 light field (42,025 patches) has 42 sections, several per CPU thread
+/// of a 16-core host, and a GPU chunk of 4096 patches yields four to compress at once.
+pub const SECTION_PATCHES: usize = 1024;
+/// Most patches per section a reader accepts: keeps every section's coefficient count
+/// (at most sparsity x patches, sparsity <= 16^4 x 3) within 32 bits.
+pub const MAX_SECTION_PATCHES: usize = 1 << 14;
+/// zstd level of every frame: see the measurements in docs/formats.md.
+const ZSTD_LEVEL: i32 = 6;
+/// Largest decompressed payload a reader accepts in all (a corrupt length must not make it
+/// allocate without bound); the memory budget may refuse less.
+const MAX_PAYLOAD: u64 = 1 << 36;
+/// The most a zstd frame can expand: an RLE block of 4 bytes (3 of header) holds 128 KiB.
+const ZSTD_MAX_RATIO: u64 = 32768;
+
+const WHAT: &str = "light-field bitstream";
+
+/// A 64-bit checksum of a frame, eight bytes per step (FNV-1a's byte loop was the slowest
+/// part of checking a 40 MB file): multiply-xor-rotate over little-endian words, the tail
+/// zero-padded, the length mixed in last.
+pub fn hash64(bytes: &[u8]) -> u64 {
+    let mix = |h: u64, w: u64| (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    let mut words = bytes.chunks_exact(8);
+    let mut h = words.by_ref().fold(0xcbf2_9ce4_8422_2325u64, |h, w| mix(h, u64::from_le_bytes(w.try_into().unwrap())));
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    h = mix(h, u64::from_le_bytes(tail));
+    mix(h, bytes.len() as u64)
+}
+
+/// One section-table entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Entry {
+    /// Coefficients in the section (0 for the ensemble).
+    pub coefficients: u64,
+    /// Bytes once decompressed.
+    pub payload_len: u64,
+    /// Bytes of the zstd frame in the file.
+    pub frame_len: u64,
+    /// [`hash64`] of the frame.
+    pub checksum: u64,
+}
+
+/// One compressed section (or the ensemble) with its table entry.
+pub struct Frame {
+    pub entry: Entry,
+    pub bytes: Vec<u8>,
+}
+
+thread_local! {
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Compresses one payload into a frame with zstd's content checksum, on this thread (one
+/// compressor kept per thread; the output does not depend on which thread).
+pub fn compress(payload: &[u8], coefficients: u64) -> Result<Frame> {
+    let zstd_error = |e: std::io::Error| LfError::Invalid(format!("zstd: {e}"));
+    let bytes = COMPRESSOR.with(|cell| -> Result<Vec<u8>> {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(zstd_error)?;
+            c.include_checksum(true).map_err(zstd_error)?;
+            *cell = Some(c);
+        }
+        cell.as_mut().expect("made above").compress(payload).map_err(zstd_error)
+    })?;
+    let entry = Entry {
+        coefficients,
+        payload_len: payload.len() as u64,
+        frame_len: bytes.len() as u64,
+        checksum: hash64(&bytes),
+    };
+    Ok(Frame { entry, bytes })
+}
+
+/// The frame of the ensemble.
+pub fn ensemble_frame(ensemble: &Ensemble) -> Result<Frame> {
+    let mut body = Vec::with_capacity(ensemble.mats.len() * 4 + 32);
+    ensemble.write_body(&mut body);
+    compress(&body, 0)
+}
+
+/// The frame of patches `range` of `codes` (one section).
+pub fn section_frame(codes: &Codes, range: Range<usize>) -> Result<Frame> {
+    let mut streams = Streams::default();
+    streams.push(codes, range.clone());
+    let coefficients = (codes.offsets[range.end] - codes.offsets[range.start]) as u64;
+    compress(&streams.concat(), coefficients)
+}
+
+/// The header words the writer fills in.
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    pub size: [u32; 4],
+    pub sparsity: u32,
+    pub epsilon: f32,
+    pub step: f32,
+    pub patches: u64,
+    pub coefficients: u64,
+}
+
+/// The file: header, table (ensemble frame first, then the sections in patch order),
+/// frames. Refuses totals the reader would refuse.
+pub fn assemble(fields: Fields, frames: &[Frame]) -> Result<Vec<u8>> {
+    let sections = frames.len() - 1;
+    if sections != (fields.patches as usize).div_ceil(SECTION_PATCHES) {
+        return Err(LfError::Invalid(format!("{sections} sections for {} patches", fields.patches)));
+    }
+    let payload: u64 = frames.iter().map(|f| f.entry.payload_len).sum();
+    if payload > MAX_PAYLOAD {
+        return Err(LfError::Invalid(format!("payload of {payload} bytes is beyond the {MAX_PAYLOAD}-byte limit")));
+    }
+    let frame_bytes: usize = frames.iter().map(|f| f.bytes.len()).sum();
+    let mut out = Vec::with_capacity(HEADER_LEN + (sections + 1) * ENTRY_LEN + 8 + frame_bytes);
+    out.extend_from_slice(LFC_MAGIC);
+    out.extend_from_slice(&LFC_VERSION.to_le_bytes());
+    fields.size.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
+    out.extend_from_slice(&fields.sparsity.to_le_bytes());
+    out.extend_from_slice(&fields.epsilon.to_le_bytes());
+    out.extend_from_slice(&fields.step.to_le_bytes());
+    out.extend_from_slice(&(SECTION_PATCHES as u32).to_le_bytes());
+    out.extend_from_slice(&fields.patches.to_le_bytes());
+    out.extend_from_slice(&fields.coefficients.to_le_bytes());
+    out.extend_from_slice(&(sections as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&fnv1a64(&out).to_le_bytes());
+    debug_assert_eq!(out.len(), HEADER_LEN);
+    for f in frames {
+        let e = f.entry;
+        [e.coefficients, e.payload_len, e.frame_len, e.checksum]
+            .iter()
+            .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
+    }
+    out.extend_from_slice(&fnv1a64(&out[HEADER_LEN..]).to_le_bytes());
+    frames.iter().for_each(|f| out.extend_from_slice(&f.bytes));
+    Ok(out)
+}
+
+/// The `.lfc` header and section table, every size checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    pub size: [usize; 4],
+    pub sparsity: u32,
+    pub epsilon: f32,
+    pub step: f32,
+    pub section_patches: usize,
+    pub patches: u64,
+    pub coefficients: u64,
+    /// The ensemble's entry, then one per section.
+    pub entries: Vec<Entry>,
+    /// Where each entry's frame starts in the file.
+    pub starts: Vec<usize>,
+    /// Decompressed bytes of every frame together.
+    pub payload_len: u64,
+    /// Bytes of every frame together.
+    pub frame_len: u64,
+}
+
+impl Header {
+    /// Parses the header and the section table and checks every declared size: the hashes,
+    /// the section count against the patch count, the frames against the bytes present
+    /// and zstd's largest expansion, the coefficients against the sparsity and the payload,
+    /// and the memory budget (the payload, the coefficients, and the decoded light field
+    /// of U x V x H x W x 3 f32), in checked u64 arithmetic. `info` and `decode` share it.
+    pub fn parse(bytes: &[u8]) -> Result<Header> {
+        if bytes.len() < 8 || &bytes[..4] != LFC_MAGIC {
+            return Err(LfError::corrupt(WHAT, "not a .lfc file (bad magic or too short)"));
+        }
+        let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
+        if version == 1 {
+            return Err(LfError::corrupt(
+                WHAT,
+                "version 1 (one zstd frame, before the sectioned format); this build reads version 2: \
+                 encode the light field again",
+            ));
+        }
+        if version != LFC_VERSION {
+            return Err(LfError::corrupt(WHAT, format!("version {version}, this build reads {LFC_VERSION}")));
+        }
+        if bytes.len() < HEADER_LEN {
+            return Err(LfError::corrupt(WHAT, "header truncated"));
+        }
+        if fnv1a64(&bytes[..HEADER_LEN - 8])
+            != u64::from_le_bytes(bytes[HEADER_LEN - 8..HEADER_LEN].try_into().unwrap())
+        {
+            return Err(LfError::corrupt(WHAT, "header checksum mismatch"));
+        }
+        let mut r = ByteReader::new(&bytes[8..HEADER_LEN - 8], "light-field bitstream header");
+        let size: [u32; 4] = [r.u32()?, r.u32()?, r.u32()?, r.u32()?];
+        let (sparsity, epsilon, step, section_patches) = (r.u32()?, r.f32()?, r.f32()?, r.u32()? as usize);
+        let (patches, coefficients, sections, reserved) = (r.u64()?, r.u64()?, r.u32()? as usize, r.u32()?);
+        if size.contains(&0) {
+            return Err(r.error(format!("light-field size {size:?} is empty")));
+        }
+        if !(epsilon.is_finite() && epsilon > 0.0 && step.is_finite() && step > 0.0) {
+            return Err(r.error("epsilon or quantisation step is not a positive number"));
+        }
+        if !(1..=MAX_SECTION_PATCHES).contains(&section_patches) || reserved != 0 {
+            return Err(r.error(format!("{section_patches} patches per section (1..={MAX_SECTION_PATCHES})")));
+        }
+        if patches == 0 || sections as u64 != patches.div_ceil(section_patches as u64) {
+            return Err(r.error(format!("{sections} sections of {section_patches} patches for {patches} patches")));
+        }
+        // The table's length is bounded by the bytes present before anything is sized by it.
+        let table_len = (sections + 1) * ENTRY_LEN + 8;
+        let rest = &bytes[HEADER_LEN..];
+        if rest.len() < table_len {
+            return Err(LfError::corrupt(WHAT, format!("section table of {sections} sections truncated")));
+        }
+        let (table, hash) = rest[..table_len].split_at(table_len - 8);
+        if fnv1a64(table) != u64::from_le_bytes(hash.try_into().unwrap()) {
+            return Err(LfError::corrupt(WHAT, "section table checksum mismatch (damaged table)"));
+        }
+        let mut t = ByteReader::new(table, "light-field section table");
+        let mut entries = Vec::with_capacity(sections + 1);
+        for _ in 0..=sections {
+            entries.push(Entry {
+                coefficients: t.u64()?,
+                payload_len: t.u64()?,
+                frame_len: t.u64()?,
+                checksum: t.u64()?,
+            });
+        }
+        let h = Header {
+            size: size.map(|s| s as usize),
+            sparsity,
+            epsilon,
+            step,
+            section_patches,
+            patches,
+            coefficients,
+            starts: Vec::new(),
+            payload_len: 0,
+            frame_len: 0,
+            entries,
+        };
+        h.check_entries(HEADER_LEN + table_len, bytes.len())
+    }
+
+    /// Checks the table's entries against the header and the file's length; fills the
+    /// frames' starts and the totals.
+    fn check_entries(mut self, first: usize, file_len: usize) -> Result<Header> {
+        let bad = |i: usize, m: String| LfError::corrupt(WHAT, format!("section table entry {i}: {m}"));
+        let (mut at, mut payload, mut coefficients) = (first as u64, 0u64, 0u64);
+        for (i, e) in self.entries.iter().enumerate() {
+            self.starts.push(at as usize);
+            at = at.checked_add(e.frame_len).filter(|&a| a <= file_len as u64).ok_or_else(|| {
+                bad(i, format!("frame of {} bytes past the end of the {file_len}-byte file (truncated?)", e.frame_len))
+            })?;
+            if e.payload_len > e.frame_len.saturating_mul(ZSTD_MAX_RATIO) {
+                return Err(bad(i, format!("{} bytes cannot come from a {}-byte frame", e.payload_len, e.frame_len)));
+            }
+            payload = payload.saturating_add(e.payload_len);
+            let n = if i == 0 { 0 } else { self.section(i - 1).len() as u64 };
+            // Every patch needs a membership and a count byte, every coefficient a
+            // location and a level byte.
+            let most = (self.sparsity as u64 * n).min(e.payload_len.saturating_sub(2 * n) / 2);
+            if e.coefficients > most || (i > 0 && e.payload_len < 2 * n) {
+                return Err(bad(
+                    i,
+                    format!("{} coefficients in {n} patches and {} bytes", e.coefficients, e.payload_len),
+                ));
+            }
+            coefficients += e.coefficients;
+        }
+        if at != file_len as u64 {
+            return Err(LfError::corrupt(WHAT, format!("{} bytes after the last frame", file_len as u64 - at)));
+        }
+        if coefficients != self.coefficients {
+            return Err(LfError::corrupt(
+                WHAT,
+                format!("sections hold {coefficients} coefficients, header says {}", self.coefficients),
+            ));
+        }
+        if payload > MAX_PAYLOAD {
+            return Err(LfError::corrupt(WHAT, format!("a payload of {payload} bytes is beyond {MAX_PAYLOAD}")));
+        }
+        kit::budget::check(payload, "the .lfc payload")?;
+        kit::budget::elements(&[coefficients, 2], 4, "the coefficients")?;
+        let [u, v, h, w] = self.size.map(|s| s as u64);
+        let what = format!("decoding {u}x{v} views of {w}x{h} pixels");
+        kit::budget::elements(&[u, v, h, w, crate::patch::COLOURS as u64], 4, &what)?;
+        self.payload_len = payload;
+        self.frame_len = at - first as u64;
+        Ok(self)
+    }
+
+    /// Number of coefficient sections.
+    pub fn sections(&self) -> usize {
+        self.entries.len() - 1
+    }
+
+    /// The patches of section `s`.
+    pub fn section(&self, s: usize) -> Range<usize> {
+        let start = s * self.section_patches;
+        start..(start + self.section_patches).min(self.patches as usize)
+    }
+
+    /// Section `s`'s entry and frame.
+    pub fn section_frame<'a>(&self, bytes: &'a [u8], s: usize) -> (&Entry, &'a [u8]) {
+        self.frame(bytes, s + 1)
+    }
+
+    fn frame<'a>(&self, bytes: &'a [u8], i: usize) -> (&Entry, &'a [u8]) {
+        let e = &self.entries[i];
+        (e, &bytes[self.starts[i]..self.starts[i] + e.frame_len as usize])
+    }
+
+    /// Decompresses and reads the ensemble (entry 0).
+    pub fn ensemble(&self, bytes: &[u8]) -> Result<Ensemble> {
+        let payload = unpack(self.frame(bytes, 0), 0)?;
+        let mut r = ByteReader::new(&payload, "light-field bitstream ensemble");
+        let ensemble = Ensemble::read_body(&mut r)?;
+        r.finish()?;
+        Ok(ensemble)
+    }
+}
+
+/// Checks a frame's checksum and header, then decompresses it (its size was checked
+/// against the budget by [`Header::parse`]).
+fn unpack((e, frame): (&Entry, &[u8]), i: usize) -> Result<Vec<u8>> {
+    let bad = |m: String| LfError::corrupt(WHAT, format!("frame {i}: {m}"));
+    if hash64(frame) != e.checksum {
+        return Err(bad("checksum mismatch (damaged frame)".into()));
+    }
+    check_frame(frame, e.payload_len).map_err(|err| bad(err.to_string()))?;
+    let payload = zstd::bulk::decompress(frame, e.payload_len as usize).map_err(|err| bad(format!("zstd: {err}")))?;
+    if payload.len() as u64 != e.payload_len {
+        return Err(bad("payload shorter than the table says".into()));
+    }
+    Ok(payload)
+}
+
+/// What a section's values are checked against.
+pub struct Bounds {
+    pub grid: PatchGrid,
+    pub step: f32,
+    pub dictionaries: usize,
+    pub sparsity: usize,
+}
+
+/// Where one section's parsed codes go: `membership` and `offsets` (patches + 1, from 0
+/// within the section) per patch, `locations` and `levels` per coefficient (lengths from
+/// the table). The GPU's staging words and the CPU's [`Codes`] both take this form.
+pub struct SectionOut<'a> {
+    pub membership: &'a mut [u32],
+    pub offsets: &'a mut [u32],
+    pub locations: &'a mut [u32],
+    pub levels: &'a mut [i32],
+}
+
+/// Decompresses and parses section `s`, checking every value (membership below K, counts
+/// within the sparsity, locations inside the patch, levels within what values in [0, 1]
+/// can hold) and that the streams end exactly where the table says.
+pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
+    let payload = unpack(header.section_frame(bytes, s), s + 1)?;
+    let range = header.section(s);
+    let plen = b.grid.shape.len() as u64;
+    let mut r = ByteReader::new(&payload, "light-field bitstream section");
+    let in_section = |m: LfError| LfError::corrupt(WHAT, format!("section {s}: {m}"));
+    (|| -> Result<()> {
+        for m in out.membership.iter_mut() {
+            let k = r.varint()?;
+            if k >= b.dictionaries as u64 {
+                return Err(r.error(format!("membership {k} but only {} dictionaries", b.dictionaries)));
+            }
+            *m = k as u32;
+        }
+        out.offsets[0] = 0;
+        let mut total = 0u64;
+        for o in out.offsets[1..].iter_mut() {
+            let c = r.varint()?;
+            if c > b.sparsity as u64 {
+                return Err(r.error(format!("patch with {c} coefficients, sparsity is {}", b.sparsity)));
+            }
+            total += c;
+            if total > out.locations.len() as u64 {
+                return Err(r.error(format!("more coefficients than the table's {}", out.locations.len())));
+            }
+            *o = total as u32;
+        }
+        if total != out.locations.len() as u64 {
+            return Err(r.error(format!("{total} coefficients, the table says {}", out.locations.len())));
+        }
+        for (j, _) in range.clone().enumerate() {
+            let mut prev: Option<u64> = None;
+            for loc in &mut out.locations[out.offsets[j] as usize..out.offsets[j + 1] as usize] {
+                let d = r.varint()?;
+                let l = prev.map_or(Some(d), |q| q.checked_add(d).and_then(|x| x.checked_add(1)));
+                let l = l
+                    .filter(|&l| l < plen)
+                    .ok_or_else(|| r.error(format!("coefficient location past the patch ({plen} samples)")))?;
+                *loc = l as u32;
+                prev = Some(l);
+            }
+        }
+        for (j, p) in range.clone().enumerate() {
+            let bound = max_level(b.step, b.grid.valid_samples(p), plen as usize);
+            for level in &mut out.levels[out.offsets[j] as usize..out.offsets[j + 1] as usize] {
+                let z = r.varint()?;
+                if z > u32::MAX as u64 || unzigzag(z).unsigned_abs() as u64 > bound {
+                    return Err(r.error(format!(
+                        "coefficient level of patch {p} beyond {bound}, more than a patch of values in [0, 1] holds"
+                    )));
+                }
+                *level = unzigzag(z);
+            }
+        }
+        r.finish()
+    })()
+    .map_err(in_section)
+}
+
+/// Splits `slice` into consecutive pieces of `lens` (whose sum must not exceed its length).
+pub fn split_lens<T>(mut slice: &mut [T], lens: impl IntoIterator<Item = usize>) -> Vec<&mut [T]> {
+    lens.into_iter()
+        .map(|n| {
+            let (head, tail) = std::mem::take(&mut slice).split_at_mut(n);
+            slice = tail;
+            head
+        })
+        .collect()
+}
