@@ -4,10 +4,12 @@
 # per step into $RES/<set>.jsonl. Photos for `smoe-photos` come in .gpu-data/ (git-ignored;
 # scikit-image's astronaut, chelsea and coffee, which are public domain / CC0).
 #   smoe-photos     EM-only against refined fits at about 44 pixels per kernel, and renders
+#   smoe-large      photographs of any size (issue 24 item 4): each photo cropped to 3:2 and
+#                   resized (PIL) to 768x512 at K=9000 and 2048x1365 at K=70000, default fit
 #   mosaic-exact    exact assignment on the GPU and the CPU (and scipy where installed)
 #   lightfield-files generate, train, encode, decode, one-view decode and a still render
 set -uo pipefail
-B=.gpu/bin
+B=${B:-.gpu/bin}
 RES=${RES:-/tmp/tessera-results}; mkdir -p "$RES"
 W=/tmp/tessera-work; mkdir -p "$W"
 step() { # set, name, command...
@@ -29,6 +31,23 @@ for s in "$@"; do
         step smoe-photos "$name-refined" $B/smoe fit "$img" --kernels $k --iterations 40 --out "$W/$name-r.smoe" --json
         step smoe-photos "$name-refined1000" $B/smoe fit "$img" --kernels $k --iterations 40 --refine-steps 1000 --out "$W/$name-r1000.smoe" --json
         step smoe-photos "$name-render" $B/smoe render "$W/$name-r.smoe" --out "$W/$name-r.png" --json
+      done ;;
+    smoe-large)
+      for img in .gpu-data/*.png; do
+        name=$(basename "$img" .png)
+        python3 - "$img" "$W/$name" <<'PY' || { echo "== smoe-large: cannot resize $img (PIL)"; continue; }
+import sys
+from PIL import Image
+im = Image.open(sys.argv[1]).convert("RGB")
+w, h = im.size
+cw, ch = min(w, h * 3 // 2), min(h, w * 2 // 3)
+im = im.crop(((w - cw) // 2, (h - ch) // 2, (w - cw) // 2 + cw, (h - ch) // 2 + ch))
+for W, H in [(768, 512), (2048, 1365)]:
+    im.resize((W, H), Image.LANCZOS).save(f"{sys.argv[2]}-{W}.png")
+PY
+        step smoe-large "$name-768x512-k9000" $B/smoe fit "$W/$name-768.png" --kernels 9000 --out "$W/$name-768.smoe" --json
+        step smoe-large "$name-768x512-k9000-render" $B/smoe render "$W/$name-768.smoe" --out "$W/$name-768-r.png" --json
+        step smoe-large "$name-2048x1365-k70000" $B/smoe fit "$W/$name-2048.png" --kernels 70000 --out "$W/$name-2048.smoe" --json
       done ;;
     mosaic-exact)
       python3 - "$W" <<'PY'

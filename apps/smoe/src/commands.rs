@@ -10,8 +10,10 @@ use anyhow::{bail, Context as _, Result};
 use kit::output::{Staged, IMAGE_EXTENSIONS};
 use serde::Serialize;
 use smoe::data::{sample_image, Grid};
+use smoe::em_culled::{fit_gpu_culled, TILE};
 use smoe::fit::{fit_cpu, fit_gpu, fit_gpu_from, render_psnr, render_psnr_cpu, Init};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
+use smoe::memory::{device_local_bytes, fit_memory, FitMemory};
 use smoe::model::{Model, MODEL_EXTENSIONS};
 use smoe::reference;
 use smoe::refine::{refine_cpu, refine_gpu, RefineOptions};
@@ -189,6 +191,10 @@ struct FitRecord {
     /// GPU time of the EM iterations.
     gpu_ms: Option<f64>,
     refine_ms: f64,
+    /// Mean kernels per 16x16 tile at the last EM iteration (the culled EM of images).
+    kernels_per_tile: Option<f64>,
+    /// The device memory estimated before the fit (the largest phase; GPU only).
+    device_bytes_estimate: Option<u64>,
 }
 
 impl fmt::Display for FitRecord {
@@ -225,10 +231,12 @@ pub fn fit(
     if kernels > grid.len() {
         bail!("--kernels {kernels} is more than the {} samples of {}", grid.len(), input.display());
     }
-    // The joint samples, built from the grid on the host.
-    let dims = [grid.len() as u64, grid.coord_dims() as u64 + 3];
-    kit::budget::elements(&dims, 4, &format!("the samples of {}", input.display()))?;
+    let memory = fit_memory(&grid.extent, kernels, TILE);
+    kit::budget::check(memory.host_bytes, format!("fitting {kernels} kernels to {}", input.display()))?;
     let ctx = common.context()?;
+    if let Some(ctx) = &ctx {
+        check_device_memory(ctx, &memory, grid.len(), kernels)?;
+    }
     let start = Instant::now();
     let bar = kit::progress::bar(init.steps(kernels), "start");
     let first = init.model_on(ctx.as_ref(), &grid, kernels, &mut || bar.inc(1))?;
@@ -240,6 +248,16 @@ pub fn fit(
         bar.inc(1);
     };
     let (model, report) = match &ctx {
+        // Images: the culled EM, rendering the model every few iterations for the bar.
+        Some(ctx) if grid.coord_dims() == 2 => {
+            let mut psnr = None;
+            fit_gpu_culled(ctx, &grid, first, iterations, PSNR_EVERY, |step| {
+                psnr = step.psnr_db.or(psnr);
+                let shown = psnr.map_or(String::new(), |p: f64| format!(", PSNR {p:.2} dB"));
+                bar.set_message(format!("ll {:.3}{shown}", step.loglik));
+                bar.inc(1);
+            })?
+        }
         Some(ctx) => fit_gpu_from(ctx, &grid, first, iterations, tick)?,
         None => fit_cpu(&grid, first, iterations, tick)?,
     };
@@ -284,8 +302,42 @@ pub fn fit(
         em_ms: report.em_ms,
         gpu_ms: report.gpu_ms,
         refine_ms,
+        kernels_per_tile: report.list_entries.map(|e| {
+            e as f64 / grid.width().div_ceil(TILE as usize) as f64 / grid.height().div_ceil(TILE as usize) as f64
+        }),
+        device_bytes_estimate: ctx.is_some().then_some(memory.device_bytes),
     };
     kit::emit(&record, &[out]);
+    Ok(())
+}
+
+/// EM iterations between the renders that show the PSNR in the progress bar.
+const PSNR_EVERY: usize = 5;
+
+/// Refuses a fit whose estimated device memory (or largest buffer) the device cannot hold,
+/// before anything is allocated on it.
+fn check_device_memory(ctx: &engine::Context, memory: &FitMemory, samples: usize, kernels: usize) -> Result<()> {
+    let info = ctx.info();
+    let what = format!("{samples} samples and {kernels} kernels");
+    if let Some(heap) = device_local_bytes(info) {
+        // A tenth of the heap is left to the driver and other processes.
+        if memory.device_bytes > heap - heap / 10 {
+            bail!(
+                "fitting {what} needs about {} of device memory, more than the {} {} has; use fewer kernels or a smaller input",
+                kit::budget::human(memory.device_bytes),
+                kit::budget::human(heap),
+                info.name
+            );
+        }
+    }
+    if memory.largest_buffer_bytes > info.max_storage_buffer_range {
+        bail!(
+            "fitting {what} needs a buffer of {}, more than {} allows in one buffer ({}); use a smaller input",
+            kit::budget::human(memory.largest_buffer_bytes),
+            info.name,
+            kit::budget::human(info.max_storage_buffer_range)
+        );
+    }
     Ok(())
 }
 

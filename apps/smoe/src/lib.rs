@@ -9,6 +9,7 @@
 //!   O(samples x kernels per tile)).
 //! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter (CPU).
 //! - [`gpu_kmeans`]: its GPU twin, the start of `--backend gpu` fits.
+//! - [`memory`]: what `smoe fit` will allocate, estimated before it does.
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
 //! - [`bench`]: the Table 4 and fitting benchmarks.
 //! - [`viewer`]: the interactive window (winit + engine::present).
@@ -19,6 +20,7 @@ pub mod fit;
 pub mod gpu;
 pub mod gpu_kmeans;
 pub mod kmeans;
+pub mod memory;
 pub mod model;
 pub mod reference;
 pub mod refine;
