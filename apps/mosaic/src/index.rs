@@ -8,11 +8,12 @@
 //! a warning (and remembered, so they are not decoded again until they change). The file
 //! layout is in docs/formats.md ("mosaic tile index").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+use indicatif::ProgressBar;
 use rayon::prelude::*;
 
 use crate::error::{MosaicError, Result};
@@ -105,6 +106,9 @@ pub struct IndexStats {
     pub from_cache: usize,
     pub decoded: usize,
     pub skipped: usize,
+    /// Worker threads that decoded files (files decode in parallel, one at a time per
+    /// thread, so decoding holds at most this many full-size images).
+    pub threads: usize,
 }
 
 fn is_image(path: &Path) -> bool {
@@ -184,6 +188,21 @@ pub fn index(
     dir: &Path,
     params: &IndexParams,
     cache_dir: Option<&Path>,
+    warn: impl FnMut(&str),
+) -> Result<(TileIndex, IndexStats)> {
+    let bar = kit::progress::bar(0, "indexing");
+    let result = index_with_progress(dir, params, cache_dir, &bar, warn);
+    bar.finish_and_clear();
+    result
+}
+
+/// [`index`] reporting to `progress`: its length is set to the number of image files found,
+/// and it advances by one as each file is decoded or taken from the cache.
+pub fn index_with_progress(
+    dir: &Path,
+    params: &IndexParams,
+    cache_dir: Option<&Path>,
+    progress: &ProgressBar,
     mut warn: impl FnMut(&str),
 ) -> Result<(TileIndex, IndexStats)> {
     if !dir.is_dir() {
@@ -209,26 +228,28 @@ pub fn index(
         }
     }
     let mut stats = IndexStats { files: files.len(), ..Default::default() };
-    let bar = kit::progress::bar(files.len() as u64, "indexing");
-    let results: Vec<(Key, Entry, bool)> = files
+    progress.set_length(files.len() as u64);
+    // Each result remembers the worker thread that decoded it (None: from the cache).
+    let results: Vec<(Key, Entry, Option<usize>)> = files
         .into_par_iter()
         .map(|(path, key)| {
             let result = match cached.get(&key.path) {
-                Some((k, entry)) if *k == key => (key, entry.clone(), true),
+                Some((k, entry)) if *k == key => (key, entry.clone(), None),
                 _ => {
                     let entry = decode(&path, params);
-                    (key, entry, false)
+                    (key, entry, Some(rayon::current_thread_index().unwrap_or(0)))
                 }
             };
-            bar.inc(1);
+            progress.inc(1);
             result
         })
         .collect();
-    bar.finish_and_clear();
+    let decoders: HashSet<usize> = results.iter().filter_map(|r| r.2).collect();
+    stats.threads = decoders.len();
     let mut tiles =
         TileIndex { params: *params, paths: Vec::new(), features: Features::new(params.cells), thumbs: Vec::new() };
-    for (key, entry, hit) in &results {
-        if *hit {
+    for (key, entry, decoder) in &results {
+        if decoder.is_none() {
             stats.from_cache += 1;
         } else {
             stats.decoded += 1;
@@ -271,11 +292,12 @@ fn clip(text: &str) -> &str {
 
 /// Writes the cache; only what [`read_cache`] accepts (a path too long to hold is left out
 /// and decoded again next time, a long message is cut).
-fn write_cache(path: &Path, params: &IndexParams, entries: &[(Key, Entry, bool)]) -> Result<()> {
+fn write_cache(path: &Path, params: &IndexParams, entries: &[(Key, Entry, Option<usize>)]) -> Result<()> {
     if let Some(folder) = path.parent() {
         std::fs::create_dir_all(folder).map_err(|e| MosaicError::file(folder, e))?;
     }
-    let kept: Vec<&(Key, Entry, bool)> = entries.iter().filter(|(key, _, _)| key.path.len() <= MAX_TEXT).collect();
+    let kept: Vec<&(Key, Entry, Option<usize>)> =
+        entries.iter().filter(|(key, _, _)| key.path.len() <= MAX_TEXT).collect();
     kit::output::write_atomic(path, |w| {
         let mut header = Vec::new();
         header.extend_from_slice(MAGIC);

@@ -144,8 +144,13 @@ impl fmt::Display for IndexReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} tiles indexed ({} from cache, {} decoded, {} skipped) in {:.1} ms",
-            self.tiles, self.stats.from_cache, self.stats.decoded, self.stats.skipped, self.index_ms
+            "{} tiles indexed ({} from cache, {} decoded on {} threads, {} skipped) in {:.1} ms",
+            self.tiles,
+            self.stats.from_cache,
+            self.stats.decoded,
+            self.stats.threads,
+            self.stats.skipped,
+            self.index_ms
         )?;
         match &self.cache {
             Some(cache) => write!(f, "; cache {}", cache.display()),
