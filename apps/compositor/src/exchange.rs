@@ -297,3 +297,139 @@ fn gather(
     stats.composite_ms += ms;
     Ok(Some(result?))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::{Arc, Barrier};
+
+    use engine::testing;
+
+    use super::*;
+    use crate::cpu::encode::encode_serial;
+    use crate::frame::{raw_words, Frame};
+    use crate::patterns;
+
+    /// Ranks as threads of one process, a channel for every ordered pair of ranks.
+    struct Threads {
+        rank: usize,
+        size: usize,
+        to: Vec<Sender<Vec<u32>>>,
+        from: Vec<Receiver<Vec<u32>>>,
+        barrier: Arc<Barrier>,
+    }
+
+    fn threads(size: usize) -> Vec<Threads> {
+        let barrier = Arc::new(Barrier::new(size));
+        let mut to: Vec<Vec<Sender<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
+        let mut from: Vec<Vec<Receiver<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
+        for sender in to.iter_mut() {
+            for receiver in from.iter_mut() {
+                let (tx, rx) = channel();
+                sender.push(tx);
+                receiver.push(rx);
+            }
+        }
+        let comms = to.into_iter().zip(from).enumerate();
+        comms.map(|(rank, (to, from))| Threads { rank, size, to, from, barrier: barrier.clone() }).collect()
+    }
+
+    impl Comm for Threads {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn local_rank(&self) -> usize {
+            self.rank
+        }
+        fn first_failed(&self, _: bool) -> Option<usize> {
+            unimplemented!("the exchange agrees on nothing")
+        }
+        fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
+            for &(to, words) in sends {
+                self.to[to].send(words.to_vec()).unwrap();
+            }
+            Ok(from.iter().map(|&src| self.from[src].recv().unwrap()).collect())
+        }
+        fn gather(&self, _: &[f64]) -> Option<Vec<Vec<f64>>> {
+            unimplemented!("the exchange gathers by exchange")
+        }
+        fn barrier(&self) {
+            self.barrier.wait();
+        }
+        fn abort(&self, _: i32) -> ! {
+            unimplemented!("the exchange aborts nothing")
+        }
+    }
+
+    /// Where the ranks hold their images.
+    #[derive(Clone, Copy, Debug)]
+    enum Place {
+        HostEncoded,
+        HostRaw,
+        Device,
+    }
+
+    /// Every rank's image at `place` through the exchange: the image rank 0 gathers.
+    fn run(place: Place, strategy: Strategy, frames: &[Frame], blenders: &mut [GpuBlender]) -> Frame {
+        let ctx = testing::context();
+        let (w, h) = (frames[0].width, frames[0].height);
+        let gathered = std::thread::scope(|scope| {
+            let ranks = threads(frames.len()).into_iter().zip(frames).zip(blenders.iter_mut());
+            let handles: Vec<_> = ranks
+                .map(|((comm, frame), blender)| {
+                    scope.spawn(move || match place {
+                        Place::HostEncoded => {
+                            let piece = Piece::Encoded(encode_serial(frame));
+                            composite_frame(&comm, piece, strategy, Op::ZBuffer)
+                        }
+                        Place::HostRaw => {
+                            let piece =
+                                Piece::Raw { pixels: frame.pixels(), words: raw_words(&frame.color, &frame.depth) };
+                            composite_frame(&comm, piece, strategy, Op::ZBuffer)
+                        }
+                        Place::Device => {
+                            let color = ctx.upload(&frame.color, "colour").unwrap();
+                            let depth = ctx.upload(&frame.depth, "depth").unwrap();
+                            let frame = GpuFrame { color: &color, depth: &depth, pixels: frame.pixels() };
+                            composite_frame_gpu(&comm, frame, strategy, blender)
+                        }
+                    })
+                })
+                .collect();
+            let mut results = handles.into_iter().map(|h| h.join().unwrap().unwrap().0);
+            results.next().unwrap().unwrap()
+        });
+        gathered.to_frame(w, h)
+    }
+
+    /// The skeleton's rounds, cuts, folds and gather, on the host (encoded and raw) and on
+    /// the GPU, against compositing every rank's image in rank order at once, for every
+    /// strategy and 1 to 5 ranks on an image whose spans are no multiple of a workgroup.
+    #[test]
+    fn every_place_and_strategy_gathers_the_rank_order_composite() {
+        let ctx = testing::context();
+        let (w, h) = (97, 13);
+        let mut blenders: Vec<GpuBlender> = (0..5).map(|_| GpuBlender::new(ctx).unwrap()).collect();
+        for ranks in 1..=5 {
+            let mut frames: Vec<Frame> =
+                (0..ranks).map(|r| patterns::all(w, h, 40 + r as u64).pop().unwrap().1).collect();
+            let (front, rest) = frames.split_first_mut().unwrap();
+            for f in rest {
+                patterns::tie(front, f, 3);
+            }
+            let encoded: Vec<Encoded> = frames.iter().map(encode_serial).collect();
+            let all = crate::cpu::blend::composite(&encoded.iter().collect::<Vec<_>>(), Op::ZBuffer).unwrap();
+            let want = Frame::decode(&all, w, h);
+            for strategy in [Strategy::BinarySwap, Strategy::RadixK, Strategy::DirectSend] {
+                for place in [Place::HostEncoded, Place::HostRaw, Place::Device] {
+                    let got = run(place, strategy, &frames, &mut blenders[..ranks]);
+                    assert!(got == want, "{ranks} ranks, {strategy:?}, {place:?}");
+                }
+            }
+        }
+        testing::assert_no_validation_messages();
+    }
+}
