@@ -1,6 +1,7 @@
 #version 460
 // Batched small GEMM: C_b = alpha * op(A_b) * op(B_b) + beta * C_b for b < batch, f32,
-// row-major with leading dimensions and batch strides (a stride of 0 shares one matrix).
+// row-major with leading dimensions, batch strides (a stride of 0 shares one matrix) and
+// the element offsets where each operand's first matrix starts.
 // op(A) is m x k: A stored m x k (trans_a = 0) or k x m (trans_a = 1); op(B) is k x n:
 // B stored k x n or n x k. beta = 0 never reads C.
 //
@@ -19,6 +20,7 @@ layout(push_constant) uniform Push {
     uint m; uint n; uint k;
     uint lda; uint ldb; uint ldc;
     uint stride_a; uint stride_b; uint stride_c;
+    uint offset_a; uint offset_b; uint offset_c;
     uint trans_a; uint trans_b; uint batch;
     float alpha; float beta;
     uint tiles_m; uint tiles_n;
@@ -40,9 +42,9 @@ void main() {
     uint t = group % per_batch;
     uint row0 = (t / tiles_n) * TILE;
     uint col0 = (t % tiles_n) * TILE;
-    uint a_base = bi * stride_a;
-    uint b_base = bi * stride_b;
-    uint c_base = bi * stride_c;
+    uint a_base = offset_a + bi * stride_a;
+    uint b_base = offset_b + bi * stride_b;
+    uint c_base = offset_c + bi * stride_c;
     uint tx = gl_LocalInvocationID.x % T;
     uint ty = gl_LocalInvocationID.x / T;
     uint wg = gl_WorkGroupSize.x;

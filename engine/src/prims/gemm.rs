@@ -30,8 +30,10 @@ const MICRO_TILES: [u32; 3] = [1, 2, 4];
 
 /// One batch of independent products `C_b = alpha * op(A_b) * op(B_b) + beta * C_b`,
 /// `b < batch`. All matrices are row-major; `op(A)` is `m x k` and `op(B)` is `k x n`.
-/// Matrix `b` of A starts at element `b * stride_a` (0 shares one matrix across the batch),
-/// and likewise for B and C. `beta == 0` never reads C.
+/// Matrix `b` of A starts at element `offset_a + b * stride_a` (a stride of 0 shares one
+/// matrix across the batch), and likewise for B and C. `beta == 0` never reads C. The
+/// offsets let one buffer hold many batches (e.g. segments of patches, each with its own
+/// dictionary) without sub-buffer bindings, whose offsets must meet the device alignment.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BatchedGemm {
     /// Number of products.
@@ -58,6 +60,12 @@ pub struct BatchedGemm {
     pub stride_b: usize,
     /// Elements between consecutive C matrices.
     pub stride_c: usize,
+    /// Element where A's first matrix starts.
+    pub offset_a: usize,
+    /// Element where B's first matrix starts.
+    pub offset_b: usize,
+    /// Element where C's first matrix starts.
+    pub offset_c: usize,
     /// Scale of the product.
     pub alpha: f32,
     /// Scale of the existing C.
@@ -80,6 +88,9 @@ impl BatchedGemm {
             stride_a: m * k,
             stride_b: k * n,
             stride_c: m * n,
+            offset_a: 0,
+            offset_b: 0,
+            offset_c: 0,
             alpha: 1.0,
             beta: 0.0,
         }
@@ -94,6 +105,11 @@ impl BatchedGemm {
             ldb: if trans_b { self.k } else { self.n },
             ..self
         }
+    }
+
+    /// The same batch starting at elements `a`, `b` and `c` of the three buffers.
+    pub fn at(self, a: usize, b: usize, c: usize) -> BatchedGemm {
+        BatchedGemm { offset_a: a, offset_b: b, offset_c: c, ..self }
     }
 
     /// The same batch with `C = alpha * op(A) op(B) + beta * C`.
@@ -127,10 +143,14 @@ impl BatchedGemm {
             ));
         }
         for (name, need, have) in [
-            ("A", self.extent(ar, ac, self.lda, self.stride_a), a_len),
-            ("B", self.extent(br, bc, self.ldb, self.stride_b), b_len),
-            ("C", self.extent(self.m, self.n, self.ldc, self.stride_c), c_len),
+            ("A", self.offset_a + self.extent(ar, ac, self.lda, self.stride_a), a_len),
+            ("B", self.offset_b + self.extent(br, bc, self.ldb, self.stride_b), b_len),
+            ("C", self.offset_c + self.extent(self.m, self.n, self.ldc, self.stride_c), c_len),
         ] {
+            // The shader indexes in u32.
+            if need > u32::MAX as usize {
+                return bad(format!("{name} reaches element {need}, past u32 indexing"));
+            }
             if need > have {
                 return bad(format!("{name} needs {need} elements, buffer holds {have}"));
             }
@@ -151,6 +171,9 @@ struct Push {
     stride_a: u32,
     stride_b: u32,
     stride_c: u32,
+    offset_a: u32,
+    offset_b: u32,
+    offset_c: u32,
     trans_a: u32,
     trans_b: u32,
     batch: u32,
@@ -229,6 +252,9 @@ impl ModeProduct {
             stride_a: 0,
             stride_b: d * q,
             stride_c: j * q,
+            offset_a: 0,
+            offset_b: 0,
+            offset_c: 0,
             alpha: 1.0,
             beta: 0.0,
         })
@@ -310,6 +336,9 @@ impl Gemm {
             stride_a: desc.stride_a as u32,
             stride_b: desc.stride_b as u32,
             stride_c: desc.stride_c as u32,
+            offset_a: desc.offset_a as u32,
+            offset_b: desc.offset_b as u32,
+            offset_c: desc.offset_c as u32,
             trans_a: desc.trans_a as u32,
             trans_b: desc.trans_b as u32,
             batch: desc.batch as u32,
@@ -354,7 +383,9 @@ impl Gemm {
 pub fn batched_gemm_cpu(desc: &BatchedGemm, a: &[f32], b: &[f32], c: &[f32]) -> Vec<f64> {
     let mut out: Vec<f64> = c.iter().map(|&x| x as f64).collect();
     for bi in 0..desc.batch {
-        let (ab, bb, cb) = (bi * desc.stride_a, bi * desc.stride_b, bi * desc.stride_c);
+        let ab = desc.offset_a + bi * desc.stride_a;
+        let bb = desc.offset_b + bi * desc.stride_b;
+        let cb = desc.offset_c + bi * desc.stride_c;
         for i in 0..desc.m {
             for j in 0..desc.n {
                 let mut acc = 0.0f64;
@@ -415,9 +446,9 @@ mod tests {
     fn check(gemm: &Gemm, desc: &BatchedGemm, rng: &mut impl Rng) {
         let ctx = testing::context();
         let ((ar, ac), (br, bc)) = desc.stored_shapes();
-        let a = random(rng, desc.extent(ar, ac, desc.lda, desc.stride_a).max(1));
-        let b = random(rng, desc.extent(br, bc, desc.ldb, desc.stride_b).max(1));
-        let c = random(rng, desc.extent(desc.m, desc.n, desc.ldc, desc.stride_c).max(1));
+        let a = random(rng, (desc.offset_a + desc.extent(ar, ac, desc.lda, desc.stride_a)).max(1));
+        let b = random(rng, (desc.offset_b + desc.extent(br, bc, desc.ldb, desc.stride_b)).max(1));
+        let c = random(rng, (desc.offset_c + desc.extent(desc.m, desc.n, desc.ldc, desc.stride_c)).max(1));
         let (ga, gb, gc) = (ctx.upload(&a, "A").unwrap(), ctx.upload(&b, "B").unwrap(), ctx.upload(&c, "C").unwrap());
         gemm.run(desc, &ga, &gb, &gc).unwrap();
         let got = ctx.download(&gc).unwrap();
@@ -446,6 +477,10 @@ mod tests {
         desc.stride_c = 10 * 15 + 3;
         check(&gemm, &desc, &mut rng);
         check(&gemm, &BatchedGemm::packed(2, 100, 70, 130), &mut rng);
+        // Batches starting inside their buffers (unaligned offsets), C^T-style products
+        // with k-long rows as the light-field training's per-patch Gram matrices use them.
+        check(&gemm, &BatchedGemm::packed(13, 7, 7, 45).transposed(false, true).at(5, 3, 11), &mut rng);
+        check(&gemm, &BatchedGemm::packed(6, 5, 9, 5).at(0, 17, 1).scaled(1.0, 1.0), &mut rng);
         // Many tiny products: the batch count of the awkward sizes.
         check(&gemm, &BatchedGemm::packed(1000, 4, 4, 4), &mut rng);
         testing::assert_no_validation_messages();
