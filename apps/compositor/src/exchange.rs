@@ -1,7 +1,7 @@
 //! The exchange: the ranks composite their partial images with a [`Strategy`] in rounds
 //! of span swaps (`schedule`), then rank 0 gathers the final spans. One round skeleton
-//! ([`exchange`]) serves both places a rank's image can live, through the stage functions
-//! of [`Held`]: on the host as a [`Piece`], split and composited on the CPU
+//! (`exchange`) serves both places a rank's image can live, through the stage functions
+//! of the `Held` trait: on the host as a [`Piece`], split and composited on the CPU
 //! ([`composite_frame`]), or raw on the GPU, its spans encoded and merged there
 //! ([`composite_frame_gpu`]).
 

@@ -11,7 +11,7 @@
 //! - [`schedule`], [`comm`], [`piece`], [`exchange`], [`distributed`]: binary-swap /
 //!   radix-k / direct-send over MPI, one round skeleton for images on the host or the GPU.
 //! - [`demo`]: the project demo's compositor part.
-//! - [`bench`], [`sweep`]: the paper's Tables 1 and 2 (`composite bench`) and the encoder's
+//! - [`bench`](mod@bench), [`sweep`]: the paper's Tables 1 and 2 (`composite bench`) and the encoder's
 //!   shapes (`composite sweep`).
 
 pub mod ap;

@@ -1,6 +1,8 @@
-//! Compositing of encoded images on the GPU (`ap_blend.comp`): the encoded payloads go to
-//! the device as they are, with a table of their active segments; the kernel composites
-//! every pixel straight from the payloads into a raw frame, which the GPU encoder encodes.
+//! Compositing of encoded images on the GPU, the twin of [`crate::cpu::blend`]: the encoded
+//! payloads go to the device as they are, with a table of their active segments, and each
+//! kernel reads every pixel straight from the payloads. `ap_blend` composites them into a
+//! raw frame, which the GPU encoder encodes ([`GpuBlender::composite`]); `ap_zmerge`
+//! z-buffers them into a span of a raw frame in place ([`GpuBlender::merge_into`]).
 //! Buffers are kept from call to call (the distributed renderer composites every frame).
 
 use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};

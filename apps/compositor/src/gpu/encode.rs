@@ -145,7 +145,7 @@ pub struct GpuEncoder {
 }
 
 impl GpuEncoder {
-    /// The encoder of the first shape in [`ENCODE_SHAPES`] that the device builds and whose
+    /// The encoder of the first shape in `ENCODE_SHAPES` that the device builds and whose
     /// payloads equal the CPU encoder's on check frames.
     ///
     /// A kernel right on one driver can be wrong on another (BENCHMARKS.md records payloads
