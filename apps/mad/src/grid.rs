@@ -67,6 +67,41 @@ impl Grid {
     }
 }
 
+/// A rectangle of blocks (equivalently of their cells) of a [`Grid`]: columns `x0..x1`,
+/// rows `y0..y1`. A tile of a large image ([`crate::tiled`]) scores the blocks of one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cells {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+impl Cells {
+    /// Every block of `grid`.
+    pub fn all(grid: &Grid) -> Cells {
+        Cells { x0: 0, y0: 0, x1: grid.blocks_x, y1: grid.blocks_y }
+    }
+
+    pub fn width(&self) -> usize {
+        self.x1 - self.x0
+    }
+
+    pub fn height(&self) -> usize {
+        self.y1 - self.y0
+    }
+
+    /// The blocks `(bx, by)`, row-major.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (self.y0..self.y1).flat_map(move |by| (self.x0..self.x1).map(move |bx| (bx, by)))
+    }
+
+    /// The pixel columns (or rows) the cells cover: `STRIDE * start .. STRIDE * end`.
+    pub fn pixels(start: usize, end: usize) -> std::ops::Range<usize> {
+        STRIDE * start..STRIDE * end
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

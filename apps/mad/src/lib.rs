@@ -9,6 +9,7 @@
 //!   IQA data set's folders by name; [`results`]: the resumable results file; [`report`]:
 //!   the records every subcommand prints.
 //! - [`correlate`]: SROCC, KROCC and PLCC after the 4-parameter logistic, against MOS/DMOS.
+//! - [`tiled`]: large pairs within the memory budget, in tiles with a wrapped-around halo.
 //! - [`synth`]: deterministic sample images and distortions (demo, bench, tests).
 //! - [`bench`], [`demo`]: the `mad bench` and `mad demo` subcommands.
 
@@ -28,6 +29,7 @@ pub mod pairs;
 pub mod report;
 pub mod results;
 pub mod synth;
+pub mod tiled;
 
 pub use input::GrayImage;
 

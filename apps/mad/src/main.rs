@@ -28,7 +28,11 @@ enum Command {
         mad score ref.png dist.jpg\n  \
         mad score ref.png dist.png --maps maps/ --json\n  \
         mad score ref.tif dist.tif --backend cpu\n  \
-        mad score ref.png dist.png --split-stages --device 0,1")]
+        mad score ref.png dist.png --split-stages --device 0,1\n  \
+        mad score big_ref.png big_dist.png --backend cpu --max-memory 2G\n\n\
+        With --backend cpu, a pair whose whole-image scoring would go over --max-memory is scored\n\
+        in tiles of whole blocks with a wrapped-around halo, as large as the budget allows (a bar\n\
+        shows the tiles; --maps assembles the maps from them). The GPU backends refuse such a pair.")]
     Score {
         /// The reference image (PNG, JPEG, TIFF, WebP or BMP; 8/16-bit; gray or RGB; at least 34x34)
         reference: PathBuf,
@@ -170,7 +174,8 @@ fn score(
         Scorer::Gpu(gpu) => gpu.check_budget(w, h, 1, 1, want_maps),
         // Both devices' slots, when they share the host's memory (lavapipe).
         Scorer::Split(gpus) => gpus[0].check_budget(w, h, 1, gpus.len() as u64, want_maps),
-        Scorer::Cpu => mad::cpu::check_budget(w, h),
+        // Over the whole image where that fits the budget, else in tiles (maps assembled).
+        Scorer::Cpu => mad::tiled::check_cpu(w, h, want_maps),
     })?;
     let (scores, maps, stages) = match &scorer {
         Scorer::Gpu(gpu) => {
@@ -183,8 +188,8 @@ fn score(
             (s, m, Some(t))
         }
         Scorer::Cpu => {
-            let (s, m) = mad::cpu::score(&r, &d)?;
-            (s, want_maps.then_some(m), None)
+            let (s, m) = mad::cpu::score_with(&r, &d, want_maps)?;
+            (s, m, None)
         }
     };
     if let (Some(dir), Some(maps)) = (maps_dir, &maps) {
