@@ -20,7 +20,17 @@ for s in "${sets[@]}"; do
   case $s in
     gpu-info) run gpu-info $B/gpu-info --json ;;
     prims) run prims $B/prims-bench --json ;;
-    sweep) run sweep $B/sweep --kernel copy --sizes 1M,16M,64M --out "$RES/sweep" --json ;;
+    # The copy ceiling, the scan's grid (workgroup x elements per invocation) at 2^24 and
+    # 2^28, then --tune into a tuning file of this run that prims-bench reads, so its scan line
+    # is the tuned shape at 2^28 (the 80%-of-copy goal). tuning.json comes back in the tarball.
+    sweep)
+      run sweep $B/sweep --kernel copy --sizes 1M,16M,64M --out "$RES/sweep" --json
+      run sweep-scan $B/sweep --kernel engine.scan --param workgroup=128,256,512,1024 \
+        --param items=4,8,12,16,24,32 --sizes 16M,256M --out "$RES/sweep-scan" --json
+      export TESSERA_TUNING=$RES/tuning.json
+      run tune-scan $B/sweep --tune --kernel engine.scan --json
+      run prims-tuned $B/prims-bench --json
+      unset TESSERA_TUNING ;;
     mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
     composite-sweep) run composite-sweep $B/composite sweep ;;

@@ -53,7 +53,7 @@ fn a_device_or_workgroup_that_is_not_there_fails_with_a_reason() {
     assert!(stderr(&out).contains("accepted values [64, 128, 256, 512, 1024]"), "{}", stderr(&out));
     let (out, _) = sweep(&["--kernel", "engine.scan", "--param", "tile=4", "--sizes", "1K"], dir.path());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no parameter \"tile\" (it has: workgroup)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no parameter \"tile\" (it has: workgroup, items)"), "{}", stderr(&out));
     let (out, _) = sweep(&["--param", "workgroup", "--sizes", "1K"], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let (out, _) = sweep(&["--sizes", "2G"], dir.path());

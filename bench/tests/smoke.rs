@@ -33,7 +33,7 @@ fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
     // The umask is the shell's, so the test does not depend on the one it runs under.
     let out = Command::new("sh")
         .arg("-c")
-        .arg(r#"umask 022; exec "$0" --kernel scan --sizes 1000,4K --workgroups 64,128 --repeats 2 --warm-up-ms 0 --json --out "$1""#)
+        .arg(r#"umask 022; exec "$0" --kernel scan --sizes 1000,4K --workgroups 128 --param items=8,16 --repeats 2 --warm-up-ms 0 --json --out "$1""#)
         .arg(env!("CARGO_BIN_EXE_sweep"))
         .arg(&folder)
         .output()
@@ -45,11 +45,11 @@ fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
     assert!(lines[..4].iter().all(|p| p["check_passed"] == true && p["occupancy"].as_f64().unwrap() > 0.0));
     let summary = &lines[4];
     assert_eq!(summary["points"], 4);
-    assert_eq!(summary["out"].as_array().unwrap().len(), 4, "{summary}");
+    assert_eq!(summary["out"].as_array().unwrap().len(), 5, "{summary}");
     let csv = folder.join("engine.scan.csv");
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 5);
     assert_eq!(std::fs::read_to_string(folder.join("engine.scan.jsonl")).unwrap().lines().count(), 4);
-    for png in ["engine.scan.workgroup.png", "engine.scan.fig9.png"] {
+    for png in ["engine.scan.workgroup.png", "engine.scan.items.png", "engine.scan.fig9.png"] {
         assert!(std::fs::read(folder.join(png)).unwrap().starts_with(b"\x89PNG"));
     }
     for file in std::fs::read_dir(&folder).unwrap() {
@@ -57,5 +57,5 @@ fn sweep_writes_csv_and_png_all_with_the_umask_mode() {
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644, "{}", file.display());
     }
     let names: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(names.len(), 4, "no temporary files left: {names:?}");
+    assert_eq!(names.len(), 5, "no temporary files left: {names:?}");
 }

@@ -46,8 +46,9 @@ struct Cli {
     /// Timed repetitions per point (the median is reported)
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     repeats: u32,
-    /// Milliseconds of GPU warm-up before each point's timed repetitions
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    /// Milliseconds of GPU warm-up before each point's timed repetitions (shorter ones time
+    /// large sizes at idle clocks)
+    #[arg(long, default_value_t = tessera_bench::WARM_UP_MS, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     warm_up_ms: u64,
     /// Output folder, created if missing: <kernel>.csv, <kernel>.jsonl and <kernel>.*.png
     #[arg(long, default_value = "out/sweep")]

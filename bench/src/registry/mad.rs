@@ -76,7 +76,10 @@ impl Kernel for Strategy {
             let passes = gpu
                 .score_stream([((), &reference, &distorted)], Some(1), false, |s| *scores = Some(s.scores))
                 .map_err(to_engine)?;
-            Ok(passes.iter().find(|p| p.name == pass).map_or(0.0, |p| p.ms))
+            // A stage is one mark ("appearance") or several named after it ("appearance:
+            // filter", ...), summed.
+            let sub = format!("{pass}:");
+            Ok(passes.iter().filter(|p| p.name == pass || p.name.starts_with(&sub)).map(|p| p.ms).sum())
         };
         once(&mut scores)?;
         engine::ceilings::warm_up(ctx, reps.warm_up)?;

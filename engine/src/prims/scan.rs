@@ -68,9 +68,8 @@ impl ScanConfig {
     /// stop a scan; [`Scanner::with_config`] still checks the device's limits.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<u32>) -> ScanConfig {
         let d = ScanConfig::default();
-        let pick = |key: &str, accepted: &[u32], default: u32| {
-            lookup(key).filter(|v| accepted.contains(v)).unwrap_or(default)
-        };
+        let pick =
+            |key: &str, accepted: &[u32], default: u32| lookup(key).filter(|v| accepted.contains(v)).unwrap_or(default);
         ScanConfig {
             workgroup: pick("workgroup", WORKGROUP_SIZES, d.workgroup),
             items: pick("items", ITEMS_PER_INVOCATION, d.items),

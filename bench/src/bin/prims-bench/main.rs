@@ -33,7 +33,7 @@ struct Cli {
 }
 
 /// GPU busy time before each timed set, so it runs at full clocks (see ceilings::warm_up).
-const WARM_UP: std::time::Duration = std::time::Duration::from_millis(400);
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(tessera_bench::WARM_UP_MS);
 
 /// Deterministic, fast pseudo-random u32s (xorshift64*), non-zero.
 fn random_u32(n: usize, seed: u64) -> Vec<u32> {
@@ -79,7 +79,9 @@ fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<ScanLine
     let data = random_u32(n, 1);
     let input = ctx.upload(&data, "scan input")?;
     let output = ctx.buffer::<u32>(n, Location::Device, "scan output")?;
-    let scanner = Scanner::new(ctx)?;
+    // The shape `sweep --tune` chose for this device, else the built-in default.
+    let shape = tessera_bench::tuned::scan_config(ctx.info());
+    let scanner = Scanner::with_config(ctx, shape)?;
     let scratch = scanner.scratch(n)?;
     let gpu = gpu_median(ctx, repeats, |rec| scanner.record_exclusive(rec, &input, &output, &scratch))?;
     let mut reference = Vec::new();
@@ -89,6 +91,8 @@ fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<ScanLine
     Ok(ScanLine {
         bench: "scan_exclusive_u32",
         size: n,
+        workgroup: shape.workgroup,
+        items_per_invocation: shape.items,
         gpu_ms: gpu,
         cpu_ms: cpu,
         floor_ms: floor.ms(bytes),

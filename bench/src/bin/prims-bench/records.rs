@@ -43,6 +43,9 @@ impl fmt::Display for CeilingsLine {
 pub struct ScanLine {
     pub bench: &'static str,
     pub size: usize,
+    /// The kernel's shape (tuned for this device, or the built-in default).
+    pub workgroup: u32,
+    pub items_per_invocation: u32,
     pub gpu_ms: f64,
     pub cpu_ms: f64,
     pub floor_ms: f64,
@@ -54,7 +57,11 @@ pub struct ScanLine {
 
 impl fmt::Display for ScanLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} n={}: ", self.bench, self.size)?;
+        write!(
+            f,
+            "{} n={} (workgroup {} x {} items): ",
+            self.bench, self.size, self.workgroup, self.items_per_invocation
+        )?;
         times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
         write!(
             f,

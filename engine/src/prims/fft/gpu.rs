@@ -21,15 +21,51 @@ use crate::shaders;
 
 /// Bytes of one complex f32 in shared memory.
 const COMPLEX_BYTES: usize = 8;
-/// Values each invocation holds in registers (the main radix).
-const VALUES_PER_INVOCATION: usize = 8;
-/// Columns one workgroup transforms together at most: 16 complex f32 make one 128-byte
-/// memory transaction per row. Fewer where shared memory is short (after halving its use
-/// per column, see [`Shape::new`]), rounded down to a power of two so that each row segment
-/// stays aligned to whole 32-byte sectors.
-const MAX_COLUMNS_PER_GROUP: usize = 16;
-/// Invocations a row workgroup aims for when lines are short (many rows per workgroup).
-const ROW_GROUP_INVOCATIONS: usize = 128;
+/// The shape of the in-workgroup FFT kernels: what their specialization constants 0
+/// (workgroup size), 1 (values per invocation) and 3 (lines per workgroup) follow. The
+/// default is the built-in shape; `sweep` (entry `engine.fft`) tries the others, and a caller
+/// with a tuning file passes its choice to [`Fft2d::with_config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FftConfig {
+    /// Values each invocation holds in registers (the main radix), one of [`FFT_VALUES`].
+    pub values: u32,
+    /// Columns one workgroup transforms together at most, one of [`FFT_COLUMNS`]: 16
+    /// complex f32 make one 128-byte memory transaction per row. Fewer where shared memory
+    /// is short (after halving its use per column, see [`Shape::new`]), rounded down to a
+    /// power of two so that each row segment stays aligned to whole 32-byte sectors.
+    pub columns: u32,
+    /// Invocations a row workgroup aims for when lines are short (many rows per workgroup),
+    /// one of [`FFT_ROW_INVOCATIONS`].
+    pub row_invocations: u32,
+}
+
+/// Values per invocation `fft_stockham.glsl` accepts.
+pub const FFT_VALUES: &[u32] = &[2, 4, 8];
+/// Column group sizes (powers of two).
+pub const FFT_COLUMNS: &[u32] = &[4, 8, 16, 32];
+/// Row workgroup targets.
+pub const FFT_ROW_INVOCATIONS: &[u32] = &[64, 128, 256, 512];
+
+impl Default for FftConfig {
+    fn default() -> FftConfig {
+        FftConfig { values: 8, columns: 16, row_invocations: 128 }
+    }
+}
+
+impl FftConfig {
+    fn check(&self) -> Result<()> {
+        let ok = FFT_VALUES.contains(&self.values)
+            && FFT_COLUMNS.contains(&self.columns)
+            && FFT_ROW_INVOCATIONS.contains(&self.row_invocations);
+        if !ok {
+            return Err(EngineError::InvalidInput(format!(
+                "FFT shape {self:?}: values one of {FFT_VALUES:?}, columns one of {FFT_COLUMNS:?}, \
+                 row invocations one of {FFT_ROW_INVOCATIONS:?}"
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// Push constants of `fft_lines.comp` (same order).
 #[repr(C)]
@@ -87,6 +123,13 @@ struct Lines {
     rows: bool,
 }
 
+/// What a plan's shapes follow: the kernels' shape, and the FFT size above which lines take
+/// the four-step path (lowered by tests to reach it at small sizes).
+struct Limits {
+    config: FftConfig,
+    direct: usize,
+}
+
 /// The workgroup shape of in-workgroup FFTs of size `m`.
 struct Shape {
     m: usize,
@@ -103,9 +146,11 @@ impl Shape {
     /// The shape for `count` lines, or `None` when one line does not fit in a workgroup of
     /// this device (or exceeds `direct_limit`, which tests lower to reach the long path), or
     /// is shorter than 2 (lines of 1 need no transform and are never planned).
-    fn new(ctx: &Context, m: usize, lines_fast: bool, count: usize, direct_limit: usize) -> Option<Shape> {
+    fn new(ctx: &Context, m: usize, lines_fast: bool, count: usize, limits: &Limits) -> Option<Shape> {
+        let (config, direct_limit) = (&limits.config, limits.direct);
         let info = ctx.info();
-        let values = VALUES_PER_INVOCATION.min(m);
+        let values = (config.values as usize).min(m);
+        let max_columns = config.columns as usize;
         let per_line = m / values;
         let max_shared = info.max_shared_memory_bytes as usize;
         // Rows pad their shared-memory lines (one slot per 8) where the padding fits.
@@ -115,7 +160,7 @@ impl Shape {
         if m < 2 || m > direct_limit || max_shared < line_slots * COMPLEX_BYTES || invocation_limit == 0 {
             return None;
         }
-        let wanted = if lines_fast { MAX_COLUMNS_PER_GROUP } else { ROW_GROUP_INVOCATIONS.div_ceil(per_line) };
+        let wanted = if lines_fast { max_columns } else { (config.row_invocations as usize).div_ceil(per_line) };
         // Lines per workgroup when each shared-memory slot takes `slot_bytes`.
         let fit = |slot_bytes: usize| {
             let lines = wanted.min(max_shared / (line_slots * slot_bytes)).min(invocation_limit).min(count).max(1);
@@ -129,10 +174,9 @@ impl Shape {
         // Columns held below full row segments by shared memory alone (512-point columns on
         // NVIDIA's 48 KiB: 8 of 16) exchange real and imaginary parts in turn through half the
         // memory, which measured faster on an H100 than half-filled 128-byte transactions.
-        let split =
-            lines_fast && group_lines < MAX_COLUMNS_PER_GROUP && fit(COMPLEX_BYTES / 2) == MAX_COLUMNS_PER_GROUP;
+        let split = lines_fast && group_lines < max_columns && fit(COMPLEX_BYTES / 2) == max_columns;
         if split {
-            group_lines = MAX_COLUMNS_PER_GROUP;
+            group_lines = max_columns;
         }
         Some(Shape { m, values, group_lines, lines_fast, pad_shift, line_slots, split })
     }
@@ -179,11 +223,18 @@ impl Fft2d {
     /// [`EngineError::Unsupported`] when the data, or the scratch that lines too long for
     /// one workgroup need, exceeds what one storage buffer may hold on this device.
     pub fn new(ctx: &Context, width: usize, height: usize, batch: usize) -> Result<Fft2d> {
-        Self::with_direct_limit(ctx, width, height, batch, usize::MAX)
+        Self::with_config(ctx, width, height, batch, FftConfig::default())
+    }
+
+    /// [`Fft2d::new`] with the kernels in the given shape (tuned, or swept).
+    pub fn with_config(ctx: &Context, width: usize, height: usize, batch: usize, config: FftConfig) -> Result<Fft2d> {
+        config.check()?;
+        Self::plan(ctx, width, height, batch, &Limits { config, direct: usize::MAX })
     }
 
     /// [`Fft2d::new`], using the four-step path for every line whose FFT size exceeds
     /// `direct_limit` (tests use it to reach that path at small sizes).
+    #[cfg(test)]
     pub(super) fn with_direct_limit(
         ctx: &Context,
         width: usize,
@@ -191,6 +242,10 @@ impl Fft2d {
         batch: usize,
         direct_limit: usize,
     ) -> Result<Fft2d> {
+        Self::plan(ctx, width, height, batch, &Limits { config: FftConfig::default(), direct: direct_limit })
+    }
+
+    fn plan(ctx: &Context, width: usize, height: usize, batch: usize, limits: &Limits) -> Result<Fft2d> {
         if width == 0 || height == 0 || batch == 0 {
             return Err(EngineError::InvalidInput(format!("FFT of {batch} images of {width}x{height}")));
         }
@@ -225,10 +280,10 @@ impl Fft2d {
         let mut scratch_len = 0;
         for lines in &axes {
             let m = fft_size(lines.len);
-            match Shape::new(ctx, m, !lines.rows, lines.count, direct_limit) {
+            match Shape::new(ctx, m, !lines.rows, lines.count, limits) {
                 Some(shape) => dispatches.push(direct(ctx, lines, &shape, &mut table)?),
                 None => {
-                    dispatches.extend(long(ctx, lines, direct_limit, &mut table)?);
+                    dispatches.extend(long(ctx, lines, limits, &mut table)?);
                     scratch_len = scratch_len.max(lines.count.saturating_mul(m));
                 }
             }
@@ -393,7 +448,7 @@ fn direct(ctx: &Context, lines: &Lines, shape: &Shape, table: &mut Vec<[f32; 2]>
 
 /// The four-step dispatches (`fft_long.comp`: stages A and B, and C for Bluestein) of an
 /// axis whose lines need an FFT larger than a workgroup holds.
-fn long(ctx: &Context, lines: &Lines, direct_limit: usize, table: &mut Vec<[f32; 2]>) -> Result<Vec<Dispatch>> {
+fn long(ctx: &Context, lines: &Lines, limits: &Limits, table: &mut Vec<[f32; 2]>) -> Result<Vec<Dispatch>> {
     let (n, m) = (lines.len, fft_size(lines.len));
     let log2m = m.trailing_zeros();
     // Stages A and C transform over n1 (size m1), stage B over n2 (size m2).
@@ -407,8 +462,8 @@ fn long(ctx: &Context, lines: &Lines, direct_limit: usize, table: &mut Vec<[f32;
     // Stages A and C: sub-lines of one long line are neighbours for rows, the same sub-line
     // of neighbouring lines for columns; both coalesced with neighbouring invocations on
     // neighbouring sub-lines. Stage B: positions are contiguous in scratch for rows.
-    let shape_ac = Shape::new(ctx, m1, true, lines.count * (m / m1), direct_limit).ok_or_else(unsupported)?;
-    let shape_b = Shape::new(ctx, m2, !lines.rows, lines.count * (m / m2), direct_limit).ok_or_else(unsupported)?;
+    let shape_ac = Shape::new(ctx, m1, true, lines.count * (m / m1), limits).ok_or_else(unsupported)?;
+    let shape_b = Shape::new(ctx, m2, !lines.rows, lines.count * (m / m2), limits).ok_or_else(unsupported)?;
     let twiddle_ac = append(table, twiddles(m1));
     let twiddle_b = append(table, twiddles(m2));
     let total_twiddle_at = append(table, twiddles(m));

@@ -21,7 +21,7 @@ mod tables;
 mod tests;
 
 pub use cpu::{fft2d_cpu, Fft2dCpu};
-pub use gpu::Fft2d;
+pub use gpu::{Fft2d, FftConfig, FFT_COLUMNS, FFT_ROW_INVOCATIONS, FFT_VALUES};
 pub use rustfft::num_complex::Complex64;
 
 /// Which way to transform.

@@ -170,3 +170,23 @@ fn back_to_back_records_with_one_four_step_plan() {
     }
     testing::assert_no_validation_messages();
 }
+
+#[test]
+fn every_kernel_shape_matches_rustfft() {
+    let ctx = testing::context();
+    let d = FftConfig::default();
+    let configs = FFT_VALUES
+        .iter()
+        .map(|&values| FftConfig { values, ..d })
+        .chain(FFT_COLUMNS.iter().map(|&columns| FftConfig { columns, ..d }))
+        .chain(FFT_ROW_INVOCATIONS.iter().map(|&row_invocations| FftConfig { row_invocations, ..d }));
+    for (i, config) in configs.enumerate() {
+        // Short rows (many per workgroup), columns that fill a group and a ragged last one,
+        // and a Bluestein size.
+        for (w, h, b) in [(16, 64, 2), (64, 40, 1), (24, 8, 1)] {
+            check_plan(&Fft2d::with_config(ctx, w, h, b, config).unwrap(), 40 + i as u64);
+        }
+    }
+    assert!(Fft2d::with_config(ctx, 8, 8, 1, FftConfig { values: 16, ..d }).is_err());
+    testing::assert_no_validation_messages();
+}
