@@ -25,12 +25,13 @@ const LATENCY_RUNS: usize = 10;
 const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Bytes each pair must move at least, per pixel, on this design: 23 batched 2D FFTs of two
-/// complex f32 images (2 axes, read + write: 64 B/px each), the CSF and 20 filter
-/// multiplications (read + write of two complex images: 32 B/px each), 21 reads of two
-/// complex images by the block statistics (16 B/px each), plus the input, the squared
-/// differences and the detection map (about 50 B/px).
+/// complex f32 images (2 axes, read + write: 64 B/px each); the CSF (read + write of two
+/// complex images: 32 B/px); the log-Gabor filter reading the two spectra once (16 B/px) and
+/// writing 20 bands of them (16 B/px each); 21 reads of two complex images by the block
+/// statistics (16 B/px each); plus the input, the squared differences and the detection map
+/// (about 50 B/px).
 fn floor_bytes_per_pixel() -> f64 {
-    23.0 * 64.0 + 21.0 * 32.0 + 21.0 * 16.0 + 50.0
+    23.0 * 64.0 + 32.0 + 16.0 + 20.0 * 16.0 + 21.0 * 16.0 + 50.0
 }
 
 fn floor_ms(pixels: usize, pairs: usize) -> f64 {
@@ -74,9 +75,20 @@ pub enum BenchLine {
         bench: String,
         size: String,
         pairs: usize,
+        /// Wall time of one pair, upload to scores (median).
         gpu_ms: f64,
+        /// GPU time of its command buffer, and of each pass (the stages' marks).
         gpu_kernel_ms: f64,
         gpu_passes_ms: BTreeMap<String, f64>,
+        /// The detection and appearance stages' passes (after the pass that prepares both
+        /// stages' inputs and their forward FFTs).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_detection_ms: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_appearance_ms: Option<f64>,
+        /// Dispatches the appearance stage records after the forward FFTs.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        appearance_dispatches: Option<usize>,
         cpu_ms: f64,
         paper_ms: Option<f64>,
         floor_ms: f64,
@@ -134,6 +146,10 @@ fn latency(
     let t = Instant::now();
     let (cpu, _) = crate::cpu::score(&r, &d)?;
     let cpu_ms = ms(t);
+    let pass = |names: &[&str]| {
+        let ms: Vec<f64> = passes.iter().filter(|p| names.contains(&p.name.as_str())).map(|p| p.ms).collect();
+        (!ms.is_empty()).then(|| ms.iter().sum())
+    };
     let line = BenchLine::Latency {
         bench: name.into(),
         size: format!("{width}x{height}"),
@@ -141,6 +157,9 @@ fn latency(
         gpu_ms: wall[wall.len() / 2],
         gpu_kernel_ms: passes.iter().map(|p| p.ms).sum(),
         gpu_passes_ms: passes_ms(&passes),
+        gpu_detection_ms: pass(&["detection"]),
+        gpu_appearance_ms: pass(&crate::gpu::appearance::MARKS),
+        appearance_dispatches: gpu.appearance_dispatches(width, height, 1),
         cpu_ms,
         paper_ms: paper,
         floor_ms: floor_ms(width * height, 1),

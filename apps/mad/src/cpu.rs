@@ -261,6 +261,26 @@ pub(crate) fn appearance_block_stats(magnitude: &[f64], width: usize, x0: usize,
     [std, (m[2] / n) / biased.powi(3), (m[3] / n) / biased.powi(4)]
 }
 
+/// Adds one log-Gabor band's weighted statistics differences to the cells: `magnitude` holds
+/// the band's magnitudes of the reference, then of the distorted image (the twin of
+/// `shaders/mad/appear_blocks.comp` and `sum_bands.comp`).
+pub(crate) fn add_band_cells(magnitude: &[f64], grid: &Grid, scale: usize, cells: &mut [f64]) {
+    let n = grid.pixels();
+    let stats = |image: &[f64]| -> Vec<[f64; 3]> {
+        (0..grid.blocks())
+            .into_par_iter()
+            .map(|b| {
+                appearance_block_stats(image, grid.width, STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x))
+            })
+            .collect()
+    };
+    let (r, d) = (stats(&magnitude[..n]), stats(&magnitude[n..2 * n]));
+    let weight = scale_weight(scale);
+    for ((cell, r), d) in cells.iter_mut().zip(r).zip(d) {
+        *cell += weight * ((r[0] - d[0]).abs() + SKEW_WEIGHT * (r[1] - d[1]).abs() + (r[2] - d[2]).abs());
+    }
+}
+
 /// `lo_index`: d_appear and the appearance map (per cell, expanded to pixels).
 fn appearance(
     reference: &GrayImage,
@@ -278,19 +298,7 @@ fn appearance(
             apply(&mut band, h, w, |kr, kc| log_gabor(kr, kc, h, w, scale, orientation));
             fft.process(&mut band, Direction::Inverse)?;
             let magnitude: Vec<f64> = band.par_iter().map(|c| c.norm()).collect();
-            let stats = |image: &[f64]| -> Vec<[f64; 3]> {
-                (0..grid.blocks())
-                    .into_par_iter()
-                    .map(|b| {
-                        appearance_block_stats(image, w, STRIDE * (b % grid.blocks_x), STRIDE * (b / grid.blocks_x))
-                    })
-                    .collect()
-            };
-            let (r, d) = (stats(&magnitude[..n]), stats(&magnitude[n..]));
-            let weight = scale_weight(scale);
-            for ((cell, r), d) in cells.iter_mut().zip(r).zip(d) {
-                *cell += weight * ((r[0] - d[0]).abs() + SKEW_WEIGHT * (r[1] - d[1]).abs() + (r[2] - d[2]).abs());
-            }
+            add_band_cells(&magnitude, grid, scale, &mut cells);
         }
     }
     let map: Vec<f64> = (0..n).map(|i| grid.cell_of(i % w, i / w).map_or(0.0, |b| cells[b])).collect();

@@ -20,7 +20,7 @@
 //! claiming the next group of pairs when it is ready (see `main.rs`). `mad score
 //! --split-stages` instead splits one pair's stages over devices ([`score_split`]).
 
-mod appearance;
+pub mod appearance;
 
 use std::borrow::Borrow;
 use std::sync::Mutex;
@@ -270,6 +270,14 @@ impl GpuMad {
         (CHUNK_TARGET_BYTES / per_pair).clamp(1, (range / per_pair).max(1)).min(self.chunk_cap)
     }
 
+    /// Dispatches the appearance stage records for chunks of `pairs` pairs of `width x
+    /// height`, once such a chunk has been scored (its slot is kept).
+    pub fn appearance_dispatches(&self, width: usize, height: usize, pairs: usize) -> Option<usize> {
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = kept.iter().find(|s| s.grid == Grid::new(width, height) && s.capacity == pairs)?;
+        Some(Appearance::dispatches(slot.band_stack.as_ref()?, (0, BANDS)))
+    }
+
     /// Caps the automatic chunk size at `pairs` (at least 1), so that a short batch still
     /// completes in several chunks and its progress shows.
     pub fn set_chunk_cap(&mut self, pairs: usize) {
@@ -385,26 +393,31 @@ impl GpuMad {
     {
         let p = slot.grid.pixels();
         let gray = slot.gray.mapped_mut()?;
-        gray[..2 * p * pairs.len()].par_chunks_mut(p).enumerate().for_each(|(i, dst)| {
-            let (_, r, d) = &pairs[i / 2];
-            let src = if i % 2 == 0 { r.borrow() } else { d.borrow() };
-            dst.par_chunks_mut(STAGE_CHUNK).zip(src.values.par_chunks(STAGE_CHUNK)).for_each(|(dst, src)| {
-                for (o, v) in dst.iter_mut().zip(src) {
-                    *o = *v as f32;
-                }
-            });
-        });
-        // Summed in fixed chunks, so the mean does not depend on how rayon splits the work.
-        let mean = |img: &GrayImage| {
-            let partial: Vec<f64> = img.values.par_chunks(STAGE_CHUNK).map(|c| c.iter().sum::<f64>()).collect();
-            (partial.iter().sum::<f64>() / p as f64) as f32
-        };
-        let rows: Vec<[f32; 4]> = pairs
-            .par_iter()
-            .map(|(_, r, d)| {
-                let (r, d) = (r.borrow(), d.borrow());
-                [if r.eight_bit { 1.0 } else { 0.0 }, mean(r), mean(d), 0.0]
+        // Each image's mean from the sums of the chunks it is converted in (one pass over the
+        // inputs), added in chunk order, so it does not depend on how rayon splits the work.
+        let means: Vec<f32> = gray[..2 * p * pairs.len()]
+            .par_chunks_mut(p)
+            .enumerate()
+            .map(|(i, dst)| {
+                let (_, r, d) = &pairs[i / 2];
+                let src = if i % 2 == 0 { r.borrow() } else { d.borrow() };
+                let sums: Vec<f64> = dst
+                    .par_chunks_mut(STAGE_CHUNK)
+                    .zip(src.values.par_chunks(STAGE_CHUNK))
+                    .map(|(dst, src)| {
+                        for (o, v) in dst.iter_mut().zip(src) {
+                            *o = *v as f32;
+                        }
+                        src.iter().sum::<f64>()
+                    })
+                    .collect();
+                (sums.iter().sum::<f64>() / p as f64) as f32
             })
+            .collect();
+        let rows: Vec<[f32; 4]> = pairs
+            .iter()
+            .zip(means.chunks(2))
+            .map(|((_, r, _), m)| [if r.borrow().eight_bit { 1.0 } else { 0.0 }, m[0], m[1], 0.0])
             .collect();
         slot.info.mapped_mut()?[..rows.len()].copy_from_slice(&rows);
         Ok(())
@@ -519,9 +532,7 @@ impl GpuMad {
     fn record_appearance(&self, rec: &mut Recorder, slot: &Slot, base: &Push, stages: Stages) -> Result<(), MadError> {
         let stack = slot.band_stack.as_ref().expect("a slot for the appearance stage has a band stack");
         let io = StageBuffers { spec: &slot.spec, cells: &slot.cells, partials: &slot.appearance_partials };
-        self.appearance.record(rec, stack, &io, base, stages.bands, stages.all_bands())?;
-        rec.mark("appearance");
-        Ok(())
+        self.appearance.record(rec, stack, &io, base, stages.bands, stages.all_bands())
     }
 
     /// Reads a finished chunk's scores (and maps).
@@ -597,7 +608,7 @@ impl GpuMad {
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
-                rec.enable_profiling(8)?;
+                rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
                 self.record(&mut rec, &slot, batch.len(), Stages::BOTH)?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
@@ -643,7 +654,7 @@ impl GpuMad {
         let mut slot = self.take_slot(grid, 1, maps, stages.band_count(), beside)?;
         Self::stage(&mut slot, pair)?;
         let mut rec = self.ctx.recorder()?;
-        rec.enable_profiling(8)?;
+        rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
         self.record(&mut rec, &slot, 1, stages)?;
         Ok((slot, rec.submit()?))
     }

@@ -29,8 +29,24 @@ use crate::{shaders, MadError};
 pub(super) const BANDS: usize = crate::constants::GABOR_SCALES * GABOR_ORIENTATIONS;
 
 /// Bytes a slot's band stack aims to stay under: a group holds as many bands as fit (at
-/// least one), the groups of a stage as even as they can be.
+/// least one), the groups of a stage as even as they can be. Where the engine's FFT
+/// transforms many columns per workgroup, big groups are best (H200: 10 pairs of 512x512
+/// scored 2307 pairs/s in groups of 10 bands, 671 MB, and 1965 in groups of one).
 const BANDS_TARGET_BYTES: usize = 1 << 30;
+
+/// The target where a column's FFT (the Bluestein size for other lengths) fills over a
+/// quarter of a workgroup's shared memory, so the engine transforms one or two columns per
+/// workgroup and reads partial memory sectors: under the L2 cache (60 MB on an H200), so
+/// those reads hit it. A 1920x1080 pair (columns of 1080 by FFTs of 4096): its inverse FFTs
+/// took 12.1 ms in groups of one band (33 MB) against 16.2 ms in one group (663 MB).
+const BANDS_TARGET_NARROW_BYTES: usize = 48 << 20;
+
+/// The GPU passes of the stage, as [`Recorder::mark`] names them (each group's summed).
+pub const MARKS: [&str; 3] = ["appearance: filter", "appearance: inverse FFT", "appearance: statistics"];
+
+/// Timestamps one command buffer of a chunk needs: the marks of the prepare pass, the
+/// detection stage, the readback and [`MARKS`] per group, one group per band at most.
+pub(super) const MARKS_PER_CHUNK: u32 = 3 + (BANDS * MARKS.len()) as u32;
 
 /// Bytes of one complex f32.
 const COMPLEX_BYTES: usize = 8;
@@ -39,14 +55,16 @@ const COMPLEX_BYTES: usize = 8;
 pub(super) struct Appearance {
     gabor_apply: ComputePipeline,
     appear_blocks: ComputePipeline,
+    sum_bands: ComputePipeline,
 }
 
-/// A slot's band stack: room for `group` bands of every image of `capacity` pairs, and the
-/// inverse FFT plan of the whole stack.
+/// A slot's band stack: room for `group` bands of every image of `capacity` pairs, the
+/// inverse FFT plan of the whole stack, and the bands' statistics differences per block.
 pub(super) struct BandStack {
     group: usize,
     fft: Fft2d,
     data: Buffer<[f32; 2]>,
+    diffs: Buffer<f32>,
 }
 
 /// Bands per group for `bands` bands of `capacity` pairs of `grid`'s size, under `target`
@@ -58,14 +76,24 @@ fn group_size(pixels: usize, capacity: usize, bands: usize, target: usize) -> us
 }
 
 /// Statistics tiles per side of a `grid` ([`TILE`] x [`TILE`] blocks each).
-pub(super) fn tiles(grid: &Grid) -> [u32; 2] {
+fn tiles(grid: &Grid) -> [u32; 2] {
     [(grid.blocks_x as u32).div_ceil(TILE), (grid.blocks_y as u32).div_ceil(TILE)]
 }
 
-/// Partial sums `appear_blocks` writes per pair: one per tile.
+/// Partial sums `sum_bands` writes per pair: one per workgroup of [`WORKGROUP`] cells.
 pub(super) fn partials_per_pair(grid: &Grid) -> usize {
-    let [x, y] = tiles(grid);
-    (x * y) as usize
+    grid.blocks().div_ceil(WORKGROUP as usize)
+}
+
+/// [`BANDS_TARGET_BYTES`], or [`BANDS_TARGET_NARROW_BYTES`] for columns of `height` on a
+/// device with `shared` bytes of shared memory per workgroup.
+fn target_bytes(height: usize, shared: usize) -> usize {
+    let fft = if height.is_power_of_two() { height } else { (2 * height - 1).next_power_of_two() };
+    if 4 * fft * COMPLEX_BYTES > shared {
+        BANDS_TARGET_NARROW_BYTES
+    } else {
+        BANDS_TARGET_BYTES
+    }
 }
 
 /// Bytes per pixel of one pair a band stack for `bands` bands of `capacity` pairs of
@@ -77,7 +105,8 @@ pub(super) fn stack_bytes_per_pixel(pixels: usize, capacity: usize, bands: usize
 impl BandStack {
     /// The stack for `bands` bands of `capacity` pairs of `grid`'s size.
     pub(super) fn new(ctx: &Context, grid: &Grid, capacity: usize, bands: usize) -> Result<BandStack, MadError> {
-        Self::with_target(ctx, grid, capacity, bands, BANDS_TARGET_BYTES)
+        let shared = ctx.info().max_shared_memory_bytes as usize;
+        Self::with_target(ctx, grid, capacity, bands, target_bytes(grid.height, shared))
     }
 
     fn with_target(
@@ -93,6 +122,7 @@ impl BandStack {
             group,
             fft: Fft2d::new(ctx, grid.width, grid.height, images)?,
             data: ctx.buffer(images * grid.pixels(), Location::Device, "mad log-Gabor band stack")?,
+            diffs: ctx.buffer(capacity * group * grid.blocks(), Location::Device, "mad band statistics differences")?,
         })
     }
 }
@@ -112,13 +142,15 @@ impl Appearance {
         };
         Ok(Appearance {
             gabor_apply: make("mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
-            appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 3, &[TILE * TILE, TILE])?,
+            appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &[TILE * TILE, TILE])?,
+            sum_bands: make("mad sum bands", shaders::SUM_BANDS, 3, &[WORKGROUP])?,
         })
     }
 
-    /// Dispatches the bands `[first, end)` take for `count` pairs in groups of `stack`'s.
+    /// Dispatches [`Appearance::record`] makes for the bands `[first, end)` in groups of
+    /// `stack`'s (each group: the filter, the FFT's passes, the statistics, their sum).
     pub(super) fn dispatches(stack: &BandStack, (first, end): (usize, usize)) -> usize {
-        (end - first).div_ceil(stack.group) * (2 + stack.fft.passes())
+        (end - first).div_ceil(stack.group) * (3 + stack.fft.passes())
     }
 
     /// Records the bands `[first, end)` of `count` pairs: their weighted differences
@@ -132,8 +164,10 @@ impl Appearance {
         (first, end): (usize, usize),
         sum: bool,
     ) -> Result<(), MadError> {
+        let grid = Grid::new(base.width as usize, base.height as usize);
         let bins = base.width * base.height;
-        let [tiles_x, tiles_y] = tiles(&Grid::new(base.width as usize, base.height as usize));
+        let [tiles_x, tiles_y] = tiles(&grid);
+        let sum_groups = partials_per_pair(&grid) as u32;
         let mut start = first;
         while start < end {
             let count = stack.group.min(end - start);
@@ -151,17 +185,162 @@ impl Appearance {
                 bins.div_ceil(WORKGROUP),
             );
             rec.barrier();
+            rec.mark(MARKS[0]);
             stack.fft.record(rec, &stack.data, Direction::Inverse)?;
             rec.barrier();
+            rec.mark(MARKS[1]);
             rec.dispatch(
                 &self.appear_blocks,
-                &[stack.data.binding(), io.cells.binding(), io.partials.binding()],
+                &[stack.data.binding(), stack.diffs.binding()],
                 &push,
-                [tiles_x, tiles_y, base.pairs],
+                [tiles_x, tiles_y, base.pairs * count as u32],
             );
             rec.barrier();
+            rec.dispatch(
+                &self.sum_bands,
+                &[stack.diffs.binding(), io.cells.binding(), io.partials.binding()],
+                &push,
+                [sum_groups, 1, base.pairs],
+            );
+            rec.barrier();
+            rec.mark(MARKS[2]);
             start += count;
         }
         Ok(())
+    }
+}
+
+/// Each kernel of the stage against its f64 twin on random spectra at an odd size, two
+/// pairs, seven bands in groups of three (3, 3, 1: overwrite, accumulate, partial sums).
+#[cfg(test)]
+mod tests {
+    use engine::prims::fft::{Complex64, Fft2dCpu};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::filters::log_gabor;
+
+    const PAIRS: usize = 2;
+    const RANGE: (usize, usize) = (5, 12);
+    /// Bands per group, so that [`RANGE`] takes three groups.
+    const GROUP: usize = 3;
+
+    /// A grid of odd sides (3 x 2 statistics tiles), random non-zero spectra of `PAIRS`
+    /// pairs, their upload, a band stack of [`GROUP`] bands and the push constants.
+    struct Fixture {
+        ctx: &'static Context,
+        grid: Grid,
+        spec: Vec<[f32; 2]>,
+        upload: Buffer<[f32; 2]>,
+        stack: BandStack,
+        base: Push,
+    }
+
+    fn setup() -> Fixture {
+        let ctx = engine::testing::context();
+        let grid = Grid::new(83, 71);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(21);
+        let spec: Vec<[f32; 2]> = (0..2 * PAIRS * grid.pixels())
+            .map(|_| [rng.gen_range(0.1..10.0) * rng.gen_range(-1.0f32..1.0).signum(), rng.gen_range(-10.0..10.0)])
+            .collect();
+        let upload = ctx.upload(&spec, "test spectra").unwrap();
+        let one_band = 2 * PAIRS * grid.pixels() * COMPLEX_BYTES;
+        let stack = BandStack::with_target(ctx, &grid, PAIRS, RANGE.1 - RANGE.0, GROUP * one_band).unwrap();
+        assert_eq!(stack.group, GROUP);
+        let base = Push {
+            width: grid.width as u32,
+            height: grid.height as u32,
+            pairs: PAIRS as u32,
+            blocks_x: grid.blocks_x as u32,
+            blocks_y: grid.blocks_y as u32,
+            ..Push::default()
+        };
+        Fixture { ctx, grid, spec, upload, stack, base }
+    }
+
+    /// `spectra[image] * log-Gabor(band)` in f64, bin by bin.
+    fn filtered(grid: &Grid, spec: &[[f32; 2]], image: usize, band: usize) -> Vec<Complex64> {
+        let (w, h) = (grid.width, grid.height);
+        let n = grid.pixels();
+        (0..n)
+            .map(|i| {
+                let f = log_gabor(i / w, i % w, h, w, band / GABOR_ORIENTATIONS, band % GABOR_ORIENTATIONS);
+                Complex64::new(spec[image * n + i][0] as f64, spec[image * n + i][1] as f64) * f
+            })
+            .collect()
+    }
+
+    /// `gabor_apply`: every band of a group for every image, the filter within 2e-5 of its
+    /// f64 value (f32 log, exp and atan), relative to the bin's spectrum.
+    #[test]
+    fn gabor_apply_matches_the_filter() {
+        let Fixture { ctx, grid, spec, upload, stack, base } = setup();
+        let app = Appearance::new(ctx).unwrap();
+        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..base };
+        let mut rec = ctx.recorder().unwrap();
+        let bins = grid.pixels() as u32;
+        rec.dispatch_linear(
+            &app.gabor_apply,
+            &[upload.binding(), stack.data.binding()],
+            &push,
+            bins.div_ceil(WORKGROUP),
+        );
+        rec.submit().unwrap().wait().unwrap();
+        let got = ctx.download(&stack.data).unwrap();
+        let n = grid.pixels();
+        let mut worst = 0.0f64;
+        for p in 0..PAIRS {
+            for b in 0..GROUP {
+                for i in 0..2 {
+                    let want = filtered(&grid, &spec, 2 * p + i, RANGE.0 + b);
+                    let at = (2 * (p * GROUP + b) + i) * n;
+                    for (k, w) in want.iter().enumerate() {
+                        let g = Complex64::new(got[at + k][0] as f64, got[at + k][1] as f64);
+                        let s = spec[(2 * p + i) * n + k];
+                        worst = worst.max((g - w).norm() / (s[0] as f64).hypot(s[1] as f64));
+                    }
+                }
+            }
+        }
+        assert!(worst < 2e-5, "filter error {worst}");
+        engine::testing::assert_no_validation_messages();
+    }
+
+    /// The whole stage (`gabor_apply`, the batched inverse FFT, `appear_blocks`) against the
+    /// f64 reference (`cpu::add_band_cells` on the magnitudes of rustfft's inverse): the cells
+    /// within 1e-4 of the largest, the partial sums within 1e-5 of the cells' norm.
+    #[test]
+    fn cells_and_partials_match_the_cpu_reference() {
+        let Fixture { ctx, grid, spec, upload, stack, base } = setup();
+        let app = Appearance::new(ctx).unwrap();
+        let cells = ctx.buffer::<f32>(PAIRS * grid.blocks(), Location::Device, "test cells").unwrap();
+        let partials = ctx.buffer::<f32>(PAIRS * partials_per_pair(&grid), Location::Device, "test partials").unwrap();
+        let io = StageBuffers { spec: &upload, cells: &cells, partials: &partials };
+        let mut rec = ctx.recorder().unwrap();
+        app.record(&mut rec, &stack, &io, &base, RANGE, true).unwrap();
+        rec.submit().unwrap().wait().unwrap();
+        let (got_cells, got_partials) = (ctx.download(&cells).unwrap(), ctx.download(&partials).unwrap());
+
+        let fft = Fft2dCpu::new(grid.width, grid.height).unwrap();
+        for p in 0..PAIRS {
+            let mut want = vec![0.0; grid.blocks()];
+            for band in RANGE.0..RANGE.1 {
+                let mut both: Vec<Complex64> = (0..2).flat_map(|i| filtered(&grid, &spec, 2 * p + i, band)).collect();
+                fft.process(&mut both, Direction::Inverse).unwrap();
+                let magnitude: Vec<f64> = both.iter().map(|c| c.norm()).collect();
+                crate::cpu::add_band_cells(&magnitude, &grid, band / GABOR_ORIENTATIONS, &mut want);
+            }
+            assert!(want.iter().all(|&c| c > 0.0), "random bands give every cell a difference");
+            let got = &got_cells[p * grid.blocks()..(p + 1) * grid.blocks()];
+            let largest = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let worst = got.iter().zip(&want).map(|(&g, w)| (g as f64 - w).abs()).fold(0.0, f64::max) / largest;
+            assert!(worst < 1e-4, "pair {p}: cells off by {worst} of the largest");
+            let per = partials_per_pair(&grid);
+            let sum: f64 = got_partials[p * per..(p + 1) * per].iter().map(|&v| v as f64).sum();
+            let want: Vec<f32> = want.iter().map(|&v| v as f32).collect();
+            let norm = super::super::cells_sum(&grid, &want);
+            assert!((sum - norm).abs() < 1e-5 * norm, "pair {p}: partial sums {sum}, cells {norm}");
+        }
+        engine::testing::assert_no_validation_messages();
     }
 }
