@@ -10,6 +10,7 @@
 //! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter (CPU).
 //! - [`gpu_kmeans`]: its GPU twin, the start of `--backend gpu` fits.
 //! - [`memory`]: what `smoe fit` will allocate, estimated before it does.
+//! - [`target`]: the search for the smallest K that reaches a PSNR (`smoe fit --psnr`).
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
 //! - [`bench`]: the Table 4 and fitting benchmarks.
 //! - [`viewer`]: the interactive window (winit + engine::present).
@@ -24,6 +25,7 @@ pub mod memory;
 pub mod model;
 pub mod reference;
 pub mod refine;
+pub mod target;
 
 /// Embedded SPIR-V of `shaders/smoe/`.
 pub mod shaders {

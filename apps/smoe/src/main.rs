@@ -4,12 +4,14 @@
 
 mod bench;
 mod commands;
+mod fit_command;
 mod viewer;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use fit_command::{FitSettings, Kernels};
 use smoe::fit::Init;
 use smoe::gpu::{Cull, Mode};
 use smoe::refine::RefineOptions;
@@ -63,14 +65,17 @@ enum Command {
     },
     /// Fit a model to an image or a light field (.npy, shape U x V x H x W x 3): EM, then gradient descent on the rendered error
     #[command(
-        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe"
+        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe\n  smoe fit photo.png --psnr 32 --out q32.smoe"
     )]
     Fit {
         /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3) with values in [0, 1]
         input: PathBuf,
-        /// Number of kernels K (at most the number of samples, and 2^24)
-        #[arg(long, value_parser = parse_kernels)]
-        kernels: usize,
+        /// Number of kernels K (at most the number of samples, and 2^24); with --psnr, the most the search may use (default: a quarter of the samples)
+        #[arg(long, value_parser = parse_kernels, required_unless_present = "psnr")]
+        kernels: Option<usize>,
+        /// Fit to a quality instead of a count: the smallest K (within 10%) whose fit reaches this PSNR in dB, 1..=100, found by fits at doubling K, then halving the gap
+        #[arg(long, value_parser = parse_psnr)]
+        psnr: Option<f64>,
         /// The model file: .json, or the binary format for .smoe/.bin
         #[arg(long)]
         out: PathBuf,
@@ -163,6 +168,14 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn parse_psnr(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(1.0..=100.0).contains(&v) {
+        return Err(format!("{v} dB is not in 1..=100"));
+    }
+    Ok(v)
+}
+
 fn parse_kernels(text: &str) -> Result<usize, String> {
     let k = kit::cli::parse_count(text)?;
     if k as u64 > smoe::model::MAX_KERNELS {
@@ -181,9 +194,14 @@ fn run(cli: Cli) -> Result<()> {
             let gpu = commands::GpuRender { mode, cull, tile, window };
             commands::render(&model, &out, size, view, gpu, &common)
         }
-        Command::Fit { input, kernels, out, iterations, init, refine_steps, refine_lr, common } => {
+        Command::Fit { input, kernels, psnr, out, iterations, init, refine_steps, refine_lr, common } => {
             let refine = RefineOptions { steps: refine_steps as usize, lr: refine_lr };
-            commands::fit(&input, kernels, &out, iterations as usize, init, refine, &common)
+            let kernels = match (psnr, kernels) {
+                (Some(db), max) => Kernels::Psnr { db, max },
+                (None, k) => Kernels::Count(k.ok_or_else(|| anyhow::anyhow!("--kernels or --psnr is needed"))?),
+            };
+            let settings = FitSettings { iterations: iterations as usize, init, refine };
+            fit_command::fit(&input, kernels, &out, settings, &common)
         }
         Command::View { model, frames, screenshot, mode, size, run } => {
             commands::view(&model, frames, screenshot, mode, size, &run)

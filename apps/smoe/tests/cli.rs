@@ -401,3 +401,31 @@ fn models_out_of_f32_range_are_refused_by_every_reader_and_backend() {
     std::fs::write(&bin, &bytes).unwrap();
     assert!(fails(&["convert", s(&bin), s(&dir.path().join("c.json"))]).contains("mu[0]"));
 }
+
+/// `--psnr`: the search's trials double K until a fit reaches the target, the saved model
+/// is the smallest K that did and renders to the reported PSNR; an unreachable target is
+/// refused with the best PSNR seen, and nothing is written.
+#[test]
+fn fit_to_a_target_psnr() {
+    let dir = tmp();
+    let png = sample_png(dir.path(), 40, 32);
+    let model = dir.path().join("q.smoe");
+    let args = ["--iterations", "4", "--refine-steps", "5", "--json"];
+    let mut call = vec!["fit", s(&png), "--psnr", "24", "--out", s(&model)];
+    call.extend(args);
+    let line = envelope(&ok(&call));
+    let trials = line["trials"].as_array().unwrap();
+    let (k, psnr) = (line["kernels"].as_u64().unwrap(), line["psnr_db"].as_f64().unwrap());
+    assert!(psnr >= 24.0, "{line}");
+    assert_eq!(line["psnr_target_db"], 24.0);
+    let reached: Vec<u64> =
+        trials.iter().filter(|t| t["psnr_db"].as_f64().unwrap() >= 24.0).map(|t| t["kernels"].as_u64().unwrap()).collect();
+    assert_eq!(reached.iter().min(), Some(&k), "{line}");
+    assert_eq!(smoe::model::Model::load(&model).unwrap().len() as u64, k);
+    let out = dir.path().join("never.smoe");
+    let mut call = vec!["fit", s(&png), "--psnr", "99", "--kernels", "40", "--out", s(&out)];
+    call.extend(args);
+    let err = fails(&call);
+    assert!(err.contains("not reached with up to 40 kernels"), "{err}");
+    assert!(!out.exists());
+}
