@@ -176,6 +176,9 @@ pub struct DeviceInfo {
     pub timestamps_valid: bool,
     pub shader_float64: bool,
     pub shader_int64: bool,
+    /// `atomicAdd` on f32 in storage buffers (VK_EXT_shader_atomic_float's
+    /// shaderBufferFloat32AtomicAdd), enabled on the device where it has it.
+    pub shader_buffer_float32_atomic_add: bool,
     pub memory_heaps: Vec<HeapInfo>,
     pub queue_families: Vec<String>,
     pub dedicated_transfer_queue: bool,
@@ -187,6 +190,19 @@ impl DeviceInfo {
     pub fn has_subgroup_ops(&self, ops: &[&str]) -> bool {
         ops.iter().all(|o| self.subgroup_operations.contains(o))
     }
+}
+
+/// Whether the device has VK_EXT_shader_atomic_float with shaderBufferFloat32AtomicAdd (the
+/// feature structure is only queried where the extension is present).
+fn has_buffer_float32_atomic_add(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    let extensions = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();
+    if !extensions.iter().any(|e| e.extension_name_as_c_str() == Ok(ash::ext::shader_atomic_float::NAME)) {
+        return false;
+    }
+    let mut atomic = vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default();
+    let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut atomic);
+    unsafe { instance.get_physical_device_features2(pd, &mut features2) };
+    atomic.shader_buffer_float32_atomic_add == vk::TRUE
 }
 
 fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, family: u32) -> DeviceInfo {
@@ -241,6 +257,7 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, fami
         timestamps_valid: families.get(family as usize).map(|f| f.timestamp_valid_bits > 0).unwrap_or(false),
         shader_float64: features.shader_float64 == vk::TRUE,
         shader_int64: features.shader_int64 == vk::TRUE,
+        shader_buffer_float32_atomic_add: has_buffer_float32_atomic_add(instance, pd),
         memory_heaps: mem
             .memory_heaps_as_slice()
             .iter()
@@ -386,6 +403,12 @@ impl Context {
         }
         let mut executable_features =
             vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default().pipeline_executable_info(true);
+        let float_atomic_add = has_buffer_float32_atomic_add(raw, physical);
+        if float_atomic_add {
+            extensions.push(ash::ext::shader_atomic_float::NAME.as_ptr());
+        }
+        let mut atomic_float_features =
+            vk::PhysicalDeviceShaderAtomicFloatFeaturesEXT::default().shader_buffer_float32_atomic_add(true);
         if s12.timeline_semaphore == vk::FALSE || s13.synchronization2 == vk::FALSE {
             return Err(EngineError::Unsupported("timeline semaphores and synchronization2 are required".into()));
         }
@@ -423,6 +446,7 @@ impl Context {
             .push_next(&mut f12)
             .push_next(&mut f13);
         let info = if statistics { info.push_next(&mut executable_features) } else { info };
+        let info = if float_atomic_add { info.push_next(&mut atomic_float_features) } else { info };
         let device = unsafe { raw.create_device(physical, &info, None) }.vk("vkCreateDevice")?;
         let push_descriptor = ash::khr::push_descriptor::Device::new(raw, &device);
         let executable_properties =
@@ -533,4 +557,20 @@ pub fn describe_all() -> Result<Vec<DeviceInfo>> {
             describe(&instance.raw, pd, i, family as u32)
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The context reports float atomic addition as the device list does, and lavapipe,
+    /// which has it, gets it enabled (its kernels' tests would fail validation otherwise).
+    #[test]
+    fn float_atomic_add_is_reported_where_the_device_has_it() {
+        let ctx = crate::testing::context();
+        let info = ctx.info();
+        let listed = &super::describe_all().unwrap()[info.index];
+        assert_eq!(listed.shader_buffer_float32_atomic_add, info.shader_buffer_float32_atomic_add);
+        if info.name.contains("llvmpipe") {
+            assert!(info.shader_buffer_float32_atomic_add);
+        }
+    }
 }

@@ -6,6 +6,7 @@
 // slices, slice s adding blocks s, s + slices, ... so every block row is read coalesced and
 // many workgroups share the blocks; the slices are then added in shared memory.
 #include "common.glsl"
+#include "sinkhorn_column.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint COLUMNS = 32;
@@ -37,7 +38,5 @@ void main() {
     if (slice != 0u || j >= n) return;
     float total = 0.0;
     for (uint q = 0; q < slices; q++) total += slice_sums[q * COLUMNS + c];
-    float gj = g[j];
-    total += exp(clamp(gj / t, -clamp_, clamp_));
-    g[j] = gj - t * (log(total) - log_capacity);
+    g[j] = normalised_column(g[j], total, t, clamp_, log_capacity);
 }

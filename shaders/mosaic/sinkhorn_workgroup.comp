@@ -11,6 +11,7 @@
 // rows slice, slice + slices, ...; the slices are added in shared memory. f is double
 // buffered by iteration so the row update does not race the column sums that read the old f.
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#include "sinkhorn_column.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint M = 1;
@@ -77,9 +78,7 @@ void main() {
             if (lid < N) {
                 float total = 0.0;
                 for (uint q = 0; q < slices; q++) total += slice_sums[q * N + lid];
-                float gj = sg[lid];
-                total += exp(clamp(gj / t, -clamp_, clamp_));
-                sg[lid] = gj - t * (log(total) - log_capacity);
+                sg[lid] = normalised_column(sg[lid], total, t, clamp_, log_capacity);
             }
         } else {
             for (uint j = lid; j < N; j += wg) {
@@ -87,8 +86,7 @@ void main() {
                 float gja = gj + alpha;
                 float total = 0.0;
                 for (uint i = 0; i < M; i++) total += entry(sf[p][i], gja, sd[i * N + j], inv_t) * inv_row_sum[i];
-                total += exp(clamp(gj / t, -clamp_, clamp_));
-                sg[j] = gj - t * (log(total) - log_capacity);
+                sg[j] = normalised_column(gj, total, t, clamp_, log_capacity);
             }
         }
         barrier();

@@ -1,8 +1,10 @@
 //! `mosaic bench`: the paper's Table 2 (one cooling iteration = 10 stabilisations x 10
 //! Sinkhorn iterations) on the GPU against the CPU reference, the full 900 x 8192 solve with
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
-//! greedy/anneal/SoftAssign costs relative to the optimum. Data is synthetic and seeded; one
-//! [`BenchRecord`] per measurement.
+//! greedy/anneal/SoftAssign costs relative to the optimum. At issue 18's large sizes
+//! ([`COMPARED`]) the cooling iteration is timed with every kernel that can run it: the
+//! default, the passes, and the atomic kernel in several shapes. Data is synthetic and
+//! seeded; one [`BenchRecord`] per measurement.
 
 use std::time::Instant;
 
@@ -14,6 +16,7 @@ use kit::Backend;
 use crate::error::Result;
 use crate::features::distance_cpu;
 use crate::matrix::DistanceMatrix;
+use crate::softassign::atomic::AtomicShape;
 use crate::softassign::cpu::CpuSoftAssign;
 use crate::softassign::gpu::{GpuSoftAssign, Kernel};
 use crate::softassign::{discretise, scale_of, SoftAssignParams};
@@ -37,6 +40,11 @@ const TABLE2: [(usize, usize, f64); 11] = [
 /// Sizes timed besides Table 2's: the full solve's 900 x 8192 (issue 18's targets are at
 /// 100 x 100, 900 x 8192 and 2048 x 8192).
 const EXTRA_SIZES: [(usize, usize); 1] = [(900, 8192)];
+/// Sizes whose cooling iteration is timed with every kernel and the atomic kernel's shapes
+/// ([`variants`]): issue 18's large targets.
+const COMPARED: [(usize, usize); 2] = [(900, 8192), (2048, 8192)];
+/// The compared size of `--quick` (too large for one workgroup's shared memory).
+const QUICK_COMPARED: (usize, usize) = (60, 250);
 /// Peak bandwidth used for the floor (H100 compute-shader copy, PLATFORM.md).
 const BANDWIDTH_GB_S: f64 = 2600.0;
 /// CPU reference work per measurement is capped at about this many matrix entries x
@@ -63,9 +71,51 @@ struct CoolingTimes {
     /// Timestamps at its start and end, median of the repetitions.
     gpu_ms: f64,
     wall_ms: f64,
-    /// From one more run with a timestamp after every pass (0 for the one-workgroup kernel).
+    /// From one more run with a timestamp after every dispatch (see [`BenchRecord`]).
     rows_ms: f64,
     columns_ms: f64,
+}
+
+/// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
+/// compared sizes, the passes and the atomic kernel's planned shape with one knob changed
+/// at a time (rows per step, scalar loads, 132 blocks for an H200's 132 multiprocessors,
+/// 512-wide workgroups, two such workgroups per multiprocessor), where the device runs them.
+fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
+    let default = GpuSoftAssign::new(ctx, d, params, 1)?;
+    if !compare {
+        return Ok(vec![default]);
+    }
+    let mut out = Vec::new();
+    if default.kernel() != Kernel::Passes {
+        out.push(GpuSoftAssign::with_kernel(ctx, d, params, 1, Kernel::Passes)?);
+    }
+    if ctx.info().shader_buffer_float32_atomic_add {
+        let planned = AtomicShape::planned(ctx.info(), d.rows, d.cols);
+        let blocks = |b: u32| b.min(d.rows as u32);
+        let shapes = [
+            AtomicShape { rows_per_step: 2, ..planned },
+            AtomicShape { vec4: false, ..planned },
+            AtomicShape { blocks: blocks(132), ..planned },
+            AtomicShape { workgroup: 512, ..planned },
+            AtomicShape { workgroup: 512, blocks: blocks(264), ..planned },
+        ];
+        let mut seen = vec![planned];
+        for shape in shapes {
+            if seen.contains(&shape) {
+                continue;
+            }
+            seen.push(shape);
+            // A shape this device cannot run is left out.
+            if let Ok(state) = GpuSoftAssign::with_atomic_shape(ctx, d, params, 1, shape) {
+                out.push(state);
+            }
+        }
+        if default.kernel() != Kernel::Atomic {
+            out.push(GpuSoftAssign::with_kernel(ctx, d, params, 1, Kernel::Atomic)?);
+        }
+    }
+    out.insert(0, default);
+    Ok(out)
 }
 
 /// GPU ms of one cooling iteration (median of `reps`, after a warm-up; timestamps only at
@@ -106,8 +156,8 @@ fn gpu_cooling_ms(
     Ok(CoolingTimes {
         gpu_ms: median(totals),
         wall_ms: median(walls),
-        rows_ms: sum("rows"),
-        columns_ms: sum("columns"),
+        rows_ms: sum("rows") + sum("sinkhorn"),
+        columns_ms: sum("columns") + sum("finish"),
     })
 }
 
@@ -138,15 +188,19 @@ pub enum BenchRecord {
     /// Table 2: one cooling iteration (stabilisations x Sinkhorn iterations) at one size.
     SoftassignCoolingIteration {
         size: String,
-        /// The kernel that ran (one workgroup where D fits its shared memory, else passes).
+        /// The kernel that ran (`GpuSoftAssign::new` picks one workgroup where D fits its
+        /// shared memory, else atomic where the device has float atomics, else passes).
         kernel: Kernel,
+        /// The atomic kernel's shape (workgroup, rows per step, vec4 loads, row blocks).
+        atomic_shape: Option<AtomicShape>,
         /// Dependent dispatches per cooling iteration.
         dispatches: u32,
         /// GPU timestamps, median of the repetitions.
         gpu_ms: f64,
         gpu_wall_ms: f64,
-        /// From a separate run with a timestamp after every pass (0 for the one-workgroup
-        /// kernel).
+        /// From a separate run with a timestamp after every dispatch: the passes kernel's
+        /// row and column passes; the atomic kernel's Sinkhorn dispatches and its finishing
+        /// dispatch; 0 for the one-workgroup kernel.
         rows_pass_ms: f64,
         columns_pass_ms: f64,
         /// f64 rayon reference; scaled linearly to the full iteration when fewer Sinkhorn
@@ -189,11 +243,24 @@ impl std::fmt::Display for BenchRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BenchRecord::SoftassignCoolingIteration {
-                size, kernel, dispatches, gpu_ms, cpu_ms, floor_ms, speedup_vs_cpu, ..
-            } => write!(
-                f,
-                "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}, {dispatches} dispatches; floor {floor_ms:.3} ms), CPU {cpu_ms:.1} ms, {speedup_vs_cpu:.1} x"
-            ),
+                size,
+                kernel,
+                atomic_shape,
+                dispatches,
+                gpu_ms,
+                cpu_ms,
+                floor_ms,
+                speedup_vs_cpu,
+                ..
+            } => {
+                let shape = atomic_shape.map_or(String::new(), |s| {
+                    format!(" wg {} rows {} vec4 {} blocks {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks)
+                });
+                write!(
+                    f,
+                    "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}{shape}, {dispatches} dispatches; floor {floor_ms:.3} ms), CPU {cpu_ms:.1} ms, {speedup_vs_cpu:.1} x"
+                )
+            }
             BenchRecord::FullSolve {
                 size, softassign_gpu_ms, softassign_ratio, exact_ms, greedy_ratio, anneal_ratio, ..
             } => write!(
@@ -209,7 +276,7 @@ impl std::fmt::Display for BenchRecord {
 pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Result<()> {
     let params = SoftAssignParams::default();
     let sizes: Vec<(usize, usize, Option<f64>)> = if quick {
-        vec![(20, 30, None), (37, 101, None)]
+        vec![(20, 30, None), (37, 101, None), (QUICK_COMPARED.0, QUICK_COMPARED.1, None)]
     } else {
         let table = TABLE2.iter().map(|&(m, n, s)| (m, n, Some(s * 1e3)));
         table.chain(EXTRA_SIZES.iter().map(|&(m, n)| (m, n, None))).collect()
@@ -219,27 +286,30 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Re
     // Table 2: one cooling iteration.
     for &(m, n, paper_ms) in &sizes {
         let d = matrix(m, n, 1);
-        let state = GpuSoftAssign::new(ctx, &d, &params, 1)?;
-        let times = gpu_cooling_ms(ctx, &state, &params, reps)?;
-        let gpu_ms = times.gpu_ms;
+        let compare = COMPARED.contains(&(m, n)) || (quick && (m, n) == QUICK_COMPARED);
         let (cpu_ms, cpu_sinkhorn_iterations_measured) = cpu_cooling_ms(&d, &params);
-        emit(&BenchRecord::SoftassignCoolingIteration {
-            size: format!("{m}x{n}"),
-            kernel: state.kernel(),
-            dispatches: state.dispatches_per_cooling_iteration(&params),
-            gpu_ms,
-            gpu_wall_ms: times.wall_ms,
-            rows_pass_ms: times.rows_ms,
-            columns_pass_ms: times.columns_ms,
-            cpu_ms,
-            cpu_threads: rayon::current_num_threads(),
-            cpu_sinkhorn_iterations_measured,
-            paper_ms,
-            floor_ms: floor_ms(m, n, &params),
-            sinkhorn_iterations: params.per_temperature(),
-            speedup_vs_paper: paper_ms.map(|p| p / gpu_ms),
-            speedup_vs_cpu: cpu_ms / gpu_ms,
-        });
+        for state in variants(ctx, &d, &params, compare)? {
+            let times = gpu_cooling_ms(ctx, &state, &params, reps)?;
+            let gpu_ms = times.gpu_ms;
+            emit(&BenchRecord::SoftassignCoolingIteration {
+                size: format!("{m}x{n}"),
+                kernel: state.kernel(),
+                atomic_shape: state.atomic_shape(),
+                dispatches: state.dispatches_per_cooling_iteration(&params),
+                gpu_ms,
+                gpu_wall_ms: times.wall_ms,
+                rows_pass_ms: times.rows_ms,
+                columns_pass_ms: times.columns_ms,
+                cpu_ms,
+                cpu_threads: rayon::current_num_threads(),
+                cpu_sinkhorn_iterations_measured,
+                paper_ms,
+                floor_ms: floor_ms(m, n, &params),
+                sinkhorn_iterations: params.per_temperature(),
+                speedup_vs_paper: paper_ms.map(|p| p / gpu_ms),
+                speedup_vs_cpu: cpu_ms / gpu_ms,
+            });
+        }
     }
 
     // Full solves, all methods against the optimum; the largest also reports exact alone.

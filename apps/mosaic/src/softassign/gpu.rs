@@ -1,5 +1,5 @@
 //! SoftAssign on the GPU, f32 throughout, with Section 5.1's clamp of the exponent to
-//! [-70, 70], recorded for a whole temperature schedule by one of two kernels:
+//! [-70, 70], recorded for a whole temperature schedule by one of three kernels:
 //!
 //! - [`Kernel::Passes`], any size: per Sinkhorn iteration, the fused row pass
 //!   (`sinkhorn_rows.comp`) and the column pass with the outlier row (`sinkhorn_cols.comp`).
@@ -8,10 +8,17 @@
 //!   rows read D (4 m n) and g once per block (4 B n, L2), write f (4 m) and the column
 //!   partials (4 B n); columns read the partials (4 B n) and read/write g (8 n). At
 //!   2048 x 8192: 64 MiB of D + 12 MiB of partials and g = 76 MiB, the floor being D's
-//!   64 MiB. A third dispatch is the least the column normalisation can cost without float
-//!   atomics (not enabled by the engine) or a grid-wide barrier (Vulkan does not promise
-//!   that workgroups of one dispatch run together): every row block needs every column's
-//!   new potential before its first row.
+//!   64 MiB. The column pass is a dispatch of its own because every row block needs every
+//!   column's new potential before its first row, and Vulkan has no grid-wide barrier (it
+//!   does not promise that workgroups of one dispatch run together). The fallback where the
+//!   device has no float atomics, and the reference the atomic kernel is checked against.
+//! - [`Kernel::Atomic`], any size, where the device adds floats atomically in storage
+//!   buffers (VK_EXT_shader_atomic_float; NVIDIA, AMD, Mesa): one dispatch per Sinkhorn
+//!   iteration ([`super::atomic`]). Row blocks add their column sums atomically; the next
+//!   dispatch's workgroups each derive g from the finished sums. S + 1 dispatches per
+//!   cooling iteration (101); at 2048 x 8192 a Sinkhorn iteration moves D's 64 MiB plus
+//!   32 KiB (g, zeroing) from DRAM, and its 128 x 8192 atomics and per-workgroup g reads
+//!   (8 MiB) stay in L2.
 //! - [`Kernel::Workgroup`], when D, f and g fit in one workgroup's shared memory (100 x 100
 //!   does within NVIDIA's 48 KiB): one dispatch per cooling iteration
 //!   (`sinkhorn_workgroup.comp`) runs all S Sinkhorn iterations with workgroup barriers.
@@ -24,6 +31,7 @@ use std::collections::VecDeque;
 use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 use indicatif::ProgressBar;
 
+use super::atomic::{AtomicKernel, AtomicShape, Temperature};
 use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
@@ -76,6 +84,8 @@ pub enum Kernel {
     Passes,
     /// One workgroup runs a whole cooling iteration with D in shared memory.
     Workgroup,
+    /// One dispatch per Sinkhorn iteration, column sums in float atomics: any size.
+    Atomic,
 }
 
 #[repr(C)]
@@ -114,6 +124,8 @@ pub struct GpuSoftAssign {
     cols_pipe: ComputePipeline,
     /// The one-workgroup kernel, where it is the one used.
     workgroup_pipe: Option<ComputePipeline>,
+    /// The atomic kernel, where it is the one used.
+    atomic: Option<AtomicKernel>,
     m: usize,
     n: usize,
     rows_per_block: usize,
@@ -124,26 +136,58 @@ pub struct GpuSoftAssign {
     log_capacity: f32,
     d: Buffer<f32>,
     f: Buffer<f32>,
+    /// n potentials, then (atomic kernel) a second slot of n its dispatches pass on.
     g: Buffer<f32>,
     partials: Buffer<f32>,
 }
 
 impl GpuSoftAssign {
     /// Uploads D, allocates the potentials (zero) and creates the pipelines for this shape;
-    /// each tile may be used `repeat` times. The one-workgroup kernel runs where it fits.
+    /// each tile may be used `repeat` times. The one-workgroup kernel runs where it fits,
+    /// else the atomic kernel where the device has float atomics, else the passes.
     pub fn new(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, repeat: usize) -> Result<GpuSoftAssign> {
-        let kernel = if workgroup_kernel_fits(ctx, d.rows, d.cols) { Kernel::Workgroup } else { Kernel::Passes };
+        let kernel = if workgroup_kernel_fits(ctx, d.rows, d.cols) {
+            Kernel::Workgroup
+        } else if ctx.info().shader_buffer_float32_atomic_add {
+            Kernel::Atomic
+        } else {
+            Kernel::Passes
+        };
         GpuSoftAssign::with_kernel(ctx, d, params, repeat, kernel)
     }
 
-    /// As [`GpuSoftAssign::new`] with the kernel chosen (tests run both on one shape);
-    /// `Kernel::Workgroup` must fit ([`workgroup_kernel_fits`]).
+    /// As [`GpuSoftAssign::new`] with the kernel chosen (tests run all on one shape);
+    /// `Kernel::Workgroup` must fit ([`workgroup_kernel_fits`]), `Kernel::Atomic` runs in
+    /// its planned shape ([`AtomicShape::planned`]).
     pub fn with_kernel(
         ctx: &Context,
         d: &DistanceMatrix,
         params: &SoftAssignParams,
         repeat: usize,
         kernel: Kernel,
+    ) -> Result<GpuSoftAssign> {
+        let shape = (kernel == Kernel::Atomic).then(|| AtomicShape::planned(ctx.info(), d.rows, d.cols));
+        GpuSoftAssign::build(ctx, d, params, repeat, kernel, shape)
+    }
+
+    /// The atomic kernel in a given shape (the benchmark compares shapes).
+    pub fn with_atomic_shape(
+        ctx: &Context,
+        d: &DistanceMatrix,
+        params: &SoftAssignParams,
+        repeat: usize,
+        shape: AtomicShape,
+    ) -> Result<GpuSoftAssign> {
+        GpuSoftAssign::build(ctx, d, params, repeat, Kernel::Atomic, Some(shape))
+    }
+
+    fn build(
+        ctx: &Context,
+        d: &DistanceMatrix,
+        params: &SoftAssignParams,
+        repeat: usize,
+        kernel: Kernel,
+        atomic_shape: Option<AtomicShape>,
     ) -> Result<GpuSoftAssign> {
         let (m, n) = (d.rows, d.cols);
         let info = ctx.info();
@@ -181,7 +225,7 @@ impl GpuSoftAssign {
             spec: &[column_workgroup, COLUMNS_PER_GROUP],
         })?;
         let workgroup_pipe = match kernel {
-            Kernel::Passes => None,
+            Kernel::Passes | Kernel::Atomic => None,
             Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => Some(ctx.compute_pipeline(&PipelineDesc {
                 name: "sinkhorn_workgroup",
                 spirv: shaders::SINKHORN_WORKGROUP,
@@ -195,12 +239,15 @@ impl GpuSoftAssign {
                 )))
             }
         };
+        let atomic = atomic_shape.map(|shape| AtomicKernel::new(ctx, m, n, shape)).transpose()?;
+        let g_slots = if atomic.is_some() { 2 } else { 1 };
         let scale = scale_of(d);
         let state = GpuSoftAssign {
             ctx: ctx.clone(),
             rows_pipe,
             cols_pipe,
             workgroup_pipe,
+            atomic,
             m,
             n,
             rows_per_block,
@@ -210,7 +257,7 @@ impl GpuSoftAssign {
             log_capacity: capacity(d, repeat).ln() as f32,
             d: ctx.upload(&d.to_f32(), "distance matrix")?,
             f: ctx.buffer(m, Location::Device, "row potentials")?,
-            g: ctx.buffer(n, Location::Device, "column potentials")?,
+            g: ctx.buffer(g_slots * n, Location::Device, "column potentials")?,
             partials: ctx.buffer(blocks * n, Location::Device, "column partial sums")?,
         };
         state.reset()?;
@@ -222,6 +269,9 @@ impl GpuSoftAssign {
         let mut rec = self.ctx.recorder()?;
         rec.fill(&self.f, 0);
         rec.fill(&self.g, 0);
+        if let Some(atomic) = &self.atomic {
+            atomic.reset(&mut rec);
+        }
         rec.barrier();
         rec.submit()?.wait()?;
         Ok(())
@@ -232,8 +282,9 @@ impl GpuSoftAssign {
         self.scale
     }
 
-    /// Records one Sinkhorn iteration at temperature `t`: row pass, column pass; with
-    /// `mark_passes`, each pass ends in a profiling mark ("rows", "columns").
+    /// Records one Sinkhorn iteration of the passes kernel at temperature `t`, whichever
+    /// kernel cooling iterations use: row pass, column pass; with `mark_passes`, each pass
+    /// ends in a profiling mark ("rows", "columns").
     pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
         let push = RowPush {
             m: self.m as u32,
@@ -276,23 +327,45 @@ impl GpuSoftAssign {
     pub fn kernel(&self) -> Kernel {
         if self.workgroup_pipe.is_some() {
             Kernel::Workgroup
+        } else if self.atomic.is_some() {
+            Kernel::Atomic
         } else {
             Kernel::Passes
         }
+    }
+
+    /// The atomic kernel's shape, where it is the one used.
+    pub fn atomic_shape(&self) -> Option<AtomicShape> {
+        self.atomic.as_ref().map(AtomicKernel::shape)
     }
 
     /// Dependent dispatches one cooling iteration records.
     pub fn dispatches_per_cooling_iteration(&self, params: &SoftAssignParams) -> u32 {
         match self.kernel() {
             Kernel::Workgroup => 1,
+            Kernel::Atomic => params.per_temperature() + 1,
             Kernel::Passes => 2 * params.per_temperature(),
         }
     }
 
     /// Records one cooling iteration (stabilisations x Sinkhorn iterations) at `t`; with
-    /// `mark_passes`, the passes kernel marks every pass ("rows", "columns") and the
-    /// one-workgroup kernel its one dispatch ("workgroup").
+    /// `mark_passes`, the passes kernel marks every pass ("rows", "columns"), the atomic
+    /// kernel every dispatch ("sinkhorn", then "finish") and the one-workgroup kernel its
+    /// one dispatch ("workgroup").
     pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams, mark_passes: bool) {
+        if let Some(atomic) = &self.atomic {
+            let temp =
+                Temperature { t: t as f32, alpha: self.alpha, clamp: CLAMP_F32, log_capacity: self.log_capacity };
+            atomic.record_cooling_iteration(
+                rec,
+                (&self.d, &self.f, &self.g),
+                (self.m, self.n),
+                params.per_temperature(),
+                &temp,
+                mark_passes,
+            );
+            return;
+        }
         let Some(pipe) = &self.workgroup_pipe else {
             for _ in 0..params.per_temperature() {
                 self.record_sinkhorn(rec, t, mark_passes);
@@ -344,7 +417,9 @@ impl GpuSoftAssign {
     /// Downloads the potentials.
     pub fn potentials(&self) -> Result<Potentials> {
         let widen = |v: Vec<f32>| v.into_iter().map(f64::from).collect();
-        Ok(Potentials { f: widen(self.ctx.download(&self.f)?), g: widen(self.ctx.download(&self.g)?) })
+        let mut g = self.ctx.download(&self.g)?;
+        g.truncate(self.n);
+        Ok(Potentials { f: widen(self.ctx.download(&self.f)?), g: widen(g) })
     }
 
     /// M[i][j] for the current potentials at temperature `t`, computed on the host from the
@@ -377,32 +452,145 @@ pub fn solve(
     Ok(discretise(d, &state.potentials()?, repeat))
 }
 
+/// Relative bound on M between runs of the atomic kernel and between it and the passes
+/// kernel after one cooling iteration (100 Sinkhorn iterations), floor 1e-6: each column
+/// sum adds up to 128 block sums in an order that varies (f32, about 128 x 6e-8 = 8e-6
+/// relative at worst), and Sinkhorn's normalisations do not amplify it. The tests check it
+/// (measured on lavapipe: 0.8e-6 to 2e-6 at 40 x 20 to 130 x 4099, about the f32 error
+/// either kernel has against the f64 CPU twin).
+pub const ATOMIC_ORDER_BOUND: f64 = 2e-5;
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::softassign::cpu::CpuSoftAssign;
     use engine::testing;
 
-    /// One cooling iteration of `kernel` against the f64 CPU reference: M within 1e-4
-    /// relative (floor 1e-6), and every real row of M summing to ~1.
-    fn check_cooling_iteration(ctx: &Context, m: usize, n: usize, repeat: usize, kernel: Kernel) {
-        let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
-        let d = crate::bench::matrix(m, n, 11);
-        let t = params.temperature(0, scale_of(&d));
-        let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, kernel).unwrap();
-        assert_eq!(gpu.kernel(), kernel);
+    /// M after one cooling iteration of `gpu` on `d` at the first temperature.
+    fn cooled(ctx: &Context, gpu: &GpuSoftAssign, d: &DistanceMatrix, params: &SoftAssignParams) -> Vec<f32> {
+        let t = params.temperature(0, scale_of(d));
         let mut rec = ctx.recorder().unwrap();
-        gpu.record_cooling_iteration(&mut rec, t, &params, false);
+        gpu.record_cooling_iteration(&mut rec, t, params, false);
         rec.submit().unwrap().wait().unwrap();
-        let mut cpu = CpuSoftAssign::new(&d, &params, repeat);
-        cpu.cooling_iteration(t, &params);
-        let p = gpu.matrix(&d, t).unwrap();
-        let err = testing::max_rel_error(&p, &cpu.matrix(t), 1e-6);
+        gpu.matrix(d, t).unwrap()
+    }
+
+    /// M after one cooling iteration of `gpu` against the f64 CPU reference: within 1e-4
+    /// relative (floor 1e-6), and every real row summing to ~1. Returns the error.
+    fn check_against_cpu(
+        ctx: &Context,
+        gpu: &GpuSoftAssign,
+        d: &DistanceMatrix,
+        params: &SoftAssignParams,
+        repeat: usize,
+    ) -> f64 {
+        let (m, n) = (d.rows, d.cols);
+        let kernel = gpu.kernel();
+        let p = cooled(ctx, gpu, d, params);
+        let mut cpu = CpuSoftAssign::new(d, params, repeat);
+        cpu.cooling_iteration(params.temperature(0, scale_of(d)), params);
+        let err = testing::max_rel_error(&p, &cpu.matrix(params.temperature(0, scale_of(d))), 1e-6);
         assert!(err < 1e-4, "{kernel:?} {m}x{n} x{repeat}: M differs by {err:e} (relative, floor 1e-6)");
         for i in 0..m {
             let s: f32 = p[i * n..(i + 1) * n].iter().sum();
             assert!((s - 1.0).abs() < 0.05, "{kernel:?} {m}x{n}: row {i} sums to {s}");
         }
+        err
+    }
+
+    fn check_cooling_iteration(ctx: &Context, m: usize, n: usize, repeat: usize, kernel: Kernel) {
+        let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
+        let d = crate::bench::matrix(m, n, 11);
+        let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, kernel).unwrap();
+        assert_eq!(gpu.kernel(), kernel);
+        check_against_cpu(ctx, &gpu, &d, &params, repeat);
+    }
+
+    /// f32 M of two runs within [`ATOMIC_ORDER_BOUND`] relative (floor 1e-6).
+    fn assert_close(a: &[f32], b: &[f32], what: &str) -> f64 {
+        let wide: Vec<f64> = b.iter().map(|&v| f64::from(v)).collect();
+        let err = testing::max_rel_error(a, &wide, 1e-6);
+        assert!(err < ATOMIC_ORDER_BOUND, "{what}: M differs by {err:e} (relative, floor 1e-6)");
+        err
+    }
+
+    /// The atomic kernel in its planned shape at awkward sizes (n not a multiple of 4, more
+    /// columns than invocations, a single row, repeats) against the f64 CPU twin, the passes
+    /// kernel, and a second run of itself (the order of the atomic additions varies).
+    #[test]
+    fn atomic_kernel_matches_cpu_reference_and_passes() {
+        let ctx = testing::context();
+        let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
+        for (m, n, repeat) in [(37, 1100, 1), (300, 1027, 2), (130, 4099, 1), (1, 3, 1), (40, 20, 3)] {
+            let d = crate::bench::matrix(m, n, 11);
+            let atomic = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, Kernel::Atomic).unwrap();
+            assert_eq!(atomic.kernel(), Kernel::Atomic);
+            let cpu_err = check_against_cpu(ctx, &atomic, &d, &params, repeat);
+            atomic.reset().unwrap();
+            let run1 = cooled(ctx, &atomic, &d, &params);
+            atomic.reset().unwrap();
+            let run2 = cooled(ctx, &atomic, &d, &params);
+            let rerun_err = assert_close(&run1, &run2, &format!("atomic {m}x{n} x{repeat}, two runs"));
+            let passes = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, Kernel::Passes).unwrap();
+            let passes_err =
+                assert_close(&run2, &cooled(ctx, &passes, &d, &params), &format!("atomic vs passes {m}x{n} x{repeat}"));
+            println!("{m}x{n} x{repeat}: vs CPU {cpu_err:.1e}, rerun {rerun_err:.1e}, vs passes {passes_err:.1e}");
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    /// Every shape knob of the atomic kernel: several 4-column groups per invocation (a
+    /// 64-wide workgroup on 1100 columns), 1-3 rows per step with a partial last step,
+    /// scalar and vec4 loads, few and many row blocks (blocks of uneven rows).
+    #[test]
+    fn atomic_kernel_shapes_match_cpu_reference() {
+        let ctx = testing::context();
+        let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
+        let d = crate::bench::matrix(37, 1100, 3);
+        for (workgroup, rows_per_step, vec4, blocks) in
+            [(64, 1, true, 37), (64, 3, false, 5), (256, 2, true, 1), (128, 2, false, 8), (64, 4, true, 3)]
+        {
+            let shape = AtomicShape { workgroup, rows_per_step, vec4, blocks };
+            let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).unwrap();
+            assert_eq!(gpu.atomic_shape(), Some(shape));
+            check_against_cpu(ctx, &gpu, &d, &params, 1);
+        }
+        let bad = [
+            AtomicShape { workgroup: 96, rows_per_step: 1, vec4: false, blocks: 4 },
+            AtomicShape { workgroup: 64, rows_per_step: 5, vec4: false, blocks: 4 },
+            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 38 },
+            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 0 },
+        ];
+        for shape in bad {
+            assert!(GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).is_err(), "{shape:?}");
+        }
+        let odd = crate::bench::matrix(5, 1027, 3);
+        let vec4 = AtomicShape { workgroup: 64, rows_per_step: 1, vec4: true, blocks: 4 };
+        assert!(GpuSoftAssign::with_atomic_shape(ctx, &odd, &params, 1, vec4).is_err());
+        testing::assert_no_validation_messages();
+    }
+
+    /// Several cooling iterations in one command buffer chain through the column-sum slots
+    /// (the finishing dispatch zeroes them): the atomic kernel's annealed potentials give the
+    /// same assignment quality as the passes kernel on a matrix too large for one workgroup.
+    #[test]
+    fn atomic_full_solve_matches_passes() {
+        let ctx = testing::context();
+        let params = SoftAssignParams { iterations: 60, stabilisations: 3, sinkhorn: 3, ..Default::default() };
+        let d = crate::bench::matrix(60, 250, 5);
+        assert!(!workgroup_kernel_fits(ctx, d.rows, d.cols));
+        let optimum = d.cost(&crate::exact::solve(&d, &ProgressBar::hidden()));
+        let ratio = |kernel| {
+            let state = GpuSoftAssign::with_kernel(ctx, &d, &params, 1, kernel).unwrap();
+            state.anneal(&params, &ProgressBar::hidden()).unwrap();
+            let assignment = discretise(&d, &state.potentials().unwrap(), 1);
+            d.check_assignment(&assignment).unwrap();
+            d.cost(&assignment) / optimum
+        };
+        let (atomic, passes) = (ratio(Kernel::Atomic), ratio(Kernel::Passes));
+        assert!(atomic < 1.03, "atomic softassign / exact = {atomic}");
+        assert!((atomic - passes).abs() < 1e-3, "atomic {atomic} vs passes {passes}");
+        testing::assert_no_validation_messages();
     }
 
     /// The passes kernel at shapes that exercise several columns per invocation, several
@@ -432,7 +620,8 @@ mod tests {
         let params = SoftAssignParams::default();
         assert_eq!(GpuSoftAssign::new(ctx, &d, &params, 1).unwrap().kernel(), Kernel::Workgroup);
         let d = crate::bench::matrix(299, 301, 1);
-        assert_eq!(GpuSoftAssign::new(ctx, &d, &params, 1).unwrap().kernel(), Kernel::Passes);
+        let large = if ctx.info().shader_buffer_float32_atomic_add { Kernel::Atomic } else { Kernel::Passes };
+        assert_eq!(GpuSoftAssign::new(ctx, &d, &params, 1).unwrap().kernel(), large);
         assert!(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, Kernel::Workgroup).is_err());
         testing::assert_no_validation_messages();
     }

@@ -35,6 +35,7 @@
 //!   and tile are still free (a tile is free until it has N patches); any patch left takes
 //!   its largest entry among free tiles.
 
+pub mod atomic;
 pub mod cpu;
 pub mod gpu;
 
