@@ -1,20 +1,27 @@
 //! The appearance stage (`lo_index`) from the forward gray-value spectra, batched over the
-//! log-Gabor bands: per group of bands, one `gabor_apply` dispatch filters every band of the
-//! group for every image of the chunk into one stack, one batched inverse FFT (the engine's,
-//! 2 dispatches up to 4096 per side) transforms the whole stack, and one `appear_blocks`
-//! dispatch takes the magnitudes, the block statistics of every band of the group and their
-//! weighted differences into the cells, and after the last group the crop-weighted partial
-//! sums of the squared cells. A pair's 20 bands fit one group up to about 1 GiB of stack
-//! ([`BANDS_TARGET_BYTES`]: 1920x1080 takes 663 MB), so one pair's stage is 4 dispatches.
+//! log-Gabor bands. Per group of bands: `gabor_apply` filters every band of the group for
+//! every image of the chunk into one stack (one dispatch), one batched inverse FFT (the
+//! engine's: 2 dispatches up to 4096 per side) transforms the whole stack, `appear_blocks`
+//! takes the magnitudes and the block statistics of every band of every pair (one dispatch,
+//! z = pair x band) and `sum_bands` adds their weighted differences into the cells in band
+//! order, then after the last group writes the crop-weighted partial sums of the squared
+//! cells. So a group is 5 dispatches and barriers, whatever its bands; one 512x512 pair's 20
+//! bands are one group (84 MB of stack).
 //!
-//! Before (one dispatch per band and step, the bands in turn through one buffer): 20 x
-//! (`gabor_apply` + 2 FFT passes + `appear_blocks`) + `sum_appearance` = 81 dispatches and 81
-//! barriers per chunk. Bytes per pixel of one image and band, both ways alike: the filter
-//! reads the spectrum and writes the band (16), the FFT reads and writes it twice (32), the
-//! statistics read it with the tiles' overlap ((44/32)^2 x 8 = 15): about 63 B, i.e. 40 x 63
-//! = 2.5 KB per pixel of a pair (660 MB for a 512x512 pair, 5.2 GB for 1920x1080). The
-//! traffic stays; the dispatches and barriers (each a full drain of the GPU, most of them
-//! too small to fill it at 512x512) go from 81 to 4, and the host records 77 fewer.
+//! Counts per chunk (H200, `mad bench`, one pair):
+//! - before, one band at a time through one buffer: 20 x (`gabor_apply` + 2 FFT passes +
+//!   `appear_blocks`) + `sum_appearance` = 81 dispatches and barriers, each drain of the GPU
+//!   too small to fill it at 512x512; 0.905 ms of appearance kernels, 1.82 ms wall;
+//! - now: 5 at 512x512 (0.44 ms of kernels: filter 0.06, FFT 0.16, statistics 0.22; 0.90 to
+//!   1.0 ms wall, the host recording 76 fewer dispatches); at 1920x1080 the groups hold one
+//!   band each to stay in L2 ([`BANDS_TARGET_NARROW_BYTES`]), 100 dispatches, 14.3 ms of
+//!   which 12.1 ms are the engine's Bluestein column FFTs.
+//!
+//! Bytes per pixel of one image and band, before and after alike: the filter writes the band
+//! (8, the spectrum read once per group), the FFT reads and writes it twice (32), the
+//! statistics read it with the tiles' overlap ((44/32)^2 x 8 = 15): about 55 B, i.e. 40 x 55
+//! = 2.2 KB per pixel of a pair (580 MB for a 512x512 pair, 4.6 GB for 1920x1080), where the
+//! statistics' differences and cells are 1/16 of a pixel's.
 
 use engine::prims::fft::{Direction, Fft2d};
 use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
