@@ -74,7 +74,7 @@ pub fn train(
     let bar = kit::progress::bar(opts.iterations as u64 + 1, "train");
     let t0 = Instant::now();
     let mut last = None;
-    let ens = lightfield::train::train(&lfs, opts, device, |stats| {
+    let (ens, times) = lightfield::train::train(&lfs, opts, device, |stats| {
         bar.suspend(|| kit::emit(stats, &[]));
         bar.inc(1);
         last = Some(stats.clone());
@@ -91,6 +91,7 @@ pub fn train(
         success_fraction: last.success_fraction,
         psnr_db: last.psnr_db,
         train_ms: ms_since(t0),
+        times,
     };
     kit::emit(&report, &[out]);
     Ok(())

@@ -63,8 +63,8 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
     let views = (8, 8);
     let training = [generate(views, (48, 48), 1001)];
     let params = Params { sparsity: 600, epsilon: 0.01 };
-    let opts = TrainOptions { k: 8, shape, iterations: 2, params, seed: 1, max_patches: 10_000 };
-    let ens = train(&training, &opts, TrainDevice::Cpu, |_| {})?;
+    let opts = TrainOptions { k: 8, shape, iterations: 2, params, seed: 1, max_patches: 10_000, precluster: false };
+    let (ens, _) = train(&training, &opts, TrainDevice::Cpu, |_| {})?;
 
     let lf = generate(views, (64, 48), 2002);
     let gpu = GpuCodec::new(ctx, &ens)?;

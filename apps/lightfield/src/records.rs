@@ -15,14 +15,24 @@ pub struct TrainReport {
     pub success_fraction: f64,
     pub psnr_db: f64,
     pub train_ms: f64,
+    /// Where the time went: initial dictionaries, assignment and update steps.
+    pub times: lightfield::train::TrainTimes,
 }
 
 impl fmt::Display for TrainReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "trained {} dictionaries for {} patches on {} patches in {:.0} ms: {:.1} coefficients per patch, PSNR {:.2} dB",
-            self.dictionaries, self.patch, self.training_patches, self.train_ms, self.mean_coefficients, self.psnr_db
+            "trained {} dictionaries for {} patches on {} patches in {:.0} ms (initial {:.0}, assignment {:.0}, update {:.0}): {:.1} coefficients per patch, PSNR {:.2} dB",
+            self.dictionaries,
+            self.patch,
+            self.training_patches,
+            self.train_ms,
+            self.times.init_ms,
+            self.times.assign_ms,
+            self.times.update_ms,
+            self.mean_coefficients,
+            self.psnr_db
         )
     }
 }
