@@ -6,6 +6,9 @@
 //! (`em_prepare`), the E-step log-sum-exp per sample (`em_estep`), and the M-step, one
 //! workgroup per kernel reducing its responsibility-weighted moments (`em_mstep`). The only
 //! readback per iteration is one partial log-likelihood per E-step workgroup.
+//! These dense passes cost O(samples x K) per iteration: `smoe fit` uses them for light
+//! fields, and [`crate::em_culled`] (the same E- and M-step over tile-culled kernel lists)
+//! for images.
 //! [`em_step_cpu`] is the f64 twin of one iteration (rayon over samples, the same E- and
 //! M-step, `--backend cpu`); [`fit_cpu`] runs it from the same start as [`fit_gpu_from`].
 
