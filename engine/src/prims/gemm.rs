@@ -367,7 +367,28 @@ impl Gemm {
         u: &Buffer<f32>,
         y: &Buffer<f32>,
     ) -> Result<()> {
-        self.record(rec, &product.as_gemm()?, u, x, y)
+        self.record_mode_product_at(rec, product, (x, 0), (u, 0), (y, 0))
+    }
+
+    /// [`Gemm::record_mode_product`] with the batch of X, the matrix U and the batch of Y
+    /// starting at the given elements of their buffers. The last mode (nothing after it)
+    /// runs as one GEMM `Y (N x J) = X (N x D) op(U)^T` over all N fibers, which fills the
+    /// tiles where the per-block form would compute N blocks of J x 1.
+    pub fn record_mode_product_at(
+        &self,
+        rec: &mut Recorder,
+        product: &ModeProduct,
+        (x, x_at): (&Buffer<f32>, usize),
+        (u, u_at): (&Buffer<f32>, usize),
+        (y, y_at): (&Buffer<f32>, usize),
+    ) -> Result<()> {
+        let desc = product.as_gemm()?;
+        if desc.n == 1 {
+            let (rows, d, j) = (desc.batch, desc.k, desc.m);
+            let flat = BatchedGemm::packed(1, rows, j, d).transposed(false, !product.transpose_u);
+            return self.record(rec, &flat.at(x_at, u_at, y_at), x, u, y);
+        }
+        self.record(rec, &desc.at(u_at, x_at, y_at), u, x, y)
     }
 
     /// Runs the mode product (records, submits, waits).

@@ -185,8 +185,8 @@ impl Stages for GpuStages {
                     transpose_u: false,
                 };
                 let first = slots.start * plen;
-                let desc = product.as_gemm()?.at(k * dlen + offsets[mode], first, first);
-                self.gemm.record(&mut rec, &desc, dicts, src, dst)?;
+                let matrix = k * dlen + offsets[mode];
+                self.gemm.record_mode_product_at(&mut rec, &product, (src, first), (dicts, matrix), (dst, first))?;
             }
             rec.barrier();
             src = dst;
