@@ -63,10 +63,14 @@ pub struct Knob {
 
 /// The parameters the apps read from the file. The sweep's registry takes its grids for
 /// these kernels from here, so the file never holds a value an app refuses.
-pub const READ: [Knob; 3] = [
+pub const READ: [Knob; 5] = [
     Knob { kernel: "smoe.render", key: "block", values: &[4, 8, 16, 32, 64] },
     Knob { kernel: "lightfield.encode", key: "workgroup", values: &[64, 128, 256, 512, 1024] },
     Knob { kernel: "lightfield.decode", key: "workgroup", values: &[64, 128, 256, 512, 1024] },
+    // The binaries that scan (prims-bench, through `tessera_bench::tuned`) hand these to
+    // `engine::prims::scan::ScanConfig`.
+    Knob { kernel: "engine.scan", key: "workgroup", values: engine::prims::scan::WORKGROUP_SIZES },
+    Knob { kernel: "engine.scan", key: "items", values: engine::prims::scan::ITEMS_PER_INVOCATION },
 ];
 
 /// The values `kernel`'s `key` accepts, for the parameters the apps read.
