@@ -1,2 +1,2 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| tessera_fuzz::check("a.ap", data, compositor::ap::ApImage::read));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tessera_fuzz::check("a.ap", data, composite::ap::ApImage::read));

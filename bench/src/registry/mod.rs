@@ -6,7 +6,7 @@
 
 use engine::{Context, Result};
 
-pub mod compositor;
+pub mod composite;
 pub mod engine_kernels;
 pub mod lightfield;
 pub mod mad;
@@ -153,7 +153,7 @@ pub fn all() -> Vec<&'static dyn Kernel> {
     out.extend(mad::ALL);
     out.extend(mosaic::ALL);
     out.extend(lightfield::ALL);
-    out.extend(compositor::ALL);
+    out.extend(composite::ALL);
     out
 }
 

@@ -11,7 +11,7 @@ use engine::Buffer;
 
 use crate::ap::Encoded;
 use crate::comm::Comm;
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::gpu::blend::GpuBlender;
 use crate::piece::{Gathered, Piece};
 use crate::schedule::{cut, rounds, Strategy};
@@ -273,11 +273,11 @@ fn gather(
         let mut spans = vec![(lo, piece)];
         while let (Some(range), Some(m)) = (messages.next(), messages.next()) {
             let [a, b] = range[..] else {
-                return Err(CompositorError::Corrupt("gathered span without its pixel range".into()));
+                return Err(CompositeError::Corrupt("gathered span without its pixel range".into()));
             };
             let (a, b) = (a as usize, b as usize);
             if a > b || b > total {
-                return Err(CompositorError::Corrupt("gathered span's pixel range is out of the image".into()));
+                return Err(CompositeError::Corrupt("gathered span's pixel range is out of the image".into()));
             }
             spans.push((a, Piece::received(compressed, b - a, m)?));
         }
@@ -285,12 +285,12 @@ fn gather(
         let mut next = 0;
         for (a, p) in &spans {
             if *a != next && p.pixels() > 0 {
-                return Err(CompositorError::Corrupt(format!("gathered spans leave a gap at pixel {next}")));
+                return Err(CompositeError::Corrupt(format!("gathered spans leave a gap at pixel {next}")));
             }
             next = a + p.pixels();
         }
         if next != total {
-            return Err(CompositorError::Corrupt(format!("gathered {next} of {total} pixels")));
+            return Err(CompositeError::Corrupt(format!("gathered {next} of {total} pixels")));
         }
         Ok(Gathered { spans })
     });

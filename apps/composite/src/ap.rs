@@ -12,7 +12,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 
 /// File magic.
 pub const MAGIC: &[u8; 4] = b"TSAP";
@@ -54,9 +54,9 @@ impl Encoded {
 
 /// The pixel count that every one of `inputs` covers (what compositing needs of them).
 pub fn same_pixels(inputs: &[&Encoded]) -> Result<usize> {
-    let first = inputs.first().ok_or_else(|| CompositorError::Invalid("nothing to composite".into()))?;
+    let first = inputs.first().ok_or_else(|| CompositeError::Invalid("nothing to composite".into()))?;
     if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
-        return Err(CompositorError::SizeMismatch(format!("inputs have {} and {} pixels", first.pixels, other.pixels)));
+        return Err(CompositeError::SizeMismatch(format!("inputs have {} and {} pixels", first.pixels, other.pixels)));
     }
     Ok(first.pixels)
 }
@@ -96,7 +96,7 @@ pub fn runs(words: &[u32]) -> impl Iterator<Item = Run<'_>> {
 /// Checks that `words` is a canonical payload of exactly `pixels` pixels whose active
 /// pixels have finite depths other than the background depth 1.0.
 pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
-    let corrupt = |m: String| Err(CompositorError::Corrupt(m));
+    let corrupt = |m: String| Err(CompositeError::Corrupt(m));
     let mut pos = 0usize;
     let mut total = 0u64;
     let mut headers = 0usize;
@@ -208,7 +208,7 @@ impl ApImage {
     pub fn new(width: u32, height: u32, background: [u8; 4], encoded: Encoded) -> Result<ApImage> {
         let pixels = pixel_count(width, height)?;
         if encoded.pixels != pixels {
-            return Err(CompositorError::SizeMismatch(format!(
+            return Err(CompositeError::SizeMismatch(format!(
                 "payload covers {} pixels, header says {width}x{height}",
                 encoded.pixels
             )));
@@ -250,7 +250,7 @@ impl ApImage {
     /// ([`DECODED_BYTES_PER_PIXEL`]) against the memory budget. Then every run is checked
     /// ([`validate`]).
     pub fn read_from(reader: &mut impl Read, len: u64, path: &Path) -> Result<ApImage> {
-        let bad = |m: String| CompositorError::BadFile { path: path.to_path_buf(), message: m };
+        let bad = |m: String| CompositeError::BadFile { path: path.to_path_buf(), message: m };
         if len < HEADER_BYTES as u64 {
             return Err(bad(format!("{len} bytes is shorter than the {HEADER_BYTES}-byte header")));
         }
@@ -317,7 +317,7 @@ pub fn max_payload_bytes(pixels: usize) -> u64 {
 pub fn pixel_count(width: u32, height: u32) -> Result<usize> {
     let n = width as u64 * height as u64;
     if n == 0 || n > u32::MAX as u64 {
-        return Err(CompositorError::Invalid(format!("image size {width}x{height} is empty or too large")));
+        return Err(CompositeError::Invalid(format!("image size {width}x{height} is empty or too large")));
     }
     Ok(n as usize)
 }

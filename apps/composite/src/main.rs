@@ -5,16 +5,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
-use compositor::ap::{ApImage, Encoded};
-use compositor::comm::{Comm, Mpi, Single};
-use compositor::cpu;
-use compositor::distributed::{self, FrameStats, Readback, RenderRequest};
-use compositor::frame::Frame;
-use compositor::gpu::blend::GpuBlender;
-use compositor::gpu::encode::GpuEncoder;
-use compositor::scene::SceneSpec;
-use compositor::schedule::Strategy;
-use compositor::types::Op;
+use composite::ap::{ApImage, Encoded};
+use composite::comm::{Comm, Mpi, Single};
+use composite::cpu;
+use composite::distributed::{self, FrameStats, Readback, RenderRequest};
+use composite::frame::Frame;
+use composite::gpu::blend::GpuBlender;
+use composite::gpu::encode::GpuEncoder;
+use composite::scene::SceneSpec;
+use composite::schedule::Strategy;
+use composite::types::Op;
 use kit::image::IMAGE_EXTENSIONS;
 use kit::{Backend, CommonArgs};
 
@@ -279,7 +279,7 @@ fn blend(args: BlendArgs) -> Result<()> {
 
 /// Ends every rank of the job after an error on this one during the exchange (where the
 /// other ranks would wait for it forever), printed as kit prints errors.
-fn abort_job(comm: &dyn Comm, error: compositor::CompositorError) -> ! {
+fn abort_job(comm: &dyn Comm, error: composite::CompositeError) -> ! {
     let error = anyhow::Error::from(error);
     eprintln!("{}: error: rank {}: {error}", kit::report::binary(), comm.rank());
     for cause in error.chain().skip(1) {
@@ -291,7 +291,7 @@ fn abort_job(comm: &dyn Comm, error: compositor::CompositorError) -> ! {
 /// The outputs' checks, on every rank before any work: rank 0 writes `--out`, every rank
 /// writes into `--partials`. The ranks agree on the outcome, so none waits for one that
 /// stopped.
-fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), compositor::CompositorError> {
+fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), composite::CompositeError> {
     let checks = || -> Result<(), kit::KitError> {
         if comm.rank() == 0 {
             kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
@@ -354,7 +354,7 @@ fn render(args: RenderArgs) -> Result<()> {
 fn demo(args: DemoArgs) -> Result<()> {
     kit::output::check_folder(&args.out, &[])?;
     let ctx = args.run.context()?;
-    let report = compositor::demo::run(&ctx, &args.out)?;
+    let report = composite::demo::run(&ctx, &args.out)?;
     kit::emit(&report, &[&args.out]);
     Ok(())
 }
@@ -371,8 +371,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Blend(args) => blend(args),
         Command::Render(args) => render(args),
         Command::Demo(args) => demo(args),
-        Command::Bench(args) => Ok(compositor::bench::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
-        Command::Sweep(args) => Ok(compositor::sweep::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
+        Command::Bench(args) => Ok(composite::bench::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
+        Command::Sweep(args) => Ok(composite::sweep::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
     }
 }
 

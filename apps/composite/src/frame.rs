@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::ap::{pack_rgba, runs, Encoded, BACKGROUND_DEPTH};
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 
 /// Colour (packed RGBA8, R in the low byte) and depth planes of one image.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,11 +68,11 @@ impl Frame {
     pub fn load(color: &Path, depth: &Path) -> Result<Frame> {
         let header = kit::npy::header(depth)?;
         if header.dtype != kit::npy::NpyDtype::F32 {
-            return Err(CompositorError::Invalid(format!("{}: depth must be float32", depth.display())));
+            return Err(CompositeError::Invalid(format!("{}: depth must be float32", depth.display())));
         }
         let (w, h, rgba) = kit::image::load_rgba8(color)?;
         if header.shape != [h, w] {
-            return Err(CompositorError::SizeMismatch(format!(
+            return Err(CompositeError::SizeMismatch(format!(
                 "{} is {w}x{h} but {} has shape {:?}, expected ({h}, {w})",
                 color.display(),
                 depth.display(),

@@ -5,7 +5,7 @@ use mpi::collective::{CommunicatorCollectives, Root};
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::Communicator;
 
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 
 /// Point-to-point exchange and a gather of statistics, all the compositing needs.
 pub trait Comm {
@@ -53,7 +53,7 @@ impl Comm for Single {
         if sends.is_empty() && from.is_empty() {
             Ok(Vec::new())
         } else {
-            Err(CompositorError::Mpi("a single rank has no one to exchange with".into()))
+            Err(CompositeError::Mpi("a single rank has no one to exchange with".into()))
         }
     }
 
@@ -84,7 +84,7 @@ impl Mpi {
     }
 
     pub fn init() -> Result<Mpi> {
-        let universe = mpi::initialize().ok_or_else(|| CompositorError::Mpi("MPI was already initialised".into()))?;
+        let universe = mpi::initialize().ok_or_else(|| CompositeError::Mpi("MPI was already initialised".into()))?;
         let world = universe.world();
         let local_rank = world.split_shared(world.rank()).rank() as usize;
         Ok(Mpi { _universe: universe, world, local_rank })

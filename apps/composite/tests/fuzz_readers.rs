@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use compositor::ap::{ApImage, Encoded};
-use compositor::frame::Frame;
-use compositor::scene::Scene;
+use composite::ap::{ApImage, Encoded};
+use composite::frame::Frame;
+use composite::scene::Scene;
 use kit::fuzz::{mutants, run_file_reader, CountingAllocator};
 
 #[global_allocator]
@@ -42,9 +42,9 @@ fn frame() -> Frame {
 #[test]
 fn ap_reader_survives_mutation() {
     setup();
-    let encoded: Encoded = compositor::cpu::encode::encode_serial(&frame());
+    let encoded: Encoded = composite::cpu::encode::encode_serial(&frame());
     let bytes = ApImage::new(23, 7, [1, 2, 3, 4], encoded).unwrap().to_bytes();
-    let cases = mutants(&bytes, compositor::ap::HEADER_BYTES + 32, 3000, 4096, 17);
+    let cases = mutants(&bytes, composite::ap::HEADER_BYTES + 32, 3000, 4096, 17);
     let tally = run_file_reader("a.ap", &cases, ApImage::read);
     assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
     assert_bounded("a.ap");

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use compositor::ap::{ApImage, HEADER_BYTES};
-use compositor::frame::Frame;
+use composite::ap::{ApImage, HEADER_BYTES};
+use composite::frame::Frame;
 use rand::{Rng, SeedableRng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_composite");

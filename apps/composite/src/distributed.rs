@@ -11,7 +11,7 @@ use std::time::Instant;
 use engine::{Buffer, Context, DeviceSelector, Location};
 
 use crate::comm::Comm;
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::exchange::{composite_frame, composite_frame_gpu, GpuFrame};
 use crate::frame::{raw_words, Frame};
 use crate::gpu::blend::GpuBlender;
@@ -78,7 +78,7 @@ pub fn agree<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
     match (result, failed) {
         (Err(e), _) => Err(e),
         (Ok(_), Some(rank)) => {
-            Err(CompositorError::Mpi(format!("stopped because rank {rank} failed (its error says why)")))
+            Err(CompositeError::Mpi(format!("stopped because rank {rank} failed (its error says why)")))
         }
         (Ok(v), None) => Ok(v),
     }

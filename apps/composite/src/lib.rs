@@ -34,16 +34,9 @@ pub mod sweep;
 pub mod timing;
 pub mod types;
 
-pub use error::{CompositorError, Result};
+pub use error::{CompositeError, Result};
 
-// bench/src/registry/compositor.rs imports the stages by their former paths; these go once
-// it imports `gpu::encode` and `cpu::encode`.
-#[doc(hidden)]
-pub use cpu::encode as codec;
-#[doc(hidden)]
-pub use gpu::encode as gpu_encode;
-
-/// Embedded SPIR-V of `shaders/compositor/`.
+/// Embedded SPIR-V of `shaders/composite/`.
 pub mod shaders {
     include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 }

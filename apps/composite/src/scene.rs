@@ -15,7 +15,7 @@ use std::str::FromStr;
 use glam::{Mat4, Vec3};
 use rand::{Rng, SeedableRng};
 
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 
 /// One mesh vertex as the mesh shader reads it (std430 `Vertex`).
 #[repr(C)]
@@ -160,7 +160,7 @@ impl Scene {
     /// every vertex position and normal must be finite and the scene's extent must fit f32.
     pub fn obj_folder(dir: &Path) -> Result<Scene> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
-            CompositorError::Scene(format!("{}: {e} (expected a folder of .obj files or points:N)", dir.display()))
+            CompositeError::Scene(format!("{}: {e} (expected a folder of .obj files or points:N)", dir.display()))
         })?;
         let mut files: Vec<_> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -168,7 +168,7 @@ impl Scene {
             .collect();
         files.sort();
         if files.is_empty() {
-            return Err(CompositorError::Scene(format!("{}: no .obj files", dir.display())));
+            return Err(CompositeError::Scene(format!("{}: no .obj files", dir.display())));
         }
         let mut vertices = Vec::new();
         for (k, file) in files.iter().enumerate() {
@@ -176,7 +176,7 @@ impl Scene {
             append_obj(file, color, &mut vertices)?;
         }
         if vertices.is_empty() {
-            return Err(CompositorError::Scene(format!("{}: the .obj files hold no triangles", dir.display())));
+            return Err(CompositeError::Scene(format!("{}: the .obj files hold no triangles", dir.display())));
         }
         let (lo, hi) = vertices.iter().fold((Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)), |(lo, hi), v| {
             let p = Vec3::from_array(v.pos);
@@ -184,7 +184,7 @@ impl Scene {
         });
         let (center, radius) = ((lo + hi) * 0.5, (hi - lo).length() * 0.5);
         if !(center.is_finite() && radius.is_finite()) {
-            return Err(CompositorError::Scene(format!(
+            return Err(CompositeError::Scene(format!(
                 "{}: the scene's extent ({lo} to {hi}) is too large for f32",
                 dir.display()
             )));
@@ -212,7 +212,7 @@ pub fn obj_limit() -> u64 {
 
 /// Reads one `.obj` file (bounded, regular files only) and appends its triangles in `color`.
 fn append_obj(file: &Path, color: u32, vertices: &mut Vec<MeshVertex>) -> Result<()> {
-    let bad = |m: String| CompositorError::Scene(format!("{}: {m}", file.display()));
+    let bad = |m: String| CompositeError::Scene(format!("{}: {m}", file.display()));
     let bytes = kit::input::read_bounded(file, obj_limit())?;
     let options = tobj::LoadOptions { triangulate: true, single_index: true, ..Default::default() };
     // Materials are not used (each file has its own colour), so no `mtllib` file is opened:

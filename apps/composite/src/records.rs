@@ -4,8 +4,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use compositor::distributed::FrameStats;
-use compositor::types::Op;
+use composite::distributed::FrameStats;
+use composite::types::Op;
 use serde::Serialize;
 
 /// `composite encode`.

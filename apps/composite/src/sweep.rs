@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::bench::{floor_ms, median, FrameSource};
 use crate::cpu::encode::{encode_parallel, roi};
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::gpu::encode::{EncodeConfig, GpuEncoder};
 use crate::scene::Scene;
 
@@ -90,7 +90,7 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
             for encoder in encoders.iter_mut() {
                 got.push(match encoder.encode(color, depth, width, height) {
                     Ok((encoded, _, _)) => Some(encoded),
-                    Err(CompositorError::Corrupt(_)) => None,
+                    Err(CompositeError::Corrupt(_)) => None,
                     Err(e) => return Err(e),
                 });
             }

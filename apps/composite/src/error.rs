@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// What went wrong in the compositor library.
 #[derive(Debug, thiserror::Error)]
-pub enum CompositorError {
+pub enum CompositeError {
     #[error("{path}: not an Active Pixel file: {message}")]
     BadFile { path: PathBuf, message: String },
     #[error("corrupt Active Pixel payload: {0}")]
@@ -24,4 +24,4 @@ pub enum CompositorError {
     Kit(#[from] kit::KitError),
 }
 
-pub type Result<T, E = CompositorError> = std::result::Result<T, E>;
+pub type Result<T, E = CompositeError> = std::result::Result<T, E>;

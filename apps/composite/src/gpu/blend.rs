@@ -8,7 +8,7 @@
 use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 
 use crate::ap::{runs, Encoded};
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::gpu::encode::GpuEncoder;
 use crate::shaders;
 use crate::types::Op;
@@ -193,10 +193,10 @@ impl GpuBlender {
         own: usize,
     ) -> Result<()> {
         if let Some(e) = received.iter().find(|e| e.pixels != len) {
-            return Err(CompositorError::SizeMismatch(format!("a span of {} pixels for {len}", e.pixels)));
+            return Err(CompositeError::SizeMismatch(format!("a span of {} pixels for {len}", e.pixels)));
         }
         if start + len > color.len().min(depth.len()) || own > received.len() {
-            return Err(CompositorError::Invalid(format!("span {start}+{len} outside the frame")));
+            return Err(CompositeError::Invalid(format!("span {start}+{len} outside the frame")));
         }
         if received.is_empty() || len == 0 {
             return Ok(());

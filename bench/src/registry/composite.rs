@@ -1,11 +1,11 @@
-//! The compositor's active-pixel encoder (`compositor::gpu_encode::GpuEncoder`), whose
+//! The compositor's active-pixel encoder (`composite::gpu::encode::GpuEncoder`), whose
 //! shapes `composite sweep` measured on its own before this registry: `ap_count` (the
 //! region of interest and per-chunk counts) and `ap_scatter` (the payload), on a
 //! deterministic `size x size` frame with discs of active pixels, its payload checked word
 //! for word against the CPU encoder.
 
-use compositor::frame::Frame;
-use compositor::gpu_encode::{EncodeConfig, GpuEncoder};
+use composite::frame::Frame;
+use composite::gpu::encode::{EncodeConfig, GpuEncoder};
 use engine::{Context, Result};
 
 use super::{pattern, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
@@ -18,9 +18,9 @@ pub enum Pass {
     Scatter,
 }
 
-fn to_engine(e: compositor::CompositorError) -> engine::EngineError {
+fn to_engine(e: composite::CompositeError) -> engine::EngineError {
     match e {
-        compositor::CompositorError::Engine(e) => e,
+        composite::CompositeError::Engine(e) => e,
         other => engine::EngineError::Unsupported(other.to_string()),
     }
 }
@@ -37,7 +37,7 @@ fn frame(edge: u32) -> Frame {
             if inside {
                 0.25 + 0.5 * x
             } else {
-                compositor::ap::BACKGROUND_DEPTH
+                composite::ap::BACKGROUND_DEPTH
             }
         })
         .collect();
@@ -93,11 +93,11 @@ impl Kernel for Pass {
         let frame = frame(edge);
         let color = ctx.upload(&frame.color, "frame colour")?;
         let depth = ctx.upload(&frame.depth, "frame depth")?;
-        let want = compositor::codec::encode_parallel(&frame);
+        let want = composite::cpu::encode::encode_parallel(&frame);
         let check = match encoder.encode(&color, &depth, edge, edge) {
             Ok((got, _, _)) => Check::exact(&got.words, &want.words),
             // A corrupt payload size is a wrong result of this shape, not a failed run.
-            Err(compositor::CompositorError::Corrupt(_)) => Check::exact(&[1], &[0]),
+            Err(composite::CompositeError::Corrupt(_)) => Check::exact(&[1], &[0]),
             Err(e) => return Err(to_engine(e)),
         };
         engine::ceilings::warm_up(ctx, reps.warm_up)?;
@@ -114,12 +114,12 @@ impl Kernel for Pass {
         let (floor, spirv, spec) = match self {
             // Depth read once.
             Pass::Count => {
-                (Floor::Bytes(4 * pixels), compositor::shaders::AP_COUNT, vec![shape.workgroup, shape.per_lane])
+                (Floor::Bytes(4 * pixels), composite::shaders::AP_COUNT, vec![shape.workgroup, shape.per_lane])
             }
             // Depth read once, the payload written once.
             Pass::Scatter => (
                 Floor::Bytes(4 * pixels + 4 * want.words.len() as u64),
-                compositor::shaders::AP_SCATTER,
+                composite::shaders::AP_SCATTER,
                 vec![shape.workgroup, shape.per_lane, shape.batch],
             ),
         };

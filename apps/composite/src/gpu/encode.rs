@@ -25,7 +25,7 @@ use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::shaders;
 use crate::spans::split;
 use crate::timing::{gpu_ms, ms_since};
@@ -93,7 +93,7 @@ fn plan_subgroups(info: &engine::DeviceInfo, workgroup: u32) -> Result<(u32, boo
         || !workgroup.is_multiple_of(subgroup)
         || workgroup / subgroup > MAX_SUBGROUPS.min(fits)
     {
-        return Err(CompositorError::Invalid(format!(
+        return Err(CompositeError::Invalid(format!(
             "the GPU encoder needs subgroups of 8, 16 or 32 lanes that divide a workgroup of at most {} subgroups (subgroup {subgroup}, sizes that can be required {sizes:?}, workgroup {workgroup}); the CPU encoder (--backend cpu) works everywhere",
             MAX_SUBGROUPS.min(fits)
         )));
@@ -164,7 +164,7 @@ impl GpuEncoder {
                 Err(e) => failures.push(format!("{config:?}: {e}")),
             }
         }
-        Err(CompositorError::Invalid(format!("no GPU encoder configuration works here: {}", failures.join("; "))))
+        Err(CompositeError::Invalid(format!("no GPU encoder configuration works here: {}", failures.join("; "))))
     }
 
     /// Encodes check frames (random runs; a narrow band) and a span of one at an odd pixel,
@@ -179,13 +179,13 @@ impl GpuEncoder {
             let depth = self.ctx.upload(&frame.depth, "check depth")?;
             let want = encode_serial(&frame);
             if self.encode(&color, &depth, w, h)?.0 != want {
-                return Err(CompositorError::Corrupt(format!("wrong payload on the {name} check frame")));
+                return Err(CompositeError::Corrupt(format!("wrong payload on the {name} check frame")));
             }
             let (start, len) = (w as usize + 3, (w * h / 2) as usize);
             let (words, _) = self.encode_span(&color, &depth, start, len)?;
             let span = split(&want, &[start, start + len]).swap_remove(1);
             if self.download(words)?.0 != span.words {
-                return Err(CompositorError::Corrupt(format!("wrong payload on a span of the {name} check frame")));
+                return Err(CompositeError::Corrupt(format!("wrong payload on a span of the {name} check frame")));
             }
         }
         Ok(())
@@ -195,12 +195,12 @@ impl GpuEncoder {
     pub fn with_config(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
         let EncodeConfig { workgroup, per_lane, batch } = config;
         if per_lane == 0 || !per_lane.is_multiple_of(32) || batch == 0 || !per_lane.is_multiple_of(batch) {
-            return Err(CompositorError::Invalid(format!(
+            return Err(CompositeError::Invalid(format!(
                 "{per_lane} pixels per lane in batches of {batch}: a multiple of 32 in whole batches"
             )));
         }
         if workgroup > ctx.info().max_workgroup_invocations {
-            return Err(CompositorError::Invalid(format!("workgroups of {workgroup} are too large here")));
+            return Err(CompositeError::Invalid(format!("workgroups of {workgroup} are too large here")));
         }
         let (subgroup, required) = plan_subgroups(ctx.info(), workgroup)?;
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
@@ -283,7 +283,7 @@ impl GpuEncoder {
         len: usize,
     ) -> Result<(usize, EncodeTimes)> {
         let Ok(width) = u32::try_from(len) else {
-            return Err(CompositorError::Invalid(format!("span of {len} pixels at {start} is too large")));
+            return Err(CompositeError::Invalid(format!("span of {len} pixels at {start} is too large")));
         };
         let (words, _, times) = self.encode_image(color, depth, width, 1, start)?;
         Ok((words, times))
@@ -302,7 +302,7 @@ impl GpuEncoder {
         let total = crate::ap::pixel_count(width, height)?;
         let end = origin.checked_add(total).filter(|&e| u32::try_from(e).is_ok());
         if end.is_none_or(|end| color.len() < end || depth.len() < end) {
-            return Err(CompositorError::Invalid(format!(
+            return Err(CompositeError::Invalid(format!(
                 "a {width}x{height} image at pixel {origin} does not fit the colour/depth buffers \
                  ({} / {} pixels) or 32-bit pixel indices",
                 color.len(),
@@ -340,7 +340,7 @@ impl GpuEncoder {
         let wall = ms_since(wall);
         let words = self.size.mapped()?[0] as usize;
         if words > 2 * total + 4 {
-            return Err(CompositorError::Corrupt(format!("GPU encoder reported {words} words for {total} pixels")));
+            return Err(CompositeError::Corrupt(format!("GPU encoder reported {words} words for {total} pixels")));
         }
         let b = self.roi_host.mapped()?;
         let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });

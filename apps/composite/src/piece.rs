@@ -3,7 +3,7 @@
 
 use crate::ap::Encoded;
 use crate::cpu::blend::{composite, composite_raw};
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::frame::Frame;
 use crate::spans;
 use crate::types::Op;
@@ -47,7 +47,7 @@ impl Piece {
         } else if words.len() == 2 * pixels {
             Ok(Piece::Raw { pixels, words })
         } else {
-            Err(CompositorError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len())))
+            Err(CompositeError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len())))
         }
     }
 

@@ -12,7 +12,7 @@ use engine::Context;
 use crate::ap::{ApImage, Encoded};
 use crate::cpu::blend::composite;
 use crate::cpu::encode::encode_serial;
-use crate::error::{CompositorError, Result};
+use crate::error::{CompositeError, Result};
 use crate::frame::Frame;
 use crate::gpu::blend::GpuBlender;
 use crate::gpu::encode::GpuEncoder;
@@ -47,7 +47,7 @@ fn render_encode(
         depth: ctx.download(&raster.depth)?,
     };
     if encoded != encode_serial(&frame) {
-        return Err(CompositorError::Corrupt(format!("rank {rank}: GPU and CPU encodings differ")));
+        return Err(CompositeError::Corrupt(format!("rank {rank}: GPU and CPU encodings differ")));
     }
     Ok((encoded, frame))
 }
@@ -116,7 +116,7 @@ pub const FILES: [&str; 13] = [
 /// Runs the demo on `ctx` into the folder `out` (checked by the caller) and returns its
 /// report. Everything is computed before the first file is written.
 pub fn run(ctx: &Context, out: &Path) -> Result<DemoReport> {
-    let scene = Scene::load(&SCENE.parse().map_err(CompositorError::Scene)?)?;
+    let scene = Scene::load(&SCENE.parse().map_err(CompositeError::Scene)?)?;
     let raster = Rasteriser::new(ctx, WIDTH, HEIGHT)?;
     let mut encoder = GpuEncoder::new(ctx)?;
     let background = [16, 16, 24, 255];
@@ -165,7 +165,7 @@ pub fn run(ctx: &Context, out: &Path) -> Result<DemoReport> {
     Frame::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
     kit::output::write_json(&out.join("summary.json"), &report)?;
     if !(report.gpu_composite_matches_cpu && report.composite_matches_single_pass) {
-        return Err(CompositorError::Corrupt(report.to_string()));
+        return Err(CompositeError::Corrupt(report.to_string()));
     }
     Ok(report)
 }

@@ -144,7 +144,7 @@ pub fn composite_raw(inputs: &[&[u32]], pixels: usize, op: Op) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::cpu::encode::encode_serial;
-    use crate::error::CompositorError;
+    use crate::error::CompositeError;
     use crate::frame::{raw_words, Frame};
     use crate::patterns;
 
@@ -197,6 +197,6 @@ mod tests {
     fn different_sizes_are_refused() {
         let a = encode_serial(&Frame::empty(2, 2));
         let b = encode_serial(&Frame::empty(3, 2));
-        assert!(matches!(composite(&[&a, &b], Op::ZBuffer), Err(CompositorError::SizeMismatch(_))));
+        assert!(matches!(composite(&[&a, &b], Op::ZBuffer), Err(CompositeError::SizeMismatch(_))));
     }
 }

@@ -1,0 +1,3 @@
+fn main() {
+    shader_build::compile_dir("composite");
+}

@@ -1,3 +1,0 @@
-fn main() {
-    shader_build::compile_dir("compositor");
-}
