@@ -1,8 +1,6 @@
-//! The `.lfc` bitstream's codes: every patch's membership, coefficient count,
-//! coefficient locations (delta coded) and quantised levels (zigzag), as LEB128 varints in
-//! separate streams so zstd sees similar symbols together, one set of streams per section
-//! of patches ([`crate::sections`] has the file layout; docs/formats.md the bytes). Also
-//! the small byte-reading helpers the `.lfd` reader shares.
+//! A whole `.lfc` file in memory ([`Compressed`]): written with every section compressed
+//! in parallel, read with every section parsed in parallel. [`crate::sections`] has the
+//! file layout and the per-section streams; docs/formats.md the bytes.
 
 use std::path::Path;
 
@@ -12,147 +10,6 @@ use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
 pub use crate::sections::{Header, HEADER_LEN, LFC_MAGIC, LFC_VERSION};
-
-/// FNV-1a, 64 bit: the `.lfd` checksum.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
-}
-
-/// Reads little-endian values and varints with bounds checks; every failure names the file
-/// kind and the byte offset.
-pub struct ByteReader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    what: &'static str,
-    /// Offset of `bytes` in the whole input, for error messages.
-    base: usize,
-}
-
-impl<'a> ByteReader<'a> {
-    pub fn new(bytes: &'a [u8], what: &'static str) -> Self {
-        ByteReader { bytes, pos: 0, what, base: 0 }
-    }
-
-    pub fn error(&self, message: impl std::fmt::Display) -> LfError {
-        LfError::corrupt(self.what, format!("at byte {}: {message}", self.base + self.pos))
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        if self.bytes.len() - self.pos < n {
-            return Err(self.error(format!("truncated (needs {n} more bytes, {} left)", self.bytes.len() - self.pos)));
-        }
-        let s = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(s)
-    }
-
-    pub fn u32(&mut self) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-
-    pub fn u64(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
-
-    pub fn f32(&mut self) -> Result<f32> {
-        Ok(f32::from_le_bytes(self.take(4)?.try_into().unwrap()))
-    }
-
-    pub fn f32s(&mut self, n: usize) -> Result<Vec<f32>> {
-        let bytes = self.take(n.checked_mul(4).ok_or_else(|| self.error("size overflow"))?)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
-    }
-
-    /// An unsigned LEB128 varint of at most 64 bits.
-    pub fn varint(&mut self) -> Result<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.take(1)?[0];
-            v |= ((b & 0x7f) as u64) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(self.error("varint longer than 64 bits"))
-    }
-
-    /// Bytes not read yet.
-    pub fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
-    }
-
-    /// Fails unless every byte was read.
-    pub fn finish(&self) -> Result<()> {
-        if self.pos != self.bytes.len() {
-            return Err(self.error(format!("{} unexpected trailing bytes", self.bytes.len() - self.pos)));
-        }
-        Ok(())
-    }
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn zigzag(v: i32) -> u64 {
-    ((v << 1) ^ (v >> 31)) as u32 as u64
-}
-
-pub(crate) fn unzigzag(v: u64) -> i32 {
-    ((v >> 1) as i32) ^ -((v & 1) as i32)
-}
-
-/// The payload's four per-patch streams (memberships, coefficient counts, locations delta
-/// coded, levels zigzagged; LEB128 varints), appended a run of patches at a time in patch
-/// order: the same bytes however the patches are split.
-#[derive(Clone, Debug, Default)]
-pub struct Streams {
-    membership: Vec<u8>,
-    counts: Vec<u8>,
-    locations: Vec<u8>,
-    levels: Vec<u8>,
-    patches: usize,
-    coefficients: usize,
-}
-
-impl Streams {
-    /// Appends patches `range` of `codes` (the patches that follow those pushed before).
-    pub fn push(&mut self, codes: &Codes, range: std::ops::Range<usize>) {
-        for p in range.clone() {
-            put_varint(&mut self.membership, codes.membership[p] as u64);
-            put_varint(&mut self.counts, codes.count(p) as u64);
-            let mut prev = None;
-            for &loc in &codes.locations[codes.offsets[p]..codes.offsets[p + 1]] {
-                put_varint(&mut self.locations, prev.map_or(loc, |q: u32| loc - q - 1) as u64);
-                prev = Some(loc);
-            }
-        }
-        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
-        for &l in &codes.levels[c0..c1] {
-            put_varint(&mut self.levels, zigzag(l));
-        }
-        self.patches += range.len();
-        self.coefficients += c1 - c0;
-    }
-
-    /// The four streams back to back: a section's payload.
-    pub fn concat(&self) -> Vec<u8> {
-        [&self.membership[..], &self.counts, &self.locations, &self.levels].concat()
-    }
-
-    /// Bytes of the four streams.
-    pub fn len(&self) -> usize {
-        self.membership.len() + self.counts.len() + self.locations.len() + self.levels.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -307,65 +164,11 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
     Ok((header, bounds, ensemble))
 }
 
-/// The largest level magnitude a patch with `valid` of its `plen` samples can hold at base
-/// step `step`: its coefficients have the norm of its samples (orthonormal dictionaries),
-/// at most sqrt(plen) for values in [0, 1]. Twice that, plus rounding, leaves the f32
-/// rounding of the encoder's products far behind, and keeps every decoded value finite.
-pub(crate) fn max_level(step: f32, valid: usize, plen: usize) -> u64 {
-    let step = crate::encoder::patch_step(step, valid, plen) as f64;
-    (2.0 * (plen as f64).sqrt() / step).ceil() as u64 + 2
-}
-
-/// zstd's frame magic number, little-endian.
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
-/// The frame must be exactly one zstd frame (no skippable or further frames, no trailing
-/// bytes), with a content checksum (zstd verifies it while decoding; the decoder accepts a
-/// frame without one, so the flag is checked here), no dictionary, and a declared content
-/// size equal to the header's payload length.
-pub(crate) fn check_frame(frame: &[u8], payload_len: u64) -> Result<()> {
-    let bad = |m: String| LfError::corrupt("light-field bitstream", m);
-    if frame.len() < 6 || frame[..4] != ZSTD_MAGIC {
-        return Err(bad("the payload is not one zstd frame (bad magic; skippable frames are not read)".into()));
-    }
-    let descriptor = frame[4];
-    if descriptor & 0x04 == 0 {
-        return Err(bad("the zstd frame carries no content checksum".into()));
-    }
-    if descriptor & 0x03 != 0 {
-        return Err(bad("the zstd frame needs a dictionary".into()));
-    }
-    match zstd::zstd_safe::get_frame_content_size(frame) {
-        Ok(Some(n)) if n == payload_len => {}
-        Ok(Some(n)) => return Err(bad(format!("the zstd frame holds {n} bytes, the header says {payload_len}"))),
-        Ok(None) => return Err(bad("the zstd frame declares no content size".into())),
-        Err(_) => return Err(bad("the zstd frame header is damaged".into())),
-    }
-    match zstd::zstd_safe::find_frame_compressed_size(frame) {
-        Ok(n) if n == frame.len() => Ok(()),
-        Ok(n) => Err(bad(format!("{} bytes follow the zstd frame", frame.len() - n))),
-        Err(_) => Err(bad("the zstd frame is damaged or cut short".into())),
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-
-    #[test]
-    fn varints_and_zigzag_round_trip() {
-        let mut out = Vec::new();
-        let values = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX];
-        values.iter().for_each(|&v| put_varint(&mut out, v));
-        let mut r = ByteReader::new(&out, "test");
-        for &v in &values {
-            assert_eq!(r.varint().unwrap(), v);
-        }
-        r.finish().unwrap();
-        for v in [0, 1, -1, 12345, -98765, i32::MAX, i32::MIN] {
-            assert_eq!(unzigzag(zigzag(v)), v);
-        }
-        assert!(ByteReader::new(&[0x80, 0x80], "test").varint().is_err());
-    }
+    use crate::bytes::fnv1a64;
+    use crate::sections::max_level;
 
     /// Random valid codes for a light field of 1 x 1 views of `h` x `w` pixels in 2 x 2
     /// pixel patches (12 samples), K = 3: as many patches as a test wants, cheaply.

@@ -260,7 +260,7 @@ pub fn decode_lightfield_with(
 ) -> Result<(LightField, Option<GpuTime>)> {
     let grid = c.grid();
     let [u, v, h, w] = c.size;
-    let mut lf = LightField::new(u, v, h, w, vec![0.0; u * v * h * w * crate::patch::COLOURS])?;
+    let mut lf = LightField::new(u, v, h, w, vec![0.0; u * v * h * w * crate::lightfield::COLOURS])?;
     let time = match path {
         CodecPath::Gpu(gpu) => {
             if gpu.ensemble() != &c.ensemble {
@@ -307,15 +307,15 @@ pub fn decode_view(c: &Compressed, path: CodecPath<'_>, (u, v): (usize, usize)) 
     let start = ((u / s.mu) * cv + v / s.mv) * block;
     let range = start..start + block;
     let (du, dv) = (u % s.mu, v % s.mv);
-    let mut out = vec![0f32; h * w * crate::patch::COLOURS];
+    let mut out = vec![0f32; h * w * crate::lightfield::COLOURS];
     let mut place = |range: std::ops::Range<usize>, samples: &[f32]| {
         for (src, p) in samples.chunks(s.len()).zip(range) {
             let o = grid.origin(p);
             let e = grid.valid_extent(p);
             for dy in 0..e[2] {
-                let row = ((du * s.mv + dv) * s.my + dy) * s.mx * crate::patch::COLOURS;
-                let dst = ((o[2] + dy) * w + o[3]) * crate::patch::COLOURS;
-                let n = e[3] * crate::patch::COLOURS;
+                let row = ((du * s.mv + dv) * s.my + dy) * s.mx * crate::lightfield::COLOURS;
+                let dst = ((o[2] + dy) * w + o[3]) * crate::lightfield::COLOURS;
+                let n = e[3] * crate::lightfield::COLOURS;
                 out[dst..dst + n].copy_from_slice(&src[row..row + n]);
             }
         }
@@ -351,7 +351,7 @@ pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) ->
         for v in o[1]..o[1] + e[1] {
             for y in o[2]..o[2] + e[2] {
                 let i = a.index(u, v, y, o[3]);
-                for j in i..i + e[3] * crate::patch::COLOURS {
+                for j in i..i + e[3] * crate::lightfield::COLOURS {
                     sum += (a.data[j] as f64 - b.data[j] as f64).powi(2);
                 }
             }
@@ -465,7 +465,7 @@ mod tests {
         let ens = Ensemble::random(SHAPE, 3, 1);
         let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.004 }, CodecPath::Cpu).unwrap();
         let bytes = c.to_bytes().unwrap();
-        assert_eq!(crate::bitstream::fnv1a64(&bytes), FIXED_LFC_HASH, "{} bytes", bytes.len());
+        assert_eq!(crate::bytes::fnv1a64(&bytes), FIXED_LFC_HASH, "{} bytes", bytes.len());
     }
 
     #[test]

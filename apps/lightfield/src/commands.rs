@@ -226,7 +226,7 @@ pub fn info(path: &Path) -> Result<()> {
     let header = Header::parse(&bytes).map_err(file_error)?;
     let c = Compressed::from_bytes(&bytes).map_err(file_error)?;
     let n = c.codes.len();
-    let samples: usize = c.size.iter().product::<usize>() * lightfield::patch::COLOURS;
+    let samples: usize = c.size.iter().product::<usize>() * lightfield::lightfield::COLOURS;
     let mut usage = vec![0usize; c.ensemble.k];
     c.codes.membership.iter().for_each(|&m| usage[m as usize] += 1);
     let report = InfoReport {
@@ -257,7 +257,7 @@ pub fn info(path: &Path) -> Result<()> {
 pub fn generate(out: &Path, views: (usize, usize), size: (u32, u32), seed: u64) -> Result<()> {
     check_array_output(out, &[])?;
     let (w, h) = (size.0 as usize, size.1 as usize);
-    let dims = [views.0 as u64, views.1 as u64, h as u64, w as u64, lightfield::patch::COLOURS as u64];
+    let dims = [views.0 as u64, views.1 as u64, h as u64, w as u64, lightfield::lightfield::COLOURS as u64];
     kit::budget::elements(&dims, 4, "the generated light field")?;
     let spinner = kit::progress::spinner("generate");
     let t0 = Instant::now();
@@ -379,7 +379,7 @@ pub fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &ki
     let samples = lightfield::codec::decode_view(&compressed, codec_path(&gpu), (u, v))?;
     let decode_ms = ms_since(t0);
     if format == "npy" {
-        kit::npy::write_f32(out, &[h, w, lightfield::patch::COLOURS], &samples)?;
+        kit::npy::write_f32(out, &[h, w, lightfield::lightfield::COLOURS], &samples)?;
     } else {
         let rgb: Vec<u8> = samples.iter().map(|&x| kit::image::to_u8(x)).collect();
         kit::image::save_rgb8(out, w, h, &rgb)?;

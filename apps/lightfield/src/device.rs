@@ -13,20 +13,8 @@ use engine::{Buffer, Location};
 use crate::bitstream;
 use crate::encoder::patch_step;
 use crate::error::{LfError, Result};
-use crate::gpu::GpuCodec;
+use crate::gpu::{GpuCodec, ViewsPush};
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
-
-/// Push constants of `decode_views.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ViewsPush {
-    n_patches: u32,
-    first: u32,
-    size: [u32; 4],
-    count_v: u32,
-    count_y: u32,
-    count_x: u32,
-}
 
 /// A decoded light field in device memory, in the layout the renderer reads.
 pub struct DeviceLightField {
@@ -88,7 +76,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     }
     let ctx = codec.context();
     let [u, v, h, w] = header.size;
-    let samples = u * v * h * w * crate::patch::COLOURS;
+    let samples = u * v * h * w * crate::lightfield::COLOURS;
     let range = ctx.info().max_storage_buffer_range;
     if samples as u64 * 4 > range {
         return Err(LfError::Invalid(format!(

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::bitstream::{fnv1a64, ByteReader};
+use crate::bytes::{fnv1a64, ByteReader};
 use crate::error::{LfError, Result};
 use crate::linalg::{orthonormality_error, svd, Mat};
 use crate::patch::{PatchShape, MODES};
@@ -110,7 +110,7 @@ impl Ensemble {
     /// Reads what [`Ensemble::write_body`] wrote, checking every size before trusting it.
     pub fn read_body(r: &mut ByteReader<'_>) -> Result<Ensemble> {
         let modes: Vec<usize> = (0..MODES).map(|_| r.u32().map(|m| m as usize)).collect::<Result<_>>()?;
-        if modes[4] != crate::patch::COLOURS {
+        if modes[4] != crate::lightfield::COLOURS {
             return Err(r.error(format!("colour mode has size {}, expected 3", modes[4])));
         }
         let shape = PatchShape { mu: modes[0], mv: modes[1], my: modes[2], mx: modes[3] };

@@ -37,6 +37,18 @@ struct DecodePush {
     n_patches: u32,
 }
 
+/// Push constants of `decode_views.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(crate) struct ViewsPush {
+    pub n_patches: u32,
+    pub first: u32,
+    pub size: [u32; 4],
+    pub count_v: u32,
+    pub count_y: u32,
+    pub count_x: u32,
+}
+
 /// GPU milliseconds of an encode or decode, from timestamps.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct GpuTime {
@@ -138,7 +150,7 @@ impl GpuCodec {
             name: "lightfield_decode_views",
             spirv: crate::shaders::DECODE_VIEWS,
             bindings: 8,
-            push_bytes: std::mem::size_of::<crate::device::ViewsPush>() as u32,
+            push_bytes: std::mem::size_of::<ViewsPush>() as u32,
             spec: &spec,
         })?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;

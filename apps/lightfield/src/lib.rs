@@ -11,6 +11,7 @@
 //! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
 //! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
 //! - [`layout`]: which file of a folder is which view (HCI, Stanford, row/column names).
+//! - [`bytes`]: bounds-checked byte reading, varints and the FNV-1a checksum.
 //! - [`dictionary`]: the ensemble, its `.lfd` file, n-mode products on the CPU.
 //! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
@@ -22,6 +23,7 @@
 
 pub mod bench;
 pub mod bitstream;
+pub mod bytes;
 pub mod codec;
 pub mod decoder;
 pub mod demo;

@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use crate::error::{LfError, Result};
-use crate::patch::COLOURS;
+
+/// Colour channels of every light field (RGB).
+pub const COLOURS: usize = 3;
 
 /// U x V views of H x W RGB pixels, f32 in [0, 1], stored (U, V, H, W, 3) in C order;
 /// view (0, 0) is the top-left camera.

@@ -9,10 +9,8 @@
 use rayon::prelude::*;
 
 use crate::error::{LfError, Result};
-use crate::lightfield::LightField;
+use crate::lightfield::{LightField, COLOURS};
 
-/// Colour channels of every light field (RGB).
-pub const COLOURS: usize = 3;
 /// Number of patch modes.
 pub const MODES: usize = 5;
 /// Largest size of one patch mode the GPU kernels accept (fibers are held in registers).

@@ -13,7 +13,7 @@ use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder}
 
 use crate::error::{LfError, Result};
 use crate::lightfield::LightField;
-use crate::patch::COLOURS;
+use crate::lightfield::COLOURS;
 
 /// Largest |focus| in pixels per view: beyond it every shifted sample is clamped to an edge.
 pub const MAX_FOCUS: f32 = 1.0e4;

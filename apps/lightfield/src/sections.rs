@@ -3,11 +3,14 @@
 //! may be short). Each frame has its size and a checksum in the table, so the encoder
 //! compresses a section on the CPU while the GPU encodes the next ones, and the decoder
 //! decompresses and parses sections in parallel and uploads each as soon as it is parsed.
-//! docs/formats.md has the byte layout and every check the reader makes.
+//! A section's payload is four streams (every patch's membership, coefficient count,
+//! coefficient locations delta coded and quantised levels zigzagged, as LEB128 varints) so
+//! zstd sees similar symbols together. docs/formats.md has the byte layout and every check
+//! the reader makes.
 
 use std::ops::Range;
 
-use crate::bitstream::{check_frame, fnv1a64, max_level, unzigzag, ByteReader, Streams};
+use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader};
 use crate::dictionary::Ensemble;
 use crate::encoder::Codes;
 use crate::error::{LfError, Result};
@@ -300,7 +303,7 @@ impl Header {
         kit::budget::elements(&[coefficients, 2], 4, "the coefficients")?;
         let [u, v, h, w] = self.size.map(|s| s as u64);
         let what = format!("decoding {u}x{v} views of {w}x{h} pixels");
-        kit::budget::elements(&[u, v, h, w, crate::patch::COLOURS as u64], 4, &what)?;
+        kit::budget::elements(&[u, v, h, w, crate::lightfield::COLOURS as u64], 4, &what)?;
         self.payload_len = payload;
         self.frame_len = at - first as u64;
         Ok(self)
@@ -441,4 +444,92 @@ pub fn split_lens<T>(mut slice: &mut [T], lens: impl IntoIterator<Item = usize>)
             head
         })
         .collect()
+}
+
+/// The payload's four per-patch streams (memberships, coefficient counts, locations delta
+/// coded, levels zigzagged; LEB128 varints), appended a run of patches at a time in patch
+/// order: the same bytes however the patches are split.
+#[derive(Clone, Debug, Default)]
+pub struct Streams {
+    membership: Vec<u8>,
+    counts: Vec<u8>,
+    locations: Vec<u8>,
+    levels: Vec<u8>,
+    patches: usize,
+    coefficients: usize,
+}
+
+impl Streams {
+    /// Appends patches `range` of `codes` (the patches that follow those pushed before).
+    pub fn push(&mut self, codes: &Codes, range: std::ops::Range<usize>) {
+        for p in range.clone() {
+            put_varint(&mut self.membership, codes.membership[p] as u64);
+            put_varint(&mut self.counts, codes.count(p) as u64);
+            let mut prev = None;
+            for &loc in &codes.locations[codes.offsets[p]..codes.offsets[p + 1]] {
+                put_varint(&mut self.locations, prev.map_or(loc, |q: u32| loc - q - 1) as u64);
+                prev = Some(loc);
+            }
+        }
+        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
+        for &l in &codes.levels[c0..c1] {
+            put_varint(&mut self.levels, zigzag(l));
+        }
+        self.patches += range.len();
+        self.coefficients += c1 - c0;
+    }
+
+    /// The four streams back to back: a section's payload.
+    pub fn concat(&self) -> Vec<u8> {
+        [&self.membership[..], &self.counts, &self.locations, &self.levels].concat()
+    }
+
+    /// Bytes of the four streams.
+    pub fn len(&self) -> usize {
+        self.membership.len() + self.counts.len() + self.locations.len() + self.levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The largest level magnitude a patch with `valid` of its `plen` samples can hold at base
+/// step `step`: its coefficients have the norm of its samples (orthonormal dictionaries),
+/// at most sqrt(plen) for values in [0, 1]. Twice that, plus rounding, leaves the f32
+/// rounding of the encoder's products far behind, and keeps every decoded value finite.
+pub(crate) fn max_level(step: f32, valid: usize, plen: usize) -> u64 {
+    let step = crate::encoder::patch_step(step, valid, plen) as f64;
+    (2.0 * (plen as f64).sqrt() / step).ceil() as u64 + 2
+}
+
+/// zstd's frame magic number, little-endian.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+/// The frame must be exactly one zstd frame (no skippable or further frames, no trailing
+/// bytes), with a content checksum (zstd verifies it while decoding; the decoder accepts a
+/// frame without one, so the flag is checked here), no dictionary, and a declared content
+/// size equal to the header's payload length.
+pub(crate) fn check_frame(frame: &[u8], payload_len: u64) -> Result<()> {
+    let bad = |m: String| LfError::corrupt("light-field bitstream", m);
+    if frame.len() < 6 || frame[..4] != ZSTD_MAGIC {
+        return Err(bad("the payload is not one zstd frame (bad magic; skippable frames are not read)".into()));
+    }
+    let descriptor = frame[4];
+    if descriptor & 0x04 == 0 {
+        return Err(bad("the zstd frame carries no content checksum".into()));
+    }
+    if descriptor & 0x03 != 0 {
+        return Err(bad("the zstd frame needs a dictionary".into()));
+    }
+    match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n == payload_len => {}
+        Ok(Some(n)) => return Err(bad(format!("the zstd frame holds {n} bytes, the header says {payload_len}"))),
+        Ok(None) => return Err(bad("the zstd frame declares no content size".into())),
+        Err(_) => return Err(bad("the zstd frame header is damaged".into())),
+    }
+    match zstd::zstd_safe::find_frame_compressed_size(frame) {
+        Ok(n) if n == frame.len() => Ok(()),
+        Ok(n) => Err(bad(format!("{} bytes follow the zstd frame", frame.len() - n))),
+        Err(_) => Err(bad("the zstd frame is damaged or cut short".into())),
+    }
 }

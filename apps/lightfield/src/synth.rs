@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::lightfield::LightField;
-use crate::patch::COLOURS;
+use crate::lightfield::COLOURS;
 
 /// One textured plane: a rectangle or a disc (the background covers everything).
 struct Plane {

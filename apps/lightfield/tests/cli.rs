@@ -370,7 +370,7 @@ fn decode_then_encode_round_trips_through_npy_and_views() {
 /// Rewrites the header hash of a `.lfc` after a header field was changed.
 fn rehash(mut lfc: Vec<u8>) -> Vec<u8> {
     let n = lightfield::bitstream::HEADER_LEN;
-    let sum = lightfield::bitstream::fnv1a64(&lfc[..n - 8]);
+    let sum = lightfield::bytes::fnv1a64(&lfc[..n - 8]);
     lfc[n - 8..n].copy_from_slice(&sum.to_le_bytes());
     lfc
 }
@@ -382,7 +382,7 @@ const TABLE_HASH: usize = lightfield::bitstream::HEADER_LEN + 2 * lightfield::se
 
 /// Rewrites the section-table hash of a `.lfc` with one section.
 fn rehash_table(mut lfc: Vec<u8>) -> Vec<u8> {
-    let sum = lightfield::bitstream::fnv1a64(&lfc[lightfield::bitstream::HEADER_LEN..TABLE_HASH]);
+    let sum = lightfield::bytes::fnv1a64(&lfc[lightfield::bitstream::HEADER_LEN..TABLE_HASH]);
     lfc[TABLE_HASH..TABLE_HASH + 8].copy_from_slice(&sum.to_le_bytes());
     lfc
 }

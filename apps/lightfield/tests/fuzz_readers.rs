@@ -9,7 +9,8 @@
 use std::path::Path;
 
 use kit::fuzz::{mutants, run_file_reader, CountingAllocator};
-use lightfield::bitstream::{fnv1a64, Compressed, Header, HEADER_LEN};
+use lightfield::bitstream::{Compressed, Header, HEADER_LEN};
+use lightfield::bytes::fnv1a64;
 use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
 use lightfield::dictionary::Ensemble;
 use lightfield::encoder::Params;
