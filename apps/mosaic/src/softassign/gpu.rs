@@ -31,7 +31,7 @@ use std::collections::VecDeque;
 use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 use indicatif::ProgressBar;
 
-use super::atomic::{AtomicKernel, AtomicShape, Temperature};
+use super::atomic::{storage_barrier, AtomicKernel, AtomicShape, Temperature};
 use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
@@ -286,6 +286,13 @@ impl GpuSoftAssign {
     /// kernel cooling iterations use: row pass, column pass; with `mark_passes`, each pass
     /// ends in a profiling mark ("rows", "columns").
     pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
+        self.record_passes(rec, t, mark_passes);
+        rec.barrier();
+    }
+
+    /// The passes of one Sinkhorn iteration, each followed by a storage barrier (enough
+    /// between dispatches; the caller ends the recording with a full barrier).
+    fn record_passes(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
         let push = RowPush {
             m: self.m as u32,
             n: self.n as u32,
@@ -300,7 +307,7 @@ impl GpuSoftAssign {
             &push,
             self.blocks as u32,
         );
-        rec.barrier();
+        storage_barrier(rec);
         if mark_passes {
             rec.mark("rows");
         }
@@ -317,7 +324,7 @@ impl GpuSoftAssign {
             &push,
             (self.n as u32).div_ceil(COLUMNS_PER_GROUP),
         );
-        rec.barrier();
+        storage_barrier(rec);
         if mark_passes {
             rec.mark("columns");
         }
@@ -368,8 +375,9 @@ impl GpuSoftAssign {
         }
         let Some(pipe) = &self.workgroup_pipe else {
             for _ in 0..params.per_temperature() {
-                self.record_sinkhorn(rec, t, mark_passes);
+                self.record_passes(rec, t, mark_passes);
             }
+            rec.barrier();
             return;
         };
         let push = WorkgroupPush {
