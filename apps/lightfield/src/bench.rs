@@ -19,6 +19,7 @@ use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::{psnr, LightField};
 use crate::patch::{PatchGrid, PatchShape};
+use crate::random_access::ViewSource;
 use crate::synth::generate;
 use crate::train::{train as train_ensemble, TrainDevice, TrainOptions};
 
@@ -191,6 +192,11 @@ fn table1(
     // From the .lfc bytes to the views in device memory (what the viewer does), warm.
     crate::device::decode_to_device(&gpu, &bytes)?;
     let (_, device) = crate::device::decode_to_device(&gpu, &bytes)?;
+    // One view from the bytes: only the sections of its view block are decompressed.
+    let tv = Instant::now();
+    let centre = (s.views.0 / 2, s.views.1 / 2);
+    let (_, view_sections) = ViewSource::open(&bytes)?.decode_view(CodecPath::Gpu(&gpu), centre)?;
+    let one_view_ms = tv.elapsed().as_secs_f64() * 1e3;
 
     // CPU reference on a crop, extrapolated by patch count; the GPU encodes the same crop
     // so the two can be compared choice by choice.
@@ -271,6 +277,7 @@ fn table1(
         "floor_ms": n_full as f64 * 2.0 * plen as f64 * mode_sum as f64 / FLOPS_PER_S * 1e3,
         "floor": "FLOPs of the synthesis n-mode products / 50 TFLOP/s",
         "to_device": device, "lfc_bytes": bytes.len(),
+        "one_view_ms": one_view_ms, "one_view": centre, "one_view_sections": view_sections,
         "upload_floor_ms": device.upload_bytes as f64 / PCIE_BYTES_PER_S * 1e3,
         "upload_floor": "staged words / 50 GB/s (PCIe 5 x16)",
     }));

@@ -2,6 +2,7 @@
 //! in parallel, read with every section parsed in parallel. [`crate::sections`] has the
 //! file layout and the per-section streams; docs/formats.md the bytes.
 
+use std::ops::Range;
 use std::path::Path;
 
 use crate::dictionary::Ensemble;
@@ -89,39 +90,9 @@ impl Compressed {
     /// content size and checksum, every index and level against its range); see
     /// docs/formats.md. A file this accepts decodes to finite samples.
     pub fn from_bytes(bytes: &[u8]) -> Result<Compressed> {
-        use rayon::prelude::*;
         let (header, bounds, ensemble) = open(bytes)?;
         let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
-        let n = header.patches as usize;
-        let total = header.coefficients as usize;
-        let count = header.sections();
-        let ranges: Vec<std::ops::Range<usize>> = (0..count).map(|s| header.section(s)).collect();
-        let coefficients: Vec<usize> = header.entries[1..].iter().map(|e| e.coefficients as usize).collect();
-        // Sized by the header, whose totals were checked against the budget.
-        let mut membership = vec![0u32; n];
-        let mut local = vec![0u32; n + count];
-        let mut locations = vec![0u32; total];
-        let mut levels = vec![0i32; total];
-        let outs = sections::split_lens(&mut membership, ranges.iter().map(|r| r.len()))
-            .into_iter()
-            .zip(sections::split_lens(&mut local, ranges.iter().map(|r| r.len() + 1)))
-            .zip(sections::split_lens(&mut locations, coefficients.iter().copied()))
-            .zip(sections::split_lens(&mut levels, coefficients.iter().copied()));
-        let outs: Vec<SectionOut> = outs
-            .map(|(((membership, offsets), locations), levels)| SectionOut { membership, offsets, locations, levels })
-            .collect();
-        outs.into_par_iter()
-            .enumerate()
-            .try_for_each(|(s, out)| sections::parse_section(&header, bytes, s, &bounds, out))?;
-        let mut offsets = Vec::with_capacity(n + 1);
-        offsets.push(0);
-        let mut base = 0;
-        for (s, r) in ranges.iter().enumerate() {
-            let section = &local[r.start + s..r.end + s + 1];
-            offsets.extend(section[1..].iter().map(|&o| base + o as usize));
-            base += coefficients[s];
-        }
-        let codes = Codes { membership, success: vec![true; n], errors: vec![0.0; n], offsets, locations, levels };
+        let codes = read_sections(&header, bytes, &bounds, 0..header.sections())?;
         Ok(Compressed { size: header.size, params, step: header.step, ensemble, codes })
     }
 
@@ -137,6 +108,45 @@ impl Compressed {
         let bytes = kit::input::read_bounded(path, kit::budget::get())?;
         Compressed::from_bytes(&bytes).map_err(|e| LfError::file(path, e))
     }
+}
+
+/// The codes of sections `sections` alone (patches `header.section(first).start` on),
+/// every one decompressed and parsed in parallel; the other frames are not touched.
+/// Success flags and errors are not stored: every patch reads as a success.
+pub fn read_sections(header: &Header, bytes: &[u8], bounds: &Bounds, sections: Range<usize>) -> Result<Codes> {
+    use rayon::prelude::*;
+    let ranges: Vec<Range<usize>> = sections.clone().map(|s| header.section(s)).collect();
+    let n: usize = ranges.iter().map(|r| r.len()).sum();
+    let count = ranges.len();
+    let coefficients: Vec<usize> =
+        header.entries[sections.start + 1..sections.end + 1].iter().map(|e| e.coefficients as usize).collect();
+    let total = coefficients.iter().sum();
+    // Sized by the header, whose totals were checked against the budget.
+    let mut membership = vec![0u32; n];
+    let mut local = vec![0u32; n + count];
+    let mut locations = vec![0u32; total];
+    let mut levels = vec![0i32; total];
+    let outs = sections::split_lens(&mut membership, ranges.iter().map(|r| r.len()))
+        .into_iter()
+        .zip(sections::split_lens(&mut local, ranges.iter().map(|r| r.len() + 1)))
+        .zip(sections::split_lens(&mut locations, coefficients.iter().copied()))
+        .zip(sections::split_lens(&mut levels, coefficients.iter().copied()));
+    let outs: Vec<SectionOut> = outs
+        .map(|(((membership, offsets), locations), levels)| SectionOut { membership, offsets, locations, levels })
+        .collect();
+    outs.into_par_iter()
+        .zip(sections)
+        .try_for_each(|(out, s)| sections::parse_section(header, bytes, s, bounds, out))?;
+    let mut offsets = Vec::with_capacity(n + 1);
+    offsets.push(0);
+    let (mut base, mut at) = (0, 0);
+    for (r, c) in ranges.iter().zip(&coefficients) {
+        let section = &local[at..at + r.len() + 1];
+        offsets.extend(section[1..].iter().map(|&o| base + o as usize));
+        base += c;
+        at += r.len() + 1;
+    }
+    Ok(Codes { membership, success: vec![true; n], errors: vec![0.0; n], offsets, locations, levels })
 }
 
 /// The header, the bounds every section is checked against, and the ensemble of `.lfc`

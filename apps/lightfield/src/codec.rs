@@ -289,58 +289,6 @@ pub fn decode_lightfield_with(
     Ok((lf, time))
 }
 
-/// Decodes view (u, v) alone: only the patches that cover it (one view block of the patch
-/// grid, `1 / (U/mu * V/mv)` of the file) are decoded. Returns its H x W x 3 samples,
-/// clamped into [0, 1] as [`decode_lightfield`] clamps them, so they equal that view of the
-/// whole decode on the same path.
-pub fn decode_view(c: &Compressed, path: CodecPath<'_>, (u, v): (usize, usize)) -> Result<Vec<f32>> {
-    let grid = c.grid();
-    let [nu, nv, h, w] = c.size;
-    if u >= nu || v >= nv {
-        return Err(LfError::Invalid(format!("view {u},{v} is not in the {nu}x{nv} views")));
-    }
-    let s = grid.shape;
-    let [_, cv, cy, cx] = grid.count;
-    // Patches are ordered view block, then pixel rows, then columns: one view block's
-    // patches are contiguous.
-    let block = cy * cx;
-    let start = ((u / s.mu) * cv + v / s.mv) * block;
-    let range = start..start + block;
-    let (du, dv) = (u % s.mu, v % s.mv);
-    let mut out = vec![0f32; h * w * crate::lightfield::COLOURS];
-    let mut place = |range: std::ops::Range<usize>, samples: &[f32]| {
-        for (src, p) in samples.chunks(s.len()).zip(range) {
-            let o = grid.origin(p);
-            let e = grid.valid_extent(p);
-            for dy in 0..e[2] {
-                let row = ((du * s.mv + dv) * s.my + dy) * s.mx * crate::lightfield::COLOURS;
-                let dst = ((o[2] + dy) * w + o[3]) * crate::lightfield::COLOURS;
-                let n = e[3] * crate::lightfield::COLOURS;
-                out[dst..dst + n].copy_from_slice(&src[row..row + n]);
-            }
-        }
-    };
-    match path {
-        CodecPath::Gpu(gpu) => {
-            if gpu.ensemble() != &c.ensemble {
-                return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
-            }
-            let steps = patch_steps(&grid, c.step, 0..range.end);
-            gpu.decode_range(&c.codes, range, &steps, &mut place)?;
-        }
-        CodecPath::Cpu => {
-            let steps = patch_steps(&grid, c.step, range.clone());
-            let samples = decode_patches_cpu(&c.codes, &c.ensemble, &steps, range.clone());
-            place(range, &samples);
-        }
-    }
-    if let Some(i) = out.iter().position(|x| !x.is_finite()) {
-        return Err(LfError::Invalid(format!("decoded view {u},{v}: sample {i} is {}", out[i])));
-    }
-    out.iter_mut().for_each(|x| *x = x.clamp(0.0, 1.0));
-    Ok(out)
-}
-
 /// RMSE of patch `p` of `grid` between `a` and `b` over its samples inside the light field
 /// (the error the encoder bounds by epsilon for every patch that met its budget).
 pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) -> f64 {
@@ -436,23 +384,6 @@ mod tests {
             bad[at] ^= 0x21;
             assert!(Compressed::from_bytes(&bad).is_err(), "flip at {at}");
         }
-    }
-
-    #[test]
-    fn one_view_decodes_alone_as_in_the_whole_decode() {
-        let lf = crate::synth::generate((5, 3), (23, 16), 7);
-        let ens = Ensemble::random(SHAPE, 2, 3);
-        let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.01 }, CodecPath::Cpu).unwrap();
-        let (all, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
-        let ctx = engine::testing::context();
-        let gpu = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);
-        let (all_gpu, _) = decode_lightfield(&c, CodecPath::Gpu(&gpu)).unwrap();
-        for (u, v) in [(0, 0), (4, 2), (2, 1)] {
-            assert_eq!(decode_view(&c, CodecPath::Cpu, (u, v)).unwrap(), all.view(u, v), "view {u},{v}");
-            assert_eq!(decode_view(&c, CodecPath::Gpu(&gpu), (u, v)).unwrap(), all_gpu.view(u, v), "GPU {u},{v}");
-        }
-        assert!(decode_view(&c, CodecPath::Cpu, (5, 0)).is_err());
-        engine::testing::assert_no_validation_messages();
     }
 
     /// FNV-1a of the `.lfc` bytes (format version 2, zstd level 6) the CPU path writes for

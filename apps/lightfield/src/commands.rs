@@ -12,6 +12,7 @@ use lightfield::encoder::Params;
 use lightfield::gpu::GpuCodec;
 use lightfield::lightfield::{psnr, LightField};
 use lightfield::patch::PatchGrid;
+use lightfield::random_access::ViewSource;
 use lightfield::train::{TrainDevice, TrainOptions};
 use lightfield::views::{stage_views, Depth};
 
@@ -369,14 +370,16 @@ pub fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &ki
     let mut accepted = kit::image::IMAGE_EXTENSIONS.to_vec();
     accepted.push("npy");
     let format = kit::output::check_file(out, &accepted, &[input])?;
-    let compressed = Compressed::read(input)?;
-    let [nu, nv, h, w] = compressed.size;
+    let bytes = kit::input::read_bounded(input, kit::budget::get())?;
+    let source = ViewSource::open(&bytes).map_err(|e| lightfield::LfError::file(input, e))?;
+    let [nu, nv, h, w] = source.size();
     if u >= nu || v >= nv {
         bail!("--view {u},{v} is not one of the {nu}x{nv} views (rows 0 to {}, columns 0 to {})", nu - 1, nv - 1);
     }
-    let gpu = gpu_codec(common, &compressed.ensemble, "lightfield.decode")?;
+    let gpu = gpu_codec(common, source.ensemble(), "lightfield.decode")?;
     let t0 = Instant::now();
-    let samples = lightfield::codec::decode_view(&compressed, codec_path(&gpu), (u, v))?;
+    let (samples, sections) =
+        source.decode_view(codec_path(&gpu), (u, v)).map_err(|e| lightfield::LfError::file(input, e))?;
     let decode_ms = ms_since(t0);
     if format == "npy" {
         kit::npy::write_f32(out, &[h, w, lightfield::lightfield::COLOURS], &samples)?;
@@ -384,7 +387,7 @@ pub fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &ki
         let rgb: Vec<u8> = samples.iter().map(|&x| kit::image::to_u8(x)).collect();
         kit::image::save_rgb8(out, w, h, &rgb)?;
     }
-    let report = DecodeViewReport { view: [u, v], width: w, height: h, decode_ms };
+    let report = DecodeViewReport { view: [u, v], width: w, height: h, decode_ms, sections };
     kit::emit(&report, &[out]);
     Ok(())
 }

@@ -16,6 +16,7 @@
 //! - [`select`]: quantisation and the greedy coefficient choice (the reference semantics).
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
 //! - [`synth`]: synthetic light fields with real parallax, for tests and benchmarks.
+//! - [`random_access`]: one view from only the sections of a `.lfc` that hold it.
 //! - [`render`]: any viewpoint of a decoded light field (interpolation and refocusing), on
 //!   the CPU and the GPU.
 //! - [`views`]: views as PNG files, one per view, written all or none.
@@ -36,6 +37,7 @@ pub mod layout;
 pub mod lightfield;
 pub mod linalg;
 pub mod patch;
+pub mod random_access;
 pub mod render;
 pub mod sections;
 pub mod select;

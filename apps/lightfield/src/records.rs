@@ -242,15 +242,24 @@ pub struct DecodeViewReport {
     pub view: [usize; 2],
     pub width: usize,
     pub height: usize,
+    /// From reading the section table to the view's samples (the file read excluded).
     pub decode_ms: f64,
+    /// Sections decompressed for this view, of all in the file.
+    pub sections: lightfield::random_access::SectionsRead,
 }
 
 impl fmt::Display for DecodeViewReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "decoded view {},{} ({}x{}) alone in {:.1} ms",
-            self.view[0], self.view[1], self.width, self.height, self.decode_ms
+            "decoded view {},{} ({}x{}) alone in {:.1} ms from {} of {} sections",
+            self.view[0],
+            self.view[1],
+            self.width,
+            self.height,
+            self.decode_ms,
+            self.sections.read,
+            self.sections.total
         )
     }
 }
