@@ -48,8 +48,9 @@ void main() {
     uint pb = gl_WorkGroupID.z;  // p * band_count + b
     uint image = 2u * pb;
     uint n = pixels();
-    uint x0 = gl_WorkGroupID.x * TILE * STRIDE;
-    uint y0 = gl_WorkGroupID.y * TILE * STRIDE;
+    // Workgroups tile the kept blocks (in_cells) only.
+    uint x0 = (cells_x0 + gl_WorkGroupID.x * TILE) * STRIDE;
+    uint y0 = (cells_y0 + gl_WorkGroupID.y * TILE) * STRIDE;
     for (uint t = gl_LocalInvocationID.x; t < 2u * SPAN * SPAN; t += gl_WorkGroupSize.x) {
         uint img = t / (SPAN * SPAN);
         uint u = t - img * SPAN * SPAN;
@@ -58,9 +59,9 @@ void main() {
         s_img[t] = (x < width && y < height) ? length(bands[(image + img) * n + y * width + x]) : 0.0;
     }
     barrier();
-    uint bx = gl_WorkGroupID.x * TILE + gl_LocalInvocationID.x % TILE;
-    uint by = gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
-    if (bx >= blocks_x || by >= blocks_y) return;
+    uint bx = cells_x0 + gl_WorkGroupID.x * TILE + gl_LocalInvocationID.x % TILE;
+    uint by = cells_y0 + gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
+    if (!in_cells(bx, by)) return;
     uint origin = (STRIDE * (gl_LocalInvocationID.x / TILE)) * SPAN + STRIDE * (gl_LocalInvocationID.x % TILE);
     uint phase = gl_LocalInvocationID.x / TILE;
     vec3 r = stats(origin, phase);

@@ -20,8 +20,9 @@ shared float s_err[SPAN * SPAN];
 void main() {
     uint p = gl_WorkGroupID.z;
     uint n = pixels();
-    uint x0 = gl_WorkGroupID.x * TILE * STRIDE;
-    uint y0 = gl_WorkGroupID.y * TILE * STRIDE;
+    // Workgroups tile the kept blocks and one more column and row (the minimum's neighbours).
+    uint x0 = (cells_x0 + gl_WorkGroupID.x * TILE) * STRIDE;
+    uint y0 = (cells_y0 + gl_WorkGroupID.y * TILE) * STRIDE;
     for (uint t = gl_LocalInvocationID.x; t < SPAN * SPAN; t += gl_WorkGroupSize.x) {
         uint x = x0 + t % SPAN;
         uint y = y0 + t / SPAN;
@@ -30,9 +31,9 @@ void main() {
         s_err[t] = inside ? light[(2u * p + 1u) * n + y * width + x].x : 0.0;
     }
     barrier();
-    uint bx = gl_WorkGroupID.x * TILE + gl_LocalInvocationID.x % TILE;
-    uint by = gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
-    if (bx >= blocks_x || by >= blocks_y) return;
+    uint bx = cells_x0 + gl_WorkGroupID.x * TILE + gl_LocalInvocationID.x % TILE;
+    uint by = cells_y0 + gl_WorkGroupID.y * TILE + gl_LocalInvocationID.x / TILE;
+    if (bx >= min(cells_x1 + 1u, blocks_x) || by >= min(cells_y1 + 1u, blocks_y)) return;
     uint origin = (STRIDE * (gl_LocalInvocationID.x / TILE)) * SPAN + STRIDE * (gl_LocalInvocationID.x % TILE);
 
     // Each invocation walks its block's columns starting at its own rotation, so the 32 lanes

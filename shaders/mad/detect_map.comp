@@ -18,10 +18,17 @@ const uint SPAN = SIDE + BLOCK - 1u;
 shared float s_sq[SPAN * SPAN];
 shared float s_rows[SPAN * SIDE];
 
-uint mirror(int i, uint n) {
+int mirror(int i, uint n) {
     int m = int(n);
     i = i < 0 ? -i - 1 : i;
-    return uint(i >= m ? 2 * m - 1 - i : i);
+    return i >= m ? 2 * m - 1 - i : i;
+}
+
+// The pixel of these images holding the whole image's mirrored pixel at position i of this
+// axis (origin + i in the whole image: the images are a wrapped window of it). For the kept
+// cells' pixels (CPU: local_mse over the whole image) it lies within the window; others clamp.
+uint mirrored(int i, int origin, uint full, uint size) {
+    return uint(clamp(mirror(origin + i, full) - origin, 0, int(size) - 1));
 }
 
 float mask_of(uint p, uint bx, uint by) {
@@ -43,8 +50,8 @@ void main() {
     int y0 = int(gl_WorkGroupID.y * SIDE) - LOW;
     uint local = gl_LocalInvocationIndex;
     for (uint t = local; t < SPAN * SPAN; t += SIDE * SIDE) {
-        uint x = mirror(x0 + int(t % SPAN), width);
-        uint y = mirror(y0 + int(t / SPAN), height);
+        uint x = mirrored(x0 + int(t % SPAN), origin_x, full_width, width);
+        uint y = mirrored(y0 + int(t / SPAN), origin_y, full_height, height);
         s_sq[t] = sqdiff[p * n + y * width + x];
     }
     barrier();
@@ -64,6 +71,6 @@ void main() {
     lmse /= float(BLOCK * BLOCK);
     uint bx = x / STRIDE;
     uint by = y / STRIDE;
-    float mask = (bx < blocks_x && by < blocks_y) ? mask_of(p, bx, by) : 0.0;
+    float mask = in_cells(bx, by) ? mask_of(p, bx, by) : 0.0;
     detection_map[p * n + y * width + x] = mask * lmse;
 }

@@ -52,31 +52,52 @@ layout(push_constant) uniform Push {
     uint band_count;
     uint accumulate;   // appearance: add to the cells (0: overwrite, the first group)
     uint sum_cells;    // appearance: write the crop-weighted sums of squared cells (the last group)
+    // Where the images (width x height) lie in the pair they score (tiled.rs): the whole
+    // image's size, which the filters, the neighbour rule, the crop and the local MSE's mirror
+    // follow; the image pixel of the first pixel (origin + i wraps around the image); whether
+    // the filters sample a tile's bins; and the blocks [cells_x0, cells_x1) x [cells_y0,
+    // cells_y1) whose statistics and sums are kept. For a whole image: its own size, origin 0,
+    // every block.
+    uint full_width;
+    uint full_height;
+    int origin_x;
+    int origin_y;
+    uint tiled;
+    uint cells_x0;
+    uint cells_y0;
+    uint cells_x1;
+    uint cells_y1;
 };
 
 uint pixels() { return width * height; }
 uint blocks() { return blocks_x * blocks_y; }
+bool in_cells(uint bx, uint by) { return bx >= cells_x0 && bx < cells_x1 && by >= cells_y0 && by < cells_y1; }
 
-// Pixels of [start, start + STRIDE) inside the crop [CROP, size - CROP - 1): how many times a
-// cell counts in the cropped map's norm.
-uint crop_overlap(uint start, uint size) {
-    uint lo = max(start, CROP);
-    uint hi = min(start + STRIDE, size - CROP - 1u);
-    return hi > lo ? hi - lo : 0u;
+// Pixels of [start, start + STRIDE) inside the crop [CROP, size - CROP - 1) of the whole
+// image (start in its pixels): how many times a cell counts in the cropped map's norm.
+uint crop_overlap(int start, uint size) {
+    int lo = max(start, int(CROP));
+    int hi = min(start + int(STRIDE), int(size - CROP) - 1);
+    return hi > lo ? uint(hi - lo) : 0u;
 }
 
-// ical_std.c reads the neighbour's stored 8x8 deviation at i+5 only while i+5 < size-15.
-bool right_neighbour(uint bx) { return STRIDE * bx + MIN_NEIGHBOUR_OFFSET + BLOCK - 1u < width; }
-bool lower_neighbour(uint by) { return STRIDE * by + MIN_NEIGHBOUR_OFFSET + BLOCK - 1u < height; }
+// ical_std.c reads the neighbour's stored 8x8 deviation at i+5 only while i+5 < size-15, i
+// the block's column in the whole image.
+bool right_neighbour(uint bx) { return int(STRIDE * bx) + origin_x + int(MIN_NEIGHBOUR_OFFSET + BLOCK) - 1 < int(full_width); }
+bool lower_neighbour(uint by) { return int(STRIDE * by) + origin_y + int(MIN_NEIGHBOUR_OFFSET + BLOCK) - 1 < int(full_height); }
 
-// Position of bin k after MATLAB's fftshift (circshift by floor(n/2)).
-float csf_coordinate(uint k, uint n) { return float((k + n / 2u) % n) - float(n) * 0.5 + 0.5; }
+// Bin k of a length-t spectrum in bins of the whole length-n image's spectrum, centred
+// (fftshift's order): the same frequency in cycles per pixel. Exact where t == n.
+float whole_bins(uint k, uint t, uint n) { return float(n) * float(int((k + t / 2u) % t) - int(t / 2u)) / float(t); }
 
-// make_csf(M, N, 32)' at bin (kr, kc): see filters.rs::csf.
+// make_csf's meshgrid position of bin k: see filters.rs::csf_position (half a bin up for even n).
+float csf_position(uint k, uint t, uint n) { return whole_bins(k, t, n) + (n % 2u == 0u ? 0.5 : 0.0); }
+
+// make_csf(M, N, 32)' at bin (kr, kc): see filters.rs::csf and csf_at.
 float csf(uint kr, uint kc) {
-    float scale_f = 2.0 * CSF_NFREQ / float(width);
-    float u = csf_coordinate(kr, height) * scale_f;
-    float v = csf_coordinate(kc, width) * scale_f;
+    float scale_f = 2.0 * CSF_NFREQ / float(full_width);
+    float u = csf_position(kr, height, full_height) * scale_f;
+    float v = csf_position(kc, width, full_width) * scale_f;
     float radius = length(vec2(u, v));
     // atan(0, 0) is undefined in GLSL; a zero radius is below the peak at any angle.
     if (radius == 0.0) return CSF_PEAK_VALUE;
@@ -87,18 +108,23 @@ float csf(uint kr, uint kc) {
     return CSF_GAIN * (CSF_OFFSET + CSF_SLOPE * f) * exp(-pow(CSF_SLOPE * f, CSF_POWER));
 }
 
-// Centred-grid coordinate that gaborconvolve's fftshift moves to bin k, normalised by n/2.
-float gabor_coordinate(uint k, uint n) {
-    float half_n = float(n) * 0.5;
-    return (float((k + (n + 1u) / 2u) % n) - half_n) / half_n;
+// gaborconvolve's grid position of bin k (normalised frequency in -1..1): see
+// filters.rs::log_gabor_position (half a bin up for odd n).
+float gabor_position(uint k, uint t, uint n) {
+    float x = 2.0 * whole_bins(k, t, n) / float(n) + (n % 2u == 1u ? 1.0 / float(n) : 0.0);
+    return x >= 1.0 ? x - 2.0 : x;
 }
 
-// gaborconvolve's log-Gabor filter at bin (kr, kc): see filters.rs::log_gabor.
+// gaborconvolve's log-Gabor filter at bin (kr, kc): see filters.rs::log_gabor and
+// log_gabor_at. The release zeroes a whole image's DC bin; a tile keeps the filter's value
+// there (its input is free of the whole image's mean).
 float log_gabor(uint kr, uint kc, uint s, uint o) {
-    if (kr == 0u && kc == 0u) return 0.0;
-    float y = gabor_coordinate(kr, height);
-    float x = gabor_coordinate(kc, width);
+    if (tiled == 0u && kr == 0u && kc == 0u) return 0.0;
+    float y = gabor_position(kr, height, full_height);
+    float x = gabor_position(kc, width, full_width);
     float radius = length(vec2(x, y));
+    // log(0) is undefined in GLSL: the radial factor is exp(-inf) = 0 there.
+    if (radius == 0.0) return 0.0;
     float wavelength = GABOR_MIN_WAVELENGTH * pow(GABOR_MULT, float(s));
     float rfo = (1.0 / wavelength) / 0.5;
     float log_sigma = log(GABOR_SIGMA_ON_F);

@@ -2,8 +2,8 @@
 // Adds the weighted statistics differences of a group of log-Gabor bands (appear_blocks.comp)
 // into the cells, in band order (from zero for the first group, onto the cells after), and
 // after the last group (sum_cells) writes, per workgroup, the crop-weighted sum of its
-// squared cells: the partials of the appearance norm the host adds in f64. Workgroup
-// (cells of one pair, 0, pair).
+// squared cells: the partials of the appearance norm the host adds in f64. Only the kept
+// blocks (in_cells) count. Workgroup (cells of one pair, 0, pair).
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
 #include "mad_common.glsl"
@@ -19,7 +19,9 @@ void main() {
     uint p = gl_WorkGroupID.z;
     uint nb = blocks();
     uint b = gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    bool valid = b < nb;
+    uint bx = b % blocks_x, by = b / blocks_x;
+    // Only the kept blocks have statistics (appear_blocks.comp).
+    bool valid = b < nb && in_cells(bx, by);
     float acc = 0.0;
     if (valid) {
         uint cell = p * nb + b;
@@ -28,8 +30,8 @@ void main() {
         cells[cell] = acc;
     }
     if (sum_cells == 0u) return;
-    uint bx = b % blocks_x, by = b / blocks_x;
-    float weighted = valid ? acc * acc * float(crop_overlap(STRIDE * by, height) * crop_overlap(STRIDE * bx, width)) : 0.0;
+    uint crop = crop_overlap(int(STRIDE * by) + origin_y, full_height) * crop_overlap(int(STRIDE * bx) + origin_x, full_width);
+    float weighted = valid ? acc * acc * float(crop) : 0.0;
     weighted = subgroupAdd(weighted);
     if (subgroupElect()) subgroup_sums[gl_SubgroupID] = weighted;
     barrier();

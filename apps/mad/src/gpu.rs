@@ -21,6 +21,7 @@
 //! --split-stages` instead splits one pair's stages over devices ([`score_split`]).
 
 pub mod appearance;
+mod tiled;
 
 use std::borrow::Borrow;
 use std::sync::Mutex;
@@ -30,7 +31,8 @@ use engine::profile::total_by_name;
 use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Recorder, Submission};
 use rayon::prelude::*;
 
-use crate::grid::Grid;
+use crate::constants::STRIDE;
+use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
 use crate::{shaders, MadError, Maps, Scores};
 use appearance::{Appearance, BandStack, StageBuffers, BANDS};
@@ -66,6 +68,67 @@ struct Push {
     band_count: u32,
     accumulate: u32,
     sum_cells: u32,
+    /// Where the images lie in the pair they score ([`Place`]).
+    full_width: u32,
+    full_height: u32,
+    origin_x: i32,
+    origin_y: i32,
+    tiled: u32,
+    cells_x0: u32,
+    cells_y0: u32,
+    cells_x1: u32,
+    cells_y1: u32,
+}
+
+/// Where a slot's images lie in the pair they score: the whole image, or the wrapped window
+/// of one tile ([`crate::tiled`]) whose kept blocks are the tile's cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Place {
+    /// The whole image's grid: the filters, the neighbour rule, the crop and the local
+    /// MSE's mirror follow it.
+    full: Grid,
+    /// The whole image's pixel at the images' first (outside the image where the window wraps).
+    origin: (i64, i64),
+    /// The blocks whose statistics and sums are kept, in the images' own block grid.
+    cells: Cells,
+    /// Whether the filters sample a tile's bins (the whole image's DC bin is not zeroed).
+    tiled: bool,
+}
+
+impl Place {
+    fn whole(grid: &Grid) -> Place {
+        Place { full: *grid, origin: (0, 0), cells: Cells::all(grid), tiled: false }
+    }
+
+    /// The push constants of `pairs` pairs of images of `grid`'s size placed here.
+    fn push(&self, grid: &Grid, pairs: usize) -> Push {
+        Push {
+            width: grid.width as u32,
+            height: grid.height as u32,
+            pairs: pairs as u32,
+            blocks_x: grid.blocks_x as u32,
+            blocks_y: grid.blocks_y as u32,
+            full_width: self.full.width as u32,
+            full_height: self.full.height as u32,
+            origin_x: self.origin.0 as i32,
+            origin_y: self.origin.1 as i32,
+            tiled: self.tiled as u32,
+            cells_x0: self.cells.x0 as u32,
+            cells_y0: self.cells.y0 as u32,
+            cells_x1: self.cells.x1 as u32,
+            cells_y1: self.cells.y1 as u32,
+            ..Push::default()
+        }
+    }
+
+    /// Rows of detection partial sums `sum_detection` writes per pair: the kept cells' rows
+    /// inside the whole image's crop (at least one workgroup, which writes 0 where none).
+    fn detection_rows(&self) -> usize {
+        let crop = Grid::crop_range(self.full.height);
+        let start = ((STRIDE * self.cells.y0) as i64).max(crop.start as i64 - self.origin.1);
+        let end = ((STRIDE * self.cells.y1) as i64).min(crop.end as i64 - self.origin.1);
+        (end - start).max(1) as usize
+    }
 }
 
 /// One scored pair coming back from the GPU, tagged as it was given.
@@ -91,6 +154,8 @@ pub struct GpuMad {
     kept: Mutex<Vec<Slot>>,
     /// The most pairs an automatic chunk holds ([`GpuMad::set_chunk_cap`]).
     chunk_cap: usize,
+    /// The halo of the tiles of pairs over the budget ([`GpuMad::set_tile_halo`]).
+    tile_halo: usize,
 }
 
 /// Device buffers and the FFT plan for chunks of up to `capacity` pairs of one size.
@@ -255,6 +320,7 @@ impl GpuMad {
             appearance: Appearance::new(ctx)?,
             kept: Mutex::new(Vec::new()),
             chunk_cap: usize::MAX,
+            tile_halo: crate::tiled::APPEARANCE_HALO,
         })
     }
 
@@ -284,19 +350,33 @@ impl GpuMad {
         self.chunk_cap = pairs.max(1);
     }
 
+    /// Bytes per pixel of one pair a slot for `pairs` pairs of `width x height` holds: on the
+    /// host, the f32 upload (8) and with maps their readback and the f64 and f32 maps built
+    /// from it (36); on the device, the two complex stacks, the squared differences and the
+    /// detection map (40) and the log-Gabor band stack (16 per band of a group: 320 where all
+    /// 20 bands fit one group). `(host, device)`.
+    fn slot_bytes_per_pixel(&self, (width, height): (usize, usize), pairs: usize, maps: bool) -> (u64, u64) {
+        let stack = appearance::stack_bytes_per_pixel(&self.ctx, (width, height), pairs, BANDS);
+        (8 + if maps { 36 } else { 0 }, 40 + stack)
+    }
+
+    /// The most device memory the path plans for: three quarters of the largest
+    /// device-local heap (the rest for the FFT's tables and other programs).
+    fn device_memory(&self) -> u64 {
+        let heaps = &self.ctx.info().memory_heaps;
+        heaps.iter().filter(|h| h.device_local).map(|h| h.bytes).max().unwrap_or(u64::MAX) / 4 * 3
+    }
+
     /// Refuses chunks of `pairs` pairs of `width x height`, `slots` of them alive at once,
-    /// whose host memory would go over the budget (`--max-memory`), before anything is
-    /// allocated for them. Per pair: its two f64 gray images (16 bytes per pixel) and, in each
-    /// slot, the f32 upload (8) and with maps their readback and the f64 and f32 maps built
-    /// from it (36). On a CPU device (lavapipe) the device buffers are host memory too: the
-    /// two complex stacks, the squared differences and the detection map (40), and the
-    /// log-Gabor band stack (16 per band of a group: 320 where all 20 bands fit one group).
+    /// whose memory would go over the budget (`--max-memory`), before anything is allocated
+    /// for them: per pair its two f64 gray images (16 bytes per pixel) and each slot's
+    /// ([`GpuMad::slot_bytes_per_pixel`]), device memory included (host memory on a CPU
+    /// device such as lavapipe; on a GPU the budget bounds both, so that `--max-memory`
+    /// also picks tiles for a pair the device would hold whole: [`GpuMad::plan`]).
     pub fn check_budget(&self, width: u64, height: u64, pairs: u64, slots: u64, maps: bool) -> Result<(), MadError> {
-        let pixels = width.saturating_mul(height) as usize;
-        let stack = appearance::stack_bytes_per_pixel(pixels, pairs as usize, BANDS);
-        let device_local = if self.ctx.info().device_type == "CPU" { 40 + stack } else { 0 };
-        let per_slot = 8 + if maps { 36 } else { 0 } + device_local;
-        let per_pixel = 16 + slots * per_slot;
+        let size = (width.min(usize::MAX as u64) as usize, height.min(usize::MAX as u64) as usize);
+        let (host, device) = self.slot_bytes_per_pixel(size, pairs as usize, maps);
+        let per_pixel = 16 + slots * (host + device);
         let bytes = width
             .checked_mul(height)
             .and_then(|p| p.checked_mul(per_pixel))
@@ -423,17 +503,17 @@ impl GpuMad {
         Ok(())
     }
 
-    /// Records `stages` of one chunk of `count` pairs.
-    fn record(&self, rec: &mut Recorder, slot: &Slot, count: usize, stages: Stages) -> Result<(), MadError> {
+    /// Records `stages` of one chunk of `count` pairs placed at `place`.
+    fn record(
+        &self,
+        rec: &mut Recorder,
+        slot: &Slot,
+        count: usize,
+        stages: Stages,
+        place: &Place,
+    ) -> Result<(), MadError> {
         let g = slot.grid;
-        let base = Push {
-            width: g.width as u32,
-            height: g.height as u32,
-            pairs: count as u32,
-            blocks_x: g.blocks_x as u32,
-            blocks_y: g.blocks_y as u32,
-            ..Push::default()
-        };
+        let base = place.push(&g, count);
         let pixels = (count * g.pixels()) as u32;
         rec.dispatch_linear(
             &self.prepare,
@@ -457,7 +537,7 @@ impl GpuMad {
         rec.barrier();
         rec.mark("prepare + forward FFTs");
         if stages.detection {
-            self.record_detection(rec, slot, &base, count)?;
+            self.record_detection(rec, slot, &base, place)?;
         }
         if stages.appearance() {
             self.record_appearance(rec, slot, &base, stages)?;
@@ -489,18 +569,16 @@ impl GpuMad {
         Ok(())
     }
 
-    /// The grid, the frequency bins of one image (the filters run one invocation per bin,
-    /// over all images of the chunk) and the statistics tiles of a chunk of `count` pairs.
-    fn extent(slot: &Slot, count: usize) -> (Grid, u32, [u32; 3]) {
+    /// The detection stage from the forward lightness spectra: CSF (one invocation per bin,
+    /// over all images of the chunk), inverse FFT, block statistics (of the kept blocks and
+    /// one more column and row, the minimum's neighbours), the map and its partial sums.
+    fn record_detection(&self, rec: &mut Recorder, slot: &Slot, base: &Push, place: &Place) -> Result<(), MadError> {
         let g = slot.grid;
-        let tiles = [(g.blocks_x as u32).div_ceil(TILE), (g.blocks_y as u32).div_ceil(TILE), count as u32];
-        (g, g.pixels() as u32, tiles)
-    }
-
-    /// The detection stage from the forward lightness spectra: CSF, inverse FFT, block
-    /// statistics, the map and its partial sums.
-    fn record_detection(&self, rec: &mut Recorder, slot: &Slot, base: &Push, count: usize) -> Result<(), MadError> {
-        let (g, bins, tiles) = Self::extent(slot, count);
+        let count = base.pairs;
+        let bins = g.pixels() as u32;
+        let span = |c0: u32, c1: u32, n: usize| ((c1 + 1).min(n as u32) - c0).div_ceil(TILE);
+        let tiles =
+            [span(base.cells_x0, base.cells_x1, g.blocks_x), span(base.cells_y0, base.cells_y1, g.blocks_y), count];
         rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], base, bins.div_ceil(WORKGROUP));
         rec.barrier();
         slot.fft.record(rec, &slot.light, Direction::Inverse)?;
@@ -511,15 +589,14 @@ impl GpuMad {
             &self.detect_map,
             &[slot.sqdiff.binding(), slot.blocks.binding(), slot.detection_map.binding()],
             base,
-            [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count as u32],
+            [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count],
         );
         rec.barrier();
-        let crop_rows = slot.crop_rows();
         rec.dispatch(
             &self.sum_detection,
             &[slot.detection_map.binding(), slot.detection_partials.binding()],
             base,
-            [crop_rows as u32, 1, count as u32],
+            [place.detection_rows() as u32, 1, count],
         );
         rec.barrier();
         rec.mark("detection");
@@ -609,7 +686,7 @@ impl GpuMad {
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
                 rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
-                self.record(&mut rec, &slot, batch.len(), Stages::BOTH)?;
+                self.record(&mut rec, &slot, batch.len(), Stages::BOTH, &Place::whole(&grid))?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
                 in_flight.push_back(InFlight { slot, tags, submission });
@@ -628,7 +705,8 @@ impl GpuMad {
         Ok(total_by_name(&passes))
     }
 
-    /// Scores one pair (and returns its maps when asked).
+    /// Scores one pair (and returns its maps when asked): over the whole image where that
+    /// fits the memory budget and the device, else in tiles ([`GpuMad::plan`]).
     pub fn score(
         &self,
         reference: &GrayImage,
@@ -636,6 +714,9 @@ impl GpuMad {
         maps: bool,
     ) -> Result<(Scores, Option<Maps>), MadError> {
         check_pair(reference, distorted)?;
+        if let Some(plan) = self.plan(reference.width as u64, reference.height as u64, maps)? {
+            return self.score_tiled(reference, distorted, &plan, maps);
+        }
         let mut result = None;
         self.score_stream([((), reference, distorted)], Some(1), maps, |s| result = Some((s.scores, s.maps)))?;
         Ok(result.expect("one pair in, one result out"))
@@ -655,7 +736,7 @@ impl GpuMad {
         Self::stage(&mut slot, pair)?;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
-        self.record(&mut rec, &slot, 1, stages)?;
+        self.record(&mut rec, &slot, 1, stages, &Place::whole(&grid))?;
         Ok((slot, rec.submit()?))
     }
 }

@@ -58,6 +58,8 @@ pub enum MadError {
     SplitDevices(usize),
     #[error("a batch worker panicked")]
     WorkerPanicked,
+    #[error("the GPU cannot score this tile plan: {0}")]
+    TilePlan(String),
 }
 
 /// The scores of one pair.

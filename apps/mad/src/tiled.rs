@@ -39,6 +39,9 @@ use crate::{MadError, Maps, Scores};
 pub const DETECTION_HALO: usize = 64;
 /// Pixels of halo around a tile's blocks for the log-Gabor bands (longest wavelength 243).
 pub const APPEARANCE_HALO: usize = 1024;
+/// The least halo the GPU places: the local MSE's mirror reads up to 8 pixels past the cells
+/// and the detection sums' rows must fit the window's crop.
+pub const MIN_GPU_HALO: usize = 16;
 /// Bytes per pixel of the whole pair a tiled run holds throughout: the two f64 images.
 const PAIR_BYTES_PER_PIXEL: u64 = 16;
 /// Bytes per pixel of the whole pair for the assembled maps: three f32 maps, and the RGB of
@@ -59,11 +62,11 @@ pub struct Plan {
 }
 
 /// Pixels a window of `cells` blocks and `halo` on each side spans: the blocks reach 12
-/// pixels past their last cell. Rounded up to a size of small prime factors, fast for the
-/// FFTs; the extra pixels widen the halo on the right (or below).
-fn window_side(cells: usize, halo: usize) -> usize {
+/// pixels past their last cell. Rounded up to a size the FFTs are fast at (`fast`); the
+/// extra pixels widen the halo on the right (or below).
+fn window_side(cells: usize, halo: usize, fast: fn(usize) -> bool) -> usize {
     let least = STRIDE * cells + (BLOCK - STRIDE) + 2 * halo;
-    (least..).find(|&n| smooth(n)).unwrap_or(least)
+    (least..).find(|&n| fast(n)).unwrap_or(least)
 }
 
 /// Whether `n` has no prime factor above 7.
@@ -84,16 +87,44 @@ impl Plan {
 
     /// Tiles of `tile` cells with the given halos (for measuring how much halo is needed).
     pub fn with_halos(width: usize, height: usize, tile: (usize, usize), halo: usize, detection_halo: usize) -> Plan {
+        Plan::sized(width, height, tile, (halo, detection_halo), smooth)
+    }
+
+    /// Tiles of `tile` cells for the GPU ([`crate::gpu::GpuMad`]): both stages in one
+    /// window, `halo` around the cells (a multiple of [`STRIDE`], at least [`MIN_GPU_HALO`]),
+    /// its sides powers of two (the engine's fastest FFTs; others take Bluestein's longer ones).
+    pub fn gpu(width: usize, height: usize, tile: (usize, usize), halo: usize) -> Plan {
+        let halo = halo.next_multiple_of(STRIDE).max(MIN_GPU_HALO);
+        Plan::sized(width, height, tile, (halo, halo), usize::is_power_of_two)
+    }
+
+    fn sized(
+        width: usize,
+        height: usize,
+        tile: (usize, usize),
+        (halo, detection_halo): (usize, usize),
+        fast: fn(usize) -> bool,
+    ) -> Plan {
         let grid = Grid::new(width, height);
         let tile = (tile.0.clamp(1, grid.blocks_x), tile.1.clamp(1, grid.blocks_y));
+        let side = |cells: usize, halo: usize| window_side(cells, halo, fast);
         Plan {
             grid,
             tile,
             halo,
             detection_halo,
-            window: (window_side(tile.0, halo), window_side(tile.1, halo)),
-            detection_window: (window_side(tile.0, detection_halo), window_side(tile.1, detection_halo)),
+            window: (side(tile.0, halo), side(tile.1, halo)),
+            detection_window: (side(tile.0, detection_halo), side(tile.1, detection_halo)),
         }
+    }
+
+    /// Whether the GPU can score this plan: one window for both stages and a halo it places
+    /// (its cells on the window's block grid, the local MSE's mirror inside the window).
+    pub fn fits_gpu(&self) -> bool {
+        self.window == self.detection_window
+            && self.halo == self.detection_halo
+            && self.halo.is_multiple_of(STRIDE)
+            && self.halo >= MIN_GPU_HALO
     }
 
     /// The tiles, row-major.
@@ -108,15 +139,16 @@ impl Plan {
             .collect()
     }
 
-    /// Largest tiles whose windows take at most `bytes_per_tile` at `per_pixel` bytes a pixel.
-    fn fitting(width: usize, height: usize, bytes_per_tile: u64, per_pixel: u64) -> Option<Plan> {
-        let grid = Grid::new(width, height);
-        let fits = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * per_pixel <= bytes_per_tile;
+    /// Largest tiles of `make`'s plans that `fits`.
+    fn fitting(
+        grid: &Grid,
+        make: impl Fn((usize, usize)) -> Plan,
+        fits: impl Fn(&Plan) -> bool,
+    ) -> Option<Plan> {
         // Square tiles as large as fit, then as many rows as fit beside a narrow grid's width.
-        let mut side =
-            (1..=grid.blocks_x.max(grid.blocks_y)).rev().map(|c| Plan::new(width, height, (c, c))).find(|p| fits(p))?;
+        let mut side = (1..=grid.blocks_x.max(grid.blocks_y)).rev().map(|c| make((c, c))).find(|p| fits(p))?;
         while side.tile.1 < grid.blocks_y {
-            let taller = Plan::new(width, height, (side.tile.0, side.tile.1 + 1));
+            let taller = make((side.tile.0, side.tile.1 + 1));
             if !fits(&taller) {
                 break;
             }
@@ -130,16 +162,24 @@ impl Plan {
 /// pair's images (and the assembled maps) plus one tile's transforms at
 /// [`cpu::PEAK_BYTES_PER_PIXEL`] a pixel of its window.
 pub fn plan_cpu(width: u64, height: u64, maps: bool) -> Result<Plan, MadError> {
-    let fixed = PAIR_BYTES_PER_PIXEL + if maps { MAP_BYTES_PER_PIXEL } else { 0 };
-    plan_within(width, height, fixed, cpu::PEAK_BYTES_PER_PIXEL, "on the CPU")
+    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * cpu::PEAK_BYTES_PER_PIXEL;
+    plan_within(width, height, maps, Plan::new, per_tile, "on the CPU")
 }
 
-/// Plans tiles for `fixed` bytes per pixel of the pair and `per_pixel` per pixel of a window.
-fn plan_within(width: u64, height: u64, fixed: u64, per_pixel: u64, on: &str) -> Result<Plan, MadError> {
+/// Plans the largest tiles of `make`'s plans whose windows take at most what the budget
+/// leaves beside the pair (and its maps): `per_tile` bytes each.
+pub(crate) fn plan_within(
+    width: u64,
+    height: u64,
+    maps: bool,
+    make: impl Fn(usize, usize, (usize, usize)) -> Plan,
+    per_tile: impl Fn(&Plan) -> u64,
+    on: &str,
+) -> Result<Plan, MadError> {
     let budget = kit::budget::get();
+    let fixed = PAIR_BYTES_PER_PIXEL + if maps { MAP_BYTES_PER_PIXEL } else { 0 };
     let held = width.checked_mul(height).and_then(|p| p.checked_mul(fixed)).unwrap_or(u64::MAX);
-    let smallest = Plan::new(34, 34, (1, 1)).window;
-    let least = held.saturating_add(smallest.0 as u64 * smallest.1 as u64 * per_pixel);
+    let least = held.saturating_add(per_tile(&make(34, 34, (1, 1))));
     let refuse = || -> MadError {
         kit::KitError::OverBudget {
             what: format!("scoring a {width}x{height} pair in tiles {on}"),
@@ -151,7 +191,8 @@ fn plan_within(width: u64, height: u64, fixed: u64, per_pixel: u64, on: &str) ->
     if least > budget || width > usize::MAX as u64 || height > usize::MAX as u64 {
         return Err(refuse());
     }
-    Plan::fitting(width as usize, height as usize, budget - held, per_pixel).ok_or_else(refuse)
+    let (w, h) = (width as usize, height as usize);
+    Plan::fitting(&Grid::new(w, h), |tile| make(w, h, tile), |p| per_tile(p) <= budget - held).ok_or_else(refuse)
 }
 
 /// Refuses a pair that the CPU path cannot score within the budget, whole or in tiles.
@@ -165,29 +206,35 @@ pub fn check_cpu(width: u64, height: u64, maps: bool) -> Result<(), MadError> {
 /// A window of the image around a tile's cells: `size` pixels from `origin` (which may lie
 /// outside the image: pixels wrap around).
 #[derive(Clone, Copy, Debug)]
-struct Window {
-    origin: (isize, isize),
-    size: (usize, usize),
+pub(crate) struct Window {
+    /// The whole image's pixel at the window's first.
+    pub origin: (isize, isize),
+    pub size: (usize, usize),
 }
 
 impl Window {
-    fn around(cells: &Cells, halo: usize, size: (usize, usize)) -> Window {
+    pub(crate) fn around(cells: &Cells, halo: usize, size: (usize, usize)) -> Window {
         let origin = ((STRIDE * cells.x0) as isize - halo as isize, (STRIDE * cells.y0) as isize - halo as isize);
         Window { origin, size }
     }
 
     /// `f` of the image's values over the window, as complex values.
     fn gather(&self, image: &GrayImage, f: impl Fn(f64) -> f64 + Sync) -> Vec<Complex64> {
-        let (w, h) = (image.width as isize, image.height as isize);
         let mut out = vec![Complex64::new(0.0, 0.0); self.size.0 * self.size.1];
+        self.gather_into(image, &mut out, |v| Complex64::new(f(v), 0.0));
+        out
+    }
+
+    /// `f` of the image's values over the window into `out` (row-major, the window's size).
+    pub(crate) fn gather_into<T: Send>(&self, image: &GrayImage, out: &mut [T], f: impl Fn(f64) -> T + Sync) {
+        let (w, h) = (image.width as isize, image.height as isize);
         out.par_chunks_mut(self.size.0).enumerate().for_each(|(j, row)| {
             let y = (self.origin.1 + j as isize).rem_euclid(h) as usize;
             let line = &image.values[y * image.width..(y + 1) * image.width];
             for (i, v) in row.iter_mut().enumerate() {
-                *v = Complex64::new(f(line[(self.origin.0 + i as isize).rem_euclid(w) as usize]), 0.0);
+                *v = f(line[(self.origin.0 + i as isize).rem_euclid(w) as usize]);
             }
         });
-        out
     }
 }
 
@@ -200,7 +247,7 @@ pub struct Sums {
 }
 
 impl Sums {
-    fn add(&mut self, other: Sums) {
+    pub(crate) fn add(&mut self, other: Sums) {
         self.detection += other.detection;
         self.appearance += other.appearance;
     }
@@ -213,19 +260,19 @@ impl Sums {
 }
 
 /// The maps of a tiled run, filled tile by tile.
-struct MapBuilder {
+pub(crate) struct MapBuilder {
     grid: Grid,
-    detection: Vec<f32>,
-    appearance: Vec<f32>,
+    pub detection: Vec<f32>,
+    pub appearance: Vec<f32>,
 }
 
 impl MapBuilder {
-    fn new(grid: Grid) -> MapBuilder {
+    pub(crate) fn new(grid: Grid) -> MapBuilder {
         MapBuilder { grid, detection: vec![0.0; grid.pixels()], appearance: vec![0.0; grid.pixels()] }
     }
 
     /// Writes `values` (row-major over the pixels of `cells`) into `map`.
-    fn put(width: usize, map: &mut [f32], cells: &Cells, values: impl Fn(usize, usize) -> f64) {
+    pub(crate) fn put(width: usize, map: &mut [f32], cells: &Cells, values: impl Fn(usize, usize) -> f64) {
         for y in Cells::pixels(cells.y0, cells.y1) {
             for x in Cells::pixels(cells.x0, cells.x1) {
                 map[y * width + x] = values(x, y) as f32;
@@ -233,7 +280,7 @@ impl MapBuilder {
         }
     }
 
-    fn finish(self, alpha: f64) -> Maps {
+    pub(crate) fn finish(self, alpha: f64) -> Maps {
         let combined = self
             .detection
             .iter()

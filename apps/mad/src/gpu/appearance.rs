@@ -82,9 +82,9 @@ fn group_size(pixels: usize, capacity: usize, bands: usize, target: usize) -> us
     bands.max(1).div_ceil(bands.max(1).div_ceil(most))
 }
 
-/// Statistics tiles per side of a `grid` ([`TILE`] x [`TILE`] blocks each).
-fn tiles(grid: &Grid) -> [u32; 2] {
-    [(grid.blocks_x as u32).div_ceil(TILE), (grid.blocks_y as u32).div_ceil(TILE)]
+/// Statistics tiles per side of the kept blocks of `push` ([`TILE`] x [`TILE`] blocks each).
+fn tiles(push: &Push) -> [u32; 2] {
+    [(push.cells_x1 - push.cells_x0).div_ceil(TILE), (push.cells_y1 - push.cells_y0).div_ceil(TILE)]
 }
 
 /// Partial sums `sum_bands` writes per pair: one per workgroup of [`WORKGROUP`] cells.
@@ -103,10 +103,11 @@ fn target_bytes(height: usize, shared: usize) -> usize {
     }
 }
 
-/// Bytes per pixel of one pair a band stack for `bands` bands of `capacity` pairs of
-/// `pixels` each holds.
-pub(super) fn stack_bytes_per_pixel(pixels: usize, capacity: usize, bands: usize) -> u64 {
-    (2 * COMPLEX_BYTES * group_size(pixels, capacity, bands, BANDS_TARGET_BYTES)) as u64
+/// Bytes per pixel of one pair a band stack of [`BandStack::new`] for `bands` bands of
+/// `capacity` pairs of `width x height` holds on `ctx`'s device.
+pub(super) fn stack_bytes_per_pixel(ctx: &Context, (width, height): (usize, usize), capacity: usize, bands: usize) -> u64 {
+    let target = target_bytes(height, ctx.info().max_shared_memory_bytes as usize);
+    (2 * COMPLEX_BYTES * group_size(width.saturating_mul(height), capacity, bands, target)) as u64
 }
 
 impl BandStack {
@@ -173,7 +174,7 @@ impl Appearance {
     ) -> Result<(), MadError> {
         let grid = Grid::new(base.width as usize, base.height as usize);
         let bins = base.width * base.height;
-        let [tiles_x, tiles_y] = tiles(&grid);
+        let [tiles_x, tiles_y] = tiles(base);
         let sum_groups = partials_per_pair(&grid) as u32;
         let mut start = first;
         while start < end {
@@ -254,14 +255,7 @@ mod tests {
         let one_band = 2 * PAIRS * grid.pixels() * COMPLEX_BYTES;
         let stack = BandStack::with_target(ctx, &grid, PAIRS, RANGE.1 - RANGE.0, GROUP * one_band).unwrap();
         assert_eq!(stack.group, GROUP);
-        let base = Push {
-            width: grid.width as u32,
-            height: grid.height as u32,
-            pairs: PAIRS as u32,
-            blocks_x: grid.blocks_x as u32,
-            blocks_y: grid.blocks_y as u32,
-            ..Push::default()
-        };
+        let base = super::super::Place::whole(&grid).push(&grid, PAIRS);
         Fixture { ctx, grid, spec, upload, stack, base }
     }
 

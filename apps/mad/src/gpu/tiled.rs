@@ -1,0 +1,123 @@
+//! Pairs over the memory budget on the GPU: the tiles of [`crate::tiled`], each scored by
+//! the whole-image pipeline on its wrapped window (one slot of the window's size, reused
+//! tile after tile), placed in the whole image by push constants ([`Place`]): the filters
+//! sample the whole image's spectrum at the window's bins, the neighbour rule, the crop and
+//! the local MSE's mirror follow the whole image, and only the tile's own blocks are kept,
+//! pooled into partial sums the host adds as the CPU tiled path does ([`Sums`]).
+//!
+//! Both stages run in one window (the appearance stage's halo; the CPU's detection stage
+//! needs only [`crate::tiled::DETECTION_HALO`], but a second window would cost a second
+//! slot of the budget), and windows are powers of two a side: with the 1024-pixel halo, an
+//! 8000x8000 pair under `--max-memory 2G` takes 16 windows of 4096x4096.
+
+use rayon::prelude::*;
+
+use super::{GpuMad, Place, Stages, BANDS};
+use crate::constants::STRIDE;
+use crate::grid::{Cells, Grid};
+use crate::input::{check_pair, GrayImage};
+use crate::tiled::{plan_within, MapBuilder, Plan, Sums, Window};
+use crate::{MadError, Maps, Scores};
+
+impl GpuMad {
+    /// Sets the halo of the tiles this GPU plans for pairs over the budget (default
+    /// [`crate::tiled::APPEARANCE_HALO`]; rounded up to a multiple of 4, at least
+    /// [`crate::tiled::MIN_GPU_HALO`]): smaller halos make smaller windows, for tests and
+    /// for measuring how much halo is needed.
+    pub fn set_tile_halo(&mut self, halo: usize) {
+        self.tile_halo = halo;
+    }
+
+    /// How this GPU scores a `width x height` pair within the budget (and the device's
+    /// memory): `None` for the whole image at once, else the largest tiles that fit.
+    pub fn plan(&self, width: u64, height: u64, maps: bool) -> Result<Option<Plan>, MadError> {
+        let fits_device = |size: (usize, usize), device: u64| {
+            (size.0 as u64).saturating_mul(size.1 as u64).saturating_mul(device) <= self.device_memory()
+        };
+        let size = (width.min(usize::MAX as u64) as usize, height.min(usize::MAX as u64) as usize);
+        if self.check_budget(width, height, 1, 1, maps).is_ok() && fits_device(size, self.slot_bytes_per_pixel(size, 1, maps).1)
+        {
+            return Ok(None);
+        }
+        let per_tile = |p: &Plan| {
+            let (host, device) = self.slot_bytes_per_pixel(p.window, 1, maps);
+            let pixels = (p.window.0 as u64) * (p.window.1 as u64);
+            if fits_device(p.window, device) {
+                pixels.saturating_mul(host + device)
+            } else {
+                u64::MAX
+            }
+        };
+        let halo = self.tile_halo;
+        plan_within(width, height, maps, |w, h, tile| Plan::gpu(w, h, tile, halo), per_tile, "on the GPU").map(Some)
+    }
+
+    /// Refuses a pair this GPU cannot score within the budget, whole or in tiles, before
+    /// anything is allocated for it.
+    pub fn check_pair_budget(&self, width: u64, height: u64, maps: bool) -> Result<(), MadError> {
+        self.plan(width, height, maps).map(|_| ())
+    }
+
+    /// Scores one pair in the tiles of `plan` ([`Plan::gpu`]), with its maps when asked for.
+    pub fn score_tiled(
+        &self,
+        reference: &GrayImage,
+        distorted: &GrayImage,
+        plan: &Plan,
+        maps: bool,
+    ) -> Result<(Scores, Option<Maps>), MadError> {
+        check_pair(reference, distorted)?;
+        if !plan.fits_gpu() || plan.grid != Grid::new(reference.width, reference.height) {
+            return Err(MadError::TilePlan(format!(
+                "{plan:?} (one window for both stages, a halo of 16 pixels or more in steps of 4, the pair's size)"
+            )));
+        }
+        let window = Grid::new(plan.window.0, plan.window.1);
+        let mut slot = self.take_slot(window, 1, maps, BANDS, 0)?;
+        let mean = |img: &GrayImage| img.values.par_iter().sum::<f64>() / img.values.len() as f64;
+        let info = [if reference.eight_bit { 1.0 } else { 0.0 }, mean(reference) as f32, mean(distorted) as f32, 0.0];
+        slot.info.mapped_mut()?[0] = info;
+        let mut builder = maps.then(|| MapBuilder::new(plan.grid));
+        let tiles = plan.tiles();
+        let bar = kit::progress::bar(tiles.len() as u64, "tiles");
+        let mut sums = Sums::default();
+        let first = plan.halo / STRIDE;
+        for cells in &tiles {
+            let area = Window::around(cells, plan.halo, plan.window);
+            let gray = slot.gray.mapped_mut()?;
+            let (r, d) = gray[..2 * window.pixels()].split_at_mut(window.pixels());
+            area.gather_into(reference, r, |v| v as f32);
+            area.gather_into(distorted, d, |v| v as f32);
+            let kept = Cells { x0: first, y0: first, x1: first + cells.width(), y1: first + cells.height() };
+            let place =
+                Place { full: plan.grid, origin: (area.origin.0 as i64, area.origin.1 as i64), cells: kept, tiled: true };
+            let mut rec = self.ctx.recorder()?;
+            self.record(&mut rec, &slot, 1, Stages::BOTH, &place)?;
+            rec.submit()?.wait()?;
+            let partials = slot.readback.mapped()?;
+            let appearance_at = slot.crop_rows();
+            let add = |s: &[f32]| s.iter().map(|&v| v as f64).sum::<f64>();
+            sums.add(Sums {
+                detection: add(&partials[..place.detection_rows()]),
+                appearance: add(&partials[appearance_at..appearance_at + super::appearance::partials_per_pair(&window)]),
+            });
+            if let (Some(b), Some((map, cell_values))) = (builder.as_mut(), &slot.map_readback) {
+                let (map, cell_values) = (map.mapped()?, cell_values.mapped()?);
+                // Image pixel (x, y) of the cells is window pixel (x - 4 x0 + halo, ...).
+                let to_window = |p: usize, c0: usize| p - STRIDE * c0 + plan.halo;
+                MapBuilder::put(plan.grid.width, &mut b.detection, cells, |x, y| {
+                    map[to_window(y, cells.y0) * window.width + to_window(x, cells.x0)] as f64
+                });
+                MapBuilder::put(plan.grid.width, &mut b.appearance, cells, |x, y| {
+                    let (bx, by) = (x / STRIDE - cells.x0 + first, y / STRIDE - cells.y0 + first);
+                    cell_values[by * window.blocks_x + bx] as f64
+                });
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+        self.keep_slot(slot);
+        let scores = sums.scores(&plan.grid);
+        Ok((scores, builder.map(|b| b.finish(scores.alpha))))
+    }
+}
