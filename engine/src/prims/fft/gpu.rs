@@ -10,6 +10,7 @@
 //! four-step path through a scratch buffer owned by the plan: 2 dispatches per axis for
 //! powers of two, 3 for Bluestein.
 
+use super::mixed::{self, MixedShape};
 use super::tables::{bluestein_kernel, chirp, fft_size, twiddles};
 use super::Direction;
 use crate::commands::Recorder;
@@ -20,7 +21,7 @@ use crate::pipeline::{ComputePipeline, PipelineDesc};
 use crate::shaders;
 
 /// Bytes of one complex f32 in shared memory.
-const COMPLEX_BYTES: usize = 8;
+pub(super) const COMPLEX_BYTES: usize = 8;
 /// The shape of the in-workgroup FFT kernels: what their specialization constants 0
 /// (workgroup size), 1 (values per invocation) and 3 (lines per workgroup) follow. The
 /// default is the built-in shape; `sweep` (entry `engine.fft`) tries the others, and a caller
@@ -70,24 +71,24 @@ impl FftConfig {
 /// Push constants of `fft_lines.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct LinesPush {
-    n: u32,
-    lines: u32,
-    lines_per_image: u32,
-    image_stride: u32,
-    line_stride: u32,
-    elem_stride: u32,
-    inverse: u32,
-    twiddle_at: u32,
-    chirp_at: u32,
-    kernel_at: u32,
-    scale: f32,
+pub(super) struct LinesPush {
+    pub(super) n: u32,
+    pub(super) lines: u32,
+    pub(super) lines_per_image: u32,
+    pub(super) image_stride: u32,
+    pub(super) line_stride: u32,
+    pub(super) elem_stride: u32,
+    pub(super) inverse: u32,
+    pub(super) twiddle_at: u32,
+    pub(super) chirp_at: u32,
+    pub(super) kernel_at: u32,
+    pub(super) scale: f32,
 }
 
 /// Push constants of `fft_long.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-struct LongPush {
+pub(super) struct LongPush {
     n: u32,
     lines: u32,
     lines_per_image: u32,
@@ -106,28 +107,28 @@ struct LongPush {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Push {
+pub(super) enum Push {
     Lines(LinesPush),
     Long(LongPush),
 }
 
 /// How the lines of one axis are laid out in memory.
-struct Lines {
-    len: usize,
-    count: usize,
-    per_image: usize,
-    image_stride: usize,
-    line_stride: usize,
-    elem_stride: usize,
+pub(super) struct Lines {
+    pub(super) len: usize,
+    pub(super) count: usize,
+    pub(super) per_image: usize,
+    pub(super) image_stride: usize,
+    pub(super) line_stride: usize,
+    pub(super) elem_stride: usize,
     /// Rows (values of a line are neighbours in memory) rather than columns (lines are).
-    rows: bool,
+    pub(super) rows: bool,
 }
 
 /// What a plan's shapes follow: the kernels' shape, and the FFT size above which lines take
 /// the four-step path (lowered by tests to reach it at small sizes).
-struct Limits {
-    config: FftConfig,
-    direct: usize,
+pub(super) struct Limits {
+    pub(super) config: FftConfig,
+    pub(super) direct: usize,
 }
 
 /// The workgroup shape of in-workgroup FFTs of size `m`.
@@ -199,10 +200,10 @@ impl Shape {
 }
 
 /// One dispatch of the plan.
-struct Dispatch {
-    pipeline: ComputePipeline,
-    push: Push,
-    groups: u32,
+pub(super) struct Dispatch {
+    pub(super) pipeline: ComputePipeline,
+    pub(super) push: Push,
+    pub(super) groups: u32,
 }
 
 /// A 2D FFT plan for `batch` complex images of `width x height` on one device: pipelines,
@@ -279,6 +280,10 @@ impl Fft2d {
         let mut dispatches = Vec::new();
         let mut scratch_len = 0;
         for lines in &axes {
+            if let Some(shape) = MixedShape::new(ctx, lines.len, !lines.rows, lines.count, limits) {
+                dispatches.push(mixed::dispatch(ctx, lines, &shape, &mut table)?);
+                continue;
+            }
             let m = fft_size(lines.len);
             match Shape::new(ctx, m, !lines.rows, lines.count, limits) {
                 Some(shape) => dispatches.push(direct(ctx, lines, &shape, &mut table)?),
@@ -320,6 +325,12 @@ impl Fft2d {
     /// a 2D FFT up to 4096x4096, Bluestein or not), else 2 (powers of two) or 3 (Bluestein).
     pub fn passes(&self) -> usize {
         self.dispatches.len()
+    }
+
+    /// The kernel of each dispatch in order (`fft_lines`, `fft_mixed`, `fft_long`), which
+    /// says which path each axis takes.
+    pub fn kernels(&self) -> Vec<&str> {
+        self.dispatches.iter().map(|d| d.pipeline.name()).collect()
     }
 
     /// Records the transform of `data` (`len()` complex values, the batch of images) in place:
@@ -403,7 +414,7 @@ fn check_buffer(ctx: &Context, len: usize, what: &str, batch: usize, width: usiz
 }
 
 /// Appends `values` to the plan's table and returns where they start.
-fn append(table: &mut Vec<[f32; 2]>, values: impl IntoIterator<Item = [f32; 2]>) -> u32 {
+pub(super) fn append(table: &mut Vec<[f32; 2]>, values: impl IntoIterator<Item = [f32; 2]>) -> u32 {
     let at = table.len() as u32;
     table.extend(values);
     at

@@ -16,6 +16,7 @@
 
 mod cpu;
 mod gpu;
+mod mixed;
 mod tables;
 #[cfg(test)]
 mod tests;

@@ -66,14 +66,48 @@ fn power_of_two_sizes_match_rustfft() {
 
 #[test]
 fn bluestein_sizes_match_rustfft() {
-    // (21, 150): columns on a 512-point FFT, whose exchange splits real and imaginary parts
+    // (21, 151): columns on a 512-point FFT, whose exchange splits real and imaginary parts
     // where 16 columns of complex values overflow shared memory (lavapipe's 32 KiB, NVIDIA's
     // 48 KiB), with a last workgroup only partly filled.
-    for (i, (w, h, b)) in [(31, 17, 3), (1000, 3, 1), (333, 517, 1), (3, 1, 2), (1, 5, 1), (2047, 2, 1), (21, 150, 1)]
+    for (i, (w, h, b)) in [(31, 17, 3), (1001, 7, 1), (333, 517, 1), (7, 1, 2), (1, 11, 1), (2047, 2, 1), (21, 151, 1)]
         .into_iter()
         .enumerate()
     {
-        check(w, h, b, 100 + i as u64);
+        let plan = Fft2d::new(testing::context(), w, h, b).unwrap();
+        assert!(!plan.kernels().contains(&"fft_mixed"), "{w}x{h}: {:?}", plan.kernels());
+        check_plan(&plan, 100 + i as u64);
+    }
+    testing::assert_no_validation_messages();
+}
+
+/// Lengths `2^a 3^b 5^c` on the mixed-radix kernel (rows and columns, ragged last
+/// workgroups, one pass per axis), beside power-of-two and Bluestein axes. The bound is
+/// [`BOUND`] as for the others: f32 rounding grows with log2 of the size (~1e-7 x 21 at
+/// 1920x1080), far under it.
+#[test]
+fn mixed_radix_sizes_match_rustfft() {
+    for (i, (w, h, b)) in [
+        (1920, 1080, 1),
+        (7, 5, 2),
+        (45, 81, 1),
+        (1000, 3, 1),
+        (97, 60, 1),
+        (360, 270, 1),
+        (768, 6, 1),
+        (3, 1, 2),
+        (1, 10, 3),
+        (12, 2, 1),
+        (2, 125, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let plan = Fft2d::new(testing::context(), w, h, b).unwrap();
+        let mixed = plan.kernels().iter().filter(|&&k| k == "fft_mixed").count();
+        let want = [w, h].iter().filter(|&&n| mixed::radices(n).is_some()).count();
+        assert_eq!(mixed, want, "{w}x{h}: {:?}", plan.kernels());
+        assert!(plan.passes() <= 2, "{w}x{h}: {} passes", plan.passes());
+        check_plan(&plan, 500 + i as u64);
     }
     testing::assert_no_validation_messages();
 }
@@ -182,8 +216,8 @@ fn every_kernel_shape_matches_rustfft() {
         .chain(FFT_ROW_INVOCATIONS.iter().map(|&row_invocations| FftConfig { row_invocations, ..d }));
     for (i, config) in configs.enumerate() {
         // Short rows (many per workgroup), columns that fill a group and a ragged last one,
-        // and a Bluestein size.
-        for (w, h, b) in [(16, 64, 2), (64, 40, 1), (24, 8, 1)] {
+        // a Bluestein size, and mixed-radix sizes (rows and columns).
+        for (w, h, b) in [(16, 64, 2), (64, 40, 1), (26, 8, 1), (60, 45, 2), (16, 100, 1)] {
             check_plan(&Fft2d::with_config(ctx, w, h, b, config).unwrap(), 40 + i as u64);
         }
     }
