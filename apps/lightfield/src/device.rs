@@ -13,7 +13,7 @@ use engine::{Buffer, Location};
 use crate::bitstream;
 use crate::encoder::patch_step;
 use crate::error::{LfError, Result};
-use crate::gpu::{GpuCodec, ViewsPush};
+use crate::gpu::{GpuCodec, Layout, ViewsPush};
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
 
 /// A decoded light field in device memory, in the layout the renderer reads.
@@ -43,28 +43,6 @@ pub struct DeviceDecodeTimes {
     pub sections: usize,
     /// Bytes uploaded (the sections' staging words).
     pub upload_bytes: u64,
-}
-
-/// Words of one section's staging buffer, each input starting at a storage-buffer
-/// offset alignment: membership, offsets, locations, levels, steps.
-#[derive(Clone, Copy)]
-struct Layout {
-    parts: [(usize, usize); 5],
-    words: usize,
-}
-
-impl Layout {
-    fn new(patches: usize, coefficients: usize, align: usize) -> Layout {
-        let lens = [patches, patches + 1, coefficients, coefficients, patches];
-        let mut parts = [(0, 0); 5];
-        let mut at = 0;
-        for (part, len) in parts.iter_mut().zip(lens) {
-            *part = (at, len);
-            // At least one word each, so that an empty part still binds inside the buffer.
-            at += len.max(1).div_ceil(align) * align;
-        }
-        Layout { parts, words: at }
-    }
 }
 
 /// Decodes `.lfc` bytes into device memory with `codec` (built for the file's ensemble).

@@ -1,12 +1,14 @@
 //! The GPU encoder and decoder (Vulkan, `shaders/lightfield/`): pipelines specialised to an
 //! ensemble's patch shape, the ensemble resident on the device, and patches streamed through
-//! in chunks of thousands (one submission each, two chunks in flight: the CPU gathers the
-//! next chunk into host-visible staging while the GPU encodes the current one).
+//! in chunks of thousands on the engine's ring ([`engine::stream::Stream`], two chunks in
+//! flight): the CPU gathers chunk i+1 into host-visible staging and the transfer queue
+//! uploads it while the GPU encodes chunk i.
 
 use std::ops::Range;
 use std::time::Instant;
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::stream::{upload, Done, Stream};
+use engine::{Buffer, ComputePipeline, Context, Location, PassTime, PipelineDesc, Submission};
 
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::encoder::{Codes, Limit, Params};
@@ -22,6 +24,8 @@ const WORKGROUP_RANGE: (u32, u32) = (256, 512);
 /// slot, small enough for a device's host-visible device-local (BAR) heap, and still
 /// thousands of workgroups per submission.
 const MAX_CHUNK: usize = 4096;
+/// Chunks in flight: one on the GPU while the host prepares the next.
+const DEPTH: usize = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -54,7 +58,8 @@ pub(crate) struct ViewsPush {
 pub struct GpuTime {
     /// The encode or decode kernel alone.
     pub kernel_ms: f64,
-    /// Kernel plus the uploads and downloads around it.
+    /// Kernel plus the downloads after it (the uploads run on the transfer queue beside
+    /// earlier chunks' kernels, untimed).
     pub total_ms: f64,
     /// Host wall time gathering patches into staging (encode) or scattering decoded ones.
     pub host_prepare_ms: f64,
@@ -239,52 +244,101 @@ impl GpuCodec {
         let plen = self.ensemble.shape.len();
         params.check(plen)?;
         let chunk = self.chunk_len(plen.max(params.sparsity)).min(n.max(1));
-        let mut slots = [self.slot(chunk, params.sparsity)?, self.slot(chunk, params.sparsity)?];
+        let ranges = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n));
         let mut time = GpuTime::default();
-        let mut pending: Option<(usize, Range<usize>, engine::Submission)> = None;
-        let ranges: Vec<Range<usize>> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
-        for (i, range) in ranges.into_iter().enumerate() {
-            let slot = &mut slots[i % 2];
-            let len = range.len();
-            {
+        let mut prepare_ms = 0.0;
+        time.host_wait_ms = GpuCodec::ring(
+            ranges,
+            || self.slot(chunk, params.sparsity),
+            |slot, range| {
+                let len = range.len();
                 let t0 = Instant::now();
                 let (patches, limits) = (&mut slot.staging_patches, &mut slot.staging_limits);
-                prepare(range.clone(), &mut patches.mapped_mut()?[..len * plen], &mut limits.mapped_mut()?[..len]);
-                time.host_prepare_ms += ms_since(t0);
-            }
-            let mut rec = self.ctx.recorder()?;
-            rec.enable_profiling(4)?;
-            rec.copy_region(&slot.staging_patches, 0, &slot.patches, 0, len * plen);
-            rec.copy_region(&slot.staging_limits, 0, &slot.limits, 0, len);
-            rec.barrier();
-            rec.mark("upload");
-            let push =
-                EncodePush { n_patches: len as u32, n_dicts: self.ensemble.k as u32, sparsity: params.sparsity as u32 };
-            let bindings = [
-                slot.patches.binding(),
-                self.dicts.binding(),
-                slot.limits.binding(),
-                slot.info.binding(),
-                slot.locations.binding(),
-                slot.levels.binding(),
-            ];
-            rec.dispatch_linear(&self.encode, &bindings, &push, len as u32);
-            rec.barrier();
-            rec.mark("encode");
-            rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);
-            rec.copy_region(&slot.locations, 0, &slot.read_locations, 0, len * params.sparsity);
-            rec.copy_region(&slot.levels, 0, &slot.read_levels, 0, len * params.sparsity);
-            rec.mark("download");
-            let submission = rec.submit()?;
-            if let Some((s, r, sub)) = pending.take() {
-                deliver(collect(&slots[s], r, sub, params.sparsity, &mut time)?);
-            }
-            pending = Some((i % 2, range, submission));
-        }
-        if let Some((s, r, sub)) = pending.take() {
-            deliver(collect(&slots[s], r, sub, params.sparsity, &mut time)?);
-        }
+                prepare(range, &mut patches.mapped_mut()?[..len * plen], &mut limits.mapped_mut()?[..len]);
+                prepare_ms += ms_since(t0);
+                let uploads = [
+                    upload(&self.ctx, &slot.staging_patches, &slot.patches, len * plen)?,
+                    upload(&self.ctx, &slot.staging_limits, &slot.limits, len)?,
+                ];
+                let mut rec = self.ctx.recorder()?;
+                rec.enable_profiling(3)?;
+                uploads.iter().for_each(|u| rec.wait_for(u));
+                let push = EncodePush {
+                    n_patches: len as u32,
+                    n_dicts: self.ensemble.k as u32,
+                    sparsity: params.sparsity as u32,
+                };
+                let bindings = [
+                    slot.patches.binding(),
+                    self.dicts.binding(),
+                    slot.limits.binding(),
+                    slot.info.binding(),
+                    slot.locations.binding(),
+                    slot.levels.binding(),
+                ];
+                rec.dispatch_linear(&self.encode, &bindings, &push, len as u32);
+                rec.barrier();
+                rec.mark("encode");
+                rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);
+                rec.copy_region(&slot.locations, 0, &slot.read_locations, 0, len * params.sparsity);
+                rec.copy_region(&slot.levels, 0, &slot.read_levels, 0, len * params.sparsity);
+                rec.mark("download");
+                Ok(uploads.into_iter().chain([rec.submit()?]).collect())
+            },
+            |slot, range, passes| {
+                add_times(&mut time, passes, "encode");
+                deliver(collect(slot, range, params.sparsity, &mut time)?);
+                Ok(())
+            },
+        )?;
+        time.host_prepare_ms = prepare_ms;
         Ok(time)
+    }
+
+    /// Streams chunks `ranges` through the engine's ring: each chunk takes a spare slot,
+    /// a new one (`make`) while fewer than [`DEPTH`] exist, or else the oldest chunk's once
+    /// `finish` has read it back; `submit` fills the slot and returns its submissions
+    /// (uploads, then the compute that waits for them). So the host prepares chunk i+1
+    /// while chunk i is on the GPU, and `finish` sees the chunks in order. Returns the
+    /// host ms blocked on the GPU.
+    fn ring<S>(
+        ranges: impl Iterator<Item = Range<usize>>,
+        mut make: impl FnMut() -> Result<S>,
+        mut submit: impl FnMut(&mut S, Range<usize>) -> Result<Vec<Submission>>,
+        mut finish: impl FnMut(&S, Range<usize>, &[PassTime]) -> Result<()>,
+    ) -> Result<f64> {
+        let mut stream: Stream<S, Range<usize>> = Stream::new(DEPTH);
+        let mut spare: Vec<S> = Vec::with_capacity(DEPTH);
+        let (mut made, mut wait_ms) = (0, 0.0);
+        let mut finished = |done: Done<S, Range<usize>>| -> Result<S> {
+            finish(&done.slot, done.tag, &done.passes)?;
+            Ok(done.slot)
+        };
+        let mut oldest = |stream: &mut Stream<S, Range<usize>>| -> Result<Option<Done<S, Range<usize>>>> {
+            let t0 = Instant::now();
+            let done = stream.wait()?;
+            wait_ms += ms_since(t0);
+            Ok(done)
+        };
+        for range in ranges {
+            let mut slot = match spare.pop() {
+                Some(slot) => slot,
+                None if made < DEPTH => {
+                    made += 1;
+                    make()?
+                }
+                None => finished(oldest(&mut stream)?.expect("DEPTH chunks in flight"))?,
+            };
+            let work = submit(&mut slot, range.clone())?;
+            // Never waits: a slot was free, so fewer than DEPTH chunks are in flight.
+            if let Some(done) = stream.push(slot, range, work)? {
+                spare.push(finished(done)?);
+            }
+        }
+        while let Some(done) = oldest(&mut stream)? {
+            finished(done)?;
+        }
+        Ok(wait_ms)
     }
 
     /// Encodes patch-major `patches` with one limit each.
@@ -308,12 +362,10 @@ impl GpuCodec {
     }
 
     /// Decodes patches `patches` of `codes` only (random access; `steps[p]` is patch p's
-    /// quantisation step, indexed over all patches), calling `consume(range, samples)`
-    /// chunk by chunk.
-    ///
-    /// Two chunks are in flight: each chunk's inputs are written into its slot's one
-    /// staging buffer and go up, through the kernel and back in one submission, and the
-    /// host consumes chunk i while the GPU decodes chunk i + 1. The slots are allocated once.
+    /// quantisation step, indexed like `codes`), calling `consume(range, samples)` chunk by
+    /// chunk, in order. Chunks go through the ring ([`GpuCodec::ring`]): each chunk's
+    /// inputs are written into its slot's staging buffer as the kernel reads them, go up
+    /// on the transfer queue in one copy, then through the kernel and back.
     pub fn decode_range(
         &self,
         codes: &Codes,
@@ -326,127 +378,110 @@ impl GpuCodec {
         let chunk = self.chunk_len(plen).min(patches.len().max(1));
         let ranges: Vec<Range<usize>> = (patches.start..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
         let most = ranges.iter().map(|r| codes.offsets[r.end] - codes.offsets[r.start]).max().unwrap_or(0);
-        let mut slots = [self.decode_slot(chunk, most)?, self.decode_slot(chunk, most)?];
+        let align = (self.ctx.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let words = Layout::new(chunk, most, align).words;
         let mut time = GpuTime::default();
-        let mut pending: Option<(usize, Range<usize>, engine::Submission)> = None;
-        for (i, range) in ranges.into_iter().enumerate() {
-            let slot = &mut slots[i % 2];
-            let t0 = Instant::now();
-            let sections = slot.stage(codes, steps, range.clone())?;
-            time.host_stage_ms += ms_since(t0);
-            let mut rec = self.ctx.recorder()?;
-            rec.enable_profiling(4)?;
-            for (dst, (start, len)) in slot.inputs.iter().zip(sections) {
-                rec.copy_region(&slot.staging, start, dst, 0, len);
-            }
-            rec.barrier();
-            rec.mark("upload");
-            let [membership, offsets, locations, levels, chunk_steps] = &slot.inputs;
-            let bindings = [
-                self.dicts.binding(),
-                membership.binding(),
-                offsets.binding(),
-                locations.binding(),
-                levels.binding(),
-                chunk_steps.binding(),
-                slot.out.binding(),
-            ];
-            let push = DecodePush { n_patches: range.len() as u32 };
-            rec.dispatch_linear(&self.decode, &bindings, &push, range.len() as u32);
-            rec.barrier();
-            rec.mark("decode");
-            rec.copy_region(&slot.out, 0, &slot.read, 0, range.len() * plen);
-            rec.mark("download");
-            let submission = rec.submit()?;
-            if let Some((s, r, sub)) = pending.take() {
-                finish_decode(&slots[s], r, sub, plen, &mut time, &mut consume)?;
-            }
-            pending = Some((i % 2, range, submission));
-        }
-        if let Some((s, r, sub)) = pending.take() {
-            finish_decode(&slots[s], r, sub, plen, &mut time, &mut consume)?;
-        }
+        let (mut stage_ms, mut scatter_ms) = (0.0, 0.0);
+        time.host_wait_ms = GpuCodec::ring(
+            ranges.into_iter(),
+            || self.decode_slot(chunk, words),
+            |slot, range| {
+                let t0 = Instant::now();
+                let c = codes.offsets[range.end] - codes.offsets[range.start];
+                let layout = Layout::new(range.len(), c, align);
+                stage(&mut slot.staging.mapped_mut()?[..layout.words], layout, codes, steps, range.clone());
+                stage_ms += ms_since(t0);
+                let copy = upload(&self.ctx, &slot.staging, &slot.inputs, layout.words)?;
+                let mut rec = self.ctx.recorder()?;
+                rec.enable_profiling(3)?;
+                rec.wait_for(&copy);
+                let part = |i| layout.part(&slot.inputs, 0, i);
+                let bindings = [self.dicts.binding(), part(0), part(1), part(2), part(3), part(4), slot.out.binding()];
+                let push = DecodePush { n_patches: range.len() as u32 };
+                rec.dispatch_linear(&self.decode, &bindings, &push, range.len() as u32);
+                rec.barrier();
+                rec.mark("decode");
+                rec.copy_region(&slot.out, 0, &slot.read, 0, range.len() * plen);
+                rec.mark("download");
+                Ok(vec![copy, rec.submit()?])
+            },
+            |slot, range, passes| {
+                add_times(&mut time, passes, "decode");
+                let t0 = Instant::now();
+                let len = range.len() * plen;
+                consume(range, &slot.read.mapped()?[..len]);
+                scatter_ms += ms_since(t0);
+                Ok(())
+            },
+        )?;
+        time.host_stage_ms = stage_ms;
+        time.host_prepare_ms = scatter_ms;
         Ok(time)
     }
 
-    /// Buffers for a decode chunk of up to `n` patches and `coefficients` coefficients.
-    fn decode_slot(&self, n: usize, coefficients: usize) -> Result<DecodeSlot> {
+    /// Buffers for a decode chunk of up to `n` patches whose inputs take `words`.
+    fn decode_slot(&self, n: usize, words: usize) -> Result<DecodeSlot> {
         let ctx = &self.ctx;
         let plen = self.ensemble.shape.len();
-        // Zero-length buffers are not allowed; a chunk may hold no coefficient at all.
-        let coefficients = coefficients.max(1);
-        let lens = [n, n + 1, coefficients, coefficients, n];
-        let names = ["membership", "coefficient offsets", "coefficient locations", "coefficient levels", "steps"];
-        let mut inputs = Vec::with_capacity(lens.len());
-        for (len, name) in lens.iter().zip(names) {
-            inputs.push(ctx.buffer::<u32>(*len, Location::Device, name)?);
-        }
         Ok(DecodeSlot {
-            staging: ctx.buffer(lens.iter().sum(), Location::Upload, "decode staging")?,
-            inputs: inputs.try_into().unwrap_or_else(|_| unreachable!("five inputs")),
+            staging: ctx.buffer(words, Location::Upload, "decode staging")?,
+            inputs: ctx.buffer(words, Location::Device, "decode inputs")?,
             out: ctx.buffer(n * plen, Location::Device, "decoded patches")?,
             read: ctx.buffer(n * plen, Location::Download, "decoded readback")?,
         })
     }
 }
 
-/// One decode chunk's buffers (two of these alternate). The kernel's inputs (membership,
-/// offsets, locations, levels, steps) are 32-bit words, staged back to back in `staging`.
+/// One decode chunk's buffers: the kernel's inputs (32-bit words laid out by [`Layout`])
+/// staged, then on the device; the decoded patches, then read back.
 struct DecodeSlot {
     staging: Buffer<u32>,
-    inputs: [Buffer<u32>; 5],
+    inputs: Buffer<u32>,
     out: Buffer<f32>,
     read: Buffer<f32>,
 }
 
-impl DecodeSlot {
-    /// Writes patches `range`'s inputs into the staging buffer; returns each input's
-    /// (start, length) there.
-    fn stage(&mut self, codes: &Codes, steps: &[f32], range: Range<usize>) -> Result<[(usize, usize); 5]> {
-        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
-        let lens = [range.len(), range.len() + 1, c1 - c0, c1 - c0, range.len()];
-        let mut sections = [(0, 0); 5];
+/// Writes patches `range`'s decode inputs into `words` (laid out by `layout`).
+fn stage(words: &mut [u32], layout: Layout, codes: &Codes, steps: &[f32], range: Range<usize>) {
+    let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
+    let [membership, offsets, locations, levels, chunk_steps] = layout.parts.map(|(start, len)| start..start + len);
+    words[membership].copy_from_slice(&codes.membership[range.clone()]);
+    for (o, &c) in words[offsets].iter_mut().zip(&codes.offsets[range.start..=range.end]) {
+        *o = (c - c0) as u32;
+    }
+    words[locations].copy_from_slice(&codes.locations[c0..c1]);
+    words[levels].copy_from_slice(bytemuck::cast_slice(&codes.levels[c0..c1]));
+    words[chunk_steps].copy_from_slice(bytemuck::cast_slice(&steps[range]));
+}
+
+/// Words of one chunk's or section's decode inputs, each starting at a storage-buffer
+/// offset alignment: membership, offsets, locations, levels, steps.
+#[derive(Clone, Copy)]
+pub(crate) struct Layout {
+    pub parts: [(usize, usize); 5],
+    pub words: usize,
+}
+
+impl Layout {
+    pub fn new(patches: usize, coefficients: usize, align: usize) -> Layout {
+        let lens = [patches, patches + 1, coefficients, coefficients, patches];
+        let mut parts = [(0, 0); 5];
         let mut at = 0;
-        for (s, len) in sections.iter_mut().zip(lens) {
-            *s = (at, len);
-            at += len;
+        for (part, len) in parts.iter_mut().zip(lens) {
+            *part = (at, len);
+            // At least one word each, so that an empty part still binds inside the buffer.
+            at += len.max(1).div_ceil(align) * align;
         }
-        let words = &mut self.staging.mapped_mut()?[..at];
-        let (membership, rest) = words.split_at_mut(lens[0]);
-        let (offsets, rest) = rest.split_at_mut(lens[1]);
-        let (locations, rest) = rest.split_at_mut(lens[2]);
-        let (levels, chunk_steps) = rest.split_at_mut(lens[3]);
-        membership.copy_from_slice(&codes.membership[range.clone()]);
-        for (o, &c) in offsets.iter_mut().zip(&codes.offsets[range.start..=range.end]) {
-            *o = (c - c0) as u32;
-        }
-        locations.copy_from_slice(&codes.locations[c0..c1]);
-        levels.copy_from_slice(bytemuck::cast_slice(&codes.levels[c0..c1]));
-        chunk_steps.copy_from_slice(bytemuck::cast_slice(&steps[range]));
-        Ok(sections)
+        Layout { parts, words: at }
+    }
+
+    /// The input `i` (0..5) of a buffer laid out by `self` from word `base`.
+    pub fn part(&self, buffer: &Buffer<u32>, base: usize, i: usize) -> engine::BufferBinding {
+        buffer.slice(base + self.parts[i].0, self.parts[i].1.max(1))
     }
 }
 
-/// Waits for one decode chunk and hands its samples to `consume`.
-fn finish_decode(
-    slot: &DecodeSlot,
-    range: Range<usize>,
-    submission: engine::Submission,
-    plen: usize,
-    time: &mut GpuTime,
-    consume: &mut impl FnMut(Range<usize>, &[f32]),
-) -> Result<()> {
-    let t0 = Instant::now();
-    add_times(time, &submission.wait_profiled()?, "decode");
-    time.host_wait_ms += ms_since(t0);
-    let t0 = Instant::now();
-    let len = range.len() * plen;
-    consume(range, &slot.read.mapped()?[..len]);
-    time.host_prepare_ms += ms_since(t0);
-    Ok(())
-}
-
-fn add_times(time: &mut GpuTime, passes: &[engine::PassTime], kernel: &str) {
+fn add_times(time: &mut GpuTime, passes: &[PassTime], kernel: &str) {
     for p in passes {
         time.total_ms += p.ms;
         if p.name == kernel {
@@ -455,17 +490,8 @@ fn add_times(time: &mut GpuTime, passes: &[engine::PassTime], kernel: &str) {
     }
 }
 
-/// Waits for one chunk and returns its codes.
-fn collect(
-    slot: &Slot,
-    range: Range<usize>,
-    submission: engine::Submission,
-    sparsity: usize,
-    time: &mut GpuTime,
-) -> Result<Codes> {
-    let t0 = Instant::now();
-    add_times(time, &submission.wait_profiled()?, "encode");
-    time.host_wait_ms += ms_since(t0);
+/// One finished chunk's codes.
+fn collect(slot: &Slot, range: Range<usize>, sparsity: usize, time: &mut GpuTime) -> Result<Codes> {
     let t0 = Instant::now();
     let info = slot.read_info.mapped()?;
     let locations = slot.read_locations.mapped()?;
