@@ -1,16 +1,36 @@
-//! The refinement's gradient on the GPU: per view, the renderer's forward pass (exact tile
-//! culling, robust mode) writes each pixel's colour and log-sum-exp, then `refine_grad`
-//! (one workgroup per kernel, over the pixels of its culling box) writes the gradient of
-//! the squared error with respect to the kernel's prepared parameters. The host reads back
-//! the gradient (K x 16 floats for images) and the rendered pixels for the error.
+//! The refinement loop on the GPU. The optimised parameters, Adam's moments and the best
+//! parameters so far live on the device; per step (all recorded, [`STEPS_PER_SUBMIT`] steps
+//! per command buffer):
+//! - `refine_expand`: the raw records of the parameters (and ln pi's floor, from the
+//!   maximum the previous step gathered); the renderer prepares them as for a loaded model;
+//! - per view: the renderer's culling records, tile binning and blend (exact culling, robust
+//!   mode) writing each pixel's colour and log-sum-exp, `refine_loss` (partial sums of the
+//!   squared error) and `refine_grad` (one workgroup per kernel over its culling box: the
+//!   natural gradient);
+//! - `refine_loss` again: the step's loss and the best so far;
+//! - `refine_adam`: keeps the parameters if they are the best so far, then the Adam step with
+//!   the chain to the optimised parameters and the clamps.
+//!
+//! The host reads back the losses and the tile lists' size once per submission (and grows
+//! the lists for the next one where they overflowed: such tiles blend every kernel, which is
+//! correct, only slower), and the best parameters once at the end. The culling's colour
+//! bound is the widest the clamps allow, so it holds for every step's model.
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
-use super::{Layout, Params};
+use super::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
-use crate::model::Model;
 use crate::shaders;
+
+/// Steps recorded per command buffer: enough that a round trip per submission is noise
+/// (tens of microseconds against a few milliseconds of work), few enough that the progress
+/// bar moves.
+pub const STEPS_PER_SUBMIT: usize = 16;
+/// Pixels per workgroup of refine_loss.
+const LOSS_GROUP: usize = 256;
+/// Kernels per workgroup of refine_expand and refine_adam.
+const KERNEL_GROUP: usize = 64;
 
 /// Floats per kernel of the GPU's gradient record (the natural layout, padded).
 fn grad_stride(p: usize) -> usize {
@@ -21,94 +41,281 @@ fn grad_stride(p: usize) -> usize {
     }
 }
 
-/// The GPU's forward and backward passes for one grid, reused across steps.
-pub struct GpuGrad {
+/// Push constants of refine_expand, refine_loss and refine_adam (shaders/smoe/refine.glsl).
+#[repr(C)]
+#[derive(Clone, Copy, Default, bytemuck::Pod, bytemuck::Zeroable)]
+struct Push {
+    kernels: u32,
+    step: u32,
+    update: u32,
+    floor_prior: u32,
+    extent: [f32; 4],
+    lr: f32,
+    c1: f32,
+    c2: f32,
+    min_log_diag: f32,
+    width: u32,
+    height: u32,
+    view: u32,
+    count: u32,
+    phase: u32,
+}
+
+struct Pipes {
+    expand: ComputePipeline,
+    loss: ComputePipeline,
+    grad: ComputePipeline,
+    adam: ComputePipeline,
+}
+
+/// The device state of one refinement.
+pub struct GpuRefine {
     ctx: Context,
     renderer: Renderer,
     frame: Frame,
-    pipe: ComputePipeline,
+    pipes: Pipes,
+    kernels: usize,
+    /// (u, v) of every view, in the order of the grid's views.
+    views: Vec<[f32; 2]>,
     target: Buffer<f32>,
+    v: Buffer<f32>,
+    m1: Buffer<f32>,
+    m2: Buffer<f32>,
+    keep: Buffer<f32>,
+    resid: Buffer<f32>,
     grad: Buffer<f32>,
-    layout: Layout,
+    /// Per step: the largest ln pi (float keys; slot 0 from the host).
+    thmax: Buffer<u32>,
+    /// Per step: the loss.
+    track: Buffer<f32>,
+    /// best[s]: the smallest loss of steps before s (best[0] = infinity).
+    best: Buffer<f32>,
+    partials: Buffer<f32>,
+    base: Push,
 }
 
-impl GpuGrad {
-    /// Sets up the passes for models shaped like `model` fitted to `grid`.
-    pub fn new(ctx: &Context, model: &Model, grid: &Grid) -> engine::Result<GpuGrad> {
-        let p = model.coord_dims;
-        let mut renderer = Renderer::new(ctx, model, Mode::Robust)?;
+impl GpuRefine {
+    /// Uploads `params` fitted to `grid` for up to `steps` steps (and the final evaluation).
+    pub fn new(ctx: &Context, params: &Params, grid: &Grid, steps: usize) -> anyhow::Result<GpuRefine> {
+        let (p, kernels) = (params.layout.p, params.len());
+        let mut renderer = Renderer::new(ctx, &params.to_model()?, Mode::Robust)?;
+        // Adam keeps every mu_Y within [-MAX_COLOUR, MAX_COLOUR]: the widest colour span.
+        renderer.set_span((2.0 * MAX_COLOUR + 1.0) as f32);
         let settings = RenderSettings {
             format: OutFormat::RgbLseF32,
             ..RenderSettings::new(grid.width() as u32, grid.height() as u32)
         };
         let frame = renderer.frame(settings, 0)?;
-        let pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "refine_grad",
-            spirv: shaders::REFINE_GRAD,
-            bindings: 6,
-            push_bytes: std::mem::size_of::<crate::gpu::Push>() as u32,
-            spec: &[64, p as u32, 1],
-        })?;
-        Ok(GpuGrad {
+        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize, spec: &[u32]| {
+            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: push_bytes as u32, spec })
+        };
+        let own = std::mem::size_of::<Push>();
+        let pipes = Pipes {
+            expand: pipe("refine_expand", shaders::REFINE_EXPAND, 4, own, &[0, p as u32])?,
+            loss: pipe("refine_loss", shaders::REFINE_LOSS, 5, own, &[0, p as u32])?,
+            grad: pipe(
+                "refine_grad",
+                shaders::REFINE_GRAD,
+                6,
+                std::mem::size_of::<crate::gpu::Push>(),
+                &[64, p as u32, 1],
+            )?,
+            adam: pipe("refine_adam", shaders::REFINE_ADAM, 8, own, &[0, p as u32])?,
+        };
+        let model = &params.template;
+        let (nu, nv) = if p == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
+        let views: Vec<[f32; 2]> = (0..nv)
+            .flat_map(|b| (0..nu).map(move |a| [a as f64, b as f64]))
+            .map(|ab| crate::reference::view_coords(model, ab).map(|c| c as f32))
+            .collect();
+        let f32s = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+        let n = params.v.len();
+        let pixels = grid.width() * grid.height();
+        let loss_groups = pixels.div_ceil(LOSS_GROUP);
+        let mut extent = [1.0f32; 4];
+        extent.iter_mut().zip(&params.extent).for_each(|(e, &x)| *e = x as f32);
+        let mut thmax = vec![0u32; steps + 2];
+        thmax[0] = float_key(params.max_theta() as f32);
+        let mut best = vec![0.0f32; steps + 2];
+        best[0] = f32::INFINITY;
+        let zeros = |len: usize, what: &str| -> engine::Result<Buffer<f32>> {
+            let b = ctx.buffer(len, Location::Device, what)?;
+            ctx.run(|rec| {
+                rec.fill(&b, 0);
+                Ok(())
+            })?;
+            Ok(b)
+        };
+        Ok(GpuRefine {
             ctx: ctx.clone(),
+            pipes,
+            kernels,
+            target: ctx.upload(&grid.rgb, "smoe refine target")?,
+            v: ctx.upload(&f32s(&params.v), "smoe refine parameters")?,
+            m1: zeros(n, "smoe refine first moments")?,
+            m2: zeros(n, "smoe refine second moments")?,
+            keep: zeros(n, "smoe refine best parameters")?,
+            resid: ctx.upload(&f32s(&params.resid), "smoe refine colour covariances")?,
+            grad: zeros(kernels * grad_stride(p), "smoe refine gradient")?,
+            thmax: ctx.upload(&thmax, "smoe refine prior maxima")?,
+            track: zeros(steps + 1, "smoe refine losses")?,
+            best: ctx.upload(&best, "smoe refine best losses")?,
+            partials: zeros(loss_groups * views.len(), "smoe refine partial losses")?,
+            base: Push {
+                kernels: kernels as u32,
+                extent,
+                min_log_diag: params.min_log_diag() as f32,
+                width: grid.width() as u32,
+                height: grid.height() as u32,
+                count: loss_groups as u32,
+                ..Push::default()
+            },
             renderer,
             frame,
-            pipe,
-            target: ctx.upload(&grid.rgb, "smoe refine target")?,
-            grad: ctx.buffer(model.len() * grad_stride(p), Location::Device, "smoe refine gradient")?,
-            layout: Layout { p },
+            views,
         })
     }
 
-    /// The squared error of `model` over every view of `grid` (clamped to [0, 1]) and its
-    /// gradient with respect to the natural parameters (see [`Layout`]).
-    pub fn eval_model(&mut self, model: &Model, grid: &Grid) -> engine::Result<(f64, Vec<f64>)> {
-        self.renderer.update(model)?;
-        let (nu, nv) = if self.layout.p == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
-        let mut sse = 0.0;
-        for b in 0..nv {
-            for a in 0..nu {
-                let view = b * nu + a;
-                let uv = crate::reference::view_coords(model, [a as f64, b as f64]);
-                self.frame.settings.uv = [uv[0] as f32, uv[1] as f32];
-                let mut rec = self.ctx.recorder()?;
-                self.renderer.record(&mut rec, &self.frame);
-                rec.barrier();
-                let mut push = self.renderer.push(&self.frame);
-                push.phase = view as u32;
-                let bindings = [
-                    self.renderer.prepared().binding(),
-                    self.frame.cull.binding(),
-                    self.frame.params.binding(),
-                    self.frame.out.binding(),
-                    self.target.binding(),
-                    self.grad.binding(),
-                ];
-                rec.dispatch_linear(&self.pipe, &bindings, &push, model.len() as u32);
-                rec.submit()?.wait()?;
-                // A list that overflowed rendered its tile with every kernel (correct, slower):
-                // grow the lists for the next pass.
-                let entries = self.renderer.list_entries(&self.frame)?;
-                self.renderer.fit_capacity(&mut self.frame, entries)?;
-                let state: Vec<f32> = bytemuck::cast_slice(&self.ctx.download(&self.frame.out)?).to_vec();
-                let want = grid.view(a, b);
-                for (px, t) in state.chunks_exact(4).zip(want.chunks_exact(3)) {
-                    for ch in 0..3 {
-                        let e = px[ch].clamp(0.0, 1.0) as f64 - t[ch] as f64;
-                        sse += e * e;
-                    }
+    /// Runs `options.steps` steps and the final evaluation; returns the best parameters (a
+    /// copy of `start` with them) and every step's squared error.
+    pub fn run(
+        &mut self,
+        start: &Params,
+        options: RefineOptions,
+        grid: &Grid,
+        mut progress: impl FnMut(usize, f64),
+    ) -> anyhow::Result<(Params, Vec<f64>)> {
+        let mut done = 0;
+        while done <= options.steps {
+            let end = (done + STEPS_PER_SUBMIT).min(options.steps + 1);
+            let mut rec = self.ctx.recorder()?;
+            for step in done..end {
+                self.record_step(&mut rec, step, (step < options.steps).then(|| options.lr_at(step)));
+            }
+            rec.submit()?.wait()?;
+            let losses = self.ctx.download_range(&self.track, done, end - done)?;
+            for (i, &sse) in losses.iter().enumerate() {
+                if done + i < options.steps {
+                    progress(done + i, super::psnr_of_sse(sse as f64, grid.rgb.len()));
                 }
             }
+            let entries = self.renderer.list_entries(&self.frame)?;
+            self.renderer.fit_capacity(&mut self.frame, entries)?;
+            done = end;
         }
-        let raw = self.ctx.download(&self.grad)?;
-        let (stride, gs) = (self.layout.stride(), grad_stride(self.layout.p));
-        let grad = raw.chunks_exact(gs).flat_map(|g| g[..stride].iter().map(|&v| v as f64)).collect();
-        Ok((sse, grad))
+        let sse = self.ctx.download(&self.track)?.iter().map(|&v| v as f64).collect();
+        let mut best = start.clone();
+        best.v = self.ctx.download(&self.keep)?.iter().map(|&v| v as f64).collect();
+        Ok((best, sse))
     }
 
-    /// [`GpuGrad::eval_model`] of the model `params` describe.
-    pub fn eval(&mut self, params: &Params, grid: &Grid) -> anyhow::Result<(f64, Vec<f64>)> {
-        Ok(self.eval_model(&params.to_model()?, grid)?)
+    /// Records step `step`: the forward and backward passes of the current parameters, their
+    /// loss, and (with a learning rate) the Adam step.
+    fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) {
+        let push = Push { step: step as u32, floor_prior: (step > 0) as u32, ..self.base };
+        rec.dispatch_linear(
+            &self.pipes.expand,
+            &[self.v.binding(), self.resid.binding(), self.thmax.binding(), self.renderer.raw().binding()],
+            &push,
+            groups(self.kernels, KERNEL_GROUP),
+        );
+        rec.barrier();
+        self.renderer.record_prepare(rec);
+        rec.barrier();
+        for view in 0..self.views.len() {
+            self.record_view(rec, view);
+        }
+        let push = Push { step: step as u32, phase: 1, count: self.partials.len() as u32, ..self.base };
+        rec.dispatch(
+            &self.pipes.loss,
+            &[
+                self.frame.out.binding(),
+                self.target.binding(),
+                self.partials.binding(),
+                self.track.binding(),
+                self.best.binding(),
+            ],
+            &push,
+            [1, 1, 1],
+        );
+        rec.barrier();
+        let t = step as i32 + 1;
+        let (c1, c2) = Adam::corrections(t);
+        let push = Push {
+            step: step as u32,
+            update: lr.is_some() as u32,
+            lr: lr.unwrap_or(0.0) as f32,
+            c1: c1 as f32,
+            c2: c2 as f32,
+            ..self.base
+        };
+        self.record_adam(rec, &push);
+    }
+
+    /// Records the forward pass of view `view`, its loss's partial sums and its gradient
+    /// (added to the earlier views').
+    fn record_view(&mut self, rec: &mut Recorder, view: usize) {
+        self.frame.settings.uv = self.views[view];
+        self.renderer.record(rec, &self.frame);
+        rec.barrier();
+        let push = Push { view: view as u32, ..self.base };
+        rec.dispatch_linear(
+            &self.pipes.loss,
+            &[
+                self.frame.out.binding(),
+                self.target.binding(),
+                self.partials.binding(),
+                self.track.binding(),
+                self.best.binding(),
+            ],
+            &push,
+            self.base.count,
+        );
+        let mut push = self.renderer.push(&self.frame);
+        push.phase = view as u32;
+        let bindings = [
+            self.renderer.prepared().binding(),
+            self.frame.cull.binding(),
+            self.frame.params.binding(),
+            self.frame.out.binding(),
+            self.target.binding(),
+            self.grad.binding(),
+        ];
+        rec.dispatch_linear(&self.pipes.grad, &bindings, &push, self.kernels as u32);
+        rec.barrier();
+    }
+
+    fn record_adam(&self, rec: &mut Recorder, push: &Push) {
+        rec.dispatch_linear(
+            &self.pipes.adam,
+            &[
+                self.v.binding(),
+                self.m1.binding(),
+                self.m2.binding(),
+                self.grad.binding(),
+                self.keep.binding(),
+                self.track.binding(),
+                self.best.binding(),
+                self.thmax.binding(),
+            ],
+            push,
+            groups(self.kernels, KERNEL_GROUP),
+        );
+        rec.barrier();
+    }
+}
+
+fn groups(n: usize, per: usize) -> u32 {
+    n.div_ceil(per).max(1) as u32
+}
+
+/// Order-preserving map of floats to uints (bound.glsl's float_key).
+fn float_key(f: f32) -> u32 {
+    let b = f.to_bits();
+    if b & 0x8000_0000 != 0 {
+        !b
+    } else {
+        b | 0x8000_0000
     }
 }
 
@@ -117,6 +324,45 @@ mod tests {
     use super::*;
     use crate::data::{sample_lightfield, Grid};
     use crate::fit::{fit_gpu_from, Init};
+    use crate::refine::Layout;
+
+    impl GpuRefine {
+        /// The squared error and natural gradient of the parameters on the device (one
+        /// evaluation, no step).
+        fn gradient(&mut self, layout: Layout) -> anyhow::Result<(f64, Vec<f64>)> {
+            let mut rec = self.ctx.recorder()?;
+            self.record_step(&mut rec, 0, None);
+            rec.submit()?.wait()?;
+            let stride = layout.stride();
+            let raw = self.ctx.download(&self.grad)?;
+            let grad = raw.chunks_exact(grad_stride(layout.p)).flat_map(|g| g[..stride].iter().map(|&v| v as f64));
+            Ok((self.ctx.download_range(&self.track, 0, 1)?[0] as f64, grad.collect()))
+        }
+
+        /// Adam step `step` (from 0) with the natural gradient `grad`, and the prior floor
+        /// refine_expand then applies; returns the parameters.
+        fn adam(&mut self, layout: Layout, step: usize, grad: &[f64], lr: f64) -> anyhow::Result<Vec<f64>> {
+            let stride = layout.stride();
+            let mut padded = vec![0.0f32; self.kernels * grad_stride(layout.p)];
+            for (dst, src) in padded.chunks_exact_mut(grad_stride(layout.p)).zip(grad.chunks_exact(stride)) {
+                dst[..stride].iter_mut().zip(src).for_each(|(d, &s)| *d = s as f32);
+            }
+            self.ctx.write(&self.grad, 0, &padded)?;
+            let (c1, c2) = Adam::corrections(step as i32 + 1);
+            let push = Push { step: step as u32, update: 1, lr: lr as f32, c1: c1 as f32, c2: c2 as f32, ..self.base };
+            let mut rec = self.ctx.recorder()?;
+            self.record_adam(&mut rec, &push);
+            let push = Push { step: step as u32 + 1, floor_prior: 1, ..self.base };
+            rec.dispatch_linear(
+                &self.pipes.expand,
+                &[self.v.binding(), self.resid.binding(), self.thmax.binding(), self.renderer.raw().binding()],
+                &push,
+                groups(self.kernels, KERNEL_GROUP),
+            );
+            rec.submit()?.wait()?;
+            Ok(self.ctx.download(&self.v)?.iter().map(|&v| v as f64).collect())
+        }
+    }
 
     /// The GPU's gradient against the f64 twin's, on a random-coloured image at an awkward
     /// size (37x29, 11 kernels) and on a light field (9x7 pixels, 3x2 views, 7 kernels).
@@ -137,22 +383,73 @@ mod tests {
         for (grid, k) in cases {
             let init = Init::Kmeans.model(&grid, k, &mut || {});
             let (model, _) = fit_gpu_from(ctx, &grid, init, 4, |_, _| {}).unwrap();
-            let mut gpu = GpuGrad::new(ctx, &model, &grid).unwrap();
-            let (sse, got) = gpu.eval_model(&model, &grid).unwrap();
-            let layout = Layout { p: model.coord_dims };
-            let (want_sse, want) =
-                crate::refine::cpu::loss_and_grad(layout, &Params::from_model(&model).unwrap().natural(), &grid);
-            let stride = layout.stride();
-            let mut worst = 0.0f64;
-            for s in 0..stride {
-                let scale = want.iter().skip(s).step_by(stride).fold(0.0f64, |a, v| a.max(v.abs())).max(1e-9);
-                for (g, w) in got.iter().skip(s).step_by(stride).zip(want.iter().skip(s).step_by(stride)) {
-                    worst = worst.max((g - w).abs() / scale);
-                }
-            }
+            let params = Params::from_model(&model).unwrap();
+            let mut gpu = GpuRefine::new(ctx, &params, &grid, 1).unwrap();
+            let layout = params.layout();
+            let (sse, got) = gpu.gradient(layout).unwrap();
+            let (want_sse, want) = crate::refine::cpu::loss_and_grad(layout, &params.natural(), &grid);
+            let worst = worst_by_kind(&got, &want, layout.stride());
             eprintln!("p = {}: sse gpu {sse:.6} cpu {want_sse:.6}, worst gradient error {worst:.2e}", layout.p);
             assert!((sse - want_sse).abs() <= 1e-4 * want_sse, "{sse} vs {want_sse}");
             assert!(worst < 2e-4, "{worst}");
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    /// The worst error of `got` against `want` relative to the largest |want| of the same
+    /// kind (index modulo `stride`).
+    fn worst_by_kind(got: &[f64], want: &[f64], stride: usize) -> f64 {
+        let mut worst = 0.0f64;
+        for s in 0..stride {
+            let scale = want.iter().skip(s).step_by(stride).fold(0.0f64, |a, v| a.max(v.abs())).max(1e-9);
+            for (g, w) in got.iter().skip(s).step_by(stride).zip(want.iter().skip(s).step_by(stride)) {
+                worst = worst.max((g - w).abs() / scale);
+            }
+        }
+        worst
+    }
+
+    /// One and then six more GPU Adam steps (refine_adam with refine_expand's prior floor)
+    /// against the f64 twin `Params::adam_step`, from random parameters (every value moved,
+    /// some priors pushed below the floor, some values past their clamps) with random
+    /// non-zero gradients, for an image (13 kernels, 23x17) and a light field (7 kernels,
+    /// 9x7 x 3x2). Bound: every value within 2e-5 of max(|value|, 1) (f32 against f64; Adam's
+    /// first steps are lr * scale * sign(g), so f32 rounding stays at that scale).
+    #[test]
+    fn gpu_adam_matches_the_f64_twin() {
+        let ctx = engine::testing::context();
+        let mut rng = kit::fuzz::Rng::new(11);
+        let mut uniform = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+        for (grid, k) in [(sample_lightfield(23, 17, 1, 1, 0.0), 13), (sample_lightfield(9, 7, 3, 2, 1.0), 7)] {
+            let init = Init::Kmeans.model(&grid, k, &mut || {});
+            let (model, _) = fit_gpu_from(ctx, &grid, init, 2, |_, _| {}).unwrap();
+            let mut params = Params::from_model(&model).unwrap();
+            let stride = params.layout().stride();
+            let theta = params.offsets().2;
+            for (i, v) in params.v.iter_mut().enumerate() {
+                *v += 0.3 * uniform() * v.abs().max(0.1);
+                if i % stride == theta && i / stride % 5 == 1 {
+                    *v -= 70.0;
+                }
+                if i % stride == stride - 1 && i / stride % 4 == 2 {
+                    *v = 8.5;
+                }
+                *v = *v as f32 as f64;
+            }
+            let mut gpu = GpuRefine::new(ctx, &params, &grid, 8).unwrap();
+            let mut adam = Adam::new(params.v.len());
+            for step in 0..7 {
+                let grad: Vec<f64> =
+                    (0..params.v.len()).map(|_| (uniform() * 1e3).round() / 1e3 + 1e-3 * uniform().signum()).collect();
+                let grad: Vec<f64> = grad.iter().map(|&g| g as f32 as f64).collect();
+                let lr = RefineOptions { steps: 7, ..RefineOptions::default() }.lr_at(step);
+                let got = gpu.adam(params.layout(), step, &grad, lr).unwrap();
+                params.adam_step(&mut adam, &grad, lr);
+                let worst =
+                    got.iter().zip(&params.v).map(|(g, w)| (g - w).abs() / w.abs().max(1.0)).fold(0.0, f64::max);
+                eprintln!("p = {}, step {step}: worst relative difference {worst:.2e}", params.layout().p);
+                assert!(worst < 2e-5, "step {step}: {worst:e}");
+            }
         }
         engine::testing::assert_no_validation_messages();
     }

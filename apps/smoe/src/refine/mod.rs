@@ -13,8 +13,10 @@
 //!
 //! The gate's S_YY plays no part in rendering; refinement keeps each kernel's conditional
 //! colour covariance from EM, so the saved joint covariance stays positive definite.
-//! The host runs Adam (the parameter vector is K x 15 floats for images); the GPU does the
-//! per-pixel forward and backward passes.
+//! On the GPU ([`gpu::GpuRefine`]) the whole loop stays on the device: the parameters, the
+//! forward and backward passes, the loss and Adam; the host reads back a few floats per
+//! batch of steps and the best parameters once. The host's f64 loop ([`refine_cpu`], with
+//! [`Params::adam_step`]) is its twin.
 
 pub mod cpu;
 pub mod gpu;
@@ -237,12 +239,33 @@ impl Params {
         one.repeat(self.len())
     }
 
+    /// One Adam step on these parameters from the natural gradient `grad` (chained to them),
+    /// with the step scales and the clamps that keep the model valid; refine_adam.comp and
+    /// refine_expand.comp are its f32 twin.
+    fn adam_step(&mut self, adam: &mut Adam, grad: &[f64], lr: f64) {
+        let chained = self.chain(grad);
+        let scales = self.step_scales();
+        adam.step(&mut self.v, &chained, lr, &scales);
+        self.project();
+    }
+
+    /// The smallest log-diagonal `project` allows: a standard deviation of four times the
+    /// largest extent.
+    fn min_log_diag(&self) -> f64 {
+        -(4.0 * self.extent.iter().cloned().fold(1.0, f64::max)).ln()
+    }
+
+    /// The largest ln pi over all kernels.
+    fn max_theta(&self) -> f64 {
+        let (lay, (_, _, theta)) = (self.layout, self.offsets());
+        (0..self.len()).map(|j| self.v[j * lay.stride() + theta]).fold(f64::NEG_INFINITY, f64::max)
+    }
+
     /// Clamps every value into the range that keeps the model valid in f32.
     fn project(&mut self) {
         let (lay, p) = (self.layout, self.layout.p);
         let (s_off, n_off, theta) = self.offsets();
-        let max_theta = (0..self.len()).map(|j| self.v[j * lay.stride() + theta]).fold(f64::NEG_INFINITY, f64::max);
-        let min_log_diag = -(4.0 * self.extent.iter().cloned().fold(1.0, f64::max)).ln();
+        let (max_theta, min_log_diag) = (self.max_theta(), self.min_log_diag());
         for k in self.v.chunks_exact_mut(lay.stride()) {
             for i in 0..p {
                 k[i] = k[i].clamp(-self.extent[i], 2.0 * self.extent[i]);
@@ -319,16 +342,23 @@ struct Adam {
     t: i32,
 }
 
+/// Adam's decay rates of the first and second moments.
+const B1: f64 = 0.9;
+const B2: f64 = 0.999;
+
 impl Adam {
     fn new(n: usize) -> Adam {
         Adam { m: vec![0.0; n], v: vec![0.0; n], t: 0 }
     }
 
+    /// Adam's bias corrections (1 - B1^t, 1 - B2^t) at step `t` (from 1).
+    fn corrections(t: i32) -> (f64, f64) {
+        (1.0 - B1.powi(t), 1.0 - B2.powi(t))
+    }
+
     fn step(&mut self, x: &mut [f64], grad: &[f64], lr: f64, scales: &[f64]) {
-        const B1: f64 = 0.9;
-        const B2: f64 = 0.999;
         self.t += 1;
-        let (c1, c2) = (1.0 - B1.powi(self.t), 1.0 - B2.powi(self.t));
+        let (c1, c2) = Adam::corrections(self.t);
         for i in 0..x.len() {
             self.m[i] = B1 * self.m[i] + (1.0 - B1) * grad[i];
             self.v[i] = B2 * self.v[i] + (1.0 - B2) * grad[i] * grad[i];
@@ -353,6 +383,14 @@ impl Default for RefineOptions {
     }
 }
 
+impl RefineOptions {
+    /// The learning rate of step `step`: a cosine from `lr` down to a tenth of it.
+    fn lr_at(&self, step: usize) -> f64 {
+        let t = step as f64 / self.steps as f64;
+        self.lr * (0.1 + 0.45 * (1.0 + (std::f64::consts::PI * t).cos()))
+    }
+}
+
 /// What refinement did.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RefineReport {
@@ -364,7 +402,9 @@ pub struct RefineReport {
     pub refine_ms: f64,
 }
 
-/// [`refine`] with the GPU's passes (exact culling; the PSNR is that of the GPU renderer).
+/// Refinement on the GPU, the loop included (see [`gpu::GpuRefine`]): the twin of
+/// [`refine_cpu`] with exact culling and f32 parameters; `progress(step, psnr)` is called
+/// for every step, a batch of steps at a time.
 pub fn refine_gpu(
     ctx: &engine::Context,
     model: &Model,
@@ -372,8 +412,17 @@ pub fn refine_gpu(
     options: RefineOptions,
     progress: impl FnMut(usize, f64),
 ) -> anyhow::Result<(Model, RefineReport)> {
-    let mut gpu = gpu::GpuGrad::new(ctx, model, grid)?;
-    refine(model, grid, options, |params| gpu.eval(params, grid), progress)
+    let start = std::time::Instant::now();
+    let params = Params::from_model(model)?;
+    let mut gpu = gpu::GpuRefine::new(ctx, &params, grid, options.steps)?;
+    let (best, sse) = gpu.run(&params, options, grid, progress)?;
+    let report = RefineReport {
+        steps: options.steps,
+        start_psnr_db: psnr_of_sse(sse[0], grid.rgb.len()),
+        psnr_db: psnr_of_sse(sse.iter().cloned().fold(f64::INFINITY, f64::min), grid.rgb.len()),
+        refine_ms: start.elapsed().as_secs_f64() * 1e3,
+    };
+    Ok((best.to_model()?, report))
 }
 
 /// [`refine`] with the f64 twin (every kernel at every pixel, all cores).
@@ -406,7 +455,6 @@ pub fn refine<E: From<ModelError>>(
     let start = std::time::Instant::now();
     let values = grid.rgb.len();
     let mut params = Params::from_model(model)?;
-    let scales = params.step_scales();
     let mut adam = Adam::new(params.v.len());
     let mut best: Option<(f64, Params)> = None;
     let mut start_psnr = f64::NAN;
@@ -422,11 +470,7 @@ pub fn refine<E: From<ModelError>>(
         if step == options.steps {
             break;
         }
-        let t = step as f64 / options.steps as f64;
-        let lr = options.lr * (0.1 + 0.45 * (1.0 + (std::f64::consts::PI * t).cos()));
-        let chained = params.chain(&grad);
-        adam.step(&mut params.v, &chained, lr, &scales);
-        params.project();
+        params.adam_step(&mut adam, &grad, options.lr_at(step));
         progress(step, psnr);
     }
     let (sse, best) = best.expect("at least one evaluation");
