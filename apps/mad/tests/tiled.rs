@@ -9,6 +9,9 @@ use mad::grid::Grid;
 use mad::synth::{distort, scene, Distortion};
 use mad::tiled::{plan_cpu, score_cpu, Plan};
 
+/// The memory budget is the process's: tests that set it take turns.
+static BUDGET: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs().max(1e-300)
 }
@@ -68,6 +71,7 @@ fn tiles_reproduce_the_whole_image_at_odd_sizes() {
 
 #[test]
 fn the_budget_picks_tiles_where_the_whole_image_does_not_fit() {
+    let _turn = BUDGET.lock().unwrap_or_else(|e| e.into_inner());
     kit::budget::set(2 << 30);
     // 8000x8000: 7.7 GB over the whole image; tiles fit in 2 GiB.
     assert!(!mad::cpu::whole_fits(8000, 8000));
@@ -82,4 +86,74 @@ fn the_budget_picks_tiles_where_the_whole_image_does_not_fit() {
     kit::budget::set(64 << 20);
     let err = mad::cpu::check_budget(8000, 8000).unwrap_err().to_string();
     assert!(err.contains("in tiles"), "{err}");
+}
+
+/// A GPU plan ([`Plan::fits_gpu`]) whose one window is `window` pixels, its cells' first
+/// pixel at `halo` (a multiple of 4).
+fn exact_gpu_plan(width: usize, height: usize, tile: (usize, usize), halo: usize, window: (usize, usize)) -> Plan {
+    let plan = exact_plan(width, height, tile, halo, window);
+    assert!(plan.fits_gpu(), "{plan:?}");
+    plan
+}
+
+/// GPU tiles against the CPU's tiles of the same plan and the GPU's whole image: with
+/// windows holding the image a whole number of times, all three agree to f32 rounding.
+fn check_gpu(width: usize, height: usize, plan: &Plan, seed: u64) {
+    let gpu = mad::gpu::GpuMad::new(engine::testing::context()).unwrap();
+    let _turn = BUDGET.lock().unwrap_or_else(|e| e.into_inner());
+    let r = scene(width, height, seed);
+    let d = distort(&r, Distortion::Noise(8.0), seed);
+    let (whole, _) = gpu.score(&r, &d, false).unwrap();
+    let (tiled, maps) = gpu.score_tiled(&r, &d, plan, true).unwrap();
+    let (cpu, cpu_maps) = score_cpu(&r, &d, plan, true).unwrap();
+    for (name, a, b, c) in [
+        ("mad", tiled.mad, whole.mad, cpu.mad),
+        ("detection", tiled.detection, whole.detection, cpu.detection),
+        ("appearance", tiled.appearance, whole.appearance, cpu.appearance),
+    ] {
+        assert!(rel(a, c) < 1e-5, "{width}x{height} {name}: GPU tiled {a} CPU tiled {c}");
+        assert!(rel(a, b) < 1e-5, "{width}x{height} {name}: GPU tiled {a} GPU whole {b}");
+    }
+    let (maps, cpu_maps) = (maps.unwrap(), cpu_maps.unwrap());
+    for (name, a, b) in [("detection", &maps.detection, &cpu_maps.detection), ("appearance", &maps.appearance, &cpu_maps.appearance)] {
+        let top = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let worst = a.iter().zip(b.iter()).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(worst <= 1e-4 * top, "{name} map: {worst} of {top}");
+    }
+    engine::testing::assert_no_validation_messages();
+}
+
+#[test]
+fn gpu_tiles_reproduce_the_whole_image_at_even_sizes() {
+    check_gpu(120, 96, &exact_gpu_plan(120, 96, (9, 3), 36, (120, 96)), 3);
+}
+
+#[test]
+fn gpu_tiles_reproduce_the_whole_image_at_odd_sizes() {
+    // 202 >= 4*5 + 12 + 2*84 and 225 >= 4*11 + 12 + 2*84: two and three periods of 101 and 75.
+    check_gpu(101, 75, &exact_gpu_plan(101, 75, (5, 11), 84, (202, 225)), 7);
+}
+
+#[test]
+fn a_small_budget_makes_the_gpu_score_in_tiles() {
+    let mut gpu = mad::gpu::GpuMad::new(engine::testing::context()).unwrap();
+    gpu.set_tile_halo(16);
+    let _turn = BUDGET.lock().unwrap_or_else(|e| e.into_inner());
+    let (w, h) = (301, 157);
+    let r = scene(w, h, 5);
+    let d = distort(&r, Distortion::Blur(1.5), 5);
+    kit::budget::set(1 << 40);
+    assert_eq!(gpu.plan(w as u64, h as u64, false).unwrap(), None, "whole where it fits");
+    let (whole, _) = gpu.score(&r, &d, false).unwrap();
+    // Room for the pair and windows of 128x128, not for the whole image's slot.
+    kit::budget::set(16 * (w * h) as u64 + 128 * 128 * 200);
+    let plan = gpu.plan(w as u64, h as u64, false).unwrap().expect("tiles under a small budget");
+    assert!(plan.fits_gpu() && plan.tiles().len() > 4, "{plan:?}");
+    let (tiled, _) = gpu.score(&r, &d, false).unwrap();
+    let (cpu, _) = score_cpu(&r, &d, &plan, false).unwrap();
+    kit::budget::set(1 << 40);
+    assert!(rel(tiled.mad, cpu.mad) < 1e-5, "GPU tiled {tiled:?} CPU tiled {cpu:?}");
+    // A 16-pixel halo is far too little for the appearance stage's long bands: only close.
+    assert!(rel(tiled.mad, whole.mad) < 0.1, "tiled {tiled:?} whole {whole:?}");
+    engine::testing::assert_no_validation_messages();
 }
