@@ -354,7 +354,7 @@ impl Kernel for Fft {
         "engine.fft"
     }
     fn about(&self) -> &'static str {
-        "forward 2D FFT of a size x size complex f32 image (one pass per axis up to 4096)"
+        "forward 2D FFT of a size x size complex f32 image (one pass per axis up to 4096; sizes 2^a 3^b 5^c mixed-radix)"
     }
     fn params(&self) -> Vec<Param> {
         let d = fft::FftConfig::default();
@@ -363,7 +363,7 @@ impl Kernel for Fft {
                 "values",
                 fft::FFT_VALUES,
                 d.values,
-                "values per invocation, the radix (specialization constant 1)",
+                "values per invocation, the radix (specialization constant 1); mixed-radix sizes hold up to twice as many",
             ),
             Param::new(
                 "columns",
@@ -383,10 +383,11 @@ impl Kernel for Fft {
         "edge"
     }
     fn sizes(&self) -> Vec<u64> {
-        vec![512, 1024, 2048]
+        // 1080 = 2^3 3^3 5 takes the mixed-radix kernel, the others the power-of-two one.
+        vec![512, 1024, 1080, 2048]
     }
     fn tiny(&self) -> [u64; 2] {
-        [16, 32]
+        [16, 30]
     }
     fn max_size(&self) -> u64 {
         8192

@@ -1,5 +1,6 @@
 //! `prims-bench`: the engine primitives at the sizes of the foundation issue's acceptance
-//! (scan of 2^28 u32, radix sort of 2^26 pairs, 40 complex 512x512 FFTs forward + inverse),
+//! (scan of 2^28 u32, radix sort of 2^26 pairs, 40 complex 512x512 and 40 1920x1080 FFTs
+//! forward + inverse),
 //! each as GPU ms (median of timestamps), CPU reference ms, and the bandwidth floor from the
 //! copy bandwidth measured in the same run. One line (one JSON envelope under `--json`) per
 //! measurement.
@@ -187,15 +188,15 @@ fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32)
     })
 }
 
-fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) -> Result<FftLine> {
+fn fft(ctx: &Context, floor: &Floor, [width, height]: [usize; 2], batch: usize, repeats: u32) -> Result<FftLine> {
     use engine::prims::fft::{Direction, Fft2d, Fft2dCpu};
-    let len = size * size * batch;
+    let len = width * height * batch;
     let host: Vec<[f32; 2]> = random_u32(2 * len, 6)
         .chunks(2)
         .map(|c| [(c[0] >> 8) as f32 / 16777216.0 - 0.5, (c[1] >> 8) as f32 / 16777216.0 - 0.5])
         .collect();
     let data = ctx.upload(&host, "fft data")?;
-    let plan = Fft2d::new(ctx, size, size, batch)?;
+    let plan = Fft2d::new(ctx, width, height, batch)?;
     let gpu = gpu_median(ctx, repeats, |rec| {
         plan.record(rec, &data, Direction::Forward)?;
         rec.barrier();
@@ -204,12 +205,12 @@ fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) ->
     // The forward + inverse round trip must give the input back.
     let back = ctx.download(&data)?;
     let err = back.iter().zip(&host).map(|(a, b)| (a[0] - b[0]).abs().max((a[1] - b[1]).abs())).fold(0f32, f32::max);
-    let cpu_plan = Fft2dCpu::new(size, size)?;
+    let cpu_plan = Fft2dCpu::new(width, height)?;
     let mut cpu_data: Vec<engine::prims::fft::Complex64> =
         host.iter().map(|c| engine::prims::fft::Complex64::new(c[0] as f64, c[1] as f64)).collect();
     let mut cpu_result = Ok(());
     let cpu = cpu_ms(|| {
-        cpu_result = cpu_data.chunks_mut(size * size).try_for_each(|image| {
+        cpu_result = cpu_data.chunks_mut(width * height).try_for_each(|image| {
             cpu_plan.process(image, Direction::Forward)?;
             cpu_plan.process(image, Direction::Inverse)
         })
@@ -219,12 +220,13 @@ fn fft(ctx: &Context, floor: &Floor, size: usize, batch: usize, repeats: u32) ->
     let bytes = 2.0 * 2.0 * 8.0 * len as f64;
     Ok(FftLine {
         bench: "fft2d_c2c_forward_inverse",
-        size: [size, size],
+        size: [width, height],
         batch,
         gpu_ms: gpu,
         cpu_ms: cpu,
         cpu: "rustfft f64, rows and columns in parallel (rayon)",
         passes_per_transform: plan.passes(),
+        kernels: plan.kernels().join("+"),
         floor_ms: floor.ms(bytes),
         floor: "one read + one write of the batch per transform / copy bandwidth",
         fraction_of_copy_bw: floor.ms(bytes) / gpu,
@@ -261,8 +263,14 @@ fn run(cli: Cli) -> Result<()> {
     for line in step("reductions", || reductions(&ctx, &floor, m, n, repeats))? {
         kit::emit(&line, &[]);
     }
-    let (size, batch) = if quick { (64, 3) } else { (512, 40) };
-    kit::emit(&step("fft", || fft(&ctx, &floor, size, batch, repeats))?, &[]);
+    // 40 images: one MAD pair's 20 log-Gabor bands of both images, as its appearance stage
+    // transforms them; the 1920x1080 line is the mixed-radix path (rows of 1920 = 2^7 3 5,
+    // columns of 1080 = 2^3 3^3 5), the quick one a mixed-radix size too.
+    let sizes: &[([usize; 2], usize)] =
+        if quick { &[([64, 64], 3), ([60, 45], 2)] } else { &[([512, 512], 40), ([1920, 1080], 40)] };
+    for &(size, batch) in sizes {
+        kit::emit(&step("fft", || fft(&ctx, &floor, size, batch, repeats))?, &[]);
+    }
     let batch = if quick { 10 } else { 20_000 };
     kit::emit(&step("gemm", || gemm(&ctx, ceilings.fma_tflop_per_s, batch, 64, repeats))?, &[]);
     Ok(())

@@ -130,6 +130,8 @@ pub struct FftLine {
     pub cpu_ms: f64,
     pub cpu: &'static str,
     pub passes_per_transform: usize,
+    /// The engine kernel of each pass (`fft_lines`, `fft_mixed`, `fft_long`), `+`-joined.
+    pub kernels: String,
     pub floor_ms: f64,
     pub floor: &'static str,
     pub fraction_of_copy_bw: f64,
@@ -139,7 +141,7 @@ pub struct FftLine {
 
 impl fmt::Display for FftLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}x{} x{}: ", self.bench, self.size[0], self.size[1], self.batch)?;
+        write!(f, "{} {}x{} x{} ({}): ", self.bench, self.size[0], self.size[1], self.batch, self.kernels)?;
         times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
         write!(
             f,

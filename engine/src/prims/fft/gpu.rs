@@ -1,8 +1,10 @@
 //! The GPU 2D FFT plan: dispatches of `shaders/engine/fft_lines.comp` (and `fft_long.comp`).
 //!
-//! A 2D FFT is a batch of row FFTs followed by a batch of column FFTs. Where a line's FFT
-//! (its length, or the Bluestein size for other lengths) fits in one workgroup's shared
-//! memory (`8 * m <= maxComputeSharedMemorySize`: up to 4096, so Bluestein up to length 2048),
+//! A 2D FFT is a batch of row FFTs followed by a batch of column FFTs. Lengths
+//! `2^a 3^b 5^c` that are not powers of two take `fft_mixed.comp` (see `mixed.rs`), one
+//! dispatch per axis like the direct path here. Where a line's FFT (its length, or the
+//! Bluestein size for other lengths) fits in one workgroup's shared memory
+//! (`8 * m <= maxComputeSharedMemorySize`: up to 4096, so Bluestein up to length 2048),
 //! each axis is one in-place dispatch that reads and writes the whole data once, so a 2D FFT
 //! is 2 passes over memory (1 when width or height is 1). A workgroup holds a few whole
 //! lines: rows with neighbouring invocations on neighbouring values, columns with
@@ -28,9 +30,10 @@ pub(super) const COMPLEX_BYTES: usize = 8;
 /// with a tuning file passes its choice to [`Fft2d::with_config`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FftConfig {
-    /// Values each invocation holds in registers (the main radix), one of [`FFT_VALUES`].
+    /// Values each invocation holds in registers (the main radix), one of [`FFT_VALUES`];
+    /// the mixed-radix kernel holds up to twice as many (at least its largest radix).
     pub values: u32,
-    /// Columns one workgroup transforms together at most, one of [`FFT_COLUMNS`]: 16
+    /// Columns one workgroup transforms together at most (both kernels), one of [`FFT_COLUMNS`]: 16
     /// complex f32 make one 128-byte memory transaction per row. Fewer where shared memory
     /// is short (after halving its use per column, see [`Shape::new`]), rounded down to a
     /// power of two so that each row segment stays aligned to whole 32-byte sectors.
@@ -322,7 +325,8 @@ impl Fft2d {
 
     /// Dispatches [`Fft2d::record`] makes, each reading and writing the whole batch (or its
     /// padded scratch) once: 1 per axis longer than 1 whose FFT fits in a workgroup (so 2 for
-    /// a 2D FFT up to 4096x4096, Bluestein or not), else 2 (powers of two) or 3 (Bluestein).
+    /// a 2D FFT up to 4096x4096, mixed radix, Bluestein or not), else 2 (powers of two) or 3
+    /// (Bluestein).
     pub fn passes(&self) -> usize {
         self.dispatches.len()
     }

@@ -2,15 +2,20 @@
 //! values fit in one workgroup's shared memory, one dispatch of `shaders/engine/fft_mixed.comp`
 //! per axis, instead of Bluestein's two FFTs of a power of two `>= 2n - 1` per line.
 //!
-//! Why (a 1920x1080 stack of 40 images, 8 bytes a value, 663 MB): both ways are 2 passes
-//! that each read and write the stack once (2.65 GB). With Bluestein the columns of 1080
-//! took FFTs of 4096 (32 KiB of shared memory per column), so one column per workgroup: each
-//! 8-byte read and write a memory sector of its own (32 bytes moved for 8 used, 4x the
-//! traffic, about 5.3 GB for the column pass) and 2 x 12 radix-2 stages of work per value
-//! instead of ~1; the rows of 1920 took FFTs of 4096 too (2 x 2.1x the work). Here a column
-//! needs 1080 slots (8.4 KiB), so 4 columns share a workgroup on NVIDIA's 48 KiB and every
-//! row segment read is a whole 32-byte sector: 2 x 2 x 663 MB = 2.65 GB in all, 0.66 ms at
-//! 4 TB/s, where the Bluestein plan moved about 6.6 GB with 2.5x the arithmetic.
+//! Passes and bytes (not measured here; the lead measures with `mad bench` and
+//! `prims-bench`), for MAD's 1920x1080 band stack of 40 images (8 bytes a value, 663 MB):
+//! - before, Bluestein: 2 dispatches, rows of 1920 and columns of 1080 each on two FFTs of
+//!   4096 (32 KiB of shared memory a line). Rows read and write 663 MB each, coalesced.
+//!   Columns go one per workgroup, so each 8-byte access of a warp lands in its own 32-byte
+//!   sector: up to 4 x 663 MB read and as much written, unless L2 keeps the neighbouring
+//!   columns' sectors (why MAD's groups shrank to 33 MB to stay in L2). About 1.3 + up to
+//!   5.3 GB per inverse FFT, and 2 x 4096 x 12 / (1080 x 10.1) = 9x (columns) and 4.7x (rows)
+//!   the butterfly work of a direct transform. Measured: 12.1 ms for one pair's 20 bands.
+//! - now: still 2 dispatches, each reading and writing 663 MB once. Columns of 1080 need
+//!   1080 (+1/32 padding) slots, 8.7 KiB, so 4 share a workgroup on NVIDIA's 48 KiB
+//!   (288 invocations, 72 a column) and each row segment a warp reads is one whole 32-byte
+//!   sector; rows of 1920 take 128 invocations, 5 passes of radix 8, 4, 4, 5, 3 in shared
+//!   memory. 2.65 GB in all per inverse FFT of the stack: 0.66 ms at 4 TB/s.
 
 use super::gpu::{append, Dispatch, Limits, Lines, LinesPush, Push, COMPLEX_BYTES};
 use super::tables::twiddles;
