@@ -418,8 +418,11 @@ fn fit_to_a_target_psnr() {
     let (k, psnr) = (line["kernels"].as_u64().unwrap(), line["psnr_db"].as_f64().unwrap());
     assert!(psnr >= 24.0, "{line}");
     assert_eq!(line["psnr_target_db"], 24.0);
-    let reached: Vec<u64> =
-        trials.iter().filter(|t| t["psnr_db"].as_f64().unwrap() >= 24.0).map(|t| t["kernels"].as_u64().unwrap()).collect();
+    let reached: Vec<u64> = trials
+        .iter()
+        .filter(|t| t["psnr_db"].as_f64().unwrap() >= 24.0)
+        .map(|t| t["kernels"].as_u64().unwrap())
+        .collect();
     assert_eq!(reached.iter().min(), Some(&k), "{line}");
     assert_eq!(smoe::model::Model::load(&model).unwrap().len() as u64, k);
     let out = dir.path().join("never.smoe");

@@ -185,6 +185,7 @@ impl GpuRefine {
         grid: &Grid,
         mut progress: impl FnMut(usize, f64),
     ) -> anyhow::Result<(Params, Vec<f64>)> {
+        self.size_lists()?;
         let mut done = 0;
         while done <= options.steps {
             let end = (done + STEPS_PER_SUBMIT).min(options.steps + 1);
@@ -209,9 +210,30 @@ impl GpuRefine {
         Ok((best, sse))
     }
 
-    /// Records step `step`: the forward and backward passes of the current parameters, their
-    /// loss, and (with a learning rate) the Adam step.
-    fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) {
+    /// Sizes the tile lists for the starting parameters, with a quarter more for kernels
+    /// that grow (a list that overflows later grows after that submission), so the first
+    /// steps do not blend every kernel in every tile.
+    fn size_lists(&mut self) -> anyhow::Result<()> {
+        self.ctx.run(|rec| {
+            self.record_expand(rec, 0);
+            Ok(())
+        })?;
+        let mut entries = 0;
+        for view in 0..self.views.len() {
+            self.frame.settings.uv = self.views[view];
+            self.ctx.run(|rec| {
+                self.renderer.record_bins(rec, &self.frame);
+                Ok(())
+            })?;
+            entries = entries.max(self.renderer.list_entries(&self.frame)?);
+        }
+        self.renderer.fit_capacity(&mut self.frame, entries + entries / 4)?;
+        Ok(())
+    }
+
+    /// Records refine_expand for step `step` (the prior floor from step 1 on) and the
+    /// renderer's preparation of its records.
+    fn record_expand(&self, rec: &mut Recorder, step: usize) {
         let push = Push { step: step as u32, floor_prior: (step > 0) as u32, ..self.base };
         rec.dispatch_linear(
             &self.pipes.expand,
@@ -222,6 +244,12 @@ impl GpuRefine {
         rec.barrier();
         self.renderer.record_prepare(rec);
         rec.barrier();
+    }
+
+    /// Records step `step`: the forward and backward passes of the current parameters, their
+    /// loss, and (with a learning rate) the Adam step.
+    fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) {
+        self.record_expand(rec, step);
         for view in 0..self.views.len() {
             self.record_view(rec, view);
         }
@@ -352,13 +380,7 @@ mod tests {
             let push = Push { step: step as u32, update: 1, lr: lr as f32, c1: c1 as f32, c2: c2 as f32, ..self.base };
             let mut rec = self.ctx.recorder()?;
             self.record_adam(&mut rec, &push);
-            let push = Push { step: step as u32 + 1, floor_prior: 1, ..self.base };
-            rec.dispatch_linear(
-                &self.pipes.expand,
-                &[self.v.binding(), self.resid.binding(), self.thmax.binding(), self.renderer.raw().binding()],
-                &push,
-                groups(self.kernels, KERNEL_GROUP),
-            );
+            self.record_expand(&mut rec, step + 1);
             rec.submit()?.wait()?;
             Ok(self.ctx.download(&self.v)?.iter().map(|&v| v as f64).collect())
         }
