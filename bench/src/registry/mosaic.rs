@@ -1,18 +1,20 @@
 //! Photomosaic kernels on a deterministic square problem of `size` patches and `size` tiles:
 //! the Sinkhorn row and column passes of SoftAssign (`mosaic::softassign::gpu`), checked
-//! against the f64 CPU iteration, and the feature distance matrix, checked against
-//! `mosaic::features::distance_cpu`.
+//! against the f64 CPU iteration; the one-dispatch-per-iteration kernel with float-atomic
+//! column sums, a whole cooling iteration checked against the CPU's; and the feature
+//! distance matrix, checked against `mosaic::features::distance_cpu`.
 
 use engine::{Context, Location, Result};
 use mosaic::features::Features;
 use mosaic::matrix::DistanceMatrix;
+use mosaic::softassign::atomic::AtomicShape;
 use mosaic::softassign::cpu::CpuSoftAssign;
-use mosaic::softassign::gpu::GpuSoftAssign;
+use mosaic::softassign::gpu::{GpuSoftAssign, Kernel as SoftAssignKernel};
 use mosaic::softassign::SoftAssignParams;
 
 use super::{time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
 
-pub const ALL: [&dyn Kernel; 3] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &Distance];
+pub const ALL: [&dyn Kernel; 4] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &AtomicSinkhorn, &Distance];
 
 /// Colour cells per region (the app's default grid is 4 x 4, 48 values).
 const CELLS: (usize, usize) = (4, 4);
@@ -21,6 +23,13 @@ fn features(count: usize, seed: u32) -> Features {
     let mut f = Features::new(CELLS);
     f.data = unit_floats(count * 3 * CELLS.0 * CELLS.1, seed).iter().map(|v| v * 255.0).collect();
     f
+}
+
+/// The deterministic `size x size` distances both Sinkhorn entries run on.
+fn distances(size: u64) -> Result<DistanceMatrix> {
+    let n = size as usize;
+    let d: Vec<f64> = unit_floats(n * n, 11).iter().map(|&v| f64::from(v) * 100.0).collect();
+    DistanceMatrix::new(n, n, d).map_err(to_engine)
 }
 
 fn to_engine(e: mosaic::MosaicError) -> engine::EngineError {
@@ -74,10 +83,10 @@ impl Kernel for Sinkhorn {
     }
     fn run(&self, ctx: &Context, _config: &Config, size: u64, reps: Reps) -> Result<Measured> {
         let n = size as usize;
-        let d: Vec<f64> = unit_floats(n * n, 11).iter().map(|&v| f64::from(v) * 100.0).collect();
-        let d = DistanceMatrix::new(n, n, d).map_err(to_engine)?;
+        let d = distances(size)?;
         let params = SoftAssignParams::default();
-        let gpu = GpuSoftAssign::new(ctx, &d, &params, 1).map_err(to_engine)?;
+        // The passes kernel by name: `new` picks another kernel where one fits.
+        let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, 1, SoftAssignKernel::Passes).map_err(to_engine)?;
         let t = params.temperature(0, gpu.scale());
         let mut rec = ctx.recorder()?;
         gpu.record_sinkhorn(&mut rec, t, false);
@@ -113,6 +122,84 @@ impl Kernel for Sinkhorn {
             }
         };
         Ok(Measured { times_ms, floor, check, shader })
+    }
+}
+
+/// A whole cooling iteration of the atomic kernel (`sinkhorn_atomic.comp`: one dispatch per
+/// Sinkhorn iteration, column sums added atomically, then `sinkhorn_atomic_finish`), in the
+/// shape the grid gives; needs `VK_EXT_shader_atomic_float` (lavapipe and NVIDIA have it).
+pub struct AtomicSinkhorn;
+
+impl Kernel for AtomicSinkhorn {
+    fn name(&self) -> &'static str {
+        mosaic::softassign::atomic::TUNING_KERNEL
+    }
+    fn about(&self) -> &'static str {
+        "one SoftAssign cooling iteration, one dispatch per Sinkhorn iteration (float-atomic column sums)"
+    }
+    fn params(&self) -> Vec<Param> {
+        vec![
+            Param::new(
+                "workgroup",
+                &[128, 256, 512, 1024],
+                1024,
+                "invocations per workgroup (specialization constant 0)",
+            ),
+            Param::new(
+                "rows_per_step",
+                &[1, 2, 3, 4],
+                1,
+                "rows reduced per workgroup barrier (specialization constant 2)",
+            ),
+            Param::new("vec4", &[0, 1], 1, "16-byte loads of D (specialization constant 3)"),
+            Param::new("blocks", &[64, 128, 132, 256], 128, "row blocks, one workgroup each (the grid)"),
+        ]
+    }
+    fn unit(&self) -> &'static str {
+        "patches = tiles"
+    }
+    fn sizes(&self) -> Vec<u64> {
+        vec![1024, 2048, 4096]
+    }
+    fn tiny(&self) -> [u64; 2] {
+        [48, 260]
+    }
+    fn max_size(&self) -> u64 {
+        1 << 15
+    }
+    fn footprint(&self, size: u64) -> u64 {
+        // D in f64 and f32 on the host, f32 on the device, and the CPU twin's matrix.
+        size * size * (8 + 4 + 4 + 8) + (1 << 20)
+    }
+    fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
+        let n = size as usize;
+        let d = distances(size)?;
+        let params = SoftAssignParams::default();
+        let shape = AtomicShape {
+            workgroup: config.get("workgroup"),
+            rows_per_step: config.get("rows_per_step"),
+            vec4: config.get("vec4") != 0,
+            blocks: config.get("blocks").min(size as u32),
+        };
+        let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).map_err(to_engine)?;
+        let t = params.temperature(0, gpu.scale());
+        let mut rec = ctx.recorder()?;
+        gpu.record_cooling_iteration(&mut rec, t, &params, false);
+        rec.submit()?.wait()?;
+        let got = gpu.matrix(&d, t).map_err(to_engine)?;
+        let mut cpu = CpuSoftAssign::new(&d, &params, 1);
+        cpu.cooling_iteration(t, &params);
+        // M's entries are at most 1; the order of the atomic additions moves them by about
+        // 1e-6 relative (mosaic's tests bound it by 2e-5).
+        let check = Check::close(got.iter().map(|&v| f64::from(v)), cpu.matrix(t), 1e-5);
+        let times_ms = time(ctx, reps, |rec| {
+            gpu.record_cooling_iteration(rec, t, &params, false);
+            Ok(())
+        })?;
+        // D read once per Sinkhorn iteration.
+        let floor = Floor::Bytes(4 * size * size * u64::from(params.per_temperature()));
+        let shader = Shader { spirv: mosaic::shaders::SINKHORN_ATOMIC, spec: shape.specialization(n).to_vec() };
+        Ok(Measured { times_ms, floor, check, shader: Some(shader) })
     }
 }
 

@@ -12,7 +12,7 @@
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{vk, Buffer, ComputePipeline, Context, DeviceInfo, Location, PipelineDesc, Recorder};
+use engine::{vk, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
 
 use crate::error::{MosaicError, Result};
 use crate::shaders;
@@ -102,6 +102,12 @@ impl AtomicShape {
     fn groups(&self, n: usize) -> u32 {
         (n as u32).div_ceil(4 * self.workgroup).max(1)
     }
+
+    /// The specialization constants of `sinkhorn_atomic.comp` for n columns (the sweep
+    /// reads the driver's statistics of exactly this pipeline).
+    pub fn specialization(&self, n: usize) -> [u32; 4] {
+        [self.workgroup, self.groups(n), self.rows_per_step, u32::from(self.vec4)]
+    }
 }
 
 #[repr(C)]
@@ -173,20 +179,18 @@ impl AtomicKernel {
             )));
         }
         shape.check(info, m, n)?;
-        let sinkhorn = ctx.compute_pipeline(&PipelineDesc {
-            name: "sinkhorn_atomic",
-            spirv: shaders::SINKHORN_ATOMIC,
-            bindings: 4,
-            push_bytes: std::mem::size_of::<SinkhornPush>() as u32,
-            spec: &[shape.workgroup, shape.groups(n), shape.rows_per_step, u32::from(shape.vec4)],
-        })?;
-        let finish = ctx.compute_pipeline(&PipelineDesc {
-            name: "sinkhorn_atomic_finish",
-            spirv: shaders::SINKHORN_ATOMIC_FINISH,
-            bindings: 2,
-            push_bytes: std::mem::size_of::<FinishPush>() as u32,
-            spec: &[FINISH_WORKGROUP],
-        })?;
+        let sinkhorn = ctx.compute_pipeline_for::<SinkhornPush>(
+            "sinkhorn_atomic",
+            shaders::SINKHORN_ATOMIC,
+            4,
+            &shape.specialization(n),
+        )?;
+        let finish = ctx.compute_pipeline_for::<FinishPush>(
+            "sinkhorn_atomic_finish",
+            shaders::SINKHORN_ATOMIC_FINISH,
+            2,
+            &[FINISH_WORKGROUP],
+        )?;
         let sums = ctx.buffer(3 * n, Location::Device, "column sums")?;
         Ok(AtomicKernel { shape, sinkhorn, finish, sums })
     }
