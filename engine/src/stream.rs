@@ -93,8 +93,20 @@ impl<S, T> Stream<S, T> {
 /// `dst` waits for the returned submission with [`crate::Recorder::wait_for`]; keep it (in
 /// the chunk's [`Stream::push`]) until that work is done.
 pub fn upload<T: Pod>(ctx: &Context, src: &Buffer<T>, dst: &Buffer<T>, len: usize) -> Result<Submission> {
+    upload_to(ctx, src, dst, 0, len)
+}
+
+/// [`upload`] into `dst[dst_start..dst_start + len]`: chunks that fill parts of one device
+/// buffer (a decoder's sections).
+pub fn upload_to<T: Pod>(
+    ctx: &Context,
+    src: &Buffer<T>,
+    dst: &Buffer<T>,
+    dst_start: usize,
+    len: usize,
+) -> Result<Submission> {
     let mut rec = ctx.transfer_recorder()?;
-    rec.copy_region(src, 0, dst, 0, len);
+    rec.copy_region(src, 0, dst, dst_start, len);
     rec.submit()
 }
 
@@ -157,6 +169,28 @@ mod tests {
             take(done, &mut spare).unwrap();
         }
         assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+        assert_no_validation_messages();
+    }
+
+    /// Chunks uploaded into their parts of one device buffer arrive where they belong.
+    #[test]
+    fn uploads_to_offsets_fill_one_buffer() {
+        let ctx = context();
+        let parts = [(0usize, 5usize), (5, 64), (69, 3)];
+        let device = ctx.buffer::<u32>(72, Location::Device, "upload_to target").unwrap();
+        let mut copies = Vec::new();
+        let mut stagings = Vec::new();
+        for (i, &(start, len)) in parts.iter().enumerate() {
+            let mut staging = ctx.buffer::<u32>(len, Location::Upload, "upload_to staging").unwrap();
+            staging.mapped_mut().unwrap().iter_mut().enumerate().for_each(|(k, x)| *x = (i * 1000 + k) as u32);
+            copies.push(upload_to(ctx, &staging, &device, start, len).unwrap());
+            stagings.push(staging);
+        }
+        copies.into_iter().for_each(|c| c.wait().unwrap());
+        let got = ctx.download(&device).unwrap();
+        let want: Vec<u32> =
+            parts.iter().enumerate().flat_map(|(i, &(_, len))| (0..len).map(move |k| (i * 1000 + k) as u32)).collect();
+        assert_eq!(got, want);
         assert_no_validation_messages();
     }
 }

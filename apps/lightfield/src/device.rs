@@ -1,13 +1,15 @@
 //! Decoding `.lfc` bytes straight into device memory (`lightfield view`, `lightfield
 //! bench`): the sections are decompressed and parsed in parallel on the rayon pool, each
 //! into its own host-visible staging buffer laid out as the kernel reads it; as each is
-//! ready the host submits its upload and its decode (`decode_views.comp`, which writes the
-//! patches straight into the U x V x H x W x 3 light field, cropped and clamped), so
-//! earlier sections decode on the GPU while later ones are parsed. Nothing is read back
+//! ready the host submits its upload (transfer queue) and its decode (`decode_views.comp`,
+//! which waits for that upload and writes the patches straight into the U x V x H x W x 3
+//! light field, cropped and clamped) on the engine's ring, so earlier sections decode on
+//! the GPU while later ones are parsed. Nothing is read back
 //! but one word saying whether any sample was not finite.
 
 use std::time::Instant;
 
+use engine::stream::{upload_to, Done, Stream};
 use engine::{Buffer, Location};
 
 use crate::bitstream;
@@ -33,8 +35,6 @@ pub struct DeviceDecodeTimes {
     pub parse_ms: f64,
     /// Host wall time after the last section was parsed until the GPU was done.
     pub tail_ms: f64,
-    /// GPU time of the uploads (timestamps, summed over the sections).
-    pub upload_ms: f64,
     /// GPU time of the decode kernels (timestamps, summed over the sections).
     pub kernel_ms: f64,
     /// The whole call.
@@ -87,7 +87,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let flag_read = ctx.buffer::<u32>(1, Location::Download, "decode flag readback")?;
     let mut rec = ctx.recorder()?;
     rec.fill(&flag, 0);
-    let mut submissions = vec![rec.submit()?];
+    let fill = rec.submit()?;
     let mut times = DeviceDecodeTimes {
         setup_ms: ms_since(t0),
         sections: count,
@@ -107,7 +107,13 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
         count_x: grid.count[3] as u32,
     };
     let mut failed: Option<LfError> = None;
-    let mut parsed = Vec::with_capacity(count);
+    // Every section has its own staging buffer, so all may be in flight at once; the ring
+    // keeps each until its upload is done and hands the kernels' times back in order.
+    let mut stream: Stream<Buffer<u32>, usize> = Stream::new(count.max(1));
+    let mut kernel_ms = 0.0;
+    let mut account = |done: Option<Done<Buffer<u32>, usize>>| {
+        kernel_ms += done.iter().flat_map(|d| &d.passes).map(|p| p.ms).sum::<f64>();
+    };
     rayon::in_place_scope(|pool| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Buffer<u32>>)>();
         for (s, mut staging) in stagings.drain(..).enumerate() {
@@ -130,20 +136,17 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
                 continue;
             }
             let (l, base, patches) = (layouts[s], bases[s], header.section(s));
+            let copy = upload_to(ctx, &staging, &inputs, base, l.words)?;
             let mut rec = ctx.recorder()?;
-            rec.enable_profiling(2)?;
-            rec.copy_region(&staging, 0, &inputs, base, l.words);
-            rec.barrier();
-            rec.mark("upload");
-            let part = |i: usize| inputs.slice(base + l.parts[i].0, l.parts[i].1.max(1));
+            rec.enable_profiling(1)?;
+            rec.wait_for(&copy);
+            let part = |i| l.part(&inputs, base, i);
             let bindings =
                 [dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
             rec.dispatch_linear(pipeline, &bindings, &push, patches.len() as u32);
             rec.mark("decode");
-            submissions.push(rec.submit()?);
-            // The staging buffer must outlive its upload.
-            parsed.push(staging);
+            account(stream.push(staging, s, [copy, rec.submit()?])?);
         }
         Ok(())
     })?;
@@ -152,17 +155,13 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let mut rec = ctx.recorder()?;
     rec.barrier();
     rec.copy(&flag, &flag_read);
-    submissions.push(rec.submit()?);
-    for sub in submissions {
-        for pass in sub.wait_profiled()? {
-            match pass.name.as_str() {
-                "upload" => times.upload_ms += pass.ms,
-                "decode" => times.kernel_ms += pass.ms,
-                _ => {}
-            }
-        }
+    let read_flag = rec.submit()?;
+    while stream.in_flight() > 0 {
+        account(stream.wait()?);
     }
-    drop(parsed);
+    fill.wait()?;
+    read_flag.wait()?;
+    times.kernel_ms = kernel_ms;
     if let Some(e) = failed {
         return Err(e);
     }
