@@ -134,7 +134,8 @@ pub fn run(
             let tx = tx.clone();
             workers.push(scope.spawn(move || -> Result<(), MadError> {
                 for (i, r, d) in claims(pairs, next, group, tx.clone(), crate::cpu::check_budget) {
-                    let outcome = crate::cpu::score(&r, &d).map(|(s, _)| (s, r.width, r.height));
+                    // No maps: a batch writes none, and in tiles they would be assembled for nothing.
+                    let outcome = crate::cpu::score_with(&r, &d, false).map(|(s, _)| (s, r.width, r.height));
                     let _ = tx.send((i, line(&pairs[i], outcome.map_err(|e| e.to_string()))));
                 }
                 Ok(())

@@ -2,6 +2,8 @@
 //! 512x512 pair (latency), a batch of 1000 512x512 pairs (throughput), one 1920x1080 pair;
 //! each beside the CPU reference on the same inputs (the batch's CPU figure is measured on a
 //! subset and said so), the paper's 40.2 ms (Titan Black) and a memory-traffic floor.
+//! Last, one 8000x8000 pair scored in tiles under a 2 GiB budget (`mad score --max-memory
+//! 2G`), beside the same pair over the whole image.
 //! `--quick` runs tiny sizes so a test can exercise it on lavapipe in seconds.
 
 use std::collections::BTreeMap;
@@ -115,6 +117,26 @@ pub enum BenchLine {
         floor_ms: f64,
         floor: &'static str,
     },
+    /// One pair over the memory budget, scored in tiles (`mad score --max-memory`).
+    Tiled {
+        bench: String,
+        size: String,
+        budget: String,
+        tiles: usize,
+        window: String,
+        halo: usize,
+        /// Wall time of the tiled pair, staging to scores (after a warm-up run).
+        gpu_ms: f64,
+        gpu_per_tile_ms: f64,
+        /// The same pair over the whole image (budget lifted), where the device holds it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        gpu_whole_ms: Option<f64>,
+        mad_tiled: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mad_whole: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rel_diff: Option<f64>,
+    },
 }
 
 impl fmt::Display for BenchLine {
@@ -214,6 +236,57 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     Ok(())
 }
 
+/// Scores one `width x height` pair in tiles under `budget` bytes (with a `halo` other than
+/// the default where given), then over the whole image with the budget lifted, where the
+/// device holds it.
+fn tiled(
+    ctx: &Context,
+    name: &str,
+    (width, height): (usize, usize),
+    budget: u64,
+    halo: Option<usize>,
+) -> Result<(), MadError> {
+    let mut gpu = GpuMad::new(ctx)?;
+    if let Some(h) = halo {
+        gpu.set_tile_halo(h);
+    }
+    let (r, d) = pairs(width, height, 1).remove(0);
+    let before = kit::budget::get();
+    kit::budget::set(budget);
+    let run = || -> Result<_, MadError> {
+        let plan = gpu.plan(width as u64, height as u64, false)?.ok_or_else(|| {
+            MadError::TilePlan(format!("{width}x{height} fits whole under {}", kit::budget::human(budget)))
+        })?;
+        gpu.score_tiled(&r, &d, &plan, false)?;
+        let t = Instant::now();
+        let (scores, _) = gpu.score_tiled(&r, &d, &plan, false)?;
+        Ok((plan, scores, ms(t)))
+    };
+    let tiled = run();
+    kit::budget::set(before);
+    let (plan, scores, gpu_ms) = tiled?;
+    let whole = {
+        let t = Instant::now();
+        gpu.score(&r, &d, false).ok().map(|(s, _)| (s, ms(t)))
+    };
+    let line = BenchLine::Tiled {
+        bench: name.into(),
+        size: format!("{width}x{height}"),
+        budget: kit::budget::human(budget),
+        tiles: plan.tiles().len(),
+        window: format!("{}x{}", plan.window.0, plan.window.1),
+        halo: plan.halo,
+        gpu_ms,
+        gpu_per_tile_ms: gpu_ms / plan.tiles().len() as f64,
+        gpu_whole_ms: whole.map(|w| w.1),
+        mad_tiled: scores.mad,
+        mad_whole: whole.map(|w| w.0.mad),
+        rel_diff: whole.map(|w| (scores.mad - w.0.mad).abs() / w.0.mad.abs().max(1e-12)),
+    };
+    kit::emit(&line, &[]);
+    Ok(())
+}
+
 /// Runs the benchmark set on `ctx`, one JSON line per measurement.
 pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
     let t = Instant::now();
@@ -229,10 +302,12 @@ pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
         latency(&gpu, "latency_64", 64, 64, 2, None)?;
         throughput(&gpu, "batch_64", 64, 6, 2)?;
         latency(&gpu, "latency_97x61", 97, 61, 1, None)?;
+        tiled(ctx, "tiled_301x157", (301, 157), 16 * 301 * 157 + 128 * 128 * 200, Some(16))?;
     } else {
         latency(&gpu, "latency_512", 512, 512, LATENCY_RUNS, Some(PAPER_MS_512))?;
         throughput(&gpu, "batch_512", 512, 1000, 16)?;
         latency(&gpu, "latency_1920x1080", 1920, 1080, LATENCY_RUNS, None)?;
+        tiled(ctx, "tiled_8000_2G", (8000, 8000), 2 << 30, None)?;
     }
     Ok(())
 }

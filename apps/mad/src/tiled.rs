@@ -140,11 +140,7 @@ impl Plan {
     }
 
     /// Largest tiles of `make`'s plans that `fits`.
-    fn fitting(
-        grid: &Grid,
-        make: impl Fn((usize, usize)) -> Plan,
-        fits: impl Fn(&Plan) -> bool,
-    ) -> Option<Plan> {
+    fn fitting(grid: &Grid, make: impl Fn((usize, usize)) -> Plan, fits: impl Fn(&Plan) -> bool) -> Option<Plan> {
         // Square tiles as large as fit, then as many rows as fit beside a narrow grid's width.
         let mut side = (1..=grid.blocks_x.max(grid.blocks_y)).rev().map(|c| make((c, c))).find(|p| fits(p))?;
         while side.tile.1 < grid.blocks_y {

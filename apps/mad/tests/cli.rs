@@ -362,8 +362,9 @@ fn bench_quick_prints_measurements() {
     let lines = json_lines(&out);
     assert!(lines.iter().all(|l| l["command"] == "bench" && l["device"].is_string()), "{lines:?}");
     let names: Vec<&str> = lines.iter().map(|l| l["bench"].as_str().unwrap()).collect();
-    assert_eq!(names, ["setup", "latency_64", "batch_64", "latency_97x61"]);
-    for l in &lines[1..] {
+    assert_eq!(names, ["setup", "latency_64", "batch_64", "latency_97x61", "tiled_301x157"]);
+    assert!(lines[4]["tiles"].as_u64().unwrap() > 1 && lines[4]["gpu_ms"].as_f64().unwrap() > 0.0, "{:?}", lines[4]);
+    for l in &lines[1..4] {
         assert!(l["gpu_ms"].as_f64().unwrap() > 0.0 && l["cpu_ms"].as_f64().unwrap() > 0.0);
         assert!(l["floor_ms"].as_f64().unwrap() > 0.0);
     }

@@ -115,7 +115,9 @@ fn check_gpu(width: usize, height: usize, plan: &Plan, seed: u64) {
         assert!(rel(a, b) < 1e-5, "{width}x{height} {name}: GPU tiled {a} GPU whole {b}");
     }
     let (maps, cpu_maps) = (maps.unwrap(), cpu_maps.unwrap());
-    for (name, a, b) in [("detection", &maps.detection, &cpu_maps.detection), ("appearance", &maps.appearance, &cpu_maps.appearance)] {
+    for (name, a, b) in
+        [("detection", &maps.detection, &cpu_maps.detection), ("appearance", &maps.appearance, &cpu_maps.appearance)]
+    {
         let top = b.iter().fold(0f32, |m, v| m.max(v.abs()));
         let worst = a.iter().zip(b.iter()).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         assert!(worst <= 1e-4 * top, "{name} map: {worst} of {top}");

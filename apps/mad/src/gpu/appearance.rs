@@ -105,7 +105,12 @@ fn target_bytes(height: usize, shared: usize) -> usize {
 
 /// Bytes per pixel of one pair a band stack of [`BandStack::new`] for `bands` bands of
 /// `capacity` pairs of `width x height` holds on `ctx`'s device.
-pub(super) fn stack_bytes_per_pixel(ctx: &Context, (width, height): (usize, usize), capacity: usize, bands: usize) -> u64 {
+pub(super) fn stack_bytes_per_pixel(
+    ctx: &Context,
+    (width, height): (usize, usize),
+    capacity: usize,
+    bands: usize,
+) -> u64 {
     let target = target_bytes(height, ctx.info().max_shared_memory_bytes as usize);
     (2 * COMPLEX_BYTES * group_size(width.saturating_mul(height), capacity, bands, target)) as u64
 }

@@ -35,7 +35,8 @@ impl GpuMad {
             (size.0 as u64).saturating_mul(size.1 as u64).saturating_mul(device) <= self.device_memory()
         };
         let size = (width.min(usize::MAX as u64) as usize, height.min(usize::MAX as u64) as usize);
-        if self.check_budget(width, height, 1, 1, maps).is_ok() && fits_device(size, self.slot_bytes_per_pixel(size, 1, maps).1)
+        if self.check_budget(width, height, 1, 1, maps).is_ok()
+            && fits_device(size, self.slot_bytes_per_pixel(size, 1, maps).1)
         {
             return Ok(None);
         }
@@ -89,8 +90,12 @@ impl GpuMad {
             area.gather_into(reference, r, |v| v as f32);
             area.gather_into(distorted, d, |v| v as f32);
             let kept = Cells { x0: first, y0: first, x1: first + cells.width(), y1: first + cells.height() };
-            let place =
-                Place { full: plan.grid, origin: (area.origin.0 as i64, area.origin.1 as i64), cells: kept, tiled: true };
+            let place = Place {
+                full: plan.grid,
+                origin: (area.origin.0 as i64, area.origin.1 as i64),
+                cells: kept,
+                tiled: true,
+            };
             let mut rec = self.ctx.recorder()?;
             self.record(&mut rec, &slot, 1, Stages::BOTH, &place)?;
             rec.submit()?.wait()?;
