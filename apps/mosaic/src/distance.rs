@@ -1,7 +1,7 @@
 //! The distance matrix on the GPU (Eq. 1, `distance.comp`); [`crate::features::distance_cpu`]
 //! is its f64 reference.
 
-use engine::{Context, Location, PipelineDesc};
+use engine::{Context, Location};
 use indicatif::ProgressBar;
 
 use crate::error::{MosaicError, Result};
@@ -45,13 +45,7 @@ pub fn distance_blocks(
     if block_rows == 0 || n as u64 * block_rows as u64 > u32::MAX as u64 {
         return Err(MosaicError::InvalidInput(format!("a row of {n} tiles is too long for this device")));
     }
-    let pipe = ctx.compute_pipeline(&PipelineDesc {
-        name: "distance",
-        spirv: shaders::DISTANCE,
-        bindings: 3,
-        push_bytes: std::mem::size_of::<Push>() as u32,
-        spec: &[WORKGROUP],
-    })?;
+    let pipe = ctx.compute_pipeline_for::<Push>("distance", shaders::DISTANCE, 3, &[WORKGROUP])?;
     let p = ctx.upload(&patches.data, "patch features")?;
     let t = ctx.upload(&tiles.data, "tile features")?;
     let d = ctx.buffer::<f32>(n * block_rows, Location::Device, "distance block")?;

@@ -5,7 +5,7 @@
 //! Each used thumbnail is held once, however many cells show it (`--repeat`), and the GPU
 //! renders the image in bands of rows, so a poster needs device memory for one band only.
 
-use engine::{Context, Location, PipelineDesc};
+use engine::{Context, Location};
 use rayon::prelude::*;
 
 use crate::error::{MosaicError, Result};
@@ -110,13 +110,7 @@ fn render_bands(ctx: &Context, layout: &Layout, cells: &Cells, band_bytes: u64) 
             "a {width} pixels wide mosaic is too wide for this device; use a smaller --tile-px"
         )));
     }
-    let pipe = ctx.compute_pipeline(&PipelineDesc {
-        name: "render",
-        spirv: shaders::RENDER,
-        bindings: 4,
-        push_bytes: std::mem::size_of::<Push>() as u32,
-        spec: &[WORKGROUP],
-    })?;
+    let pipe = ctx.compute_pipeline_for::<Push>("render", shaders::RENDER, 4, &[WORKGROUP])?;
     let thumbs = ctx.upload(&pack(cells.thumbs), "thumbnails")?;
     let tiles = ctx.upload(cells.tile, "cell tiles")?;
     let tints = ctx.upload(bytemuck::cast_slice::<Tint, f32>(cells.tint), "cell tints")?;

@@ -35,7 +35,7 @@
 
 use std::collections::VecDeque;
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 use indicatif::ProgressBar;
 
 use super::atomic::{storage_barrier, AtomicKernel, AtomicShape, Temperature};
@@ -217,29 +217,22 @@ impl GpuSoftAssign {
         let column_workgroup =
             COLUMN_WORKGROUP.min(info.max_workgroup_invocations) / COLUMNS_PER_GROUP * COLUMNS_PER_GROUP;
         let blocks = m.div_ceil(rows_per_block);
-        let rows_pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "sinkhorn_rows",
-            spirv: shaders::SINKHORN_ROWS,
-            bindings: 4,
-            push_bytes: std::mem::size_of::<RowPush>() as u32,
-            spec: &[workgroup, per_thread],
-        })?;
-        let cols_pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "sinkhorn_cols",
-            spirv: shaders::SINKHORN_COLS,
-            bindings: 2,
-            push_bytes: std::mem::size_of::<ColPush>() as u32,
-            spec: &[column_workgroup, COLUMNS_PER_GROUP],
-        })?;
+        let rows_pipe =
+            ctx.compute_pipeline_for::<RowPush>("sinkhorn_rows", shaders::SINKHORN_ROWS, 4, &[workgroup, per_thread])?;
+        let cols_pipe = ctx.compute_pipeline_for::<ColPush>(
+            "sinkhorn_cols",
+            shaders::SINKHORN_COLS,
+            2,
+            &[column_workgroup, COLUMNS_PER_GROUP],
+        )?;
         let workgroup_pipe = match kernel {
             Kernel::Passes | Kernel::Atomic => None,
-            Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => Some(ctx.compute_pipeline(&PipelineDesc {
-                name: "sinkhorn_workgroup",
-                spirv: shaders::SINKHORN_WORKGROUP,
-                bindings: 3,
-                push_bytes: std::mem::size_of::<WorkgroupPush>() as u32,
-                spec: &[workgroup_kernel_size(ctx, m, n), m as u32, n as u32],
-            })?),
+            Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => Some(ctx.compute_pipeline_for::<WorkgroupPush>(
+                "sinkhorn_workgroup",
+                shaders::SINKHORN_WORKGROUP,
+                3,
+                &[workgroup_kernel_size(ctx, m, n), m as u32, n as u32],
+            )?),
             Kernel::Workgroup => {
                 return Err(MosaicError::InvalidInput(format!(
                     "a {m} x {n} matrix does not fit one workgroup's shared memory"
