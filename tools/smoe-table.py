@@ -5,6 +5,8 @@
 (photo, K) on stdout.
 
 Usage: smoe-table.py SMOE_BIN WORKDIR K1,K2,... PHOTO...
+With RESIZE=WxH in the environment, each photo is first cropped to that aspect ratio
+(centred) and resized (Lanczos) to WxH, as the Kodak-sized rows of the table are made.
 
 SSIM is Wang et al. (2004) as most image-representation papers report it: an 11x11 Gaussian
 window of sigma 1.5, K1 = 0.01, K2 = 0.03, L = 255, per channel, averaged over channels.
@@ -62,6 +64,18 @@ def jpeg_at(photo, budget):
     return {"quality": q, "bytes": len(data), "psnr_db": psnr(photo, decoded), "ssim": ssim(photo, decoded)}
 
 
+def fitted(path, size, work):
+    """The photo cropped (centred) to the aspect of `size` ("WxH") and resized to it."""
+    w, h = (int(v) for v in size.split("x"))
+    im = Image.open(path).convert("RGB")
+    iw, ih = im.size
+    cw, ch = min(iw, ih * w // h), min(ih, iw * h // w)
+    left, top = (iw - cw) // 2, (ih - ch) // 2
+    out = os.path.join(work, f"{os.path.splitext(os.path.basename(path))[0]}-{w}x{h}.png")
+    im.crop((left, top, left + cw, top + ch)).resize((w, h), Image.LANCZOS).save(out)
+    return out
+
+
 def run(cmd):
     t = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -74,8 +88,11 @@ def run(cmd):
 def main():
     smoe, work, ks, photos = sys.argv[1], sys.argv[2], [int(k) for k in sys.argv[3].split(",")], sys.argv[4:]
     os.makedirs(work, exist_ok=True)
+    resize = os.environ.get("RESIZE")
     for path in photos:
         name = os.path.splitext(os.path.basename(path))[0]
+        if resize:
+            path = fitted(path, resize, work)
         photo = np.asarray(Image.open(path).convert("RGB"))
         h, w = photo.shape[:2]
         for k in ks:
