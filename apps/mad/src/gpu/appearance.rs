@@ -13,9 +13,9 @@
 //!   `appear_blocks`) + `sum_appearance` = 81 dispatches and barriers, each drain of the GPU
 //!   too small to fill it at 512x512; 0.905 ms of appearance kernels, 1.82 ms wall;
 //! - now: 5 at 512x512 (0.44 ms of kernels: filter 0.06, FFT 0.16, statistics 0.22; 0.90 to
-//!   1.0 ms wall, the host recording 76 fewer dispatches); at 1920x1080 the groups hold one
-//!   band each to stay in L2 ([`BANDS_TARGET_NARROW_BYTES`]), 100 dispatches, 14.3 ms of
-//!   which 12.1 ms are the engine's Bluestein column FFTs.
+//!   1.0 ms wall, the host recording 76 fewer dispatches); at 1920x1080, whose lines the
+//!   engine transforms by mixed radix at their own length (four columns of 1080 per
+//!   workgroup), one group of 5 dispatches.
 //!
 //! Bytes per pixel of one image and band, before and after alike: the filter writes the band
 //! (8, the spectrum read once per group), the FFT reads and writes it twice (32), the
@@ -41,11 +41,12 @@ pub(super) const BANDS: usize = crate::constants::GABOR_SCALES * GABOR_ORIENTATI
 /// scored 2307 pairs/s in groups of 10 bands, 671 MB, and 1965 in groups of one).
 const BANDS_TARGET_BYTES: usize = 1 << 30;
 
-/// The target where a column's FFT (the Bluestein size for other lengths) fills over a
-/// quarter of a workgroup's shared memory, so the engine transforms one or two columns per
-/// workgroup and reads partial memory sectors: under the L2 cache (60 MB on an H200), so
-/// those reads hit it. A 1920x1080 pair (columns of 1080 by FFTs of 4096): its inverse FFTs
-/// took 12.1 ms in groups of one band (33 MB) against 16.2 ms in one group (663 MB).
+/// The target where a column's FFT (`engine::prims::fft::line_fft_size`: Bluestein's power
+/// of two for lengths with a prime factor over 5) fills over a quarter of a workgroup's
+/// shared memory, so the engine transforms one or two columns per workgroup and reads
+/// partial memory sectors: under the L2 cache (60 MB on an H200), so those reads hit it.
+/// Columns of 1080 on Bluestein's 4096 took 12.1 ms of inverse FFTs per 1920x1080 pair in
+/// groups of one band (33 MB) against 16.2 ms in one group (663 MB).
 const BANDS_TARGET_NARROW_BYTES: usize = 48 << 20;
 
 /// The GPU passes of the stage, as [`Recorder::mark`] names them (each group's summed).
@@ -95,8 +96,7 @@ pub(super) fn partials_per_pair(grid: &Grid) -> usize {
 /// [`BANDS_TARGET_BYTES`], or [`BANDS_TARGET_NARROW_BYTES`] for columns of `height` on a
 /// device with `shared` bytes of shared memory per workgroup.
 fn target_bytes(height: usize, shared: usize) -> usize {
-    let fft = if height.is_power_of_two() { height } else { (2 * height - 1).next_power_of_two() };
-    if 4 * fft * COMPLEX_BYTES > shared {
+    if 4 * engine::prims::fft::line_fft_size(height) * COMPLEX_BYTES > shared {
         BANDS_TARGET_NARROW_BYTES
     } else {
         BANDS_TARGET_BYTES
