@@ -426,6 +426,14 @@ impl Model {
         serde_json::to_string(&out).map_err(|e| ModelError::Invalid(format!("cannot write JSON: {e}")))
     }
 
+    /// The model as the binary format stores it: every prior, mean and covariance entry
+    /// rounded to f32. A covariance that passes [`Model::validate`] in f64 can fail it once
+    /// rounded (a pivot near zero), so writers validate this copy.
+    pub fn rounded_to_f32(&self) -> Model {
+        let round = |v: &Vec<f64>| v.iter().map(|&x| x as f32 as f64).collect();
+        Model { pi: round(&self.pi), mu: round(&self.mu), cov: round(&self.cov), ..self.clone() }
+    }
+
     /// Values of one kernel's raw record: pi, mu (p+q), packed covariance (f32, as on the
     /// GPU and in the binary format).
     pub fn raw_record(&self, k: usize, out: &mut Vec<f32>) {
@@ -574,6 +582,10 @@ impl Model {
     pub fn stage(&self, staged: &mut kit::output::Staged, path: &Path) -> Result<()> {
         let format = kit::output::format_of(path, MODEL_EXTENSIONS)?;
         self.validate()?;
+        if format != "json" {
+            // The binary file holds f32: the reader must accept what rounding makes of it.
+            self.rounded_to_f32().validate()?;
+        }
         if format == "json" {
             let text = self.to_json()?;
             staged.write(path, |w| w.write_all(text.as_bytes()))?;

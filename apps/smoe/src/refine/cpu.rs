@@ -164,7 +164,8 @@ mod tests {
         }
     }
 
-    /// Parameters and models convert both ways without changing what renders.
+    /// Parameters and models convert both ways without changing what renders, up to the
+    /// model's rounding to f32 (what the binary file holds): 1e-5 relative.
     #[test]
     fn params_round_trip_the_model() {
         let grid = sample_lightfield(13, 11, 1, 1, 0.0);
@@ -172,7 +173,7 @@ mod tests {
         let model = params.to_model().unwrap();
         let again = Params::from_model(&model).unwrap();
         for (a, b) in params.natural().iter().zip(again.natural()) {
-            assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{a} vs {b}");
+            assert!((a - b).abs() <= 1e-5 * a.abs().max(1.0), "{a} vs {b}");
         }
     }
 }

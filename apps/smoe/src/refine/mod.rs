@@ -297,6 +297,8 @@ impl Params {
             m.mu.extend_from_slice(&k[lay.mu_y()..lay.g()]);
             self.push_covariance(&mut m, j, &resid[j * 6..(j + 1) * 6]);
         }
+        // Validated as the binary file will hold it (f32), so the saved model loads.
+        let mut m = m.rounded_to_f32();
         for _ in 0..32 {
             match m.validate() {
                 Err(ModelError::Kernel { index, .. }) => {
@@ -306,6 +308,7 @@ impl Params {
                     let tri = packed_len(d);
                     let mut fixed = Model { cov: Vec::new(), ..m.clone() };
                     self.push_covariance(&mut fixed, index, &resid[index * 6..(index + 1) * 6]);
+                    let fixed = fixed.rounded_to_f32();
                     m.cov[index * tri..(index + 1) * tri].copy_from_slice(&fixed.cov);
                 }
                 other => return other.map(|()| m),
