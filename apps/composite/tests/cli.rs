@@ -260,8 +260,10 @@ fn mpirun_matches_the_single_rank_image() {
         .expect("run mpirun");
     let err = String::from_utf8_lossy(&result.stderr);
     assert!(!result.status.success());
-    assert!(err.contains("composite: error: ") && err.contains("is a file where a folder must be"), "{err}");
-    assert!(err.contains("stopped because rank 0 failed"), "{err}");
+    // mpirun tears the job down at the first non-zero exit, so which ranks' messages get out
+    // is a race: rank 0's own error, the others' "stopped because rank 0 failed", or both.
+    assert!(err.contains("composite: error: "), "{err}");
+    assert!(err.contains("is a file where a folder must be") || err.contains("stopped because rank 0 failed"), "{err}");
     assert!(t.elapsed().as_secs() < 60, "the ranks took {:?} to stop", t.elapsed());
     // More ranks than pixels: empty spans travel as empty payloads.
     let tiny_single = d.join("tiny1.png");
