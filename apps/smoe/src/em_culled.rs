@@ -189,17 +189,7 @@ mod tests {
         let init = Init::Kmeans.model(&grid, 13, &mut || {});
         let (want, want_ll) = em_step_cpu(&init, &grid.samples(), &regularisation(&grid)).unwrap();
         let (got, report) = fit_gpu_culled(ctx, &grid, init, 1, 1, |_| {}).unwrap();
-        assert!((report.loglik[0] - want_ll).abs() < 1e-4 * want_ll.abs().max(1.0), "{report:?} vs {want_ll}");
-        for (g, w) in got.pi.iter().zip(&want.pi) {
-            assert!((g - w).abs() <= 1e-4 * w.abs() + 1e-9, "pi {g} vs {w}");
-        }
-        for (g, w) in got.mu.iter().zip(&want.mu) {
-            assert!((g - w).abs() <= 1e-4, "mu {g} vs {w}");
-        }
-        for (g, w) in got.cov.iter().zip(&want.cov) {
-            assert!((g - w).abs() <= 1e-3 * w.abs() + 1e-7, "cov {g} vs {w}");
-        }
-        got.validate().unwrap();
+        crate::fit::assert_step_matches(&got, report.loglik[0], &want, want_ll);
         engine::testing::assert_no_validation_messages();
     }
 

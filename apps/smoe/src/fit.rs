@@ -446,6 +446,24 @@ pub fn em_step_cpu(model: &Model, samples: &[f32], reg: &[f64]) -> Result<(Model
     Ok((out, ll / n as f64))
 }
 
+/// The bounds one GPU EM iteration (dense or culled) is held to against the f64 CPU step:
+/// log-likelihood 1e-4 relative, pi 1e-4 relative, mu 1e-4, covariance 1e-3 relative; and
+/// the result valid.
+#[cfg(test)]
+pub(crate) fn assert_step_matches(got: &Model, loglik: f64, want: &Model, want_ll: f64) {
+    assert!((loglik - want_ll).abs() < 1e-4 * want_ll.abs().max(1.0), "{loglik} vs {want_ll}");
+    for (g, w) in got.pi.iter().zip(&want.pi) {
+        assert!((g - w).abs() <= 1e-4 * w.abs() + 1e-9, "pi {g} vs {w}");
+    }
+    for (g, w) in got.mu.iter().zip(&want.mu) {
+        assert!((g - w).abs() <= 1e-4, "mu {g} vs {w}");
+    }
+    for (g, w) in got.cov.iter().zip(&want.cov) {
+        assert!((g - w).abs() <= 1e-3 * w.abs() + 1e-7, "cov {g} vs {w}");
+    }
+    got.validate().unwrap();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,17 +479,7 @@ mod tests {
             let init = grid_init(&grid, k);
             let (want, want_ll) = em_step_cpu(&init, &grid.samples(), &regularisation(&grid)).unwrap();
             let (got, report) = fit_gpu_from(ctx, &grid, init, 1, |_, _| {}).unwrap();
-            assert!((report.loglik[0] - want_ll).abs() < 1e-4 * want_ll.abs().max(1.0), "{report:?} vs {want_ll}");
-            for (g, w) in got.pi.iter().zip(&want.pi) {
-                assert!((g - w).abs() <= 1e-4 * w.abs() + 1e-9, "pi {g} vs {w}");
-            }
-            for (g, w) in got.mu.iter().zip(&want.mu) {
-                assert!((g - w).abs() <= 1e-4, "mu {g} vs {w}");
-            }
-            for (g, w) in got.cov.iter().zip(&want.cov) {
-                assert!((g - w).abs() <= 1e-3 * w.abs() + 1e-7, "cov {g} vs {w}");
-            }
-            got.validate().unwrap();
+            assert_step_matches(&got, report.loglik[0], &want, want_ll);
         }
         engine::testing::assert_no_validation_messages();
     }

@@ -88,6 +88,25 @@ pub(super) struct LinesPush {
     pub(super) scale: f32,
 }
 
+impl LinesPush {
+    /// A forward transform of `lines`, with its tables at the given offsets (0 where unused).
+    pub(super) fn forward(lines: &Lines, twiddle_at: u32, chirp_at: u32, kernel_at: u32) -> LinesPush {
+        LinesPush {
+            n: lines.len as u32,
+            lines: lines.count as u32,
+            lines_per_image: lines.per_image as u32,
+            image_stride: lines.image_stride as u32,
+            line_stride: lines.line_stride as u32,
+            elem_stride: lines.elem_stride as u32,
+            inverse: 0,
+            twiddle_at,
+            chirp_at,
+            kernel_at,
+            scale: 1.0,
+        }
+    }
+}
+
 /// Push constants of `fft_long.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
@@ -438,26 +457,9 @@ fn direct(ctx: &Context, lines: &Lines, shape: &Shape, table: &mut Vec<[f32; 2]>
     let twiddle_at = append(table, twiddles(m));
     let bluestein = m != n;
     let (chirp_at, kernel_at) = if bluestein { append_bluestein(table, n, m) } else { (0, 0) };
-    let push = LinesPush {
-        n: n as u32,
-        lines: lines.count as u32,
-        lines_per_image: lines.per_image as u32,
-        image_stride: lines.image_stride as u32,
-        line_stride: lines.line_stride as u32,
-        elem_stride: lines.elem_stride as u32,
-        inverse: 0,
-        twiddle_at,
-        chirp_at,
-        kernel_at,
-        scale: 1.0,
-    };
-    let pipeline = ctx.compute_pipeline(&PipelineDesc {
-        name: "fft_lines",
-        spirv: shaders::FFT_LINES,
-        bindings: 2,
-        push_bytes: std::mem::size_of::<LinesPush>() as u32,
-        spec: &shape.spec(&[bluestein as u32]),
-    })?;
+    let push = LinesPush::forward(lines, twiddle_at, chirp_at, kernel_at);
+    let pipeline =
+        ctx.compute_pipeline_for::<LinesPush>("fft_lines", shaders::FFT_LINES, 2, &shape.spec(&[bluestein as u32]))?;
     Ok(Dispatch { pipeline, push: Push::Lines(push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
 }
 

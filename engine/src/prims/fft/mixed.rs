@@ -21,7 +21,6 @@ use super::gpu::{append, Dispatch, Limits, Lines, LinesPush, Push, COMPLEX_BYTES
 use super::tables::twiddles;
 use crate::context::Context;
 use crate::error::Result;
-use crate::pipeline::PipelineDesc;
 use crate::shaders;
 
 /// Passes the kernel's radix word holds (4 bits each).
@@ -141,26 +140,8 @@ pub(super) fn dispatch(
     table: &mut Vec<[f32; 2]>,
 ) -> Result<Dispatch> {
     let n = lines.len;
-    let push = LinesPush {
-        n: n as u32,
-        lines: lines.count as u32,
-        lines_per_image: lines.per_image as u32,
-        image_stride: lines.image_stride as u32,
-        line_stride: lines.line_stride as u32,
-        elem_stride: lines.elem_stride as u32,
-        inverse: 0,
-        twiddle_at: append(table, twiddles(n)),
-        chirp_at: 0,
-        kernel_at: 0,
-        scale: 1.0,
-    };
-    let pipeline = ctx.compute_pipeline(&PipelineDesc {
-        name: "fft_mixed",
-        spirv: shaders::FFT_MIXED,
-        bindings: 2,
-        push_bytes: std::mem::size_of::<LinesPush>() as u32,
-        spec: &shape.spec(n),
-    })?;
+    let push = LinesPush::forward(lines, append(table, twiddles(n)), 0, 0);
+    let pipeline = ctx.compute_pipeline_for::<LinesPush>("fft_mixed", shaders::FFT_MIXED, 2, &shape.spec(n))?;
     Ok(Dispatch { pipeline, push: Push::Lines(push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
 }
 
