@@ -4,7 +4,7 @@
 //! The engine stays windowing-library-agnostic: it takes raw display and window handles
 //! (`raw-window-handle` 0.6). Usage:
 //!
-//! 1. `unsafe { present::open_window(&selector, display, window, width, height) }` opens the
+//! 1. `unsafe { present::open_window(&selector, &window, width, height) }` opens the
 //!    device with presentation enabled and a [`Presenter`] for the window (it does what
 //!    `Instance::new(&present::instance_extensions(display)?)`, `Context::open_with(instance,
 //!    ContextOptions { swapchain: true, .. })` and `Presenter::new` do, in that order);
@@ -20,7 +20,7 @@
 use std::ffi::c_char;
 
 use ash::vk;
-use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
+use raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle, RawWindowHandle};
 
 use crate::context::{Context, ContextOptions, Instance};
 use crate::error::{EngineError, Result, VkContext};
@@ -38,21 +38,24 @@ pub fn instance_extensions(display: RawDisplayHandle) -> Result<Vec<*const c_cha
 }
 
 /// Opens the one device `selector` names with presentation enabled, and a presenter for
-/// the window (the setup every viewer shares).
+/// `window` (any windowing library's window: winit's in the viewers), the setup every
+/// viewer shares.
 ///
 /// # Safety
-/// The window behind `window` must outlive the returned presenter.
-pub unsafe fn open_window(
+/// `window` must outlive the returned presenter.
+pub unsafe fn open_window<W: HasDisplayHandle + HasWindowHandle>(
     selector: &DeviceSelector,
-    display: RawDisplayHandle,
-    window: RawWindowHandle,
+    window: &W,
     width: u32,
     height: u32,
 ) -> Result<(Context, Presenter)> {
+    let handle_error = |e: raw_window_handle::HandleError| EngineError::Unsupported(format!("window handle: {e}"));
+    let display = window.display_handle().map_err(handle_error)?.as_raw();
+    let raw_window = window.window_handle().map_err(handle_error)?.as_raw();
     let instance = Instance::new(&instance_extensions(display)?)?;
     let index = instance.select_one(selector)?;
     let ctx = Context::open_with(instance, ContextOptions { index: Some(index), swapchain: true })?;
-    let presenter = Presenter::new(&ctx, display, window, width.max(1), height.max(1))?;
+    let presenter = Presenter::new(&ctx, display, raw_window, width.max(1), height.max(1))?;
     Ok((ctx, presenter))
 }
 

@@ -16,7 +16,6 @@ use lightfield::device::decode_to_device;
 use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::render::{unpack_rgb8, GpuRenderer, PixelOrder, View, MAX_APERTURE, MAX_FOCUS};
-use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::application::ApplicationHandler;
 use winit::dpi::PhysicalSize;
 use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
@@ -86,17 +85,9 @@ impl App {
             .with_inner_size(PhysicalSize::new(self.view.width, self.view.height));
         let window = event_loop.create_window(attrs)?;
         let size = window.inner_size();
-        let display = window.display_handle()?.as_raw();
         // SAFETY: the window lives in the same State and is dropped after the presenter.
-        let (ctx, presenter) = unsafe {
-            engine::present::open_window(
-                &self.opts.device,
-                display,
-                window.window_handle()?.as_raw(),
-                size.width,
-                size.height,
-            )?
-        };
+        let (ctx, presenter) =
+            unsafe { engine::present::open_window(&self.opts.device, &window, size.width, size.height)? };
         kit::report::set_device(&ctx.info().name);
         // Decoded once, from the file's bytes straight into device memory.
         let t0 = Instant::now();

@@ -9,7 +9,6 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use engine::present::{PresentOutcome, Presenter};
 use engine::{Context, DeviceSelector};
-use raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use smoe::gpu::Mode;
 use smoe::gpu::{Frame, OutFormat, RenderSettings, Renderer};
 use smoe::model::Model;
@@ -69,17 +68,9 @@ impl App {
             .with_inner_size(PhysicalSize::new(self.opts.width, self.opts.height));
         let window = event_loop.create_window(attrs)?;
         let size = window.inner_size();
-        let display = window.display_handle()?.as_raw();
         // SAFETY: the window lives in the same State and is dropped after the presenter.
-        let (ctx, presenter) = unsafe {
-            engine::present::open_window(
-                &self.opts.device,
-                display,
-                window.window_handle()?.as_raw(),
-                size.width,
-                size.height,
-            )?
-        };
+        let (ctx, presenter) =
+            unsafe { engine::present::open_window(&self.opts.device, &window, size.width, size.height)? };
         kit::report::set_device(&ctx.info().name);
         self.tile = kit::tuning::param(ctx.info(), "smoe.render", "block");
         let mut renderer = Renderer::new(&ctx, &self.opts.model, self.opts.mode)?;
