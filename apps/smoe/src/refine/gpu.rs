@@ -16,7 +16,7 @@
 //! correct, only slower), and the best parameters once at the end. The culling's colour
 //! bound is the widest the clamps allow, so it holds for every step's model.
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, PipelineDesc, Recorder};
 
 use super::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::data::Grid;
@@ -254,18 +254,7 @@ impl GpuRefine {
             self.record_view(rec, view);
         }
         let push = Push { step: step as u32, phase: 1, count: self.partials.len() as u32, ..self.base };
-        rec.dispatch(
-            &self.pipes.loss,
-            &[
-                self.frame.out.binding(),
-                self.target.binding(),
-                self.partials.binding(),
-                self.track.binding(),
-                self.best.binding(),
-            ],
-            &push,
-            [1, 1, 1],
-        );
+        rec.dispatch(&self.pipes.loss, &self.loss_bindings(), &push, [1, 1, 1]);
         rec.barrier();
         let t = step as i32 + 1;
         let (c1, c2) = Adam::corrections(t);
@@ -280,6 +269,17 @@ impl GpuRefine {
         self.record_adam(rec, &push);
     }
 
+    /// The buffers `refine_loss.comp` binds, in its order.
+    fn loss_bindings(&self) -> [BufferBinding; 5] {
+        [
+            self.frame.out.binding(),
+            self.target.binding(),
+            self.partials.binding(),
+            self.track.binding(),
+            self.best.binding(),
+        ]
+    }
+
     /// Records the forward pass of view `view`, its loss's partial sums and its gradient
     /// (added to the earlier views').
     fn record_view(&mut self, rec: &mut Recorder, view: usize) {
@@ -287,18 +287,7 @@ impl GpuRefine {
         self.renderer.record(rec, &self.frame);
         rec.barrier();
         let push = Push { view: view as u32, ..self.base };
-        rec.dispatch_linear(
-            &self.pipes.loss,
-            &[
-                self.frame.out.binding(),
-                self.target.binding(),
-                self.partials.binding(),
-                self.track.binding(),
-                self.best.binding(),
-            ],
-            &push,
-            self.base.count,
-        );
+        rec.dispatch_linear(&self.pipes.loss, &self.loss_bindings(), &push, self.base.count);
         let mut push = self.renderer.push(&self.frame);
         push.phase = view as u32;
         let bindings = [
