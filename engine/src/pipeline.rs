@@ -292,6 +292,20 @@ impl Context {
             spec,
         })
     }
+
+    /// [`Context::compute_pipeline_for`] whose kernel runs in full subgroups of exactly
+    /// `subgroup_size` invocations (see [`Context::compute_pipeline_with_subgroup`]).
+    pub fn compute_pipeline_for_subgroup<P: bytemuck::NoUninit>(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        bindings: u32,
+        spec: &[u32],
+        subgroup_size: u32,
+    ) -> Result<ComputePipeline> {
+        let push_bytes = std::mem::size_of::<P>() as u32;
+        self.compute_pipeline_with_subgroup(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, subgroup_size)
+    }
 }
 
 #[cfg(test)]
