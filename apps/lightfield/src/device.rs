@@ -140,6 +140,10 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             let mut rec = ctx.recorder()?;
             rec.enable_profiling(1)?;
             rec.wait_for(&copy);
+            // The kernel may raise the flag: the fill must be done and visible first. Queue
+            // order alone does not order the two; a semaphore wait does, without serialising
+            // the sections' kernels as a barrier at the head of each would.
+            rec.wait_for(&fill);
             let part = |i| l.part(&inputs, base, i);
             let bindings =
                 [dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
