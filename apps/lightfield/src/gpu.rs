@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::{upload, Done, Stream};
-use engine::{Buffer, ComputePipeline, Context, Location, PassTime, PipelineDesc, Submission};
+use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Submission};
 
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::encoder::{Codes, Limit, Params};
@@ -137,27 +137,10 @@ impl GpuCodec {
             m[3] as u32,
             m[4] as u32,
         ];
-        let encode = ctx.compute_pipeline(&PipelineDesc {
-            name: "lightfield_encode",
-            spirv: crate::shaders::ENCODE,
-            bindings: 6,
-            push_bytes: std::mem::size_of::<EncodePush>() as u32,
-            spec: &spec,
-        })?;
-        let decode = ctx.compute_pipeline(&PipelineDesc {
-            name: "lightfield_decode",
-            spirv: crate::shaders::DECODE,
-            bindings: 7,
-            push_bytes: std::mem::size_of::<DecodePush>() as u32,
-            spec: &spec,
-        })?;
-        let decode_views = ctx.compute_pipeline(&PipelineDesc {
-            name: "lightfield_decode_views",
-            spirv: crate::shaders::DECODE_VIEWS,
-            bindings: 8,
-            push_bytes: std::mem::size_of::<ViewsPush>() as u32,
-            spec: &spec,
-        })?;
+        let encode = ctx.compute_pipeline_for::<EncodePush>("lightfield_encode", crate::shaders::ENCODE, 6, &spec)?;
+        let decode = ctx.compute_pipeline_for::<DecodePush>("lightfield_decode", crate::shaders::DECODE, 7, &spec)?;
+        let decode_views =
+            ctx.compute_pipeline_for::<ViewsPush>("lightfield_decode_views", crate::shaders::DECODE_VIEWS, 8, &spec)?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
             ctx: ctx.clone(),

@@ -9,7 +9,7 @@
 
 use rayon::prelude::*;
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::error::{LfError, Result};
 use crate::lightfield::LightField;
@@ -231,13 +231,7 @@ impl GpuRenderer {
 
     /// Renders views already in device memory (from [`crate::device::decode_to_device`]).
     pub fn from_device(ctx: &Context, lf: crate::device::DeviceLightField) -> Result<GpuRenderer> {
-        let pipeline = ctx.compute_pipeline(&PipelineDesc {
-            name: "lightfield_render",
-            spirv: crate::shaders::RENDER,
-            bindings: 2,
-            push_bytes: std::mem::size_of::<RenderPush>() as u32,
-            spec: &[],
-        })?;
+        let pipeline = ctx.compute_pipeline_for::<RenderPush>("lightfield_render", crate::shaders::RENDER, 2, &[])?;
         Ok(GpuRenderer { ctx: ctx.clone(), pipeline, views: lf.views, size: lf.size })
     }
 

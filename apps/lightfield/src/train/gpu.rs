@@ -9,7 +9,7 @@
 //!    small SVDs run too. The CPU twin is `train::cpu`.
 
 use engine::prims::gemm::{BatchedGemm, Gemm, ModeProduct};
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location};
 use rayon::prelude::*;
 
 use super::{Clusters, SlotCodes, Stages};
@@ -57,12 +57,9 @@ impl GpuStages {
     pub fn new(ctx: &Context, shape: PatchShape, patches: &[f32]) -> Result<GpuStages> {
         let plen = shape.len();
         let slots = patches.len() / plen;
-        let pipeline = |name: &'static str, spirv, bindings, push_bytes| {
-            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes, spec: &[] })
-        };
-        let unfold =
-            pipeline("train_unfold", crate::shaders::TRAIN_UNFOLD, 3, std::mem::size_of::<UnfoldPush>() as u32)?;
-        let scatter = pipeline("train_scatter", crate::shaders::TRAIN_SCATTER, 3, 4)?;
+        let unfold = ctx.compute_pipeline_for::<UnfoldPush>("train_unfold", crate::shaders::TRAIN_UNFOLD, 3, &[])?;
+        // The scatter's push constants are the coefficient count alone.
+        let scatter = ctx.compute_pipeline_for::<u32>("train_scatter", crate::shaders::TRAIN_SCATTER, 3, &[])?;
         let dense = |what| ctx.buffer::<f32>(patches.len().max(1), Location::Device, what);
         let largest = shape.modes().into_iter().max().unwrap_or(1);
         Ok(GpuStages {
