@@ -16,7 +16,7 @@
 //! listed kernel, the culled step differs from the dense one. On fitted models that share
 //! is negligible; the tests bound the difference against the dense f64 twin.
 
-use engine::{Context, Location, PipelineDesc};
+use engine::{Context, Location};
 
 use crate::data::{psnr, Grid};
 use crate::fit::{model_from_raw, reg_push, FitReport, Push, CHUNK, GROUP};
@@ -61,15 +61,7 @@ pub fn fit_gpu_culled(
         return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
     }
     let spec = [GROUP, d as u32, CHUNK, TILE];
-    let pipe = |name: &str, spirv: &[u8], bindings: u32| {
-        ctx.compute_pipeline(&PipelineDesc {
-            name,
-            spirv,
-            bindings,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &spec,
-        })
-    };
+    let pipe = |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
     let prepare = pipe("em_prepare", shaders::EM_PREPARE, 2)?;
     let estep = pipe("em_estep_tiles", shaders::EM_ESTEP_TILES, 8)?;
     let mstep = pipe("em_mstep_boxes", shaders::EM_MSTEP_BOXES, 6)?;

@@ -12,7 +12,7 @@
 //! [`em_step_cpu`] is the f64 twin of one iteration (rayon over samples, the same E- and
 //! M-step, `--backend cpu`); [`fit_cpu`] runs it from the same start as [`fit_gpu_from`].
 
-use engine::{Context, Location, PipelineDesc};
+use engine::{Context, Location};
 use rayon::prelude::*;
 
 use crate::data::{psnr, Grid};
@@ -201,15 +201,7 @@ pub fn fit_gpu_from(
         return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
     }
     let spec = [GROUP, d as u32, CHUNK];
-    let pipe = |name: &str, spirv: &[u8], bindings: u32| {
-        ctx.compute_pipeline(&PipelineDesc {
-            name,
-            spirv,
-            bindings,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &spec,
-        })
-    };
+    let pipe = |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
     let prepare = pipe("em_prepare", shaders::EM_PREPARE, 2)?;
     let estep = pipe("em_estep", shaders::EM_ESTEP, 4)?;
     let mstep = pipe("em_mstep", shaders::EM_MSTEP, 4)?;

@@ -3,7 +3,7 @@
 //! or none), and the per-tile blend. Everything after the model upload stays on the GPU;
 //! a frame is one command buffer.
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::model::Model;
 use crate::shaders;
@@ -108,7 +108,6 @@ pub(crate) struct Push {
     ycbcr: u32,
 }
 
-const PUSH_BYTES: u32 = std::mem::size_of::<Push>() as u32;
 const LINEAR_GROUP: u32 = 64;
 const TILES_GROUP: u32 = 256;
 const CHUNK: u32 = 64;
@@ -185,7 +184,7 @@ impl Renderer {
         let robust = (mode == Mode::Robust) as u32;
         let spec = [LINEAR_GROUP, p as u32, robust];
         let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: PUSH_BYTES, spec })
+            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
         };
         let prepare = pipe("smoe_prepare", shaders::SMOE_PREPARE, 2, &spec)?;
         let view = pipe("smoe_view", shaders::SMOE_VIEW, 3, &spec)?;
@@ -310,13 +309,7 @@ impl Renderer {
         let edge = tile.min(16);
         if !self.render.iter().any(|(e, _)| *e == edge) {
             let spec = [edge, self.p as u32, (self.mode == Mode::Robust) as u32, edge, CHUNK];
-            let pipe = self.ctx.compute_pipeline(&PipelineDesc {
-                name: "smoe_render",
-                spirv: shaders::SMOE_RENDER,
-                bindings: 6,
-                push_bytes: PUSH_BYTES,
-                spec: &spec,
-            })?;
+            let pipe = self.ctx.compute_pipeline_for::<Push>("smoe_render", shaders::SMOE_RENDER, 6, &spec)?;
             self.render.push((edge, pipe));
         }
         Ok(&self.render.iter().find(|(e, _)| *e == edge).expect("just created").1)

@@ -17,7 +17,7 @@
 //! f32 against the twin's f64: a draw or an assignment can differ at a near tie; the
 //! outcome then differs only as much as two equally good starts do.
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location};
 
 use crate::data::Grid;
 use crate::kmeans::{centres_at, lloyd, model_from_labels, SplitMix};
@@ -76,17 +76,14 @@ impl GpuKmeans {
             )));
         }
         let spec = [d as u32];
-        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize| {
-            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: push_bytes as u32, spec: &spec })
-        };
         Ok(GpuKmeans {
             ctx: ctx.clone(),
             d,
             n,
             samples: ctx.upload(samples, "k-means samples")?,
-            near_pipe: pipe("kmeans_near", shaders::KMEANS_NEAR, 4, std::mem::size_of::<NearPush>())?,
-            draw_pipe: pipe("kmeans_draw", shaders::KMEANS_DRAW, 4, std::mem::size_of::<DrawPush>())?,
-            assign_pipe: pipe("kmeans_assign", shaders::KMEANS_ASSIGN, 3, std::mem::size_of::<AssignPush>())?,
+            near_pipe: ctx.compute_pipeline_for::<NearPush>("kmeans_near", shaders::KMEANS_NEAR, 4, &spec)?,
+            draw_pipe: ctx.compute_pipeline_for::<DrawPush>("kmeans_draw", shaders::KMEANS_DRAW, 4, &spec)?,
+            assign_pipe: ctx.compute_pipeline_for::<AssignPush>("kmeans_assign", shaders::KMEANS_ASSIGN, 3, &spec)?,
         })
     }
 

@@ -16,7 +16,7 @@
 //! correct, only slower), and the best parameters once at the end. The culling's colour
 //! bound is the widest the clamps allow, so it holds for every step's model.
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, PipelineDesc, Recorder};
+use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 
 use super::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::data::Grid;
@@ -106,21 +106,20 @@ impl GpuRefine {
             ..RenderSettings::new(grid.width() as u32, grid.height() as u32)
         };
         let frame = renderer.frame(settings, 0)?;
-        let pipe = |name: &str, spirv: &[u8], bindings: u32, push_bytes: usize, spec: &[u32]| {
-            ctx.compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes: push_bytes as u32, spec })
-        };
-        let own = std::mem::size_of::<Push>();
+        let spec = [0, p as u32];
+        let own =
+            |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
         let pipes = Pipes {
-            expand: pipe("refine_expand", shaders::REFINE_EXPAND, 4, own, &[0, p as u32])?,
-            loss: pipe("refine_loss", shaders::REFINE_LOSS, 5, own, &[0, p as u32])?,
-            grad: pipe(
+            expand: own("refine_expand", shaders::REFINE_EXPAND, 4)?,
+            loss: own("refine_loss", shaders::REFINE_LOSS, 5)?,
+            // The backward pass reads the renderer's frame constants.
+            grad: ctx.compute_pipeline_for::<crate::gpu::Push>(
                 "refine_grad",
                 shaders::REFINE_GRAD,
                 6,
-                std::mem::size_of::<crate::gpu::Push>(),
                 &[64, p as u32, 1],
             )?,
-            adam: pipe("refine_adam", shaders::REFINE_ADAM, 8, own, &[0, p as u32])?,
+            adam: own("refine_adam", shaders::REFINE_ADAM, 8)?,
         };
         let model = &params.template;
         let (nu, nv) = if p == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
