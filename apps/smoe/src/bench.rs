@@ -1,8 +1,9 @@
 //! `smoe bench`: the paper's Table 4 (a 1080p model with K = 169,401 and a 4K model with
 //! K = 686,763, made by tiling a fitted model as the paper does, rendered at block sizes
-//! 16..256 in both modes with exact culling, the relevance window, and no culling), and EM
-//! fit time + PSNR at K = 500 and 2000 on a generated 512x512 image. One JSON object per
-//! measurement on stdout.
+//! 16..256 in both modes with exact culling, the relevance window, and no culling), the
+//! build of the tile lists alone (`tile_lists` lines), and EM fit time + PSNR at K = 500
+//! and 2000 on a generated 512x512 image. One JSON object per measurement on stdout;
+//! `--set` picks the render measurements (Table 4 and the tile lists) or the fits alone.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -26,6 +27,8 @@ struct Sizes {
     tile_k: usize,
     frames: Vec<(&'static str, usize, usize, usize, f64)>,
     blocks: Vec<u32>,
+    /// Block sizes of the `tile_lists` lines (the smaller, the more tiles to scan).
+    list_blocks: Vec<u32>,
     reps: usize,
     fit_px: usize,
     fit_ks: Vec<usize>,
@@ -41,6 +44,7 @@ fn sizes(quick: bool) -> Sizes {
             tile_k: 90,
             frames: vec![("1080p", 160, 90, 1200, 11.7), ("4K", 320, 180, 4900, 44.4)],
             blocks: vec![16, 32],
+            list_blocks: vec![8, 16],
             reps: 1,
             fit_px: 48,
             fit_ks: vec![20],
@@ -54,6 +58,7 @@ fn sizes(quick: bool) -> Sizes {
             tile_k: 1400,
             frames: vec![("1080p", 1920, 1080, 169_401, 11.7), ("4K", 3840, 2160, 686_763, 44.4)],
             blocks: vec![8, 16, 32, 64, 128, 256],
+            list_blocks: vec![8, 16, 32],
             reps: 5,
             fit_px: 512,
             fit_ks: vec![500, 2000],
@@ -91,6 +96,22 @@ struct RenderBench {
     max_abs_diff_vs_exact: Option<f32>,
 }
 
+/// The tile-list build of one frame alone (`Renderer::record_bins`: culling records, the
+/// bound, per-tile counts, their offsets, the lists), robust mode.
+#[derive(Serialize)]
+struct TileListBench {
+    bench: String,
+    size: String,
+    kernels: usize,
+    cull: Cull,
+    block: u32,
+    tiles: usize,
+    list_entries: usize,
+    gpu_ms: f64,
+    wall_ms: f64,
+    passes_ms: BTreeMap<String, f64>,
+}
+
 /// One fit measurement.
 #[derive(Serialize)]
 struct FitBench {
@@ -121,7 +142,7 @@ macro_rules! json_display {
         }
     )*};
 }
-json_display!(RenderBench, FitBench);
+json_display!(RenderBench, TileListBench, FitBench);
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -136,13 +157,23 @@ struct Timing {
     entries: usize,
 }
 
-/// Renders `reps` frames (after a warm-up that also sizes the tile lists); returns median
-/// GPU ms per pass name and in total, median wall ms, and the list entries.
+/// What a timed frame records.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// The whole frame.
+    Frame,
+    /// The tile lists only.
+    Lists,
+}
+
+/// Records `reps` frames' `work` (after a warm-up that also sizes the tile lists); returns
+/// median GPU ms per pass name and in total, median wall ms, and the list entries.
 fn time_frames(
     ctx: &Context,
     renderer: &mut Renderer,
     settings: RenderSettings,
     reps: usize,
+    work: Work,
 ) -> engine::Result<Timing> {
     let mut frame = renderer.frame(settings, 0)?;
     let mut entries = 0;
@@ -164,7 +195,10 @@ fn time_frames(
         let start = Instant::now();
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(8)?;
-        renderer.record(&mut rec, &frame);
+        match work {
+            Work::Frame => renderer.record(&mut rec, &frame),
+            Work::Lists => renderer.record_bins(&mut rec, &frame),
+        }
         let times = rec.submit()?.wait_profiled()?;
         walls.push(start.elapsed().as_secs_f64() * 1e3);
         totals.push(times.iter().map(|t| t.ms).sum());
@@ -183,9 +217,31 @@ fn time_frames(
     })
 }
 
+/// Which measurements `smoe bench` makes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Set {
+    /// Everything: Table 4, the tile lists, the fits
+    All,
+    /// Table 4 and the tile-list build alone
+    Render,
+    /// The EM fits
+    Fit,
+}
+
 /// Runs the benchmark set on `ctx`, printing one JSON line per measurement.
-pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
+pub fn run(ctx: &Context, quick: bool, set: Set) -> anyhow::Result<()> {
     let s = sizes(quick);
+    if set != Set::Fit {
+        render(ctx, &s)?;
+    }
+    if set != Set::Render {
+        fits(ctx, &s)?;
+    }
+    Ok(())
+}
+
+/// The tile-list and Table 4 lines of every frame size.
+fn render(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
     // The tile: a fitted model of the generated image, as dense as the paper's models.
     let tile_grid = sample_image(s.tile_px, s.tile_px);
     let start = Instant::now();
@@ -204,6 +260,7 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
             "f64 reference over all K on a {0}x{0} crop ({cpu_crop_ms:.0} ms), scaled to the frame",
             s.cpu_crop
         );
+        tile_lists(ctx, s, &model, name)?;
         let mut exact_image: Option<Vec<f32>> = None;
         for mode in [Mode::Fast, Mode::Robust] {
             let mut renderer = Renderer::new(ctx, &model, mode)?;
@@ -212,7 +269,7 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
                     let settings =
                         RenderSettings { cull, tile: block, window: 16.0, ..RenderSettings::new(w as u32, h as u32) };
                     let Timing { passes, gpu_ms, wall_ms, entries } =
-                        time_frames(ctx, &mut renderer, settings, s.reps)?;
+                        time_frames(ctx, &mut renderer, settings, s.reps, Work::Frame)?;
                     let tiles = (w as u32).div_ceil(block) as usize * (h as u32).div_ceil(block) as usize;
                     let evals = entries as f64 * (block * block) as f64;
                     let mut line = RenderBench {
@@ -252,7 +309,7 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
             }
             if name == "1080p" && mode == Mode::Fast {
                 let settings = RenderSettings { cull: Cull::Off, tile: 16, ..RenderSettings::new(w as u32, h as u32) };
-                let Timing { passes, gpu_ms, wall_ms, .. } = time_frames(ctx, &mut renderer, settings, 1)?;
+                let Timing { passes, gpu_ms, wall_ms, .. } = time_frames(ctx, &mut renderer, settings, 1, Work::Frame)?;
                 let evals = (w * h * k) as f64;
                 kit::emit(
                     &RenderBench {
@@ -280,7 +337,38 @@ pub fn run(ctx: &Context, quick: bool) -> anyhow::Result<()> {
             }
         }
     }
+    Ok(())
+}
 
+/// The `tile_lists` lines of one frame size: the lists alone, exact culling and the window.
+fn tile_lists(ctx: &Context, s: &Sizes, model: &Model, name: &str) -> anyhow::Result<()> {
+    let (w, h) = (model.extent[0] as u32, model.extent[1] as u32);
+    let mut renderer = Renderer::new(ctx, model, Mode::Robust)?;
+    for &block in &s.list_blocks {
+        for cull in [Cull::Exact, Cull::Window] {
+            let settings = RenderSettings { cull, tile: block, window: 16.0, ..RenderSettings::new(w, h) };
+            let Timing { passes, gpu_ms, wall_ms, entries } =
+                time_frames(ctx, &mut renderer, settings, s.reps, Work::Lists)?;
+            let line = TileListBench {
+                bench: format!("tile_lists_{name}"),
+                size: format!("{w}x{h}"),
+                kernels: model.len(),
+                cull,
+                block,
+                tiles: (w.div_ceil(block) * h.div_ceil(block)) as usize,
+                list_entries: entries,
+                gpu_ms,
+                wall_ms,
+                passes_ms: passes.into_iter().collect(),
+            };
+            kit::emit(&line, &[]);
+        }
+    }
+    Ok(())
+}
+
+/// The fit lines.
+fn fits(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
     let grid = sample_image(s.fit_px, s.fit_px);
     for &k in &s.fit_ks {
         let t = Instant::now();

@@ -345,15 +345,16 @@ impl Renderer {
     }
 
     /// Records one frame: culling records for the view, binning, render into `frame.out`.
-    /// Marks passes "view", "bound", "bin", "render" for profiling.
+    /// Marks passes "view", "bound", "count", "offsets", "bin", "render" for profiling.
     pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
         self.record_bins(rec, frame);
         self.record_render(rec, frame);
     }
 
     /// Records the culling records for the view and the binning of kernels to the frame's
-    /// tiles (marks "view", "bound", "bin").
-    pub(crate) fn record_bins(&self, rec: &mut Recorder, frame: &Frame) {
+    /// tiles: the tile lists (marks "view", "bound" with exact culling, then "count",
+    /// "offsets" and "bin" unless culling is off).
+    pub fn record_bins(&self, rec: &mut Recorder, frame: &Frame) {
         let s = &frame.settings;
         let mut push = self.push(frame);
         for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.params] {
@@ -391,8 +392,10 @@ impl Renderer {
             push.phase = 1;
             rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
             rec.barrier();
+            rec.mark("count");
             rec.dispatch(&self.tiles, &tile_bindings, &push, [1, 1, 1]);
             rec.barrier();
+            rec.mark("offsets");
             push.phase = 2;
             rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
             rec.barrier();

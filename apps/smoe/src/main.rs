@@ -131,8 +131,14 @@ enum Command {
         max_memory: Option<u64>,
     },
     /// Benchmarks: the paper's Table 4 and fitting (one JSON object per line)
-    #[command(after_help = "Examples:\n  smoe bench --quick\n  smoe bench --device 0")]
-    Bench(kit::BenchArgs),
+    #[command(after_help = "Examples:\n  smoe bench --quick\n  smoe bench --set render --device 0")]
+    Bench {
+        #[command(flatten)]
+        args: kit::BenchArgs,
+        /// Which measurements: all, render (Table 4 and the tile-list build alone) or fit
+        #[arg(long, value_enum, default_value_t = bench::Set::All)]
+        set: bench::Set,
+    },
     /// Generate a sample image, fit it, render at 1x and 2x, write everything to DIR
     #[command(after_help = "Examples:\n  smoe demo --out demo/")]
     Demo {
@@ -207,7 +213,7 @@ fn run(cli: Cli) -> Result<()> {
             commands::view(&model, frames, screenshot, mode, size, &run)
         }
         Command::Convert { input, output, .. } => commands::convert(&input, &output),
-        Command::Bench(args) => bench::run(&kit::cli::open(&args.device)?, args.quick),
+        Command::Bench { args, set } => bench::run(&kit::cli::open(&args.device)?, args.quick, set),
         Command::Demo { out, run } => commands::demo(&out, &run),
     }
 }
