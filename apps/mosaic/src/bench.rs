@@ -3,8 +3,10 @@
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
 //! greedy/anneal/SoftAssign costs relative to the optimum. At issue 18's large sizes
 //! ([`COMPARED`]) the cooling iteration is timed with every kernel that can run it: the
-//! default, the passes, and the atomic kernel in several shapes. Data is synthetic and
-//! seeded; one [`BenchRecord`] per measurement.
+//! default, the passes, and the atomic kernel in several shapes on D in f32 and in f16.
+//! Data is synthetic and seeded; one [`BenchRecord`] per measurement. [`Options`] narrows a
+//! run to some sizes and can leave the slow CPU references out (the exact optimum then comes
+//! from the GPU's certified exact solver).
 
 use std::time::Instant;
 
@@ -16,7 +18,7 @@ use kit::Backend;
 use crate::error::Result;
 use crate::features::distance_cpu;
 use crate::matrix::DistanceMatrix;
-use crate::softassign::atomic::AtomicShape;
+use crate::softassign::atomic::{AtomicShape, Storage};
 use crate::softassign::cpu::CpuSoftAssign;
 use crate::softassign::gpu::{GpuSoftAssign, Kernel};
 use crate::softassign::{discretise, scale_of, SoftAssignParams};
@@ -47,6 +49,11 @@ const COMPARED: [(usize, usize); 2] = [(900, 8192), (2048, 8192)];
 const QUICK_COMPARED: (usize, usize) = (60, 250);
 /// Peak bandwidth used for the floor (H100 compute-shader copy, PLATFORM.md).
 const BANDWIDTH_GB_S: f64 = 2600.0;
+/// GPU busy time before each timed point, so it runs at full clocks: the points follow
+/// seconds of CPU reference work, and an H200 timed right after that read 7.84 ms for a
+/// 2.50 ms cooling iteration. The same 400 ms as `tessera_bench::WARM_UP_MS`, which this
+/// crate cannot import (bench depends on mosaic).
+const WARM_UP: std::time::Duration = std::time::Duration::from_millis(400);
 /// CPU reference work per measurement is capped at about this many matrix entries x
 /// Sinkhorn iterations; larger runs are extrapolated linearly in the iteration count.
 const CPU_ENTRY_ITERATIONS: f64 = 1.0e9;
@@ -76,10 +83,24 @@ struct CoolingTimes {
     columns_ms: f64,
 }
 
+/// What `mosaic bench` runs.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Tiny sizes only.
+    pub quick: bool,
+    /// Only these sizes (m, n), where given: cooling iterations at each with every kernel
+    /// and shape, and the full solve with the default and each atomic kernel.
+    pub sizes: Vec<(usize, usize)>,
+    /// No CPU reference: no CPU SoftAssign timing, no greedy or annealing, and the optimum
+    /// from the GPU's exact solver (certified) instead of the CPU's.
+    pub skip_cpu: bool,
+}
+
 /// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
-/// compared sizes, the passes and the atomic kernel's planned shape with one knob changed
-/// at a time (rows per step, scalar loads, 132 blocks for an H200's 132 multiprocessors,
-/// 512-wide workgroups, two such workgroups per multiprocessor), where the device runs them.
+/// compared sizes, the passes, the atomic kernel on f32 in its planned shape and with 132
+/// blocks (an H200's multiprocessors), and the atomic kernel on f16 in its planned shape
+/// with one knob changed at a time (1 or 4 rows per step, 132 blocks, 512-wide workgroups
+/// with 2 or 4 rows per step), where the device runs them.
 fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
     let default = GpuSoftAssign::new(ctx, d, params, 1)?;
     if !compare {
@@ -90,28 +111,30 @@ fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compar
         out.push(GpuSoftAssign::with_kernel(ctx, d, params, 1, Kernel::Passes)?);
     }
     if ctx.info().shader_buffer_float32_atomic_add {
-        let planned = AtomicShape::planned(ctx.info(), d.rows, d.cols);
         let blocks = |b: u32| b.min(d.rows as u32);
+        let f32_planned = AtomicShape::planned(ctx.info(), d.rows, d.cols, Storage::F32);
+        let f16_planned = AtomicShape::planned(ctx.info(), d.rows, d.cols, Storage::F16);
         let shapes = [
-            AtomicShape { rows_per_step: 2, ..planned },
-            AtomicShape { vec4: false, ..planned },
-            AtomicShape { blocks: blocks(132), ..planned },
-            AtomicShape { workgroup: 512, ..planned },
-            AtomicShape { workgroup: 512, blocks: blocks(264), ..planned },
+            (Storage::F32, f32_planned),
+            (Storage::F32, AtomicShape { blocks: blocks(132), ..f32_planned }),
+            (Storage::F16, f16_planned),
+            (Storage::F16, AtomicShape { rows_per_step: 1, ..f16_planned }),
+            (Storage::F16, AtomicShape { rows_per_step: 4, ..f16_planned }),
+            (Storage::F16, AtomicShape { blocks: blocks(132), ..f16_planned }),
+            (Storage::F16, AtomicShape { workgroup: 512, rows_per_step: 2, ..f16_planned }),
+            (Storage::F16, AtomicShape { workgroup: 512, rows_per_step: 4, ..f16_planned }),
         ];
-        let mut seen = vec![planned];
-        for shape in shapes {
-            if seen.contains(&shape) {
+        let default_shape = default.atomic_shape().map(|shape| (default.kernel().storage(), shape));
+        let mut seen = Vec::from_iter(default_shape);
+        for (storage, shape) in shapes {
+            if seen.contains(&(storage, shape)) {
                 continue;
             }
-            seen.push(shape);
+            seen.push((storage, shape));
             // A shape this device cannot run is left out.
-            if let Ok(state) = GpuSoftAssign::with_atomic_shape(ctx, d, params, 1, shape) {
+            if let Ok(state) = GpuSoftAssign::with_atomic(ctx, d, params, 1, shape, storage) {
                 out.push(state);
             }
-        }
-        if default.kernel() != Kernel::Atomic {
-            out.push(GpuSoftAssign::with_kernel(ctx, d, params, 1, Kernel::Atomic)?);
         }
     }
     out.insert(0, default);
@@ -132,7 +155,7 @@ fn gpu_cooling_ms(
     let mut walls = Vec::new();
     // Full clocks for the timed iterations: each size is timed right after seconds of CPU
     // reference work, and GPUs clock down within seconds of idling.
-    engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
+    engine::ceilings::warm_up(ctx, WARM_UP)?;
     for rep in 0..=reps {
         state.reset()?;
         let mut rec = ctx.recorder()?;
@@ -176,9 +199,10 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
     (start.elapsed().as_secs_f64() * 1e3 * per as f64 / iterations as f64, iterations)
 }
 
-/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration.
-fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
-    (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
+/// Bytes one cooling iteration must move at least: D (`bytes_per_entry` each) once per
+/// Sinkhorn iteration.
+fn floor_ms(m: usize, n: usize, bytes_per_entry: usize, params: &SoftAssignParams) -> f64 {
+    (m * n * bytes_per_entry) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
 }
 
 /// One measurement of `mosaic bench` (the envelope names the device).
@@ -193,6 +217,8 @@ pub enum BenchRecord {
         kernel: Kernel,
         /// The atomic kernel's shape (workgroup, rows per step, vec4 loads, row blocks).
         atomic_shape: Option<AtomicShape>,
+        /// How the kernel holds D.
+        storage: Storage,
         /// Dependent dispatches per cooling iteration.
         dispatches: u32,
         /// GPU timestamps, median of the repetitions.
@@ -204,21 +230,25 @@ pub enum BenchRecord {
         rows_pass_ms: f64,
         columns_pass_ms: f64,
         /// f64 rayon reference; scaled linearly to the full iteration when fewer Sinkhorn
-        /// iterations were measured.
-        cpu_ms: f64,
+        /// iterations were measured. None with `--skip-cpu`.
+        cpu_ms: Option<f64>,
         cpu_threads: usize,
         cpu_sinkhorn_iterations_measured: u32,
         /// The paper's GTX 280 time, where Table 2 has this size.
         paper_ms: Option<f64>,
-        /// Bytes (D read once per Sinkhorn iteration) / 2600 GB/s.
+        /// Bytes (D in f32 read once per Sinkhorn iteration) / 2600 GB/s.
         floor_ms: f64,
+        /// The same for D as this kernel holds it (half of `floor_ms` on f16).
+        kernel_floor_ms: f64,
         sinkhorn_iterations: u32,
         speedup_vs_paper: Option<f64>,
-        speedup_vs_cpu: f64,
+        speedup_vs_cpu: Option<f64>,
     },
     /// A full solve by every method, costs relative to the optimum.
     FullSolve {
         size: String,
+        /// The SoftAssign kernel (the default, and at the compared sizes each atomic kernel).
+        softassign_kernel: Kernel,
         cooling_iterations: u32,
         /// The paper: 900x8192 with 200 cooling iterations took under a minute on a GTX 280.
         paper_ms: Option<f64>,
@@ -228,15 +258,34 @@ pub enum BenchRecord {
         softassign_ratio: f64,
         exact_cost: f64,
         exact_ms: f64,
-        greedy_cost: f64,
-        greedy_ratio: f64,
-        greedy_ms: f64,
-        anneal_cost: f64,
-        anneal_ratio: f64,
-        anneal_ms: f64,
+        /// Where the optimum was found: the CPU, or the GPU with `--skip-cpu`.
+        exact_backend: Backend,
+        /// The CPU baselines, None with `--skip-cpu`.
+        greedy: Option<Baseline>,
+        anneal: Option<Baseline>,
     },
     /// The exact solver alone at the largest size (CPU, one thread, f64).
     Exact { size: String, cpu_ms: f64, cost: f64 },
+}
+
+/// A CPU baseline method's cost against the optimum.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Baseline {
+    pub cost: f64,
+    pub ratio: f64,
+    pub ms: f64,
+}
+
+impl Baseline {
+    fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, optimum: f64) -> Result<Baseline> {
+        let solved = solve::run(method, d, options, None)?;
+        Ok(Baseline { cost: solved.cost, ratio: solved.cost / optimum, ms: solved.solve_ms })
+    }
+}
+
+/// ", {name} {ratio:.4} x" for a baseline that ran.
+fn baseline_text(name: &str, baseline: &Option<Baseline>) -> String {
+    baseline.as_ref().map_or(String::new(), |b| format!("; {name} {:.4} x", b.ratio))
 }
 
 impl std::fmt::Display for BenchRecord {
@@ -250,22 +299,33 @@ impl std::fmt::Display for BenchRecord {
                 gpu_ms,
                 cpu_ms,
                 floor_ms,
-                speedup_vs_cpu,
+                kernel_floor_ms,
                 ..
             } => {
                 let shape = atomic_shape.map_or(String::new(), |s| {
                     format!(" wg {} rows {} vec4 {} blocks {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks)
                 });
+                let cpu = cpu_ms.map_or(String::new(), |c| format!(", CPU {c:.1} ms, {:.1} x", c / gpu_ms));
                 write!(
                     f,
-                    "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}{shape}, {dispatches} dispatches; floor {floor_ms:.3} ms), CPU {cpu_ms:.1} ms, {speedup_vs_cpu:.1} x"
+                    "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}{shape}, {dispatches} dispatches; floor {floor_ms:.3} ms, {kernel_floor_ms:.3} ms for its D){cpu}"
                 )
             }
             BenchRecord::FullSolve {
-                size, softassign_gpu_ms, softassign_ratio, exact_ms, greedy_ratio, anneal_ratio, ..
+                size,
+                softassign_kernel,
+                softassign_gpu_ms,
+                softassign_ratio,
+                exact_ms,
+                exact_backend,
+                greedy,
+                anneal,
+                ..
             } => write!(
                 f,
-                "full solve {size}: softassign (GPU) {softassign_gpu_ms:.1} ms at {softassign_ratio:.4} x exact; exact {exact_ms:.1} ms; greedy {greedy_ratio:.4} x; anneal {anneal_ratio:.4} x"
+                "full solve {size}: softassign (GPU, {softassign_kernel:?}) {softassign_gpu_ms:.1} ms at {softassign_ratio:.6} x exact; exact ({exact_backend:?}) {exact_ms:.1} ms{}{}",
+                baseline_text("greedy", greedy),
+                baseline_text("anneal", anneal)
             ),
             BenchRecord::Exact { size, cpu_ms, cost } => write!(f, "exact {size}: {cpu_ms:.1} ms (cost {cost:.1})"),
         }
@@ -273,82 +333,106 @@ impl std::fmt::Display for BenchRecord {
 }
 
 /// Runs the benchmark set; `emit` gets one record per measurement.
-pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(&BenchRecord)) -> Result<()> {
+pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord)) -> Result<()> {
     let params = SoftAssignParams::default();
-    let sizes: Vec<(usize, usize, Option<f64>)> = if quick {
-        vec![(20, 30, None), (37, 101, None), (QUICK_COMPARED.0, QUICK_COMPARED.1, None)]
+    let paper_ms = |m: usize, n: usize| TABLE2.iter().find(|t| (t.0, t.1) == (m, n)).map(|t| t.2 * 1e3);
+    let sizes: Vec<(usize, usize)> = if !options.sizes.is_empty() {
+        options.sizes.clone()
+    } else if options.quick {
+        vec![(20, 30), (37, 101), QUICK_COMPARED]
     } else {
-        let table = TABLE2.iter().map(|&(m, n, s)| (m, n, Some(s * 1e3)));
-        table.chain(EXTRA_SIZES.iter().map(|&(m, n)| (m, n, None))).collect()
+        TABLE2.iter().map(|&(m, n, _)| (m, n)).chain(EXTRA_SIZES).collect()
     };
-    let reps = if quick { 1 } else { 5 };
+    // Sizes asked for by name are looked at in detail.
+    let compared = |m: usize, n: usize| {
+        !options.sizes.is_empty() || COMPARED.contains(&(m, n)) || (options.quick && (m, n) == QUICK_COMPARED)
+    };
+    let reps = if options.quick { 1 } else { 5 };
 
     // Table 2: one cooling iteration.
-    for &(m, n, paper_ms) in &sizes {
+    for &(m, n) in &sizes {
         let d = matrix(m, n, 1);
-        let compare = COMPARED.contains(&(m, n)) || (quick && (m, n) == QUICK_COMPARED);
-        let (cpu_ms, cpu_sinkhorn_iterations_measured) = cpu_cooling_ms(&d, &params);
-        for state in variants(ctx, &d, &params, compare)? {
+        let cpu = (!options.skip_cpu).then(|| cpu_cooling_ms(&d, &params));
+        for state in variants(ctx, &d, &params, compared(m, n))? {
             let times = gpu_cooling_ms(ctx, &state, &params, reps)?;
             let gpu_ms = times.gpu_ms;
+            let storage = state.kernel().storage();
             emit(&BenchRecord::SoftassignCoolingIteration {
                 size: format!("{m}x{n}"),
                 kernel: state.kernel(),
                 atomic_shape: state.atomic_shape(),
+                storage,
                 dispatches: state.dispatches_per_cooling_iteration(&params),
                 gpu_ms,
                 gpu_wall_ms: times.wall_ms,
                 rows_pass_ms: times.rows_ms,
                 columns_pass_ms: times.columns_ms,
-                cpu_ms,
+                cpu_ms: cpu.map(|c| c.0),
                 cpu_threads: rayon::current_num_threads(),
-                cpu_sinkhorn_iterations_measured,
-                paper_ms,
-                floor_ms: floor_ms(m, n, &params),
+                cpu_sinkhorn_iterations_measured: cpu.map_or(0, |c| c.1),
+                paper_ms: paper_ms(m, n),
+                floor_ms: floor_ms(m, n, 4, &params),
+                kernel_floor_ms: floor_ms(m, n, storage.bytes_per_entry(), &params),
                 sinkhorn_iterations: params.per_temperature(),
-                speedup_vs_paper: paper_ms.map(|p| p / gpu_ms),
-                speedup_vs_cpu: cpu_ms / gpu_ms,
+                speedup_vs_paper: paper_ms(m, n).map(|p| p / gpu_ms),
+                speedup_vs_cpu: cpu.map(|c| c.0 / gpu_ms),
             });
         }
     }
 
     // Full solves, all methods against the optimum; the largest also reports exact alone.
-    let full: Vec<(usize, usize)> =
-        if quick { vec![(37, 101)] } else { vec![(100, 100), (100, 500), (400, 1500), (900, 8192), (2048, 8192)] };
+    let full: Vec<(usize, usize)> = if !options.sizes.is_empty() {
+        options.sizes.clone()
+    } else if options.quick {
+        vec![(37, 101)]
+    } else {
+        vec![(100, 100), (100, 500), (400, 1500), (900, 8192), (2048, 8192)]
+    };
     for &(m, n) in &full {
         let d = matrix(m, n, 2);
-        let options = SolveOptions { softassign: params.clone(), backend: Backend::Cpu, ..Default::default() };
-        let exact = solve::run(Method::Exact, &d, &options, None)?;
-        // SoftAssign on the GPU, timing the annealing on its own too.
-        let state = GpuSoftAssign::new(ctx, &d, &params, 1)?;
-        let start = Instant::now();
-        state.anneal(&params, &ProgressBar::hidden())?;
-        let anneal_ms = start.elapsed().as_secs_f64() * 1e3;
-        let potentials = state.potentials()?;
-        let assignment = discretise(&d, &potentials, 1);
-        let total_ms = start.elapsed().as_secs_f64() * 1e3;
-        d.check_assignment(&assignment)?;
-        let soft_cost = d.cost(&assignment);
-        let greedy = solve::run(Method::Greedy, &d, &options, None)?;
-        let anneal = solve::run(Method::Anneal, &d, &options, None)?;
-        emit(&BenchRecord::FullSolve {
-            size: format!("{m}x{n}"),
-            cooling_iterations: params.iterations,
-            paper_ms: ((m, n) == (900, 8192)).then_some(60000.0),
-            softassign_gpu_ms: total_ms,
-            softassign_gpu_anneal_ms: anneal_ms,
-            softassign_cost: soft_cost,
-            softassign_ratio: soft_cost / exact.cost,
-            exact_cost: exact.cost,
-            exact_ms: exact.solve_ms,
-            greedy_cost: greedy.cost,
-            greedy_ratio: greedy.cost / exact.cost,
-            greedy_ms: greedy.solve_ms,
-            anneal_cost: anneal.cost,
-            anneal_ratio: anneal.cost / exact.cost,
-            anneal_ms: anneal.solve_ms,
-        });
-        if Some(&(m, n)) == full.last() {
+        let exact_backend = if options.skip_cpu { Backend::Gpu } else { Backend::Cpu };
+        let solve_options = SolveOptions { softassign: params.clone(), backend: exact_backend, ..Default::default() };
+        let exact = solve::run(Method::Exact, &d, &solve_options, Some(ctx))?;
+        let baseline = |method| {
+            let cpu = SolveOptions { backend: Backend::Cpu, ..solve_options.clone() };
+            (!options.skip_cpu).then(|| Baseline::run(method, &d, &cpu, exact.cost)).transpose()
+        };
+        let (greedy, anneal) = (baseline(Method::Greedy)?, baseline(Method::Anneal)?);
+        // The default kernel and, at the compared sizes, each atomic kernel.
+        let mut states = vec![GpuSoftAssign::new(ctx, &d, &params, 1)?];
+        if compared(m, n) && ctx.info().shader_buffer_float32_atomic_add {
+            for kernel in [Kernel::AtomicF16, Kernel::Atomic] {
+                if states[0].kernel() != kernel {
+                    states.push(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, kernel)?);
+                }
+            }
+        }
+        for state in states {
+            // SoftAssign on the GPU, timing the annealing on its own too.
+            let start = Instant::now();
+            state.anneal(&params, &ProgressBar::hidden())?;
+            let anneal_ms = start.elapsed().as_secs_f64() * 1e3;
+            let assignment = discretise(&d, &state.potentials()?, 1);
+            let total_ms = start.elapsed().as_secs_f64() * 1e3;
+            d.check_assignment(&assignment)?;
+            let soft_cost = d.cost(&assignment);
+            emit(&BenchRecord::FullSolve {
+                size: format!("{m}x{n}"),
+                softassign_kernel: state.kernel(),
+                cooling_iterations: params.iterations,
+                paper_ms: ((m, n) == (900, 8192)).then_some(60000.0),
+                softassign_gpu_ms: total_ms,
+                softassign_gpu_anneal_ms: anneal_ms,
+                softassign_cost: soft_cost,
+                softassign_ratio: soft_cost / exact.cost,
+                exact_cost: exact.cost,
+                exact_ms: exact.solve_ms,
+                exact_backend,
+                greedy: greedy.clone(),
+                anneal: anneal.clone(),
+            });
+        }
+        if Some(&(m, n)) == full.last() && !options.skip_cpu {
             emit(&BenchRecord::Exact { size: format!("{m}x{n}"), cpu_ms: exact.solve_ms, cost: exact.cost });
         }
     }

@@ -50,7 +50,9 @@ enum Command {
     )]
     Index(IndexArgs),
     /// Benchmarks on synthetic data (GPU and CPU reference), one line per measurement
-    #[command(after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0")]
+    #[command(
+        after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0\n  mosaic bench --size 2048x8192 --skip-cpu --json"
+    )]
     Bench(BenchCmd),
     /// Generate sample data, build mosaics with SoftAssign, exact and greedy; write PNGs and JSON
     #[command(after_help = "Examples:\n  mosaic demo --out demo/\n  mosaic demo --out demo/ --backend cpu --json")]
@@ -213,7 +215,8 @@ fn cmd_index(args: IndexArgs) -> Result<()> {
 
 fn cmd_bench(args: BenchCmd) -> Result<()> {
     let ctx = kit::cli::open(&args.bench.device)?;
-    mosaic::bench::run(&ctx, args.bench.quick, |record| kit::emit(record, &[]))?;
+    let options = mosaic::bench::Options { quick: args.bench.quick, sizes: args.sizes, skip_cpu: args.skip_cpu };
+    mosaic::bench::run(&ctx, &options, |record| kit::emit(record, &[]))?;
     Ok(())
 }
 

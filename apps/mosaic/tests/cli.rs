@@ -389,6 +389,25 @@ fn bench_quick_prints_json_lines() {
     assert!(full["softassign_ratio"].as_f64().unwrap() < 1.03);
 }
 
+/// `--size` narrows the run to one size, `--skip-cpu` leaves the CPU references out (the
+/// optimum comes from the GPU's exact solver), and a size with more patches than tiles is
+/// refused by the parser.
+#[test]
+fn bench_one_size_without_cpu() {
+    let out = mosaic(&["bench", "--size", "20x30", "--skip-cpu", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().all(|v| v["size"] == "20x30"), "{lines:?}");
+    let cooling = lines.iter().find(|v| v["bench"] == "softassign_cooling_iteration").unwrap();
+    assert!(cooling["cpu_ms"].is_null());
+    let full = lines.iter().find(|v| v["bench"] == "full_solve").unwrap();
+    assert_eq!(full["exact_backend"], "gpu");
+    assert!(full["greedy"].is_null() && full["softassign_ratio"].as_f64().unwrap() < 1.03);
+    let out = mosaic(&["bench", "--size", "30x20"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("at least M tiles"), "{}", stderr(&out));
+}
+
 /// Per-cell mean colours (0..255) of an image cut into a `cols x rows` grid.
 fn cell_means(img: &kit::image::ImageF32, cols: usize, rows: usize) -> Vec<[f64; 3]> {
     let mut out = Vec::new();

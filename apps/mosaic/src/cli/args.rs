@@ -252,4 +252,21 @@ pub struct DemoArgs {
 pub struct BenchCmd {
     #[command(flatten)]
     pub bench: kit::BenchArgs,
+    /// Only this size of patches x tiles (M <= N), repeatable: its cooling iteration with every
+    /// kernel and shape, and its full solve with the default and each atomic kernel
+    #[arg(long = "size", value_name = "MxN", value_parser = parse_bench_size)]
+    pub sizes: Vec<(usize, usize)>,
+    /// Leave the CPU out: no CPU SoftAssign timing, no greedy or annealing baseline, and the
+    /// optimum from the GPU's certified exact solver
+    #[arg(long)]
+    pub skip_cpu: bool,
+}
+
+/// `MxN` with 1 <= M <= N <= 16384 (every patch needs its own tile).
+fn parse_bench_size(text: &str) -> Result<(usize, usize), String> {
+    let (m, n) = kit::cli::parse_size(text)?;
+    if m > n {
+        return Err(format!("{text}: M patches need at least M tiles (N >= M)"));
+    }
+    Ok((m as usize, n as usize))
 }

@@ -38,6 +38,7 @@
 pub mod atomic;
 pub mod cpu;
 pub mod gpu;
+pub mod half;
 
 use rayon::prelude::*;
 
