@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use engine::{Context, PipelineDesc};
+use engine::Context;
 use serde::Serialize;
 
 use crate::occupancy::{self, Limits, Usage};
@@ -71,14 +71,12 @@ impl Device {
             return Ok(s.clone());
         }
         let refl = spirv::reflect(shader.spirv, &shader.spec).map_err(engine::EngineError::InvalidInput)?;
-        let pipe = self.ctx.compute_pipeline(&PipelineDesc {
-            name: "sweep statistics",
-            spirv: shader.spirv,
-            bindings: refl.bindings,
-            push_bytes: refl.push_bytes,
-            spec: &shader.spec,
-        })?;
-        let stats = pipe.statistics()?;
+        let stats = self.ctx.compute_pipeline_statistics(
+            "sweep statistics",
+            shader.spirv,
+            (refl.bindings, refl.push_bytes),
+            &shader.spec,
+        )?;
         let shape = Shape::from_statistics(&refl, &stats);
         self.shapes.insert(key, shape.clone());
         Ok(shape)

@@ -6,7 +6,6 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::Location;
-use crate::pipeline::PipelineDesc;
 use crate::profile::PassTime;
 use crate::shaders;
 
@@ -19,6 +18,14 @@ pub struct Ceilings {
     pub copy_bytes: u64,
     /// FP32 fused multiply-add throughput, TFLOP/s (2 FLOPs per FMA).
     pub fma_tflop_per_s: f64,
+}
+
+/// The FMA probe's push constants (`ceiling_fma.comp`).
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct FmaPush {
+    iterations: u32,
+    seed: f32,
 }
 
 fn best_ms(passes: &[PassTime], name: &str) -> f64 {
@@ -39,7 +46,7 @@ pub fn warm_up(ctx: &Context, duration: std::time::Duration) -> Result<()> {
     let start = std::time::Instant::now();
     while start.elapsed() < duration {
         let mut rec = ctx.recorder()?;
-        rec.dispatch(&fma, &[out.binding()], &[512u32, 1.0f32.to_bits()], [groups, 1, 1]);
+        rec.dispatch(&fma, &[out.binding()], &FmaPush { iterations: 512, seed: 1.0 }, [groups, 1, 1]);
         rec.submit()?.wait()?;
     }
     Ok(())
@@ -86,13 +93,8 @@ impl ReadProbe {
         if width != 1 && width != 4 {
             return Err(crate::error::EngineError::Unsupported(format!("read probe width {width}: 1 or 4")));
         }
-        let pipeline = ctx.compute_pipeline(&PipelineDesc {
-            name: "ceiling_read",
-            spirv: shaders::CEILING_READ,
-            bindings: 2,
-            push_bytes: 4,
-            spec: &[workgroup, width as u32],
-        })?;
+        let spec = [workgroup, width as u32];
+        let pipeline = ctx.compute_pipeline_for::<u32>("ceiling_read", shaders::CEILING_READ, 2, &spec)?;
         Ok(ReadProbe { pipeline, workgroup, width })
     }
 
@@ -128,23 +130,11 @@ pub fn read_ms(ctx: &Context, bytes: u64, workgroup: u32, width: usize, repeats:
 }
 
 fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
-    ctx.compute_pipeline(&PipelineDesc {
-        name: "ceiling_fma",
-        spirv: shaders::CEILING_FMA,
-        bindings: 1,
-        push_bytes: 8,
-        spec: &[workgroup],
-    })
+    ctx.compute_pipeline_for::<FmaPush>("ceiling_fma", shaders::CEILING_FMA, 1, &[workgroup])
 }
 
 fn copy_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
-    ctx.compute_pipeline(&PipelineDesc {
-        name: "ceiling_copy",
-        spirv: shaders::CEILING_COPY,
-        bindings: 2,
-        push_bytes: 4,
-        spec: &[workgroup],
-    })
+    ctx.compute_pipeline_for::<u32>("ceiling_copy", shaders::CEILING_COPY, 2, &[workgroup])
 }
 
 /// Measures both ceilings. `copy_bytes` is the size of the source buffer (the kernel moves
@@ -171,7 +161,12 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
         rec.mark("copy");
     }
     for _ in 0..5 {
-        rec.dispatch(&fma, &[fma_out.binding()], &[fma_iterations, 1.0f32.to_bits()], [fma_groups, 1, 1]);
+        rec.dispatch(
+            &fma,
+            &[fma_out.binding()],
+            &FmaPush { iterations: fma_iterations, seed: 1.0 },
+            [fma_groups, 1, 1],
+        );
         rec.barrier();
         rec.mark("fma");
     }

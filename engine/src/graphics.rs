@@ -201,8 +201,6 @@ pub struct GraphicsPipelineDesc<'a> {
     pub fragment: &'a [u8],
     /// Storage buffers at set 0, bindings 0..n, visible to both stages.
     pub bindings: u32,
-    /// Push-constant bytes, visible to both stages.
-    pub push_bytes: u32,
     pub topology: vk::PrimitiveTopology,
     /// Format of the one colour attachment.
     pub color_format: vk::Format,
@@ -224,7 +222,7 @@ const GRAPHICS_STAGES: vk::ShaderStageFlags =
     vk::ShaderStageFlags::from_raw(vk::ShaderStageFlags::VERTEX.as_raw() | vk::ShaderStageFlags::FRAGMENT.as_raw());
 
 impl Context {
-    /// Whether dynamic rendering (needed by [`Context::graphics_pipeline`]) is enabled.
+    /// Whether dynamic rendering (needed by [`Context::graphics_pipeline_for`]) is enabled.
     /// ([`Context::open_with`] enables it wherever the device supports it.)
     pub fn dynamic_rendering(&self) -> bool {
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
@@ -233,19 +231,17 @@ impl Context {
         f13.dynamic_rendering == vk::TRUE
     }
 
-    /// Creates a graphics pipeline (driver compile: create once, keep out of timings).
-    pub fn graphics_pipeline(&self, desc: &GraphicsPipelineDesc<'_>) -> Result<GraphicsPipeline> {
+    /// Creates a graphics pipeline whose push-constant block, visible to both stages, is the
+    /// type `P` (`()` for none). Driver compile: create once, keep out of timings.
+    pub fn graphics_pipeline_for<P: bytemuck::NoUninit>(
+        &self,
+        desc: &GraphicsPipelineDesc<'_>,
+    ) -> Result<GraphicsPipeline> {
         if !self.dynamic_rendering() {
             return Err(EngineError::Unsupported(format!("{}: the device lacks dynamic rendering", desc.name)));
         }
-        if desc.push_bytes > self.info().max_push_constants_bytes {
-            return Err(EngineError::Unsupported(format!(
-                "{}: {} bytes of push constants, device allows {}",
-                desc.name,
-                desc.push_bytes,
-                self.info().max_push_constants_bytes
-            )));
-        }
+        let push_bytes = std::mem::size_of::<P>() as u32;
+        self.check_push_bytes(desc.name, push_bytes)?;
         let device = &self.shared.device;
         let module = |bytes: &[u8]| -> Result<vk::ShaderModule> {
             let words = spirv_words(bytes)?;
@@ -260,7 +256,7 @@ impl Context {
                 return Err(e);
             }
         };
-        let result = self.build_graphics(desc, vertex, fragment);
+        let result = self.build_graphics(desc, push_bytes, vertex, fragment);
         unsafe {
             device.destroy_shader_module(vertex, None);
             device.destroy_shader_module(fragment, None);
@@ -271,12 +267,13 @@ impl Context {
     fn build_graphics(
         &self,
         desc: &GraphicsPipelineDesc<'_>,
+        push_bytes: u32,
         vertex: vk::ShaderModule,
         fragment: vk::ShaderModule,
     ) -> Result<GraphicsPipeline> {
         let device = &self.shared.device;
         let (set_layout, layout) =
-            crate::pipeline::push_descriptor_layout(device, desc.bindings, desc.push_bytes, GRAPHICS_STAGES)?;
+            crate::pipeline::push_descriptor_layout(device, desc.bindings, push_bytes, GRAPHICS_STAGES)?;
 
         let stages = [
             vk::PipelineShaderStageCreateInfo::default()
@@ -332,7 +329,7 @@ impl Context {
             .layout(layout)
             .push_next(&mut rendering);
         let result = unsafe { device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
-        let what = (desc.bindings, desc.push_bytes, desc.name);
+        let what = (desc.bindings, push_bytes, desc.name);
         let call = "vkCreateGraphicsPipelines";
         Ok(GraphicsPipeline(PipelineObject::take(&self.shared, result, (set_layout, layout), what, call)?))
     }

@@ -29,6 +29,13 @@ pub struct PipelineDesc<'a> {
     pub spec: &'a [u32],
 }
 
+impl<'a> PipelineDesc<'a> {
+    /// The description of a kernel whose push-constant block is the type `P`.
+    fn typed<P: bytemuck::NoUninit>(name: &'a str, spirv: &'a [u8], bindings: u32, spec: &'a [u32]) -> Self {
+        PipelineDesc { name, spirv, bindings, push_bytes: std::mem::size_of::<P>() as u32, spec }
+    }
+}
+
 /// A created pipeline with its push-descriptor layout, what compute and graphics pipelines
 /// share: the handles binding needs, and the release of all three on drop.
 pub(crate) struct PipelineObject {
@@ -192,22 +199,67 @@ pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
 }
 
 impl Context {
-    /// Creates a compute pipeline. Creation compiles the shader in the driver (tens of ms on
-    /// a GPU), so create pipelines once and reuse them; keep creation out of timings.
+    /// Creates a compute pipeline whose push-constant block is the type `P` (`()` for none):
+    /// its size is taken from the type, so the Rust struct and the pipeline layout cannot
+    /// drift apart. Creation compiles the shader in the driver (tens of ms on a GPU), so
+    /// create pipelines once and reuse them; keep creation out of timings.
+    pub fn compute_pipeline_for<P: bytemuck::NoUninit>(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        bindings: u32,
+        spec: &[u32],
+    ) -> Result<ComputePipeline> {
+        self.create_compute_pipeline(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), None)
+    }
+
+    /// [`Context::compute_pipeline_for`] whose kernel runs in full subgroups of exactly
+    /// `subgroup_size` invocations (Vulkan 1.3's subgroup size control), for kernels whose
+    /// data layout follows the subgroup size the host planned for: without it, a driver may
+    /// pick another size per pipeline (Intel's SIMD8/16/32; AMD's wave32/64). Its workgroup
+    /// size must be a multiple of `subgroup_size`.
+    pub fn compute_pipeline_for_subgroup<P: bytemuck::NoUninit>(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        bindings: u32,
+        spec: &[u32],
+        subgroup_size: u32,
+    ) -> Result<ComputePipeline> {
+        self.create_in_subgroups(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), subgroup_size)
+    }
+
+    /// The driver's compiler statistics ([`ComputePipeline::statistics`]) of a kernel that
+    /// is compiled, never dispatched: for tools that read `bindings` and `push_bytes` from
+    /// the SPIR-V itself rather than from a Rust type (occupancy estimates of any kernel).
+    pub fn compute_pipeline_statistics(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        (bindings, push_bytes): (u32, u32),
+        spec: &[u32],
+    ) -> Result<PipelineStatistics> {
+        self.create_compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, None)?.statistics()
+    }
+
+    /// Creates a compute pipeline from a description with a literal push-constant size.
+    /// Prefer [`Context::compute_pipeline_for`], which takes the size from the Rust type.
     pub fn compute_pipeline(&self, desc: &PipelineDesc<'_>) -> Result<ComputePipeline> {
         self.create_compute_pipeline(desc, None)
     }
 
-    /// A compute pipeline whose kernel runs in full subgroups of exactly `subgroup_size`
-    /// invocations (Vulkan 1.3's subgroup size control), for kernels whose data layout
-    /// follows the subgroup size the host planned for: without it, a driver may pick another
-    /// size per pipeline (Intel's SIMD8/16/32; AMD's wave32/64). Its workgroup size must be a
-    /// multiple of `subgroup_size`.
+    /// [`Context::compute_pipeline`] in full subgroups of `subgroup_size`. Prefer
+    /// [`Context::compute_pipeline_for_subgroup`].
     pub fn compute_pipeline_with_subgroup(
         &self,
         desc: &PipelineDesc<'_>,
         subgroup_size: u32,
     ) -> Result<ComputePipeline> {
+        self.create_in_subgroups(desc, subgroup_size)
+    }
+
+    /// Creates `desc` in full subgroups of `subgroup_size`, where the device can require it.
+    fn create_in_subgroups(&self, desc: &PipelineDesc<'_>, subgroup_size: u32) -> Result<ComputePipeline> {
         match self.info().required_subgroup_sizes {
             Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => {
                 self.create_compute_pipeline(desc, Some(subgroup_size))
@@ -219,16 +271,20 @@ impl Context {
         }
     }
 
-    fn create_compute_pipeline(&self, desc: &PipelineDesc<'_>, subgroup_size: Option<u32>) -> Result<ComputePipeline> {
-        let device = &self.shared.device;
-        if desc.push_bytes > self.info().max_push_constants_bytes {
+    /// Refuses a push-constant block larger than the device allows.
+    pub(crate) fn check_push_bytes(&self, name: &str, push_bytes: u32) -> Result<()> {
+        let max = self.info().max_push_constants_bytes;
+        if push_bytes > max {
             return Err(EngineError::Unsupported(format!(
-                "{}: {} bytes of push constants, device allows {}",
-                desc.name,
-                desc.push_bytes,
-                self.info().max_push_constants_bytes
+                "{name}: {push_bytes} bytes of push constants, device allows {max}"
             )));
         }
+        Ok(())
+    }
+
+    fn create_compute_pipeline(&self, desc: &PipelineDesc<'_>, subgroup_size: Option<u32>) -> Result<ComputePipeline> {
+        let device = &self.shared.device;
+        self.check_push_bytes(desc.name, desc.push_bytes)?;
         let words = spirv_words(desc.spirv)?;
         let module = unsafe { device.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(&words), None) }
             .vk("vkCreateShaderModule")?;
@@ -274,42 +330,9 @@ impl Context {
     }
 }
 
-impl Context {
-    /// A compute pipeline whose push-constant block is the type `P` (its size is taken from
-    /// the type, so the Rust struct and the pipeline layout cannot drift apart).
-    pub fn compute_pipeline_for<P: bytemuck::NoUninit>(
-        &self,
-        name: &str,
-        spirv: &[u8],
-        bindings: u32,
-        spec: &[u32],
-    ) -> Result<ComputePipeline> {
-        self.compute_pipeline(&PipelineDesc {
-            name,
-            spirv,
-            bindings,
-            push_bytes: std::mem::size_of::<P>() as u32,
-            spec,
-        })
-    }
-
-    /// [`Context::compute_pipeline_for`] whose kernel runs in full subgroups of exactly
-    /// `subgroup_size` invocations (see [`Context::compute_pipeline_with_subgroup`]).
-    pub fn compute_pipeline_for_subgroup<P: bytemuck::NoUninit>(
-        &self,
-        name: &str,
-        spirv: &[u8],
-        bindings: u32,
-        spec: &[u32],
-        subgroup_size: u32,
-    ) -> Result<ComputePipeline> {
-        let push_bytes = std::mem::size_of::<P>() as u32;
-        self.compute_pipeline_with_subgroup(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, subgroup_size)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::prims::reduce::SumPush;
     use crate::testing;
 
     #[test]
@@ -326,28 +349,30 @@ mod tests {
     #[test]
     fn a_required_subgroup_size_builds_where_the_device_allows_it() {
         let ctx = testing::context();
-        let desc = crate::PipelineDesc {
-            name: "reduce_sum_u32",
-            spirv: crate::shaders::REDUCE_SUM_U32,
-            bindings: 2,
-            push_bytes: 8,
-            spec: &[64],
+        let build = |subgroup_size| {
+            ctx.compute_pipeline_for_subgroup::<SumPush>(
+                "reduce_sum_u32",
+                crate::shaders::REDUCE_SUM_U32,
+                2,
+                &[64],
+                subgroup_size,
+            )
         };
         // Not a power of two: never.
-        assert!(ctx.compute_pipeline_with_subgroup(&desc, 24).is_err());
+        assert!(build(24).is_err());
         let Some((min, max)) = ctx.info().required_subgroup_sizes else {
-            assert!(ctx.compute_pipeline_with_subgroup(&desc, ctx.info().subgroup_size).is_err());
+            assert!(build(ctx.info().subgroup_size).is_err());
             return;
         };
-        assert!(ctx.compute_pipeline_with_subgroup(&desc, 2 * max).is_err());
+        assert!(build(2 * max).is_err());
         // The smallest size the device can require, on a 64-wide kernel whose subgroups
         // then all have that size: the sums are right.
-        let pipe = ctx.compute_pipeline_with_subgroup(&desc, min).unwrap();
+        let pipe = build(min).unwrap();
         let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2654435761) >> 12).collect();
         let input = ctx.upload(&data, "input").unwrap();
         let partials = ctx.buffer::<u32>(4, crate::Location::Device, "partials").unwrap();
         ctx.run(|rec| {
-            rec.dispatch_linear(&pipe, &[input.binding(), partials.binding()], &[1000u32, 250], 4);
+            rec.dispatch_linear(&pipe, &[input.binding(), partials.binding()], &SumPush { n: 1000, per_group: 250 }, 4);
             Ok(())
         })
         .unwrap();

@@ -114,6 +114,7 @@ pub fn upload_to<T: Pod>(
 mod tests {
     use super::*;
     use crate::memory::Location;
+    use crate::prims::reduce::SumPush;
     use crate::testing::{assert_no_validation_messages, context, sum_pipeline};
 
     /// A test chunk's buffers: staging input, device input, per-workgroup sums.
@@ -157,7 +158,12 @@ mod tests {
             rec.fill(&sums, 0);
             rec.barrier();
             let groups = len.div_ceil(64) as u32;
-            rec.dispatch_linear(&pipe, &[device.binding(), sums.binding()], &[len as u32, 64u32], groups);
+            rec.dispatch_linear(
+                &pipe,
+                &[device.binding(), sums.binding()],
+                &SumPush { n: len as u32, per_group: 64 },
+                groups,
+            );
             let compute = rec.submit().unwrap();
             let want = values.iter().map(|&v| v as u64).sum();
             let done = stream.push((staging, device, sums), (i, want), [copy, compute]).unwrap();

@@ -35,12 +35,11 @@ pub const AWKWARD_SIZES: [usize; 4] = [1, 31, 1000, (1 << 20) + 7];
 /// A small real compute pipeline for tests of the pipeline machinery itself: the 64-wide
 /// u32 sum reduction (two buffers, 8 bytes of push constants).
 pub fn sum_pipeline(ctx: &Context) -> crate::ComputePipeline {
-    ctx.compute_pipeline(&crate::PipelineDesc {
-        name: "reduce_sum_u32",
-        spirv: crate::shaders::REDUCE_SUM_U32,
-        bindings: 2,
-        push_bytes: 8,
-        spec: &[64],
-    })
+    ctx.compute_pipeline_for::<crate::prims::reduce::SumPush>(
+        "reduce_sum_u32",
+        crate::shaders::REDUCE_SUM_U32,
+        2,
+        &[64],
+    )
     .expect("build the test pipeline")
 }

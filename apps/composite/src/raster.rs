@@ -44,17 +44,16 @@ impl Rasteriser {
             vertex,
             fragment,
             bindings: 0,
-            push_bytes: std::mem::size_of::<CameraPush>() as u32,
             topology: vk::PrimitiveTopology::TRIANGLE_LIST,
             color_format: COLOR_RGBA8,
             depth: Some((DEPTH_F32, vk::CompareOp::LESS)),
             cull: vk::CullModeFlags::NONE,
         };
-        let points = ctx.graphics_pipeline(&GraphicsPipelineDesc {
+        let points = ctx.graphics_pipeline_for::<CameraPush>(&GraphicsPipelineDesc {
             bindings: 2,
             ..desc("points", shaders::POINTS_VERT, shaders::POINTS_FRAG)
         })?;
-        let mesh = ctx.graphics_pipeline(&GraphicsPipelineDesc {
+        let mesh = ctx.graphics_pipeline_for::<CameraPush>(&GraphicsPipelineDesc {
             bindings: 1,
             ..desc("mesh", shaders::MESH_VERT, shaders::MESH_FRAG)
         })?;

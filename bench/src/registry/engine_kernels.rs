@@ -2,7 +2,7 @@
 //! radix sort, row sums and the 2D FFT.
 
 use engine::prims::{fft, reduce, scan, sort};
-use engine::{Context, Location, PipelineDesc, Result};
+use engine::{Context, Location, Result};
 
 use super::{pattern, time, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
 
@@ -67,13 +67,7 @@ impl Kernel for Copy {
         let src = ctx.upload(&host, "copy source")?;
         let dst = ctx.buffer::<u32>(4 * words, Location::Device, "copy destination")?;
         let spec = vec![wg];
-        let pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "ceiling_copy",
-            spirv: engine::shaders::CEILING_COPY,
-            bindings: 2,
-            push_bytes: 4,
-            spec: &spec,
-        })?;
+        let pipe = ctx.compute_pipeline_for::<u32>("ceiling_copy", engine::shaders::CEILING_COPY, 2, &spec)?;
         let groups = (words as u32).div_ceil(wg * 8).clamp(1, 65535);
         let times_ms = time(ctx, reps, |rec| {
             rec.dispatch(&pipe, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1]);

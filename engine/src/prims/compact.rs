@@ -11,7 +11,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::Result;
 use crate::memory::{Buffer, Location};
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_len, check_workgroup, tiles, DEFAULT_WORKGROUP, TOTAL_INDEX};
 use crate::shaders;
 
@@ -42,13 +42,7 @@ impl Compactor {
     /// [`WORKGROUP_SIZES`]), for tuning sweeps.
     pub fn with_workgroup(ctx: &Context, workgroup: u32) -> Result<Compactor> {
         check_workgroup(ctx, "compact", workgroup, WORKGROUP_SIZES)?;
-        let pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "compact_u32",
-            spirv: shaders::COMPACT_U32,
-            bindings: 4,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[workgroup],
-        })?;
+        let pipe = ctx.compute_pipeline_for::<Push>("compact_u32", shaders::COMPACT_U32, 4, &[workgroup])?;
         Ok(Compactor { ctx: ctx.clone(), pipe, workgroup })
     }
 

@@ -14,7 +14,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::memory::Buffer;
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_workgroup};
 use crate::shaders;
 
@@ -282,15 +282,7 @@ impl Gemm {
         let side = (workgroup as f64).sqrt() as u32;
         let pipes = MICRO_TILES
             .iter()
-            .map(|&r| {
-                ctx.compute_pipeline(&PipelineDesc {
-                    name: "gemm_batched",
-                    spirv: shaders::GEMM_BATCHED,
-                    bindings: 3,
-                    push_bytes: std::mem::size_of::<Push>() as u32,
-                    spec: &[workgroup, r, side],
-                })
-            })
+            .map(|&r| ctx.compute_pipeline_for::<Push>("gemm_batched", shaders::GEMM_BATCHED, 3, &[workgroup, r, side]))
             .collect::<Result<Vec<_>>>()?;
         Ok(Gemm { ctx: ctx.clone(), workgroup, pipes })
     }

@@ -15,7 +15,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::memory::{Buffer, Location};
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_len, check_workgroup};
 use crate::shaders;
 use rayon::prelude::*;
@@ -55,9 +55,9 @@ pub struct Reducer {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct SumPush {
-    n: u32,
-    per_group: u32,
+pub(crate) struct SumPush {
+    pub n: u32,
+    pub per_group: u32,
 }
 
 #[repr(C)]
@@ -98,22 +98,14 @@ impl Reducer {
     /// [`WORKGROUP_SIZES`]), for tuning sweeps.
     pub fn with_workgroup(ctx: &Context, workgroup: u32) -> Result<Reducer> {
         check_workgroup(ctx, "reduce", workgroup, WORKGROUP_SIZES)?;
-        let make = |name: &str, spirv: &[u8], push_bytes: usize| {
-            ctx.compute_pipeline(&PipelineDesc {
-                name,
-                spirv,
-                bindings: 2,
-                push_bytes: push_bytes as u32,
-                spec: &[workgroup],
-            })
-        };
+        let spec = &[workgroup];
         Ok(Reducer {
             ctx: ctx.clone(),
             workgroup,
-            sum_u32: make("reduce_sum_u32", shaders::REDUCE_SUM_U32, std::mem::size_of::<SumPush>())?,
-            sum_f32: make("reduce_sum_f32", shaders::REDUCE_SUM_F32, std::mem::size_of::<SumPush>())?,
-            rows_f32: make("reduce_rows_f32", shaders::REDUCE_ROWS_F32, std::mem::size_of::<RowsPush>())?,
-            cols_f32: make("reduce_cols_f32", shaders::REDUCE_COLS_F32, std::mem::size_of::<ColsPush>())?,
+            sum_u32: ctx.compute_pipeline_for::<SumPush>("reduce_sum_u32", shaders::REDUCE_SUM_U32, 2, spec)?,
+            sum_f32: ctx.compute_pipeline_for::<SumPush>("reduce_sum_f32", shaders::REDUCE_SUM_F32, 2, spec)?,
+            rows_f32: ctx.compute_pipeline_for::<RowsPush>("reduce_rows_f32", shaders::REDUCE_ROWS_F32, 2, spec)?,
+            cols_f32: ctx.compute_pipeline_for::<ColsPush>("reduce_cols_f32", shaders::REDUCE_COLS_F32, 2, spec)?,
         })
     }
 

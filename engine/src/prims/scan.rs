@@ -25,7 +25,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::memory::{Buffer, Location};
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::shaders;
 
 /// Workgroup sizes (specialization constant 0) the scan and compaction kernels accept; the
@@ -173,13 +173,8 @@ impl Scanner {
                 config.items
             )));
         }
-        let pipe = ctx.compute_pipeline(&PipelineDesc {
-            name: "scan_u32",
-            spirv: shaders::SCAN_U32,
-            bindings: 3,
-            push_bytes: std::mem::size_of::<Push>() as u32,
-            spec: &[config.workgroup, config.items],
-        })?;
+        let spec = [config.workgroup, config.items];
+        let pipe = ctx.compute_pipeline_for::<Push>("scan_u32", shaders::SCAN_U32, 3, &spec)?;
         Ok(Scanner { ctx: ctx.clone(), pipe, config })
     }
 
@@ -212,7 +207,7 @@ impl Scanner {
         output: &Buffer<u32>,
         scratch: &Buffer<u32>,
     ) -> Result<()> {
-        self.record(rec, input, output, scratch, false)
+        self.record_prefix(rec, input, input.len(), output, scratch, false)
     }
 
     /// Records `output[i] = input[0] + ... + input[i]` (wrapping) for `i < input.len()`;
@@ -224,18 +219,7 @@ impl Scanner {
         output: &Buffer<u32>,
         scratch: &Buffer<u32>,
     ) -> Result<()> {
-        self.record(rec, input, output, scratch, true)
-    }
-
-    fn record(
-        &self,
-        rec: &mut Recorder,
-        input: &Buffer<u32>,
-        output: &Buffer<u32>,
-        scratch: &Buffer<u32>,
-        inclusive: bool,
-    ) -> Result<()> {
-        self.record_prefix(rec, input, input.len(), output, scratch, inclusive)
+        self.record_prefix(rec, input, input.len(), output, scratch, true)
     }
 
     /// Records the scan of the first `n` elements of `input` (for callers whose buffers are
@@ -270,7 +254,7 @@ impl Scanner {
         let output = self.ctx.buffer(input.len(), Location::Device, "scan output")?;
         let scratch = self.scratch(input.len())?;
         let mut rec = self.ctx.recorder()?;
-        self.record(&mut rec, input, &output, &scratch, inclusive)?;
+        self.record_prefix(&mut rec, input, input.len(), &output, &scratch, inclusive)?;
         rec.submit()?.wait()?;
         let total = self.ctx.download_range(&scratch, TOTAL_INDEX, 1)?[0];
         Ok((output, total))
@@ -321,19 +305,24 @@ mod tests {
     use crate::testing;
     use rand::{Rng, SeedableRng};
 
-    fn check(scanner: &Scanner, seed: u64) {
+    /// Checks the exclusive scan, its total and the inclusive scan at each of `sizes`.
+    fn check_sizes(scanner: &Scanner, rng: &mut impl Rng, sizes: impl IntoIterator<Item = usize>) {
         let ctx = testing::context();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        for n in testing::AWKWARD_SIZES {
+        let config = scanner.config();
+        for n in sizes {
             // Large values so the sums wrap many times.
             let data: Vec<u32> = (0..n).map(|_| rng.gen_range(1..u32::MAX)).collect();
             let input = ctx.upload(&data, "scan test input").unwrap();
             let (excl, total) = scanner.exclusive_with_total(&input).unwrap();
-            assert_eq!(ctx.download(&excl).unwrap(), exclusive_cpu(&data), "exclusive, n = {n}");
-            assert_eq!(total, crate::prims::reduce::sum_u32_cpu(&data), "total, n = {n}");
+            assert_eq!(ctx.download(&excl).unwrap(), exclusive_cpu(&data), "exclusive, {config:?}, n = {n}");
+            assert_eq!(total, crate::prims::reduce::sum_u32_cpu(&data), "total, {config:?}, n = {n}");
             let incl = scanner.inclusive(&input).unwrap();
-            assert_eq!(ctx.download(&incl).unwrap(), inclusive_cpu(&data), "inclusive, n = {n}");
+            assert_eq!(ctx.download(&incl).unwrap(), inclusive_cpu(&data), "inclusive, {config:?}, n = {n}");
         }
+    }
+
+    fn check(scanner: &Scanner, seed: u64) {
+        check_sizes(scanner, &mut rand_chacha::ChaCha8Rng::seed_from_u64(seed), testing::AWKWARD_SIZES);
         testing::assert_no_validation_messages();
     }
 
@@ -358,15 +347,7 @@ mod tests {
             let scanner = Scanner::with_config(ctx, config).unwrap();
             let tile = config.tile();
             let edges = [tile - 1, tile, tile + 5, 3 * tile + 4 * 7 + 2];
-            for n in testing::AWKWARD_SIZES.into_iter().chain(edges) {
-                let data: Vec<u32> = (0..n).map(|_| rng.gen_range(1..u32::MAX)).collect();
-                let input = ctx.upload(&data, "scan test input").unwrap();
-                let (excl, total) = scanner.exclusive_with_total(&input).unwrap();
-                assert_eq!(ctx.download(&excl).unwrap(), exclusive_cpu(&data), "exclusive, {config:?}, n = {n}");
-                assert_eq!(total, crate::prims::reduce::sum_u32_cpu(&data), "total, {config:?}, n = {n}");
-                let incl = scanner.inclusive(&input).unwrap();
-                assert_eq!(ctx.download(&incl).unwrap(), inclusive_cpu(&data), "inclusive, {config:?}, n = {n}");
-            }
+            check_sizes(&scanner, &mut rng, testing::AWKWARD_SIZES.into_iter().chain(edges));
         }
         testing::assert_no_validation_messages();
     }

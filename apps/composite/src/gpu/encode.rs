@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use engine::{Buffer, ComputePipeline, Context, Location, PipelineDesc};
+use engine::{Buffer, ComputePipeline, Context, Location};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
@@ -207,10 +207,7 @@ impl GpuEncoder {
             if !required {
                 return ctx.compute_pipeline_for::<ChunkPush>(name, spirv, bindings, spec);
             }
-            // The engine has no typed builder for a required subgroup size; the push size is
-            // still the type's.
-            let push_bytes = std::mem::size_of::<ChunkPush>() as u32;
-            ctx.compute_pipeline_with_subgroup(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, subgroup)
+            ctx.compute_pipeline_for_subgroup::<ChunkPush>(name, spirv, bindings, spec, subgroup)
         };
         let finished = ctx.buffer(1, Location::Device, "ap count workgroups finished")?;
         ctx.run(|rec| {

@@ -19,7 +19,7 @@ use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
 use crate::memory::{Buffer, Location};
-use crate::pipeline::{ComputePipeline, PipelineDesc};
+use crate::pipeline::ComputePipeline;
 use crate::shaders;
 
 /// Bytes of one complex f32 in shared memory.
@@ -511,13 +511,8 @@ fn long(ctx: &Context, lines: &Lines, limits: &Limits, table: &mut Vec<[f32; 2]>
                 kernel_at,
                 scale: 1.0,
             };
-            let pipeline = ctx.compute_pipeline(&PipelineDesc {
-                name: "fft_long",
-                spirv: shaders::FFT_LONG,
-                bindings: 3,
-                push_bytes: std::mem::size_of::<LongPush>() as u32,
-                spec: &shape.spec(&[bluestein as u32, stage, lines.rows as u32]),
-            })?;
+            let spec = shape.spec(&[bluestein as u32, stage, lines.rows as u32]);
+            let pipeline = ctx.compute_pipeline_for::<LongPush>("fft_long", shaders::FFT_LONG, 3, &spec)?;
             let subs = lines.count * (m / shape.m);
             Ok(Dispatch { pipeline, push: Push::Long(push), groups: subs.div_ceil(shape.group_lines) as u32 })
         })
