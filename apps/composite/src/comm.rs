@@ -13,9 +13,9 @@ pub trait Comm {
     fn size(&self) -> usize;
     /// The rank among the ranks of this node (that share its memory), which picks the GPU.
     fn local_rank(&self) -> usize;
-    /// Tells every rank whether this one `failed`; returns the lowest rank that did, on every
-    /// rank.
-    fn first_failed(&self, failed: bool) -> Option<usize>;
+    /// Tells every rank whether this one failed, with its `error` message; returns the lowest
+    /// rank that did and its message, the same on every rank.
+    fn first_error(&self, error: Option<String>) -> Option<(usize, String)>;
     /// Sends each `(destination, words)` and receives one message from each rank of `from`,
     /// returned in the order of `from`.
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>>;
@@ -45,8 +45,8 @@ impl Comm for Single {
         0
     }
 
-    fn first_failed(&self, failed: bool) -> Option<usize> {
-        failed.then_some(0)
+    fn first_error(&self, error: Option<String>) -> Option<(usize, String)> {
+        error.map(|message| (0, message))
     }
 
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
@@ -104,12 +104,22 @@ impl Comm for Mpi {
         self.local_rank
     }
 
-    fn first_failed(&self, failed: bool) -> Option<usize> {
+    fn first_error(&self, error: Option<String>) -> Option<(usize, String)> {
         // The lowest failed rank, or the size where none failed.
-        let mine = if failed { self.world.rank() } else { self.world.size() };
+        let mine = if error.is_some() { self.world.rank() } else { self.world.size() };
         let mut lowest = mine;
         self.world.all_reduce_into(&mine, &mut lowest, mpi::collective::SystemOperation::min());
-        (lowest < self.world.size()).then_some(lowest as usize)
+        if lowest == self.world.size() {
+            return None;
+        }
+        // That rank sends its message: the length, then the bytes.
+        let root = self.world.process_at_rank(lowest);
+        let mut bytes = if lowest == self.world.rank() { error.unwrap_or_default().into_bytes() } else { Vec::new() };
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        bytes.resize(len as usize, 0);
+        root.broadcast_into(&mut bytes[..]);
+        Some((lowest as usize, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {

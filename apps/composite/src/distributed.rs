@@ -71,17 +71,32 @@ pub fn open_device(comm: &dyn Comm, selector: &DeviceSelector) -> Result<Context
 }
 
 /// Makes every rank agree that each of them got `result` without error before the ranks
-/// start work that needs all of them: an error on one rank is returned there, and every
-/// other rank returns an error naming the rank that failed, instead of waiting for it.
+/// go on with work that needs all of them: where one failed, every rank returns the same
+/// [`CompositeError::Rank`] (the lowest failed rank and its message), instead of waiting for
+/// it. A single rank's error is returned as it is.
 pub fn agree<T>(comm: &dyn Comm, result: Result<T>) -> Result<T> {
-    let failed = comm.first_failed(result.is_err());
-    match (result, failed) {
-        (Err(e), _) => Err(e),
-        (Ok(_), Some(rank)) => {
-            Err(CompositeError::Mpi(format!("stopped because rank {rank} failed (its error says why)")))
-        }
-        (Ok(v), None) => Ok(v),
+    if comm.size() == 1 {
+        return result;
     }
+    match comm.first_error(result.as_ref().err().map(message)) {
+        Some((rank, message)) => Err(CompositeError::Rank { rank, message }),
+        None => result,
+    }
+}
+
+/// An error and its causes in one line, each cause once (a cause whose text the message
+/// before it already holds adds nothing).
+pub fn message(error: &CompositeError) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cause: Option<&dyn std::error::Error> = Some(error);
+    while let Some(e) = cause {
+        let text = e.to_string();
+        if !text.is_empty() && !parts.last().is_some_and(|prev| prev.contains(&text)) {
+            parts.push(text);
+        }
+        cause = e.source();
+    }
+    parts.join(": ")
 }
 
 /// One frame's figures on rank 0: the maximum time over ranks of each step, and the bytes
@@ -192,8 +207,10 @@ impl Setup {
 
 /// Renders and composites `frames` frames; `emit` gets each frame's figures on rank 0.
 /// Returns the last frame's image on rank 0. Setting up (the device, the scene, the GPU
-/// buffers) is agreed on by every rank ([`agree`]) before the first exchange, so a rank that
-/// fails there stops every rank cleanly; an error after that is the caller's to end the job.
+/// buffers) and each frame's rendering (with the partial image it writes) are agreed on by
+/// every rank ([`agree`]) before the exchange, so a rank that fails there stops every rank
+/// cleanly with [`CompositeError::Rank`]; an error in the exchange is the caller's to end
+/// the job.
 pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(FrameStats)) -> Result<Option<Frame>> {
     let rank = comm.rank();
     let setup = Setup::new(comm, req);
@@ -202,12 +219,12 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(FrameSt
     for f in 0..req.frames {
         let start = Instant::now();
         let (view, proj) = scene.camera(f, req.width, req.height);
-        let render_ms = timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj))?;
-        if f + 1 == req.frames {
-            if let Some(dir) = &req.partials {
-                save_partial(&ctx, &raster, dir, rank)?;
-            }
-        }
+        let rendered =
+            timed_pass(&ctx, |rec| raster.record(rec, &geometry, view, proj)).and_then(|ms| match &req.partials {
+                Some(dir) if f + 1 == req.frames => save_partial(&ctx, &raster, dir, rank).map(|()| ms),
+                _ => Ok(ms),
+            });
+        let render_ms = agree(comm, rendered)?;
         // [encode, d2h, bytes to the host] of the CPU paths' whole-frame readback.
         let mut readback = [0.0f64; 3];
         let (result, stats) = match (&host, blender.as_mut()) {

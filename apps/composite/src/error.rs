@@ -18,6 +18,10 @@ pub enum CompositeError {
     Scene(String),
     #[error("MPI: {0}")]
     Mpi(String),
+    /// A rank of a job of several failed, and every rank knows it with the same message
+    /// (see `distributed::agree`).
+    #[error("rank {rank}: {message}")]
+    Rank { rank: usize, message: String },
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
     #[error(transparent)]

@@ -344,7 +344,7 @@ mod tests {
         fn local_rank(&self) -> usize {
             self.rank
         }
-        fn first_failed(&self, _: bool) -> Option<usize> {
+        fn first_error(&self, _: Option<String>) -> Option<(usize, String)> {
             unimplemented!("the exchange agrees on nothing")
         }
         fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {

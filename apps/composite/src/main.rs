@@ -15,6 +15,7 @@ use composite::gpu::encode::GpuEncoder;
 use composite::scene::SceneSpec;
 use composite::schedule::Strategy;
 use composite::types::Op;
+use composite::CompositeError;
 use kit::image::IMAGE_EXTENSIONS;
 use kit::{Backend, CommonArgs};
 
@@ -279,19 +280,30 @@ fn blend(args: BlendArgs) -> Result<()> {
 
 /// Ends every rank of the job after an error on this one during the exchange (where the
 /// other ranks would wait for it forever), printed as kit prints errors.
-fn abort_job(comm: &dyn Comm, error: composite::CompositeError) -> ! {
-    let error = anyhow::Error::from(error);
-    eprintln!("{}: error: rank {}: {error}", kit::report::binary(), comm.rank());
-    for cause in error.chain().skip(1) {
-        eprintln!("  caused by: {cause}");
-    }
+fn abort_job(comm: &dyn Comm, error: CompositeError) -> ! {
+    let message = distributed::message(&error);
+    kit::print_error(&CompositeError::Rank { rank: comm.rank(), message }.into());
     comm.abort(1)
+}
+
+/// Ends a job of several ranks that all know one of them failed ([`distributed::agree`]):
+/// rank 0 prints the error, the others stay quiet, and no rank leaves before it has printed,
+/// so the message is the same on every run (when every rank printed, mpirun's teardown at
+/// the first exit decided which messages got out, and their bytes could interleave). Then
+/// every rank leaves MPI and exits with the same status.
+fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> ! {
+    if comm.rank() == 0 {
+        kit::print_error(&error);
+    }
+    comm.barrier();
+    drop(comm);
+    std::process::exit(1)
 }
 
 /// The outputs' checks, on every rank before any work: rank 0 writes `--out`, every rank
 /// writes into `--partials`. The ranks agree on the outcome, so none waits for one that
 /// stopped.
-fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), composite::CompositeError> {
+fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), CompositeError> {
     let checks = || -> Result<(), kit::KitError> {
         if comm.rank() == 0 {
             kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
@@ -308,8 +320,17 @@ fn render(args: RenderArgs) -> Result<()> {
     // Frames allocate and free tens of MB of host buffers each (kit::heap says why).
     kit::heap::keep_large_allocations();
     let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
-    let comm = comm.as_ref();
-    check_outputs(comm, &args)?;
+    match render_ranks(comm.as_ref(), &args) {
+        Err(e) if matches!(e.downcast_ref::<CompositeError>(), Some(CompositeError::Rank { .. })) => {
+            end_failed_job(comm, e)
+        }
+        result => result,
+    }
+}
+
+/// This rank's part of `composite render`.
+fn render_ranks(comm: &dyn Comm, args: &RenderArgs) -> Result<()> {
+    check_outputs(comm, args)?;
     // Rasterisation is always on the GPU; the backend picks where encoding runs.
     let readback = match (args.no_compress, args.common.backend) {
         (true, _) => Readback::Raw,
@@ -339,6 +360,8 @@ fn render(args: RenderArgs) -> Result<()> {
     bar.finish_and_clear();
     let frame = match result {
         Ok(frame) => frame,
+        // Every rank has this one.
+        Err(e @ CompositeError::Rank { .. }) => return Err(e.into()),
         Err(e) if comm.size() > 1 => abort_job(comm, e),
         Err(e) => return Err(e.into()),
     };
