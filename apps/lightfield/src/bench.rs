@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::bitstream::Compressed;
-use crate::codec::{decode_lightfield, encode_lightfield, encode_to_bytes, CodecPath};
+use crate::codec::{decode_lightfield, encode_lightfield, encode_npy_to_bytes, encode_to_bytes, CodecPath};
 use crate::dictionary::Ensemble;
 use crate::encoder::Params;
 use crate::error::{LfError, Result};
@@ -303,14 +303,19 @@ fn file_to_file(
     let (npy, lfc) = (dir.join("table1.npy"), dir.join("table1.lfc"));
     let result = (|| -> Result<serde_json::Value> {
         lf.write_npy(&npy)?;
+        // The .npy is read in bands on a thread while the encode gathers the bands it has.
         let t0 = Instant::now();
-        let read = LightField::read(&npy, None)?;
-        let read_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let (_, bytes, times, time) = encode_to_bytes(&read, ens, params, CodecPath::Gpu(gpu), |_| {})?;
-        let encode_ms = t0.elapsed().as_secs_f64() * 1e3 - read_ms;
+        let source = crate::npy_bands::NpyLightField::open(&npy)?;
+        let (read, (_, bytes, times, time), read_ms) =
+            encode_npy_to_bytes(source, ens, params, CodecPath::Gpu(gpu), |_| {})?;
+        let encode_ms = t0.elapsed().as_secs_f64() * 1e3;
         kit::output::write_bytes(&lfc, &bytes)?;
         let encode_file_ms = t0.elapsed().as_secs_f64() * 1e3;
         drop((read, bytes));
+        // The read alone, for the floor of the overlapped read and encode.
+        let t = Instant::now();
+        drop(LightField::read_npy(&npy)?);
+        let read_alone_ms = t.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
         let bytes = kit::input::read_bounded(&lfc, kit::budget::get())?;
         let lfc_read_ms = t1.elapsed().as_secs_f64() * 1e3;
@@ -319,9 +324,11 @@ fn file_to_file(
         Ok(json!({
             "bench": "file_to_file_table1", "device": device_name, "size": size,
             "npy_bytes": std::fs::metadata(&npy).map(|m| m.len()).unwrap_or(0),
-            "encode_file_ms": encode_file_ms, "npy_read_ms": read_ms, "encode_ms": encode_ms,
+            "encode_file_ms": encode_file_ms, "npy_read_ms": read_ms, "npy_read_alone_ms": read_alone_ms,
+            "read_and_encode_ms": encode_ms, "encode_gather_ms": times.gather_ms,
             "encode_kernel_ms": time.map_or(0.0, |t| t.kernel_ms), "bitstream_ms": times.bitstream_ms,
-            "lfc_write_ms": encode_file_ms - read_ms - encode_ms,
+            "lfc_write_ms": encode_file_ms - encode_ms,
+            "note": "npy_read_ms: the band reader's wall time, overlapped with the encode (read_and_encode_ms)",
             "decode_file_ms": decode_file_ms, "lfc_read_ms": lfc_read_ms, "to_device": device,
             "targets_ms": {"encode_file": 250, "decode_file": 50},
         }))

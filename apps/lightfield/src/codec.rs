@@ -13,7 +13,7 @@ use crate::encoder::{encode_patches_cpu, patch_step, Codes, Limit, Params};
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
-use crate::patch::PatchGrid;
+use crate::patch::{PatchGrid, PatchSource};
 use crate::sections::{self, Frame, SECTION_PATCHES};
 
 /// Which implementation encodes and decodes: the CPU reference or a GPU codec (the
@@ -34,9 +34,9 @@ const CPU_CHUNK: usize = 4096;
 /// behind the PCIe bar where every CPU read is an uncached bus round trip; so each patch is
 /// gathered into a per-thread buffer in ordinary memory, its norm taken there, and only
 /// then written to `patches` in one sequential copy (the destination is never read).
-pub fn prepare_chunk(
+pub fn prepare_chunk<S: PatchSource + ?Sized>(
     grid: &PatchGrid,
-    lf: &LightField,
+    lf: &S,
     params: Params,
     range: std::ops::Range<usize>,
     patches: &mut [f32],
@@ -84,13 +84,14 @@ pub fn encode_lightfield_with(
     path: CodecPath<'_>,
     progress: impl FnMut(usize),
 ) -> Result<(Compressed, Option<GpuTime>)> {
+    lf.check_values("light field")?;
     let mut codes = Codes::default();
     let (_, time) = encode_chunks(lf, ens, params, path, progress, |chunk| codes.extend(chunk))?;
-    Ok((compressed(lf, ens, params, codes), time))
+    Ok((compressed(lf.size(), ens, params, codes), time))
 }
 
-fn compressed(lf: &LightField, ens: &Ensemble, params: Params, codes: Codes) -> Compressed {
-    Compressed { size: [lf.u, lf.v, lf.h, lf.w], params, step: params.base_step(), ensemble: ens.clone(), codes }
+fn compressed(size: [usize; 4], ens: &Ensemble, params: Params, codes: Codes) -> Compressed {
+    Compressed { size, params, step: params.base_step(), ensemble: ens.clone(), codes }
 }
 
 /// Wall times of an encode to `.lfc` bytes ([`encode_to_bytes`]), in ms.
@@ -120,7 +121,40 @@ pub fn encode_to_bytes(
     params: Params,
     path: CodecPath<'_>,
     progress: impl FnMut(usize),
-) -> Result<(Compressed, Vec<u8>, EncodeTimes, Option<GpuTime>)> {
+) -> Result<Encoded> {
+    lf.check_values("light field")?;
+    encode_source_to_bytes(lf, ens, params, path, progress)
+}
+
+/// A light field encoded to `.lfc` bytes: its compressed form, the bytes, the wall times
+/// and, on the GPU, the GPU times.
+pub type Encoded = (Compressed, Vec<u8>, EncodeTimes, Option<GpuTime>);
+
+/// A `.npy` light field read in bands while it is encoded ([`encode_to_bytes`] of what
+/// [`LightField::read_npy`] returns, the read overlapped with the encode): the encoder
+/// gathers each chunk as soon as the bands that hold it are in. Returns the light field
+/// (for the quality report) and the reader's wall ms beside the encode.
+pub fn encode_npy_to_bytes(
+    npy: crate::npy_bands::NpyLightField,
+    ens: &Ensemble,
+    params: Params,
+    path: CodecPath<'_>,
+    progress: impl FnMut(usize),
+) -> Result<(LightField, Encoded, f64)> {
+    params.check(ens.shape.len())?;
+    let (lf, encoded, read_ms) =
+        npy.read_with(ens.shape, |bands| encode_source_to_bytes(bands, ens, params, path, progress))?;
+    Ok((lf, encoded, read_ms))
+}
+
+/// [`encode_to_bytes`] of any patch source whose samples were checked.
+fn encode_source_to_bytes<S: PatchSource + ?Sized>(
+    lf: &S,
+    ens: &Ensemble,
+    params: Params,
+    path: CodecPath<'_>,
+    progress: impl FnMut(usize),
+) -> Result<Encoded> {
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<Codes>();
     let (encoded, written, chunks_ms) = std::thread::scope(|scope| {
@@ -136,7 +170,7 @@ pub fn encode_to_bytes(
     });
     let (mut times, gpu_time) = encoded?;
     let (codes, frames, compress_ms) = written;
-    let c = compressed(lf, ens, params, codes);
+    let c = compressed(lf.size(), ens, params, codes);
     let bytes = c.to_bytes_from(frames?)?;
     times.chunks_ms = chunks_ms;
     times.compress_ms = compress_ms;
@@ -191,10 +225,11 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec
     (codes, frames, busy)
 }
 
-/// Encodes `lf` chunk by chunk, handing each chunk's codes to `deliver` in patch order.
-/// Returns the gather and kernel times (the rest of [`EncodeTimes`] is left at zero).
-fn encode_chunks(
-    lf: &LightField,
+/// Encodes `lf` (its samples checked) chunk by chunk, handing each chunk's codes to
+/// `deliver` in patch order. Returns the gather and kernel times (the rest of
+/// [`EncodeTimes`] is left at zero).
+fn encode_chunks<S: PatchSource + ?Sized>(
+    lf: &S,
     ens: &Ensemble,
     params: Params,
     path: CodecPath<'_>,
@@ -202,8 +237,8 @@ fn encode_chunks(
     mut deliver: impl FnMut(Codes),
 ) -> Result<(EncodeTimes, Option<GpuTime>)> {
     params.check(ens.shape.len())?;
-    lf.check_values("light field")?;
-    let grid = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w);
+    let [u, v, h, w] = lf.size();
+    let grid = PatchGrid::new(ens.shape, u, v, h, w);
     let n = grid.len();
     let plen = ens.shape.len();
     let mut times = EncodeTimes::default();
@@ -214,7 +249,9 @@ fn encode_chunks(
                 params,
                 |range, p, l| {
                     progress(range.start);
-                    prepare_chunk(&grid, lf, params, range, p, l)
+                    lf.ready(range.end)?;
+                    prepare_chunk(&grid, lf, params, range, p, l);
+                    Ok(())
                 },
                 deliver,
             )?;
@@ -229,6 +266,7 @@ fn encode_chunks(
                 let t = Instant::now();
                 let mut patches = vec![0f32; range.len() * plen];
                 let mut limits = vec![Limit::default(); range.len()];
+                lf.ready(range.end)?;
                 prepare_chunk(&grid, lf, params, range, &mut patches, &mut limits);
                 times.gather_ms += ms_since(t);
                 let t = Instant::now();

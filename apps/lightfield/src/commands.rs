@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
-use lightfield::codec::{capped_patches, decode_lightfield_with, encode_to_bytes, CodecPath};
+use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes, CodecPath};
 use lightfield::dictionary::Ensemble;
 use lightfield::encoder::Params;
 use lightfield::gpu::GpuCodec;
@@ -51,6 +51,10 @@ fn gpu_codec(common: &kit::CommonArgs, ens: &Ensemble, kernel: &str) -> Result<O
         }),
         None => None,
     })
+}
+
+fn patch_count(ens: &Ensemble, lf: &LightField) -> usize {
+    PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).len()
 }
 
 fn codec_path(gpu: &Option<GpuCodec>) -> CodecPath<'_> {
@@ -110,15 +114,26 @@ pub fn encode(
     kit::output::check_file(out, &["lfc"], &[input, dict])?;
     let ens = Ensemble::read(dict)?;
     params.check(ens.shape.len())?;
-    let lf = LightField::read(input, grid)?;
     let gpu = gpu_codec(common, &ens, "lightfield.encode")?;
-    let n = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).len();
-    let bar = kit::progress::bar(n as u64, "encode");
     let t0 = Instant::now();
     // The bitstream is serialised while the chunks are encoded; compression is the tail.
-    let (compressed, bytes, times, time) =
-        encode_to_bytes(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
-    bar.finish_and_clear();
+    // A .npy is read in bands beside the encode; a folder of views is read first.
+    let (lf, (compressed, bytes, times, time)) = if input.is_dir() {
+        let lf = LightField::read(input, grid)?;
+        let bar = kit::progress::bar(patch_count(&ens, &lf) as u64, "encode");
+        let encoded = encode_to_bytes(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+        bar.finish_and_clear();
+        (lf, encoded)
+    } else {
+        let npy = lightfield::npy_bands::NpyLightField::open(input)?;
+        let [u, v, h, w] = npy.size;
+        let bar = kit::progress::bar(PatchGrid::new(ens.shape, u, v, h, w).len() as u64, "read + encode");
+        let (lf, encoded, _) =
+            encode_npy_to_bytes(npy, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
+        bar.finish_and_clear();
+        (lf, encoded)
+    };
+    let n = patch_count(&ens, &lf);
     let encode_ms = ms_since(t0);
     // Decoded as a reader would decode the file, for the quality report and the capped
     // patches' true error; all before writing, so `--strict` leaves nothing behind.

@@ -208,7 +208,7 @@ impl GpuCodec {
         &self,
         n: usize,
         params: Params,
-        prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]),
+        prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]) -> Result<()>,
     ) -> Result<(Codes, GpuTime)> {
         let mut codes = Codes::default();
         let time = self.encode_chunks(n, params, prepare, |chunk| codes.extend(chunk))?;
@@ -221,7 +221,7 @@ impl GpuCodec {
         &self,
         n: usize,
         params: Params,
-        mut prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]),
+        mut prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]) -> Result<()>,
         mut deliver: impl FnMut(Codes),
     ) -> Result<GpuTime> {
         let plen = self.ensemble.shape.len();
@@ -237,7 +237,7 @@ impl GpuCodec {
                 let len = range.len();
                 let t0 = Instant::now();
                 let (patches, limits) = (&mut slot.staging_patches, &mut slot.staging_limits);
-                prepare(range, &mut patches.mapped_mut()?[..len * plen], &mut limits.mapped_mut()?[..len]);
+                prepare(range, &mut patches.mapped_mut()?[..len * plen], &mut limits.mapped_mut()?[..len])?;
                 prepare_ms += ms_since(t0);
                 let uploads = [
                     upload(&self.ctx, &slot.staging_patches, &slot.patches, len * plen)?,
@@ -330,6 +330,7 @@ impl GpuCodec {
         self.encode_stream(limits.len(), params, |range, p, l| {
             p.copy_from_slice(&patches[range.start * plen..range.end * plen]);
             l.copy_from_slice(&limits[range]);
+            Ok(())
         })
     }
 

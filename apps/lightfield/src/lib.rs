@@ -10,6 +10,7 @@
 //!
 //! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
 //! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
+//! - [`npy_bands`]: `.npy` light fields read in bands while they are encoded.
 //! - [`layout`]: which file of a folder is which view (HCI, Stanford, row/column names).
 //! - [`bytes`]: bounds-checked byte reading, varints and the FNV-1a checksum.
 //! - [`dictionary`]: the ensemble, its `.lfd` file, n-mode products on the CPU.
@@ -36,6 +37,7 @@ pub mod gpu;
 pub mod layout;
 pub mod lightfield;
 pub mod linalg;
+pub mod npy_bands;
 pub mod patch;
 pub mod random_access;
 pub mod render;

@@ -59,47 +59,15 @@ impl LightField {
 
     /// Refuses NaN, infinities and values outside [0, 1].
     pub fn check_values(&self, what: &str) -> Result<()> {
-        use rayon::prelude::*;
-        // One parallel pass for the common case (NaN fails the range test too); the slow
-        // search for a message only runs on bad input.
-        if self.data.par_iter().all(|x| (0.0..=1.0).contains(x)) {
-            return Ok(());
-        }
-        if let Some(i) = self.data.iter().position(|x| !x.is_finite()) {
-            return Err(LfError::Invalid(format!("{what}: sample {i} is {} (NaN or infinite)", self.data[i])));
-        }
-        if let Some(i) = self.data.iter().position(|&x| !(0.0..=1.0).contains(&x)) {
-            return Err(LfError::Invalid(format!(
-                "{what}: sample {i} is {}; float light fields must hold values in [0, 1]",
-                self.data[i]
-            )));
-        }
-        Ok(())
+        check_samples(&self.data, 0, what)
     }
 
     /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 (divided by 255), uint16
     /// (divided by 65535) or float in [0, 1]. The reader checks the declared shape against
-    /// the bytes present and the memory budget before it allocates.
+    /// the bytes present and the memory budget before it allocates
+    /// ([`crate::npy_bands::NpyLightField`]).
     pub fn read_npy(path: &Path) -> Result<LightField> {
-        let array = kit::npy::read(path)?;
-        let &[u, v, h, w, c] = array.shape.as_slice() else {
-            return Err(LfError::file(path, format!("shape {:?} is not (U, V, H, W, 3)", array.shape)));
-        };
-        if c != COLOURS {
-            return Err(LfError::file(path, format!("shape {:?}: the last axis must be 3 (RGB)", array.shape)));
-        }
-        let mut data = array.data;
-        let scale = match array.dtype {
-            kit::npy::NpyDtype::U8 => Some(255.0),
-            kit::npy::NpyDtype::U16 => Some(65535.0),
-            kit::npy::NpyDtype::F32 | kit::npy::NpyDtype::F64 => None,
-        };
-        if let Some(scale) = scale {
-            data.iter_mut().for_each(|x| *x /= scale);
-        }
-        let lf = LightField::new(u, v, h, w, data).map_err(|e| LfError::file(path, e))?;
-        lf.check_values(&path.display().to_string())?;
-        Ok(lf)
+        crate::npy_bands::NpyLightField::open(path)?.read()
     }
 
     /// Reads a folder of view images (any format [`kit::image::load`] reads, 8 or 16 bits,
@@ -161,6 +129,26 @@ impl LightField {
         self.data.par_iter_mut().for_each(|x| *x = x.clamp(0.0, 1.0));
         Ok(())
     }
+}
+
+/// Refuses NaN, infinities and values outside [0, 1] in `data`, samples `first..` of a
+/// light field (the index in the message counts from the light field's first sample).
+pub fn check_samples(data: &[f32], first: usize, what: &str) -> Result<()> {
+    use rayon::prelude::*;
+    // One parallel pass for the common case (NaN fails the range test too); the slow
+    // search for a message only runs on bad input.
+    if data.par_iter().all(|x| (0.0..=1.0).contains(x)) {
+        return Ok(());
+    }
+    if let Some(i) = data.iter().position(|x| !x.is_finite()) {
+        return Err(LfError::Invalid(format!("{what}: sample {} is {} (NaN or infinite)", first + i, data[i])));
+    }
+    let i = data.iter().position(|&x| !(0.0..=1.0).contains(&x)).expect("a sample outside [0, 1]");
+    Err(LfError::Invalid(format!(
+        "{what}: sample {} is {}; float light fields must hold values in [0, 1]",
+        first + i,
+        data[i]
+    )))
 }
 
 /// Mean squared error between two sample arrays (f64 accumulation).

@@ -84,6 +84,32 @@ impl std::fmt::Display for PatchShape {
     }
 }
 
+/// Where patches are gathered from: rows of views, held in one array ([`LightField`]) or
+/// still arriving ([`crate::npy_bands::Bands`]).
+pub trait PatchSource: Sync {
+    /// (U, V, H, W).
+    fn size(&self) -> [usize; 4];
+    /// Row `y` of view (u, v): W x 3 samples. Only for rows of patches made [`ready`].
+    ///
+    /// [`ready`]: PatchSource::ready
+    fn row(&self, u: usize, v: usize, y: usize) -> &[f32];
+    /// Blocks until patches `..end` can be gathered (a source still being read waits).
+    fn ready(&self, _end: usize) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl PatchSource for LightField {
+    fn size(&self) -> [usize; 4] {
+        [self.u, self.v, self.h, self.w]
+    }
+
+    fn row(&self, u: usize, v: usize, y: usize) -> &[f32] {
+        let i = self.index(u, v, y, 0);
+        &self.data[i..i + self.w * COLOURS]
+    }
+}
+
 /// How a light field of size (u, v, h, w) is tiled by patches of one shape (the last
 /// patch along each axis may reach past the edge).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,20 +173,23 @@ impl PatchGrid {
     }
 
     /// Patch `p` into `dst` (`shape.len()` samples), padded as in [`PatchGrid::gather`].
-    pub fn gather_patch(&self, lf: &LightField, p: usize, dst: &mut [f32]) {
+    pub fn gather_patch<S: PatchSource + ?Sized>(&self, src: &S, p: usize, dst: &mut [f32]) {
         let o = self.origin(p);
         let s = self.shape;
+        let [nu, nv, h, w] = self.size;
         let mut i = 0;
         for du in 0..s.mu {
-            let u = (o[0] + du).min(lf.u - 1);
+            let u = (o[0] + du).min(nu - 1);
             for dv in 0..s.mv {
-                let v = (o[1] + dv).min(lf.v - 1);
+                let v = (o[1] + dv).min(nv - 1);
                 for dy in 0..s.my {
-                    let y = (o[2] + dy).min(lf.h - 1);
-                    for dx in 0..s.mx {
-                        let x = (o[3] + dx).min(lf.w - 1);
-                        let src = lf.index(u, v, y, x);
-                        dst[i..i + COLOURS].copy_from_slice(&lf.data[src..src + COLOURS]);
+                    let row = src.row(u, v, (o[2] + dy).min(h - 1));
+                    // The columns inside in one copy, then the last one repeated.
+                    let inside = s.mx.min(w - o[3]);
+                    dst[i..i + inside * COLOURS].copy_from_slice(&row[o[3] * COLOURS..(o[3] + inside) * COLOURS]);
+                    i += inside * COLOURS;
+                    for _ in inside..s.mx {
+                        dst.copy_within(i - COLOURS..i, i);
                         i += COLOURS;
                     }
                 }

@@ -57,8 +57,9 @@ pub struct EncodeReport {
     /// The largest RMSE of a capped patch, measured on the decoded light field (null when
     /// none was capped).
     pub worst_capped_rmse: Option<f64>,
-    /// From the light field in memory to the `.lfc` bytes (the sum of the parts below
-    /// overlaps: sections are compressed while the chunks are encoded).
+    /// From the input to the `.lfc` bytes: a `.npy` is read in bands while the first ones
+    /// encode, a folder of views is read first (the sum of the parts below overlaps:
+    /// sections are compressed while the chunks are encoded).
     pub encode_ms: f64,
     /// GPU time of the encode kernel (null on the CPU backend).
     pub kernel_ms: Option<f64>,
