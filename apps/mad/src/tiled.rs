@@ -17,13 +17,32 @@
 //!   image's mean instead and keeps the filter's value at its DC bin, which is the same
 //!   operation for the pixels the tile keeps.
 //!
-//! Halos were measured against the whole-image path on a 256x240 scene (blurred, noisy),
-//! in 6 tiles: the detection score agrees within 5e-6 relative from a 32-pixel halo. The
-//! log-Gabor band of wavelength 243 passes wavelengths to about 2000 pixels, so the
-//! appearance score converges slowly: 2.2e-4 relative with a 512-pixel halo, 7.5e-5 with
-//! 1024 (MAD 1.4e-4 and 4.7e-5), hence [`APPEARANCE_HALO`]. The tiles' windows are therefore
-//! at least about 2100 pixels a side, and the tiled path does several times the
-//! whole-image path's work; it is for pairs the whole-image path cannot hold.
+//! How far a tile's scores are from the whole image's is set by how fast the filters'
+//! impulse responses decay, and two of them decay slowly:
+//!
+//! - The CSF (`make_csf`) is even about the spectrum's edge, so its periodic extension is
+//!   continuous there and its response is short: the detection score agrees within 4e-5
+//!   relative with a 64-pixel halo ([`DETECTION_HALO`]).
+//! - `gaborconvolve` evaluates each log-Gabor filter on the grid `-1 .. 1 - 2/n` without
+//!   wrapping it, and the two finest scales (wavelengths 3 and 9) are far from zero at the
+//!   spectrum's edge: scale 0 at orientation 0 is 0.8 just below `x = 1` and 0 at `x = -1`.
+//!   That jump of the periodic spectrum makes the responses fall off as 1/distance along the
+//!   row and column through each pixel, so no halo a tile can afford holds them. Share of the
+//!   response's absolute sum beyond 1024 pixels (on a 4096 grid): 7.9% at scale 0, 0.9% at
+//!   scale 1, 3.4e-4 at scale 4 (wavelength 243, smooth but long), under 2e-5 at scales 2
+//!   and 3. On a 4096x4096 scene under JPEG 30, a 512-pixel tile's band magnitudes differ
+//!   from the whole image's (RMS, relative) by 5.7e-3 at scale 0 with a 1024-pixel halo
+//!   (7.9e-3 with 512, 1.3e-2 with 256: about halo^-0.45), 1.2e-4 at scale 1, 4.4e-5 at
+//!   scale 4 and under 2e-7 at scales 2 and 3.
+//!
+//! Through the block statistics this leaves the appearance score about 1e-3 off, whatever
+//! the halo: that tile's pooled appearance sum is off by 7.5e-4, 5.3e-4 and 1.6e-4 with
+//! halos of 256, 512 and 1024 (scores: about half of that for d_appear and a quarter for
+//! MAD); a 512x480 pair in 16 tiles is off by 4e-4 to 2.6e-3 in d_appear for halos of 32 to
+//! 128 pixels (`tests/tiled.rs` states the bound). [`APPEARANCE_HALO`] (1024) is where scale 4
+//! has converged; the tiled path's windows are therefore at least about 2100 pixels a side
+//! and it does several times the whole-image path's work: it is for pairs the whole-image
+//! path cannot hold. Only the whole spectrum reproduces the finest bands exactly.
 
 use engine::prims::fft::{Complex64, Direction, Fft2dCpu};
 use rayon::prelude::*;
