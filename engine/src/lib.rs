@@ -38,7 +38,7 @@ pub use commands::{linear_grid, Recorder, Submission};
 pub use context::{validation_message_count, Context, ContextOptions, DeviceInfo, Instance};
 pub use error::{EngineError, Result};
 pub use memory::{Buffer, BufferBinding, Location};
-pub use pipeline::{ComputePipeline, PipelineDesc, PipelineStatistics};
+pub use pipeline::{ComputePipeline, PipelineStatistics};
 pub use profile::PassTime;
 pub use select::{DeviceRef, DeviceSelector};
 

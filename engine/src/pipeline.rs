@@ -14,19 +14,19 @@ use ash::vk;
 use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
 
-/// What a compute pipeline is made of.
-#[derive(Clone, Debug)]
-pub struct PipelineDesc<'a> {
+/// What a compute pipeline is made of. Callers outside the engine name the push-constant
+/// block by its Rust type ([`Context::compute_pipeline_for`]), never by a size.
+struct PipelineDesc<'a> {
     /// Shown in errors and profiles.
-    pub name: &'a str,
+    name: &'a str,
     /// SPIR-V bytes (from a crate's generated `shaders` module).
-    pub spirv: &'a [u8],
+    spirv: &'a [u8],
     /// Number of storage-buffer bindings (set 0, bindings 0..n).
-    pub bindings: u32,
+    bindings: u32,
     /// Size of the push-constant block in bytes (0 for none).
-    pub push_bytes: u32,
+    push_bytes: u32,
     /// Specialization constants by id: `spec[i]` for `constant_id = i` (floats as bits).
-    pub spec: &'a [u32],
+    spec: &'a [u32],
 }
 
 impl<'a> PipelineDesc<'a> {
@@ -226,7 +226,15 @@ impl Context {
         spec: &[u32],
         subgroup_size: u32,
     ) -> Result<ComputePipeline> {
-        self.create_in_subgroups(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), subgroup_size)
+        match self.info().required_subgroup_sizes {
+            Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => {
+                let desc = PipelineDesc::typed::<P>(name, spirv, bindings, spec);
+                self.create_compute_pipeline(&desc, Some(subgroup_size))
+            }
+            sizes => Err(EngineError::Unsupported(format!(
+                "{name}: subgroups of {subgroup_size} cannot be required here (sizes that can: {sizes:?})"
+            ))),
+        }
     }
 
     /// The driver's compiler statistics ([`ComputePipeline::statistics`]) of a kernel that
@@ -240,35 +248,6 @@ impl Context {
         spec: &[u32],
     ) -> Result<PipelineStatistics> {
         self.create_compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, None)?.statistics()
-    }
-
-    /// Creates a compute pipeline from a description with a literal push-constant size.
-    /// Prefer [`Context::compute_pipeline_for`], which takes the size from the Rust type.
-    pub fn compute_pipeline(&self, desc: &PipelineDesc<'_>) -> Result<ComputePipeline> {
-        self.create_compute_pipeline(desc, None)
-    }
-
-    /// [`Context::compute_pipeline`] in full subgroups of `subgroup_size`. Prefer
-    /// [`Context::compute_pipeline_for_subgroup`].
-    pub fn compute_pipeline_with_subgroup(
-        &self,
-        desc: &PipelineDesc<'_>,
-        subgroup_size: u32,
-    ) -> Result<ComputePipeline> {
-        self.create_in_subgroups(desc, subgroup_size)
-    }
-
-    /// Creates `desc` in full subgroups of `subgroup_size`, where the device can require it.
-    fn create_in_subgroups(&self, desc: &PipelineDesc<'_>, subgroup_size: u32) -> Result<ComputePipeline> {
-        match self.info().required_subgroup_sizes {
-            Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => {
-                self.create_compute_pipeline(desc, Some(subgroup_size))
-            }
-            sizes => Err(EngineError::Unsupported(format!(
-                "{}: subgroups of {subgroup_size} cannot be required here (sizes that can: {sizes:?})",
-                desc.name
-            ))),
-        }
     }
 
     /// Refuses a push-constant block larger than the device allows.
