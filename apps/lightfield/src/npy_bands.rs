@@ -242,9 +242,10 @@ impl Plan {
         let mut pieces: Vec<Vec<&mut [f32]>> = (0..self.bands()).map(|_| Vec::new()).collect();
         for (view, mut rest) in data.chunks_mut(h * w * COLOURS).enumerate() {
             let block = (view / nv / s.mu) * self.grid.count[1] + view % nv / s.mv;
-            for b in block * self.per_block..(block + 1) * self.per_block {
-                let (piece, tail) = rest.split_at_mut(self.rows(b).len() * w * COLOURS);
-                pieces[b].push(piece);
+            let first = block * self.per_block;
+            for (b, band) in pieces[first..first + self.per_block].iter_mut().enumerate() {
+                let (piece, tail) = rest.split_at_mut(self.rows(first + b).len() * w * COLOURS);
+                band.push(piece);
                 rest = tail;
             }
         }
