@@ -24,7 +24,7 @@ float key_float(uint k) {
 // every tile: the largest r with c - r^2/2 + ln(a + g max(r,1)) >= floor - M, using
 // ln(a + g r) <= ln(a + g) + r/e, turned into a box through the view's 2D Gaussian (s00,
 // s11: its variances in pixels^2; s: the view's offset term). Negative when the kernel is
-// dropped everywhere. `floor_key` is the smallest tile bound (smoe_tiles phase 0), `span`
+// dropped everywhere. `floor_key` is the smallest tile bound (smoe_floor), `span`
 // the colour deviation bound a, `margin` M.
 vec2 support_half_of(float c, float s, float g, float s00, float s11, uint floor_key, float span, float margin) {
     const float INV_E = 0.36787944117144233;

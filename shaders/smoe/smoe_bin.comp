@@ -3,7 +3,7 @@
 // of its support box). phase 0 (exact culling only): each kernel raises the lower bound
 // B_T of the best log-weight in nearby tiles (atomicMax on order-preserving keys).
 // phase 1: counts, per tile, the kernels it keeps; phase 2: writes their indices at the
-// tile's offset (from the scan in smoe_tiles).
+// tile's offset (the engine's exclusive scan of the counts).
 //
 // Exact culling keeps kernel j in tile T unless
 //   c_j - r^2/2 + ln(a + g_j max(r, 1)) < B_T - M,  r = lower bound of the Mahalanobis

@@ -179,7 +179,7 @@ fn time_frames(
     let mut entries = 0;
     for _ in 0..2 {
         let mut rec = ctx.recorder()?;
-        renderer.record(&mut rec, &frame);
+        renderer.record(&mut rec, &frame)?;
         rec.submit()?.wait()?;
         if settings.cull != Cull::Off {
             entries = renderer.list_entries(&frame)?;
@@ -196,8 +196,8 @@ fn time_frames(
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(8)?;
         match work {
-            Work::Frame => renderer.record(&mut rec, &frame),
-            Work::Lists => renderer.record_bins(&mut rec, &frame),
+            Work::Frame => renderer.record(&mut rec, &frame)?,
+            Work::Lists => renderer.record_bins(&mut rec, &frame)?,
         }
         let times = rec.submit()?.wait_profiled()?;
         walls.push(start.elapsed().as_secs_f64() * 1e3);

@@ -106,7 +106,7 @@ pub fn fit_gpu_culled(
         rec.enable_profiling(8)?;
         renderer.record_prepare(&mut rec);
         rec.barrier();
-        renderer.record_bins(&mut rec, &frame);
+        renderer.record_bins(&mut rec, &frame)?;
         if render {
             renderer.record_render(&mut rec, &frame);
         }
@@ -130,7 +130,7 @@ pub fn fit_gpu_culled(
             lse.binding(),
             raw.binding(),
             frame.cull.binding(),
-            frame.params.binding(),
+            frame.floor.binding(),
         ];
         rec.dispatch_linear(&mstep, &bindings, &push, k as u32);
         rec.mark("em iteration");

@@ -1,8 +1,11 @@
 //! The GPU renderer: kernel preparation (fast or robust factorisation), per-view culling
 //! records, binning of kernels to screen tiles (exact bound, the paper's relevance window,
 //! or none), and the per-tile blend. Everything after the model upload stays on the GPU;
-//! a frame is one command buffer.
+//! a frame is one command buffer. The tile lists are built in two passes over the kernels
+//! (count per tile, then write at the tile's offset), the offsets being the engine's
+//! exclusive scan of the counts.
 
+use engine::prims::scan::{ScanConfig, Scanner, TOTAL_INDEX};
 use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::model::Model;
@@ -109,7 +112,8 @@ pub(crate) struct Push {
 }
 
 const LINEAR_GROUP: u32 = 64;
-const TILES_GROUP: u32 = 256;
+/// Invocations of smoe_floor's one workgroup.
+const FLOOR_GROUP: u32 = 256;
 const CHUNK: u32 = 64;
 const CULL_STRIDE: usize = 12;
 
@@ -148,7 +152,8 @@ pub struct Renderer {
     prepare: ComputePipeline,
     view: ComputePipeline,
     bin: ComputePipeline,
-    tiles: ComputePipeline,
+    floor: ComputePipeline,
+    scanner: Scanner,
     render: Vec<(u32, ComputePipeline)>,
     mode: Mode,
 }
@@ -162,10 +167,12 @@ pub struct Frame {
     pub(crate) keys: Buffer<u32>,
     pub(crate) counts: Buffer<u32>,
     pub(crate) offsets: Buffer<u32>,
+    /// The scan's scratch; `[TOTAL_INDEX]` holds the total list entries.
+    scan: Buffer<u32>,
     cursor: Buffer<u32>,
     pub(crate) lists: Buffer<u32>,
-    /// [bound floor key, total list entries]
-    pub(crate) params: Buffer<u32>,
+    /// The bound floor key: the smallest tile bound (0: no tile has one).
+    pub(crate) floor: Buffer<u32>,
     /// The rendered pixels (see [`OutFormat`]).
     pub out: Buffer<u32>,
 }
@@ -189,7 +196,9 @@ impl Renderer {
         let prepare = pipe("smoe_prepare", shaders::SMOE_PREPARE, 2, &spec)?;
         let view = pipe("smoe_view", shaders::SMOE_VIEW, 3, &spec)?;
         let bin = pipe("smoe_bin", shaders::SMOE_BIN, 7, &spec)?;
-        let tiles = pipe("smoe_tiles", shaders::SMOE_TILES, 4, &[TILES_GROUP, p as u32, robust])?;
+        let floor = pipe("smoe_floor", shaders::SMOE_FLOOR, 2, &[FLOOR_GROUP, p as u32, robust])?;
+        let scan = ScanConfig::from_lookup(|key| kit::tuning::param(ctx.info(), "engine.scan", key));
+        let scanner = Scanner::with_config(ctx, scan)?;
         let kernels = model.len();
         let raw = ctx.upload(&model.raw_records(), "smoe raw kernels")?;
         let prep = ctx.buffer::<f32>(kernels * prep_stride(p), Location::Device, "smoe prepared kernels")?;
@@ -211,7 +220,8 @@ impl Renderer {
             prepare,
             view,
             bin,
-            tiles,
+            floor,
+            scanner,
             render: Vec::new(),
             mode,
         })
@@ -298,9 +308,10 @@ impl Renderer {
             keys: ctx.buffer(n_tiles, Location::Device, "smoe tile bounds")?,
             counts: ctx.buffer(n_tiles, Location::Device, "smoe tile counts")?,
             offsets: ctx.buffer(n_tiles, Location::Device, "smoe tile offsets")?,
+            scan: self.scanner.scratch(n_tiles)?,
             cursor: ctx.buffer(n_tiles, Location::Device, "smoe tile cursors")?,
             lists: ctx.buffer(capacity, Location::Device, "smoe tile lists")?,
-            params: ctx.buffer(4, Location::Device, "smoe frame params")?,
+            floor: ctx.buffer(1, Location::Device, "smoe bound floor")?,
             out: ctx.buffer(out_len, Location::Device, "smoe output")?,
         })
     }
@@ -345,19 +356,20 @@ impl Renderer {
     }
 
     /// Records one frame: culling records for the view, binning, render into `frame.out`.
-    /// Marks passes "view", "bound", "count", "offsets", "bin", "render" for profiling.
-    pub fn record(&self, rec: &mut Recorder, frame: &Frame) {
-        self.record_bins(rec, frame);
+    /// Marks passes "view", "bound", "bin", "render" for profiling.
+    pub fn record(&self, rec: &mut Recorder, frame: &Frame) -> engine::Result<()> {
+        self.record_bins(rec, frame)?;
         self.record_render(rec, frame);
+        Ok(())
     }
 
     /// Records the culling records for the view and the binning of kernels to the frame's
-    /// tiles: the tile lists (marks "view", "bound" with exact culling, then "count",
-    /// "offsets" and "bin" unless culling is off).
-    pub fn record_bins(&self, rec: &mut Recorder, frame: &Frame) {
+    /// tiles: the tile lists (marks "view", "bound" with exact culling, "bin" unless culling
+    /// is off).
+    pub fn record_bins(&self, rec: &mut Recorder, frame: &Frame) -> engine::Result<()> {
         let s = &frame.settings;
         let mut push = self.push(frame);
-        for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.params] {
+        for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.floor] {
             rec.fill(b, 0);
         }
         rec.barrier();
@@ -377,14 +389,12 @@ impl Renderer {
             frame.offsets.binding(),
             frame.cursor.binding(),
             frame.lists.binding(),
-            frame.params.binding(),
+            frame.floor.binding(),
         ];
-        let tile_bindings =
-            [frame.keys.binding(), frame.counts.binding(), frame.offsets.binding(), frame.params.binding()];
         if s.cull == Cull::Exact {
             rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
             rec.barrier();
-            rec.dispatch(&self.tiles, &tile_bindings, &push, [1, 1, 1]);
+            rec.dispatch(&self.floor, &[frame.keys.binding(), frame.floor.binding()], &push, [1, 1, 1]);
             rec.barrier();
             rec.mark("bound");
         }
@@ -392,15 +402,14 @@ impl Renderer {
             push.phase = 1;
             rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
             rec.barrier();
-            rec.mark("count");
-            rec.dispatch(&self.tiles, &tile_bindings, &push, [1, 1, 1]);
+            self.scanner.record_exclusive(rec, &frame.counts, &frame.offsets, &frame.scan)?;
             rec.barrier();
-            rec.mark("offsets");
             push.phase = 2;
             rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
             rec.barrier();
             rec.mark("bin");
         }
+        Ok(())
     }
 
     /// Records the per-tile blend into `frame.out` (after [`Renderer::record_bins`]; marks
@@ -425,9 +434,13 @@ impl Renderer {
         rec.mark("render");
     }
 
-    /// Total tile-list entries the last completed frame needed (reads 4 bytes back).
+    /// Total tile-list entries the last completed frame needed (reads 4 bytes back; 0
+    /// without culling).
     pub fn list_entries(&self, frame: &Frame) -> engine::Result<usize> {
-        Ok(self.ctx.download_range(&frame.params, 1, 1)?[0] as usize)
+        if frame.settings.cull == Cull::Off {
+            return Ok(0);
+        }
+        Ok(self.ctx.download_range(&frame.scan, TOTAL_INDEX, 1)?[0] as usize)
     }
 
     /// Grows the frame's tile lists to `entries` if they were too short; true if it grew
@@ -447,9 +460,9 @@ impl Renderer {
         let mut frame = self.frame(settings, 0)?;
         loop {
             let mut rec = self.ctx.recorder()?;
-            self.record(&mut rec, &frame);
+            self.record(&mut rec, &frame)?;
             rec.submit()?.wait()?;
-            let entries = if settings.cull == Cull::Off { 0 } else { self.list_entries(&frame)? };
+            let entries = self.list_entries(&frame)?;
             if !self.fit_capacity(&mut frame, entries)? {
                 let pixels = self.ctx.download(&frame.out)?;
                 return Ok((bytemuck::cast_slice(&pixels).to_vec(), entries));
@@ -519,6 +532,37 @@ mod tests {
             eprintln!("{mode:?}: max {max:.2e} mean {mean:.2e}, {} kernels per tile", entries / tiles);
             assert!(entries < tiles * model.len() / 3, "culling kept {entries} of {}", tiles * model.len());
             assert!(max <= 1.0 / 4096.0 && mean <= 1.0 / 65536.0, "{mode:?}: {max} {mean}");
+        }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    /// The tile lists on a tiled model at an awkward size (tiles cut by both edges): the
+    /// offsets are the exclusive scan of the counts, the total is the entries the lists
+    /// report, and each tile lists distinct kernels, for both culling modes that bin.
+    #[test]
+    fn tile_lists_are_the_scan_of_the_counts() {
+        let ctx = engine::testing::context();
+        let tile = fitted(&sample_image(24, 24), 40);
+        let model = crate::data::tile_model(&tile, 24, 101, 67, 400);
+        let mut r = Renderer::new(ctx, &model, Mode::Robust).unwrap();
+        for cull in [Cull::Exact, Cull::Window] {
+            let settings = RenderSettings { cull, tile: 8, window: 8.0, ..RenderSettings::new(101, 67) };
+            let (_, entries) = r.render_rgb(settings).unwrap();
+            let mut frame = r.frame(settings, entries).unwrap();
+            ctx.run(|rec| r.record_bins(rec, &frame)).unwrap();
+            assert!(!r.fit_capacity(&mut frame, entries).unwrap());
+            let counts = ctx.download(&frame.counts).unwrap();
+            let offsets = ctx.download(&frame.offsets).unwrap();
+            assert_eq!(offsets, engine::prims::scan::exclusive_cpu(&counts), "{cull:?}");
+            assert_eq!(counts.iter().sum::<u32>() as usize, r.list_entries(&frame).unwrap());
+            let lists = ctx.download(&frame.lists).unwrap();
+            for (&off, &n) in offsets.iter().zip(&counts) {
+                let mut tile: Vec<u32> = lists[off as usize..(off + n) as usize].to_vec();
+                tile.sort_unstable();
+                tile.dedup();
+                assert_eq!(tile.len(), n as usize, "{cull:?}: a kernel listed twice in one tile");
+                assert!(tile.iter().all(|&k| (k as usize) < model.len()));
+            }
         }
         engine::testing::assert_no_validation_messages();
     }

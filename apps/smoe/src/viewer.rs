@@ -100,7 +100,7 @@ impl App {
         }
         state.frame.settings = settings;
         let mut rec = state.ctx.recorder()?;
-        state.renderer.record(&mut rec, &state.frame);
+        state.renderer.record(&mut rec, &state.frame)?;
         let submission = rec.submit()?;
         let outcome = state.presenter.present(&state.frame.out)?;
         // Replacing the previous frame's submission waits for it (not for this one).

@@ -190,7 +190,7 @@ impl GpuRefine {
             let end = (done + STEPS_PER_SUBMIT).min(options.steps + 1);
             let mut rec = self.ctx.recorder()?;
             for step in done..end {
-                self.record_step(&mut rec, step, (step < options.steps).then(|| options.lr_at(step)));
+                self.record_step(&mut rec, step, (step < options.steps).then(|| options.lr_at(step)))?;
             }
             rec.submit()?.wait()?;
             let losses = self.ctx.download_range(&self.track, done, end - done)?;
@@ -220,10 +220,7 @@ impl GpuRefine {
         let mut entries = 0;
         for view in 0..self.views.len() {
             self.frame.settings.uv = self.views[view];
-            self.ctx.run(|rec| {
-                self.renderer.record_bins(rec, &self.frame);
-                Ok(())
-            })?;
+            self.ctx.run(|rec| self.renderer.record_bins(rec, &self.frame))?;
             entries = entries.max(self.renderer.list_entries(&self.frame)?);
         }
         self.renderer.fit_capacity(&mut self.frame, entries + entries / 4)?;
@@ -247,10 +244,10 @@ impl GpuRefine {
 
     /// Records step `step`: the forward and backward passes of the current parameters, their
     /// loss, and (with a learning rate) the Adam step.
-    fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) {
+    fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) -> engine::Result<()> {
         self.record_expand(rec, step);
         for view in 0..self.views.len() {
-            self.record_view(rec, view);
+            self.record_view(rec, view)?;
         }
         let push = Push { step: step as u32, phase: 1, count: self.partials.len() as u32, ..self.base };
         rec.dispatch(&self.pipes.loss, &self.loss_bindings(), &push, [1, 1, 1]);
@@ -266,6 +263,7 @@ impl GpuRefine {
             ..self.base
         };
         self.record_adam(rec, &push);
+        Ok(())
     }
 
     /// The buffers `refine_loss.comp` binds, in its order.
@@ -281,9 +279,9 @@ impl GpuRefine {
 
     /// Records the forward pass of view `view`, its loss's partial sums and its gradient
     /// (added to the earlier views').
-    fn record_view(&mut self, rec: &mut Recorder, view: usize) {
+    fn record_view(&mut self, rec: &mut Recorder, view: usize) -> engine::Result<()> {
         self.frame.settings.uv = self.views[view];
-        self.renderer.record(rec, &self.frame);
+        self.renderer.record(rec, &self.frame)?;
         rec.barrier();
         let push = Push { view: view as u32, ..self.base };
         rec.dispatch_linear(&self.pipes.loss, &self.loss_bindings(), &push, self.base.count);
@@ -292,13 +290,14 @@ impl GpuRefine {
         let bindings = [
             self.renderer.prepared().binding(),
             self.frame.cull.binding(),
-            self.frame.params.binding(),
+            self.frame.floor.binding(),
             self.frame.out.binding(),
             self.target.binding(),
             self.grad.binding(),
         ];
         rec.dispatch_linear(&self.pipes.grad, &bindings, &push, self.kernels as u32);
         rec.barrier();
+        Ok(())
     }
 
     fn record_adam(&self, rec: &mut Recorder, push: &Push) {
@@ -347,7 +346,7 @@ mod tests {
         /// evaluation, no step).
         fn gradient(&mut self, layout: Layout) -> anyhow::Result<(f64, Vec<f64>)> {
             let mut rec = self.ctx.recorder()?;
-            self.record_step(&mut rec, 0, None);
+            self.record_step(&mut rec, 0, None)?;
             rec.submit()?.wait()?;
             let stride = layout.stride();
             let raw = self.ctx.download(&self.grad)?;
