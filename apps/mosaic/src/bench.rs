@@ -15,12 +15,12 @@ use engine::Context;
 use indicatif::ProgressBar;
 use kit::Backend;
 
+use crate::cpu::distance::distance_cpu;
+use crate::cpu::softassign::CpuSoftAssign;
 use crate::error::Result;
-use crate::features::distance_cpu;
+use crate::gpu::softassign::atomic::{AtomicShape, Storage};
+use crate::gpu::softassign::{GpuSoftAssign, Kernel};
 use crate::matrix::DistanceMatrix;
-use crate::softassign::atomic::{AtomicShape, Storage};
-use crate::softassign::cpu::CpuSoftAssign;
-use crate::softassign::gpu::{GpuSoftAssign, Kernel};
 use crate::softassign::{discretise, scale_of, SoftAssignParams};
 use crate::solve::{self, Method, SolveOptions};
 use crate::synth;

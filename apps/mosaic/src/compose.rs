@@ -7,8 +7,9 @@ use std::time::Instant;
 use engine::Context;
 use kit::Backend;
 
+use crate::cpu::distance::distance_cpu_with;
 use crate::error::{MosaicError, Result};
-use crate::features::{distance_cpu_with, region_features, Features};
+use crate::features::{region_features, Features};
 use crate::image_ops::to_rgb;
 use crate::index::{self, IndexParams, IndexStats, TileIndex};
 use crate::matrix::DistanceMatrix;
@@ -126,8 +127,8 @@ impl Problem {
         let data = match solve::device(backend, ctx)? {
             Some(ctx) => {
                 let bar = kit::progress::bar(m as u64, "distances");
-                let blocks = crate::distance::BLOCK_BYTES;
-                let d = crate::distance::distance_blocks(ctx, &self.patches, &self.tiles.features, blocks, &bar)?;
+                let blocks = crate::gpu::distance::BLOCK_BYTES;
+                let d = crate::gpu::distance::distance_blocks(ctx, &self.patches, &self.tiles.features, blocks, &bar)?;
                 bar.finish_and_clear();
                 d.into_iter().map(f64::from).collect()
             }
@@ -194,8 +195,8 @@ impl Problem {
             .collect();
         let cells = Cells { thumbs: &thumbs, tile: &tile, tint: &tint };
         let rgb = match solve::device(backend, ctx)? {
-            Some(ctx) => render::render_gpu(ctx, &layout, &cells)?,
-            None => render::render_cpu(&layout, &cells)?,
+            Some(ctx) => crate::gpu::render::render_gpu(ctx, &layout, &cells)?,
+            None => crate::cpu::render::render_cpu(&layout, &cells)?,
         };
         Ok((layout, rgb))
     }

@@ -1,7 +1,5 @@
-//! u x v mean-RGB features (Section 2) of image regions, and Eq. 1 on the CPU.
-
-use indicatif::ProgressBar;
-use rayon::prelude::*;
+//! u x v mean-RGB features (Section 2) of image regions; the distance stage between them is
+//! [`crate::cpu::distance`] and [`crate::gpu::distance`].
 
 use crate::image_ops::Pixels;
 
@@ -79,23 +77,6 @@ pub fn region_features(
     }
 }
 
-/// Eq. 1 for every (patch, tile) pair in f64: the CPU reference of the GPU distance kernel.
-pub fn distance_cpu(patches: &Features, tiles: &Features) -> Vec<f64> {
-    distance_cpu_with(patches, tiles, &ProgressBar::hidden())
-}
-
-/// [`distance_cpu`] with `progress` advanced once per patch (row of D).
-pub fn distance_cpu_with(patches: &Features, tiles: &Features, progress: &ProgressBar) -> Vec<f64> {
-    assert_eq!(patches.width(), tiles.width(), "feature widths differ");
-    let n = tiles.len();
-    (0..patches.len())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let p = patches.get(i);
-            progress.inc(1);
-            (0..n).map(move |j| {
-                p.iter().zip(tiles.get(j)).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum::<f64>().sqrt()
-            })
-        })
-        .collect()
-}
+// bench/src/registry/mosaic.rs imports the CPU distance from here until it moves to
+// crate::cpu::distance.
+pub use crate::cpu::distance::distance_cpu;

@@ -1,7 +1,9 @@
 //! Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact.
 //!
 //! - [`matrix`]: the distance matrix D, its checks, assignment validity and cost.
-//! - [`features`]: u x v mean-RGB features and Eq. 1 on the CPU; [`distance`] on the GPU.
+//! - [`features`]: u x v mean-RGB features.
+//! - [`gpu`] and [`cpu`]: the stages that run on either, one file each under the same name
+//!   on both sides (distance, softassign, auction, render).
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
 //! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
@@ -13,11 +15,12 @@ pub mod anneal;
 pub mod auction;
 pub mod bench;
 pub mod compose;
+pub mod cpu;
 pub mod demo;
-pub mod distance;
 pub mod error;
 pub mod exact;
 pub mod features;
+pub mod gpu;
 pub mod greedy;
 pub mod image_ops;
 pub mod index;

@@ -1,19 +1,9 @@
-//! Mosaic rendering on the GPU (`render.comp`) and its CPU reference: cell k of the grid
-//! shows the thumbnail of the tile assigned to patch k, resampled bilinearly to the cell size,
-//! its colours mapped by the cell's [`Tint`].
-//!
-//! Each used thumbnail is held once, however many cells show it (`--repeat`), and the GPU
-//! renders the image in bands of rows, so a poster needs device memory for one band only.
-
-use engine::{Context, Location};
-use rayon::prelude::*;
+//! Mosaic rendering: cell k of the grid shows the thumbnail of the tile assigned to patch k,
+//! resampled bilinearly to the cell size, its colours mapped by the cell's [`Tint`]. The
+//! stage runs on the GPU ([`crate::gpu::render`]) or the CPU ([`crate::cpu::render`]); both
+//! check their inputs with [`check`].
 
 use crate::error::{MosaicError, Result};
-use crate::shaders;
-
-const WORKGROUP: u32 = 256;
-/// The most bytes one band of the GPU image takes (RGBA8 words).
-const BAND_BYTES: u64 = 64 << 20;
 
 /// The mosaic's layout: grid and cell size (pixels), and the thumbnails' size.
 #[derive(Clone, Copy, Debug)]
@@ -55,25 +45,8 @@ pub struct Cells<'a> {
     pub tint: &'a [Tint],
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Push {
-    cols: u32,
-    cell_w: u32,
-    cell_h: u32,
-    thumb_w: u32,
-    thumb_h: u32,
-    /// First output row of this band, and its rows.
-    y0: u32,
-    band_rows: u32,
-}
-
-/// RGB8 thumbnails packed as RGBA8 words (alpha 255), as the kernel reads them.
-fn pack(rgb: &[u8]) -> Vec<u32> {
-    rgb.chunks_exact(3).map(|p| u32::from_le_bytes([p[0], p[1], p[2], 255])).collect()
-}
-
-fn check(layout: &Layout, cells: &Cells) -> Result<()> {
+/// Refuses cells that do not match the layout or name a thumbnail that is not there.
+pub fn check(layout: &Layout, cells: &Cells) -> Result<()> {
     let count = layout.cols * layout.rows;
     let thumb = layout.thumb.0 * layout.thumb.1 * 3;
     let thumbs = cells.thumbs.len().checked_div(thumb).unwrap_or(0);
@@ -92,140 +65,4 @@ fn check(layout: &Layout, cells: &Cells) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Renders on the GPU, band by band. Returns RGB8.
-pub fn render_gpu(ctx: &Context, layout: &Layout, cells: &Cells) -> Result<Vec<u8>> {
-    render_bands(ctx, layout, cells, BAND_BYTES)
-}
-
-/// [`render_gpu`] with bands of at most `band_bytes`.
-fn render_bands(ctx: &Context, layout: &Layout, cells: &Cells, band_bytes: u64) -> Result<Vec<u8>> {
-    check(layout, cells)?;
-    let (width, height) = (layout.width(), layout.height());
-    let row_bytes = width as u64 * 4;
-    let band_rows = (band_bytes.min(ctx.info().max_storage_buffer_range) / row_bytes).min(height as u64) as usize;
-    if band_rows == 0 || width as u64 * band_rows as u64 > u32::MAX as u64 {
-        return Err(MosaicError::InvalidInput(format!(
-            "a {width} pixels wide mosaic is too wide for this device; use a smaller --tile-px"
-        )));
-    }
-    let pipe = ctx.compute_pipeline_for::<Push>("render", shaders::RENDER, 4, &[WORKGROUP])?;
-    let thumbs = ctx.upload(&pack(cells.thumbs), "thumbnails")?;
-    let tiles = ctx.upload(cells.tile, "cell tiles")?;
-    let tints = ctx.upload(bytemuck::cast_slice::<Tint, f32>(cells.tint), "cell tints")?;
-    let image = ctx.buffer::<u32>(width * band_rows, Location::Device, "mosaic band")?;
-    let mut out = Vec::with_capacity(width * height * 3);
-    for y0 in (0..height).step_by(band_rows) {
-        let rows = band_rows.min(height - y0);
-        let push = Push {
-            cols: layout.cols as u32,
-            cell_w: layout.cell.0 as u32,
-            cell_h: layout.cell.1 as u32,
-            thumb_w: layout.thumb.0 as u32,
-            thumb_h: layout.thumb.1 as u32,
-            y0: y0 as u32,
-            band_rows: rows as u32,
-        };
-        let pixels = width * rows;
-        let mut rec = ctx.recorder()?;
-        rec.dispatch_linear(
-            &pipe,
-            &[thumbs.binding(), tiles.binding(), tints.binding(), image.binding()],
-            &push,
-            (pixels as u32).div_ceil(WORKGROUP),
-        );
-        rec.submit()?.wait()?;
-        let band = ctx.download_range(&image, 0, pixels)?;
-        out.extend(band.into_iter().flat_map(|w| w.to_le_bytes().into_iter().take(3)));
-    }
-    Ok(out)
-}
-
-/// CPU reference of [`render_gpu`] (same sampling and colour map, f32).
-pub fn render_cpu(layout: &Layout, cells: &Cells) -> Result<Vec<u8>> {
-    check(layout, cells)?;
-    let (tw, th) = (layout.thumb.0 as i64, layout.thumb.1 as i64);
-    let width = layout.width();
-    let mut out = vec![0u8; width * layout.height() * 3];
-    out.par_chunks_mut(width * 3).enumerate().for_each(|(y, row)| {
-        for x in 0..width {
-            let cell = (y / layout.cell.1) * layout.cols + x / layout.cell.0;
-            let sx = ((x % layout.cell.0) as f32 + 0.5) * tw as f32 / layout.cell.0 as f32 - 0.5;
-            let sy = ((y % layout.cell.1) as f32 + 0.5) * th as f32 / layout.cell.1 as f32 - 0.5;
-            let (fx, fy) = (sx.floor(), sy.floor());
-            let (ax, ay) = (sx - fx, sy - fy);
-            let base = cells.tile[cell] as usize * (tw * th) as usize * 3;
-            let texel = |xx: i64, yy: i64, c: usize| {
-                let (xx, yy) = (xx.clamp(0, tw - 1), yy.clamp(0, th - 1));
-                cells.thumbs[base + ((yy * tw + xx) as usize) * 3 + c] as f32 / 255.0
-            };
-            let (x0, y0) = (fx as i64, fy as i64);
-            let tint = &cells.tint[cell];
-            for c in 0..3 {
-                let top = texel(x0, y0, c) * (1.0 - ax) + texel(x0 + 1, y0, c) * ax;
-                let bottom = texel(x0, y0 + 1, c) * (1.0 - ax) + texel(x0 + 1, y0 + 1, c) * ax;
-                let v = top * (1.0 - ay) + bottom * ay;
-                row[x * 3 + c] = kit::image::to_u8(tint.gain[c] * v + tint.offset[c]);
-            }
-        }
-    });
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use engine::testing;
-    use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn gpu_matches_cpu_within_one_level() {
-        let ctx = testing::context();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
-        for (layout, thumbs) in [
-            (Layout { cols: 3, rows: 2, cell: (13, 7), thumb: (5, 3) }, 6),
-            (Layout { cols: 1, rows: 1, cell: (1, 1), thumb: (4, 4) }, 1),
-            (Layout { cols: 5, rows: 3, cell: (4, 9), thumb: (17, 11) }, 4),
-        ] {
-            let count = layout.cols * layout.rows;
-            let pixels: Vec<u8> = (0..thumbs * layout.thumb.0 * layout.thumb.1 * 3).map(|_| rng.gen()).collect();
-            let tile: Vec<u32> = (0..count).map(|_| rng.gen_range(0..thumbs as u32)).collect();
-            let tint: Vec<Tint> = (0..count)
-                .map(|k| match k % 3 {
-                    0 => Tint::IDENTITY,
-                    _ => Tint {
-                        gain: [rng.gen_range(0.0..2.0), rng.gen_range(0.0..2.0), rng.gen_range(0.0..2.0)],
-                        offset: [rng.gen_range(-0.5..0.5), rng.gen_range(-0.5..0.5), rng.gen_range(-0.5..0.5)],
-                    },
-                })
-                .collect();
-            let cells = Cells { thumbs: &pixels, tile: &tile, tint: &tint };
-            let got = render_gpu(ctx, &layout, &cells).unwrap();
-            let want = render_cpu(&layout, &cells).unwrap();
-            let worst = got.iter().zip(&want).map(|(&a, &b)| (a as i32 - b as i32).abs()).max().unwrap();
-            assert!(worst <= 1, "{layout:?}: differs by {worst} levels");
-        }
-        testing::assert_no_validation_messages();
-    }
-
-    /// A 2048 x 1536 poster from 30 thumbnails over 64 x 48 cells, in 13 GPU bands of 122
-    /// rows (the last one partial): the same image as the CPU.
-    #[test]
-    fn large_outputs_render_in_bands() {
-        let ctx = testing::context();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let layout = Layout { cols: 64, rows: 48, cell: (32, 32), thumb: (16, 16) };
-        let count = layout.cols * layout.rows;
-        let pixels: Vec<u8> = (0..30 * 16 * 16 * 3).map(|_| rng.gen()).collect();
-        let tile: Vec<u32> = (0..count).map(|k| (k % 30) as u32).collect();
-        let tint = vec![Tint::IDENTITY; count];
-        let cells = Cells { thumbs: &pixels, tile: &tile, tint: &tint };
-        let got = render_bands(ctx, &layout, &cells, 1_000_000).unwrap();
-        let want = render_cpu(&layout, &cells).unwrap();
-        assert_eq!(got.len(), 2048 * 1536 * 3);
-        let worst = got.iter().zip(&want).map(|(&a, &b)| (a as i32 - b as i32).abs()).max().unwrap();
-        assert!(worst <= 1, "differs by {worst} levels");
-        testing::assert_no_validation_messages();
-    }
 }

@@ -9,7 +9,7 @@ use kit::Backend;
 use crate::anneal::{self, AnnealParams};
 use crate::error::{MosaicError, Result};
 use crate::matrix::{DistanceMatrix, Slots};
-use crate::softassign::{self, SoftAssignParams};
+use crate::softassign::SoftAssignParams;
 use crate::{exact, greedy};
 
 /// An assignment method.
@@ -143,8 +143,8 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
         Method::Softassign => {
             options.softassign.validate().map_err(MosaicError::InvalidInput)?;
             match device(options.backend, ctx)? {
-                Some(ctx) => softassign::gpu::solve(ctx, d, &options.softassign, repeat, &bar)?,
-                None => softassign::cpu::solve(d, &options.softassign, repeat, &bar),
+                Some(ctx) => crate::gpu::softassign::solve(ctx, d, &options.softassign, repeat, &bar)?,
+                None => crate::cpu::softassign::solve(d, &options.softassign, repeat, &bar),
             }
         }
     };

@@ -1,5 +1,5 @@
 //! The exact optimum on the GPU: a forward-reverse auction with epsilon scaling in f32
-//! ([`gpu`], twinned on the CPU by [`cpu`]), then a dual certificate in f64 and, where it
+//! ([`crate::gpu::auction`], twinned on the CPU by [`crate::cpu::auction`]), then a dual certificate in f64 and, where it
 //! fails, a repair by shortest augmenting paths from the auction's prices ([`repair`]).
 //!
 //! The auction works on D / C (C = the largest entry, so values lie in [0, 1] whatever the
@@ -25,8 +25,6 @@
 //! LP certificate, checked over every entry.
 
 pub mod augment;
-pub mod cpu;
-pub mod gpu;
 pub mod repair;
 
 use std::time::Instant;
@@ -102,7 +100,7 @@ pub struct ExactSolution {
 pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
     let start = Instant::now();
     let scale = scale_of(d);
-    let auction = gpu::GpuAuction::new(ctx, d.rows, d.cols)?;
+    let auction = crate::gpu::auction::GpuAuction::new(ctx, d.rows, d.cols)?;
     let state = auction.run(&normalised(d, scale), &epsilons(), |phase, phases| {
         progress.set_position((d.rows * phase / (phases + 1)) as u64);
     })?;

@@ -3,10 +3,10 @@ use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::cpu::CpuAuction;
-use super::gpu::GpuAuction;
 use super::*;
+use crate::cpu::auction::CpuAuction;
 use crate::exact;
+use crate::gpu::auction::GpuAuction;
 
 fn matrix(m: usize, n: usize, rng: &mut ChaCha8Rng, value: impl Fn(&mut ChaCha8Rng) -> f64) -> DistanceMatrix {
     DistanceMatrix::new(m, n, (0..m * n).map(|_| value(rng)).collect()).unwrap()

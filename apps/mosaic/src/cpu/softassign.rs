@@ -1,13 +1,13 @@
-//! CPU reference of SoftAssign in f64 (rayon): the oracle for the GPU kernels and the
-//! benchmark baseline. Same passes as the GPU: a row pass that normalises rows and sums the
+//! The SoftAssign stage on the CPU in f64 (rayon): the twin of [`crate::gpu::softassign`]
+//! and the benchmark baseline. Same passes as the GPU: a row pass that normalises rows and sums the
 //! row-normalised columns, then a column pass with the outlier row that scales each column
 //! to its capacity (the uses a tile may have).
 
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 
-use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
 use crate::matrix::DistanceMatrix;
+use crate::softassign::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F64};
 
 /// Rows per rayon task in the row pass (each task keeps one column-sum vector).
 const ROWS_PER_TASK: usize = 16;

@@ -1,5 +1,5 @@
-//! The distance matrix on the GPU (Eq. 1, `distance.comp`); [`crate::features::distance_cpu`]
-//! is its f64 reference.
+//! The distance stage on the GPU (Eq. 1, `distance.comp`); [`crate::cpu::distance`] is its
+//! f64 twin.
 
 use engine::{Context, Location};
 use indicatif::ProgressBar;
@@ -67,7 +67,7 @@ pub fn distance_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::features::distance_cpu;
+    use crate::cpu::distance::distance_cpu;
     use engine::testing;
 
     #[test]

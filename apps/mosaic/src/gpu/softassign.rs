@@ -1,4 +1,4 @@
-//! SoftAssign on the GPU, f32 throughout, with Section 5.1's clamp of the exponent to
+//! The SoftAssign stage on the GPU ([`crate::cpu::softassign`] is its f64 twin), f32 throughout, with Section 5.1's clamp of the exponent to
 //! [-70, 70], recorded for a whole temperature schedule by one of three kernels:
 //!
 //! - [`Kernel::Passes`], any size: per Sinkhorn iteration, the fused row pass
@@ -14,12 +14,12 @@
 //!   device has no float atomics, and the reference the atomic kernel is checked against.
 //! - [`Kernel::Atomic`], any size, where the device adds floats atomically in storage
 //!   buffers (VK_EXT_shader_atomic_float; NVIDIA, AMD, Mesa): one dispatch per Sinkhorn
-//!   iteration ([`super::atomic`]). Row blocks add their column sums atomically; the next
+//!   iteration ([`atomic`]). Row blocks add their column sums atomically; the next
 //!   dispatch's workgroups each derive g from the finished sums. S + 1 dispatches per
 //!   cooling iteration (101); at 2048 x 8192 a Sinkhorn iteration moves D's 64 MiB plus
 //!   32 KiB (g, zeroing) from DRAM, and its 128 x 8192 atomics and per-workgroup g reads
 //!   (8 MiB) stay in L2.
-//! - [`Kernel::AtomicF16`]: the atomic kernel on D held in half the bytes ([`super::half`]:
+//! - [`Kernel::AtomicF16`]: the atomic kernel on D held in half the bytes ([`half`]:
 //!   each row less its minimum, in f16), the default where the device adds floats
 //!   atomically and the one-workgroup kernel does not fit. At 2048 x 8192 a Sinkhorn
 //!   iteration reads 32 MiB of D instead of 64. Rounding D to 11 significant bits above
@@ -39,17 +39,20 @@
 //!   iteration goes from 200 dispatches (about 6 us of launch gap each on an H200, 1.2 ms)
 //!   to 1.
 
+pub mod atomic;
+pub mod half;
+
 use std::collections::VecDeque;
 
 use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 use indicatif::ProgressBar;
 
-use super::atomic::{storage_barrier, AtomicKernel, AtomicShape, Storage, Temperature};
-use super::half::HalfMatrix;
-use super::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::shaders;
+use crate::softassign::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
+use atomic::{storage_barrier, AtomicKernel, AtomicShape, Storage, Temperature};
+use half::HalfMatrix;
 
 /// Row blocks the row pass aims for: about one workgroup per multiprocessor of a large GPU
 /// (measured on an H100, 132 SMs: 128 blocks beat 256 and more, whose extra column partial
@@ -578,7 +581,7 @@ pub const F16_ROUNDING_BOUND: f64 = 5e-4;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::softassign::cpu::CpuSoftAssign;
+    use crate::cpu::softassign::CpuSoftAssign;
     use engine::testing;
 
     /// M after one cooling iteration of `gpu` on `d` at the first temperature.
@@ -629,14 +632,17 @@ mod tests {
         err
     }
 
-    /// The atomic kernel in its planned shape at awkward sizes (n not a multiple of 4, more
-    /// columns than invocations, a single row, repeats) against the f64 CPU twin, the passes
+    /// Awkward sizes (m, n, repeat) for the atomic kernels: n not a multiple of 4, more
+    /// columns than invocations, a single row, repeats.
+    const AWKWARD: [(usize, usize, usize); 5] = [(37, 1100, 1), (300, 1027, 2), (130, 4099, 1), (1, 3, 1), (40, 21, 3)];
+
+    /// The atomic kernel in its planned shape at [`AWKWARD`] sizes against the f64 CPU twin, the passes
     /// kernel, and a second run of itself (the order of the atomic additions varies).
     #[test]
     fn atomic_kernel_matches_cpu_reference_and_passes() {
         let ctx = testing::context();
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
-        for (m, n, repeat) in [(37, 1100, 1), (300, 1027, 2), (130, 4099, 1), (1, 3, 1), (40, 20, 3)] {
+        for (m, n, repeat) in AWKWARD {
             let d = crate::bench::matrix(m, n, 11);
             let atomic = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, Kernel::Atomic).unwrap();
             assert_eq!(atomic.kernel(), Kernel::Atomic);
@@ -655,7 +661,7 @@ mod tests {
     }
 
     /// The f16 kernel against its f64 CPU twin on the matrix it sees (1e-4, as the f32
-    /// kernels) and against the CPU on D itself ([`F16_ROUNDING_BOUND`]); returns the errors.
+    /// kernels) and against the CPU on D itself ([`F16_ROUNDING_BOUND`]).
     fn check_f16(ctx: &Context, gpu: &GpuSoftAssign, d: &DistanceMatrix, params: &SoftAssignParams, repeat: usize) {
         let (m, n) = (d.rows, d.cols);
         let seen = HalfMatrix::new(d).dequantised().unwrap();
@@ -670,13 +676,13 @@ mod tests {
         println!("f16 {m}x{n} x{repeat}: vs twin {twin_err:.1e}, vs CPU on D {err:.1e}");
     }
 
-    /// The f16 kernel at awkward sizes (odd n, rows padded, a single row, more columns than
-    /// invocations, repeats), in its planned shape and in every knob's extremes.
+    /// The f16 kernel at [`AWKWARD`] sizes (odd n: rows padded), in its planned shape, and
+    /// in every knob's extremes.
     #[test]
     fn atomic_f16_matches_cpu_twin() {
         let ctx = testing::context();
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
-        for (m, n, repeat) in [(37, 1100, 1), (300, 1027, 2), (130, 4099, 1), (1, 3, 1), (40, 21, 3)] {
+        for (m, n, repeat) in AWKWARD {
             let d = crate::bench::matrix(m, n, 11);
             let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, repeat, Kernel::AtomicF16).unwrap();
             assert_eq!(gpu.kernel(), Kernel::AtomicF16);

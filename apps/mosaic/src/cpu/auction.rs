@@ -1,7 +1,7 @@
 //! The CPU twin of the GPU auction: the same Jacobi rounds in the same f32 arithmetic, so
 //! prices and assignments match the GPU bit for bit after every stage (the GPU's oracle).
 
-use super::{AuctionState, NONE};
+use crate::auction::{AuctionState, NONE};
 
 /// Auction state on the CPU for one normalised m x n matrix.
 pub struct CpuAuction<'a> {

@@ -1,4 +1,4 @@
-//! D in half the bytes for the atomic kernel ([`super::gpu::Kernel::AtomicF16`]): each row
+//! D in half the bytes for the atomic kernel ([`super::Kernel::AtomicF16`]): each row
 //! minus its own offset c_i (its minimum, rounded to f32), times a power of two, in IEEE
 //! half precision, two columns per u32 and rows padded to 4 columns (one 8-byte load).
 //!

@@ -11,7 +11,7 @@
 
 use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
-use super::{AuctionState, NONE};
+use crate::auction::{AuctionState, NONE};
 use crate::error::{MosaicError, Result};
 use crate::shaders;
 

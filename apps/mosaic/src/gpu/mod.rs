@@ -1,0 +1,13 @@
+//! The GPU stages, one file each; [`crate::cpu`] holds each one's CPU twin under the same
+//! name, and each stage's tests compare the two on random inputs at awkward sizes.
+//!
+//! - [`distance`]: D from patch and tile features (Eq. 1).
+//! - [`softassign`]: SoftAssign's Sinkhorn iterations (its atomic kernel and D in f16 in
+//!   submodules).
+//! - [`auction`]: the exact solver's forward/reverse auction.
+//! - [`render`]: the mosaic image from the assigned thumbnails.
+
+pub mod auction;
+pub mod distance;
+pub mod render;
+pub mod softassign;
