@@ -194,7 +194,7 @@ pub(crate) fn push_descriptor_layout(
 }
 
 /// Reads SPIR-V bytes as words (checks the magic number and alignment of the length).
-pub fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
+pub(crate) fn spirv_words(bytes: &[u8]) -> Result<Vec<u32>> {
     ash::util::read_spv(&mut Cursor::new(bytes)).map_err(|e| EngineError::InvalidInput(format!("bad SPIR-V: {e}")))
 }
 
