@@ -77,16 +77,26 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
         })
         .collect();
     let total_words = layouts.iter().map(|l| l.words).sum::<usize>();
+    // The staging, inputs and flag buffers of the codec's last decode are reused when they
+    // are large enough (held for this call; a second decode on the codec waits).
+    let mut guard = codec.scratch.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let scratch = &mut *guard;
+    let mut spare = std::mem::take(&mut scratch.stagings);
+    spare.sort_by_key(|b| b.len());
     let mut stagings = layouts
         .iter()
-        .map(|l| ctx.buffer::<u32>(l.words, Location::Upload, "section staging"))
+        .map(|l| match spare.iter().position(|b| b.len() >= l.words) {
+            Some(i) => Ok(spare.remove(i)),
+            None => ctx.buffer::<u32>(l.words, Location::Upload, "section staging"),
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let inputs = ctx.buffer::<u32>(total_words, Location::Device, "decode inputs")?;
+    drop(spare);
+    let inputs = &*ctx.reuse_buffer(&mut scratch.inputs, total_words, Location::Device, "decode inputs")?;
     let views = ctx.buffer::<f32>(samples, Location::Device, "decoded views")?;
-    let flag = ctx.buffer::<u32>(1, Location::Device, "decode flag")?;
-    let flag_read = ctx.buffer::<u32>(1, Location::Download, "decode flag readback")?;
+    let flag = &*ctx.reuse_buffer(&mut scratch.flag, 1, Location::Device, "decode flag")?;
+    let flag_read = &*ctx.reuse_buffer(&mut scratch.flag_read, 1, Location::Download, "decode flag readback")?;
     let mut rec = ctx.recorder()?;
-    rec.fill(&flag, 0);
+    rec.fill(flag, 0);
     let fill = rec.submit()?;
     let mut times = DeviceDecodeTimes {
         setup_ms: ms_since(t0),
@@ -111,8 +121,12 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     // keeps each until its upload is done and hands the kernels' times back in order.
     let mut stream: Stream<Buffer<u32>, usize> = Stream::new(count.max(1));
     let mut kernel_ms = 0.0;
+    let mut returned = Vec::with_capacity(count);
     let mut account = |done: Option<Done<Buffer<u32>, usize>>| {
-        kernel_ms += done.iter().flat_map(|d| &d.passes).map(|p| p.ms).sum::<f64>();
+        if let Some(done) = done {
+            kernel_ms += done.passes.iter().map(|p| p.ms).sum::<f64>();
+            returned.push(done.slot);
+        }
     };
     rayon::in_place_scope(|pool| -> Result<()> {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Buffer<u32>>)>();
@@ -166,6 +180,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     fill.wait()?;
     read_flag.wait()?;
     times.kernel_ms = kernel_ms;
+    scratch.stagings = returned;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -228,6 +243,9 @@ mod tests {
                 decode_lightfield(&Compressed::from_bytes(&bytes).unwrap(), CodecPath::Gpu(&codec)).unwrap();
             assert_eq!(on_device.size, c.size);
             assert_eq!(ctx.download(&on_device.views).unwrap(), want.data);
+            // Again on the buffers the first call left behind.
+            let (again, _) = decode_to_device(&codec, &bytes).unwrap();
+            assert_eq!(ctx.download(&again.views).unwrap(), want.data);
         }
         engine::testing::assert_no_validation_messages();
     }

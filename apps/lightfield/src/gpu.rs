@@ -81,6 +81,21 @@ pub struct GpuCodec {
     dicts: Buffer<f32>,
     max_chunk: usize,
     workgroup: u32,
+    /// Buffers kept from one decode to device memory for the next ([`crate::device`]).
+    pub(crate) scratch: std::sync::Mutex<DecodeScratch>,
+}
+
+/// What [`crate::device::decode_to_device`] keeps for its next call: allocating and first
+/// touching tens of megabytes of mapped staging memory each call was most of its setup.
+#[derive(Default)]
+pub(crate) struct DecodeScratch {
+    /// Host-visible staging buffers, one per section in flight.
+    pub stagings: Vec<Buffer<u32>>,
+    /// Every section's decode inputs on the device.
+    pub inputs: Option<Buffer<u32>>,
+    /// Whether any decoded sample was not finite, and its readback.
+    pub flag: Option<Buffer<u32>>,
+    pub flag_read: Option<Buffer<u32>>,
 }
 
 /// One chunk's buffers (two of these alternate).
@@ -151,6 +166,7 @@ impl GpuCodec {
             dicts,
             max_chunk: MAX_CHUNK,
             workgroup,
+            scratch: Default::default(),
         })
     }
 

@@ -342,17 +342,45 @@ impl Header {
 
 /// Checks a frame's checksum and header, then decompresses it (its size was checked
 /// against the budget by [`Header::parse`]).
-fn unpack((e, frame): (&Entry, &[u8]), i: usize) -> Result<Vec<u8>> {
-    let bad = |m: String| LfError::corrupt(WHAT, format!("frame {i}: {m}"));
-    if hash64(frame) != e.checksum {
-        return Err(bad("checksum mismatch (damaged frame)".into()));
+fn unpack(frame: (&Entry, &[u8]), i: usize) -> Result<Vec<u8>> {
+    let mut payload = Unpacker::new()?;
+    payload.unpack(frame, i)?;
+    Ok(payload.bytes)
+}
+
+/// A zstd decompressor and the buffer it fills, reused frame after frame (one per thread):
+/// a fresh context and a fresh allocation of a section's megabytes, with its page faults,
+/// cost more than small sections take to decompress.
+struct Unpacker {
+    zstd: zstd::bulk::Decompressor<'static>,
+    bytes: Vec<u8>,
+}
+
+impl Unpacker {
+    fn new() -> Result<Unpacker> {
+        let zstd = zstd::bulk::Decompressor::new().map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
+        Ok(Unpacker { zstd, bytes: Vec::new() })
     }
-    check_frame(frame, e.payload_len).map_err(|err| bad(err.to_string()))?;
-    let payload = zstd::bulk::decompress(frame, e.payload_len as usize).map_err(|err| bad(format!("zstd: {err}")))?;
-    if payload.len() as u64 != e.payload_len {
-        return Err(bad("payload shorter than the table says".into()));
+
+    /// Checks frame `i`'s checksum and header, then decompresses it into `self.bytes`.
+    fn unpack(&mut self, (e, frame): (&Entry, &[u8]), i: usize) -> Result<&[u8]> {
+        let bad = |m: String| LfError::corrupt(WHAT, format!("frame {i}: {m}"));
+        if hash64(frame) != e.checksum {
+            return Err(bad("checksum mismatch (damaged frame)".into()));
+        }
+        check_frame(frame, e.payload_len).map_err(|err| bad(err.to_string()))?;
+        self.bytes.clear();
+        self.bytes.reserve(e.payload_len as usize);
+        let n = self.zstd.decompress_to_buffer(frame, &mut self.bytes).map_err(|err| bad(format!("zstd: {err}")))?;
+        if n as u64 != e.payload_len {
+            return Err(bad("payload shorter than the table says".into()));
+        }
+        Ok(&self.bytes)
     }
-    Ok(payload)
+}
+
+thread_local! {
+    static UNPACKER: std::cell::RefCell<Option<Unpacker>> = const { std::cell::RefCell::new(None) };
 }
 
 /// What a section's values are checked against.
@@ -376,11 +404,23 @@ pub struct SectionOut<'a> {
 /// Decompresses and parses section `s`, checking every value (membership below K, counts
 /// within the sparsity, locations inside the patch, levels within what values in [0, 1]
 /// can hold) and that the streams end exactly where the table says.
+///
+/// `out` may be write-combined staging memory: it is only written, in order, never read.
 pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
-    let payload = unpack(header.section_frame(bytes, s), s + 1)?;
+    UNPACKER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(Unpacker::new()?);
+        }
+        let payload = cell.as_mut().expect("made above").unpack(header.section_frame(bytes, s), s + 1)?;
+        parse_payload(header, payload, s, b, out)
+    })
+}
+
+fn parse_payload(header: &Header, payload: &[u8], s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
     let range = header.section(s);
     let plen = b.grid.shape.len() as u64;
-    let mut r = ByteReader::new(&payload, "light-field bitstream section");
+    let mut r = ByteReader::new(payload, "light-field bitstream section");
     let in_section = |m: LfError| LfError::corrupt(WHAT, format!("section {s}: {m}"));
     (|| -> Result<()> {
         for m in out.membership.iter_mut() {
@@ -390,9 +430,11 @@ pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: S
             }
             *m = k as u32;
         }
-        out.offsets[0] = 0;
+        // The offsets are kept here too, so `out` is never read back.
+        let mut offsets = Vec::with_capacity(out.offsets.len());
+        offsets.push(0u32);
         let mut total = 0u64;
-        for o in out.offsets[1..].iter_mut() {
+        for _ in 1..out.offsets.len() {
             let c = r.varint()?;
             if c > b.sparsity as u64 {
                 return Err(r.error(format!("patch with {c} coefficients, sparsity is {}", b.sparsity)));
@@ -401,14 +443,15 @@ pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: S
             if total > out.locations.len() as u64 {
                 return Err(r.error(format!("more coefficients than the table's {}", out.locations.len())));
             }
-            *o = total as u32;
+            offsets.push(total as u32);
         }
         if total != out.locations.len() as u64 {
             return Err(r.error(format!("{total} coefficients, the table says {}", out.locations.len())));
         }
+        out.offsets.copy_from_slice(&offsets);
         for (j, _) in range.clone().enumerate() {
             let mut prev: Option<u64> = None;
-            for loc in &mut out.locations[out.offsets[j] as usize..out.offsets[j + 1] as usize] {
+            for loc in &mut out.locations[offsets[j] as usize..offsets[j + 1] as usize] {
                 let d = r.varint()?;
                 let l = prev.map_or(Some(d), |q| q.checked_add(d).and_then(|x| x.checked_add(1)));
                 let l = l
@@ -420,7 +463,7 @@ pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: S
         }
         for (j, p) in range.clone().enumerate() {
             let bound = max_level(b.step, b.grid.valid_samples(p), plen as usize);
-            for level in &mut out.levels[out.offsets[j] as usize..out.offsets[j + 1] as usize] {
+            for level in &mut out.levels[offsets[j] as usize..offsets[j + 1] as usize] {
                 let z = r.varint()?;
                 if z > u32::MAX as u64 || unzigzag(z).unsigned_abs() as u64 > bound {
                     return Err(r.error(format!(
