@@ -11,8 +11,9 @@ use std::time::Instant;
 use engine::Context;
 use serde::Serialize;
 
+use smoe::cpu::em::em_step_cpu;
 use smoe::data::{sample_image, tile_model, Grid};
-use smoe::fit::{em_step_cpu, fit_gpu, grid_init, regularisation, render_psnr};
+use smoe::fit::{fit_gpu, grid_init, regularisation, render_psnr};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::Model;
 
@@ -253,7 +254,7 @@ fn render(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
         // CPU reference: the f64 renderer over all K kernels on a crop, extrapolated.
         let crop = Model { extent: vec![w, h], ..model.clone() };
         let t = Instant::now();
-        let _ = smoe::reference::render_region(&crop, w, h, [0.0; 2], [w / 2, h / 2, s.cpu_crop, s.cpu_crop]);
+        let _ = smoe::cpu::render::render_region(&crop, w, h, [0.0; 2], [w / 2, h / 2, s.cpu_crop, s.cpu_crop]);
         let cpu_crop_ms = t.elapsed().as_secs_f64() * 1e3;
         let cpu_ms = cpu_crop_ms * (w * h) as f64 / (s.cpu_crop * s.cpu_crop) as f64;
         let cpu_note = format!(

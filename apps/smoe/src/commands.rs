@@ -9,11 +9,11 @@ use std::time::Instant;
 use anyhow::{bail, Context as _, Result};
 use kit::output::{Staged, IMAGE_EXTENSIONS};
 use serde::Serialize;
+use smoe::cpu::render as cpu;
 use smoe::data::sample_image;
 use smoe::fit::{fit_gpu, render_psnr};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::{Model, MODEL_EXTENSIONS};
-use smoe::reference;
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
@@ -123,7 +123,7 @@ pub fn render(
     let format = kit::output::check_file(out, &render_extensions(), &[model_path])?;
     let model = Model::load(model_path)?;
     let (w, h) = output_size(&model, size);
-    let uv = reference::view_coords(&model, view_position(&model, view)?);
+    let uv = cpu::view_coords(&model, view_position(&model, view)?);
     let ctx = common.context()?;
     let tile = ctx.as_ref().map(|ctx| match (gpu.tile, kit::tuning::param(ctx.info(), "smoe.render", "block")) {
         (Some(tile), _) => (tile, "option"),
@@ -132,7 +132,7 @@ pub fn render(
     });
     let start = Instant::now();
     let (rgb, entries) = match ctx.as_ref().zip(tile) {
-        None => (reference::render(&model, w as usize, h as usize, uv).iter().map(|&v| v as f32).collect(), None),
+        None => (cpu::render(&model, w as usize, h as usize, uv).iter().map(|&v| v as f32).collect(), None),
         Some((ctx, (tile, _))) => {
             let mut renderer = Renderer::new(ctx, &model, gpu.mode)?;
             let settings = RenderSettings {

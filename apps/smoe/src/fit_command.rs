@@ -9,9 +9,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use serde::Serialize;
+use smoe::cpu::em::fit_cpu;
 use smoe::data::Grid;
-use smoe::em_culled::{fit_gpu_culled, TILE};
-use smoe::fit::{fit_cpu, fit_gpu_from, render_psnr, render_psnr_cpu, FitReport, Init};
+use smoe::fit::{render_psnr, render_psnr_cpu, FitReport, Init};
+use smoe::gpu::em::culled::{fit_gpu_culled, TILE};
+use smoe::gpu::em::fit_gpu_from;
 use smoe::memory::{device_local_bytes, fit_memory, FitMemory};
 use smoe::model::{Model, MODEL_EXTENSIONS};
 use smoe::refine::{refine_cpu, refine_gpu, RefineOptions};

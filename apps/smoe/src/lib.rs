@@ -1,29 +1,28 @@
 //! Steered Mixture-of-Experts: model format, EM fitting, GPU renderer and viewer.
 //!
+//! The work is done in stages, each with a GPU kernel set in [`gpu`] and its f64 twin of
+//! the same name in [`cpu`] (tests compare the twins stage by stage):
+//! - `render`: the renderer (GPU: exact per-tile culling or the paper's relevance window;
+//!   CPU: every kernel at every pixel, the oracle and `--backend cpu`);
+//! - `kmeans`: the k-means++ / Lloyd start of the fitter;
+//! - `em`: the EM iterations (GPU: dense, and `em::culled` for images over the renderer's
+//!   tile lists);
+//! - `refine`: the loss and its gradient, and Adam, after EM.
+//!
+//! Around them:
 //! - [`model`]: the model, its JSON and binary formats, validation.
-//! - [`refine`]: Adam on the rendered image's error after EM (GPU backward pass, f64 twin).
-//! - [`reference`]: the f64 CPU renderer over all kernels (the oracle, `--backend cpu`).
-//! - [`gpu`]: the GPU renderer with exact per-tile culling or the paper's relevance window.
-//! - [`fit`]: the EM fitter (GPU E- and M-step reductions) and its CPU reference.
-//! - [`em_culled`]: the EM of images over the renderer's tile culling (memory and time
-//!   O(samples x kernels per tile)).
-//! - [`kmeans`]: the k-means++ / Lloyd initialisation of the fitter (CPU).
-//! - [`gpu_kmeans`]: its GPU twin, the start of `--backend gpu` fits.
+//! - [`fit`]: the fitter's start, regularisation and report, shared by both backends.
+//! - [`refine`]: the refinement's parameters and loop, shared by both backends.
 //! - [`memory`]: what `smoe fit` will allocate, estimated before it does.
 //! - [`target`]: the search for the smallest K that reaches a PSNR (`smoe fit --psnr`).
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
-//! - [`bench`]: the Table 4 and fitting benchmarks.
-//! - [`viewer`]: the interactive window (winit + engine::present).
 
+pub mod cpu;
 pub mod data;
-pub mod em_culled;
 pub mod fit;
 pub mod gpu;
-pub mod gpu_kmeans;
-pub mod kmeans;
 pub mod memory;
 pub mod model;
-pub mod reference;
 pub mod refine;
 pub mod target;
 

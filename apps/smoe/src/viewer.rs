@@ -172,7 +172,7 @@ impl App {
                     let fx = (position.x / size.width.max(1) as f64).clamp(0.0, 1.0);
                     let fy = (position.y / size.height.max(1) as f64).clamp(0.0, 1.0);
                     let view = [fx * (m.extent[2] as f64 - 1.0), fy * (m.extent[3] as f64 - 1.0)];
-                    let uv = smoe::reference::view_coords(m, view);
+                    let uv = smoe::cpu::render::view_coords(m, view);
                     self.uv = [uv[0] as f32, uv[1] as f32];
                 }
             }
@@ -205,7 +205,7 @@ impl ApplicationHandler for App {
 pub fn run(opts: Options) -> Result<Shown> {
     let event_loop = EventLoop::new().map_err(|e| anyhow!("cannot open a window (is a display available?): {e}"))?;
     event_loop.set_control_flow(ControlFlow::Poll);
-    let uv = smoe::reference::view_coords(
+    let uv = smoe::cpu::render::view_coords(
         &opts.model,
         if opts.model.coord_dims == 4 {
             [(opts.model.extent[2] as f64 - 1.0) / 2.0, (opts.model.extent[3] as f64 - 1.0) / 2.0]

@@ -1,7 +1,8 @@
 //! Refinement end to end: the gain over EM at the same K, on a textured image.
 
 use super::*;
-use crate::fit::{fit_gpu_from, render_psnr, Init};
+use crate::fit::{render_psnr, Init};
+use crate::gpu::em::fit_gpu_from;
 
 /// A photo-like test image: sums of sinusoids (texture at several scales and angles),
 /// a hard-edged disc and a soft diagonal edge.

@@ -5,7 +5,7 @@
 //! - the *natural* parameters the renderer evaluates, per kernel ([`Layout`]): mu_X, U
 //!   (= L^-1, L the Cholesky factor of S_XX, so z = U (x - mu_X)), the gate's log-constant
 //!   c, mu_Y and G (the expert y = mu_Y + G z). Both backends return the gradient in these
-//!   ([`cpu::loss_and_grad`], [`gpu::GpuGrad`]).
+//!   ([`crate::cpu::refine::loss_and_grad`], [`crate::gpu::refine::GpuRefine`]).
 //! - the *optimised* parameters ([`Params`]), chosen so that Adam's steps are of like size
 //!   and every step keeps the model valid: the centre in pixels, the precision factor in
 //!   pixel units as a log-diagonal (positive, so S_XX stays positive definite) and shears
@@ -13,13 +13,10 @@
 //!
 //! The gate's S_YY plays no part in rendering; refinement keeps each kernel's conditional
 //! colour covariance from EM, so the saved joint covariance stays positive definite.
-//! On the GPU ([`gpu::GpuRefine`]) the whole loop stays on the device: the parameters, the
+//! On the GPU ([`crate::gpu::refine::GpuRefine`]) the whole loop stays on the device: the parameters, the
 //! forward and backward passes, the loss and Adam; the host reads back a few floats per
 //! batch of steps and the best parameters once. The host's f64 loop ([`refine_cpu`], with
 //! [`Params::adam_step`]) is its twin.
-
-pub mod cpu;
-pub mod gpu;
 
 #[cfg(test)]
 mod tests;
@@ -64,7 +61,7 @@ const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 /// slopes (colour per standard deviation) and how far below the largest prior a prior may go.
 const MAX_LOG_DIAG: f64 = 1.386_294_361_119_890_6; // ln 4
 const MAX_SHEAR: f64 = 8.0;
-const MAX_COLOUR: f64 = 4.0;
+pub(crate) const MAX_COLOUR: f64 = 4.0;
 const MAX_SLOPE: f64 = 8.0;
 const PRIOR_RANGE: f64 = 60.0;
 
@@ -72,15 +69,15 @@ const PRIOR_RANGE: f64 = 60.0;
 /// parts of the model refinement does not change.
 #[derive(Clone, Debug)]
 pub struct Params {
-    layout: Layout,
-    template: Model,
+    pub(crate) layout: Layout,
+    pub(crate) template: Model,
     /// Pixels per coordinate axis.
-    extent: Vec<f64>,
+    pub(crate) extent: Vec<f64>,
     /// Per kernel: centre in pixels (p), log-diagonal (p), shears (p(p-1)/2, row by row),
     /// ln pi, mu_Y (3), G (3p). As many values as the natural layout.
     pub v: Vec<f64>,
     /// Per kernel: the conditional colour covariance S_YY - S_YX S_XX^-1 S_XY (packed 3x3).
-    resid: Vec<f64>,
+    pub(crate) resid: Vec<f64>,
 }
 
 /// Inverse of a packed lower-triangular matrix (packed lower).
@@ -157,7 +154,7 @@ impl Params {
     }
 
     /// Offset of the log-diagonal, shears and ln pi within a kernel's values.
-    fn offsets(&self) -> (usize, usize, usize) {
+    pub(crate) fn offsets(&self) -> (usize, usize, usize) {
         let p = self.layout.p;
         (p, 2 * p, p + self.layout.tri())
     }
@@ -242,7 +239,7 @@ impl Params {
     /// One Adam step on these parameters from the natural gradient `grad` (chained to them),
     /// with the step scales and the clamps that keep the model valid; refine_adam.comp and
     /// refine_expand.comp are its f32 twin.
-    fn adam_step(&mut self, adam: &mut Adam, grad: &[f64], lr: f64) {
+    pub(crate) fn adam_step(&mut self, adam: &mut Adam, grad: &[f64], lr: f64) {
         let chained = self.chain(grad);
         let scales = self.step_scales();
         adam.step(&mut self.v, &chained, lr, &scales);
@@ -251,12 +248,12 @@ impl Params {
 
     /// The smallest log-diagonal `project` allows: a standard deviation of four times the
     /// largest extent.
-    fn min_log_diag(&self) -> f64 {
+    pub(crate) fn min_log_diag(&self) -> f64 {
         -(4.0 * self.extent.iter().cloned().fold(1.0, f64::max)).ln()
     }
 
     /// The largest ln pi over all kernels.
-    fn max_theta(&self) -> f64 {
+    pub(crate) fn max_theta(&self) -> f64 {
         let (lay, (_, _, theta)) = (self.layout, self.offsets());
         (0..self.len()).map(|j| self.v[j * lay.stride() + theta]).fold(f64::NEG_INFINITY, f64::max)
     }
@@ -339,7 +336,7 @@ impl Params {
 }
 
 /// Adam's moments.
-struct Adam {
+pub(crate) struct Adam {
     m: Vec<f64>,
     v: Vec<f64>,
     t: i32,
@@ -350,12 +347,12 @@ const B1: f64 = 0.9;
 const B2: f64 = 0.999;
 
 impl Adam {
-    fn new(n: usize) -> Adam {
+    pub(crate) fn new(n: usize) -> Adam {
         Adam { m: vec![0.0; n], v: vec![0.0; n], t: 0 }
     }
 
     /// Adam's bias corrections (1 - B1^t, 1 - B2^t) at step `t` (from 1).
-    fn corrections(t: i32) -> (f64, f64) {
+    pub(crate) fn corrections(t: i32) -> (f64, f64) {
         (1.0 - B1.powi(t), 1.0 - B2.powi(t))
     }
 
@@ -388,7 +385,7 @@ impl Default for RefineOptions {
 
 impl RefineOptions {
     /// The learning rate of step `step`: a cosine from `lr` down to a tenth of it.
-    fn lr_at(&self, step: usize) -> f64 {
+    pub(crate) fn lr_at(&self, step: usize) -> f64 {
         let t = step as f64 / self.steps as f64;
         self.lr * (0.1 + 0.45 * (1.0 + (std::f64::consts::PI * t).cos()))
     }
@@ -405,7 +402,7 @@ pub struct RefineReport {
     pub refine_ms: f64,
 }
 
-/// Refinement on the GPU, the loop included (see [`gpu::GpuRefine`]): the twin of
+/// Refinement on the GPU, the loop included (see [`crate::gpu::refine::GpuRefine`]): the twin of
 /// [`refine_cpu`] with exact culling and f32 parameters; `progress(step, psnr)` is called
 /// for every step, a batch of steps at a time.
 pub fn refine_gpu(
@@ -417,7 +414,7 @@ pub fn refine_gpu(
 ) -> anyhow::Result<(Model, RefineReport)> {
     let start = std::time::Instant::now();
     let params = Params::from_model(model)?;
-    let mut gpu = gpu::GpuRefine::new(ctx, &params, grid, options.steps)?;
+    let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps)?;
     let (best, sse) = gpu.run(&params, options, grid, progress)?;
     let report = RefineReport {
         steps: options.steps,
@@ -435,7 +432,9 @@ pub fn refine_cpu(
     options: RefineOptions,
     progress: impl FnMut(usize, f64),
 ) -> Result<(Model, RefineReport), ModelError> {
-    let eval = |params: &Params| Ok::<_, ModelError>(cpu::loss_and_grad(params.layout(), &params.natural(), grid));
+    let eval = |params: &Params| {
+        Ok::<_, ModelError>(crate::cpu::refine::loss_and_grad(params.layout(), &params.natural(), grid))
+    };
     refine(model, grid, options, eval, progress)
 }
 

@@ -18,8 +18,9 @@
 
 use engine::{Context, Location};
 
+use super::{reg_push, Push, CHUNK, GROUP};
 use crate::data::{psnr, Grid};
-use crate::fit::{model_from_raw, reg_push, FitReport, Push, CHUNK, GROUP};
+use crate::fit::{model_from_raw, FitReport};
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, Model};
 use crate::shaders;
@@ -160,7 +161,9 @@ pub fn fit_gpu_culled(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fit::{em_step_cpu, fit_gpu_from, regularisation, render_psnr, Init};
+    use crate::cpu::em::em_step_cpu;
+    use crate::fit::{regularisation, render_psnr, Init};
+    use crate::gpu::em::fit_gpu_from;
 
     fn random_image(w: usize, h: usize, seed: u64) -> Grid {
         let mut rng = kit::fuzz::Rng::new(seed);
@@ -173,7 +176,7 @@ mod tests {
 
     /// One culled iteration against the dense f64 twin at awkward sizes (37x29 pixels: tiles
     /// cut by both edges; 13 kernels), where culling drops nothing significant. Bounds as
-    /// the dense GPU iteration's (fit.rs): f32 against f64.
+    /// the dense GPU iteration's (gpu::em): f32 against f64.
     #[test]
     fn culled_iteration_matches_dense_cpu() {
         let ctx = engine::testing::context();
@@ -181,7 +184,7 @@ mod tests {
         let init = Init::Kmeans.model(&grid, 13, &mut || {});
         let (want, want_ll) = em_step_cpu(&init, &grid.samples(), &regularisation(&grid)).unwrap();
         let (got, report) = fit_gpu_culled(ctx, &grid, init, 1, 1, |_| {}).unwrap();
-        crate::fit::assert_step_matches(&got, report.loglik[0], &want, want_ll);
+        crate::gpu::em::assert_step_matches(&got, report.loglik[0], &want, want_ll);
         engine::testing::assert_no_validation_messages();
     }
 

@@ -478,9 +478,9 @@ fn groups(n: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::render as cpu;
     use crate::data::{sample_image, sample_lightfield, Grid};
     use crate::fit::fit_gpu;
-    use crate::reference;
 
     fn fitted(grid: &Grid, k: usize) -> Model {
         fit_gpu(engine::testing::context(), grid, k, 8, |_, _| {}).unwrap().0
@@ -489,11 +489,11 @@ mod tests {
     /// Max and mean absolute error of the GPU rendering against the f64 oracle.
     fn errors(model: &Model, settings: RenderSettings, mode: Mode, view: [f64; 2]) -> (f64, f64, usize) {
         let ctx = engine::testing::context();
-        let uv = reference::view_coords(model, view);
+        let uv = cpu::view_coords(model, view);
         let settings = RenderSettings { uv: [uv[0] as f32, uv[1] as f32], ..settings };
         let mut r = Renderer::new(ctx, model, mode).unwrap();
         let (got, entries) = r.render_rgb(settings).unwrap();
-        let want = reference::render(model, settings.width as usize, settings.height as usize, uv);
+        let want = cpu::render(model, settings.width as usize, settings.height as usize, uv);
         let max = got.iter().zip(&want).map(|(&g, w)| (g as f64 - w).abs()).fold(0.0, f64::max);
         let mean = got.iter().zip(&want).map(|(&g, w)| (g as f64 - w).abs()).sum::<f64>() / want.len() as f64;
         (max, mean, entries)
@@ -534,6 +534,57 @@ mod tests {
             assert!(max <= 1.0 / 4096.0 && mean <= 1.0 / 65536.0, "{mode:?}: {max} {mean}");
         }
         engine::testing::assert_no_validation_messages();
+    }
+
+    /// A random valid model of `k` kernels over `extent` (p = its length): centres uniform,
+    /// coordinate standard deviations of 1 to 6 pixels (a fifth to a half of the view range
+    /// for light fields), random correlations between every pair of dimensions, colours in
+    /// (0.1, 0.9), weights in (0.2, 1) normalised.
+    fn random_model(extent: &[usize], k: usize, seed: u64) -> Model {
+        let mut rng = kit::fuzz::Rng::new(seed);
+        let mut u = move || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        let p = extent.len();
+        let d = p + 3;
+        let mut m = Model {
+            coord_dims: p,
+            color_dims: 3,
+            color_space: crate::model::ColorSpace::Rgb,
+            extent: extent.to_vec(),
+            pi: Vec::new(),
+            mu: Vec::new(),
+            cov: Vec::new(),
+        };
+        for _ in 0..k {
+            m.pi.push(0.2 + 0.8 * u());
+            m.mu.extend((0..d).map(|i| if i < p { u() } else { 0.1 + 0.8 * u() }));
+            // A lower factor with positive diagonal: cov = L L^T is positive definite.
+            // Pixels for the image axes; a tenth of the range for views and colours.
+            let scale = |i: usize| if i < 2 { 1.0 / extent[i] as f64 } else { 0.1 };
+            let mut l = vec![0.0; d * d];
+            for i in 0..d {
+                let diag = if i < 2 { 1.0 + 5.0 * u() } else { 2.0 + 3.0 * u() };
+                l[i * d + i] = diag * scale(i);
+                for j in 0..i {
+                    l[i * d + j] = (u() - 0.5) * diag * scale(i);
+                }
+            }
+            for a in 0..d {
+                m.cov.extend((0..=a).map(|b| (0..d).map(|t| l[a * d + t] * l[b * d + t]).sum::<f64>()));
+            }
+        }
+        let total: f64 = m.pi.iter().sum();
+        m.pi.iter_mut().for_each(|v| *v /= total);
+        m.validate().unwrap();
+        m
+    }
+
+    /// The render stage on random models (not fitted: every kernel's shape, slope and
+    /// weight drawn at random) at awkward sizes, against the f64 twin, within the bounds of
+    /// [`check`]: max 1/4096, mean 1/65536 (f32 against f64).
+    #[test]
+    fn random_models_match_the_cpu_twin() {
+        check(&random_model(&[37, 29], 23, 1), 37, 29, [0.0; 2]);
+        check(&random_model(&[19, 15, 3, 2], 17, 2), 19, 15, [1.0, 0.5]);
     }
 
     /// The tile lists on a tiled model at an awkward size (tiles cut by both edges): the

@@ -18,9 +18,9 @@
 
 use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 
-use super::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
+use crate::refine::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::shaders;
 
 /// Steps recorded per command buffer: enough that a round trip per submission is noise
@@ -113,7 +113,7 @@ impl GpuRefine {
             expand: own("refine_expand", shaders::REFINE_EXPAND, 4)?,
             loss: own("refine_loss", shaders::REFINE_LOSS, 5)?,
             // The backward pass reads the renderer's frame constants.
-            grad: ctx.compute_pipeline_for::<crate::gpu::Push>(
+            grad: ctx.compute_pipeline_for::<crate::gpu::render::Push>(
                 "refine_grad",
                 shaders::REFINE_GRAD,
                 6,
@@ -125,7 +125,7 @@ impl GpuRefine {
         let (nu, nv) = if p == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
         let views: Vec<[f32; 2]> = (0..nv)
             .flat_map(|b| (0..nu).map(move |a| [a as f64, b as f64]))
-            .map(|ab| crate::reference::view_coords(model, ab).map(|c| c as f32))
+            .map(|ab| crate::cpu::render::view_coords(model, ab).map(|c| c as f32))
             .collect();
         let f32s = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
         let n = params.v.len();
@@ -196,7 +196,7 @@ impl GpuRefine {
             let losses = self.ctx.download_range(&self.track, done, end - done)?;
             for (i, &sse) in losses.iter().enumerate() {
                 if done + i < options.steps {
-                    progress(done + i, super::psnr_of_sse(sse as f64, grid.rgb.len()));
+                    progress(done + i, crate::refine::psnr_of_sse(sse as f64, grid.rgb.len()));
                 }
             }
             let entries = self.renderer.list_entries(&self.frame)?;
@@ -338,7 +338,8 @@ fn float_key(f: f32) -> u32 {
 mod tests {
     use super::*;
     use crate::data::{sample_lightfield, Grid};
-    use crate::fit::{fit_gpu_from, Init};
+    use crate::fit::Init;
+    use crate::gpu::em::fit_gpu_from;
     use crate::refine::Layout;
 
     impl GpuRefine {
@@ -396,7 +397,7 @@ mod tests {
             let mut gpu = GpuRefine::new(ctx, &params, &grid, 1).unwrap();
             let layout = params.layout();
             let (sse, got) = gpu.gradient(layout).unwrap();
-            let (want_sse, want) = crate::refine::cpu::loss_and_grad(layout, &params.natural(), &grid);
+            let (want_sse, want) = crate::cpu::refine::loss_and_grad(layout, &params.natural(), &grid);
             let worst = worst_by_kind(&got, &want, layout.stride());
             eprintln!("p = {}: sse gpu {sse:.6} cpu {want_sse:.6}, worst gradient error {worst:.2e}", layout.p);
             assert!((sse - want_sse).abs() <= 1e-4 * want_sse, "{sse} vs {want_sse}");

@@ -1,4 +1,4 @@
-//! The k-means start on the GPU, the twin of [`crate::kmeans`] with the same seed, the same
+//! The k-means start on the GPU, the twin of [`crate::cpu::kmeans`] with the same seed, the same
 //! random numbers and the same rules, so the fit's start costs GPU time rather than K passes
 //! over the samples on the host.
 //!
@@ -19,8 +19,8 @@
 
 use engine::{Buffer, ComputePipeline, Context, Location};
 
+use crate::cpu::kmeans::{centres_at, lloyd, model_from_labels, SplitMix};
 use crate::data::Grid;
-use crate::kmeans::{centres_at, lloyd, model_from_labels, SplitMix};
 use crate::model::Model;
 use crate::shaders;
 
@@ -154,8 +154,8 @@ impl GpuKmeans {
     }
 }
 
-/// The GPU twin of [`crate::kmeans::kmeans_init`]: the same seed gives the same random
-/// numbers and, up to near ties, the same start; ticks [`crate::kmeans::steps`]`(k)` times.
+/// The GPU twin of [`crate::cpu::kmeans::kmeans_init`]: the same seed gives the same random
+/// numbers and, up to near ties, the same start; ticks [`crate::cpu::kmeans::steps`]`(k)` times.
 pub fn kmeans_init_gpu(
     ctx: &Context,
     grid: &Grid,
@@ -185,7 +185,7 @@ pub(crate) fn draws(seed: u64, n: usize, k: usize) -> (u32, Vec<f32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kmeans::{inertia, nearest_labels, seed_picks};
+    use crate::cpu::kmeans::{inertia, nearest_labels, seed_picks};
 
     /// `len` values uniform in [0, 1).
     fn random(len: usize, seed: u64) -> Vec<f32> {
@@ -275,7 +275,7 @@ mod tests {
         assert!((a - b).abs() <= 0.01 * a, "inertia CPU {a}, GPU {b}");
         let mut ticks = 0;
         let model = kmeans_init_gpu(ctx, &grid, k, &[1e-4; 5], seed, &mut || ticks += 1).unwrap();
-        assert_eq!(ticks, crate::kmeans::steps(k));
+        assert_eq!(ticks, crate::cpu::kmeans::steps(k));
         model.validate().unwrap();
         engine::testing::assert_no_validation_messages();
     }

@@ -3,9 +3,9 @@
 
 use rayon::prelude::*;
 
-use super::Layout;
 use crate::data::Grid;
 use crate::model::packed_index;
+use crate::refine::Layout;
 
 /// The squared error sum |clamp(out) - target|^2 over every pixel and view of `grid` of the
 /// model whose natural parameters are `nat` (see [`Layout`]), and its gradient with
@@ -91,8 +91,9 @@ pub fn loss_and_grad(layout: Layout, nat: &[f64], grid: &Grid) -> (f64, Vec<f64>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::em::fit_cpu;
     use crate::data::sample_lightfield;
-    use crate::fit::{fit_cpu, Init};
+    use crate::fit::Init;
     use crate::refine::Params;
 
     /// Central differences of `f` at `x` along every coordinate, steps `h` times the
@@ -126,11 +127,11 @@ mod tests {
         let init = Init::Kmeans.model(grid, k, &mut || {});
         let (model, _) = fit_cpu(grid, init, 3, |_, _| {}).unwrap();
         let params = Params::from_model(&model).unwrap();
-        let rgb = crate::reference::render(
+        let rgb = crate::cpu::render::render(
             &model,
             grid.width(),
             grid.height(),
-            crate::reference::view_coords(&model, [0.0; 2]),
+            crate::cpu::render::view_coords(&model, [0.0; 2]),
         );
         assert!(rgb.iter().all(|v| (0.0..1.0).contains(v) && *v > 0.0), "the test model renders outside (0, 1)");
         params

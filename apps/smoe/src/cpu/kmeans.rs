@@ -2,7 +2,7 @@
 //! and a few Lloyd iterations on the joint samples, on the CPU with rayon; each cluster
 //! becomes one kernel with its share of the samples, its mean and its (regularised)
 //! covariance. It places kernels where the colour changes, which a regular grid does not.
-//! [`crate::gpu_kmeans`] is its GPU twin (same seed, same random numbers, same rules); the
+//! [`crate::gpu::kmeans`] is its GPU twin (same seed, same random numbers, same rules); the
 //! centre updates and the final model (`lloyd`, `model_from_labels`) are shared.
 
 use rayon::prelude::*;
