@@ -50,7 +50,7 @@ fn render(ctx: &Context, block: u32, size: u64, reps: Reps, pass: &str) -> Resul
     let crop = edge.min(CHECK_CROP);
     let (mut have, mut want) = (Vec::new(), Vec::new());
     for at in [0, (edge - crop) / 2, edge - crop] {
-        want.extend(smoe::reference::render_region(&model, edge, edge, [0.0, 0.0], [at, at, crop, crop]));
+        want.extend(smoe::cpu::render::render_region(&model, edge, edge, [0.0, 0.0], [at, at, crop, crop]));
         for row in at..at + crop {
             have.extend(got[3 * (row * edge + at)..3 * (row * edge + at + crop)].iter().map(|&v| f64::from(v)));
         }
