@@ -150,7 +150,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
                 continue;
             }
             let (l, base, patches) = (layouts[s], bases[s], header.section(s));
-            let copy = upload_to(ctx, &staging, &inputs, base, l.words)?;
+            let copy = upload_to(ctx, &staging, inputs, base, l.words)?;
             let mut rec = ctx.recorder()?;
             rec.enable_profiling(1)?;
             rec.wait_for(&copy);
@@ -158,7 +158,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // order alone does not order the two; a semaphore wait does, without serialising
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
-            let part = |i| l.part(&inputs, base, i);
+            let part = |i| l.part(inputs, base, i);
             let bindings =
                 [dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
@@ -172,7 +172,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let t2 = Instant::now();
     let mut rec = ctx.recorder()?;
     rec.barrier();
-    rec.copy(&flag, &flag_read);
+    rec.copy(flag, flag_read);
     let read_flag = rec.submit()?;
     while stream.in_flight() > 0 {
         account(stream.wait()?);
