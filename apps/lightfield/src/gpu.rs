@@ -83,6 +83,10 @@ pub struct GpuCodec {
     workgroup: u32,
     /// Buffers kept from one decode to device memory for the next ([`crate::device`]).
     pub(crate) scratch: std::sync::Mutex<DecodeScratch>,
+    /// The encode's chunk slots, kept for the next encode: allocating and first touching
+    /// two slots' staging and readback memory (about 150 MiB at the paper's size) was part
+    /// of every encode's wall time.
+    encode_slots: std::sync::Mutex<Vec<Slot>>,
 }
 
 /// What [`crate::device::decode_to_device`] keeps for its next call: allocating and first
@@ -98,8 +102,11 @@ pub(crate) struct DecodeScratch {
     pub flag_read: Option<Buffer<u32>>,
 }
 
-/// One chunk's buffers (two of these alternate).
+/// One chunk's buffers (two of these alternate), for up to `patches` patches of up to
+/// `sparsity` coefficients.
 struct Slot {
+    patches_cap: usize,
+    sparsity: usize,
     staging_patches: Buffer<f32>,
     staging_limits: Buffer<Limit>,
     patches: Buffer<f32>,
@@ -167,6 +174,7 @@ impl GpuCodec {
             max_chunk: MAX_CHUNK,
             workgroup,
             scratch: Default::default(),
+            encode_slots: Default::default(),
         })
     }
 
@@ -205,6 +213,8 @@ impl GpuCodec {
         let plen = self.ensemble.shape.len();
         let ctx = &self.ctx;
         Ok(Slot {
+            patches_cap: n,
+            sparsity,
             staging_patches: ctx.buffer(n * plen, Location::Upload, "patch staging")?,
             staging_limits: ctx.buffer(n, Location::Upload, "limit staging")?,
             patches: ctx.buffer(n * plen, Location::Device, "patches")?,
@@ -243,12 +253,14 @@ impl GpuCodec {
         let plen = self.ensemble.shape.len();
         params.check(plen)?;
         let chunk = self.chunk_len(plen.max(params.sparsity)).min(n.max(1));
-        let ranges = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n));
         let mut time = GpuTime::default();
         let mut prepare_ms = 0.0;
-        time.host_wait_ms = GpuCodec::ring(
-            ranges,
-            || self.slot(chunk, params.sparsity),
+        let mut kept = self.encode_slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut spare: Vec<Slot> =
+            kept.drain(..).filter(|s| s.patches_cap >= chunk && s.sparsity == params.sparsity).collect();
+        let (wait_ms, slots) = GpuCodec::ring(
+            ramped_chunks(n, chunk).into_iter(),
+            || spare.pop().map_or_else(|| self.slot(chunk, params.sparsity), Ok),
             |slot, range| {
                 let len = range.len();
                 let t0 = Instant::now();
@@ -290,6 +302,8 @@ impl GpuCodec {
                 Ok(())
             },
         )?;
+        *kept = slots;
+        time.host_wait_ms = wait_ms;
         time.host_prepare_ms = prepare_ms;
         Ok(time)
     }
@@ -299,13 +313,13 @@ impl GpuCodec {
     /// `finish` has read it back; `submit` fills the slot and returns its submissions
     /// (uploads, then the compute that waits for them). So the host prepares chunk i+1
     /// while chunk i is on the GPU, and `finish` sees the chunks in order. Returns the
-    /// host ms blocked on the GPU.
+    /// host ms blocked on the GPU and the slots, for another call.
     fn ring<S>(
         ranges: impl Iterator<Item = Range<usize>>,
         mut make: impl FnMut() -> Result<S>,
         mut submit: impl FnMut(&mut S, Range<usize>) -> Result<Vec<Submission>>,
         mut finish: impl FnMut(&S, Range<usize>, &[PassTime]) -> Result<()>,
-    ) -> Result<f64> {
+    ) -> Result<(f64, Vec<S>)> {
         let mut stream: Stream<S, Range<usize>> = Stream::new(DEPTH);
         let mut spare: Vec<S> = Vec::with_capacity(DEPTH);
         let (mut made, mut wait_ms) = (0, 0.0);
@@ -335,9 +349,9 @@ impl GpuCodec {
             }
         }
         while let Some(done) = oldest(&mut stream)? {
-            finished(done)?;
+            spare.push(finished(done)?);
         }
-        Ok(wait_ms)
+        Ok((wait_ms, spare))
     }
 
     /// Encodes patch-major `patches` with one limit each.
@@ -382,7 +396,7 @@ impl GpuCodec {
         let words = Layout::new(chunk, most, align).words;
         let mut time = GpuTime::default();
         let (mut stage_ms, mut scatter_ms) = (0.0, 0.0);
-        time.host_wait_ms = GpuCodec::ring(
+        (time.host_wait_ms, _) = GpuCodec::ring(
             ranges.into_iter(),
             || self.decode_slot(chunk, words),
             |slot, range| {
@@ -430,6 +444,35 @@ impl GpuCodec {
             read: ctx.buffer(n * plen, Location::Download, "decoded readback")?,
         })
     }
+}
+
+/// The encode's chunks of patches `0..n`, at most `chunk` each: two short ones first so the
+/// GPU starts after a quarter of a chunk's gather, and halving ones last so that the codes
+/// of the last full sections come back while the GPU still works, leaving less of their
+/// compression after it.
+fn ramped_chunks(n: usize, chunk: usize) -> Vec<Range<usize>> {
+    let quarter = (chunk / 4).max(1);
+    let mut sizes = vec![quarter, 2 * quarter];
+    let mut left = n.saturating_sub(3 * quarter);
+    while left > 2 * chunk {
+        sizes.push(chunk);
+        left -= chunk;
+    }
+    while left > quarter {
+        let half = (left / 2 / quarter).max(1) * quarter;
+        sizes.push(half.min(chunk));
+        left -= half.min(chunk);
+    }
+    sizes.push(left);
+    let mut start = 0;
+    sizes
+        .into_iter()
+        .filter_map(|len| {
+            let range = start..(start + len).min(n);
+            start = range.end;
+            (!range.is_empty()).then_some(range)
+        })
+        .collect()
 }
 
 /// One decode chunk's buffers: the kernel's inputs (32-bit words laid out by [`Layout`])
@@ -598,6 +641,23 @@ mod tests {
             assert!(successes > 0 || params.sparsity < SHAPE.len(), "test data should meet the budget sometimes");
         }
         testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn ramped_chunks_cover_every_patch_once_within_the_chunk_size() {
+        for (n, chunk) in [(0, 4096), (1, 4096), (5, 5), (37, 5), (42_025, 4096), (9000, 4096), (4097, 4096)] {
+            let ranges = ramped_chunks(n, chunk);
+            let mut at = 0;
+            for r in &ranges {
+                assert_eq!(r.start, at, "{n} in {chunk}: {ranges:?}");
+                assert!(!r.is_empty() && r.len() <= chunk, "{n} in {chunk}: {ranges:?}");
+                at = r.end;
+            }
+            assert_eq!(at, n);
+        }
+        let table1: Vec<usize> = ramped_chunks(42_025, 4096).iter().map(|r| r.len()).collect();
+        assert_eq!(table1[..3], [1024, 2048, 4096]);
+        assert!(table1[table1.len() - 2] <= 1024, "{table1:?}");
     }
 
     #[test]
