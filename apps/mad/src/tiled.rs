@@ -44,14 +44,14 @@
 //! and it does several times the whole-image path's work: it is for pairs the whole-image
 //! path cannot hold. Only the whole spectrum reproduces the finest bands exactly.
 
-use engine::prims::fft::{Complex64, Direction, Fft2dCpu};
+use engine::prims::fft::Complex64;
 use rayon::prelude::*;
 
-use crate::constants::{BLOCK, DETECTION_SCALE, GABOR_ORIENTATIONS, GABOR_SCALES, SKEW_WEIGHT, STRIDE};
+use crate::constants::{BLOCK, DETECTION_SCALE, STRIDE};
 use crate::cpu;
-use crate::filters::{csf_at, csf_position, log_gabor_at, log_gabor_position};
+pub use crate::cpu::tiled::score_cpu;
 use crate::grid::{Cells, Grid};
-use crate::input::{check_pair, GrayImage};
+use crate::input::GrayImage;
 use crate::{MadError, Maps, Scores};
 
 /// Pixels of halo around a tile's blocks for the CSF of the detection stage.
@@ -234,7 +234,7 @@ impl Window {
     }
 
     /// `f` of the image's values over the window, as complex values.
-    fn gather(&self, image: &GrayImage, f: impl Fn(f64) -> f64 + Sync) -> Vec<Complex64> {
+    pub(crate) fn gather(&self, image: &GrayImage, f: impl Fn(f64) -> f64 + Sync) -> Vec<Complex64> {
         let mut out = vec![Complex64::new(0.0, 0.0); self.size.0 * self.size.1];
         self.gather_into(image, &mut out, |v| Complex64::new(f(v), 0.0));
         out
@@ -310,137 +310,4 @@ impl MapBuilder {
             combined,
         }
     }
-}
-
-/// Whether pixel `(x, y)` of a `grid`-sized map is inside the crop.
-fn cropped(grid: &Grid, x: usize, y: usize) -> bool {
-    Grid::crop_range(grid.width).contains(&x) && Grid::crop_range(grid.height).contains(&y)
-}
-
-/// Scores a pair on the CPU in the tiles of `plan`, with its maps when asked for.
-pub fn score_cpu(
-    reference: &GrayImage,
-    distorted: &GrayImage,
-    plan: &Plan,
-    maps: bool,
-) -> Result<(Scores, Option<Maps>), MadError> {
-    check_pair(reference, distorted)?;
-    let grid = plan.grid;
-    let detection_fft = Fft2dCpu::new(plan.detection_window.0, plan.detection_window.1)?;
-    let appearance_fft = Fft2dCpu::new(plan.window.0, plan.window.1)?;
-    let mean = |img: &GrayImage| img.values.par_iter().sum::<f64>() / grid.pixels() as f64;
-    let means = (mean(reference), mean(distorted));
-    let mut builder = maps.then(|| MapBuilder::new(grid));
-    let tiles = plan.tiles();
-    let bar = kit::progress::bar(tiles.len() as u64, "tiles");
-    let mut sums = Sums::default();
-    for cells in &tiles {
-        let detection = tile_detection(reference, distorted, plan, cells, &detection_fft, builder.as_mut())?;
-        let appearance = tile_appearance(reference, distorted, plan, cells, &appearance_fft, means, builder.as_mut())?;
-        sums.add(Sums { detection, appearance });
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    let scores = sums.scores(&grid);
-    Ok((scores, builder.map(|b| b.finish(scores.alpha))))
-}
-
-/// The detection stage of one tile: its cells' sum of `(mask * lmse)^2` over the crop.
-fn tile_detection(
-    reference: &GrayImage,
-    distorted: &GrayImage,
-    plan: &Plan,
-    cells: &Cells,
-    fft: &Fft2dCpu,
-    maps: Option<&mut MapBuilder>,
-) -> Result<f64, MadError> {
-    let (grid, (ww, wh)) = (plan.grid, plan.detection_window);
-    let window = Window::around(cells, plan.detection_halo, (ww, wh));
-    let mut stack = window.gather(reference, |v| reference.lightness(v));
-    stack.extend(window.gather(distorted, |v| distorted.lightness(v)));
-    fft.process(&mut stack, Direction::Forward)?;
-    let (u, v): (Vec<f64>, Vec<f64>) = (
-        (0..wh).map(|k| csf_position(k, wh, grid.height)).collect(),
-        (0..ww).map(|k| csf_position(k, ww, grid.width)).collect(),
-    );
-    cpu::apply(&mut stack, wh, ww, |kr, kc| csf_at(u[kr], v[kc], grid.width));
-    fft.process(&mut stack, Direction::Inverse)?;
-    let (ref_csf, dst_csf) = stack.split_at(ww * wh);
-    let ref_csf: Vec<f64> = ref_csf.iter().map(|c| c.re).collect();
-    let error: Vec<f64> = dst_csf.iter().zip(&ref_csf).map(|(d, r)| d.re - r).collect();
-    let halo = plan.detection_halo;
-    let mask: Vec<f64> = cpu::detection_blocks(&ref_csf, &error, &grid, cells, (halo, halo, ww))
-        .into_iter()
-        .map(|(e, m, s)| cpu::visibility(e, m, s))
-        .collect();
-    let (xs, ys) = (Cells::pixels(cells.x0, cells.x1), Cells::pixels(cells.y0, cells.y1));
-    let lmse = cpu::local_mse(reference, distorted, xs.clone(), ys.clone());
-    let value = |x: usize, y: usize| {
-        let cell = (y / STRIDE - cells.y0) * cells.width() + x / STRIDE - cells.x0;
-        mask[cell] * lmse[(y - ys.start) * xs.len() + x - xs.start]
-    };
-    let sum = ys
-        .clone()
-        .flat_map(|y| xs.clone().map(move |x| (x, y)))
-        .filter(|&(x, y)| cropped(&grid, x, y))
-        .map(|(x, y)| value(x, y).powi(2))
-        .sum();
-    if let Some(b) = maps {
-        MapBuilder::put(grid.width, &mut b.detection, cells, value);
-    }
-    Ok(sum)
-}
-
-/// The appearance stage of one tile: its cells' crop-weighted sum of squared cells.
-fn tile_appearance(
-    reference: &GrayImage,
-    distorted: &GrayImage,
-    plan: &Plan,
-    cells: &Cells,
-    fft: &Fft2dCpu,
-    means: (f64, f64),
-    maps: Option<&mut MapBuilder>,
-) -> Result<f64, MadError> {
-    let (grid, (ww, wh)) = (plan.grid, plan.window);
-    let window = Window::around(cells, plan.halo, (ww, wh));
-    let n = ww * wh;
-    let mut both = window.gather(reference, |v| v - means.0);
-    both.extend(window.gather(distorted, |v| v - means.1));
-    fft.process(&mut both, Direction::Forward)?;
-    let (y, x): (Vec<f64>, Vec<f64>) = (
-        (0..wh).map(|k| log_gabor_position(k, wh, grid.height)).collect(),
-        (0..ww).map(|k| log_gabor_position(k, ww, grid.width)).collect(),
-    );
-    let mut values = vec![0.0; cells.width() * cells.height()];
-    let mut band = both.clone();
-    for scale in 0..GABOR_SCALES {
-        for orientation in 0..GABOR_ORIENTATIONS {
-            band.copy_from_slice(&both);
-            cpu::apply(&mut band, wh, ww, |kr, kc| log_gabor_at(y[kr], x[kc], scale, orientation));
-            fft.process(&mut band, Direction::Inverse)?;
-            let magnitude: Vec<f64> = band.par_iter().map(|c| c.norm()).collect();
-            let stats = |image: &[f64]| -> Vec<[f64; 3]> {
-                cells
-                    .iter()
-                    .collect::<Vec<_>>()
-                    .into_par_iter()
-                    .map(|(bx, by)| {
-                        let at = |b: usize, b0: usize| plan.halo + STRIDE * (b - b0);
-                        cpu::appearance_block_stats(image, ww, at(bx, cells.x0), at(by, cells.y0))
-                    })
-                    .collect()
-            };
-            let (r, d) = (stats(&magnitude[..n]), stats(&magnitude[n..]));
-            let weight = crate::constants::scale_weight(scale);
-            for ((cell, r), d) in values.iter_mut().zip(r).zip(d) {
-                *cell += weight * ((r[0] - d[0]).abs() + SKEW_WEIGHT * (r[1] - d[1]).abs() + (r[2] - d[2]).abs());
-            }
-        }
-    }
-    let at = |bx: usize, by: usize| values[(by - cells.y0) * cells.width() + bx - cells.x0];
-    let sum = cells.iter().map(|(bx, by)| at(bx, by).powi(2) * grid.cell_crop_pixels(bx, by) as f64).sum();
-    if let Some(b) = maps {
-        MapBuilder::put(grid.width, &mut b.appearance, cells, |x, y| at(x / STRIDE, y / STRIDE));
-    }
-    Ok(sum)
 }

@@ -313,7 +313,7 @@ mod tests {
     }
 
     /// The whole stage (`gabor_apply`, the batched inverse FFT, `appear_blocks`) against the
-    /// f64 reference (`cpu::add_band_cells` on the magnitudes of rustfft's inverse): the cells
+    /// f64 reference (`cpu::appearance::add_band_cells` on the magnitudes of rustfft's inverse): the cells
     /// within 1e-4 of the largest, the partial sums within 1e-5 of the cells' norm.
     #[test]
     fn cells_and_partials_match_the_cpu_reference() {
@@ -334,7 +334,7 @@ mod tests {
                 let mut both: Vec<Complex64> = (0..2).flat_map(|i| filtered(&grid, &spec, 2 * p + i, band)).collect();
                 fft.process(&mut both, Direction::Inverse).unwrap();
                 let magnitude: Vec<f64> = both.iter().map(|c| c.norm()).collect();
-                crate::cpu::add_band_cells(&magnitude, &grid, band / GABOR_ORIENTATIONS, &mut want);
+                crate::cpu::appearance::add_band_cells(&magnitude, &grid, band / GABOR_ORIENTATIONS, &mut want);
             }
             assert!(want.iter().all(|&c| c > 0.0), "random bands give every cell a difference");
             let got = &got_cells[p * grid.blocks()..(p + 1) * grid.blocks()];

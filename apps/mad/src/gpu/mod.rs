@@ -1,6 +1,8 @@
 //! The GPU path: pairs of one size are scored in chunks, every stage of a chunk recorded in
-//! one command buffer (no host round trip between stages), with two chunk slots in flight so
-//! the host decodes and stages the next chunk while the GPU works on the current one.
+//! one command buffer (no host round trip between stages), with two chunk slots in flight on
+//! an [`engine::stream::Stream`] so the host decodes and stages the next chunk while the GPU
+//! works on the current one. One file per stage, as on the CPU ([`crate::cpu`]):
+//! `detection`, [`appearance`], and `tiled` for pairs over the budget.
 //!
 //! Per chunk of `B` pairs (images `2p` = reference, `2p+1` = distorted):
 //! 1. `prepare`: lightness (reference, and distorted minus reference: the CSF is linear),
@@ -21,6 +23,7 @@
 //! --split-stages` instead splits one pair's stages over devices ([`score_split`]).
 
 pub mod appearance;
+mod detection;
 mod tiled;
 
 use std::borrow::Borrow;
@@ -28,6 +31,7 @@ use std::sync::Mutex;
 
 use engine::prims::fft::{Direction, Fft2d};
 use engine::profile::total_by_name;
+use engine::stream::{Done, Stream};
 use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Recorder, Submission};
 use rayon::prelude::*;
 
@@ -36,6 +40,7 @@ use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
 use crate::{shaders, MadError, Maps, Scores};
 use appearance::{Appearance, BandStack, StageBuffers, BANDS};
+use detection::Detection;
 
 /// Invocations per workgroup of the per-element kernels.
 const WORKGROUP: u32 = 256;
@@ -144,10 +149,7 @@ pub struct Scored<T> {
 pub struct GpuMad {
     ctx: Context,
     prepare: ComputePipeline,
-    csf_apply: ComputePipeline,
-    detect_blocks: ComputePipeline,
-    detect_map: ComputePipeline,
-    sum_detection: ComputePipeline,
+    detection: Detection,
     appearance: Appearance,
     /// Slots kept between calls (at most [`KEPT_SLOTS`]), so repeated calls at one size
     /// reuse their FFT plans and buffers.
@@ -281,13 +283,6 @@ fn cells_sum(g: &Grid, cells: &[f32]) -> f64 {
         .sum()
 }
 
-/// A chunk on the GPU: what it was given, and its submission.
-struct InFlight<T> {
-    slot: Slot,
-    tags: Vec<T>,
-    submission: Submission,
-}
-
 impl Slot {
     fn crop_rows(&self) -> usize {
         Grid::crop_range(self.grid.height).len()
@@ -306,17 +301,10 @@ impl GpuMad {
             ))
             .into());
         }
-        let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-        };
-        let tile = [TILE * TILE, TILE];
         Ok(GpuMad {
             ctx: ctx.clone(),
-            prepare: make("mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
-            csf_apply: make("mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
-            detect_blocks: make("mad detect blocks", shaders::DETECT_BLOCKS, 2, &tile)?,
-            detect_map: make("mad detect map", shaders::DETECT_MAP, 3, &[])?,
-            sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
+            prepare: ctx.compute_pipeline_for::<Push>("mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
+            detection: Detection::new(ctx)?,
             appearance: Appearance::new(ctx)?,
             kept: Mutex::new(Vec::new()),
             chunk_cap: usize::MAX,
@@ -537,7 +525,7 @@ impl GpuMad {
         rec.barrier();
         rec.mark("prepare + forward FFTs");
         if stages.detection {
-            self.record_detection(rec, slot, &base, place)?;
+            self.detection.record(rec, slot, &base, place)?;
         }
         if stages.appearance() {
             self.record_appearance(rec, slot, &base, stages)?;
@@ -569,40 +557,6 @@ impl GpuMad {
         Ok(())
     }
 
-    /// The detection stage from the forward lightness spectra: CSF (one invocation per bin,
-    /// over all images of the chunk), inverse FFT, block statistics (of the kept blocks and
-    /// one more column and row, the minimum's neighbours), the map and its partial sums.
-    fn record_detection(&self, rec: &mut Recorder, slot: &Slot, base: &Push, place: &Place) -> Result<(), MadError> {
-        let g = slot.grid;
-        let count = base.pairs;
-        let bins = g.pixels() as u32;
-        let span = |c0: u32, c1: u32, n: usize| ((c1 + 1).min(n as u32) - c0).div_ceil(TILE);
-        let tiles =
-            [span(base.cells_x0, base.cells_x1, g.blocks_x), span(base.cells_y0, base.cells_y1, g.blocks_y), count];
-        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], base, bins.div_ceil(WORKGROUP));
-        rec.barrier();
-        slot.fft.record(rec, &slot.light, Direction::Inverse)?;
-        rec.barrier();
-        rec.dispatch(&self.detect_blocks, &[slot.light.binding(), slot.blocks.binding()], base, tiles);
-        rec.barrier();
-        rec.dispatch(
-            &self.detect_map,
-            &[slot.sqdiff.binding(), slot.blocks.binding(), slot.detection_map.binding()],
-            base,
-            [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count],
-        );
-        rec.barrier();
-        rec.dispatch(
-            &self.sum_detection,
-            &[slot.detection_map.binding(), slot.detection_partials.binding()],
-            base,
-            [place.detection_rows() as u32, 1, count],
-        );
-        rec.barrier();
-        rec.mark("detection");
-        Ok(())
-    }
-
     /// The appearance stage from the forward gray-value spectra: the log-Gabor bands of
     /// `stages`, the statistics differences accumulated into the cells, and (with every band)
     /// their partial sums.
@@ -612,30 +566,19 @@ impl GpuMad {
         self.appearance.record(rec, stack, &io, base, stages.bands, stages.all_bands())
     }
 
-    /// Reads a finished chunk's scores (and maps).
-    fn collect<T>(
-        &self,
-        done: InFlight<T>,
-        out: &mut impl FnMut(Scored<T>),
-    ) -> Result<(Slot, Vec<PassTime>), MadError> {
-        let passes = done.submission.wait_profiled()?;
-        let slot = done.slot;
-        for (k, tag) in done.tags.into_iter().enumerate() {
-            let (scores, maps) = read_pair(&slot, &slot, k)?;
-            out(Scored { tag, width: slot.grid.width, height: slot.grid.height, scores, maps });
-        }
-        Ok((slot, passes))
-    }
-
     /// Reads a finished chunk into `out`, adds its pass times to `passes` and keeps its slot.
     fn finish<T>(
         &self,
-        done: InFlight<T>,
+        done: Done<Slot, Vec<T>>,
         out: &mut impl FnMut(Scored<T>),
         passes: &mut Vec<PassTime>,
     ) -> Result<(), MadError> {
-        let (slot, p) = self.collect(done, out)?;
-        passes.extend(p);
+        let slot = done.slot;
+        for (k, tag) in done.tag.into_iter().enumerate() {
+            let (scores, maps) = read_pair(&slot, &slot, k)?;
+            out(Scored { tag, width: slot.grid.width, height: slot.grid.height, scores, maps });
+        }
+        passes.extend(done.passes);
         self.keep_slot(slot);
         Ok(())
     }
@@ -652,17 +595,13 @@ impl GpuMad {
         mut out: impl FnMut(Scored<T>),
     ) -> Result<Vec<PassTime>, MadError> {
         let mut passes = Vec::new();
-        let mut in_flight: std::collections::VecDeque<InFlight<T>> = Default::default();
+        let mut stream: Stream<Slot, Vec<T>> = Stream::new(KEPT_SLOTS);
         let mut pending: Vec<(T, R, D)> = Vec::new();
         let mut iter = pairs.into_iter();
         loop {
             // Hand back every chunk the GPU has finished before waiting on the next pair
             // (which may mean decoding a group of images), so results follow completion.
-            while let Some(done) = in_flight.pop_front() {
-                if !done.submission.is_complete() {
-                    in_flight.push_front(done);
-                    break;
-                }
+            while let Some(done) = stream.poll()? {
                 self.finish(done, &mut out, &mut passes)?;
             }
             let next = iter.next();
@@ -674,14 +613,16 @@ impl GpuMad {
             if !pending.is_empty() && (next.is_none() || size_changes || full) {
                 let (w, h) = first_size.unwrap_or_default();
                 let grid = Grid::new(w, h);
-                if in_flight.len() >= KEPT_SLOTS {
-                    if let Some(done) = in_flight.pop_front() {
+                // The oldest chunk finishes before a slot is taken, so at most KEPT_SLOTS
+                // slots are alive and its slot can be reused.
+                if stream.in_flight() >= KEPT_SLOTS {
+                    if let Some(done) = stream.wait()? {
                         self.finish(done, &mut out, &mut passes)?;
                     }
                 }
                 // A short last chunk gets a slot of its own size: the FFT transforms a slot's
                 // whole capacity.
-                let mut slot = self.take_slot(grid, pending.len(), maps, BANDS, in_flight.len())?;
+                let mut slot = self.take_slot(grid, pending.len(), maps, BANDS, stream.in_flight())?;
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
@@ -689,7 +630,9 @@ impl GpuMad {
                 self.record(&mut rec, &slot, batch.len(), Stages::BOTH, &Place::whole(&grid))?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
-                in_flight.push_back(InFlight { slot, tags, submission });
+                // Never waits: a slot was freed above where the ring was full.
+                debug_assert!(stream.in_flight() < KEPT_SLOTS);
+                stream.push(slot, tags, [submission])?;
             }
             match next {
                 Some(item) => {
@@ -699,7 +642,7 @@ impl GpuMad {
                 None => break,
             }
         }
-        while let Some(done) = in_flight.pop_front() {
+        while let Some(done) = stream.wait()? {
             self.finish(done, &mut out, &mut passes)?;
         }
         Ok(total_by_name(&passes))
