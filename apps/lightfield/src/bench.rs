@@ -6,6 +6,7 @@
 //! times (3,200 and 32,000 patches, CPU and GPU) are in [`train`].
 
 mod train;
+mod viewer;
 
 use std::time::Instant;
 
@@ -94,6 +95,8 @@ pub enum Set {
     EncodeOnly,
     /// The training measurements and the mode products only.
     TrainOnly,
+    /// The viewer's frame loop only, offscreen, at the Table 1 size.
+    Viewer,
 }
 
 /// Runs the benchmark set, handing each JSON line to `emit`.
@@ -106,6 +109,10 @@ pub fn run(
     let s = sizes(quick);
     let ctx = kit::cli::open(device)?;
     let device_name = ctx.info().name.clone();
+    if set == Set::Viewer {
+        let frames = if quick { 20 } else { 300 };
+        return viewer::viewer(&ctx, s.views, s.full, frames, &device_name, &mut emit);
+    }
     if set == Set::TrainOnly {
         train::mode_products_line(&ctx, s.shape, s.mode_product_patches, &device_name, &mut emit)?;
         return train::trainings(&ctx, &s, &device_name, &mut emit);

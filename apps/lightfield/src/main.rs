@@ -204,7 +204,7 @@ lightfield render scene.lfc --view 4,4 --focus -1.2 --aperture 4 --out refocused
     },
     /// Benchmarks (the paper's Table 1 setting, rate-distortion vs JPEG); JSON lines
     #[command(
-        after_help = "Examples:\n  lightfield bench --quick\n  lightfield bench --encode-only --device 0\n  lightfield bench --train-only --json"
+        after_help = "Examples:\n  lightfield bench --quick\n  lightfield bench --encode-only --device 0\n  lightfield bench --train-only --json\n  lightfield bench --viewer --json"
     )]
     Bench {
         #[command(flatten)]
@@ -213,8 +213,11 @@ lightfield render scene.lfc --view 4,4 --focus -1.2 --aperture 4 --out refocused
         #[arg(long, conflicts_with = "train_only")]
         encode_only: bool,
         /// Only the training times (3,200 and 32,000 patches, CPU and GPU, with and without --precluster) and the mode products
-        #[arg(long)]
+        #[arg(long, conflicts_with = "viewer")]
         train_only: bool,
+        /// Only the viewer's frame rate: 300 frames of its render path into an offscreen buffer at the Table 1 size (no window)
+        #[arg(long, conflicts_with = "encode_only")]
+        viewer: bool,
     },
     /// Generate, train, encode and decode a small light field into DIR (on the GPU)
     #[command(
@@ -344,10 +347,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Render { input, viewpoint, out, common } => commands::render(&input, &viewpoint, &out, &common),
         Command::Info { input, report: _ } => commands::info(&input),
         Command::Generate { out, views, size, seed, report: _ } => commands::generate(&out, views, size, seed),
-        Command::Bench { bench, encode_only, train_only } => {
-            let set = match (encode_only, train_only) {
-                (_, true) => lightfield::bench::Set::TrainOnly,
-                (true, _) => lightfield::bench::Set::EncodeOnly,
+        Command::Bench { bench, encode_only, train_only, viewer } => {
+            let set = match (encode_only, train_only, viewer) {
+                (_, _, true) => lightfield::bench::Set::Viewer,
+                (_, true, _) => lightfield::bench::Set::TrainOnly,
+                (true, _, _) => lightfield::bench::Set::EncodeOnly,
                 _ => lightfield::bench::Set::All,
             };
             Ok(lightfield::bench::run(bench.quick, set, &bench.device, |v| kit::emit(&kit::report::Fields(v), &[]))?)
