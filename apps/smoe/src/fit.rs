@@ -134,6 +134,14 @@ pub struct FitReport {
     pub list_entries: Option<usize>,
 }
 
+impl FitReport {
+    /// The report of `iterations` iterations with `kernels` kernels over `samples` samples,
+    /// before they run.
+    pub(crate) fn new(kernels: usize, samples: usize, iterations: usize) -> FitReport {
+        FitReport { kernels, samples, iterations, loglik: Vec::new(), gpu_ms: None, em_ms: 0.0, list_entries: None }
+    }
+}
+
 /// Fits `k` kernels to `grid` from the default initialisation with `iterations` EM
 /// iterations on the GPU, calling `progress(iteration, loglik)` after each.
 pub fn fit_gpu(

@@ -216,24 +216,7 @@ fn extent_from(sizes: &[u64], p: usize) -> Result<Vec<usize>> {
 /// The Cholesky factor (packed lower) of the packed `d x d` matrix `a`, computed in f32 as
 /// the GPU does; None unless every pivot is a positive normal f32.
 fn cholesky_f32(a: &[f32], d: usize) -> Option<Vec<f32>> {
-    let mut l = vec![0f32; packed_len(d)];
-    for i in 0..d {
-        for j in 0..=i {
-            let mut s = a[packed_index(i, j)];
-            for k in 0..j {
-                s -= l[packed_index(i, k)] * l[packed_index(j, k)];
-            }
-            if i == j {
-                if !(s >= f32::MIN_POSITIVE && s.is_finite()) {
-                    return None;
-                }
-                l[packed_index(i, i)] = s.sqrt();
-            } else {
-                l[packed_index(i, j)] = s / l[packed_index(j, j)];
-            }
-        }
-    }
-    Some(l)
+    cholesky(a, d, |s| s >= f32::MIN_POSITIVE && s.is_finite())
 }
 
 /// trace(S^-1) = |L^-1|_F^2 of the leading `p x p` block of a packed Cholesky factor, in f64.
@@ -609,15 +592,40 @@ fn check_dims(p: usize, q: usize) -> Result<()> {
 /// Cholesky factor (packed lower) of a packed symmetric `d x d` matrix, or None when it is not
 /// positive definite.
 pub fn cholesky_packed(a: &[f64], d: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; packed_len(d)];
+    cholesky(a, d, |s| s > 0.0 && s.is_finite())
+}
+
+/// The floats the Cholesky factorisation runs in.
+trait Real:
+    Copy + Default + std::ops::Sub<Output = Self> + std::ops::Mul<Output = Self> + std::ops::Div<Output = Self>
+{
+    fn sqrt(self) -> Self;
+}
+
+impl Real for f32 {
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+}
+
+impl Real for f64 {
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+}
+
+/// The Cholesky factor (packed lower) of the packed symmetric `d x d` matrix `a` in the
+/// precision of `T`; None unless every pivot passes `pivot_ok`.
+fn cholesky<T: Real>(a: &[T], d: usize, pivot_ok: impl Fn(T) -> bool) -> Option<Vec<T>> {
+    let mut l = vec![T::default(); packed_len(d)];
     for i in 0..d {
         for j in 0..=i {
             let mut s = a[packed_index(i, j)];
             for k in 0..j {
-                s -= l[packed_index(i, k)] * l[packed_index(j, k)];
+                s = s - l[packed_index(i, k)] * l[packed_index(j, k)];
             }
             if i == j {
-                if s.is_nan() || s <= 0.0 || !s.is_finite() {
+                if !pivot_ok(s) {
                     return None;
                 }
                 l[packed_index(i, i)] = s.sqrt();

@@ -20,15 +20,7 @@ pub fn fit_cpu(
     let samples = grid.samples();
     let reg = regularisation(grid);
     let start = std::time::Instant::now();
-    let mut report = FitReport {
-        kernels: init.len(),
-        samples: grid.len(),
-        iterations,
-        loglik: Vec::new(),
-        gpu_ms: None,
-        em_ms: 0.0,
-        list_entries: None,
-    };
+    let mut report = FitReport::new(init.len(), grid.len(), iterations);
     let mut model = init;
     for it in 0..iterations {
         let (next, ll) = em_step_cpu(&model, &samples, &reg)?;

@@ -75,15 +75,7 @@ pub fn fit_gpu_from(
     let push =
         Push { samples: n as u32, kernels: k as u32, per_group: GROUP, reg: reg_push(grid), ..Default::default() };
     let kernel_groups = (k as u32).div_ceil(GROUP);
-    let mut report = FitReport {
-        kernels: k,
-        samples: n,
-        iterations,
-        loglik: Vec::new(),
-        gpu_ms: None,
-        em_ms: 0.0,
-        list_entries: None,
-    };
+    let mut report = FitReport::new(k, n, iterations);
     let mut gpu_ms = 0.0;
     let start = std::time::Instant::now();
     for it in 0..iterations {

@@ -76,15 +76,7 @@ pub fn fit_gpu_culled(
     let lse = ctx.buffer::<f32>(n, Location::Device, "smoe fit lse")?;
     let partials = ctx.buffer::<f32>(tiles, Location::Device, "smoe fit loglik partials")?;
     let (span, margin) = renderer.culling();
-    let mut report = FitReport {
-        kernels: k,
-        samples: n,
-        iterations,
-        loglik: Vec::new(),
-        gpu_ms: None,
-        em_ms: 0.0,
-        list_entries: None,
-    };
+    let mut report = FitReport::new(k, n, iterations);
     let mut gpu_ms = 0.0;
     let start = std::time::Instant::now();
     for iteration in 0..iterations {
