@@ -58,10 +58,7 @@ fn render(ctx: &Context, block: u32, size: u64, reps: Reps, pass: &str) -> Resul
     // The renderer's own tests hold it to 1/4096 of the reference.
     let check = Check::close(have, want, 1.0 / 4096.0);
     let frame = renderer.frame(settings, entries.max(1))?;
-    let times = time_pass(ctx, reps, pass, |rec| {
-        renderer.record(rec, &frame);
-        Ok(())
-    })?;
+    let times = time_pass(ctx, reps, pass, |rec| renderer.record(rec, &frame))?;
     Ok((times, entries, check))
 }
 
