@@ -3,7 +3,8 @@
 //! each beside the CPU reference on the same inputs (the batch's CPU figure is measured on a
 //! subset and said so), the paper's 40.2 ms (Titan Black) and a memory-traffic floor.
 //! Last, one 8000x8000 pair scored in tiles under a 2 GiB budget (`mad score --max-memory
-//! 2G`), beside the same pair over the whole image.
+//! 2G`), beside the same pair over the whole image on the GPU, and on the CPU (f64) over the
+//! whole image and in the same tiles (about 8 GB of host memory and a minute or more).
 //! `--quick` runs tiny sizes so a test can exercise it on lavapipe in seconds.
 
 use std::collections::BTreeMap;
@@ -136,6 +137,17 @@ pub enum BenchLine {
         mad_whole: Option<f64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         rel_diff: Option<f64>,
+        /// The f64 CPU reference over the whole image (budget lifted), and the CPU's tiles
+        /// of the same plan: which side of `rel_diff` carries the error, and whether the
+        /// GPU's tiles add any of their own beyond the tiles' halo.
+        mad_cpu_whole: f64,
+        cpu_whole_ms: f64,
+        mad_cpu_tiled: f64,
+        cpu_tiled_ms: f64,
+        /// `mad_tiled` against `mad_cpu_whole`, relative.
+        rel_diff_cpu_whole: f64,
+        /// `mad_tiled` against `mad_cpu_tiled`, relative.
+        rel_diff_cpu_tiled: f64,
     },
 }
 
@@ -238,7 +250,7 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
 
 /// Scores one `width x height` pair in tiles under `budget` bytes (with a `halo` other than
 /// the default where given), then over the whole image with the budget lifted, where the
-/// device holds it.
+/// device holds it, and on the CPU over the whole image and in the same tiles.
 fn tiled(
     ctx: &Context,
     name: &str,
@@ -269,6 +281,13 @@ fn tiled(
         let t = Instant::now();
         gpu.score(&r, &d, false).ok().map(|(s, _)| (s, ms(t)))
     };
+    let t = Instant::now();
+    let (cpu_whole, _) = crate::cpu::score_whole(&r, &d)?;
+    let cpu_whole_ms = ms(t);
+    let t = Instant::now();
+    let (cpu_tiled, _) = crate::tiled::score_cpu(&r, &d, &plan, false)?;
+    let cpu_tiled_ms = ms(t);
+    let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1e-12);
     let line = BenchLine::Tiled {
         bench: name.into(),
         size: format!("{width}x{height}"),
@@ -281,7 +300,13 @@ fn tiled(
         gpu_whole_ms: whole.map(|w| w.1),
         mad_tiled: scores.mad,
         mad_whole: whole.map(|w| w.0.mad),
-        rel_diff: whole.map(|w| (scores.mad - w.0.mad).abs() / w.0.mad.abs().max(1e-12)),
+        rel_diff: whole.map(|w| rel(scores.mad, w.0.mad)),
+        mad_cpu_whole: cpu_whole.mad,
+        cpu_whole_ms,
+        mad_cpu_tiled: cpu_tiled.mad,
+        cpu_tiled_ms,
+        rel_diff_cpu_whole: rel(scores.mad, cpu_whole.mad),
+        rel_diff_cpu_tiled: rel(scores.mad, cpu_tiled.mad),
     };
     kit::emit(&line, &[]);
     Ok(())
