@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use crate::bitstream::{self, Compressed};
 use crate::codec::{patch_steps, CodecPath};
-use crate::decoder::decode_patches_cpu;
+use crate::decoder::decode_view_cpu;
 use crate::dictionary::Ensemble;
 use crate::encoder::Codes;
 use crate::error::{LfError, Result};
@@ -95,33 +95,26 @@ fn decode_view_codes(
     let range = view_patches(grid, grid.size, (u, v))?;
     let local = range.start - first..range.end - first;
     let s = grid.shape;
-    let (du, dv) = (u % s.mu, v % s.mv);
+    if let CodecPath::Gpu(gpu) = path {
+        if gpu.ensemble() != ensemble {
+            return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+        }
+    }
+    // One view of every patch is a hundredth of the patches' synthesis at 8 x 8 views, less
+    // work than a GPU round trip of the whole patches (which is what the GPU path did: 805 MB
+    // read back at the paper's size for a 12 MB view), so both paths decode the slice here.
+    let steps = patch_steps(grid, step, range.clone());
+    let slices = decode_view_cpu(codes, ensemble, &steps, local.clone(), (u % s.mu, v % s.mv));
+    let plane = s.my * s.mx * COLOURS;
     let mut out = vec![0f32; h * w * COLOURS];
-    // `local` patches of `codes` into the view.
-    let mut place = |local: Range<usize>, samples: &[f32]| {
-        for (src, p) in samples.chunks(s.len()).zip(local.start + first..local.end + first) {
-            let o = grid.origin(p);
-            let e = grid.valid_extent(p);
-            for dy in 0..e[2] {
-                let row = ((du * s.mv + dv) * s.my + dy) * s.mx * COLOURS;
-                let dst = ((o[2] + dy) * w + o[3]) * COLOURS;
-                let n = e[3] * COLOURS;
-                out[dst..dst + n].copy_from_slice(&src[row..row + n]);
-            }
-        }
-    };
-    match path {
-        CodecPath::Gpu(gpu) => {
-            if gpu.ensemble() != ensemble {
-                return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
-            }
-            let steps = patch_steps(grid, step, first..range.end);
-            gpu.decode_range(codes, local, &steps, &mut place)?;
-        }
-        CodecPath::Cpu => {
-            let steps = patch_steps(grid, step, range);
-            let samples = decode_patches_cpu(codes, ensemble, &steps, local.clone());
-            place(local, &samples);
+    for (src, p) in slices.chunks(plane).zip(range) {
+        let o = grid.origin(p);
+        let e = grid.valid_extent(p);
+        for dy in 0..e[2] {
+            let row = dy * s.mx * COLOURS;
+            let dst = ((o[2] + dy) * w + o[3]) * COLOURS;
+            let n = e[3] * COLOURS;
+            out[dst..dst + n].copy_from_slice(&src[row..row + n]);
         }
     }
     if let Some(i) = out.iter().position(|x| !x.is_finite()) {
@@ -140,6 +133,14 @@ mod tests {
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
 
+    /// The view decoded alone against that view of the whole decode: equal up to the f32
+    /// rounding of the products' other order.
+    fn assert_close(got: &[f32], want: &[f32], what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}");
+        let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(worst <= 1e-5, "{what}: differs by {worst}");
+    }
+
     #[test]
     fn one_view_decodes_alone_as_in_the_whole_decode() {
         let lf = crate::synth::generate((5, 3), (23, 16), 7);
@@ -150,8 +151,8 @@ mod tests {
         let gpu = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);
         let (all_gpu, _) = decode_lightfield(&c, CodecPath::Gpu(&gpu)).unwrap();
         for (u, v) in [(0, 0), (4, 2), (2, 1)] {
-            assert_eq!(decode_view(&c, CodecPath::Cpu, (u, v)).unwrap(), all.view(u, v), "view {u},{v}");
-            assert_eq!(decode_view(&c, CodecPath::Gpu(&gpu), (u, v)).unwrap(), all_gpu.view(u, v), "GPU {u},{v}");
+            assert_close(&decode_view(&c, CodecPath::Cpu, (u, v)).unwrap(), all.view(u, v), "view");
+            assert_close(&decode_view(&c, CodecPath::Gpu(&gpu), (u, v)).unwrap(), all_gpu.view(u, v), "GPU view");
         }
         assert!(decode_view(&c, CodecPath::Cpu, (5, 0)).is_err());
         engine::testing::assert_no_validation_messages();
@@ -180,7 +181,7 @@ mod tests {
             for u in 0..3 {
                 let (view, read) = source.decode_view(path, (u, 0)).unwrap();
                 assert_eq!(read, SectionsRead { read: 2, total: 4 });
-                assert_eq!(view, all.view(u, 0), "view {u}");
+                assert_close(&view, all.view(u, 0), "view");
             }
         }
         // Damage the last section's frame: views 0 and 1 still decode, the file does not.
@@ -190,7 +191,7 @@ mod tests {
         assert!(Compressed::from_bytes(&bad).is_err());
         let (all, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
         let source = ViewSource::open(&bad).unwrap();
-        assert_eq!(source.decode_view(CodecPath::Cpu, (1, 0)).unwrap().0, all.view(1, 0));
+        assert_close(&source.decode_view(CodecPath::Cpu, (1, 0)).unwrap().0, all.view(1, 0), "view 1");
         assert!(source.decode_view(CodecPath::Cpu, (2, 0)).is_err());
         engine::testing::assert_no_validation_messages();
     }
