@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (see tools/gpu-pack.sh): unpacks the Vulkan loader, then each named
 # benchmark set, writing <set>.jsonl and <set>.err, packed into $OUT/results.tar.gz (the
-# device tool brings back at most 8 files). Every set runs even if one fails.
+# device tool brings back at most 8 files, re-packed after every set so that a call cut short
+# still returns what finished). Every set runs even if one fails.
+# B=<folder of binaries> and TAG=<suffix> run the same sets with other binaries (an earlier
+# build, for before/after comparisons) into <set><TAG>.jsonl.
 set -uo pipefail
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export TESSERA_VALIDATION=0
 OUT=${OUT:-/tmp/out}; RES=/tmp/tessera-results; mkdir -p "$OUT" "$RES"
-B=.gpu/bin
+B=${B:-.gpu/bin}; TAG=${TAG:-}
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(gpu-info prims mad smoe mosaic composite lightfield)
 run() { # name, command...
-  local name=$1; shift
+  local name=$1$TAG; shift
   echo "== $name: $*"
   local t0=$(date +%s%N)
   timeout "${BENCH_TIMEOUT:-300}" "$@" >"$RES/$name.jsonl" 2>"$RES/$name.err"; local rc=$?
@@ -35,10 +38,10 @@ for s in "${sets[@]}"; do
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
     composite-sweep) run composite-sweep $B/composite sweep ;;
     # User-level measurements of the feature issues (tools/gpu-features.sh).
-    smoe-photos|smoe-large|mosaic-exact|lightfield-files) RES=$RES bash .gpu/gpu-features.sh "$s" ;;
+    smoe-photos|smoe-large|mosaic-exact|lightfield-files) B=$B RES=$RES bash .gpu/gpu-features.sh "$s" ;;
     # Each suite on the GPU; output is text (libtest's), one file per suite.
     tests) for t in .gpu/tests/*; do run "test-$(basename "$t")" "$t" --test-threads=4; done ;;
     *) echo "unknown set $s" ;;
   esac
+  tar czf "$OUT/results.tar.gz" -C "$RES" .
 done
-tar czf "$OUT/results.tar.gz" -C "$RES" .
