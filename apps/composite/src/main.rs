@@ -289,15 +289,15 @@ fn abort_job(comm: &dyn Comm, error: CompositeError) -> ! {
 /// Ends a job of several ranks that all know one of them failed ([`distributed::agree`]):
 /// rank 0 prints the error, the others stay quiet, and no rank leaves before it has printed,
 /// so the message is the same on every run (when every rank printed, mpirun's teardown at
-/// the first exit decided which messages got out, and their bytes could interleave). Then
-/// every rank leaves MPI and exits with the same status.
-fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> ! {
+/// the first exit decided which messages got out, and their bytes could interleave). Every
+/// rank then leaves MPI and fails with the same status.
+fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> Result<()> {
     if comm.rank() == 0 {
         kit::print_error(&error);
     }
     comm.barrier();
     drop(comm);
-    std::process::exit(1)
+    Err(kit::Reported.into())
 }
 
 /// The outputs' checks, on every rank before any work: rank 0 writes `--out`, every rank

@@ -36,4 +36,4 @@ mod run;
 pub use cli::{Backend, BenchArgs, CommonArgs};
 pub use error::{KitError, Result};
 pub use report::emit;
-pub use run::{main, print_error};
+pub use run::{main, print_error, Reported};

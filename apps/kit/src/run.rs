@@ -54,6 +54,7 @@ pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyho
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             report_error(binary, &name, json, &e);
             ExitCode::FAILURE
@@ -74,6 +75,13 @@ fn messages(error: &anyhow::Error) -> Vec<String> {
     }
     out
 }
+
+/// A failure whose message has already been printed, by [`print_error`] in this process or
+/// by another process of the same job (one MPI rank speaks for all): [`main`] exits with
+/// the failure status and prints nothing more.
+#[derive(Debug, thiserror::Error)]
+#[error("the error has been reported")]
+pub struct Reported;
 
 /// Prints `error` in the contract's format (stderr, and a JSON object on stdout under
 /// `--json`), for paths that must end the process themselves (an MPI abort) instead of
