@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use crate::dictionary::Ensemble;
-use crate::encoder::{Codes, Params};
+use crate::codes::{Codes, Params};
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};

@@ -7,9 +7,9 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::bitstream::Compressed;
-use crate::decoder::decode_patches_cpu;
+use crate::cpu::decode::decode_patches_cpu;
 use crate::dictionary::Ensemble;
-use crate::encoder::{encode_patches_cpu, patch_step, Codes, Limit, Params};
+use crate::codes::{encode_patches_cpu, patch_step, Codes, Limit, Params};
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
 use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes, CodecPath};
 use lightfield::dictionary::Ensemble;
-use lightfield::encoder::Params;
+use lightfield::codes::Params;
 use lightfield::gpu::GpuCodec;
 use lightfield::lightfield::{psnr, LightField};
 use lightfield::patch::PatchGrid;

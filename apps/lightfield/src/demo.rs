@@ -10,7 +10,7 @@ use std::time::Instant;
 use kit::output::Staged;
 
 use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
-use crate::encoder::Params;
+use crate::codes::Params;
 use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::psnr;

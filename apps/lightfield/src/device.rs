@@ -13,7 +13,7 @@ use engine::stream::{upload_to, Done, Stream};
 use engine::{Buffer, Location};
 
 use crate::bitstream;
-use crate::encoder::patch_step;
+use crate::codes::patch_step;
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, Layout, ViewsPush};
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
@@ -231,7 +231,7 @@ mod tests {
             let lf = crate::synth::generate((5, 3), (23, 16), 7);
             let ens =
                 crate::dictionary::Ensemble::random(crate::patch::PatchShape { my: 5, mx: 5, mu: 4, mv: 4 }, 2, 3);
-            let params = crate::encoder::Params { sparsity: 900, epsilon: 0.01 };
+            let params = crate::codes::Params { sparsity: 900, epsilon: 0.01 };
             crate::codec::encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap().0
         };
         for c in [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)] {

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use lightfield::dictionary::MAX_DICTIONARIES;
-use lightfield::encoder::MIN_EPSILON;
+use lightfield::codes::MIN_EPSILON;
 use lightfield::patch::PatchShape;
 use lightfield::views::Depth;
 
@@ -321,7 +321,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             precluster,
             common,
         } => {
-            let params = lightfield::encoder::Params { sparsity: sparsity.unwrap_or(patch.len() / 8).max(1), epsilon };
+            let params = lightfield::codes::Params { sparsity: sparsity.unwrap_or(patch.len() / 8).max(1), epsilon };
             let opts = lightfield::train::TrainOptions {
                 k: dictionaries as usize,
                 shape: patch,
@@ -334,7 +334,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             commands::train(&input, grid, &out, &opts, &common)
         }
         Command::Encode { input, dict, sparsity, epsilon, out, grid, strict, common } => {
-            let params = lightfield::encoder::Params { sparsity, epsilon };
+            let params = lightfield::codes::Params { sparsity, epsilon };
             commands::encode(&input, grid, &dict, params, &out, strict, &common)
         }
         Command::Decode { input, out, views, depth, view, common } => match (view, out) {

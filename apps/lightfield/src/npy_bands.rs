@@ -317,7 +317,7 @@ mod tests {
     use super::*;
     use crate::codec::{encode_npy_to_bytes, encode_to_bytes, CodecPath};
     use crate::dictionary::Ensemble;
-    use crate::encoder::Params;
+    use crate::codes::Params;
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
 

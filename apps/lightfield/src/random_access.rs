@@ -6,9 +6,9 @@ use std::ops::Range;
 
 use crate::bitstream::{self, Compressed};
 use crate::codec::{patch_steps, CodecPath};
-use crate::decoder::decode_view_cpu;
+use crate::cpu::decode::decode_view_cpu;
 use crate::dictionary::Ensemble;
-use crate::encoder::Codes;
+use crate::codes::Codes;
 use crate::error::{LfError, Result};
 use crate::lightfield::COLOURS;
 use crate::patch::PatchGrid;
@@ -128,7 +128,7 @@ fn decode_view_codes(
 mod tests {
     use super::*;
     use crate::codec::{decode_lightfield, encode_lightfield};
-    use crate::encoder::Params;
+    use crate::codes::Params;
     use crate::patch::PatchShape;
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader};
 use crate::dictionary::Ensemble;
-use crate::encoder::Codes;
+use crate::codes::Codes;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 
@@ -542,7 +542,7 @@ impl Streams {
 /// at most sqrt(plen) for values in [0, 1]. Twice that, plus rounding, leaves the f32
 /// rounding of the encoder's products far behind, and keeps every decoded value finite.
 pub(crate) fn max_level(step: f32, valid: usize, plen: usize) -> u64 {
-    let step = crate::encoder::patch_step(step, valid, plen) as f64;
+    let step = crate::codes::patch_step(step, valid, plen) as f64;
     (2.0 * (plen as f64).sqrt() / step).ceil() as u64 + 2
 }
 

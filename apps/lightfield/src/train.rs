@@ -9,15 +9,13 @@
 //!    is the polar factor of sum T_(n) Z_(n)^T, Z = S multiplied by every other mode's matrix
 //!    (orthogonal Procrustes, via the SVD of that m x m matrix).
 //!
-//! The sums over patches are the heavy part and run in [`Stages`]: [`cpu`] (f64 sums of the
-//! CPU codec's f32 mode products) or [`gpu`] (the engine's batched GEMM); the m x m SVDs
-//! run on the host in f64 either way. Dictionaries are independent of each other, so one
+//! The sums over patches are the heavy part and run in [`Stages`]: [`crate::cpu::train`]
+//! (f64 sums of the CPU codec's f32 mode products) or [`crate::gpu::train`] (the engine's
+//! batched GEMM); the m x m SVDs run on the host in f64 either way. Dictionaries are independent of each other, so one
 //! stage call serves all K of them. Deterministic for a seed: the random split uses
 //! ChaCha8, and every sum is reduced in a fixed order.
 
 pub mod cluster;
-pub mod cpu;
-pub mod gpu;
 
 use std::time::Instant;
 
@@ -25,7 +23,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use crate::dictionary::{mode_offsets, Ensemble};
-use crate::encoder::{encode_patches_cpu, Codes, Limit, Params};
+use crate::codes::{encode_patches_cpu, Codes, Limit, Params};
 use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::LightField;
@@ -145,7 +143,7 @@ impl SlotCodes {
     }
 }
 
-/// The heavy sums of training, per cluster (see [`cpu`] and [`gpu`], the twins).
+/// The heavy sums of training, per cluster (see [`crate::cpu::train`] and [`crate::gpu::train`], the twins).
 pub trait Stages {
     /// Sets the slot order and, for [`Stages::crosses`], the coefficients of every slot.
     fn load(&mut self, clusters: &Clusters, codes: Option<&SlotCodes>) -> Result<()>;
@@ -159,8 +157,8 @@ pub trait Stages {
 /// The stages of `device` for patch-major `patches`.
 pub fn stages<'a>(device: &TrainDevice<'_>, shape: PatchShape, patches: &'a [f32]) -> Result<Box<dyn Stages + 'a>> {
     Ok(match device {
-        TrainDevice::Cpu => Box::new(cpu::CpuStages::new(shape, patches)),
-        TrainDevice::Gpu(ctx) => Box::new(gpu::GpuStages::new(ctx, shape, patches)?),
+        TrainDevice::Cpu => Box::new(crate::cpu::train::CpuStages::new(shape, patches)),
+        TrainDevice::Gpu(ctx) => Box::new(crate::gpu::train::GpuStages::new(ctx, shape, patches)?),
     })
 }
 

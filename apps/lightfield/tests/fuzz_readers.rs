@@ -13,7 +13,7 @@ use lightfield::bitstream::{Compressed, Header, HEADER_LEN};
 use lightfield::bytes::fnv1a64;
 use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
 use lightfield::dictionary::Ensemble;
-use lightfield::encoder::Params;
+use lightfield::codes::Params;
 use lightfield::patch::PatchShape;
 use lightfield::sections::{compress, ENTRY_LEN};
 

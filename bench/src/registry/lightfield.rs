@@ -5,9 +5,9 @@
 //! ensemble (fixed seed).
 
 use engine::{Context, Result};
-use lightfield::decoder::decode_patches_cpu;
+use lightfield::cpu::decode::decode_patches_cpu;
 use lightfield::dictionary::{mode_offsets, Ensemble};
-use lightfield::encoder::{encode_patches_cpu, Codes, Limit, Params};
+use lightfield::codes::{encode_patches_cpu, Codes, Limit, Params};
 use lightfield::gpu::GpuCodec;
 use lightfield::patch::PatchShape;
 

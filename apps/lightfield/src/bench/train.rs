@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde_json::json;
 
 use crate::dictionary::{mode_offsets, mode_products, Ensemble};
-use crate::encoder::Params;
+use crate::codes::Params;
 use crate::error::Result;
 use crate::patch::{PatchGrid, PatchShape, MODES};
 use crate::synth::generate;

@@ -1,11 +1,11 @@
 //! The CPU twin of the training stages (f64 sums of f32 products): per cluster, the mode-n
 //! Gram matrix of its patches and the cross-product with their coefficients synthesised
 //! through every other mode ([`mode_products_except`], the same f32 products the CPU codec
-//! uses). `train::gpu` runs the same stages on the engine's batched GEMM.
+//! uses). [`crate::gpu::train`] runs the same stages on the engine's batched GEMM.
 
 use rayon::prelude::*;
 
-use super::{Clusters, SlotCodes, Stages};
+use crate::train::{Clusters, SlotCodes, Stages};
 use crate::dictionary::{mode_products_except, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;

@@ -4,6 +4,8 @@
 //! flight): the CPU gathers chunk i+1 into host-visible staging and the transfer queue
 //! uploads it while the GPU encodes chunk i.
 
+pub mod train;
+
 use std::ops::Range;
 use std::time::Instant;
 
@@ -11,7 +13,7 @@ use engine::stream::{upload, Done, Stream};
 use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Submission};
 
 use crate::dictionary::{mode_offsets, Ensemble};
-use crate::encoder::{Codes, Limit, Params};
+use crate::codes::{Codes, Limit, Params};
 use crate::error::{LfError, Result};
 
 /// One workgroup encodes one patch with this many subgroups, within WORKGROUP_RANGE
@@ -577,7 +579,7 @@ fn ms_since(t0: Instant) -> f64 {
 mod tests {
     use super::*;
     use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
-    use crate::encoder::encode_patches_cpu;
+    use crate::codes::encode_patches_cpu;
     use crate::patch::PatchShape;
     use engine::testing;
     use rand::{Rng, SeedableRng};

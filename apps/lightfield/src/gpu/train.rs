@@ -6,13 +6,13 @@
 //! 2. the mode-n unfoldings of the (gathered) patches and of Z (`train_unfold.comp`);
 //! 3. one batched GEMM over all slots, `C_s = T_s(n) Z_s(n)^T` (m x m per patch, f32 sums
 //!    of length plen / m), downloaded and summed per cluster in f64 on the host, where the
-//!    small SVDs run too. The CPU twin is `train::cpu`.
+//!    small SVDs run too. The CPU twin is [`crate::cpu::train`].
 
 use engine::prims::gemm::{BatchedGemm, Gemm, ModeProduct};
 use engine::{Buffer, ComputePipeline, Context, Location};
 use rayon::prelude::*;
 
-use super::{Clusters, SlotCodes, Stages};
+use crate::train::{Clusters, SlotCodes, Stages};
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;
@@ -201,7 +201,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::train::cpu::CpuStages;
+    use crate::cpu::train::CpuStages;
 
     /// Largest |GPU - CPU| entry over the largest |CPU| entry of each matrix. The GPU sums
     /// each patch's plen / m products in f32 (the CPU twin in f64) after an f32 mode-product

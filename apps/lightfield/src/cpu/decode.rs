@@ -4,7 +4,7 @@
 use rayon::prelude::*;
 
 use crate::dictionary::{mode_offsets, mode_products, Ensemble};
-use crate::encoder::Codes;
+use crate::codes::Codes;
 use crate::patch::PatchShape;
 use crate::select::Quantizer;
 
