@@ -14,8 +14,8 @@ use serde_json::json;
 
 use crate::bitstream::Compressed;
 use crate::codec::{decode_lightfield, encode_lightfield, encode_npy_to_bytes, encode_to_bytes, CodecPath};
-use crate::dictionary::Ensemble;
 use crate::codes::Params;
+use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::{psnr, LightField};

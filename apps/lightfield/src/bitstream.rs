@@ -5,8 +5,8 @@
 use std::ops::Range;
 use std::path::Path;
 
-use crate::dictionary::Ensemble;
 use crate::codes::{Codes, Params};
+use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};

@@ -7,9 +7,10 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 use crate::bitstream::Compressed;
+use crate::codes::{patch_step, Codes, Limit, Params};
 use crate::cpu::decode::decode_patches_cpu;
+use crate::cpu::encode::encode_patches_cpu;
 use crate::dictionary::Ensemble;
-use crate::codes::{encode_patches_cpu, patch_step, Codes, Limit, Params};
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;

@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
 use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes, CodecPath};
-use lightfield::dictionary::Ensemble;
 use lightfield::codes::Params;
+use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::lightfield::{psnr, LightField};
 use lightfield::patch::PatchGrid;
@@ -16,7 +16,9 @@ use lightfield::random_access::ViewSource;
 use lightfield::train::{TrainDevice, TrainOptions};
 use lightfield::views::{stage_views, Depth};
 
-use lightfield::render::{render_cpu, unpack_rgb8, GpuRenderer, PixelOrder, View};
+use lightfield::cpu::render::render_cpu;
+use lightfield::gpu::render::GpuRenderer;
+use lightfield::render::{unpack_rgb8, PixelOrder, View};
 
 use crate::records::{
     DecodeReport, DecodeViewReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport,

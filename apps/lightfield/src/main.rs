@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use lightfield::dictionary::MAX_DICTIONARIES;
 use lightfield::codes::MIN_EPSILON;
+use lightfield::dictionary::MAX_DICTIONARIES;
 use lightfield::patch::PatchShape;
 use lightfield::views::Depth;
 

@@ -316,8 +316,8 @@ impl PatchSource for Bands<'_> {
 mod tests {
     use super::*;
     use crate::codec::{encode_npy_to_bytes, encode_to_bytes, CodecPath};
-    use crate::dictionary::Ensemble;
     use crate::codes::Params;
+    use crate::dictionary::Ensemble;
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
 

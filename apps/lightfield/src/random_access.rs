@@ -6,9 +6,9 @@ use std::ops::Range;
 
 use crate::bitstream::{self, Compressed};
 use crate::codec::{patch_steps, CodecPath};
+use crate::codes::Codes;
 use crate::cpu::decode::decode_view_cpu;
 use crate::dictionary::Ensemble;
-use crate::codes::Codes;
 use crate::error::{LfError, Result};
 use crate::lightfield::COLOURS;
 use crate::patch::PatchGrid;

@@ -11,8 +11,8 @@
 use std::ops::Range;
 
 use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader};
-use crate::dictionary::Ensemble;
 use crate::codes::Codes;
+use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 

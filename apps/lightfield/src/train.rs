@@ -22,8 +22,9 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use crate::codes::{Codes, Limit, Params};
+use crate::cpu::encode::encode_patches_cpu;
 use crate::dictionary::{mode_offsets, Ensemble};
-use crate::codes::{encode_patches_cpu, Codes, Limit, Params};
 use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::LightField;

@@ -12,8 +12,8 @@ use kit::fuzz::{mutants, run_file_reader, CountingAllocator};
 use lightfield::bitstream::{Compressed, Header, HEADER_LEN};
 use lightfield::bytes::fnv1a64;
 use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
-use lightfield::dictionary::Ensemble;
 use lightfield::codes::Params;
+use lightfield::dictionary::Ensemble;
 use lightfield::patch::PatchShape;
 use lightfield::sections::{compress, ENTRY_LEN};
 

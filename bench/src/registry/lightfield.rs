@@ -1,13 +1,14 @@
-//! The light-field codec's kernels (`lightfield::gpu::GpuCodec`): sparse encoding of
-//! patches against an ensemble of 5-mode dictionaries and their decoding, at a workgroup
-//! size per patch, checked against the CPU encoder and decoder. Input: `size` patches of
-//! the paper's 5x5x8x8x3 shape with deterministic samples and a random 8-dictionary
-//! ensemble (fixed seed).
+//! The light-field codec's kernels (`lightfield::gpu::{encode, decode}` on a `GpuCodec`):
+//! sparse encoding of patches against an ensemble of 5-mode dictionaries and their
+//! decoding, at a workgroup size per patch, checked against the CPU twins. Input: `size`
+//! patches of the paper's 5x5x8x8x3 shape with deterministic samples and a random
+//! 8-dictionary ensemble (fixed seed).
 
 use engine::{Context, Result};
+use lightfield::codes::{Codes, Limit, Params};
 use lightfield::cpu::decode::decode_patches_cpu;
-use lightfield::dictionary::{mode_offsets, Ensemble};
-use lightfield::codes::{encode_patches_cpu, Codes, Limit, Params};
+use lightfield::cpu::encode::encode_patches_cpu;
+use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::patch::PatchShape;
 
@@ -127,20 +128,7 @@ impl Kernel for Codec {
             Codec::Encode => Floor::Flops(size * DICTIONARIES as u64 * per_patch),
             Codec::Decode => Floor::Flops(size * per_patch),
         };
-        let m = SHAPE.modes();
-        let (_, dlen) = mode_offsets(SHAPE);
-        // `GpuCodec::with_workgroup`'s specialization constants.
-        let spec = vec![
-            codec.workgroup(),
-            plen.div_ceil(codec.workgroup() as usize) as u32,
-            plen as u32,
-            dlen as u32,
-            m[0] as u32,
-            m[1] as u32,
-            m[2] as u32,
-            m[3] as u32,
-            m[4] as u32,
-        ];
+        let spec = codec.spec().to_vec();
         let spirv = match self {
             Codec::Encode => lightfield::shaders::ENCODE,
             Codec::Decode => lightfield::shaders::DECODE,

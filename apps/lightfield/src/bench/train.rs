@@ -10,8 +10,8 @@ use engine::{Context, Location};
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::dictionary::{mode_offsets, mode_products, Ensemble};
 use crate::codes::Params;
+use crate::dictionary::{mode_offsets, mode_products, Ensemble};
 use crate::error::Result;
 use crate::patch::{PatchGrid, PatchShape, MODES};
 use crate::synth::generate;

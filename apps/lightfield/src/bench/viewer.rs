@@ -11,7 +11,8 @@ use std::time::Instant;
 use serde_json::json;
 
 use crate::error::Result;
-use crate::render::{GpuRenderer, PixelOrder, View};
+use crate::gpu::render::GpuRenderer;
+use crate::render::{PixelOrder, View};
 use crate::synth::generate;
 
 /// The shortest window side the viewer opens (`commands::MIN_WINDOW`).

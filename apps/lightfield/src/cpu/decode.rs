@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
-use crate::dictionary::{mode_offsets, mode_products, Ensemble};
 use crate::codes::Codes;
+use crate::dictionary::{mode_offsets, mode_products, Ensemble};
 use crate::patch::PatchShape;
 use crate::select::Quantizer;
 

@@ -5,11 +5,11 @@
 
 use rayon::prelude::*;
 
-use crate::train::{Clusters, SlotCodes, Stages};
 use crate::dictionary::{mode_products_except, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;
 use crate::patch::PatchShape;
+use crate::train::{Clusters, SlotCodes, Stages};
 
 pub struct CpuStages<'a> {
     shape: PatchShape,

@@ -12,11 +12,11 @@ use engine::prims::gemm::{BatchedGemm, Gemm, ModeProduct};
 use engine::{Buffer, ComputePipeline, Context, Location};
 use rayon::prelude::*;
 
-use crate::train::{Clusters, SlotCodes, Stages};
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;
 use crate::patch::{PatchShape, MODES};
+use crate::train::{Clusters, SlotCodes, Stages};
 
 /// Invocations per workgroup of the unfold and scatter kernels (fixed in their sources).
 const WORKGROUP: u32 = 256;

@@ -1,0 +1,338 @@
+//! The encode stage on the GPU (`encode.comp`, one workgroup per patch), the twin of
+//! [`crate::cpu::encode`]: chunks of patches gathered by the host into a slot's staging,
+//! uploaded on the transfer queue, encoded against every dictionary and read back as codes,
+//! two chunks in flight on [`GpuCodec::ring`].
+
+use std::ops::Range;
+use std::time::Instant;
+
+use engine::stream::upload;
+use engine::{Buffer, Location};
+
+use super::{add_times, ms_since, GpuCodec, GpuTime};
+use crate::codes::{Codes, Limit, Params};
+use crate::error::{LfError, Result};
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(super) struct EncodePush {
+    n_patches: u32,
+    n_dicts: u32,
+    sparsity: u32,
+}
+
+/// One chunk's buffers (two of these alternate), for up to `patches` patches of up to
+/// `sparsity` coefficients.
+pub(super) struct Slot {
+    patches_cap: usize,
+    sparsity: usize,
+    staging_patches: Buffer<f32>,
+    staging_limits: Buffer<Limit>,
+    patches: Buffer<f32>,
+    limits: Buffer<Limit>,
+    info: Buffer<u32>,
+    locations: Buffer<u32>,
+    levels: Buffer<i32>,
+    read_info: Buffer<u32>,
+    read_locations: Buffer<u32>,
+    read_levels: Buffer<i32>,
+}
+
+impl GpuCodec {
+    fn slot(&self, n: usize, sparsity: usize) -> Result<Slot> {
+        let plen = self.ensemble.shape.len();
+        let ctx = &self.ctx;
+        Ok(Slot {
+            patches_cap: n,
+            sparsity,
+            staging_patches: ctx.buffer(n * plen, Location::Upload, "patch staging")?,
+            staging_limits: ctx.buffer(n, Location::Upload, "limit staging")?,
+            patches: ctx.buffer(n * plen, Location::Device, "patches")?,
+            limits: ctx.buffer(n, Location::Device, "patch limits")?,
+            info: ctx.buffer(n * 4, Location::Device, "patch results")?,
+            locations: ctx.buffer(n * sparsity, Location::Device, "coefficient locations")?,
+            levels: ctx.buffer(n * sparsity, Location::Device, "coefficient levels")?,
+            read_info: ctx.buffer(n * 4, Location::Download, "patch results readback")?,
+            read_locations: ctx.buffer(n * sparsity, Location::Download, "location readback")?,
+            read_levels: ctx.buffer(n * sparsity, Location::Download, "level readback")?,
+        })
+    }
+
+    /// Encodes `n` patches. `prepare(range, patches, limits)` fills one chunk's patches
+    /// (patch-major) and limits; it runs on the CPU while the previous chunk is on the GPU.
+    pub fn encode_stream(
+        &self,
+        n: usize,
+        params: Params,
+        prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]) -> Result<()>,
+    ) -> Result<(Codes, GpuTime)> {
+        let mut codes = Codes::default();
+        let time = self.encode_chunks(n, params, prepare, |chunk| codes.extend(chunk))?;
+        Ok((codes, time))
+    }
+
+    /// [`GpuCodec::encode_stream`], handing each chunk's codes to `deliver` in patch order
+    /// as soon as the chunk is back from the GPU (while the next one is on it).
+    pub fn encode_chunks(
+        &self,
+        n: usize,
+        params: Params,
+        mut prepare: impl FnMut(Range<usize>, &mut [f32], &mut [Limit]) -> Result<()>,
+        mut deliver: impl FnMut(Codes),
+    ) -> Result<GpuTime> {
+        let plen = self.ensemble.shape.len();
+        params.check(plen)?;
+        let chunk = self.chunk_len(plen.max(params.sparsity)).min(n.max(1));
+        let mut time = GpuTime::default();
+        let mut prepare_ms = 0.0;
+        let mut kept = self.encode_slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut spare: Vec<Slot> =
+            kept.drain(..).filter(|s| s.patches_cap >= chunk && s.sparsity == params.sparsity).collect();
+        let (wait_ms, slots) = GpuCodec::ring(
+            ramped_chunks(n, chunk).into_iter(),
+            || spare.pop().map_or_else(|| self.slot(chunk, params.sparsity), Ok),
+            |slot, range| {
+                let len = range.len();
+                let t0 = Instant::now();
+                let (patches, limits) = (&mut slot.staging_patches, &mut slot.staging_limits);
+                prepare(range, &mut patches.mapped_mut()?[..len * plen], &mut limits.mapped_mut()?[..len])?;
+                prepare_ms += ms_since(t0);
+                let uploads = [
+                    upload(&self.ctx, &slot.staging_patches, &slot.patches, len * plen)?,
+                    upload(&self.ctx, &slot.staging_limits, &slot.limits, len)?,
+                ];
+                let mut rec = self.ctx.recorder()?;
+                rec.enable_profiling(3)?;
+                uploads.iter().for_each(|u| rec.wait_for(u));
+                let push = EncodePush {
+                    n_patches: len as u32,
+                    n_dicts: self.ensemble.k as u32,
+                    sparsity: params.sparsity as u32,
+                };
+                let bindings = [
+                    slot.patches.binding(),
+                    self.dicts.binding(),
+                    slot.limits.binding(),
+                    slot.info.binding(),
+                    slot.locations.binding(),
+                    slot.levels.binding(),
+                ];
+                rec.dispatch_linear(&self.encode, &bindings, &push, len as u32);
+                rec.barrier();
+                rec.mark("encode");
+                rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);
+                rec.copy_region(&slot.locations, 0, &slot.read_locations, 0, len * params.sparsity);
+                rec.copy_region(&slot.levels, 0, &slot.read_levels, 0, len * params.sparsity);
+                rec.mark("download");
+                Ok(uploads.into_iter().chain([rec.submit()?]).collect())
+            },
+            |slot, range, passes| {
+                add_times(&mut time, passes, "encode");
+                deliver(collect(slot, range, params.sparsity, &mut time)?);
+                Ok(())
+            },
+        )?;
+        *kept = slots;
+        time.host_wait_ms = wait_ms;
+        time.host_prepare_ms = prepare_ms;
+        Ok(time)
+    }
+
+    /// Encodes patch-major `patches` with one limit each.
+    pub fn encode_patches(&self, patches: &[f32], limits: &[Limit], params: Params) -> Result<(Codes, GpuTime)> {
+        let plen = self.ensemble.shape.len();
+        self.encode_stream(limits.len(), params, |range, p, l| {
+            p.copy_from_slice(&patches[range.start * plen..range.end * plen]);
+            l.copy_from_slice(&limits[range]);
+            Ok(())
+        })
+    }
+}
+
+/// The encode's chunks of patches `0..n`, at most `chunk` each: two short ones first so the
+/// GPU starts after a quarter of a chunk's gather, and halving ones last so that the codes
+/// of the last full sections come back while the GPU still works, leaving less of their
+/// compression after it.
+fn ramped_chunks(n: usize, chunk: usize) -> Vec<Range<usize>> {
+    let quarter = (chunk / 4).max(1);
+    let mut sizes = vec![quarter, 2 * quarter];
+    let mut left = n.saturating_sub(3 * quarter);
+    while left > 2 * chunk {
+        sizes.push(chunk);
+        left -= chunk;
+    }
+    while left > quarter {
+        let half = (left / 2 / quarter).max(1) * quarter;
+        sizes.push(half.min(chunk));
+        left -= half.min(chunk);
+    }
+    sizes.push(left);
+    let mut start = 0;
+    sizes
+        .into_iter()
+        .filter_map(|len| {
+            let range = start..(start + len).min(n);
+            start = range.end;
+            (!range.is_empty()).then_some(range)
+        })
+        .collect()
+}
+
+/// One finished chunk's codes.
+fn collect(slot: &Slot, range: Range<usize>, sparsity: usize, time: &mut GpuTime) -> Result<Codes> {
+    let t0 = Instant::now();
+    let info = slot.read_info.mapped()?;
+    let locations = slot.read_locations.mapped()?;
+    let levels = slot.read_levels.mapped()?;
+    let n = range.len();
+    let total: usize = (0..n).map(|p| (info[4 * p + 1] as usize).min(sparsity)).sum();
+    let mut codes = Codes {
+        membership: Vec::with_capacity(n),
+        success: Vec::with_capacity(n),
+        errors: Vec::with_capacity(n),
+        offsets: Vec::with_capacity(n + 1),
+        locations: Vec::with_capacity(total),
+        levels: Vec::with_capacity(total),
+    };
+    codes.offsets.push(0);
+    for p in 0..n {
+        let [dict, count, success, err] = [info[4 * p], info[4 * p + 1], info[4 * p + 2], info[4 * p + 3]];
+        let count = count as usize;
+        if count > sparsity {
+            return Err(LfError::Invalid(format!(
+                "GPU encoder returned {count} coefficients for a patch (cap {sparsity})"
+            )));
+        }
+        codes.membership.push(dict);
+        codes.success.push(success != 0);
+        codes.errors.push(f32::from_bits(err));
+        codes.locations.extend_from_slice(&locations[p * sparsity..p * sparsity + count]);
+        codes.levels.extend_from_slice(&levels[p * sparsity..p * sparsity + count]);
+        codes.offsets.push(codes.locations.len());
+    }
+    time.host_collect_ms += ms_since(t0);
+    Ok(codes)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::cpu::encode::encode_patches_cpu;
+    use crate::dictionary::Ensemble;
+    use crate::patch::PatchShape;
+    use engine::testing;
+    use rand::{Rng, SeedableRng};
+
+    pub(in crate::gpu) const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
+
+    /// Patches whose GPU and CPU encodings are not identical. Each mismatch must be a float
+    /// tie: both sides met the budget, or the errors agree to 1e-4 relative.
+    pub(in crate::gpu) fn mismatches(a: &Codes, b: &Codes) -> usize {
+        assert_eq!(a.len(), b.len());
+        let mut n = 0;
+        for p in 0..a.len() {
+            let same = a.membership[p] == b.membership[p]
+                && a.locations[a.offsets[p]..a.offsets[p + 1]] == b.locations[b.offsets[p]..b.offsets[p + 1]]
+                && a.levels[a.offsets[p]..a.offsets[p + 1]] == b.levels[b.offsets[p]..b.offsets[p + 1]];
+            if !same {
+                n += 1;
+                let tie = a.success[p] == b.success[p]
+                    && (a.count(p) == b.count(p) || (a.errors[p] - b.errors[p]).abs() <= 1e-4 * a.errors[p].abs());
+                assert!(tie, "patch {p}: GPU and CPU disagree beyond a float tie");
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn gpu_encoder_matches_cpu_on_random_patches() {
+        let ctx = testing::context();
+        let ens = Ensemble::random(SHAPE, 3, 5);
+        let gpu = GpuCodec::new(ctx, &ens).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let n = 37;
+        // Random patches around a random smooth base, so some meet the budget and some fail.
+        let mut patches = Vec::new();
+        for _ in 0..n {
+            let base: f32 = rng.gen_range(0.2..0.8);
+            let noise: f32 = rng.gen_range(0.0..0.2);
+            patches.extend((0..SHAPE.len()).map(|_| (base + noise * rng.gen_range(-1.0f32..1.0)).clamp(0.0, 1.0)));
+        }
+        // The second codec streams the patches in chunks of 5 (two in flight).
+        let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(5);
+        for params in [Params { sparsity: 200, epsilon: 0.05 }, Params { sparsity: SHAPE.len(), epsilon: 0.02 }] {
+            let limits: Vec<Limit> = patches
+                .chunks(SHAPE.len())
+                .map(|p| {
+                    Limit::new(
+                        params,
+                        SHAPE.len(),
+                        SHAPE.len(),
+                        p.iter().map(|&x| (x * x) as f64).sum::<f64>().sqrt(),
+                        29,
+                    )
+                })
+                .collect();
+            let cpu = encode_patches_cpu(&patches, &limits, &ens, params);
+            let (got, _) = gpu.encode_patches(&patches, &limits, params).unwrap();
+            let bad = mismatches(&got, &cpu);
+            assert!(bad <= 1, "{bad} of {n} patches differ ({params:?})");
+            assert_eq!(chunked.encode_patches(&patches, &limits, params).unwrap().0, got);
+            let successes = cpu.success.iter().filter(|&&s| s).count();
+            assert!(successes > 0 || params.sparsity < SHAPE.len(), "test data should meet the budget sometimes");
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn ramped_chunks_cover_every_patch_once_within_the_chunk_size() {
+        for (n, chunk) in [(0, 4096), (1, 4096), (5, 5), (37, 5), (42_025, 4096), (9000, 4096), (4097, 4096)] {
+            let ranges = ramped_chunks(n, chunk);
+            let mut at = 0;
+            for r in &ranges {
+                assert_eq!(r.start, at, "{n} in {chunk}: {ranges:?}");
+                assert!(!r.is_empty() && r.len() <= chunk, "{n} in {chunk}: {ranges:?}");
+                at = r.end;
+            }
+            assert_eq!(at, n);
+        }
+        let table1: Vec<usize> = ramped_chunks(42_025, 4096).iter().map(|r| r.len()).collect();
+        assert_eq!(table1[..3], [1024, 2048, 4096]);
+        assert!(table1[table1.len() - 2] <= 1024, "{table1:?}");
+    }
+
+    #[test]
+    fn exact_ties_are_broken_alike_on_gpu_and_cpu() {
+        let ctx = testing::context();
+        // Identity matrices make the coefficients the samples themselves, so repeated sample
+        // values tie exactly.
+        let mut ens = Ensemble::random(SHAPE, 1, 3);
+        let (offsets, dlen) = crate::dictionary::mode_offsets(SHAPE);
+        for (n, m) in SHAPE.modes().into_iter().enumerate() {
+            let mats = &mut ens.mats[offsets[n]..offsets[n] + m * m];
+            mats.iter_mut().enumerate().for_each(|(i, x)| *x = if i % (m + 1) == 0 { 1.0 } else { 0.0 });
+        }
+        assert_eq!(ens.mats.len(), dlen);
+        let levels = [0.25f32, 0.5, 0.75, 0.3125];
+        let mut patches: Vec<f32> =
+            (0..3 * SHAPE.len()).map(|i| levels[(i * 7 / 5) % 4] * ((i / 1200) as f32 + 1.0) / 3.0).collect();
+        // Ten larger samples at the end of each patch: kept above the tie group, and after it
+        // in location order, so keeping one tie too many would push one of them out.
+        for p in 0..3 {
+            patches[(p + 1) * SHAPE.len() - 10..(p + 1) * SHAPE.len()].fill(0.95);
+        }
+        let params = Params { sparsity: 50, epsilon: 0.001 };
+        let limits: Vec<Limit> = (0..3).map(|_| Limit::new(params, SHAPE.len(), SHAPE.len(), 1.0, 29)).collect();
+        let gpu = GpuCodec::new(ctx, &ens).unwrap();
+        let cpu = encode_patches_cpu(&patches, &limits, &ens, params);
+        let (got, _) = gpu.encode_patches(&patches, &limits, params).unwrap();
+        assert_eq!(got.membership, cpu.membership);
+        assert_eq!(got.locations, cpu.locations);
+        assert_eq!(got.levels, cpu.levels);
+        for p in 0..3 {
+            assert!(!cpu.success[p]);
+            assert_eq!(cpu.count(p), params.sparsity, "a failed patch keeps exactly T coefficients");
+        }
+        testing::assert_no_validation_messages();
+    }
+}
