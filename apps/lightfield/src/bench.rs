@@ -197,8 +197,8 @@ fn table1(
     drop(parsed);
     let dtime = dtime.expect("GPU time");
     // From the .lfc bytes to the views in device memory (what the viewer does), warm.
-    crate::device::decode_to_device(&gpu, &bytes)?;
-    let (_, device) = crate::device::decode_to_device(&gpu, &bytes)?;
+    crate::gpu::decode::device::decode_to_device(&gpu, &bytes)?;
+    let (_, device) = crate::gpu::decode::device::decode_to_device(&gpu, &bytes)?;
     // One view from the bytes: only the sections of its view block are decompressed.
     let tv = Instant::now();
     let centre = (s.views.0 / 2, s.views.1 / 2);
@@ -326,7 +326,7 @@ fn file_to_file(
         let t1 = Instant::now();
         let bytes = kit::input::read_bounded(&lfc, kit::budget::get())?;
         let lfc_read_ms = t1.elapsed().as_secs_f64() * 1e3;
-        let (_, device) = crate::device::decode_to_device(gpu, &bytes)?;
+        let (_, device) = crate::gpu::decode::device::decode_to_device(gpu, &bytes)?;
         let decode_file_ms = t1.elapsed().as_secs_f64() * 1e3;
         Ok(json!({
             "bench": "file_to_file_table1", "device": device_name, "size": size,

@@ -30,7 +30,6 @@ pub mod codec;
 pub mod codes;
 pub mod cpu;
 pub mod demo;
-pub mod device;
 pub mod dictionary;
 pub mod error;
 pub mod gpu;

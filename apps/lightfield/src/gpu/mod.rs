@@ -27,6 +27,7 @@ use engine::{Buffer, ComputePipeline, Context, PassTime, Submission};
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::{LfError, Result};
 use crate::patch::PatchShape;
+use decode::device::{DecodeScratch, ViewsPush};
 use decode::DecodePush;
 use encode::{EncodePush, Slot};
 
@@ -42,18 +43,6 @@ const WORKGROUP_RANGE: (u32, u32) = (256, 512);
 const MAX_CHUNK: usize = 4096;
 /// Chunks in flight: one on the GPU while the host prepares the next.
 const DEPTH: usize = 2;
-
-/// Push constants of `decode_views.comp`.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-pub(crate) struct ViewsPush {
-    pub n_patches: u32,
-    pub first: u32,
-    pub size: [u32; 4],
-    pub count_v: u32,
-    pub count_y: u32,
-    pub count_x: u32,
-}
 
 /// GPU milliseconds of an encode or decode, from timestamps.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -84,24 +73,11 @@ pub struct GpuCodec {
     max_chunk: usize,
     workgroup: u32,
     /// Buffers kept from one decode to device memory for the next ([`crate::device`]).
-    pub(crate) scratch: std::sync::Mutex<DecodeScratch>,
+    scratch: std::sync::Mutex<DecodeScratch>,
     /// The encode's chunk slots, kept for the next encode: allocating and first touching
     /// two slots' staging and readback memory (about 150 MiB at the paper's size) was part
     /// of every encode's wall time.
     encode_slots: std::sync::Mutex<Vec<Slot>>,
-}
-
-/// What [`crate::device::decode_to_device`] keeps for its next call: allocating and first
-/// touching tens of megabytes of mapped staging memory each call was most of its setup.
-#[derive(Default)]
-pub(crate) struct DecodeScratch {
-    /// Host-visible staging buffers, one per section in flight.
-    pub stagings: Vec<Buffer<u32>>,
-    /// Every section's decode inputs on the device.
-    pub inputs: Option<Buffer<u32>>,
-    /// Whether any decoded sample was not finite, and its readback.
-    pub flag: Option<Buffer<u32>>,
-    pub flag_read: Option<Buffer<u32>>,
 }
 
 impl GpuCodec {
@@ -159,11 +135,6 @@ impl GpuCodec {
 
     pub fn context(&self) -> &Context {
         &self.ctx
-    }
-
-    /// The kernel that decodes into the light field, and the device-resident ensemble.
-    pub(crate) fn views_kernel(&self) -> (&ComputePipeline, &Buffer<f32>) {
-        (&self.decode_views, &self.dicts)
     }
 
     /// Invocations per workgroup (one workgroup per patch).
@@ -243,33 +214,6 @@ pub fn spec(shape: PatchShape, workgroup: u32) -> [u32; 9] {
     let (_, dlen) = mode_offsets(shape);
     let m = shape.modes().map(|m| m as u32);
     [workgroup, plen.div_ceil(workgroup as usize) as u32, plen as u32, dlen as u32, m[0], m[1], m[2], m[3], m[4]]
-}
-
-/// Words of one chunk's or section's decode inputs, each starting at a storage-buffer
-/// offset alignment: membership, offsets, locations, levels, steps.
-#[derive(Clone, Copy)]
-pub(crate) struct Layout {
-    pub parts: [(usize, usize); 5],
-    pub words: usize,
-}
-
-impl Layout {
-    pub fn new(patches: usize, coefficients: usize, align: usize) -> Layout {
-        let lens = [patches, patches + 1, coefficients, coefficients, patches];
-        let mut parts = [(0, 0); 5];
-        let mut at = 0;
-        for (part, len) in parts.iter_mut().zip(lens) {
-            *part = (at, len);
-            // At least one word each, so that an empty part still binds inside the buffer.
-            at += len.max(1).div_ceil(align) * align;
-        }
-        Layout { parts, words: at }
-    }
-
-    /// The input `i` (0..5) of a buffer laid out by `self` from word `base`.
-    pub fn part(&self, buffer: &Buffer<u32>, base: usize, i: usize) -> engine::BufferBinding {
-        buffer.slice(base + self.parts[i].0, self.parts[i].1.max(1))
-    }
 }
 
 fn add_times(time: &mut GpuTime, passes: &[PassTime], kernel: &str) {

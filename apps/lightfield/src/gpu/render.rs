@@ -50,11 +50,14 @@ impl GpuRenderer {
             )));
         }
         let views = ctx.upload(&lf.data, "decoded views")?;
-        GpuRenderer::from_device(ctx, crate::device::DeviceLightField { views, size: [lf.u, lf.v, lf.h, lf.w] })
+        GpuRenderer::from_device(
+            ctx,
+            crate::gpu::decode::device::DeviceLightField { views, size: [lf.u, lf.v, lf.h, lf.w] },
+        )
     }
 
-    /// Renders views already in device memory (from [`crate::device::decode_to_device`]).
-    pub fn from_device(ctx: &Context, lf: crate::device::DeviceLightField) -> Result<GpuRenderer> {
+    /// Renders views already in device memory (from [`crate::gpu::decode::device::decode_to_device`]).
+    pub fn from_device(ctx: &Context, lf: crate::gpu::decode::device::DeviceLightField) -> Result<GpuRenderer> {
         let pipeline = ctx.compute_pipeline_for::<RenderPush>("lightfield_render", crate::shaders::RENDER, 2, &[])?;
         Ok(GpuRenderer { ctx: ctx.clone(), pipeline, views: lf.views, size: lf.size })
     }

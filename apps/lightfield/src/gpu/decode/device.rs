@@ -4,18 +4,21 @@
 //! ready the host submits its upload (transfer queue) and its decode (`decode_views.comp`,
 //! which waits for that upload and writes the patches straight into the U x V x H x W x 3
 //! light field, cropped and clamped) on the engine's ring, so earlier sections decode on
-//! the GPU while later ones are parsed. Nothing is read back
-//! but one word saying whether any sample was not finite.
+//! the GPU while later ones are parsed. Nothing is read back but one word saying whether
+//! any sample was not finite. Part of the decode stage: `decode_views.comp` is
+//! `decode.comp` writing into the light field instead of patches; its test holds it bit for
+//! bit to `decode.comp`'s file decode, which the stage's twin test holds to the CPU's.
 
 use std::time::Instant;
 
 use engine::stream::{upload_to, Done, Stream};
 use engine::{Buffer, Location};
 
+use super::Layout;
 use crate::bitstream;
 use crate::codes::patch_step;
 use crate::error::{LfError, Result};
-use crate::gpu::{GpuCodec, Layout, ViewsPush};
+use crate::gpu::{ms_since, GpuCodec};
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
 
 /// A decoded light field in device memory, in the layout the renderer reads.
@@ -43,6 +46,31 @@ pub struct DeviceDecodeTimes {
     pub sections: usize,
     /// Bytes uploaded (the sections' staging words).
     pub upload_bytes: u64,
+}
+
+/// Push constants of `decode_views.comp`.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+pub(in crate::gpu) struct ViewsPush {
+    pub n_patches: u32,
+    pub first: u32,
+    pub size: [u32; 4],
+    pub count_v: u32,
+    pub count_y: u32,
+    pub count_x: u32,
+}
+
+/// What [`decode_to_device`] keeps for its next call: allocating and first
+/// touching tens of megabytes of mapped staging memory each call was most of its setup.
+#[derive(Default)]
+pub(in crate::gpu) struct DecodeScratch {
+    /// Host-visible staging buffers, one per section in flight.
+    pub stagings: Vec<Buffer<u32>>,
+    /// Every section's decode inputs on the device.
+    pub inputs: Option<Buffer<u32>>,
+    /// Whether any decoded sample was not finite, and its readback.
+    pub flag: Option<Buffer<u32>>,
+    pub flag_read: Option<Buffer<u32>>,
 }
 
 /// Decodes `.lfc` bytes into device memory with `codec` (built for the file's ensemble).
@@ -106,7 +134,6 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     };
 
     let t1 = Instant::now();
-    let (pipeline, dicts) = codec.views_kernel();
     let grid = bounds.grid;
     let push_base = ViewsPush {
         n_patches: 0,
@@ -160,9 +187,9 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             rec.wait_for(&fill);
             let part = |i| l.part(inputs, base, i);
             let bindings =
-                [dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
+                [codec.dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            rec.dispatch_linear(pipeline, &bindings, &push, patches.len() as u32);
+            rec.dispatch_linear(&codec.decode_views, &bindings, &push, patches.len() as u32);
             rec.mark("decode");
             account(stream.push(staging, s, [copy, rec.submit()?])?);
         }
@@ -210,10 +237,6 @@ fn stage(header: &Header, bytes: &[u8], s: usize, b: &Bounds, l: Layout, staging
         *step = patch_step(b.step, b.grid.valid_samples(p), plen).to_bits();
     }
     Ok(())
-}
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
 }
 
 #[cfg(test)]

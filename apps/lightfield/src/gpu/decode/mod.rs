@@ -3,15 +3,17 @@
 //! the kernel reads them ([`Layout`]), uploaded on the transfer queue in one copy,
 //! synthesised and read back, two chunks in flight on [`GpuCodec::ring`].
 
+pub mod device;
+
 use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::upload;
 use engine::{Buffer, Location};
 
-use super::{add_times, ms_since, GpuCodec, GpuTime, Layout};
 use crate::codes::Codes;
 use crate::error::Result;
+use crate::gpu::{add_times, ms_since, GpuCodec, GpuTime};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -122,6 +124,33 @@ fn stage(words: &mut [u32], layout: Layout, codes: &Codes, steps: &[f32], range:
     words[locations].copy_from_slice(&codes.locations[c0..c1]);
     words[levels].copy_from_slice(bytemuck::cast_slice(&codes.levels[c0..c1]));
     words[chunk_steps].copy_from_slice(bytemuck::cast_slice(&steps[range]));
+}
+
+/// Words of one chunk's or section's decode inputs, each starting at a storage-buffer
+/// offset alignment: membership, offsets, locations, levels, steps.
+#[derive(Clone, Copy)]
+pub(super) struct Layout {
+    pub parts: [(usize, usize); 5],
+    pub words: usize,
+}
+
+impl Layout {
+    pub fn new(patches: usize, coefficients: usize, align: usize) -> Layout {
+        let lens = [patches, patches + 1, coefficients, coefficients, patches];
+        let mut parts = [(0, 0); 5];
+        let mut at = 0;
+        for (part, len) in parts.iter_mut().zip(lens) {
+            *part = (at, len);
+            // At least one word each, so that an empty part still binds inside the buffer.
+            at += len.max(1).div_ceil(align) * align;
+        }
+        Layout { parts, words: at }
+    }
+
+    /// The input `i` (0..5) of a buffer laid out by `self` from word `base`.
+    pub fn part(&self, buffer: &Buffer<u32>, base: usize, i: usize) -> engine::BufferBinding {
+        buffer.slice(base + self.parts[i].0, self.parts[i].1.max(1))
+    }
 }
 
 #[cfg(test)]
