@@ -2,12 +2,17 @@
 //!
 //! A light field (U x V views of H x W RGB pixels) is cut into 5D patches (views x views x
 //! rows x columns x colours). An ensemble of K dictionaries, each one orthonormal matrix per
-//! patch mode, is trained from example light fields ([`train`]). The encoder ([`encoder`]
-//! on the CPU, [`gpu`] on Vulkan) projects every patch onto every dictionary with n-mode
-//! products, keeps the fewest largest coefficients that bring the patch's RMSE under the
-//! threshold (quantisation included) and picks the sparsest dictionary. [`bitstream`]
-//! stores the result in a self-contained `.lfc` file; [`decoder`] reconstructs it.
+//! patch mode, is trained from example light fields ([`train`]). The encoder projects every
+//! patch onto every dictionary with n-mode products, keeps the fewest largest coefficients
+//! that bring the patch's RMSE under the threshold (quantisation included) and picks the
+//! sparsest dictionary. [`bitstream`] stores the result in a self-contained `.lfc` file; the
+//! decoder reconstructs it.
 //!
+//! Every stage has a GPU side in [`gpu`] and a CPU twin in [`cpu`] under the same name
+//! (`encode`, `decode`, `render`, `train`), each pair tested against each other on random
+//! inputs at awkward sizes; what both sides share lives beside them:
+//! - [`codes`]: the encode's parameters, error budgets and the codes both encoders produce.
+//! - [`codec`]: whole light fields through either side (gather, pad, crop, chunk).
 //! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
 //! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
 //! - [`npy_bands`]: `.npy` light fields read in bands while they are encoded.
@@ -18,8 +23,7 @@
 //! - [`linalg`]: small dense SVD (one-sided Jacobi) for training.
 //! - [`synth`]: synthetic light fields with real parallax, for tests and benchmarks.
 //! - [`random_access`]: one view from only the sections of a `.lfc` that hold it.
-//! - [`render`]: any viewpoint of a decoded light field (interpolation and refocusing), on
-//!   the CPU and the GPU.
+//! - [`render`]: the viewpoint (interpolation and refocusing) and the pixels' packing.
 //! - [`views`]: views as PNG files, one per view, written all or none.
 //! - [`bench`] and [`demo`]: the benchmark set and the demo behind the CLI.
 

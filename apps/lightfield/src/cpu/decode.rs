@@ -1,5 +1,6 @@
-//! The CPU decoder (rayon over patches): each patch's dequantised coefficients go back
-//! through its dictionary's synthesis n-mode products. The reference for the GPU decoder.
+//! The decode stage on the CPU (rayon over patches): each patch's dequantised coefficients
+//! go back through its dictionary's synthesis n-mode products. The reference for
+//! [`crate::gpu::decode`].
 
 use rayon::prelude::*;
 

@@ -119,6 +119,10 @@ mod tests {
         p.to_le_bytes().map(i32::from)
     }
 
+    /// `render.comp` against [`render_cpu`] on a synthetic light field at awkward sizes,
+    /// viewpoints, focuses and apertures, both byte orders: every channel of every pixel
+    /// within 1 of 255 (the same f32 operations in the same order, but results an ulp apart
+    /// round to neighbouring bytes).
     #[test]
     fn gpu_render_matches_cpu_at_awkward_sizes() {
         let ctx = engine::testing::context();
