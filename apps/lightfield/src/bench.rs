@@ -3,7 +3,7 @@
 //! reference beside it (on a crop, extrapolated by patch count), the decoder, and
 //! rate-distortion points for several epsilon against JPEG per view at equal size.
 //! Everything is generated from fixed seeds. One JSON object per measurement. Training
-//! times (3,200 and 32,000 patches, CPU and GPU) are in [`train`].
+//! times (3,200 and 32,000 patches, CPU and GPU) are in `bench::train`.
 
 mod train;
 mod viewer;

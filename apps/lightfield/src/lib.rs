@@ -25,7 +25,7 @@
 //! - [`random_access`]: one view from only the sections of a `.lfc` that hold it.
 //! - [`render`]: the viewpoint (interpolation and refocusing) and the pixels' packing.
 //! - [`views`]: views as PNG files, one per view, written all or none.
-//! - [`bench`] and [`demo`]: the benchmark set and the demo behind the CLI.
+//! - [`bench`](mod@bench) and [`demo`]: the benchmark set and the demo behind the CLI.
 
 pub mod bench;
 pub mod bitstream;

@@ -1,7 +1,7 @@
 //! The encode stage on the GPU (`encode.comp`, one workgroup per patch), the twin of
 //! [`crate::cpu::encode`]: chunks of patches gathered by the host into a slot's staging,
 //! uploaded on the transfer queue, encoded against every dictionary and read back as codes,
-//! two chunks in flight on [`GpuCodec::ring`].
+//! two chunks in flight on `GpuCodec::ring`.
 
 use std::ops::Range;
 use std::time::Instant;

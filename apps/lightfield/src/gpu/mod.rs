@@ -72,7 +72,7 @@ pub struct GpuCodec {
     dicts: Buffer<f32>,
     max_chunk: usize,
     workgroup: u32,
-    /// Buffers kept from one decode to device memory for the next ([`crate::device`]).
+    /// Buffers kept from one decode to device memory for the next ([`decode::device`]).
     scratch: std::sync::Mutex<DecodeScratch>,
     /// The encode's chunk slots, kept for the next encode: allocating and first touching
     /// two slots' staging and readback memory (about 150 MiB at the paper's size) was part

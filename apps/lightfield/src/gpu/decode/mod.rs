@@ -1,7 +1,7 @@
 //! The decode stage on the GPU (`decode.comp`, one workgroup per patch), the twin of
 //! [`crate::cpu::decode`]: each chunk's codes written by the host into a slot's staging as
-//! the kernel reads them ([`Layout`]), uploaded on the transfer queue in one copy,
-//! synthesised and read back, two chunks in flight on [`GpuCodec::ring`].
+//! the kernel reads them (`Layout`), uploaded on the transfer queue in one copy,
+//! synthesised and read back, two chunks in flight on `GpuCodec::ring`.
 
 pub mod device;
 
@@ -35,7 +35,7 @@ impl GpuCodec {
 
     /// Decodes patches `patches` of `codes` only (random access; `steps[p]` is patch p's
     /// quantisation step, indexed like `codes`), calling `consume(range, samples)` chunk by
-    /// chunk, in order. Chunks go through the ring ([`GpuCodec::ring`]): each chunk's
+    /// chunk, in order. Chunks go through the ring (`GpuCodec::ring`): each chunk's
     /// inputs are written into its slot's staging buffer as the kernel reads them, go up
     /// on the transfer queue in one copy, then through the kernel and back.
     pub fn decode_range(
