@@ -89,7 +89,9 @@ impl GpuCodec {
         let mut spare: Vec<Slot> =
             kept.drain(..).filter(|s| s.patches_cap >= chunk && s.sparsity == params.sparsity).collect();
         let (wait_ms, slots) = GpuCodec::ring(
-            ramped_chunks(n, chunk).into_iter(),
+            // Equal chunks: ramped sizes (short first, halving last) made the gather, which
+            // shares rayon's threads with the sections' compression, slower on the H200.
+            (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)),
             || spare.pop().map_or_else(|| self.slot(chunk, params.sparsity), Ok),
             |slot, range| {
                 let len = range.len();
@@ -147,35 +149,6 @@ impl GpuCodec {
             Ok(())
         })
     }
-}
-
-/// The encode's chunks of patches `0..n`, at most `chunk` each: two short ones first so the
-/// GPU starts after a quarter of a chunk's gather, and halving ones last so that the codes
-/// of the last full sections come back while the GPU still works, leaving less of their
-/// compression after it.
-fn ramped_chunks(n: usize, chunk: usize) -> Vec<Range<usize>> {
-    let quarter = (chunk / 4).max(1);
-    let mut sizes = vec![quarter, 2 * quarter];
-    let mut left = n.saturating_sub(3 * quarter);
-    while left > 2 * chunk {
-        sizes.push(chunk);
-        left -= chunk;
-    }
-    while left > quarter {
-        let half = (left / 2 / quarter).max(1) * quarter;
-        sizes.push(half.min(chunk));
-        left -= half.min(chunk);
-    }
-    sizes.push(left);
-    let mut start = 0;
-    sizes
-        .into_iter()
-        .filter_map(|len| {
-            let range = start..(start + len).min(n);
-            start = range.end;
-            (!range.is_empty()).then_some(range)
-        })
-        .collect()
 }
 
 /// One finished chunk's codes.
@@ -284,23 +257,6 @@ pub(super) mod tests {
             }
         }
         testing::assert_no_validation_messages();
-    }
-
-    #[test]
-    fn ramped_chunks_cover_every_patch_once_within_the_chunk_size() {
-        for (n, chunk) in [(0, 4096), (1, 4096), (5, 5), (37, 5), (42_025, 4096), (9000, 4096), (4097, 4096)] {
-            let ranges = ramped_chunks(n, chunk);
-            let mut at = 0;
-            for r in &ranges {
-                assert_eq!(r.start, at, "{n} in {chunk}: {ranges:?}");
-                assert!(!r.is_empty() && r.len() <= chunk, "{n} in {chunk}: {ranges:?}");
-                at = r.end;
-            }
-            assert_eq!(at, n);
-        }
-        let table1: Vec<usize> = ramped_chunks(42_025, 4096).iter().map(|r| r.len()).collect();
-        assert_eq!(table1[..3], [1024, 2048, 4096]);
-        assert!(table1[table1.len() - 2] <= 1024, "{table1:?}");
     }
 
     #[test]
