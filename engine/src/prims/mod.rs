@@ -1,7 +1,6 @@
 //! GPU building blocks used by several apps. Each has a CPU reference beside it and tests
 //! that compare the two on random inputs at awkward sizes.
 
-pub mod compact;
 pub mod fft;
 pub mod gemm;
 pub mod reduce;

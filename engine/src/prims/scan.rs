@@ -28,22 +28,22 @@ use crate::memory::{Buffer, Location};
 use crate::pipeline::ComputePipeline;
 use crate::shaders;
 
-/// Workgroup sizes (specialization constant 0) the scan and compaction kernels accept; the
+/// Workgroup sizes (specialization constant 0) the scan kernel accepts; the
 /// device's limits may rule out the largest.
 pub const WORKGROUP_SIZES: &[u32] = &[64, 128, 256, 512, 1024];
 
 /// Workgroup size [`Scanner::new`] uses.
 pub const DEFAULT_WORKGROUP: u32 = 256;
 
-/// Index in the scratch buffer that holds the total (the sum of all inputs, or the number
-/// of kept elements for compaction) once the recording has completed.
+/// Index in the scratch buffer that holds the total (the sum of all inputs) once the
+/// recording has completed.
 pub const TOTAL_INDEX: usize = 1;
 
 /// Elements per invocation (specialization constant 1) the scan kernel accepts: whole uvec4
 /// rows, 1 to 8 of them.
 pub const ITEMS_PER_INVOCATION: &[u32] = &[4, 8, 12, 16, 24, 32];
 
-/// Elements per invocation [`Scanner::new`] uses (and compaction always uses).
+/// Elements per invocation [`Scanner::new`] uses.
 pub const DEFAULT_ITEMS: u32 = 16;
 
 /// The scan kernel's shape.
@@ -137,12 +137,6 @@ pub(crate) fn check_binding(ctx: &Context, what: &str, n: usize, bytes: u64) -> 
 fn tiles_of(n: usize, tile: usize) -> (usize, usize) {
     let tiles = n.div_ceil(tile);
     (tiles, 2 + 2 * tiles)
-}
-
-/// Number of tiles and scratch length for `n` elements at a given workgroup size and
-/// [`DEFAULT_ITEMS`] (compaction, which runs the same tile scan at that length).
-pub(crate) fn tiles(n: usize, workgroup: u32) -> (usize, usize) {
-    tiles_of(n, workgroup as usize * DEFAULT_ITEMS as usize)
 }
 
 /// Scan pipelines for one context.
