@@ -17,10 +17,7 @@
 //     reader was dispatch s-1).
 // sinkhorn_atomic_finish.comp applies the last iteration's column normalisation.
 // Invocation lid owns GROUPS groups of 4 consecutive columns, q = lid + k * workgroup size;
-// with VEC4 (n % 4 == 0) a group is one 16-byte load. With HALF, D is stored in half the
-// bytes (softassign/half.rs): rows of `stride` halves (n padded to 4, two per u32), each row
-// less its own offset (the host shifts f by it, which leaves M unchanged), times d_scale; a
-// group is one 8-byte load.
+// with VEC4 (n % 4 == 0) a group is one 16-byte load.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_atomic_float : require
@@ -31,12 +28,10 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint GROUPS = 2;
 layout(constant_id = 2) const uint ROWS = 1;
 layout(constant_id = 3) const bool VEC4 = true;
-layout(constant_id = 4) const bool HALF = false;
 
 // The same distances, seen as floats and (VEC4) as vec4.
 layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
 layout(set = 0, binding = 0) readonly buffer Distances4 { vec4 d4[]; };
-layout(set = 0, binding = 0) readonly buffer DistancesHalf { uvec2 dh[]; };
 layout(set = 0, binding = 1) buffer RowPotentials { float f[]; };
 // Two slots of n: slot 0 holds the potentials between cooling iterations.
 layout(set = 0, binding = 2) buffer ColPotentials { float g[]; };
@@ -56,9 +51,6 @@ layout(push_constant) uniform Push {
     uint sums_read;
     uint sums_add;
     uint sums_zero;
-    // HALF: 4-column groups per row, and the factor of the stored halves.
-    uint row_groups;
-    float d_scale;
 };
 
 // Per-subgroup row sums, double buffered by step as in sinkhorn_rows.comp (the host keeps
@@ -69,10 +61,6 @@ shared vec4 tile[gl_WorkGroupSize.x];
 // Columns 4q .. 4q + 3 of row i, 0 past n.
 vec4 load_group(uint i, uint q) {
     uint j = 4u * q;
-    if (HALF) {
-        uvec2 w = j < n ? dh[i * row_groups + q] : uvec2(0u);
-        return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)) * d_scale;
-    }
     if (VEC4) return j < n ? d4[(i * n + j) >> 2] : vec4(0.0);
     vec4 v = vec4(0.0);
     [[unroll]] for (uint c = 0; c < 4u; c++) {

@@ -3,7 +3,7 @@
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
 //! greedy/anneal/SoftAssign costs relative to the optimum. At issue 18's large sizes
 //! ([`COMPARED`]) the cooling iteration is timed with every kernel that can run it: the
-//! default, the passes, and the atomic kernel in several shapes on D in f32 and in f16.
+//! default, the passes, and the atomic kernel in several shapes.
 //! Data is synthetic and seeded; one [`BenchRecord`] per measurement. [`Options`] narrows a
 //! run to some sizes and can leave the slow CPU references out (the exact optimum then comes
 //! from the GPU's certified exact solver).
@@ -18,7 +18,7 @@ use kit::Backend;
 use crate::cpu::distance::distance_cpu;
 use crate::cpu::softassign::CpuSoftAssign;
 use crate::error::Result;
-use crate::gpu::softassign::atomic::{AtomicShape, Storage};
+use crate::gpu::softassign::atomic::AtomicShape;
 use crate::gpu::softassign::{GpuSoftAssign, Kernel};
 use crate::matrix::DistanceMatrix;
 use crate::softassign::{discretise, scale_of, SoftAssignParams};
@@ -89,7 +89,7 @@ pub struct Options {
     /// Tiny sizes only.
     pub quick: bool,
     /// Only these sizes (m, n), where given: cooling iterations at each with every kernel
-    /// and shape, and the full solve with the default and each atomic kernel.
+    /// and shape, and the full solve with the default and the atomic kernel.
     pub sizes: Vec<(usize, usize)>,
     /// No CPU reference: no CPU SoftAssign timing, no greedy or annealing, and the optimum
     /// from the GPU's exact solver (certified) instead of the CPU's.
@@ -97,10 +97,9 @@ pub struct Options {
 }
 
 /// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
-/// compared sizes, the passes, the atomic kernel on f32 in its planned shape and with 132
-/// blocks (an H200's multiprocessors), and the atomic kernel on f16 in its planned shape
-/// with one knob changed at a time (1 or 4 rows per step, 132 blocks, 512-wide workgroups
-/// with 2 or 4 rows per step), where the device runs them.
+/// compared sizes, the passes and the atomic kernel in its planned shape with 1 and 2 rows
+/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), where the device
+/// runs them.
 fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
     let default = GpuSoftAssign::new(ctx, d, params, 1)?;
     if !compare {
@@ -112,27 +111,20 @@ fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compar
     }
     if ctx.info().shader_buffer_float32_atomic_add {
         let blocks = |b: u32| b.min(d.rows as u32);
-        let f32_planned = AtomicShape::planned(ctx.info(), d.rows, d.cols, Storage::F32);
-        let f16_planned = AtomicShape::planned(ctx.info(), d.rows, d.cols, Storage::F16);
-        let shapes = [
-            (Storage::F32, f32_planned),
-            (Storage::F32, AtomicShape { blocks: blocks(132), ..f32_planned }),
-            (Storage::F16, f16_planned),
-            (Storage::F16, AtomicShape { rows_per_step: 1, ..f16_planned }),
-            (Storage::F16, AtomicShape { rows_per_step: 4, ..f16_planned }),
-            (Storage::F16, AtomicShape { blocks: blocks(132), ..f16_planned }),
-            (Storage::F16, AtomicShape { workgroup: 512, rows_per_step: 2, ..f16_planned }),
-            (Storage::F16, AtomicShape { workgroup: 512, rows_per_step: 4, ..f16_planned }),
-        ];
-        let default_shape = default.atomic_shape().map(|shape| (default.kernel().storage(), shape));
-        let mut seen = Vec::from_iter(default_shape);
-        for (storage, shape) in shapes {
-            if seen.contains(&(storage, shape)) {
+        let planned = AtomicShape::planned(ctx.info(), d.rows, d.cols);
+        let shapes = [(1, 128), (2, 128), (1, 132), (2, 132)].map(|(rows_per_step, b)| AtomicShape {
+            rows_per_step,
+            blocks: blocks(b),
+            ..planned
+        });
+        let mut seen = Vec::from_iter(default.atomic_shape());
+        for shape in std::iter::once(planned).chain(shapes) {
+            if seen.contains(&shape) {
                 continue;
             }
-            seen.push((storage, shape));
+            seen.push(shape);
             // A shape this device cannot run is left out.
-            if let Ok(state) = GpuSoftAssign::with_atomic(ctx, d, params, 1, shape, storage) {
+            if let Ok(state) = GpuSoftAssign::with_atomic_shape(ctx, d, params, 1, shape) {
                 out.push(state);
             }
         }
@@ -199,10 +191,9 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
     (start.elapsed().as_secs_f64() * 1e3 * per as f64 / iterations as f64, iterations)
 }
 
-/// Bytes one cooling iteration must move at least: D (`bytes_per_entry` each) once per
-/// Sinkhorn iteration.
-fn floor_ms(m: usize, n: usize, bytes_per_entry: usize, params: &SoftAssignParams) -> f64 {
-    (m * n * bytes_per_entry) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
+/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration.
+fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
+    (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
 }
 
 /// One measurement of `mosaic bench` (the envelope names the device).
@@ -217,8 +208,6 @@ pub enum BenchRecord {
         kernel: Kernel,
         /// The atomic kernel's shape (workgroup, rows per step, vec4 loads, row blocks).
         atomic_shape: Option<AtomicShape>,
-        /// How the kernel holds D.
-        storage: Storage,
         /// Dependent dispatches per cooling iteration.
         dispatches: u32,
         /// GPU timestamps, median of the repetitions.
@@ -236,10 +225,8 @@ pub enum BenchRecord {
         cpu_sinkhorn_iterations_measured: u32,
         /// The paper's GTX 280 time, where Table 2 has this size.
         paper_ms: Option<f64>,
-        /// Bytes (D in f32 read once per Sinkhorn iteration) / 2600 GB/s.
+        /// Bytes (D read once per Sinkhorn iteration) / 2600 GB/s.
         floor_ms: f64,
-        /// The same for D as this kernel holds it (half of `floor_ms` on f16).
-        kernel_floor_ms: f64,
         sinkhorn_iterations: u32,
         speedup_vs_paper: Option<f64>,
         speedup_vs_cpu: Option<f64>,
@@ -247,7 +234,7 @@ pub enum BenchRecord {
     /// A full solve by every method, costs relative to the optimum.
     FullSolve {
         size: String,
-        /// The SoftAssign kernel (the default, and at the compared sizes each atomic kernel).
+        /// The SoftAssign kernel (the default, and at the compared sizes the atomic kernel).
         softassign_kernel: Kernel,
         cooling_iterations: u32,
         /// The paper: 900x8192 with 200 cooling iterations took under a minute on a GTX 280.
@@ -299,7 +286,6 @@ impl std::fmt::Display for BenchRecord {
                 gpu_ms,
                 cpu_ms,
                 floor_ms,
-                kernel_floor_ms,
                 ..
             } => {
                 let shape = atomic_shape.map_or(String::new(), |s| {
@@ -308,7 +294,7 @@ impl std::fmt::Display for BenchRecord {
                 let cpu = cpu_ms.map_or(String::new(), |c| format!(", CPU {c:.1} ms, {:.1} x", c / gpu_ms));
                 write!(
                     f,
-                    "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}{shape}, {dispatches} dispatches; floor {floor_ms:.3} ms, {kernel_floor_ms:.3} ms for its D){cpu}"
+                    "softassign cooling iteration {size}: GPU {gpu_ms:.3} ms ({kernel:?}{shape}, {dispatches} dispatches; floor {floor_ms:.3} ms){cpu}"
                 )
             }
             BenchRecord::FullSolve {
@@ -356,12 +342,10 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
         for state in variants(ctx, &d, &params, compared(m, n))? {
             let times = gpu_cooling_ms(ctx, &state, &params, reps)?;
             let gpu_ms = times.gpu_ms;
-            let storage = state.kernel().storage();
             emit(&BenchRecord::SoftassignCoolingIteration {
                 size: format!("{m}x{n}"),
                 kernel: state.kernel(),
                 atomic_shape: state.atomic_shape(),
-                storage,
                 dispatches: state.dispatches_per_cooling_iteration(&params),
                 gpu_ms,
                 gpu_wall_ms: times.wall_ms,
@@ -371,8 +355,7 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
                 cpu_threads: rayon::current_num_threads(),
                 cpu_sinkhorn_iterations_measured: cpu.map_or(0, |c| c.1),
                 paper_ms: paper_ms(m, n),
-                floor_ms: floor_ms(m, n, 4, &params),
-                kernel_floor_ms: floor_ms(m, n, storage.bytes_per_entry(), &params),
+                floor_ms: floor_ms(m, n, &params),
                 sinkhorn_iterations: params.per_temperature(),
                 speedup_vs_paper: paper_ms(m, n).map(|p| p / gpu_ms),
                 speedup_vs_cpu: cpu.map(|c| c.0 / gpu_ms),
@@ -398,14 +381,11 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
             (!options.skip_cpu).then(|| Baseline::run(method, &d, &cpu, exact.cost)).transpose()
         };
         let (greedy, anneal) = (baseline(Method::Greedy)?, baseline(Method::Anneal)?);
-        // The default kernel and, at the compared sizes, each atomic kernel.
+        // The default kernel and, at the compared sizes, the atomic kernel where it is not
+        // the default.
         let mut states = vec![GpuSoftAssign::new(ctx, &d, &params, 1)?];
-        if compared(m, n) && ctx.info().shader_buffer_float32_atomic_add {
-            for kernel in [Kernel::AtomicF16, Kernel::Atomic] {
-                if states[0].kernel() != kernel {
-                    states.push(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, kernel)?);
-                }
-            }
+        if compared(m, n) && ctx.info().shader_buffer_float32_atomic_add && states[0].kernel() != Kernel::Atomic {
+            states.push(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, Kernel::Atomic)?);
         }
         for state in states {
             // SoftAssign on the GPU, timing the annealing on its own too.

@@ -39,7 +39,7 @@
 // the paths bench/src/registry/mosaic.rs imports until it moves to the new ones.
 pub use crate::cpu::softassign as cpu;
 pub use crate::gpu::softassign as gpu;
-pub use crate::gpu::softassign::{atomic, half};
+pub use crate::gpu::softassign::atomic;
 
 use rayon::prelude::*;
 

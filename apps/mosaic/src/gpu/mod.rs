@@ -2,8 +2,7 @@
 //! name, and each stage's tests compare the two on random inputs at awkward sizes.
 //!
 //! - [`distance`]: D from patch and tile features (Eq. 1).
-//! - [`softassign`]: SoftAssign's Sinkhorn iterations (its atomic kernel and D in f16 in
-//!   submodules).
+//! - [`softassign`]: SoftAssign's Sinkhorn iterations (its atomic kernel in a submodule).
 //! - [`auction`]: the exact solver's forward/reverse auction.
 //! - [`render`]: the mosaic image from the assigned thumbnails.
 

@@ -9,22 +9,16 @@
 //! being zeroed for the next dispatch). Bytes per Sinkhorn iteration: D once (4 m n); every
 //! workgroup reads g and the sums (8 n, from L2); the atomics add 4 n per block into L2.
 //!
-//! D is read in f32 or, with [`Storage::F16`], in half the bytes ([`super::half`]): at
-//! 2048 x 8192 a Sinkhorn iteration then reads 32 MiB instead of 64, which is most of its
-//! DRAM traffic.
-//!
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{vk, Buffer, BufferBinding, ComputePipeline, Context, DeviceInfo, Location, Recorder};
+use engine::{vk, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
 
 use crate::error::{MosaicError, Result};
 use crate::shaders;
 
-/// The tuning file's kernel name for [`AtomicShape`]'s keys (D in f32).
+/// The tuning file's kernel name for [`AtomicShape`]'s keys.
 pub const TUNING_KERNEL: &str = "mosaic.sinkhorn_atomic";
-/// The tuning file's kernel name for the shape of the kernel on D in f16.
-pub const TUNING_KERNEL_F16: &str = "mosaic.sinkhorn_atomic_f16";
 /// Row blocks by default: about one workgroup per multiprocessor of a large GPU, as for the
 /// passes kernel (an H200 has 132; 128 leaves 4 idle but never needs a second wave on a
 /// GPU with 128).
@@ -36,33 +30,6 @@ const MAX_ROWS_PER_STEP: u32 = 4;
 /// Workgroup of the finishing dispatch.
 const FINISH_WORKGROUP: u32 = 256;
 
-/// How the atomic kernel holds D.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Storage {
-    F32,
-    /// Rows less their minimum, in IEEE half precision ([`super::half`]).
-    F16,
-}
-
-impl Storage {
-    /// The tuning file's kernel name for this storage's shape.
-    pub fn tuning_kernel(self) -> &'static str {
-        match self {
-            Storage::F32 => TUNING_KERNEL,
-            Storage::F16 => TUNING_KERNEL_F16,
-        }
-    }
-
-    /// Bytes of D per entry the kernel reads.
-    pub fn bytes_per_entry(self) -> usize {
-        match self {
-            Storage::F32 => 4,
-            Storage::F16 => 2,
-        }
-    }
-}
-
 /// The shape of `sinkhorn_atomic.comp`: specialization constants and the grid. Every field
 /// can be set per device by the tuning file (kernel [`TUNING_KERNEL`], keys `workgroup`,
 /// `rows_per_step`, `vec4`, `blocks`) and is checked against the device and the matrix.
@@ -72,8 +39,7 @@ pub struct AtomicShape {
     pub workgroup: u32,
     /// Rows reduced together per workgroup barrier (1..=4).
     pub rows_per_step: u32,
-    /// 16-byte loads of D (only where n is a multiple of 4); on D in f16, whose rows are
-    /// padded to 4 columns, every group of 4 is one 8-byte load whatever this says.
+    /// 16-byte loads of D (only where n is a multiple of 4).
     pub vec4: bool,
     /// Row blocks, one workgroup each (at most m).
     pub blocks: u32,
@@ -86,34 +52,29 @@ fn max_workgroup(info: &DeviceInfo) -> u32 {
 }
 
 impl AtomicShape {
-    /// The default for an m x n matrix held as `storage`, with the tuning file's values
-    /// where it has them. On f16 the default reduces two rows per barrier: a row is half
-    /// the bytes, and two keep as many bytes in flight per workgroup as one f32 row.
-    pub fn planned(info: &DeviceInfo, m: usize, n: usize, storage: Storage) -> AtomicShape {
+    /// The default for an m x n matrix, with the tuning file's values where it has them.
+    pub fn planned(info: &DeviceInfo, m: usize, n: usize) -> AtomicShape {
         let max_wg = max_workgroup(info);
-        let tuned = |key: &str| kit::tuning::param(info, storage.tuning_kernel(), key);
+        let tuned = |key: &str| kit::tuning::param(info, TUNING_KERNEL, key);
         let workgroup = tuned("workgroup").unwrap_or_else(|| {
             (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(64.min(max_wg), max_wg)
         });
         AtomicShape {
             workgroup,
-            rows_per_step: tuned("rows_per_step").unwrap_or(match storage {
-                Storage::F32 => 1,
-                Storage::F16 => 2,
-            }),
+            rows_per_step: tuned("rows_per_step").unwrap_or(1),
             vec4: tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4),
             blocks: tuned("blocks").unwrap_or(DEFAULT_BLOCKS).min(m as u32),
         }
     }
 
     /// Refuses a shape the device or the matrix cannot run.
-    fn check(&self, info: &DeviceInfo, m: usize, n: usize, storage: Storage) -> Result<()> {
+    fn check(&self, info: &DeviceInfo, m: usize, n: usize) -> Result<()> {
         let max_wg = max_workgroup(info);
         let problem = if !self.workgroup.is_power_of_two() || self.workgroup > max_wg {
             Some(format!("workgroup {} is not a power of two up to {max_wg}", self.workgroup))
         } else if !(1..=MAX_ROWS_PER_STEP).contains(&self.rows_per_step) {
             Some(format!("rows_per_step {} is not in 1..={MAX_ROWS_PER_STEP}", self.rows_per_step))
-        } else if self.vec4 && storage == Storage::F32 && !n.is_multiple_of(4) {
+        } else if self.vec4 && !n.is_multiple_of(4) {
             Some(format!("vec4 loads need n divisible by 4 (n = {n})"))
         } else if self.blocks == 0 || self.blocks as usize > m {
             Some(format!("blocks {} is not in 1..={m}", self.blocks))
@@ -142,16 +103,10 @@ impl AtomicShape {
         (n as u32).div_ceil(4 * self.workgroup).max(1)
     }
 
-    /// The specialization constants of `sinkhorn_atomic.comp` for n columns of D in f32
-    /// (the sweep reads the driver's statistics of exactly this pipeline).
+    /// The specialization constants of `sinkhorn_atomic.comp` for n columns (the sweep
+    /// reads the driver's statistics of exactly this pipeline).
     pub fn specialization(&self, n: usize) -> [u32; 4] {
         [self.workgroup, self.groups(n), self.rows_per_step, u32::from(self.vec4)]
-    }
-
-    /// The specialization constants for D held as `storage`.
-    pub fn specialization_for(&self, n: usize, storage: Storage) -> [u32; 5] {
-        let [wg, groups, rows, vec4] = self.specialization(n);
-        [wg, groups, rows, vec4, u32::from(storage == Storage::F16)]
     }
 }
 
@@ -172,9 +127,6 @@ struct SinkhornPush {
     sums_read: u32,
     sums_add: u32,
     sums_zero: u32,
-    /// D in f16: 4-column groups per stored row, and the factor of the stored halves.
-    row_groups: u32,
-    d_scale: f32,
 }
 
 #[repr(C)]
@@ -201,7 +153,6 @@ fn slots(s: u32) -> (u32, u32, u32, u32, u32, u32) {
 /// The kernel's pipelines and column-sum slots for one matrix.
 pub struct AtomicKernel {
     shape: AtomicShape,
-    storage: Storage,
     sinkhorn: ComputePipeline,
     finish: ComputePipeline,
     /// Three slots of n column sums, zero between cooling iterations.
@@ -211,17 +162,15 @@ pub struct AtomicKernel {
 /// The constants every dispatch of one cooling iteration shares.
 pub struct Temperature {
     pub t: f32,
-    /// D's stored values times this are its values less each row's offset (1 for f32).
-    pub d_scale: f32,
     pub alpha: f32,
     pub clamp: f32,
     pub log_capacity: f32,
 }
 
 impl AtomicKernel {
-    /// Builds the pipelines for an m x n matrix held as `storage`; refuses a device without
-    /// float atomic addition in storage buffers or a shape it cannot run.
-    pub fn new(ctx: &Context, m: usize, n: usize, shape: AtomicShape, storage: Storage) -> Result<AtomicKernel> {
+    /// Builds the pipelines for an m x n matrix; refuses a device without float atomic
+    /// addition in storage buffers or a shape it cannot run.
+    pub fn new(ctx: &Context, m: usize, n: usize, shape: AtomicShape) -> Result<AtomicKernel> {
         let info = ctx.info();
         if !info.shader_buffer_float32_atomic_add {
             return Err(MosaicError::InvalidInput(format!(
@@ -229,12 +178,12 @@ impl AtomicKernel {
                 info.name
             )));
         }
-        shape.check(info, m, n, storage)?;
+        shape.check(info, m, n)?;
         let sinkhorn = ctx.compute_pipeline_for::<SinkhornPush>(
             "sinkhorn_atomic",
             shaders::SINKHORN_ATOMIC,
             4,
-            &shape.specialization_for(n, storage),
+            &shape.specialization(n),
         )?;
         let finish = ctx.compute_pipeline_for::<FinishPush>(
             "sinkhorn_atomic_finish",
@@ -243,15 +192,11 @@ impl AtomicKernel {
             &[FINISH_WORKGROUP],
         )?;
         let sums = ctx.buffer(3 * n, Location::Device, "column sums")?;
-        Ok(AtomicKernel { shape, storage, sinkhorn, finish, sums })
+        Ok(AtomicKernel { shape, sinkhorn, finish, sums })
     }
 
     pub fn shape(&self) -> AtomicShape {
         self.shape
-    }
-
-    pub fn storage(&self) -> Storage {
-        self.storage
     }
 
     /// Zeroes the column sums (with the potentials, the start of a solve).
@@ -259,13 +204,13 @@ impl AtomicKernel {
         rec.fill(&self.sums, 0);
     }
 
-    /// Records one cooling iteration of `iterations` Sinkhorn iterations on D (m x n, held
-    /// as the kernel's storage), f (m) and g (2 n); with `mark`, each Sinkhorn dispatch ends
-    /// in a "sinkhorn" mark and the last in "finish".
+    /// Records one cooling iteration of `iterations` Sinkhorn iterations on D (m x n), f
+    /// (m) and g (2 n); with `mark`, each Sinkhorn dispatch ends in a "sinkhorn" mark and the
+    /// last in "finish".
     pub fn record_cooling_iteration(
         &self,
         rec: &mut Recorder,
-        (d, f, g): (BufferBinding, &Buffer<f32>, &Buffer<f32>),
+        (d, f, g): (&Buffer<f32>, &Buffer<f32>, &Buffer<f32>),
         (m, n): (usize, usize),
         iterations: u32,
         temp: &Temperature,
@@ -287,12 +232,10 @@ impl AtomicKernel {
                 sums_read,
                 sums_add,
                 sums_zero,
-                row_groups: n.div_ceil(super::half::COLUMNS_PER_GROUP) as u32,
-                d_scale: temp.d_scale,
             };
             rec.dispatch_linear(
                 &self.sinkhorn,
-                &[d, f.binding(), g.binding(), self.sums.binding()],
+                &[d.binding(), f.binding(), g.binding(), self.sums.binding()],
                 &push,
                 self.shape.blocks,
             );
