@@ -7,6 +7,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// The generator mutation runs draw from (fixed seeds, so a run repeats exactly).
+pub use crate::rng::Rng;
+
 /// A global allocator that records the largest single allocation asked for, so a test can
 /// assert that no mutated file made a reader ask for more than the budget. Declare it in the
 /// test binary:
@@ -72,27 +75,6 @@ unsafe impl GlobalAlloc for CountingAllocator {
             return std::ptr::null_mut();
         }
         System.realloc(ptr, layout, new_size)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so mutation runs repeat exactly.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
     }
 }
 

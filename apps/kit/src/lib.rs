@@ -29,6 +29,7 @@ pub mod npy;
 pub mod output;
 pub mod progress;
 pub mod report;
+pub mod rng;
 pub mod tuning;
 
 mod run;

@@ -3,39 +3,12 @@
 //! A scene is multi-octave value noise (a 1/f-like texture) with a few flat shapes, a
 //! grating and a dark corner, so every branch of the visibility mask is exercised.
 
+use kit::rng::Rng;
+
 use crate::input::GrayImage;
 
-/// A small deterministic generator (SplitMix64), so the library needs no RNG crate.
-pub struct SplitMix(u64);
-
-impl SplitMix {
-    pub fn new(seed: u64) -> SplitMix {
-        SplitMix(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box-Muller).
-    pub fn normal(&mut self) -> f64 {
-        let u = self.uniform().max(1e-300);
-        let v = self.uniform();
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
-
 /// Value noise with smooth (cubic) interpolation on a lattice of `cell` pixels.
-fn value_noise(width: usize, height: usize, cell: f64, rng: &mut SplitMix) -> Vec<f64> {
+fn value_noise(width: usize, height: usize, cell: f64, rng: &mut Rng) -> Vec<f64> {
     let gw = (width as f64 / cell).ceil() as usize + 2;
     let gh = (height as f64 / cell).ceil() as usize + 2;
     let lattice: Vec<f64> = (0..gw * gh).map(|_| rng.uniform() * 2.0 - 1.0).collect();
@@ -55,7 +28,7 @@ fn value_noise(width: usize, height: usize, cell: f64, rng: &mut SplitMix) -> Ve
 
 /// A `width x height` 8-bit scene from `seed`.
 pub fn scene(width: usize, height: usize, seed: u64) -> GrayImage {
-    let mut rng = SplitMix::new(seed);
+    let mut rng = Rng::new(seed);
     let mut v = vec![128.0; width * height];
     let mut cell = 96.0;
     let mut amplitude = 60.0;
@@ -167,7 +140,7 @@ fn jpeg(img: &GrayImage, quality: u8) -> Vec<f64> {
 pub fn distort(img: &GrayImage, distortion: Distortion, seed: u64) -> GrayImage {
     let values = match distortion {
         Distortion::Noise(sigma) => {
-            let mut rng = SplitMix::new(seed);
+            let mut rng = Rng::new(seed);
             quantise(img.values.iter().map(|&v| v + sigma * rng.normal()).collect())
         }
         Distortion::Blur(sigma) => quantise(blur(img, sigma)),

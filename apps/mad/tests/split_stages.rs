@@ -3,8 +3,9 @@
 //! GPUs), gives the single-context scores and maps, on random pairs at odd sizes.
 
 use engine::{Context, DeviceSelector};
+use kit::rng::Rng;
 use mad::gpu::{score_split, GpuMad};
-use mad::synth::{scene, to_u8, SplitMix};
+use mad::synth::{scene, to_u8};
 use mad::GrayImage;
 
 const BOUND: f64 = 1e-6;
@@ -20,7 +21,7 @@ fn rel(a: f64, b: f64) -> f64 {
 /// An 8-bit reference (a random scene, or white noise) and a copy with uniform noise of up
 /// to `amplitude` levels.
 fn random_pair(width: usize, height: usize, amplitude: f64, seed: u64, white: bool) -> (GrayImage, GrayImage) {
-    let mut rng = SplitMix::new(seed);
+    let mut rng = Rng::new(seed);
     let r: Vec<u8> = if white {
         (0..width * height).map(|_| (rng.uniform() * 256.0).min(255.0) as u8).collect()
     } else {

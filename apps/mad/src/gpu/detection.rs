@@ -68,17 +68,17 @@ impl Detection {
 #[cfg(test)]
 mod tests {
     use engine::prims::fft::Fft2dCpu;
+    use kit::rng::Rng;
 
     use super::super::{combine_pair, GpuMad, Stages};
     use crate::grid::Grid;
-    use crate::synth::SplitMix;
     use crate::GrayImage;
 
     /// A pair of random 8-bit images, none of whose pixels is zero: a low-contrast reference
     /// (so that the distortion is visible and the mask not zero) and the distorted one within
     /// 40 levels of it.
     fn random_pair(width: usize, height: usize, seed: u64) -> (GrayImage, GrayImage) {
-        let mut rng = SplitMix::new(seed);
+        let mut rng = Rng::new(seed);
         let r: Vec<u8> = (0..width * height).map(|_| 100 + (rng.next_u64() % 8) as u8).collect();
         let d: Vec<u8> =
             r.iter().map(|&v| (v as i64 + (rng.next_u64() % 81) as i64 - 40).clamp(1, 255) as u8).collect();

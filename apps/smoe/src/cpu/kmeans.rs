@@ -5,6 +5,7 @@
 //! [`crate::gpu::kmeans`] is its GPU twin (same seed, same random numbers, same rules); the
 //! centre updates and the final model (`lloyd`, `model_from_labels`) are shared.
 
+use kit::rng::Rng;
 use rayon::prelude::*;
 
 use crate::data::Grid;
@@ -23,27 +24,10 @@ fn dist2(a: &[f32], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(&x, &y)| (x as f64 - y).powi(2)).sum()
 }
 
-/// SplitMix64: a small deterministic generator, all the seeding needs.
-pub(crate) struct SplitMix(pub(crate) u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub(crate) fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in 0..n.
-    pub(crate) fn below(&mut self, n: usize) -> usize {
-        ((self.unit() * n as f64) as usize).min(n - 1)
-    }
+/// Uniform in 0..n by scaling a uniform draw (not by modulo, as [`Rng::below`] does): the
+/// seeding has always drawn this way, so seeds give the same picks.
+pub(crate) fn below(rng: &mut Rng, n: usize) -> usize {
+    ((rng.uniform() * n as f64) as usize).min(n - 1)
 }
 
 /// Index of the centre nearest to `s` (`centres` is `k x d`).
@@ -75,11 +59,11 @@ pub(crate) fn seed_picks(
     samples: &[f32],
     d: usize,
     k: usize,
-    rng: &mut SplitMix,
+    rng: &mut Rng,
     tick: &mut dyn FnMut(),
 ) -> (Vec<u32>, Vec<f64>) {
     let n = samples.len() / d;
-    let mut picks = vec![rng.below(n) as u32];
+    let mut picks = vec![below(rng, n) as u32];
     tick();
     let first = centres_at(samples, &picks, d);
     let mut near: Vec<f64> = samples.par_chunks_exact(d).map(|s| dist2(s, &first)).collect();
@@ -87,7 +71,7 @@ pub(crate) fn seed_picks(
         let total: f64 = near.iter().sum();
         // All samples coincide with a centre: any sample will do.
         let pick = if total > 0.0 {
-            let mut target = rng.unit() * total;
+            let mut target = rng.uniform() * total;
             near.iter()
                 .position(|&e| {
                     target -= e;
@@ -95,7 +79,7 @@ pub(crate) fn seed_picks(
                 })
                 .unwrap_or(n - 1)
         } else {
-            rng.below(n)
+            below(rng, n)
         };
         picks.push(pick as u32);
         let c = centres_at(samples, &[pick as u32], d);
@@ -158,7 +142,7 @@ pub fn inertia(samples: &[f32], centres: &[f64], label: &[u32], d: usize) -> f64
 pub fn kmeans_init(grid: &Grid, k: usize, reg: &[f64], seed: u64, tick: &mut dyn FnMut()) -> Model {
     let samples = grid.samples();
     let d = grid.coord_dims() + 3;
-    let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), tick);
+    let (picks, _) = seed_picks(&samples, d, k, &mut Rng::new(seed), tick);
     let mut centres = centres_at(&samples, &picks, d);
     let assign = |c: &[f64]| Ok::<_, std::convert::Infallible>(nearest_labels(&samples, c, d));
     let Ok(label) = lloyd(&samples, d, &mut centres, assign, tick);

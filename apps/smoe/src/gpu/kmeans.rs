@@ -18,8 +18,9 @@
 //! outcome then differs only as much as two equally good starts do.
 
 use engine::{Buffer, ComputePipeline, Context, Location};
+use kit::rng::Rng;
 
-use crate::cpu::kmeans::{centres_at, lloyd, model_from_labels, SplitMix};
+use crate::cpu::kmeans::{below, centres_at, lloyd, model_from_labels};
 use crate::data::Grid;
 use crate::model::Model;
 use crate::shaders;
@@ -177,9 +178,9 @@ pub fn kmeans_init_gpu(
 /// The random numbers the CPU seeding draws from `seed` for `k` centres of `n` samples: the
 /// first centre, then one uniform per further step.
 pub(crate) fn draws(seed: u64, n: usize, k: usize) -> (u32, Vec<f32>) {
-    let mut rng = SplitMix(seed);
-    let first = rng.below(n) as u32;
-    (first, (1..k).map(|_| rng.unit() as f32).collect())
+    let mut rng = Rng::new(seed);
+    let first = below(&mut rng, n) as u32;
+    (first, (1..k).map(|_| rng.uniform() as f32).collect())
 }
 
 #[cfg(test)]
@@ -189,15 +190,15 @@ mod tests {
 
     /// `len` values uniform in [0, 1).
     fn random(len: usize, seed: u64) -> Vec<f32> {
-        let mut rng = SplitMix(seed);
-        (0..len).map(|_| rng.unit() as f32).collect()
+        let mut rng = Rng::new(seed);
+        (0..len).map(|_| rng.uniform() as f32).collect()
     }
 
     /// GPU and CPU seeding from the same seed: the same centres, and D equal up to f32.
     fn check_seeding(samples: &[f32], d: usize, k: usize, seed: u64) {
         let ctx = engine::testing::context();
         let n = samples.len() / d;
-        let (cpu_picks, cpu_near) = seed_picks(samples, d, k, &mut SplitMix(seed), &mut || {});
+        let (cpu_picks, cpu_near) = seed_picks(samples, d, k, &mut Rng::new(seed), &mut || {});
         let km = GpuKmeans::new(ctx, samples, d).unwrap();
         let (first, uniforms) = draws(seed, n, k);
         let mut ticks = 0;
@@ -253,7 +254,7 @@ mod tests {
     /// leading seeds agree.
     fn both_starts(grid: &Grid, k: usize, seed: u64) -> (f64, f64, usize) {
         let (samples, d) = (grid.samples(), grid.coord_dims() + 3);
-        let (picks, _) = seed_picks(&samples, d, k, &mut SplitMix(seed), &mut || {});
+        let (picks, _) = seed_picks(&samples, d, k, &mut Rng::new(seed), &mut || {});
         let mut cpu = centres_at(&samples, &picks, d);
         let cpu_label =
             lloyd(&samples, d, &mut cpu, |c: &[f64]| Ok::<_, ()>(nearest_labels(&samples, c, d)), &mut || {}).unwrap();
