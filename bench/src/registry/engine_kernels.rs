@@ -98,20 +98,21 @@ impl Kernel for Read {
             "16 u32 loads in flight per invocation, XOR written (a kernel's load step)"
         }
     }
+    // The copy's grid and sizes, so the two probes compare point for point.
     fn params(&self) -> Vec<Param> {
-        workgroup(&PROBE_WORKGROUPS, 256)
+        Copy.params()
     }
     fn unit(&self) -> &'static str {
         "words"
     }
     fn sizes(&self) -> Vec<u64> {
-        vec![1 << 20, 16 << 20, 64 << 20]
+        Copy.sizes()
     }
     fn tiny(&self) -> [u64; 2] {
-        [1000, 4096]
+        Copy.tiny()
     }
     fn max_size(&self) -> u64 {
-        MAX_ELEMENTS
+        Copy.max_size()
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host and device source; one output word per invocation, at most one per 16 loads

@@ -118,17 +118,18 @@ impl Kernel for Bin {
     fn params(&self) -> Vec<Param> {
         vec![Param::new("block", blocks(), 16, "tile edge in pixels (sets the number of tiles to bin into)")]
     }
+    // Binning runs inside the render at the same sizes.
     fn unit(&self) -> &'static str {
-        "pixels (edge)"
+        Render.unit()
     }
     fn sizes(&self) -> Vec<u64> {
-        vec![512, 1024, 2048]
+        Render.sizes()
     }
     fn tiny(&self) -> [u64; 2] {
-        [32, 48]
+        Render.tiny()
     }
     fn max_size(&self) -> u64 {
-        8192
+        Render.max_size()
     }
     fn footprint(&self, size: u64) -> u64 {
         Render.footprint(size)
