@@ -255,42 +255,27 @@ fn an_input_is_never_overwritten() {
     let f = Fixtures::new();
     let png = f.path("a.png");
     let before = std::fs::read(&png).unwrap();
-    let cases: &[(&str, &[&str])] = &[
-        (
-            "mosaic",
-            &[
-                "build",
-                "--target",
-                &png,
-                "--tiles",
-                &f.path("tiles"),
-                "--grid",
-                "2x2",
-                "--method",
-                "greedy",
-                "--out",
-                &png,
-            ],
-        ),
-        (
-            "mosaic",
-            &[
-                "build",
-                "--target",
-                &png,
-                "--tiles",
-                &f.path("tiles"),
-                "--grid",
-                "2x2",
-                "--method",
-                "greedy",
-                "--out",
-                &f.path("tiles/t3.png"),
-            ],
-        ),
-    ];
-    for (bin, a) in cases {
-        let r = run(bin, a);
+    let tiles = f.path("tiles");
+    // The target, then one of the tiles, given as the output.
+    let build = |out: &str| {
+        let args = [
+            "build",
+            "--target",
+            png.as_str(),
+            "--tiles",
+            tiles.as_str(),
+            "--grid",
+            "2x2",
+            "--method",
+            "greedy",
+            "--out",
+            out,
+        ];
+        args.map(String::from)
+    };
+    let cases = [("mosaic", build(&png)), ("mosaic", build(&f.path("tiles/t3.png")))];
+    for (bin, a) in &cases {
+        let r = run(bin, &a.iter().map(String::as_str).collect::<Vec<_>>());
         r.expect_code(1, &format!("{bin} with an input as output"));
         assert!(r.stderr.contains("refusing to overwrite"), "{bin}: {}", r.stderr);
     }
