@@ -17,6 +17,7 @@
 //! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
 //! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
 //! - [`tuning`]: the per-device tuning file `sweep --tune` writes and the apps read, checked.
+//! - `viewer` (feature `viewer`): the window, event loop and screenshot the viewers share.
 
 pub mod budget;
 pub mod cli;
@@ -31,6 +32,8 @@ pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod tuning;
+#[cfg(feature = "viewer")]
+pub mod viewer;
 
 mod run;
 
