@@ -101,14 +101,5 @@ pub(crate) fn pack(c: [f32; 3], order: PixelOrder) -> u32 {
 
 /// 8-bit RGB bytes of packed pixels.
 pub fn unpack_rgb8(pixels: &[u32], order: PixelOrder) -> Vec<u8> {
-    pixels
-        .iter()
-        .flat_map(|&p| {
-            let b = p.to_le_bytes();
-            match order {
-                PixelOrder::Rgba => [b[0], b[1], b[2]],
-                PixelOrder::Bgra => [b[2], b[1], b[0]],
-            }
-        })
-        .collect()
+    kit::viewer::unpack_rgb8(pixels, order == PixelOrder::Bgra)
 }
