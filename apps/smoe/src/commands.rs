@@ -224,16 +224,15 @@ pub fn view(
     let model = Model::load(model_path)?;
     let (width, height) = output_size(&model, size);
     let kernels = model.len();
-    let options = crate::viewer::Options {
-        model,
-        mode,
+    let window = kit::viewer::Options {
+        title: "smoe".into(),
         width,
         height,
         frames,
         screenshot: screenshot.clone(),
         device: run.device.clone(),
     };
-    let shown = crate::viewer::run(options)?;
+    let shown = crate::viewer::run(model, mode, window)?;
     let record = ViewRecord {
         frames: shown.frames,
         requested_frames: frames,

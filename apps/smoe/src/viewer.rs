@@ -3,26 +3,14 @@
 //! fields the mouse position picks the view.
 //! `--frames N --screenshot FILE` renders N frames, saves the last one and exits.
 
-use std::path::PathBuf;
-
 use anyhow::Result;
-use engine::{Buffer, Context, DeviceSelector, Recorder};
+use engine::{Buffer, Context, Recorder};
 use kit::viewer::winit::dpi::PhysicalSize;
 use kit::viewer::winit::event::WindowEvent;
 use kit::viewer::{InFlight, Scene, Target};
 use smoe::gpu::Mode;
 use smoe::gpu::{Frame, OutFormat, RenderSettings, Renderer};
 use smoe::model::Model;
-
-pub struct Options {
-    pub model: Model,
-    pub mode: Mode,
-    pub width: u32,
-    pub height: u32,
-    pub frames: Option<u64>,
-    pub screenshot: Option<PathBuf>,
-    pub device: DeviceSelector,
-}
 
 /// What the viewer showed.
 pub struct Shown {
@@ -110,9 +98,10 @@ impl Scene for Viewer {
     }
 }
 
-/// Opens the viewer and runs until the window closes (or `frames` were shown).
-pub fn run(opts: Options) -> Result<Shown> {
-    let Options { model, mode, width, height, frames, screenshot, device } = opts;
+/// Opens the viewer on `model` and runs until the window closes (or `window.frames` were
+/// shown).
+pub fn run(model: Model, mode: Mode, window: kit::viewer::Options) -> Result<Shown> {
+    let (width, height) = (window.width, window.height);
     let centre = if model.coord_dims == 4 {
         [(model.extent[2] as f64 - 1.0) / 2.0, (model.extent[3] as f64 - 1.0) / 2.0]
     } else {
@@ -120,7 +109,6 @@ pub fn run(opts: Options) -> Result<Shown> {
     };
     let uv = smoe::cpu::render::view_coords(&model, centre);
     let mut viewer = Viewer { model, mode, uv: [uv[0] as f32, uv[1] as f32], tile: None };
-    let window = kit::viewer::Options { title: "smoe".into(), width, height, frames, screenshot, device };
     let shown = kit::viewer::run(&mut viewer, window)?;
     let (width, height) = shown.size.unwrap_or((width, height));
     Ok(Shown { frames: shown.frames, width, height })
