@@ -14,14 +14,6 @@ pub mod tuned;
 
 use engine::Context;
 
-/// GPU busy time before each timed set, so it runs at full clocks, in ms (`sweep
-/// --warm-up-ms`'s default and `prims-bench`'s). It must cover a clock ramp from idle: a
-/// point at a large size spends seconds on the CPU (input, reference, check) while the GPU
-/// idles and drops its clocks. With 50 ms, every `engine.scan` point after the first 2^28
-/// one ran at about a third of the speed on the H200 (2.33 against 0.78 ms at 2^28, 0.18
-/// against 0.06 ms at 2^24): that was the sweep's "1.9x prims-bench", not the kernel.
-pub const WARM_UP_MS: u64 = 400;
-
 /// Records `body` once (warm-up: first use of pipelines and buffers), keeps the GPU busy for
 /// `warm_up` so the timed work runs at full clocks, then records `body` `repeats` times in one
 /// submission with a timestamp after each; returns the GPU ms of every repetition.

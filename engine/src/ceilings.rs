@@ -32,6 +32,16 @@ fn best_ms(passes: &[PassTime], name: &str) -> f64 {
     passes.iter().filter(|p| p.name == name).map(|p| p.ms).fold(f64::INFINITY, f64::min)
 }
 
+/// GPU busy time before each timed set, in ms: every benchmark warms up this long. It must
+/// cover a clock ramp from idle: a point at a large size spends seconds on the CPU (input,
+/// reference, check) while the GPU idles and drops its clocks. With 50 ms, every scan point
+/// after the first 2^28 one ran at about a third of the speed on the H200 (2.33 against
+/// 0.78 ms at 2^28), and a SoftAssign iteration timed after its CPU reference read 7.84 ms
+/// for 2.50.
+pub const WARM_UP_MS: u64 = 400;
+/// [`WARM_UP_MS`] as a duration, for [`warm_up`].
+pub const WARM_UP: std::time::Duration = std::time::Duration::from_millis(WARM_UP_MS);
+
 /// Keeps the GPU busy for about `duration` of wall time with the FMA probe, so that the
 /// work timed right after it runs at full clocks. GPUs drop their clocks within seconds of
 /// idling (an H100 fell from 1980 to 345-900 MHz between short bursts of benchmark work), and

@@ -24,8 +24,6 @@ const PAPER_MS_512: f64 = 40.2;
 const FLOOR_GB_PER_S: f64 = 2600.0;
 /// Timed repetitions of the single-pair latency.
 const LATENCY_RUNS: usize = 10;
-/// GPU busy time before each timed set, so it runs at full clocks (engine::ceilings::warm_up).
-const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Bytes each pair must move at least, per pixel, on this design: 23 batched 2D FFTs of two
 /// complex f32 images (2 axes, read + write: 64 B/px each); the CSF (read + write of two
@@ -164,7 +162,7 @@ fn latency(
 ) -> Result<(), MadError> {
     let (r, d) = pairs(width, height, 1).remove(0);
     let warm = gpu.score(&r, &d, false)?.0;
-    engine::ceilings::warm_up(gpu.context(), WARM_UP)?;
+    engine::ceilings::warm_up(gpu.context(), engine::ceilings::WARM_UP)?;
     let mut wall = Vec::new();
     let mut passes = Vec::new();
     for _ in 0..runs {
@@ -213,7 +211,7 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     let largest = gpu.default_chunk(size, size).min(count);
     let chunk = (1..=largest).rev().find(|c| count.is_multiple_of(*c)).unwrap_or(1);
     gpu.score_stream(stream((2 * chunk).min(count)), Some(chunk), false, |_| {})?;
-    engine::ceilings::warm_up(gpu.context(), WARM_UP)?;
+    engine::ceilings::warm_up(gpu.context(), engine::ceilings::WARM_UP)?;
     let t = Instant::now();
     let mut scored = 0usize;
     let passes = gpu.score_stream(stream(count), Some(chunk), false, |_| scored += 1)?;

@@ -49,11 +49,6 @@ const COMPARED: [(usize, usize); 2] = [(900, 8192), (2048, 8192)];
 const QUICK_COMPARED: (usize, usize) = (60, 250);
 /// Peak bandwidth used for the floor (H100 compute-shader copy, PLATFORM.md).
 const BANDWIDTH_GB_S: f64 = 2600.0;
-/// GPU busy time before each timed point, so it runs at full clocks: the points follow
-/// seconds of CPU reference work, and an H200 timed right after that read 7.84 ms for a
-/// 2.50 ms cooling iteration. The same 400 ms as `tessera_bench::WARM_UP_MS`, which this
-/// crate cannot import (bench depends on mosaic).
-const WARM_UP: std::time::Duration = std::time::Duration::from_millis(400);
 /// CPU reference work per measurement is capped at about this many matrix entries x
 /// Sinkhorn iterations; larger runs are extrapolated linearly in the iteration count.
 const CPU_ENTRY_ITERATIONS: f64 = 1.0e9;
@@ -147,7 +142,7 @@ fn gpu_cooling_ms(
     let mut walls = Vec::new();
     // Full clocks for the timed iterations: each size is timed right after seconds of CPU
     // reference work, and GPUs clock down within seconds of idling.
-    engine::ceilings::warm_up(ctx, WARM_UP)?;
+    engine::ceilings::warm_up(ctx, engine::ceilings::WARM_UP)?;
     for rep in 0..=reps {
         state.reset()?;
         let mut rec = ctx.recorder()?;

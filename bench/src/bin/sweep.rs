@@ -48,7 +48,7 @@ struct Cli {
     repeats: u32,
     /// Milliseconds of GPU warm-up before each point's timed repetitions (shorter ones time
     /// large sizes at idle clocks)
-    #[arg(long, default_value_t = tessera_bench::WARM_UP_MS, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    #[arg(long, default_value_t = engine::ceilings::WARM_UP_MS, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     warm_up_ms: u64,
     /// Output folder, created if missing: <kernel>.csv, <kernel>.jsonl and <kernel>.*.png
     #[arg(long, default_value = "out/sweep")]

@@ -33,9 +33,6 @@ struct Cli {
     run: kit::cli::RunArgs,
 }
 
-/// GPU busy time before each timed set, so it runs at full clocks (see ceilings::warm_up).
-const WARM_UP: std::time::Duration = std::time::Duration::from_millis(tessera_bench::WARM_UP_MS);
-
 /// Deterministic, fast pseudo-random u32s (xorshift64*), non-zero.
 fn random_u32(n: usize, seed: u64) -> Vec<u32> {
     let mut s = seed | 1;
@@ -56,7 +53,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The median GPU ms of one repetition of `body`, at full clocks.
 fn gpu_median(ctx: &Context, repeats: u32, body: impl FnMut(&mut Recorder) -> engine::Result<()>) -> Result<f64> {
-    Ok(median(tessera_bench::time_repetitions(ctx, repeats, WARM_UP, body)?))
+    Ok(median(tessera_bench::time_repetitions(ctx, repeats, engine::ceilings::WARM_UP, body)?))
 }
 
 fn cpu_ms(f: impl FnOnce()) -> f64 {
