@@ -26,12 +26,29 @@ pub enum NpyDtype {
 }
 
 impl NpyDtype {
-    fn size(self) -> u64 {
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
         match self {
             NpyDtype::U8 => 1,
             NpyDtype::U16 => 2,
             NpyDtype::F32 => 4,
             NpyDtype::F64 => 8,
+        }
+    }
+
+    /// The value of one element's bytes (`size()` of them), without loss.
+    pub fn decode(self, element: &[u8], big_endian: bool) -> f64 {
+        let mut b = [0u8; 8];
+        let size = self.size() as usize;
+        b[..size].copy_from_slice(&element[..size]);
+        if big_endian {
+            b[..size].reverse();
+        }
+        match self {
+            NpyDtype::U8 => b[0] as f64,
+            NpyDtype::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
+            NpyDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            NpyDtype::F64 => f64::from_le_bytes(b),
         }
     }
 }
@@ -176,19 +193,7 @@ fn read_values(path: &Path, out_elem: u64) -> Result<(NpyHeader, Vec<f64>)> {
         let n = left.min(65536);
         let bytes = &mut chunk[..n * size];
         reader.read_exact(bytes).map_err(|e| KitError::file(path, e))?;
-        for e in bytes.chunks_exact(size) {
-            let mut b = [0u8; 8];
-            b[..size].copy_from_slice(e);
-            if header.big_endian {
-                b[..size].reverse();
-            }
-            values.push(match header.dtype {
-                NpyDtype::U8 => b[0] as f64,
-                NpyDtype::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
-                NpyDtype::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
-                NpyDtype::F64 => f64::from_le_bytes(b),
-            });
-        }
+        values.extend(bytes.chunks_exact(size).map(|e| header.dtype.decode(e, header.big_endian)));
         left -= n;
     }
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {

@@ -129,12 +129,7 @@ impl NpyLightField {
         let [_, _, h, w] = self.size;
         let first_sample = (view * h + first) * w * COLOURS;
         let dtype = self.header.dtype;
-        let elem = match dtype {
-            kit::npy::NpyDtype::U8 => 1,
-            kit::npy::NpyDtype::U16 => 2,
-            kit::npy::NpyDtype::F32 => 4,
-            kit::npy::NpyDtype::F64 => 8,
-        };
+        let elem = dtype.size() as usize;
         let at = self.header.offset + (first_sample * elem) as u64;
         let io = |e: std::io::Error| LfError::file(&self.path, e);
         if dtype == kit::npy::NpyDtype::F32 && !self.header.big_endian && cfg!(target_endian = "little") {
@@ -149,24 +144,17 @@ impl NpyLightField {
 }
 
 /// Samples of `bytes` (elements of `dtype`) into `out`: integers scaled into [0, 1].
+/// Out-of-range doubles become infinities or zeros; the range check refuses both kinds of
+/// input as a [0, 1] check of the doubles would (up to f32 rounding).
 fn convert(bytes: &[u8], dtype: kit::npy::NpyDtype, big_endian: bool, out: &mut [f32]) {
     use kit::npy::NpyDtype;
-    fn each<const N: usize>(bytes: &[u8], big: bool, out: &mut [f32], f: impl Fn([u8; N]) -> f32) {
-        for (x, e) in out.iter_mut().zip(bytes.chunks_exact(N)) {
-            let mut b: [u8; N] = e.try_into().expect("N bytes");
-            if big {
-                b.reverse();
-            }
-            *x = f(b);
-        }
-    }
-    match dtype {
-        NpyDtype::U8 => each::<1>(bytes, false, out, |b| b[0] as f32 / 255.0),
-        NpyDtype::U16 => each::<2>(bytes, big_endian, out, |b| u16::from_le_bytes(b) as f32 / 65535.0),
-        NpyDtype::F32 => each::<4>(bytes, big_endian, out, f32::from_le_bytes),
-        // Out-of-range doubles become infinities or zeros; the range check refuses both
-        // kinds of input as a [0, 1] check of the doubles would (up to f32 rounding).
-        NpyDtype::F64 => each::<8>(bytes, big_endian, out, |b| f64::from_le_bytes(b) as f32),
+    let scale = match dtype {
+        NpyDtype::U8 => 255.0,
+        NpyDtype::U16 => 65535.0,
+        NpyDtype::F32 | NpyDtype::F64 => 1.0,
+    };
+    for (x, e) in out.iter_mut().zip(bytes.chunks_exact(dtype.size() as usize)) {
+        *x = (dtype.decode(e, big_endian) / scale) as f32;
     }
 }
 
