@@ -4,7 +4,8 @@
 //! reached), the `.lfc` section table is mutated with its hash fixed, and a section's
 //! payload is mutated and re-wrapped in a valid zstd frame (table entry and hash fixed). Every
 //! case must end in `Ok` or a typed error, never a panic, never an allocation above
-//! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1].
+//! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1]. The `.npy`
+//! light-field reader (read in bands of rows) is mutated the same way.
 
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use lightfield::bytes::fnv1a64;
 use lightfield::codec::{decode_lightfield, encode_lightfield, CodecPath};
 use lightfield::codes::Params;
 use lightfield::dictionary::Ensemble;
+use lightfield::lightfield::LightField;
 use lightfield::patch::PatchShape;
 use lightfield::sections::{compress, ENTRY_LEN};
 
@@ -122,6 +124,28 @@ fn lfc_and_lfd_readers_survive_mutation() {
     let t = run_file_reader("rehashed.lfd", &fixed, Ensemble::read);
     assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
 
+    let largest = ALLOC.largest();
+    println!("largest single allocation: {largest} bytes (bound {BOUND}, budget {BUDGET})");
+    assert!(largest <= BOUND);
+}
+
+#[test]
+fn the_banded_npy_reader_survives_mutation() {
+    kit::budget::set(BUDGET);
+    ALLOC.set_limit(BOUND);
+    ALLOC.reset();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("valid.npy");
+    lightfield::synth::generate((2, 3), (7, 5), 4).write_npy(&path).unwrap();
+    let valid = std::fs::read(&path).unwrap();
+    let read = |p: &Path| -> lightfield::Result<()> {
+        let lf = LightField::read_npy(p)?;
+        assert!(lf.data.iter().all(|x| (0.0..=1.0).contains(x)), "an accepted .npy read outside [0, 1]");
+        Ok(())
+    };
+    // The header (magic, length, dict) is the first 128 bytes of this small file.
+    let t = run_file_reader("lightfield.npy", &mutants(&valid, 128, 300, 0, 17), read);
+    assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
     let largest = ALLOC.largest();
     println!("largest single allocation: {largest} bytes (bound {BOUND}, budget {BUDGET})");
     assert!(largest <= BOUND);
