@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use composite::ap::{ApImage, Encoded};
 use composite::comm::{Comm, Mpi, Single};
 use composite::cpu;
@@ -22,18 +22,6 @@ use kit::{Backend, CommonArgs};
 mod records;
 
 use records::{BlendReport, DecodeReport, EncodeReport, Rendered};
-
-#[derive(Parser)]
-#[command(
-    name = "composite",
-    version,
-    propagate_version = true,
-    about = "Sort-last compositing with GPU Active Pixel encoding, over MPI"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(Subcommand)]
 enum Command {
@@ -387,8 +375,8 @@ fn print_fields(value: serde_json::Value) {
     kit::emit(&kit::report::Fields(value), &[]);
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Encode(args) => encode(args),
         Command::Decode(args) => decode(args),
         Command::Blend(args) => blend(args),
@@ -400,5 +388,6 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
-    kit::main(env!("CARGO_PKG_VERSION"), run)
+    let app = clap::Command::new("composite").about("Sort-last compositing with GPU Active Pixel encoding, over MPI");
+    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
 }

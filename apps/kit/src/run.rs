@@ -31,7 +31,28 @@ fn flag<T: Clone + Send + Sync + 'static>(m: &ArgMatches, id: &str) -> Option<T>
 /// Runs a binary: parses `C` from the command line, sets up the envelope, the progress bars
 /// and the memory budget from the shared flags, runs `run`, and reports its error.
 pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyhow::Result<()>) -> ExitCode {
-    let command = C::command();
+    drive(C::command(), version, run)
+}
+
+/// Runs a binary whose work is all in the subcommands `C` (`mad score`, `composite blend`),
+/// as [`main`] does. `app` names the binary and says what it does (`--help`); one subcommand
+/// is required, and `--version` (on every subcommand too) prints `version`.
+pub fn main_subcommands<C: clap::Subcommand>(
+    app: clap::Command,
+    version: &'static str,
+    run: impl FnOnce(C) -> anyhow::Result<()>,
+) -> ExitCode {
+    // What clap's derive gives a `Parser` struct holding only `#[command(subcommand)]`.
+    let app = app.version(version).propagate_version(true).subcommand_required(true).arg_required_else_help(true);
+    drive(C::augment_subcommands(app), version, run)
+}
+
+/// [`main`] of the command line `command`, from which `C` is read.
+fn drive<C: clap::FromArgMatches>(
+    command: clap::Command,
+    version: &'static str,
+    run: impl FnOnce(C) -> anyhow::Result<()>,
+) -> ExitCode {
     let binary: &'static str = Box::leak(command.get_name().to_string().into_boxed_str());
     let matches = match command.clone().try_get_matches() {
         Ok(m) => m,

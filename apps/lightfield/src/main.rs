@@ -9,23 +9,11 @@ mod viewer;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use lightfield::codes::MIN_EPSILON;
 use lightfield::dictionary::MAX_DICTIONARIES;
 use lightfield::patch::PatchShape;
 use lightfield::views::Depth;
-
-#[derive(Parser)]
-#[command(
-    name = "lightfield",
-    version,
-    propagate_version = true,
-    about = "Dictionary-ensemble light-field codec (train, encode on the GPU, decode)"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
 
 /// `--json` and `--max-memory` for the commands that read or write files without a GPU.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -302,11 +290,13 @@ fn parse_epsilon(text: &str) -> Result<f32, String> {
 }
 
 fn main() -> ExitCode {
-    kit::main(env!("CARGO_PKG_VERSION"), run)
+    let app = clap::Command::new("lightfield")
+        .about("Dictionary-ensemble light-field codec (train, encode on the GPU, decode)");
+    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+fn run(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Train {
             input,
             dictionaries,

@@ -4,22 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use kit::CommonArgs;
 use mad::gpu::GpuMad;
 use mad::report::ScoreReport;
-
-#[derive(Parser)]
-#[command(
-    name = "mad",
-    version,
-    propagate_version = true,
-    about = "The Most Apparent Distortion image quality metric (Larson & Chandler 2010), exact, on the GPU"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(Subcommand)]
 enum Command {
@@ -255,8 +243,8 @@ fn correlate(scores: &Path, subjective: &Path, column: Option<&str>) -> Result<(
     Ok(())
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Score { reference, distorted, maps, split_stages, common } => {
             score(&reference, &distorted, maps.as_deref(), split_stages, &common)
         }
@@ -284,5 +272,7 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    kit::main(env!("CARGO_PKG_VERSION"), run)
+    let app = clap::Command::new("mad")
+        .about("The Most Apparent Distortion image quality metric (Larson & Chandler 2010), exact, on the GPU");
+    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
 }

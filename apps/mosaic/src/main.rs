@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use kit::Backend;
 use mosaic::compose;
 use mosaic::index::{self, IndexParams};
@@ -16,18 +16,6 @@ use mosaic::DistanceMatrix;
 
 use cli::args::{BenchCmd, BuildArgs, DemoArgs, DistanceArgs, IndexArgs, SolveArgs};
 use cli::report::{BuildReport, CellTile, DistanceReport, IndexReport, SolveReport};
-
-#[derive(Parser)]
-#[command(
-    name = "mosaic",
-    version,
-    propagate_version = true,
-    about = "Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(Subcommand)]
 enum Command {
@@ -60,11 +48,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    kit::main(env!("CARGO_PKG_VERSION"), run)
+    let app = clap::Command::new("mosaic")
+        .about("Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact");
+    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Solve(args) => cmd_solve(args),
         Command::Distance(args) => cmd_distance(args),
         Command::Build(args) => cmd_build(args),

@@ -10,24 +10,11 @@ mod viewer;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::Subcommand;
 use fit_command::{FitSettings, Kernels};
 use smoe::fit::Init;
 use smoe::gpu::{Cull, Mode};
 use smoe::refine::RefineOptions;
-
-#[derive(Parser)]
-#[command(
-    name = "smoe",
-    version,
-    propagate_version = true,
-    about = "Steered Mixture-of-Experts: fit, render, convert and view models",
-    after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe render photo.json --out big.png --size 3840x2160\n  smoe convert photo.json photo.smoe"
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
 
 #[derive(Subcommand)]
 enum Command {
@@ -191,11 +178,14 @@ fn parse_kernels(text: &str) -> Result<usize, String> {
 }
 
 fn main() -> std::process::ExitCode {
-    kit::main(env!("CARGO_PKG_VERSION"), run)
+    let app = clap::Command::new("smoe")
+        .about("Steered Mixture-of-Experts: fit, render, convert and view models")
+        .after_help("Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe render photo.json --out big.png --size 3840x2160\n  smoe convert photo.json photo.smoe");
+    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
 }
 
-fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Render { model, out, size, view, mode, cull, tile, window, common } => {
             let gpu = commands::GpuRender { mode, cull, tile, window };
             commands::render(&model, &out, size, view, gpu, &common)
