@@ -217,7 +217,7 @@ pub fn point(
         kernel: kernel.name(),
         params: config.clone(),
         size,
-        unit: kernel.unit(),
+        unit: kernel.sizes().unit,
         median_ms,
         min_ms: m.times_ms.iter().copied().fold(f64::INFINITY, f64::min),
         repeats: m.times_ms.len(),

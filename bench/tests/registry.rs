@@ -19,7 +19,7 @@ fn every_registered_kernel_sweeps_two_points_and_passes_its_check() {
     for kernel in kernels {
         let start = Instant::now();
         let config = Config(kernel.params().iter().map(|p| (p.key, p.default)).collect());
-        for size in kernel.tiny() {
+        for size in kernel.sizes().tiny {
             let p = point(&mut device, kernel, &config, size, reps)
                 .unwrap_or_else(|e| panic!("{} {} at {size}: {e}", kernel.name(), config.label()));
             assert!(p.check_passed, "{} at {size}: error {} over {}", kernel.name(), p.max_error, p.tolerance);

@@ -89,7 +89,7 @@ struct KernelEntry {
     about: &'static str,
     unit: &'static str,
     params: Vec<Param>,
-    sizes: Vec<u64>,
+    sizes: &'static [u64],
 }
 
 impl std::fmt::Display for KernelEntry {
@@ -162,9 +162,9 @@ fn run(cli: Cli) -> Result<()> {
                 &KernelEntry {
                     kernel: k.name(),
                     about: k.about(),
-                    unit: k.unit(),
+                    unit: k.sizes().unit,
                     params: k.params(),
-                    sizes: k.sizes(),
+                    sizes: k.sizes().default,
                 },
                 &[],
             );
@@ -257,16 +257,17 @@ fn chosen_values(kernel: &dyn Kernel, cli: &Cli, all: bool) -> Result<Vec<Vec<u3
 }
 
 fn chosen_sizes(kernel: &dyn Kernel, cli: &Cli) -> Result<Vec<u64>> {
-    let sizes = if cli.sizes.is_empty() { kernel.sizes() } else { cli.sizes.clone() };
+    let accepted = kernel.sizes();
+    let sizes = if cli.sizes.is_empty() { accepted.default.to_vec() } else { cli.sizes.clone() };
     for &s in &sizes {
-        if s > kernel.max_size() {
-            bail!("--sizes {s}: {} takes at most {} {}", kernel.name(), kernel.max_size(), kernel.unit());
+        if s > accepted.max {
+            bail!("--sizes {s}: {} takes at most {} {}", kernel.name(), accepted.max, accepted.unit);
         }
     }
     if let Some(&largest) = sizes.iter().max() {
         kit::budget::check(
             kernel.footprint(largest),
-            format!("sweep {} at {largest} {}", kernel.name(), kernel.unit()),
+            format!("sweep {} at {largest} {}", kernel.name(), accepted.unit),
         )?;
     }
     Ok(sizes)

@@ -8,7 +8,7 @@ use composite::frame::Frame;
 use composite::gpu::encode::{EncodeConfig, GpuEncoder};
 use engine::{Context, Result};
 
-use super::{pattern, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{pattern, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Pass::Count, &Pass::Scatter];
 
@@ -66,17 +66,8 @@ impl Kernel for Pass {
             Param::new("batch", &[4, 8, 16], 4, "pixels per lane ap_scatter loads at once"),
         ]
     }
-    fn unit(&self) -> &'static str {
-        "pixels (edge)"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![2160, 4320]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [61, 97]
-    }
-    fn max_size(&self) -> u64 {
-        16384
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "pixels (edge)", default: &[2160, 4320], tiny: [61, 97], max: 16384 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Colour and depth, host and device, and two payloads of up to 3 words per pixel.

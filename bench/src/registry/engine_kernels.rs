@@ -4,7 +4,7 @@
 use engine::prims::{fft, reduce, scan, sort};
 use engine::{Context, Location, Result};
 
-use super::{pattern, time, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{pattern, time, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 7] = [&Copy, &Read(1), &Read(4), &Scan, &Sort, &RowSums, &Fft];
 
@@ -43,17 +43,8 @@ impl Kernel for Copy {
     fn params(&self) -> Vec<Param> {
         workgroup(&PROBE_WORKGROUPS, 256)
     }
-    fn unit(&self) -> &'static str {
-        "elements"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1 << 20, 16 << 20, 64 << 20]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [1000, 4096]
-    }
-    fn max_size(&self) -> u64 {
-        MAX_ELEMENTS
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "elements", default: &[1 << 20, 16 << 20, 64 << 20], tiny: [1000, 4096], max: MAX_ELEMENTS }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host source and copy back, device source and destination.
@@ -102,17 +93,8 @@ impl Kernel for Read {
     fn params(&self) -> Vec<Param> {
         Copy.params()
     }
-    fn unit(&self) -> &'static str {
-        "words"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        Copy.sizes()
-    }
-    fn tiny(&self) -> [u64; 2] {
-        Copy.tiny()
-    }
-    fn max_size(&self) -> u64 {
-        Copy.max_size()
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "words", ..Copy.sizes() }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host and device source; one output word per invocation, at most one per 16 loads
@@ -188,19 +170,15 @@ impl Kernel for Scan {
         ));
         params
     }
-    fn unit(&self) -> &'static str {
-        "elements"
-    }
-    fn sizes(&self) -> Vec<u64> {
+    fn sizes(&self) -> Sizes {
         // 2^28 is prims-bench's size, where the 80%-of-copy goal is judged; the summed time
         // that --tune minimises is dominated by it.
-        vec![1 << 20, 16 << 20, 64 << 20, 256 << 20]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [1000, 5000]
-    }
-    fn max_size(&self) -> u64 {
-        MAX_ELEMENTS
+        Sizes {
+            unit: "elements",
+            default: &[1 << 20, 16 << 20, 64 << 20, 256 << 20],
+            tiny: [1000, 5000],
+            max: MAX_ELEMENTS,
+        }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host input and result, device input and output, and a scratch shorter than the input.
@@ -239,17 +217,8 @@ impl Kernel for Sort {
     fn params(&self) -> Vec<Param> {
         workgroup(sort::WORKGROUP_SIZES, sort::DEFAULT_WORKGROUP)
     }
-    fn unit(&self) -> &'static str {
-        "pairs"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1 << 20, 16 << 20]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [1000, 5000]
-    }
-    fn max_size(&self) -> u64 {
-        MAX_ELEMENTS / 2
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "pairs", default: &[1 << 20, 16 << 20], tiny: [1000, 5000], max: MAX_ELEMENTS / 2 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host keys, values and results; device keys, values, their ping-pong copies, and
@@ -301,17 +270,8 @@ impl Kernel for RowSums {
     fn params(&self) -> Vec<Param> {
         workgroup(reduce::WORKGROUP_SIZES, reduce::DEFAULT_WORKGROUP)
     }
-    fn unit(&self) -> &'static str {
-        "elements"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1 << 20, 16 << 20, 64 << 20]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [1024, 8192]
-    }
-    fn max_size(&self) -> u64 {
-        MAX_ELEMENTS
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "elements", default: &[1 << 20, 16 << 20, 64 << 20], tiny: [1024, 8192], max: MAX_ELEMENTS }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host and device matrix (at least one row of 1024) and the row sums.
@@ -374,18 +334,9 @@ impl Kernel for Fft {
             ),
         ]
     }
-    fn unit(&self) -> &'static str {
-        "edge"
-    }
-    fn sizes(&self) -> Vec<u64> {
+    fn sizes(&self) -> Sizes {
         // 1080 = 2^3 3^3 5 takes the mixed-radix kernel, the others the power-of-two one.
-        vec![512, 1024, 1080, 2048]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [16, 30]
-    }
-    fn max_size(&self) -> u64 {
-        8192
+        Sizes { unit: "edge", default: &[512, 1024, 1080, 2048], tiny: [16, 30], max: 8192 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Host input (f32 and f64 copies) and result, device data and scratch.

@@ -12,7 +12,7 @@ use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::patch::PatchShape;
 
-use super::{unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Codec::Encode, &Codec::Decode];
 
@@ -62,17 +62,8 @@ impl Kernel for Codec {
         let values = kit::tuning::accepted(self.name(), "workgroup").expect("kit::tuning::READ lists both");
         vec![Param::new("workgroup", values, 256, "invocations per patch (GpuCodec::with_workgroup)")]
     }
-    fn unit(&self) -> &'static str {
-        "patches"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![4096, 16384]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [3, 8]
-    }
-    fn max_size(&self) -> u64 {
-        1 << 20
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "patches", default: &[4096, 16384], tiny: [3, 8], max: 1 << 20 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // Samples in and out, host and device, and the codes (at most T per patch).

@@ -7,7 +7,7 @@ use engine::{Context, Result};
 use mad::gpu::GpuMad;
 use mad::synth::{distort, scene, Distortion};
 
-use super::{Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Strategy::Detection, &Strategy::Appearance];
 
@@ -45,17 +45,8 @@ impl Kernel for Strategy {
     fn params(&self) -> Vec<Param> {
         Vec::new()
     }
-    fn unit(&self) -> &'static str {
-        "pixels (edge)"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![512, 1024, 2048]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [40, 64]
-    }
-    fn max_size(&self) -> u64 {
-        8192
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "pixels (edge)", default: &[512, 1024, 2048], tiny: [40, 64], max: 8192 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // The pair and the CPU reference's 20 subbands of both images in f64, and as much

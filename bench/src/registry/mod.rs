@@ -121,20 +121,28 @@ pub struct Reps {
     pub warm_up: std::time::Duration,
 }
 
+/// The problem sizes of a kernel: what one counts, which a sweep runs, which the tests run
+/// and how large one may be.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    /// What a problem size counts (`elements`, `pixels`, `tiles`, ...).
+    pub unit: &'static str,
+    /// Sizes a sweep runs when none are given: the sizes users run.
+    pub default: &'static [u64],
+    /// Two small sizes for the lavapipe tests.
+    pub tiny: [u64; 2],
+    /// Largest size accepted.
+    pub max: u64,
+}
+
 /// A kernel `sweep` can run over a parameter grid and problem sizes.
 pub trait Kernel: Sync {
     /// `app.kernel`.
     fn name(&self) -> &'static str;
     fn about(&self) -> &'static str;
     fn params(&self) -> Vec<Param>;
-    /// What a problem size counts (`elements`, `pixels`, `tiles`, ...).
-    fn unit(&self) -> &'static str;
-    /// Sizes a sweep runs when none are given: the sizes users run.
-    fn sizes(&self) -> Vec<u64>;
-    /// Two small sizes for the lavapipe tests.
-    fn tiny(&self) -> [u64; 2];
-    /// Largest size accepted.
-    fn max_size(&self) -> u64;
+    /// The problem sizes it runs at.
+    fn sizes(&self) -> Sizes;
     /// Bytes a run at `size` allocates at most, host and device together.
     fn footprint(&self, size: u64) -> u64;
     /// Whether runs name a shader (for registers, shared memory and occupancy).

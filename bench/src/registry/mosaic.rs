@@ -12,9 +12,13 @@ use mosaic::softassign::cpu::CpuSoftAssign;
 use mosaic::softassign::gpu::{GpuSoftAssign, Kernel as SoftAssignKernel};
 use mosaic::softassign::SoftAssignParams;
 
-use super::{time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 4] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &AtomicSinkhorn, &Distance];
+
+/// The square problems (as many patches as tiles) the Sinkhorn passes and the distances
+/// run at.
+const SQUARE: Sizes = Sizes { unit: "patches = tiles", default: &[1024, 4096, 8192], tiny: [48, 100], max: 1 << 15 };
 
 /// Colour cells per region (the app's default grid is 4 x 4, 48 values).
 const CELLS: (usize, usize) = (4, 4);
@@ -61,17 +65,8 @@ impl Kernel for Sinkhorn {
     fn params(&self) -> Vec<Param> {
         Vec::new()
     }
-    fn unit(&self) -> &'static str {
-        "patches = tiles"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1024, 4096, 8192]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [48, 100]
-    }
-    fn max_size(&self) -> u64 {
-        1 << 15
+    fn sizes(&self) -> Sizes {
+        SQUARE
     }
     fn footprint(&self, size: u64) -> u64 {
         // D in f64 and f32 on the host, f32 on the device, and the partial sums.
@@ -155,17 +150,8 @@ impl Kernel for AtomicSinkhorn {
             Param::new("blocks", &[64, 128, 132, 256], 128, "row blocks, one workgroup each (the grid)"),
         ]
     }
-    fn unit(&self) -> &'static str {
-        "patches = tiles"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1024, 2048, 4096]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [48, 260]
-    }
-    fn max_size(&self) -> u64 {
-        1 << 15
+    fn sizes(&self) -> Sizes {
+        Sizes { default: &[1024, 2048, 4096], tiny: [48, 260], ..SQUARE }
     }
     fn footprint(&self, size: u64) -> u64 {
         // D in f64 and f32 on the host, f32 on the device, and the CPU twin's matrix.
@@ -233,17 +219,8 @@ impl Kernel for Distance {
             "invocations per workgroup (specialization constant 0)",
         )]
     }
-    fn unit(&self) -> &'static str {
-        "patches = tiles"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![1024, 4096, 8192]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [48, 100]
-    }
-    fn max_size(&self) -> u64 {
-        1 << 15
+    fn sizes(&self) -> Sizes {
+        SQUARE
     }
     fn footprint(&self, size: u64) -> u64 {
         // D in f64 (reference) and f32 on the host and the device.

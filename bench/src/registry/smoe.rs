@@ -6,7 +6,7 @@ use engine::{Context, Result};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::Model;
 
-use super::{time_pass, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader};
+use super::{time_pass, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Render, &Bin];
 
@@ -75,17 +75,8 @@ impl Kernel for Render {
     fn params(&self) -> Vec<Param> {
         vec![Param::new("block", blocks(), 16, "tile edge in pixels; the workgroup is min(block, 16) squared")]
     }
-    fn unit(&self) -> &'static str {
-        "pixels (edge)"
-    }
-    fn sizes(&self) -> Vec<u64> {
-        vec![512, 1024, 2048]
-    }
-    fn tiny(&self) -> [u64; 2] {
-        [32, 48]
-    }
-    fn max_size(&self) -> u64 {
-        8192
+    fn sizes(&self) -> Sizes {
+        Sizes { unit: "pixels (edge)", default: &[512, 1024, 2048], tiny: [32, 48], max: 8192 }
     }
     fn footprint(&self, size: u64) -> u64 {
         // The scene, the f32 rendering, and the GPU's output and lists.
@@ -119,17 +110,8 @@ impl Kernel for Bin {
         vec![Param::new("block", blocks(), 16, "tile edge in pixels (sets the number of tiles to bin into)")]
     }
     // Binning runs inside the render at the same sizes.
-    fn unit(&self) -> &'static str {
-        Render.unit()
-    }
-    fn sizes(&self) -> Vec<u64> {
+    fn sizes(&self) -> Sizes {
         Render.sizes()
-    }
-    fn tiny(&self) -> [u64; 2] {
-        Render.tiny()
-    }
-    fn max_size(&self) -> u64 {
-        Render.max_size()
     }
     fn footprint(&self, size: u64) -> u64 {
         Render.footprint(size)
