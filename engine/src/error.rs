@@ -29,13 +29,20 @@ pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 /// Turns a `vk::Result` into an [`EngineError::Vulkan`] naming the call.
 pub(crate) trait VkContext<T> {
     fn vk(self, call: &'static str) -> Result<T>;
+    /// [`VkContext::vk`] for a call creating an object of `bytes` for `what`: running out
+    /// of memory names those instead of the call.
+    fn vk_creating(self, call: &'static str, bytes: u64, what: &str) -> Result<T>;
 }
 
 impl<T> VkContext<T> for std::result::Result<T, vk::Result> {
     fn vk(self, call: &'static str) -> Result<T> {
+        self.vk_creating(call, 0, call)
+    }
+
+    fn vk_creating(self, call: &'static str, bytes: u64, what: &str) -> Result<T> {
         self.map_err(|result| match result {
             vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
-                EngineError::OutOfMemory { bytes: 0, what: call.to_string() }
+                EngineError::OutOfMemory { bytes, what: what.into() }
             }
             result => EngineError::Vulkan { call, result },
         })

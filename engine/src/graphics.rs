@@ -120,12 +120,7 @@ impl Context {
             .initial_layout(vk::ImageLayout::UNDEFINED);
         let device = &self.shared.device;
         let bytes = width as u64 * height as u64 * 4;
-        let raw = unsafe { device.create_image(&info, None) }.map_err(|e| match e {
-            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
-                EngineError::OutOfMemory { bytes, what: what.into() }
-            }
-            result => EngineError::Vulkan { call: "vkCreateImage", result },
-        })?;
+        let raw = unsafe { device.create_image(&info, None) }.vk_creating("vkCreateImage", bytes, what)?;
         let requirements = unsafe { device.get_image_memory_requirements(raw) };
         let memory =
             match MemoryBlock::allocate(&self.shared, requirements, MemoryLocation::GpuOnly, false, what, bytes) {

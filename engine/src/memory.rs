@@ -203,12 +203,7 @@ impl Context {
             info.sharing_mode(vk::SharingMode::EXCLUSIVE)
         };
         let device = &self.shared.device;
-        let raw = unsafe { device.create_buffer(&info, None) }.map_err(|e| match e {
-            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY => {
-                EngineError::OutOfMemory { bytes, what: what.into() }
-            }
-            result => EngineError::Vulkan { call: "vkCreateBuffer", result },
-        })?;
+        let raw = unsafe { device.create_buffer(&info, None) }.vk_creating("vkCreateBuffer", bytes, what)?;
         let requirements = unsafe { device.get_buffer_memory_requirements(raw) };
         let bound = MemoryBlock::allocate(&self.shared, requirements, location.memory(), true, what, bytes).and_then(
             |memory| {
