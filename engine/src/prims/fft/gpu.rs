@@ -71,16 +71,37 @@ impl FftConfig {
     }
 }
 
+/// The head every FFT kernel's push constants share: how the lines of one axis lie in
+/// memory ([`Lines`] in u32).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+struct LinesLayout {
+    n: u32,
+    lines: u32,
+    lines_per_image: u32,
+    image_stride: u32,
+    line_stride: u32,
+    elem_stride: u32,
+}
+
+impl From<&Lines> for LinesLayout {
+    fn from(lines: &Lines) -> LinesLayout {
+        LinesLayout {
+            n: lines.len as u32,
+            lines: lines.count as u32,
+            lines_per_image: lines.per_image as u32,
+            image_stride: lines.image_stride as u32,
+            line_stride: lines.line_stride as u32,
+            elem_stride: lines.elem_stride as u32,
+        }
+    }
+}
+
 /// Push constants of `fft_lines.comp` (same order).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct LinesPush {
-    pub(super) n: u32,
-    pub(super) lines: u32,
-    pub(super) lines_per_image: u32,
-    pub(super) image_stride: u32,
-    pub(super) line_stride: u32,
-    pub(super) elem_stride: u32,
+    layout: LinesLayout,
     pub(super) inverse: u32,
     pub(super) twiddle_at: u32,
     pub(super) chirp_at: u32,
@@ -91,19 +112,7 @@ pub(super) struct LinesPush {
 impl LinesPush {
     /// A forward transform of `lines`, with its tables at the given offsets (0 where unused).
     pub(super) fn forward(lines: &Lines, twiddle_at: u32, chirp_at: u32, kernel_at: u32) -> LinesPush {
-        LinesPush {
-            n: lines.len as u32,
-            lines: lines.count as u32,
-            lines_per_image: lines.per_image as u32,
-            image_stride: lines.image_stride as u32,
-            line_stride: lines.line_stride as u32,
-            elem_stride: lines.elem_stride as u32,
-            inverse: 0,
-            twiddle_at,
-            chirp_at,
-            kernel_at,
-            scale: 1.0,
-        }
+        LinesPush { layout: lines.into(), inverse: 0, twiddle_at, chirp_at, kernel_at, scale: 1.0 }
     }
 }
 
@@ -111,12 +120,7 @@ impl LinesPush {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
 pub(super) struct LongPush {
-    n: u32,
-    lines: u32,
-    lines_per_image: u32,
-    image_stride: u32,
-    line_stride: u32,
-    elem_stride: u32,
+    layout: LinesLayout,
     scratch_line: u32,
     scratch_elem: u32,
     log2_total: u32,
@@ -495,12 +499,7 @@ fn long(ctx: &Context, lines: &Lines, limits: &Limits, table: &mut Vec<[f32; 2]>
         .map(|&stage| {
             let shape = if stage == 1 { &shape_b } else { &shape_ac };
             let push = LongPush {
-                n: n as u32,
-                lines: lines.count as u32,
-                lines_per_image: lines.per_image as u32,
-                image_stride: lines.image_stride as u32,
-                line_stride: lines.line_stride as u32,
-                elem_stride: lines.elem_stride as u32,
+                layout: lines.into(),
                 scratch_line: scratch_line as u32,
                 scratch_elem: scratch_elem as u32,
                 log2_total: log2m,
