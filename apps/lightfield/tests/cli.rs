@@ -3,11 +3,15 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn lightfield(args: &[&str]) -> Output {
+/// An argument list: `&str`s, or the `String`s of [`encode`].
+trait Arg: AsRef<std::ffi::OsStr> + std::fmt::Debug {}
+impl<T: AsRef<std::ffi::OsStr> + std::fmt::Debug> Arg for T {}
+
+fn lightfield(args: &[impl Arg]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lightfield")).args(args).output().expect("run lightfield")
 }
 
-fn ok(args: &[&str]) -> String {
+fn ok(args: &[impl Arg]) -> String {
     let out = lightfield(args);
     assert!(out.status.success(), "lightfield {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
@@ -15,7 +19,7 @@ fn ok(args: &[&str]) -> String {
 
 /// Runs a command that must fail cleanly: non-zero exit, an error message naming `needle`,
 /// no panic.
-fn fails(args: &[&str], needle: &str) {
+fn fails(args: &[impl Arg], needle: &str) {
     let out = lightfield(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "lightfield {args:?} should fail");
@@ -31,6 +35,18 @@ fn json(line: &str) -> serde_json::Value {
     serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
+/// Trains `dictionaries` dictionaries of `patch` on `input` into `out`, with the flags `extra`.
+fn train(input: &str, dictionaries: &str, patch: &str, out: &str, extra: &[&str]) -> String {
+    ok(&[&["train", "--input", input, "--dictionaries", dictionaries, "--patch", patch, "--out", out], extra].concat())
+}
+
+/// The arguments that encode `input` with the dictionaries `dict` into `out` at `sparsity`
+/// and `epsilon`, with the flags `extra`.
+fn encode(input: &str, dict: &str, sparsity: &str, epsilon: &str, out: &str, extra: &[&str]) -> Vec<String> {
+    let args = ["encode", "--input", input, "--dict", dict, "--sparsity", sparsity, "--epsilon", epsilon, "--out", out];
+    args.iter().chain(extra).map(|a| a.to_string()).collect()
+}
+
 #[test]
 fn generate_train_encode_decode_info() {
     let dir = tempfile::tempdir().unwrap();
@@ -38,38 +54,11 @@ fn generate_train_encode_decode_info() {
     ok(&["generate", "--out", &p(d, "train.npy"), "--views", "4x4", "--size", "30x25", "--seed", "1"]);
     // 5 x 3 views of 22 x 17 pixels: padded along every axis by the 5x5x4x4 patch.
     ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "5x3", "--size", "22x17", "--seed", "2"]);
-    let train = ok(&[
-        "train",
-        "--input",
-        &p(d, "train.npy"),
-        "--dictionaries",
-        "3",
-        "--patch",
-        "5x5x4x4",
-        "--out",
-        &p(d, "d.lfd"),
-        "--iterations",
-        "1",
-        "--json",
-    ]);
-    assert!(train.lines().all(|l| json(l).is_object()));
+    let trained = train(&p(d, "train.npy"), "3", "5x5x4x4", &p(d, "d.lfd"), &["--iterations", "1", "--json"]);
+    assert!(trained.lines().all(|l| json(l).is_object()));
     let enc = |backend: &str, out: &str| {
-        json(&ok(&[
-            "encode",
-            "--input",
-            &p(d, "lf.npy"),
-            "--dict",
-            &p(d, "d.lfd"),
-            "--sparsity",
-            "900",
-            "--epsilon",
-            "0.01",
-            "--out",
-            &p(d, out),
-            "--backend",
-            backend,
-            "--json",
-        ]))
+        let (lf, dict) = (p(d, "lf.npy"), p(d, "d.lfd"));
+        json(&ok(&encode(&lf, &dict, "900", "0.01", &p(d, out), &["--backend", backend, "--json"])))
     };
     let gpu = enc("gpu", "gpu.lfc");
     let cpu = enc("cpu", "cpu.lfc");
@@ -109,41 +98,12 @@ fn bad_inputs_fail_with_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "4x4", "--size", "20x15", "--seed", "3"]);
-    ok(&[
-        "train",
-        "--input",
-        &p(d, "lf.npy"),
-        "--dictionaries",
-        "2",
-        "--patch",
-        "5x5x4x4",
-        "--out",
-        &p(d, "d.lfd"),
-        "--iterations",
-        "1",
-        "--backend",
-        "cpu",
-    ]);
-    let encode = |input: &str, dict: &str, out: &str| {
-        vec![
-            "encode".to_string(),
-            "--input".into(),
-            input.into(),
-            "--dict".into(),
-            dict.into(),
-            "--sparsity".into(),
-            "300".into(),
-            "--epsilon".into(),
-            "0.02".into(),
-            "--out".into(),
-            out.into(),
-            "--backend".into(),
-            "cpu".into(),
-        ]
+    train(&p(d, "lf.npy"), "2", "5x5x4x4", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
+    let encode_at = |sparsity: &str, input: &str, dict: &str, out: &str| {
+        encode(input, dict, sparsity, "0.02", out, &["--backend", "cpu"])
     };
-    let run_fail =
-        |args: Vec<String>, needle: &str| fails(&args.iter().map(String::as_str).collect::<Vec<_>>(), needle);
-    ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "x.lfc")).iter().map(String::as_str).collect::<Vec<_>>());
+    let enc = |input: &str, dict: &str, out: &str| encode_at("300", input, dict, out);
+    ok(&enc(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "x.lfc")));
     let lfc = std::fs::read(d.join("x.lfc")).unwrap();
     let lfd = std::fs::read(d.join("d.lfd")).unwrap();
 
@@ -162,35 +122,31 @@ fn bad_inputs_fail_with_clear_errors() {
 
     // Truncated dictionary file.
     std::fs::write(d.join("cut.lfd"), &lfd[..lfd.len() / 2]).unwrap();
-    run_fail(encode(&p(d, "lf.npy"), &p(d, "cut.lfd"), &p(d, "y.lfc")), "checksum");
+    fails(&enc(&p(d, "lf.npy"), &p(d, "cut.lfd"), &p(d, "y.lfc")), "checksum");
 
     // NaN, wrong shape, wrong colour count, out-of-range floats.
     let mut data = kit::npy::read(&d.join("lf.npy")).unwrap().data;
     data[123] = f32::NAN;
     kit::npy::write_f32(&d.join("nan.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
-    run_fail(encode(&p(d, "nan.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "NaN");
+    fails(&enc(&p(d, "nan.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "NaN");
     data[123] = 0.5;
     kit::npy::write_f32(&d.join("rank4.npy"), &[16, 15, 20, 3], &data).unwrap();
-    run_fail(encode(&p(d, "rank4.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "not (U, V, H, W, 3)");
+    fails(&enc(&p(d, "rank4.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "not (U, V, H, W, 3)");
     kit::npy::write_f32(&d.join("rgba.npy"), &[4, 4, 15, 15, 4], &data[..14400]).unwrap();
-    run_fail(encode(&p(d, "rgba.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "last axis must be 3");
+    fails(&enc(&p(d, "rgba.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "last axis must be 3");
     data[5] = 2.0;
     kit::npy::write_f32(&d.join("range.npy"), &[4, 4, 15, 20, 3], &data).unwrap();
-    run_fail(encode(&p(d, "range.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "[0, 1]");
+    fails(&enc(&p(d, "range.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "[0, 1]");
     assert!(!d.join("y.lfc").exists());
 
     // Parameters, folders without a grid, overwriting an input.
-    let mut args = encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc"));
-    args[6] = "0".into();
-    run_fail(args, "must be at least 1");
-    let mut args = encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc"));
-    args[6] = "100000".into();
-    run_fail(args, "--sparsity");
-    run_fail(encode(d.to_str().unwrap(), &p(d, "d.lfd"), &p(d, "y.lfc")), "--grid");
+    fails(&encode_at("0", &p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "must be at least 1");
+    fails(&encode_at("100000", &p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "--sparsity");
+    fails(&enc(d.to_str().unwrap(), &p(d, "d.lfd"), &p(d, "y.lfc")), "--grid");
     // Inputs are read by content, so an .npy named .lfc is an input the output must not be.
     std::fs::copy(d.join("lf.npy"), d.join("npy.lfc")).unwrap();
-    run_fail(encode(&p(d, "npy.lfc"), &p(d, "d.lfd"), &p(d, "npy.lfc")), "refusing to overwrite");
-    run_fail(encode(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "lf.npy")), "must be one of .lfc");
+    fails(&enc(&p(d, "npy.lfc"), &p(d, "d.lfd"), &p(d, "npy.lfc")), "refusing to overwrite");
+    fails(&enc(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "lf.npy")), "must be one of .lfc");
     fails(
         &["train", "--input", &p(d, "lf.npy"), "--dictionaries", "2", "--patch", "5x5x9", "--out", &p(d, "e.lfd")],
         "patch",
@@ -211,58 +167,11 @@ fn folder_of_views_trains_and_encodes() {
         }
     }
     let vdir = views.to_str().unwrap();
-    ok(&[
-        "train",
-        "--input",
-        vdir,
-        "--grid",
-        "2x3",
-        "--dictionaries",
-        "2",
-        "--patch",
-        "4x4x2x3",
-        "--out",
-        &p(d, "d.lfd"),
-        "--iterations",
-        "1",
-        "--backend",
-        "cpu",
-    ]);
-    let enc = json(&ok(&[
-        "encode",
-        "--input",
-        vdir,
-        "--grid",
-        "2x3",
-        "--dict",
-        &p(d, "d.lfd"),
-        "--sparsity",
-        "144",
-        "--epsilon",
-        "0.01",
-        "--out",
-        &p(d, "x.lfc"),
-        "--json",
-    ]));
+    let dict = p(d, "d.lfd");
+    train(vdir, "2", "4x4x2x3", &dict, &["--grid", "2x3", "--iterations", "1", "--backend", "cpu"]);
+    let enc = json(&ok(&encode(vdir, &dict, "144", "0.01", &p(d, "x.lfc"), &["--grid", "2x3", "--json"])));
     assert_eq!(enc["patches"], 12);
-    fails(
-        &[
-            "encode",
-            "--input",
-            vdir,
-            "--grid",
-            "3x3",
-            "--dict",
-            &p(d, "d.lfd"),
-            "--sparsity",
-            "144",
-            "--epsilon",
-            "0.01",
-            "--out",
-            &p(d, "y.lfc"),
-        ],
-        "--grid says 3x3",
-    );
+    fails(&encode(vdir, &dict, "144", "0.01", &p(d, "y.lfc"), &["--grid", "3x3"]), "--grid says 3x3");
 }
 
 #[test]
@@ -312,22 +221,8 @@ fn version_help_and_outputs_checked_before_work() {
 /// Encodes a tiny light field on the CPU into `d/x.lfc` (with `d/lf.npy`, `d/d.lfd`).
 fn tiny_lfc(d: &Path) -> Vec<u8> {
     ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "2x2", "--size", "10x9", "--seed", "4"]);
-    ok(&[
-        "train",
-        "--input",
-        &p(d, "lf.npy"),
-        "--dictionaries",
-        "2",
-        "--patch",
-        "3x3x2x2",
-        "--out",
-        &p(d, "d.lfd"),
-        "--backend",
-        "cpu",
-    ]);
-    let args = ["--sparsity", "60", "--epsilon", "0.01", "--backend", "cpu"];
-    ok(&[&["encode", "--input", &p(d, "lf.npy"), "--dict", &p(d, "d.lfd"), "--out", &p(d, "x.lfc")], &args[..]]
-        .concat());
+    train(&p(d, "lf.npy"), "2", "3x3x2x2", &p(d, "d.lfd"), &["--backend", "cpu"]);
+    ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "60", "0.01", &p(d, "x.lfc"), &["--backend", "cpu"]));
     std::fs::read(d.join("x.lfc")).unwrap()
 }
 
@@ -436,28 +331,26 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     tiny_lfc(d);
-    let encode = |sparsity: &str, extra: &[&str]| {
+    let encode_at = |sparsity: &str, extra: &[&str]| {
         let (input, dict, out) = (p(d, "lf.npy"), p(d, "d.lfd"), p(d, "s.lfc"));
-        let base = ["encode", "--input", &input, "--dict", &dict, "--epsilon", "0.002", "--out", &out];
-        let args = [&base[..], &["--sparsity", sparsity, "--backend", "cpu"], extra].concat();
-        lightfield(&args)
+        lightfield(&encode(&input, &dict, sparsity, "0.002", &out, &[&["--backend", "cpu"], extra].concat()))
     };
     // One coefficient per patch cannot reach RMSE 0.002.
-    let out = encode("1", &["--json"]);
+    let out = encode_at("1", &["--json"]);
     assert!(out.status.success());
     let rec = json(&String::from_utf8_lossy(&out.stdout));
     let capped = rec["capped_patches"].as_u64().unwrap();
     assert!(capped > 0 && capped <= rec["patches"].as_u64().unwrap(), "{rec}");
     assert!(rec["worst_capped_rmse"].as_f64().unwrap() > 0.002, "{rec}");
-    let text = String::from_utf8_lossy(&encode("1", &[]).stdout).into_owned();
+    let text = String::from_utf8_lossy(&encode_at("1", &[]).stdout).into_owned();
     assert!(text.contains("hit the cap of 1 coefficients"), "{text}");
     std::fs::remove_file(d.join("s.lfc")).unwrap();
-    let strict = encode("1", &["--strict"]);
+    let strict = encode_at("1", &["--strict"]);
     assert_eq!(strict.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("hit the sparsity cap"));
     assert!(!d.join("s.lfc").exists(), "--strict wrote the output");
     // Every coefficient allowed: nothing is capped, and --strict passes.
-    let all = json(&String::from_utf8_lossy(&encode("108", &["--strict", "--json"]).stdout));
+    let all = json(&String::from_utf8_lossy(&encode_at("108", &["--strict", "--json"]).stdout));
     assert_eq!(all["capped_patches"], 0, "{all}");
     assert!(all["worst_capped_rmse"].is_null());
 }
@@ -467,11 +360,9 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
 fn encode_folder_and_decode(d: &Path, views: &Path, backend: &str) -> kit::npy::NpyArray {
     let v = views.to_str().unwrap();
     let dict = p(d, "folder.lfd");
-    let train = ["train", "--input", v, "--dictionaries", "2", "--patch", "4x4x3x3", "--out", &dict];
-    ok(&[&train[..], &["--iterations", "1", "--backend", "cpu"]].concat());
+    train(v, "2", "4x4x3x3", &dict, &["--iterations", "1", "--backend", "cpu"]);
     let (lfc, npy) = (p(d, "folder.lfc"), p(d, "folder.npy"));
-    let enc = ["encode", "--input", v, "--dict", &dict, "--sparsity", "432", "--epsilon", "0.005", "--out", &lfc];
-    let rec = json(&ok(&[&enc[..], &["--backend", backend, "--json"]].concat()));
+    let rec = json(&ok(&encode(v, &dict, "432", "0.005", &lfc, &["--backend", backend, "--json"])));
     assert_eq!(rec["views"], serde_json::json!([3, 3]), "{rec}");
     assert_eq!(rec["capped_patches"], 0, "{rec}");
     ok(&["decode", &lfc, "--out", &npy, "--backend", backend]);
@@ -539,11 +430,9 @@ fn render_and_the_viewer_show_the_decoded_views() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "24x20", "--seed", "3"]);
-    let train = ["train", "--input", &p(d, "lf.npy"), "--dictionaries", "2", "--patch", "4x4x3x3"];
-    ok(&[&train[..], &["--out", &p(d, "d.lfd"), "--iterations", "1", "--backend", "cpu"]].concat());
+    train(&p(d, "lf.npy"), "2", "4x4x3x3", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
     let lfc = p(d, "x.lfc");
-    let enc = ["encode", "--input", &p(d, "lf.npy"), "--dict", &p(d, "d.lfd"), "--out", &lfc];
-    ok(&[&enc[..], &["--sparsity", "432", "--epsilon", "0.005"]].concat());
+    ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "432", "0.005", &lfc, &[]));
     ok(&["decode", &lfc, "--views", &p(d, "views")]);
     // At an integer viewpoint, a still is the decoded view, whatever the focus, on both backends.
     for (backend, focus) in [("gpu", "0"), ("cpu", "-2.5")] {
