@@ -35,6 +35,19 @@ fn write_npy_f64(path: &Path, rows: usize, cols: usize, data: &[f64]) {
     std::fs::write(path, bytes).unwrap();
 }
 
+/// Runs `mosaic build` of `target` from the folder `tiles` at `grid` with `method` into `out`,
+/// with the flags `extra`.
+fn build(target: &str, tiles: &str, grid: &str, method: &str, out: &str, extra: &[&str]) -> Output {
+    let args = ["build", "--target", target, "--tiles", tiles, "--grid", grid, "--method", method, "--out", out];
+    mosaic(&[&args[..], extra].concat())
+}
+
+/// Runs `mosaic distance` of `target` from the folder `tiles` at `grid` into `out`, with the
+/// flags `extra`.
+fn distance(target: &str, tiles: &str, grid: &str, out: &str, extra: &[&str]) -> Output {
+    mosaic(&[&["distance", "--target", target, "--tiles", tiles, "--grid", grid, "--out", out], extra].concat())
+}
+
 fn solve_json(path: &Path, method: &str, extra: &[&str]) -> serde_json::Value {
     let p = path.to_str().unwrap();
     let mut args = vec!["solve", "--distance", p, "--method", method, "--json"];
@@ -130,25 +143,9 @@ fn small_end_to_end_build_distance_and_index() {
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
 
     let out_png = dir.path().join("mosaic.png");
-    let out = mosaic(&[
-        "build",
-        "--target",
-        t,
-        "--tiles",
-        d,
-        "--grid",
-        "5x4",
-        "--method",
-        "softassign",
-        "--out",
-        out_png.to_str().unwrap(),
-        "--tile-px",
-        "8",
-        "--iterations",
-        "20",
-        "--compare-exact",
-        "--json",
-    ]);
+    let png = out_png.to_str().unwrap();
+    let out =
+        build(t, d, "5x4", "softassign", png, &["--tile-px", "8", "--iterations", "20", "--compare-exact", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("corrupt.png"), "no warning for the corrupt tile: {}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
@@ -193,21 +190,7 @@ fn small_end_to_end_build_distance_and_index() {
     let npy = dir.path().join("D.npy");
     let npy_cpu = dir.path().join("D_cpu.npy");
     for (path, backend) in [(&npy, "gpu"), (&npy_cpu, "cpu")] {
-        let out = mosaic(&[
-            "distance",
-            "--target",
-            t,
-            "--tiles",
-            d,
-            "--grid",
-            "5x4",
-            "--cells",
-            "2x3",
-            "--out",
-            path.to_str().unwrap(),
-            "--backend",
-            backend,
-        ]);
+        let out = distance(t, d, "5x4", path.to_str().unwrap(), &["--cells", "2x3", "--backend", backend]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let (a, b) = (kit::npy::read(&npy).unwrap(), kit::npy::read(&npy_cpu).unwrap());
@@ -217,44 +200,19 @@ fn small_end_to_end_build_distance_and_index() {
     assert_eq!(v["assignment"].as_array().unwrap().len(), 20);
 
     // Refuses to overwrite its input or a tile, and bad grids fail cleanly.
-    let out = mosaic(&["build", "--target", t, "--tiles", d, "--grid", "5x4", "--method", "greedy", "--out", t]);
+    let out = build(t, d, "5x4", "greedy", t, &[]);
     assert!(!out.status.success() && stderr(&out).contains("inputs"), "{}", stderr(&out));
     let tile = tiles.join("t1.png");
-    let args = ["build", "--target", t, "--tiles", d, "--grid", "5x4", "--method", "greedy", "--out"];
-    let out = mosaic(&[&args[..], &[tile.to_str().unwrap()]].concat());
+    let out = build(t, d, "5x4", "greedy", tile.to_str().unwrap(), &[]);
     assert!(!out.status.success() && stderr(&out).contains("one of the tiles"), "{}", stderr(&out));
     // A new file inside the tile folder is fine, in any image format.
     let beside = tiles.join("mosaic.jpg");
-    let out = mosaic(&[&args[..], &[beside.to_str().unwrap(), "--backend", "cpu", "--quality", "80"]].concat());
+    let out = build(t, d, "5x4", "greedy", beside.to_str().unwrap(), &["--backend", "cpu", "--quality", "80"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(kit::image::load(&beside).unwrap().width, 160);
-    let out = mosaic(&[
-        "build",
-        "--target",
-        t,
-        "--tiles",
-        d,
-        "--grid",
-        "50x4",
-        "--method",
-        "greedy",
-        "--out",
-        out_png.to_str().unwrap(),
-    ]);
+    let out = build(t, d, "50x4", "greedy", png, &[]);
     assert!(!out.status.success() && stderr(&out).contains("too small"), "{}", stderr(&out));
-    let out = mosaic(&[
-        "build",
-        "--target",
-        t,
-        "--tiles",
-        d,
-        "--grid",
-        "6x5",
-        "--method",
-        "greedy",
-        "--out",
-        out_png.to_str().unwrap(),
-    ]);
+    let out = build(t, d, "6x5", "greedy", png, &[]);
     assert!(!out.status.success() && stderr(&out).contains("m <= n"), "{}", stderr(&out));
 }
 
@@ -326,44 +284,19 @@ fn outputs_are_checked_before_any_work() {
     std::fs::create_dir_all(&tiles).unwrap();
     let gif = dir.path().join("mosaic.gif");
     // The target does not exist: the error must be about the output, found first.
-    let out = mosaic(&[
-        "build",
-        "--target",
-        "missing.png",
-        "--tiles",
-        tiles.to_str().unwrap(),
-        "--grid",
-        "2x2",
-        "--method",
-        "greedy",
-        "--out",
-        gif.to_str().unwrap(),
-    ]);
+    let d = tiles.to_str().unwrap();
+    let out = build("missing.png", d, "2x2", "greedy", gif.to_str().unwrap(), &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("unknown output format .gif") && stderr(&out).contains(".webp"), "{}", stderr(&out));
     let txt = dir.path().join("D.txt");
-    let out = mosaic(&[
-        "distance",
-        "--target",
-        "missing.png",
-        "--tiles",
-        tiles.to_str().unwrap(),
-        "--grid",
-        "2x2",
-        "--out",
-        txt.to_str().unwrap(),
-        "--json",
-    ]);
+    let out = distance("missing.png", d, "2x2", txt.to_str().unwrap(), &["--json"]);
     assert!(stderr(&out).contains(".npy"), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(v["command"], "distance");
     assert_eq!(std::fs::read_dir(&tiles).unwrap().count(), 0, "no cache written before the output check");
     // Bad numbers are usage errors.
     for bad in [["--tile-px", "0"], ["--iterations", "0"], ["--cooling", "1.5"], ["--grid", "0x3"]] {
-        let mut args =
-            vec!["build", "--target", "t.png", "--tiles", "x", "--grid", "2x2", "--method", "greedy", "--out", "o.png"];
-        args.extend_from_slice(&bad);
-        assert_eq!(mosaic(&args).status.code(), Some(2), "{bad:?}");
+        assert_eq!(build("t.png", "x", "2x2", "greedy", "o.png", &bad).status.code(), Some(2), "{bad:?}");
     }
 }
 
@@ -464,11 +397,8 @@ fn repeat_and_tint_with_every_method() {
     kit::image::save_rgb8(&target, 320, 240, &rgb).unwrap();
     let before = tree(&tiles);
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
-    let build = |out: &Path, extra: &[&str]| {
-        let o = out.to_str().unwrap();
-        let mut args = vec!["build", "--target", t, "--tiles", d, "--grid", "40x30", "--out", o, "--tile-px", "8"];
-        args.extend_from_slice(extra);
-        mosaic(&args)
+    let build_40x30 = |method: &str, out: &Path, extra: &[&str]| {
+        build(t, d, "40x30", method, out.to_str().unwrap(), &[&["--tile-px", "8"], extra].concat())
     };
     let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
     let methods: [(&str, &str, &[&str]); 7] = [
@@ -485,10 +415,10 @@ fn repeat_and_tint_with_every_method() {
     for (k, (method, backend, extra)) in methods.iter().enumerate() {
         let out = dir.path().join(format!("m{k}.jpg"));
         let csv = dir.path().join(format!("m{k}.csv"));
-        let mut args = vec!["--method", method, "--backend", backend, "--repeat", "4", "--tint", "0.3", "--json"];
+        let mut args = vec!["--backend", backend, "--repeat", "4", "--tint", "0.3", "--json"];
         args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--quality", "85"]);
         args.extend_from_slice(extra);
-        let o = build(&out, &args);
+        let o = build_40x30(method, &out, &args);
         assert!(o.status.success(), "{method}/{backend}: {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
         assert_eq!(
@@ -524,7 +454,7 @@ fn repeat_and_tint_with_every_method() {
     let target_means = cell_means(&kit::image::load(&target).unwrap(), 40, 30);
     let error = |tint: &str| {
         let out = dir.path().join(format!("tint{tint}.png"));
-        let o = build(&out, &["--method", "greedy", "--repeat", "4", "--tint", tint, "--backend", "cpu"]);
+        let o = build_40x30("greedy", &out, &["--repeat", "4", "--tint", tint, "--backend", "cpu"]);
         assert!(o.status.success(), "{}", stderr(&o));
         let means = cell_means(&kit::image::load(&out).unwrap(), 40, 30);
         means.iter().zip(&target_means).map(|(a, b)| (0..3).map(|k| (a[k] - b[k]).abs()).sum::<f64>()).sum::<f64>()
@@ -535,11 +465,11 @@ fn repeat_and_tint_with_every_method() {
     // Too few uses: the error names the smallest repeat that works; nothing is written.
     let out = dir.path().join("none.png");
     let csv = dir.path().join("none.csv");
-    let o = build(&out, &["--method", "greedy", "--repeat", "3", "--assignment", csv.to_str().unwrap()]);
+    let o = build_40x30("greedy", &out, &["--repeat", "3", "--assignment", csv.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("--repeat 4 is the smallest"), "{}", stderr(&o));
     assert!(!out.exists() && !csv.exists());
-    let o = build(&out, &["--method", "greedy", "--assignment", dir.path().join("a.txt").to_str().unwrap()]);
+    let o = build_40x30("greedy", &out, &["--assignment", dir.path().join("a.txt").to_str().unwrap()]);
     assert!(!o.status.success() && stderr(&o).contains(".csv"), "{}", stderr(&o));
 }
 
