@@ -182,6 +182,24 @@ struct Slot {
     band_stack: Option<BandStack>,
 }
 
+/// What a slot is made for: a kept slot is reused for a chunk of the same shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlotShape {
+    grid: Grid,
+    /// Pairs per chunk.
+    capacity: usize,
+    /// Whether the maps are read back.
+    maps: bool,
+    /// The log-Gabor bands its stage runs.
+    bands: usize,
+}
+
+impl Slot {
+    fn shape(&self) -> SlotShape {
+        SlotShape { grid: self.grid, capacity: self.capacity, maps: self.map_readback.is_some(), bands: self.bands }
+    }
+}
+
 /// Which of a chunk's stages a command buffer runs: both on one device, or one of them
 /// when `mad score --split-stages` puts them on two (paper Section 5.3). The stages share
 /// nothing but the uploaded images until the host combines their sums, so each device
@@ -378,22 +396,12 @@ impl GpuMad {
         Ok(())
     }
 
-    /// A kept slot of this shape, or a new one (`in_flight` chunks beside it), for a stage
-    /// that runs `bands` log-Gabor bands.
-    fn take_slot(
-        &self,
-        grid: Grid,
-        capacity: usize,
-        maps: bool,
-        bands: usize,
-        in_flight: usize,
-    ) -> Result<Slot, MadError> {
+    /// A kept slot of this shape, or a new one (`in_flight` chunks beside it).
+    fn take_slot(&self, shape: SlotShape, in_flight: usize) -> Result<Slot, MadError> {
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let fits =
-            |s: &Slot| s.grid == grid && s.capacity == capacity && s.map_readback.is_some() == maps && s.bands == bands;
-        match kept.iter().position(fits) {
+        match kept.iter().position(|s| s.shape() == shape) {
             Some(i) => Ok(kept.swap_remove(i)),
-            None => self.new_slot(grid, capacity, maps, bands, in_flight),
+            None => self.new_slot(shape, in_flight),
         }
     }
 
@@ -406,14 +414,8 @@ impl GpuMad {
         }
     }
 
-    fn new_slot(
-        &self,
-        grid: Grid,
-        capacity: usize,
-        maps: bool,
-        bands: usize,
-        in_flight: usize,
-    ) -> Result<Slot, MadError> {
+    fn new_slot(&self, shape: SlotShape, in_flight: usize) -> Result<Slot, MadError> {
+        let SlotShape { grid, capacity, maps, bands } = shape;
         // This slot and the chunks in flight beside it (taken as the same size).
         let slots = in_flight as u64 + 1;
         self.check_budget(grid.width as u64, grid.height as u64, capacity as u64, slots, maps)?;
@@ -622,7 +624,8 @@ impl GpuMad {
                 }
                 // A short last chunk gets a slot of its own size: the FFT transforms a slot's
                 // whole capacity.
-                let mut slot = self.take_slot(grid, pending.len(), maps, BANDS, stream.in_flight())?;
+                let mut slot = self
+                    .take_slot(SlotShape { grid, capacity: pending.len(), maps, bands: BANDS }, stream.in_flight())?;
                 let batch = std::mem::take(&mut pending);
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
@@ -675,7 +678,7 @@ impl GpuMad {
         beside: usize,
     ) -> Result<(Slot, Submission), MadError> {
         let grid = Grid::new(pair[0].1.width, pair[0].1.height);
-        let mut slot = self.take_slot(grid, 1, maps, stages.band_count(), beside)?;
+        let mut slot = self.take_slot(SlotShape { grid, capacity: 1, maps, bands: stages.band_count() }, beside)?;
         Self::stage(&mut slot, pair)?;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;

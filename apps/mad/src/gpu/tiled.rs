@@ -12,7 +12,7 @@
 
 use rayon::prelude::*;
 
-use super::{GpuMad, Place, Stages, BANDS};
+use super::{GpuMad, Place, SlotShape, Stages, BANDS};
 use crate::constants::STRIDE;
 use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
@@ -74,7 +74,7 @@ impl GpuMad {
             )));
         }
         let window = Grid::new(plan.window.0, plan.window.1);
-        let mut slot = self.take_slot(window, 1, maps, BANDS, 0)?;
+        let mut slot = self.take_slot(SlotShape { grid: window, capacity: 1, maps, bands: BANDS }, 0)?;
         let mean = |img: &GrayImage| img.values.par_iter().sum::<f64>() / img.values.len() as f64;
         let info = [if reference.eight_bit { 1.0 } else { 0.0 }, mean(reference) as f32, mean(distorted) as f32, 0.0];
         slot.info.mapped_mut()?[0] = info;
