@@ -8,7 +8,7 @@ use composite::frame::Frame;
 use composite::gpu::encode::{EncodeConfig, GpuEncoder};
 use engine::{Context, Result};
 
-use super::{pattern, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
+use super::{pattern, time_calls, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Pass::Count, &Pass::Scatter];
 
@@ -91,16 +91,13 @@ impl Kernel for Pass {
             Err(composite::CompositeError::Corrupt(_)) => Check::exact(&[1], &[0]),
             Err(e) => return Err(to_engine(e)),
         };
-        engine::ceilings::warm_up(ctx, reps.warm_up)?;
-        let times_ms = (0..reps.repeats)
-            .map(|_| {
-                let t = encoder.encode_on_device(&color, &depth, edge, edge).map_err(to_engine)?.2;
-                Ok(match self {
-                    Pass::Count => t.roi_ms,
-                    Pass::Scatter => t.encode_ms,
-                })
+        let times_ms = time_calls(ctx, reps, || {
+            let t = encoder.encode_on_device(&color, &depth, edge, edge).map_err(to_engine)?.2;
+            Ok(match self {
+                Pass::Count => t.roi_ms,
+                Pass::Scatter => t.encode_ms,
             })
-            .collect::<Result<Vec<f64>>>()?;
+        })?;
         let pixels = size * size;
         let (floor, spirv, spec) = match self {
             // Depth read once.

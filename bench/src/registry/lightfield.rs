@@ -12,7 +12,9 @@ use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::patch::PatchShape;
 
-use super::{unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
+use super::{
+    fits_workgroup, time_calls, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes,
+};
 
 pub const ALL: [&dyn Kernel; 2] = [&Codec::Encode, &Codec::Decode];
 
@@ -71,9 +73,7 @@ impl Kernel for Codec {
     }
     fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
         let wg = config.get("workgroup");
-        if wg > ctx.info().max_workgroup_invocations {
-            return Err(engine::EngineError::Unsupported(format!("workgroup {wg} over the device's limit")));
-        }
+        fits_workgroup(ctx, wg)?;
         let (n, plen) = (size as usize, SHAPE.len());
         let mode_sum: usize = SHAPE.modes().iter().sum();
         let ens = Ensemble::random(SHAPE, DICTIONARIES, 5);
@@ -103,15 +103,12 @@ impl Kernel for Codec {
                 Check::close(got.iter().map(|&v| f64::from(v)), want.iter().map(|&v| f64::from(v)), 1e-5)
             }
         };
-        engine::ceilings::warm_up(ctx, reps.warm_up)?;
-        let times_ms = (0..reps.repeats)
-            .map(|_| match self {
-                Codec::Encode => {
-                    codec.encode_patches(&patches, &limits, PARAMS).map(|(_, t)| t.kernel_ms).map_err(to_engine)
-                }
-                Codec::Decode => decode(&codes).map(|(_, ms)| ms),
-            })
-            .collect::<Result<Vec<f64>>>()?;
+        let times_ms = time_calls(ctx, reps, || match self {
+            Codec::Encode => {
+                codec.encode_patches(&patches, &limits, PARAMS).map(|(_, t)| t.kernel_ms).map_err(to_engine)
+            }
+            Codec::Decode => decode(&codes).map(|(_, ms)| ms),
+        })?;
         // The n-mode products: 2 * plen * (sum of modes) FLOPs per patch, per dictionary
         // when encoding (the analysis runs against every dictionary).
         let per_patch = 2 * plen as u64 * mode_sum as u64;

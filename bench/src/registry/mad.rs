@@ -7,7 +7,7 @@ use engine::{Context, Result};
 use mad::gpu::GpuMad;
 use mad::synth::{distort, scene, Distortion};
 
-use super::{Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
+use super::{time_calls, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
 pub const ALL: [&dyn Kernel; 2] = [&Strategy::Detection, &Strategy::Appearance];
 
@@ -73,8 +73,7 @@ impl Kernel for Strategy {
             Ok(passes.iter().filter(|p| p.name == pass || p.name.starts_with(&sub)).map(|p| p.ms).sum())
         };
         once(&mut scores)?;
-        engine::ceilings::warm_up(ctx, reps.warm_up)?;
-        let times_ms = (0..reps.repeats).map(|_| once(&mut scores)).collect::<Result<Vec<f64>>>()?;
+        let times_ms = time_calls(ctx, reps, || once(&mut scores))?;
         let (want, _) = mad::cpu::score(&reference, &distorted).map_err(to_engine)?;
         let got = scores.expect("score_stream hands back its one pair");
         let rel = |a: f64, b: f64| if a == b { 0.0 } else { (a - b).abs() / b.abs().max(1e-12) };

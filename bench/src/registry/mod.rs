@@ -191,6 +191,21 @@ pub fn time(ctx: &Context, reps: Reps, body: impl FnMut(&mut engine::Recorder) -
     crate::time_repetitions(ctx, reps.repeats, reps.warm_up, body)
 }
 
+/// GPU ms of each of `reps.repeats` calls of `once`, after the warm-up, for kernels whose
+/// app call records, submits and reads back its own timestamps (so it times itself).
+pub fn time_calls(ctx: &Context, reps: Reps, once: impl FnMut() -> Result<f64>) -> Result<Vec<f64>> {
+    engine::ceilings::warm_up(ctx, reps.warm_up)?;
+    std::iter::repeat_with(once).take(reps.repeats as usize).collect()
+}
+
+/// Refuses a workgroup over the device's limit, so the point is skipped with the reason.
+pub fn fits_workgroup(ctx: &Context, workgroup: u32) -> Result<()> {
+    if workgroup > ctx.info().max_workgroup_invocations {
+        return Err(engine::EngineError::Unsupported(format!("workgroup {workgroup} over the device's limit")));
+    }
+    Ok(())
+}
+
 /// GPU ms of the pass marked `pass` in each of `reps.repeats` runs of `body`, for kernels
 /// whose app records several passes and marks them (smoe's "render").
 pub fn time_pass(

@@ -12,7 +12,9 @@ use mosaic::softassign::cpu::CpuSoftAssign;
 use mosaic::softassign::gpu::{GpuSoftAssign, Kernel as SoftAssignKernel};
 use mosaic::softassign::SoftAssignParams;
 
-use super::{time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
+use super::{
+    fits_workgroup, time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes,
+};
 
 pub const ALL: [&dyn Kernel; 4] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &AtomicSinkhorn, &Distance];
 
@@ -166,6 +168,7 @@ impl Kernel for AtomicSinkhorn {
             rows_per_step: config.get("rows_per_step"),
             vec4: config.get("vec4") != 0,
             blocks: config.get("blocks").min(size as u32),
+            deep: false,
         };
         let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).map_err(to_engine)?;
         let t = params.temperature(0, gpu.scale());
@@ -228,9 +231,7 @@ impl Kernel for Distance {
     }
     fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured> {
         let wg = config.get("workgroup");
-        if wg > ctx.info().max_workgroup_invocations {
-            return Err(engine::EngineError::Unsupported(format!("workgroup {wg} over the device's limit")));
-        }
+        fits_workgroup(ctx, wg)?;
         let n = size as usize;
         let (patches, tiles) = (features(n, 1), features(n, 2));
         let pipe = ctx.compute_pipeline_for::<DistancePush>("distance", mosaic::shaders::DISTANCE, 3, &[wg])?;
