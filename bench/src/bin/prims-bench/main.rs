@@ -13,7 +13,7 @@ use engine::{Context, Location, Recorder};
 
 mod records;
 
-use records::{CeilingsLine, FftLine, GemmLine, ReduceLine, ScanLine, SortLine};
+use records::{CeilingsLine, FftLine, GemmLine, ReduceLine, ScanLine, SortLine, Timing};
 
 #[derive(Parser)]
 #[command(
@@ -91,10 +91,12 @@ fn scan(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<ScanLine
         size: n,
         workgroup: shape.workgroup,
         items_per_invocation: shape.items,
-        gpu_ms: gpu,
-        cpu_ms: cpu,
-        floor_ms: floor.ms(bytes),
-        floor: "4n read + 4n written / measured copy bandwidth",
+        timing: Timing {
+            gpu_ms: gpu,
+            cpu_ms: cpu,
+            floor_ms: floor.ms(bytes),
+            floor: "4n read + 4n written / measured copy bandwidth",
+        },
         fraction_of_copy_bw: floor.ms(bytes) / gpu,
         gb_per_s: bytes / (gpu * 1e-3) / 1e9,
         correct: got == reference,
@@ -122,11 +124,13 @@ fn sort(ctx: &Context, floor: &Floor, n: usize, repeats: u32) -> Result<SortLine
     Ok(SortLine {
         bench: "radix_sort_u32_pairs",
         size: n,
-        gpu_ms: gpu,
-        cpu_ms: cpu,
+        timing: Timing {
+            gpu_ms: gpu,
+            cpu_ms: cpu,
+            floor_ms: floor.ms(ideal),
+            floor: "one read + one write of keys and values / copy bandwidth",
+        },
         cpu: "rayon par_sort_by_key (stable)",
-        floor_ms: floor.ms(ideal),
-        floor: "one read + one write of keys and values / copy bandwidth",
         passes_floor_ms: floor.ms(bytes),
         mkeys_per_s: n as f64 / (gpu * 1e-3) / 1e6,
         correct,
@@ -149,10 +153,12 @@ fn reductions(ctx: &Context, floor: &Floor, m: usize, n: usize, repeats: u32) ->
     let line = |bench: &'static str, gpu: f64, cpu: f64| ReduceLine {
         bench,
         size: [m, n],
-        gpu_ms: gpu,
-        cpu_ms: cpu,
-        floor_ms: floor.ms(bytes),
-        floor: "one read of the matrix / copy bandwidth",
+        timing: Timing {
+            gpu_ms: gpu,
+            cpu_ms: cpu,
+            floor_ms: floor.ms(bytes),
+            floor: "one read of the matrix / copy bandwidth",
+        },
         fraction_of_copy_bw: floor.ms(bytes) / gpu,
     };
     Ok([line("row_sums_f32", row_ms, row_cpu), line("col_sums_f32", col_ms, col_cpu)])
@@ -176,11 +182,13 @@ fn gemm(ctx: &Context, fma_tflops: f64, batch: usize, size: usize, repeats: u32)
         bench: "batched_gemm_f32",
         batch,
         size,
-        gpu_ms: gpu,
-        cpu_ms: cpu,
+        timing: Timing {
+            gpu_ms: gpu,
+            cpu_ms: cpu,
+            floor_ms: flops / (fma_tflops * 1e12) * 1e3,
+            floor: "FLOPs / measured FMA rate",
+        },
         cpu: "f64 reference (rayon)",
-        floor_ms: flops / (fma_tflops * 1e12) * 1e3,
-        floor: "FLOPs / measured FMA rate",
         tflop_per_s: flops / (gpu * 1e-3) / 1e12,
     })
 }
@@ -219,13 +227,15 @@ fn fft(ctx: &Context, floor: &Floor, [width, height]: [usize; 2], batch: usize, 
         bench: "fft2d_c2c_forward_inverse",
         size: [width, height],
         batch,
-        gpu_ms: gpu,
-        cpu_ms: cpu,
+        timing: Timing {
+            gpu_ms: gpu,
+            cpu_ms: cpu,
+            floor_ms: floor.ms(bytes),
+            floor: "one read + one write of the batch per transform / copy bandwidth",
+        },
         cpu: "rustfft f64, rows and columns in parallel (rayon)",
         passes_per_transform: plan.passes(),
         kernels: plan.kernels().join("+"),
-        floor_ms: floor.ms(bytes),
-        floor: "one read + one write of the batch per transform / copy bandwidth",
         fraction_of_copy_bw: floor.ms(bytes) / gpu,
         round_trip_max_abs_error: err,
         correct: err < 1e-4,

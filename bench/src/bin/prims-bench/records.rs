@@ -6,9 +6,20 @@ use std::fmt;
 
 use serde::Serialize;
 
-/// The text every measurement line shares: GPU, CPU and floor times.
-fn times(f: &mut fmt::Formatter<'_>, gpu_ms: f64, cpu_ms: f64, floor_ms: f64) -> fmt::Result {
-    write!(f, "gpu {gpu_ms:.3} ms, cpu {cpu_ms:.1} ms, floor {floor_ms:.3} ms")
+/// What every measurement line reports: GPU, CPU and floor times, and what the floor is.
+/// Its fields stand among the line's own (flattened).
+#[derive(Serialize)]
+pub struct Timing {
+    pub gpu_ms: f64,
+    pub cpu_ms: f64,
+    pub floor_ms: f64,
+    pub floor: &'static str,
+}
+
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gpu {:.3} ms, cpu {:.1} ms, floor {:.3} ms", self.gpu_ms, self.cpu_ms, self.floor_ms)
+    }
 }
 
 fn verdict(correct: bool) -> &'static str {
@@ -46,10 +57,8 @@ pub struct ScanLine {
     /// The kernel's shape (tuned for this device, or the built-in default).
     pub workgroup: u32,
     pub items_per_invocation: u32,
-    pub gpu_ms: f64,
-    pub cpu_ms: f64,
-    pub floor_ms: f64,
-    pub floor: &'static str,
+    #[serde(flatten)]
+    pub timing: Timing,
     pub fraction_of_copy_bw: f64,
     pub gb_per_s: f64,
     pub correct: bool,
@@ -59,10 +68,9 @@ impl fmt::Display for ScanLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} n={} (workgroup {} x {} items): ",
-            self.bench, self.size, self.workgroup, self.items_per_invocation
+            "{} n={} (workgroup {} x {} items): {}",
+            self.bench, self.size, self.workgroup, self.items_per_invocation, self.timing
         )?;
-        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
         write!(
             f,
             " ({:.0}% of copy bandwidth), {:.1} GB/s, {}",
@@ -77,11 +85,9 @@ impl fmt::Display for ScanLine {
 pub struct SortLine {
     pub bench: &'static str,
     pub size: usize,
-    pub gpu_ms: f64,
-    pub cpu_ms: f64,
+    #[serde(flatten)]
+    pub timing: Timing,
     pub cpu: &'static str,
-    pub floor_ms: f64,
-    pub floor: &'static str,
     pub passes_floor_ms: f64,
     pub mkeys_per_s: f64,
     pub correct: bool,
@@ -89,8 +95,7 @@ pub struct SortLine {
 
 impl fmt::Display for SortLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} n={}: ", self.bench, self.size)?;
-        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(f, "{} n={}: {}", self.bench, self.size, self.timing)?;
         write!(
             f,
             " (passes {:.3} ms), {:.0} Mkeys/s, {}",
@@ -106,17 +111,14 @@ impl fmt::Display for SortLine {
 pub struct ReduceLine {
     pub bench: &'static str,
     pub size: [usize; 2],
-    pub gpu_ms: f64,
-    pub cpu_ms: f64,
-    pub floor_ms: f64,
-    pub floor: &'static str,
+    #[serde(flatten)]
+    pub timing: Timing,
     pub fraction_of_copy_bw: f64,
 }
 
 impl fmt::Display for ReduceLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}x{}: ", self.bench, self.size[0], self.size[1])?;
-        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(f, "{} {}x{}: {}", self.bench, self.size[0], self.size[1], self.timing)?;
         write!(f, " ({:.0}% of copy bandwidth)", 100.0 * self.fraction_of_copy_bw)
     }
 }
@@ -126,14 +128,12 @@ pub struct FftLine {
     pub bench: &'static str,
     pub size: [usize; 2],
     pub batch: usize,
-    pub gpu_ms: f64,
-    pub cpu_ms: f64,
+    #[serde(flatten)]
+    pub timing: Timing,
     pub cpu: &'static str,
     pub passes_per_transform: usize,
     /// The engine kernel of each pass (`fft_lines`, `fft_mixed`, `fft_long`), `+`-joined.
     pub kernels: String,
-    pub floor_ms: f64,
-    pub floor: &'static str,
     pub fraction_of_copy_bw: f64,
     pub round_trip_max_abs_error: f32,
     pub correct: bool,
@@ -141,8 +141,8 @@ pub struct FftLine {
 
 impl fmt::Display for FftLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}x{} x{} ({}): ", self.bench, self.size[0], self.size[1], self.batch, self.kernels)?;
-        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        let (size, batch) = (self.size, self.batch);
+        write!(f, "{} {}x{} x{batch} ({}): {}", self.bench, size[0], size[1], self.kernels, self.timing)?;
         write!(
             f,
             " ({:.0}% of copy bandwidth), round trip error {:.1e}, {}",
@@ -158,18 +158,15 @@ pub struct GemmLine {
     pub bench: &'static str,
     pub batch: usize,
     pub size: usize,
-    pub gpu_ms: f64,
-    pub cpu_ms: f64,
+    #[serde(flatten)]
+    pub timing: Timing,
     pub cpu: &'static str,
-    pub floor_ms: f64,
-    pub floor: &'static str,
     pub tflop_per_s: f64,
 }
 
 impl fmt::Display for GemmLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {} x {}^3: ", self.bench, self.batch, self.size)?;
-        times(f, self.gpu_ms, self.cpu_ms, self.floor_ms)?;
+        write!(f, "{} {} x {}^3: {}", self.bench, self.batch, self.size, self.timing)?;
         write!(f, ", {:.3} TFLOP/s", self.tflop_per_s)
     }
 }
