@@ -121,23 +121,16 @@ impl Layout {
     }
 }
 
-/// Writes an image atomically in the format its extension names. `bytes` holds the samples
-/// of `layout` (16-bit samples in native byte order).
-pub fn save(
-    path: &Path,
-    width: usize,
-    height: usize,
-    bytes: &[u8],
-    layout: Layout,
-    options: SaveOptions,
-) -> Result<()> {
+/// Writes an image atomically in the format its extension names, with the default
+/// [`SaveOptions`]. `bytes` holds the samples of `layout` (16-bit samples in native byte order).
+pub fn save(path: &Path, width: usize, height: usize, bytes: &[u8], layout: Layout) -> Result<()> {
     let mut staged = crate::output::Staged::new();
-    stage(&mut staged, path, width, height, bytes, layout, options)?;
+    stage(&mut staged, path, width, height, bytes, layout, SaveOptions::default())?;
     staged.commit()
 }
 
-/// Like [`save`], into `staged`: the image lands only when `staged` is committed, together
-/// with the command's other outputs (all or none).
+/// Like [`save`] with `options`, into `staged`: the image lands only when `staged` is
+/// committed, together with the command's other outputs (all or none).
 pub fn stage(
     staged: &mut crate::output::Staged,
     path: &Path,
@@ -210,17 +203,17 @@ fn to_dynamic(bytes: &[u8], w: u32, h: u32, layout: Layout) -> std::result::Resu
 
 /// Writes 8-bit RGB (3 bytes per pixel, row 0 at the top) in the format of the extension.
 pub fn save_rgb8(path: &Path, width: usize, height: usize, rgb: &[u8]) -> Result<()> {
-    save(path, width, height, rgb, Layout::Rgb8, SaveOptions::default())
+    save(path, width, height, rgb, Layout::Rgb8)
 }
 
 /// Writes 8-bit RGBA in the format of the extension.
 pub fn save_rgba8(path: &Path, width: usize, height: usize, rgba: &[u8]) -> Result<()> {
-    save(path, width, height, rgba, Layout::Rgba8, SaveOptions::default())
+    save(path, width, height, rgba, Layout::Rgba8)
 }
 
 /// Writes 8-bit gray in the format of the extension.
 pub fn save_gray8(path: &Path, width: usize, height: usize, gray: &[u8]) -> Result<()> {
-    save(path, width, height, gray, Layout::Gray8, SaveOptions::default())
+    save(path, width, height, gray, Layout::Gray8)
 }
 
 /// Converts a value in [0, 1] to 8 bits (clamped, rounded; NaN becomes 0).

@@ -406,8 +406,7 @@ fn hci_and_stanford_folders_need_no_grid() {
         }
         let bytes: Vec<u8> = gray.iter().flat_map(|g| g.to_ne_bytes()).collect();
         let name = format!("out_{u:02}_{v:02}_{:.6}_{:.6}.png", -1.5 * v as f64, 2.25 * u as f64);
-        let options = kit::image::SaveOptions::default();
-        kit::image::save(&stanford.join(name), 16, 16, &bytes, kit::image::Layout::Gray16, options).unwrap();
+        kit::image::save(&stanford.join(name), 16, 16, &bytes, kit::image::Layout::Gray16).unwrap();
     }
     let back = encode_folder_and_decode(d, &stanford, "cpu");
     assert_eq!(back.shape, [3, 3, 16, 16, 3]);

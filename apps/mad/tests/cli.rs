@@ -132,7 +132,7 @@ fn sixteen_bit_and_rgb_inputs_match_their_8_bit_gray_versions() {
     let wide = |name: &str, px: &[u8]| {
         let path = dir.path().join(name);
         let v: Vec<u8> = px.iter().flat_map(|&v| (v as u16 * 257).to_ne_bytes()).collect();
-        kit::image::save(&path, 50, 40, &v, kit::image::Layout::Gray16, Default::default()).unwrap();
+        kit::image::save(&path, 50, 40, &v, kit::image::Layout::Gray16).unwrap();
         path
     };
     let rgb = |name: &str, px: &[u8]| {
