@@ -22,6 +22,7 @@ use lightfield::render::{unpack_rgb8, PixelOrder, View};
 
 use crate::records::{
     DecodeReport, DecodeViewReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport,
+    Viewpoint,
 };
 use crate::ViewpointArgs;
 
@@ -333,15 +334,7 @@ pub fn render(input: &Path, args: &ViewpointArgs, out: &Path, common: &kit::Comm
     let render_ms = ms_since(t0) - decode_ms;
     let rgb = unpack_rgb8(&pixels, PixelOrder::Rgba);
     kit::image::save_rgb8(out, view.width as usize, view.height as usize, &rgb)?;
-    let report = RenderReport {
-        view: view.position,
-        focus: view.focus,
-        aperture: view.aperture,
-        width: view.width,
-        height: view.height,
-        decode_ms,
-        render_ms,
-    };
+    let report = RenderReport { viewpoint: Viewpoint::from(&view), decode_ms, render_ms };
     kit::emit(&report, &[out]);
     Ok(())
 }
@@ -369,15 +362,8 @@ pub fn view(
     let options =
         crate::viewer::Options { bytes, size, ensemble, view, frames, screenshot, device: run.device.clone() };
     let shown = crate::viewer::run(options)?;
-    let report = ViewReport {
-        frames: shown.frames,
-        view: shown.view.position,
-        focus: shown.view.focus,
-        aperture: shown.view.aperture,
-        width: shown.view.width,
-        height: shown.view.height,
-        decode_ms: shown.decode_ms,
-    };
+    let report =
+        ViewReport { frames: shown.frames, viewpoint: Viewpoint::from(&shown.view), decode_ms: shown.decode_ms };
     let outs: Vec<&Path> = shot.as_deref().into_iter().collect();
     kit::emit(&report, &outs);
     Ok(())

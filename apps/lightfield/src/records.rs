@@ -186,14 +186,28 @@ impl fmt::Display for GenerateReport {
     }
 }
 
+/// Where and how a light field was looked at (`render`, `view`): the fields of a
+/// [`lightfield::render::View`], with the position named `view`.
 #[derive(Serialize)]
-pub struct RenderReport {
-    /// Viewpoint: view row and column.
+pub struct Viewpoint {
+    /// View row and column.
     pub view: [f32; 2],
     pub focus: f32,
     pub aperture: f32,
     pub width: u32,
     pub height: u32,
+}
+
+impl From<&lightfield::render::View> for Viewpoint {
+    fn from(v: &lightfield::render::View) -> Self {
+        Viewpoint { view: v.position, focus: v.focus, aperture: v.aperture, width: v.width, height: v.height }
+    }
+}
+
+#[derive(Serialize)]
+pub struct RenderReport {
+    #[serde(flatten)]
+    pub viewpoint: Viewpoint,
     pub decode_ms: f64,
     pub render_ms: f64,
 }
@@ -203,12 +217,12 @@ impl fmt::Display for RenderReport {
         write!(
             f,
             "rendered view {},{} (focus {} px, aperture {}) at {}x{} in {:.1} ms after a {:.1} ms decode",
-            self.view[0],
-            self.view[1],
-            self.focus,
-            self.aperture,
-            self.width,
-            self.height,
+            self.viewpoint.view[0],
+            self.viewpoint.view[1],
+            self.viewpoint.focus,
+            self.viewpoint.aperture,
+            self.viewpoint.width,
+            self.viewpoint.height,
             self.render_ms,
             self.decode_ms
         )
@@ -219,11 +233,8 @@ impl fmt::Display for RenderReport {
 pub struct ViewReport {
     pub frames: u64,
     /// The last viewpoint shown.
-    pub view: [f32; 2],
-    pub focus: f32,
-    pub aperture: f32,
-    pub width: u32,
-    pub height: u32,
+    #[serde(flatten)]
+    pub viewpoint: Viewpoint,
     /// Decoding every view on the GPU into device memory, before the first frame.
     pub decode_ms: f64,
 }
@@ -233,7 +244,14 @@ impl fmt::Display for ViewReport {
         write!(
             f,
             "showed {} frames of {}x{}, last at view {:.2},{:.2} (focus {} px, aperture {}); decode {:.1} ms",
-            self.frames, self.width, self.height, self.view[0], self.view[1], self.focus, self.aperture, self.decode_ms
+            self.frames,
+            self.viewpoint.width,
+            self.viewpoint.height,
+            self.viewpoint.view[0],
+            self.viewpoint.view[1],
+            self.viewpoint.focus,
+            self.viewpoint.aperture,
+            self.decode_ms
         )
     }
 }
