@@ -2,19 +2,14 @@
 //! bound), on synthetic scenes at awkward sizes under each kind of distortion, scored as one
 //! batch (several chunks, two in flight) and pair by pair with maps.
 
+mod common;
+
+use common::rel;
 use mad::gpu::GpuMad;
 use mad::synth::{distort, scene, Distortion};
 use mad::GrayImage;
 
 const BOUND: f64 = 1e-3;
-
-fn rel(a: f64, b: f64) -> f64 {
-    if a == b {
-        0.0
-    } else {
-        (a - b).abs() / b.abs().max(1e-12)
-    }
-}
 
 fn pairs() -> Vec<(usize, GrayImage, GrayImage)> {
     let mut out = Vec::new();

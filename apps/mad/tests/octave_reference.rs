@@ -14,6 +14,9 @@
 //! Acceptance is 1% for both backends. The f64 CPU reference agreed with Octave to about
 //! 1e-12 on every case, so it is held to 1e-6 here; the f32 GPU path to 1%.
 
+mod common;
+
+use common::rel;
 use mad::gpu::GpuMad;
 use mad::synth::{distort, scene, to_u8, Distortion};
 use mad::GrayImage;
@@ -44,10 +47,6 @@ const DISTORT_SEED: u64 = 7;
 const RGB_CASE: Expected = (21.3915253505, 726.405247527, 0.861206306366);
 /// The formula pair (see `formula_pair`).
 const FORMULA_CASE: Expected = (22.7612037559, 11489.9610107, 0.431575957016);
-
-fn rel(a: f64, b: f64) -> f64 {
-    (a - b).abs() / b.abs().max(1e-12)
-}
 
 fn check(label: &str, got: &mad::Scores, want: Expected, bound: f64) {
     for (name, a, b) in

@@ -2,6 +2,9 @@
 //! another, or its bands shared among several (contexts on the test device stand in for
 //! GPUs), gives the single-context scores and maps, on random pairs at odd sizes.
 
+mod common;
+
+use common::rel;
 use engine::{Context, DeviceSelector};
 use kit::rng::Rng;
 use mad::gpu::{score_split, GpuMad};
@@ -9,14 +12,6 @@ use mad::synth::{scene, to_u8};
 use mad::GrayImage;
 
 const BOUND: f64 = 1e-6;
-
-fn rel(a: f64, b: f64) -> f64 {
-    if a == b {
-        0.0
-    } else {
-        (a - b).abs() / b.abs().max(1e-12)
-    }
-}
 
 /// An 8-bit reference (a random scene, or white noise) and a copy with uniform noise of up
 /// to `amplitude` levels.
