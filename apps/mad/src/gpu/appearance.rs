@@ -26,7 +26,7 @@
 use engine::prims::fft::{Direction, Fft2d};
 use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
 
-use super::{Push, TILE, WORKGROUP};
+use super::{pipeline, Push, TILE, WORKGROUP};
 use crate::constants::GABOR_ORIENTATIONS;
 use crate::grid::Grid;
 use crate::{shaders, MadError};
@@ -150,13 +150,10 @@ pub(super) struct StageBuffers<'a> {
 
 impl Appearance {
     pub(super) fn new(ctx: &Context) -> Result<Appearance, MadError> {
-        let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-        };
         Ok(Appearance {
-            gabor_apply: make("mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
-            appear_blocks: make("mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &[TILE * TILE, TILE])?,
-            sum_bands: make("mad sum bands", shaders::SUM_BANDS, 3, &[WORKGROUP])?,
+            gabor_apply: pipeline(ctx, "mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
+            appear_blocks: pipeline(ctx, "mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &[TILE * TILE, TILE])?,
+            sum_bands: pipeline(ctx, "mad sum bands", shaders::SUM_BANDS, 3, &[WORKGROUP])?,
         })
     }
 

@@ -6,7 +6,7 @@
 use engine::prims::fft::Direction;
 use engine::{ComputePipeline, Context, Recorder};
 
-use super::{Place, Push, Slot, MAP_TILE, TILE, WORKGROUP};
+use super::{pipeline, Place, Push, Slot, MAP_TILE, TILE, WORKGROUP};
 use crate::{shaders, MadError};
 
 /// The detection stage's pipelines on one device.
@@ -19,14 +19,11 @@ pub(super) struct Detection {
 
 impl Detection {
     pub(super) fn new(ctx: &Context) -> Result<Detection, MadError> {
-        let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-        };
         Ok(Detection {
-            csf_apply: make("mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
-            detect_blocks: make("mad detect blocks", shaders::DETECT_BLOCKS, 2, &[TILE * TILE, TILE])?,
-            detect_map: make("mad detect map", shaders::DETECT_MAP, 3, &[])?,
-            sum_detection: make("mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
+            csf_apply: pipeline(ctx, "mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
+            detect_blocks: pipeline(ctx, "mad detect blocks", shaders::DETECT_BLOCKS, 2, &[TILE * TILE, TILE])?,
+            detect_map: pipeline(ctx, "mad detect map", shaders::DETECT_MAP, 3, &[])?,
+            sum_detection: pipeline(ctx, "mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
         })
     }
 

@@ -58,6 +58,11 @@ const STAGE_CHUNK: usize = 1 << 14;
 /// Bytes of complex lightness per chunk the automatic chunk size aims for.
 const CHUNK_TARGET_BYTES: usize = 64 << 20;
 
+/// The pipeline of a MAD kernel (each takes [`Push`]).
+fn pipeline(ctx: &Context, name: &str, spirv: &[u8], bindings: u32, spec: &[u32]) -> engine::Result<ComputePipeline> {
+    ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
+}
+
 /// Push constants shared by every MAD kernel (`mad_common.glsl`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
@@ -321,7 +326,7 @@ impl GpuMad {
         }
         Ok(GpuMad {
             ctx: ctx.clone(),
-            prepare: ctx.compute_pipeline_for::<Push>("mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
+            prepare: pipeline(ctx, "mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
             detection: Detection::new(ctx)?,
             appearance: Appearance::new(ctx)?,
             kept: Mutex::new(Vec::new()),
