@@ -179,15 +179,29 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
     Ok((c, bytes, times, gpu_time))
 }
 
-/// Collects the chunks' codes from `rx` and compresses each section on the rayon pool as
-/// soon as its last patch arrives. Returns the codes, the frames in patch order, and the
-/// CPU ms spent compressing.
+/// The threads that compress sections while chunks are encoded: half the cores. On rayon's
+/// global pool, a section's compression (about 15 ms of zstd) would hold a thread the
+/// next chunk's gather waits for, and the gather is what keeps the GPU fed; with their
+/// own threads, the gather keeps the global pool.
+fn compression_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
+        // Where the threads cannot be made, the global pool compresses (as before it had its own).
+        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("lfc-compress-{i}")).build().ok()
+    })
+    .as_ref()
+}
+
+/// Collects the chunks' codes from `rx` and compresses each section on
+/// [`compression_pool`] as soon as its last patch arrives. Returns the codes, the frames in
+/// patch order, and the CPU ms spent compressing.
 fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
     let mut codes = Codes::default();
     let mut next = 0;
     // In place: this thread keeps receiving chunks while the pool compresses.
-    rayon::in_place_scope(|pool| {
+    let receive = |pool: &rayon::Scope<'_>| {
         let spawn = |codes: &Codes, range: std::ops::Range<usize>| {
             let section = codes.slice(range.clone());
             let done = done_tx.clone();
@@ -207,7 +221,11 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec
         if next < codes.len() {
             spawn(&codes, next..codes.len());
         }
-    });
+    };
+    match compression_pool() {
+        Some(own) => own.in_place_scope(receive),
+        None => rayon::in_place_scope(receive),
+    }
     drop(done_tx);
     let mut frames: Vec<Option<Frame>> = (0..codes.len().div_ceil(SECTION_PATCHES)).map(|_| None).collect();
     let mut busy = 0.0;

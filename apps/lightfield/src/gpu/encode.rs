@@ -1,7 +1,7 @@
 //! The encode stage on the GPU (`encode.comp`, one workgroup per patch), the twin of
 //! [`crate::cpu::encode`]: chunks of patches gathered by the host into a slot's staging,
 //! uploaded on the transfer queue, encoded against every dictionary and read back as codes,
-//! two chunks in flight on `GpuCodec::ring`.
+//! [`ENCODE_DEPTH`] chunks in flight on `GpuCodec::ring`.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -9,7 +9,7 @@ use std::time::Instant;
 use engine::stream::upload;
 use engine::{Buffer, Location};
 
-use super::{add_times, ms_since, GpuCodec, GpuTime};
+use super::{add_times, ms_since, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
 use crate::codes::{Codes, Limit, Params};
 use crate::error::{LfError, Result};
 
@@ -82,13 +82,14 @@ impl GpuCodec {
     ) -> Result<GpuTime> {
         let plen = self.ensemble.shape.len();
         params.check(plen)?;
-        let chunk = self.chunk_len(plen.max(params.sparsity)).min(n.max(1));
+        let chunk = (self.chunk_len(plen.max(params.sparsity)) * DEPTH / ENCODE_DEPTH).clamp(1, n.max(1));
         let mut time = GpuTime::default();
         let mut prepare_ms = 0.0;
         let mut kept = self.encode_slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut spare: Vec<Slot> =
             kept.drain(..).filter(|s| s.patches_cap >= chunk && s.sparsity == params.sparsity).collect();
         let (wait_ms, slots) = GpuCodec::ring(
+            ENCODE_DEPTH,
             // Equal chunks: ramped sizes (short first, halving last) made the gather, which
             // shares rayon's threads with the sections' compression, slower on the H200.
             (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)),

@@ -43,6 +43,11 @@ const WORKGROUP_RANGE: (u32, u32) = (256, 512);
 const MAX_CHUNK: usize = 4096;
 /// Chunks in flight: one on the GPU while the host prepares the next.
 const DEPTH: usize = 2;
+/// Chunks in flight while encoding: two queued on the GPU while the host gathers the next,
+/// so a gather slowed by the sections' compression (which shares the CPU) does not leave
+/// the GPU idle. Its chunks are smaller by DEPTH / ENCODE_DEPTH, so the staging memory
+/// stays that of DEPTH full chunks.
+const ENCODE_DEPTH: usize = 3;
 
 /// GPU milliseconds of an encode or decode, from timestamps.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -159,20 +164,21 @@ impl GpuCodec {
         (range / (4 * per_patch_floats.max(1))).clamp(1, self.max_chunk)
     }
 
-    /// Streams chunks `ranges` through the engine's ring: each chunk takes a spare slot,
-    /// a new one (`make`) while fewer than [`DEPTH`] exist, or else the oldest chunk's once
+    /// Streams chunks `ranges` through the engine's ring, `depth` in flight: each chunk takes
+    /// a spare slot, a new one (`make`) while fewer than `depth` exist, or else the oldest chunk's once
     /// `finish` has read it back; `submit` fills the slot and returns its submissions
     /// (uploads, then the compute that waits for them). So the host prepares chunk i+1
     /// while chunk i is on the GPU, and `finish` sees the chunks in order. Returns the
     /// host ms blocked on the GPU and the slots, for another call.
     fn ring<S>(
+        depth: usize,
         ranges: impl Iterator<Item = Range<usize>>,
         mut make: impl FnMut() -> Result<S>,
         mut submit: impl FnMut(&mut S, Range<usize>) -> Result<Vec<Submission>>,
         mut finish: impl FnMut(&S, Range<usize>, &[PassTime]) -> Result<()>,
     ) -> Result<(f64, Vec<S>)> {
-        let mut stream: Stream<S, Range<usize>> = Stream::new(DEPTH);
-        let mut spare: Vec<S> = Vec::with_capacity(DEPTH);
+        let mut stream: Stream<S, Range<usize>> = Stream::new(depth);
+        let mut spare: Vec<S> = Vec::with_capacity(depth);
         let (mut made, mut wait_ms) = (0, 0.0);
         let mut finished = |done: Done<S, Range<usize>>| -> Result<S> {
             finish(&done.slot, done.tag, &done.passes)?;
@@ -187,14 +193,14 @@ impl GpuCodec {
         for range in ranges {
             let mut slot = match spare.pop() {
                 Some(slot) => slot,
-                None if made < DEPTH => {
+                None if made < depth => {
                     made += 1;
                     make()?
                 }
-                None => finished(oldest(&mut stream)?.expect("DEPTH chunks in flight"))?,
+                None => finished(oldest(&mut stream)?.expect("depth chunks in flight"))?,
             };
             let work = submit(&mut slot, range.clone())?;
-            // Never waits: a slot was free, so fewer than DEPTH chunks are in flight.
+            // Never waits: a slot was free, so fewer than depth chunks are in flight.
             if let Some(done) = stream.push(slot, range, work)? {
                 spare.push(finished(done)?);
             }

@@ -55,6 +55,7 @@ impl GpuCodec {
         let mut time = GpuTime::default();
         let (mut stage_ms, mut scatter_ms) = (0.0, 0.0);
         (time.host_wait_ms, _) = GpuCodec::ring(
+            super::DEPTH,
             ranges.into_iter(),
             || self.decode_slot(chunk, words),
             |slot, range| {
