@@ -219,9 +219,10 @@ pub fn read_f64(path: &Path) -> Result<(Vec<usize>, Vec<f64>)> {
     Ok((header.shape, values))
 }
 
-/// The header text of a little-endian C-order array, padded so the data starts on a
-/// 64-byte boundary (format version 1).
-fn header_bytes(descr: &str, shape: &[usize]) -> Vec<u8> {
+/// The header of a little-endian C-order array of `descr` elements (`<f4`, `<u2`), padded so
+/// the data starts on a 64-byte boundary (format version 1): for writers of other element
+/// types, and tests that write arrays [`write_f32`] does not.
+pub fn header_bytes(descr: &str, shape: &[usize]) -> Vec<u8> {
     let dims = match shape {
         [one] => format!("({one},)"),
         _ => format!("({})", shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),

@@ -19,16 +19,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A minimal float64 `.npy` writer (kit::npy writes float32 only).
+/// A float64 `.npy` (kit::npy writes float32 only).
 fn write_npy_f64(path: &Path, rows: usize, cols: usize, data: &[f64]) {
-    let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
+    let mut bytes = kit::npy::header_bytes("<f8", &[rows, cols]);
     for v in data {
         bytes.extend_from_slice(&v.to_le_bytes());
     }
@@ -234,15 +227,8 @@ fn first_tile_features(cache: &[u8]) -> usize {
 #[test]
 fn hostile_npy_files_fail_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let npy = |name: &str, descr: &str, shape: &str, data: &[u8]| {
-        let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        bytes.extend_from_slice(header.as_bytes());
+    let npy = |name: &str, descr: &str, shape: &[usize], data: &[u8]| {
+        let mut bytes = kit::npy::header_bytes(descr, shape);
         bytes.extend_from_slice(data);
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -250,11 +236,11 @@ fn hostile_npy_files_fail_cleanly() {
     };
     let cases = [
         // 128 bytes declaring 2^38 floats (1 TiB): refused before anything is allocated.
-        (npy("huge.npy", "<f4", "(524288, 524288)", &[0; 64]), "memory budget"),
-        (npy("bytes.npy", "|u1", "(2, 3)", &[1; 6]), "float32 or float64"),
-        (npy("short.npy", "<f4", "(2, 3)", &[0; 20]), "declares"),
-        (npy("flat.npy", "<f4", "(6,)", &[0; 24]), "not 2-D"),
-        (npy("big.npy", "<f8", "(1, 2)", &[1e300f64.to_le_bytes(), 1f64.to_le_bytes()].concat()), "float32"),
+        (npy("huge.npy", "<f4", &[524288, 524288], &[0; 64]), "memory budget"),
+        (npy("bytes.npy", "|u1", &[2, 3], &[1; 6]), "float32 or float64"),
+        (npy("short.npy", "<f4", &[2, 3], &[0; 20]), "declares"),
+        (npy("flat.npy", "<f4", &[6], &[0; 24]), "not 2-D"),
+        (npy("big.npy", "<f8", &[1, 2], &[1e300f64.to_le_bytes(), 1f64.to_le_bytes()].concat()), "float32"),
     ];
     for (path, message) in &cases {
         for backend in ["cpu", "gpu"] {
