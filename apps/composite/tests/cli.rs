@@ -9,23 +9,11 @@ use composite::ap::{ApImage, HEADER_BYTES};
 use composite::frame::Frame;
 use rand::{Rng, SeedableRng};
 
-const BIN: &str = env!("CARGO_BIN_EXE_composite");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run composite")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = run(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "composite {args:?} failed:\n{err}");
-    assert!(!err.contains("vulkan validation"), "composite {args:?}: validation messages:\n{err}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+const BIN: kit::testing::Bin = kit::testing::Bin(env!("CARGO_BIN_EXE_composite"));
 
 /// Runs a command that must fail cleanly with exit status `code`; returns its stderr.
 fn fails_with(code: i32, args: &[&str]) -> String {
-    let out = run(args);
+    let out = BIN.run(args);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(code), "composite {args:?} should exit {code}:\n{err}");
     assert!(!err.contains("panicked"), "composite {args:?} panicked:\n{err}");
@@ -79,8 +67,8 @@ fn encode_decode_blend_round_trips_on_both_backends() {
     let (c, z, frame) = write_inputs(d, "a", 333, 211, 1);
     let (c2, z2, _) = write_inputs(d, "b", 333, 211, 2);
     let (gpu, cpu, b) = (d.join("gpu.ap"), d.join("cpu.ap"), d.join("b.ap"));
-    ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&gpu), "--background", "1,2,3,4"]);
-    ok(&[
+    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&gpu), "--background", "1,2,3,4"]);
+    BIN.ok(&[
         "encode",
         "--color",
         s(&c),
@@ -94,14 +82,15 @@ fn encode_decode_blend_round_trips_on_both_backends() {
         "cpu",
     ]);
     let line: serde_json::Value =
-        serde_json::from_str(&ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"])).unwrap();
+        serde_json::from_str(&BIN.ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"]))
+            .unwrap();
     assert_eq!(line["command"], "encode");
     assert_eq!(line["out"], serde_json::json!([s(&b)]), "{line}");
     assert!(line["active_pixels"].as_u64().unwrap() > 0, "{line}");
     assert_eq!(std::fs::read(&gpu).unwrap(), std::fs::read(&cpu).unwrap(), "GPU and CPU .ap files differ");
 
     let (png, npy) = (d.join("dec.png"), d.join("dec.npy"));
-    ok(&["decode", s(&gpu), "--color", s(&png), "--depth", s(&npy)]);
+    BIN.ok(&["decode", s(&gpu), "--color", s(&png), "--depth", s(&npy)]);
     let back = Frame::load(&png, &npy).unwrap();
     assert_eq!(back.depth, frame.depth);
     let (_, _, rgba) = kit::image::load_rgba8(&png).unwrap();
@@ -112,8 +101,8 @@ fn encode_decode_blend_round_trips_on_both_backends() {
 
     for op in ["zbuffer", "over"] {
         let (g, c) = (d.join(format!("{op}_gpu.png")), d.join(format!("{op}_cpu.png")));
-        ok(&["blend", s(&gpu), s(&b), "--out", s(&g), "--op", op]);
-        ok(&[
+        BIN.ok(&["blend", s(&gpu), s(&b), "--out", s(&g), "--op", op]);
+        BIN.ok(&[
             "blend",
             s(&gpu),
             s(&b),
@@ -138,8 +127,8 @@ fn bad_ap_files_give_clear_errors() {
     let (c, z, _) = write_inputs(d, "a", 96, 64, 3);
     let (c2, z2, _) = write_inputs(d, "b", 7, 3, 4);
     let (a, small) = (d.join("a.ap"), d.join("small.ap"));
-    ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a), "--backend", "cpu"]);
-    ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&small), "--backend", "cpu"]);
+    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a), "--backend", "cpu"]);
+    BIN.ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&small), "--backend", "cpu"]);
     let bytes = std::fs::read(&a).unwrap();
     let out = d.join("out.png");
     let write = |name: &str, b: &[u8]| {
@@ -172,7 +161,7 @@ fn bad_ap_files_give_clear_errors() {
 fn render(extra: &[&str], out: &Path) -> Vec<u8> {
     let mut args = vec!["render", "--size", "96x64", "--out", s(out)];
     args.extend_from_slice(extra);
-    ok(&args);
+    BIN.ok(&args);
     std::fs::read(out).unwrap()
 }
 
@@ -210,7 +199,7 @@ fn mpirun(n: usize) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_btl", "self,vader")
         .env("OMPI_MCA_plm_rsh_agent", "")
-        .args(["-n", &n.to_string(), "--oversubscribe", BIN]);
+        .args(["-n", &n.to_string(), "--oversubscribe", BIN.0]);
     cmd
 }
 
@@ -268,7 +257,7 @@ fn mpirun_matches_the_single_rank_image() {
     assert!(t.elapsed().as_secs() < 60, "the ranks took {:?} to stop", t.elapsed());
     // More ranks than pixels: empty spans travel as empty payloads.
     let tiny_single = d.join("tiny1.png");
-    ok(&["render", "--size", "3x1", "--scene", "points:50:3", "--out", s(&tiny_single)]);
+    BIN.ok(&["render", "--size", "3x1", "--scene", "points:50:3", "--out", s(&tiny_single)]);
     let tiny = d.join("tiny4.png");
     let result = mpirun(4)
         .args(["render", "--size", "3x1", "--scene", "points:50:3"])
@@ -294,10 +283,10 @@ fn mpirun_matches_the_single_rank_image() {
 #[test]
 fn demo_and_quick_bench_run() {
     let dir = tempfile::tempdir().unwrap();
-    let stdout = ok(&["demo", "--out", s(dir.path())]);
+    let stdout = BIN.ok(&["demo", "--out", s(dir.path())]);
     assert!(stdout.contains("== single-pass render: true"), "{stdout}");
     assert!(dir.path().join("composite.png").exists() && dir.path().join("summary.json").exists());
-    let bench = ok(&["bench", "--quick"]);
+    let bench = BIN.ok(&["bench", "--quick"]);
     let lines: Vec<serde_json::Value> = bench.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.iter().any(|l| l["bench"] == "ap_encode" && l["gpu_ms"].as_f64().unwrap() > 0.0));
     assert!(lines.iter().any(|l| l["bench"] == "ap_ratios"));
@@ -305,7 +294,7 @@ fn demo_and_quick_bench_run() {
 
 #[test]
 fn quick_sweep_checks_every_configuration() {
-    let out = ok(&["sweep", "--quick"]);
+    let out = BIN.ok(&["sweep", "--quick"]);
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let encodes: Vec<&serde_json::Value> = lines.iter().filter(|l| l["sweep"] == "encode").collect();
     let configs = lines[0]["configs"].as_u64().unwrap() as usize;
@@ -325,13 +314,13 @@ fn quick_sweep_checks_every_configuration() {
 #[test]
 fn version_and_help_follow_the_contract() {
     for args in [&["--version"][..], &["render", "--version"][..]] {
-        assert!(ok(args).contains(env!("CARGO_PKG_VERSION")), "{args:?}");
+        assert!(BIN.ok(args).contains(env!("CARGO_PKG_VERSION")), "{args:?}");
     }
     for sub in ["encode", "decode", "blend", "render", "demo", "bench", "sweep"] {
-        let help = ok(&[sub, "--help"]);
+        let help = BIN.ok(&[sub, "--help"]);
         assert!(help.contains("Examples:\n  composite ") || help.contains("Examples:\n  mpirun"), "{sub}: {help}");
     }
-    assert!(ok(&["render", "--help"]).contains("mpirun -n"));
+    assert!(BIN.ok(&["render", "--help"]).contains("mpirun -n"));
 }
 
 #[test]
@@ -396,7 +385,7 @@ fn scenes_are_checked_before_rendering() {
     let d = dir.path();
     let out = d.join("x.png");
     let render_scene =
-        |scene: &Path| -> Output { run(&["render", "--scene", s(scene), "--size", "32x24", "--out", s(&out)]) };
+        |scene: &Path| -> Output { BIN.run(&["render", "--scene", s(scene), "--size", "32x24", "--out", s(&out)]) };
     let nan = obj_scene(d, "nan", "v nan nan nan\nv 0 1 0\nv 1 0 0\nf 1 2 3\n");
     let err = String::from_utf8_lossy(&render_scene(&nan).stderr).into_owned();
     assert!(err.contains("not finite"), "{err}");
@@ -435,10 +424,10 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
     let img = d.join("a.img");
     std::fs::copy(&c, &img).unwrap();
     let ap = d.join("a.ap");
-    ok(&["encode", "--color", s(&img), "--depth", s(&z), "--out", s(&ap), "--backend", "cpu"]);
+    BIN.ok(&["encode", "--color", s(&img), "--depth", s(&z), "--out", s(&ap), "--backend", "cpu"]);
     // Image outputs take any image extension; the format follows it.
     let tif = d.join("a.tif");
-    ok(&["decode", s(&ap), "--color", s(&tif)]);
+    BIN.ok(&["decode", s(&ap), "--color", s(&tif)]);
     assert_eq!(kit::image::load_rgba8(&tif).unwrap().2, kit::image::load_rgba8(&c).unwrap().2);
     let err = fails(&["decode", s(&ap), "--color", s(&d.join("a.gif"))]);
     assert!(err.contains(".png"), "{err}");
@@ -456,7 +445,7 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
     let nan = d.join("nan.npy");
     kit::npy::write_f32(&nan, &[30, 40], &depth).unwrap();
     fails(&["encode", "--color", s(&c), "--depth", s(&nan), "--out", s(&d.join("n.ap"))]);
-    let json = run(&["decode", s(&d.join("none.ap")), "--color", s(&tif), "--json"]);
+    let json = BIN.run(&["decode", s(&d.join("none.ap")), "--color", s(&tif), "--json"]);
     let line: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(line["command"], "decode");
     assert!(line["error"].as_str().unwrap().contains("none.ap"), "{line}");

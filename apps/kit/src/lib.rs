@@ -17,6 +17,7 @@
 //!   `out`) around each command's typed record.
 //! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
 //! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
+//! - [`testing`]: a binary run by its integration tests, with the contract's checks.
 //! - [`tuning`]: the per-device tuning file `sweep --tune` writes and the apps read, checked.
 //! - `viewer` (feature `viewer`): the window, event loop and screenshot the viewers share.
 
@@ -32,6 +33,7 @@ pub mod output;
 pub mod progress;
 pub mod report;
 pub mod rng;
+pub mod testing;
 pub mod tuning;
 #[cfg(feature = "viewer")]
 pub mod viewer;

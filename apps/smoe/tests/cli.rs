@@ -4,29 +4,9 @@
 //! bench --quick, demo and the viewer under Xvfb.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_smoe");
-
-fn smoe(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run smoe")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = smoe(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "smoe {args:?} failed: {stderr}");
-    assert!(!stderr.contains("vulkan validation"), "validation messages: {stderr}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = smoe(args);
-    assert!(!out.status.success(), "smoe {args:?} should fail");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "panic: {stderr}");
-    stderr
-}
+const BIN: kit::testing::Bin = kit::testing::Bin(env!("CARGO_BIN_EXE_smoe"));
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -54,7 +34,8 @@ fn envelope(stdout: &str) -> serde_json::Value {
 fn image_model(dir: &Path) -> PathBuf {
     let png = sample_png(dir, 29, 21);
     let model = dir.join("m.json");
-    let line = envelope(&ok(&["fit", s(&png), "--kernels", "24", "--out", s(&model), "--iterations", "8", "--json"]));
+    let line =
+        envelope(&BIN.ok(&["fit", s(&png), "--kernels", "24", "--out", s(&model), "--iterations", "8", "--json"]));
     assert!(line["psnr_db"].as_f64().unwrap() > 15.0, "{line}");
     assert_eq!(line["command"], "fit");
     assert_eq!(line["backend"], "gpu");
@@ -75,17 +56,17 @@ fn fit_then_render_png_and_npy_on_both_backends() {
     let dir = tmp();
     let model = image_model(dir.path());
     let png = dir.path().join("r.png");
-    ok(&["render", s(&model), "--out", s(&png)]);
+    BIN.ok(&["render", s(&model), "--out", s(&png)]);
     let img = kit::image::load(&png).unwrap();
     assert_eq!((img.width, img.height), (29, 21));
     // The format follows the extension: a .jpg holds JPEG.
     let jpg = dir.path().join("r.jpg");
-    ok(&["render", s(&model), "--out", s(&jpg)]);
+    BIN.ok(&["render", s(&model), "--out", s(&jpg)]);
     assert_eq!(&std::fs::read(&jpg).unwrap()[..2], &[0xFF, 0xD8]);
 
     // Up-sampled, odd size; GPU (fast and robust, culling on and off) against the CPU backend.
     let cpu = dir.path().join("cpu.npy");
-    ok(&["render", s(&model), "--out", s(&cpu), "--size", "45x37", "--backend", "cpu"]);
+    BIN.ok(&["render", s(&model), "--out", s(&cpu), "--size", "45x37", "--backend", "cpu"]);
     let (shape, want) = read_npy(&cpu);
     assert_eq!(shape, vec![37, 45, 3]);
     for args in [
@@ -97,7 +78,7 @@ fn fit_then_render_png_and_npy_on_both_backends() {
         let gpu = dir.path().join("gpu.npy");
         let mut a = vec!["render", s(&model), "--out", s(&gpu), "--size", "45x37", "--json"];
         a.extend(args.iter().copied());
-        let line = envelope(&ok(&a));
+        let line = envelope(&BIN.ok(&a));
         assert_eq!(line["width"], 45);
         assert_eq!(line["out"], serde_json::json!([s(&gpu)]));
         let (_, got) = read_npy(&gpu);
@@ -121,17 +102,19 @@ fn light_field_fit_and_fractional_view() {
     let npy = dir.path().join("lf.npy");
     kit::npy::write_f32(&npy, &[3, 2, 11, 13, 3], &data).unwrap();
     let model = dir.path().join("lf.smoe");
-    ok(&["fit", s(&npy), "--kernels", "12", "--out", s(&model), "--iterations", "5"]);
+    BIN.ok(&["fit", s(&npy), "--kernels", "12", "--out", s(&model), "--iterations", "5"]);
     let out = dir.path().join("v.npy");
-    ok(&["render", s(&model), "--out", s(&out), "--view", "0.5,0.25"]);
+    BIN.ok(&["render", s(&model), "--out", s(&out), "--view", "0.5,0.25"]);
     let cpu = dir.path().join("c.npy");
-    ok(&["render", s(&model), "--out", s(&cpu), "--view", "0.5,0.25", "--backend", "cpu"]);
+    BIN.ok(&["render", s(&model), "--out", s(&cpu), "--view", "0.5,0.25", "--backend", "cpu"]);
     let ((shape, got), (_, want)) = (read_npy(&out), read_npy(&cpu));
     assert_eq!(shape, vec![11, 13, 3]);
     let max = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0f32, f32::max);
     assert!(max <= 1.0 / 4096.0, "{max}");
-    assert!(fails(&["render", s(&model), "--out", s(&out), "--view", "x"]).contains("--view"));
-    assert!(fails(&["render", s(&model), "--out", s(&out), "--view", "1e30,0"]).contains("outside the captured views"));
+    assert!(BIN.fails(&["render", s(&model), "--out", s(&out), "--view", "x"]).contains("--view"));
+    assert!(BIN
+        .fails(&["render", s(&model), "--out", s(&out), "--view", "1e30,0"])
+        .contains("outside the captured views"));
 }
 
 #[test]
@@ -142,7 +125,7 @@ fn fit_improves_psnr_over_its_initialisation() {
     let ctx = engine::testing::context();
     let init = smoe::fit::render_psnr(ctx, &smoe::fit::grid_init(&grid, 30), &grid).unwrap();
     let m = dir.path().join("m.json");
-    let out = ok(&["fit", s(&png), "--kernels", "30", "--out", s(&m), "--iterations", "12", "--json"]);
+    let out = BIN.ok(&["fit", s(&png), "--kernels", "30", "--out", s(&m), "--iterations", "12", "--json"]);
     let fitted = envelope(&out)["psnr_db"].as_f64().unwrap();
     assert!(fitted > init + 2.0, "PSNR of the grid initialisation {init}, after 12 iterations {fitted}");
 }
@@ -168,7 +151,7 @@ fn refined_fit_renders_to_its_reported_psnr() {
             s(&model),
             "--json",
         ];
-        let line = envelope(&ok(&a));
+        let line = envelope(&BIN.ok(&a));
         let (psnr, em) = (line["psnr_db"].as_f64().unwrap(), line["em_psnr_db"].as_f64().unwrap());
         assert!(line["refine_ms"].as_f64().is_some(), "{line}");
         if steps == "0" {
@@ -177,7 +160,7 @@ fn refined_fit_renders_to_its_reported_psnr() {
             assert!(psnr > em + 1.0, "EM {em} dB, refined {psnr} dB");
         }
         let npy = dir.path().join("r.npy");
-        ok(&["render", s(&model), "--out", s(&npy)]);
+        BIN.ok(&["render", s(&model), "--out", s(&npy)]);
         let (_, got) = read_npy(&npy);
         let want = kit::image::load(&png).unwrap().data;
         let rendered = smoe::data::psnr(&got, &want);
@@ -191,12 +174,12 @@ fn convert_round_trip_and_bad_models() {
     let model = image_model(dir.path());
     let bin = dir.path().join("m.smoe");
     let back = dir.path().join("back.json");
-    ok(&["convert", s(&model), s(&bin)]);
-    ok(&["convert", s(&bin), s(&back)]);
+    BIN.ok(&["convert", s(&model), s(&bin)]);
+    BIN.ok(&["convert", s(&bin), s(&back)]);
     let (a, b) = (smoe::model::Model::load(&model).unwrap(), smoe::model::Model::load(&back).unwrap());
     assert_eq!(a.len(), b.len());
-    assert!(fails(&["convert", s(&model), s(&model)]).contains("refusing"));
-    assert!(fails(&["convert", s(&model), s(&dir.path().join("m.png"))]).contains(".json, .smoe, .bin"));
+    assert!(BIN.fails(&["convert", s(&model), s(&model)]).contains("refusing"));
+    assert!(BIN.fails(&["convert", s(&model), s(&dir.path().join("m.png"))]).contains(".json, .smoe, .bin"));
 
     let text = std::fs::read_to_string(&model).unwrap();
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -215,19 +198,19 @@ fn convert_round_trip_and_bad_models() {
         mutate(&mut v);
         let bad = dir.path().join(format!("bad{i}.json"));
         std::fs::write(&bad, v.to_string()).unwrap();
-        let err = fails(&["render", s(&bad), "--out", s(&out)]);
+        let err = BIN.fails(&["render", s(&bad), "--out", s(&out)]);
         assert!(err.contains(want), "case {i}: {err}");
         v = original;
     }
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"format\": ").unwrap();
-    assert!(fails(&["render", s(&junk), "--out", s(&out)]).contains("not a valid SMoE JSON"));
+    assert!(BIN.fails(&["render", s(&junk), "--out", s(&out)]).contains("not a valid SMoE JSON"));
     assert!(!out.exists(), "no output after a failure");
 }
 
 #[test]
 fn bench_quick_prints_json_lines() {
-    let out = ok(&["bench", "--quick"]);
+    let out = BIN.ok(&["bench", "--quick"]);
     let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.iter().any(|l| l["bench"] == "render_4K" && l["gpu_ms"].as_f64().unwrap() > 0.0));
     assert!(lines.iter().any(|l| l["bench"] == "fit" && l["psnr_db"].as_f64().unwrap() > 10.0));
@@ -236,7 +219,7 @@ fn bench_quick_prints_json_lines() {
 #[test]
 fn demo_writes_outputs_and_viewer_runs_under_xvfb() {
     let dir = tmp();
-    let out = ok(&["demo", "--out", s(dir.path())]);
+    let out = BIN.ok(&["demo", "--out", s(dir.path())]);
     assert_eq!(out.lines().count(), 1, "{out}");
     for f in ["smoe_input.png", "smoe_model.json", "smoe_render_1x.png", "smoe_render_2x.png", "smoe_summary.json"] {
         assert!(dir.path().join(f).exists(), "{f} missing");
@@ -248,7 +231,7 @@ fn demo_writes_outputs_and_viewer_runs_under_xvfb() {
     let shot = dir.path().join("shot.png");
     let model = dir.path().join("smoe_model.json");
     let run = Command::new("xvfb-run")
-        .args(["-a", BIN, "view", s(&model), "--frames", "5", "--screenshot", s(&shot)])
+        .args(["-a", BIN.0, "view", s(&model), "--frames", "5", "--screenshot", s(&shot)])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -258,7 +241,7 @@ fn demo_writes_outputs_and_viewer_runs_under_xvfb() {
     // The screenshot is the model rendered at the window size: compare with the renderer.
     let img = kit::image::load(&shot).unwrap();
     let want = dir.path().join("want.png");
-    ok(&["render", s(&model), "--out", s(&want), "--size", &format!("{}x{}", img.width, img.height)]);
+    BIN.ok(&["render", s(&model), "--out", s(&want), "--size", &format!("{}x{}", img.width, img.height)]);
     let want = kit::image::load(&want).unwrap();
     let max = img.data.iter().zip(&want.data).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(max <= 1.5 / 255.0, "screenshot differs from render by {max}");
@@ -269,7 +252,7 @@ fn fit_on_the_cpu_backend() {
     let dir = tmp();
     let png = sample_png(dir.path(), 23, 17);
     let model = dir.path().join("m.smoe");
-    let line = envelope(&ok(&[
+    let line = envelope(&BIN.ok(&[
         "fit",
         s(&png),
         "--kernels",
@@ -289,7 +272,8 @@ fn fit_on_the_cpu_backend() {
     smoe::model::Model::load(&model).unwrap();
     // The same fit on the GPU reaches nearly the same PSNR, after EM (f32 against f64 EM)
     // and after refinement (from there, with the f64 twin against the GPU's passes).
-    let gpu = envelope(&ok(&["fit", s(&png), "--kernels", "10", "--iterations", "5", "--out", s(&model), "--json"]));
+    let gpu =
+        envelope(&BIN.ok(&["fit", s(&png), "--kernels", "10", "--iterations", "5", "--out", s(&model), "--json"]));
     for field in ["em_psnr_db", "psnr_db"] {
         let (c, g) = (line[field].as_f64().unwrap(), gpu[field].as_f64().unwrap());
         assert!((c - g).abs() < 0.1, "{field}: cpu {c} dB, gpu {g} dB");
@@ -305,28 +289,28 @@ fn outputs_are_checked_before_any_work() {
     // Under a regular file: refused before the image is even read (2000 kernels are more
     // than its 609 samples, an error that needs the image) and before any EM.
     let under = file.join("m.json");
-    let err = fails(&["fit", s(&png), "--kernels", "2000", "--out", s(&under)]);
+    let err = BIN.fails(&["fit", s(&png), "--kernels", "2000", "--out", s(&under)]);
     assert!(err.contains(s(&file)) && err.contains("is a file where a folder must be"), "{err}");
     assert!(!err.contains("samples") && !err.contains("EM"), "{err}");
     // A missing folder is created.
     let nested = dir.path().join("a/b/m.json");
-    ok(&["fit", s(&png), "--kernels", "4", "--iterations", "1", "--out", s(&nested)]);
+    BIN.ok(&["fit", s(&png), "--kernels", "4", "--iterations", "1", "--out", s(&nested)]);
     assert!(nested.is_file());
     // Wrong extensions name the accepted ones.
-    let err = fails(&["fit", s(&png), "--kernels", "4", "--out", s(&dir.path().join("x.png"))]);
+    let err = BIN.fails(&["fit", s(&png), "--kernels", "4", "--out", s(&dir.path().join("x.png"))]);
     assert!(err.contains(".json, .smoe, .bin"), "{err}");
     assert!(!dir.path().join("x.png").exists());
-    let err = fails(&["render", s(&nested), "--out", s(&dir.path().join("x.gif"))]);
+    let err = BIN.fails(&["render", s(&nested), "--out", s(&dir.path().join("x.gif"))]);
     assert!(err.contains(".png") && err.contains(".npy"), "{err}");
     let shot = dir.path().join("shot.txt");
-    let err = fails(&["view", s(&nested), "--frames", "1", "--screenshot", s(&shot)]);
+    let err = BIN.fails(&["view", s(&nested), "--frames", "1", "--screenshot", s(&shot)]);
     assert!(err.contains(".png, .jpg"), "{err}");
 }
 
 #[test]
 fn errors_are_printed_once() {
     let dir = tmp();
-    let out = smoe(&["fit", s(dir.path()), "--kernels", "4", "--out", s(&dir.path().join("m.json"))]);
+    let out = BIN.run(&["fit", s(dir.path()), "--kernels", "4", "--out", s(&dir.path().join("m.json"))]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -343,7 +327,7 @@ fn inputs_must_be_finite_and_in_range() {
         let mut data = vec![0.5f32; 2 * 2 * 5 * 6 * 3];
         data[17] = value;
         kit::npy::write_f32(&npy, &[2, 2, 5, 6, 3], &data).unwrap();
-        let err = fails(&["fit", s(&npy), "--kernels", "3", "--iterations", "1", "--out", s(&out)]);
+        let err = BIN.fails(&["fit", s(&npy), "--kernels", "3", "--iterations", "1", "--out", s(&out)]);
         assert!(err.contains("element 17") && err.contains("[0, 1]"), "{err}");
     }
     assert!(!out.exists());
@@ -367,7 +351,7 @@ fn models_out_of_f32_range_are_refused_by_every_reader_and_backend() {
     let dir = tmp();
     let good = dir.path().join("good.json");
     std::fs::write(&good, model_json("[6, 4]", "1", "0.5", "0.01")).unwrap();
-    ok(&["render", s(&good), "--out", s(&dir.path().join("g.npy")), "--backend", "cpu"]);
+    BIN.ok(&["render", s(&good), "--out", s(&dir.path().join("g.npy")), "--backend", "cpu"]);
     let cases = [
         ("mu 1e300", model_json("[6, 4]", "1", "1e300", "0.01"), "mu[0]"),
         ("mu 1e30", model_json("[6, 4]", "1", "1e30", "0.01"), "mu[0]"),
@@ -383,23 +367,23 @@ fn models_out_of_f32_range_are_refused_by_every_reader_and_backend() {
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, text).unwrap();
         let out = dir.path().join("o.npy");
-        let cpu = fails(&["render", s(&bad), "--out", s(&out), "--backend", "cpu"]);
-        let gpu = fails(&["render", s(&bad), "--out", s(&out), "--backend", "gpu"]);
+        let cpu = BIN.fails(&["render", s(&bad), "--out", s(&out), "--backend", "cpu"]);
+        let gpu = BIN.fails(&["render", s(&bad), "--out", s(&out), "--backend", "gpu"]);
         assert!(cpu.contains(want), "{what}: {cpu}");
         assert_eq!(cpu, gpu, "{what}: the backends disagree");
         assert!(!cpu.contains("--size"), "{what}: {cpu}");
         let converted = dir.path().join("c.smoe");
-        assert!(fails(&["convert", s(&bad), s(&converted)]).contains(want), "{what}");
+        assert!(BIN.fails(&["convert", s(&bad), s(&converted)]).contains(want), "{what}");
         assert!(!out.exists() && !converted.exists(), "{what}: an output was written");
     }
     // The binary reader applies the same checks: a binary model whose mean is 1e30 in f32.
     let bin = dir.path().join("good.smoe");
-    ok(&["convert", s(&good), s(&bin)]);
+    BIN.ok(&["convert", s(&good), s(&bin)]);
     let mut bytes = std::fs::read(&bin).unwrap();
     let mu0 = 8 + 16 + 8 + 8 + 4; // header, extent, count, then pi
     bytes[mu0..mu0 + 4].copy_from_slice(&1e30f32.to_le_bytes());
     std::fs::write(&bin, &bytes).unwrap();
-    assert!(fails(&["convert", s(&bin), s(&dir.path().join("c.json"))]).contains("mu[0]"));
+    assert!(BIN.fails(&["convert", s(&bin), s(&dir.path().join("c.json"))]).contains("mu[0]"));
 }
 
 /// `--psnr`: the search's trials double K until a fit reaches the target, the saved model
@@ -413,7 +397,7 @@ fn fit_to_a_target_psnr() {
     let args = ["--iterations", "4", "--refine-steps", "5", "--json"];
     let mut call = vec!["fit", s(&png), "--psnr", "24", "--out", s(&model)];
     call.extend(args);
-    let line = envelope(&ok(&call));
+    let line = envelope(&BIN.ok(&call));
     let trials = line["trials"].as_array().unwrap();
     let (k, psnr) = (line["kernels"].as_u64().unwrap(), line["psnr_db"].as_f64().unwrap());
     assert!(psnr >= 24.0, "{line}");
@@ -428,7 +412,7 @@ fn fit_to_a_target_psnr() {
     let out = dir.path().join("never.smoe");
     let mut call = vec!["fit", s(&png), "--psnr", "99", "--kernels", "40", "--out", s(&out)];
     call.extend(args);
-    let err = fails(&call);
+    let err = BIN.fails(&call);
     assert!(err.contains("not reached with up to 40 kernels"), "{err}");
     assert!(!out.exists());
 }
