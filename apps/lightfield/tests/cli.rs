@@ -1,30 +1,14 @@
 //! End-to-end tests of the `lightfield` binary on small generated light fields (lavapipe).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// An argument list: `&str`s, or the `String`s of [`encode`].
-trait Arg: AsRef<std::ffi::OsStr> + std::fmt::Debug {}
-impl<T: AsRef<std::ffi::OsStr> + std::fmt::Debug> Arg for T {}
+const BIN: kit::testing::Bin = kit::testing::Bin(env!("CARGO_BIN_EXE_lightfield"));
 
-fn lightfield(args: &[impl Arg]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lightfield")).args(args).output().expect("run lightfield")
-}
-
-fn ok(args: &[impl Arg]) -> String {
-    let out = lightfield(args);
-    assert!(out.status.success(), "lightfield {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs a command that must fail cleanly: non-zero exit, an error message naming `needle`,
-/// no panic.
-fn fails(args: &[impl Arg], needle: &str) {
-    let out = lightfield(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "lightfield {args:?} should fail");
+/// Runs a command that must fail cleanly with an error message naming `needle`.
+fn fails(args: &[impl AsRef<std::ffi::OsStr> + std::fmt::Debug], needle: &str) {
+    let stderr = BIN.fails(args);
     assert!(stderr.contains(needle), "lightfield {args:?}: expected {needle:?} in {stderr}");
-    assert!(!stderr.contains("panicked"), "lightfield {args:?} panicked: {stderr}");
 }
 
 fn p(dir: &Path, name: &str) -> String {
@@ -37,7 +21,9 @@ fn json(line: &str) -> serde_json::Value {
 
 /// Trains `dictionaries` dictionaries of `patch` on `input` into `out`, with the flags `extra`.
 fn train(input: &str, dictionaries: &str, patch: &str, out: &str, extra: &[&str]) -> String {
-    ok(&[&["train", "--input", input, "--dictionaries", dictionaries, "--patch", patch, "--out", out], extra].concat())
+    BIN.ok(
+        &[&["train", "--input", input, "--dictionaries", dictionaries, "--patch", patch, "--out", out], extra].concat()
+    )
 }
 
 /// The arguments that encode `input` with the dictionaries `dict` into `out` at `sparsity`
@@ -51,14 +37,14 @@ fn encode(input: &str, dict: &str, sparsity: &str, epsilon: &str, out: &str, ext
 fn generate_train_encode_decode_info() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(&["generate", "--out", &p(d, "train.npy"), "--views", "4x4", "--size", "30x25", "--seed", "1"]);
+    BIN.ok(&["generate", "--out", &p(d, "train.npy"), "--views", "4x4", "--size", "30x25", "--seed", "1"]);
     // 5 x 3 views of 22 x 17 pixels: padded along every axis by the 5x5x4x4 patch.
-    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "5x3", "--size", "22x17", "--seed", "2"]);
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "5x3", "--size", "22x17", "--seed", "2"]);
     let trained = train(&p(d, "train.npy"), "3", "5x5x4x4", &p(d, "d.lfd"), &["--iterations", "1", "--json"]);
     assert!(trained.lines().all(|l| json(l).is_object()));
     let enc = |backend: &str, out: &str| {
         let (lf, dict) = (p(d, "lf.npy"), p(d, "d.lfd"));
-        json(&ok(&encode(&lf, &dict, "900", "0.01", &p(d, out), &["--backend", backend, "--json"])))
+        json(&BIN.ok(&encode(&lf, &dict, "900", "0.01", &p(d, out), &["--backend", backend, "--json"])))
     };
     let gpu = enc("gpu", "gpu.lfc");
     let cpu = enc("cpu", "cpu.lfc");
@@ -76,34 +62,34 @@ fn generate_train_encode_decode_info() {
     assert!(gpu["psnr_db"].as_f64().unwrap() >= 40.0, "{gpu}");
     assert!((gpu["psnr_db"].as_f64().unwrap() - cpu["psnr_db"].as_f64().unwrap()).abs() < 0.05);
 
-    ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "back.npy")]);
+    BIN.ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "back.npy")]);
     let back = kit::npy::read(&d.join("back.npy")).unwrap();
     assert_eq!(back.shape, vec![5, 3, 17, 22, 3]);
     assert_eq!(back.dtype, kit::npy::NpyDtype::F32);
-    ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "again.npy"), "--backend", "cpu"]);
+    BIN.ok(&["decode", &p(d, "gpu.lfc"), "--out", &p(d, "again.npy"), "--backend", "cpu"]);
     let again = kit::npy::read(&d.join("again.npy")).unwrap();
     let worst = back.data.iter().zip(&again.data).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
     assert!(worst < 1e-5, "GPU and CPU decodes differ by {worst}");
 
-    let info = json(&ok(&["info", &p(d, "gpu.lfc"), "--json"]));
+    let info = json(&BIN.ok(&["info", &p(d, "gpu.lfc"), "--json"]));
     assert_eq!(info["out"], serde_json::json!([]));
     assert_eq!(info["patches"], 40);
     assert_eq!(info["dictionaries"], 3);
     assert_eq!(info["patch"], "5x5x3x4x4");
-    assert!(ok(&["info", &p(d, "gpu.lfc")]).contains("bits_per_sample"));
+    assert!(BIN.ok(&["info", &p(d, "gpu.lfc")]).contains("bits_per_sample"));
 }
 
 #[test]
 fn bad_inputs_fail_with_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "4x4", "--size", "20x15", "--seed", "3"]);
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "4x4", "--size", "20x15", "--seed", "3"]);
     train(&p(d, "lf.npy"), "2", "5x5x4x4", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
     let encode_at = |sparsity: &str, input: &str, dict: &str, out: &str| {
         encode(input, dict, sparsity, "0.02", out, &["--backend", "cpu"])
     };
     let enc = |input: &str, dict: &str, out: &str| encode_at("300", input, dict, out);
-    ok(&enc(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "x.lfc")));
+    BIN.ok(&enc(&p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "x.lfc")));
     let lfc = std::fs::read(d.join("x.lfc")).unwrap();
     let lfd = std::fs::read(d.join("d.lfd")).unwrap();
 
@@ -169,14 +155,14 @@ fn folder_of_views_trains_and_encodes() {
     let vdir = views.to_str().unwrap();
     let dict = p(d, "d.lfd");
     train(vdir, "2", "4x4x2x3", &dict, &["--grid", "2x3", "--iterations", "1", "--backend", "cpu"]);
-    let enc = json(&ok(&encode(vdir, &dict, "144", "0.01", &p(d, "x.lfc"), &["--grid", "2x3", "--json"])));
+    let enc = json(&BIN.ok(&encode(vdir, &dict, "144", "0.01", &p(d, "x.lfc"), &["--grid", "2x3", "--json"])));
     assert_eq!(enc["patches"], 12);
     fails(&encode(vdir, &dict, "144", "0.01", &p(d, "y.lfc"), &["--grid", "3x3"]), "--grid says 3x3");
 }
 
 #[test]
 fn bench_quick_prints_json_lines() {
-    let out = ok(&["bench", "--quick"]);
+    let out = BIN.ok(&["bench", "--quick"]);
     let lines: Vec<serde_json::Value> = out.lines().map(json).collect();
     let names: Vec<&str> = lines.iter().map(|l| l["bench"].as_str().unwrap()).collect();
     for want in ["train", "encode_table1", "decode_table1", "rate_distortion"] {
@@ -190,13 +176,13 @@ fn bench_quick_prints_json_lines() {
 
 #[test]
 fn version_help_and_outputs_checked_before_work() {
-    assert!(ok(&["--version"]).starts_with("lightfield "));
-    assert!(ok(&["encode", "--version"]).contains(env!("CARGO_PKG_VERSION")));
+    assert!(BIN.ok(&["--version"]).starts_with("lightfield "));
+    assert!(BIN.ok(&["encode", "--version"]).contains(env!("CARGO_PKG_VERSION")));
     for sub in ["train", "encode", "decode", "info", "generate", "bench", "demo", "view", "render"] {
-        let help = ok(&[sub, "--help"]);
+        let help = BIN.ok(&[sub, "--help"]);
         assert!(help.contains("Examples:\n  lightfield "), "{sub} --help has no example");
     }
-    assert!(ok(&["encode", "--help"]).contains("Light field to encode"));
+    assert!(BIN.ok(&["encode", "--help"]).contains("Light field to encode"));
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("file"), b"x").unwrap();
@@ -211,18 +197,18 @@ fn version_help_and_outputs_checked_before_work() {
     );
     fails(&["decode", &p(d, "missing.lfc"), "--out", &p(d, "views.png")], "--views DIR");
     fails(&["decode", &p(d, "missing.lfc"), "--out", &p(d, "views.txt")], ".npy");
-    let out = lightfield(&["generate", "--out", &p(d, "x.npy"), "--size", "0x5"]);
+    let out = BIN.run(&["generate", "--out", &p(d, "x.npy"), "--size", "0x5"]);
     assert_eq!(out.status.code(), Some(2), "a zero size is a usage error");
     let out =
-        lightfield(&["encode", "--input", "a", "--dict", "b", "--sparsity", "9", "--epsilon", "nan", "--out", "x.lfc"]);
+        BIN.run(&["encode", "--input", "a", "--dict", "b", "--sparsity", "9", "--epsilon", "nan", "--out", "x.lfc"]);
     assert_eq!(out.status.code(), Some(2), "NaN epsilon is a usage error");
 }
 
 /// Encodes a tiny light field on the CPU into `d/x.lfc` (with `d/lf.npy`, `d/d.lfd`).
 fn tiny_lfc(d: &Path) -> Vec<u8> {
-    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "2x2", "--size", "10x9", "--seed", "4"]);
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "2x2", "--size", "10x9", "--seed", "4"]);
     train(&p(d, "lf.npy"), "2", "3x3x2x2", &p(d, "d.lfd"), &["--backend", "cpu"]);
-    ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "60", "0.01", &p(d, "x.lfc"), &["--backend", "cpu"]));
+    BIN.ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "60", "0.01", &p(d, "x.lfc"), &["--backend", "cpu"]));
     std::fs::read(d.join("x.lfc")).unwrap()
 }
 
@@ -231,7 +217,7 @@ fn decode_then_encode_round_trips_through_npy_and_views() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     tiny_lfc(d);
-    let dec = json(&ok(&[
+    let dec = json(&BIN.ok(&[
         "decode",
         &p(d, "x.lfc"),
         "--out",
@@ -257,9 +243,9 @@ fn decode_then_encode_round_trips_through_npy_and_views() {
     let img = kit::image::load(&d.join("views/view_1_0.png")).unwrap();
     assert_eq!((img.width, img.height, img.source_bits), (10, 9, 16));
     let args = ["--dict", &p(d, "d.lfd"), "--sparsity", "60", "--epsilon", "0.01", "--backend", "cpu"];
-    ok(&[&["encode", "--input", &p(d, "back.npy"), "--out", &p(d, "again.lfc")], &args[..]].concat());
+    BIN.ok(&[&["encode", "--input", &p(d, "back.npy"), "--out", &p(d, "again.lfc")], &args[..]].concat());
     let views = p(d, "views");
-    ok(&[&["encode", "--input", &views, "--out", &p(d, "views.lfc")], &args[..]].concat());
+    BIN.ok(&[&["encode", "--input", &views, "--out", &p(d, "views.lfc")], &args[..]].concat());
 }
 
 /// Rewrites the header hash of a `.lfc` after a header field was changed.
@@ -323,7 +309,7 @@ fn hostile_lfc_headers_and_frames_are_refused_by_info_and_decode() {
     }
     assert!(!d.join("o.npy").exists());
     // The untouched file still reads.
-    ok(&["info", &p(d, "x.lfc")]);
+    BIN.ok(&["info", &p(d, "x.lfc")]);
 }
 
 #[test]
@@ -333,7 +319,7 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
     tiny_lfc(d);
     let encode_at = |sparsity: &str, extra: &[&str]| {
         let (input, dict, out) = (p(d, "lf.npy"), p(d, "d.lfd"), p(d, "s.lfc"));
-        lightfield(&encode(&input, &dict, sparsity, "0.002", &out, &[&["--backend", "cpu"], extra].concat()))
+        BIN.run(&encode(&input, &dict, sparsity, "0.002", &out, &[&["--backend", "cpu"], extra].concat()))
     };
     // One coefficient per patch cannot reach RMSE 0.002.
     let out = encode_at("1", &["--json"]);
@@ -362,10 +348,10 @@ fn encode_folder_and_decode(d: &Path, views: &Path, backend: &str) -> kit::npy::
     let dict = p(d, "folder.lfd");
     train(v, "2", "4x4x3x3", &dict, &["--iterations", "1", "--backend", "cpu"]);
     let (lfc, npy) = (p(d, "folder.lfc"), p(d, "folder.npy"));
-    let rec = json(&ok(&encode(v, &dict, "432", "0.005", &lfc, &["--backend", backend, "--json"])));
+    let rec = json(&BIN.ok(&encode(v, &dict, "432", "0.005", &lfc, &["--backend", backend, "--json"])));
     assert_eq!(rec["views"], serde_json::json!([3, 3]), "{rec}");
     assert_eq!(rec["capped_patches"], 0, "{rec}");
-    ok(&["decode", &lfc, "--out", &npy, "--backend", backend]);
+    BIN.ok(&["decode", &lfc, "--out", &npy, "--backend", backend]);
     kit::npy::read(Path::new(&npy)).unwrap()
 }
 
@@ -428,15 +414,15 @@ fn steps_apart(a: &kit::image::ImageF32, b: &kit::image::ImageF32) -> f32 {
 fn render_and_the_viewer_show_the_decoded_views() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "24x20", "--seed", "3"]);
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "24x20", "--seed", "3"]);
     train(&p(d, "lf.npy"), "2", "4x4x3x3", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
     let lfc = p(d, "x.lfc");
-    ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "432", "0.005", &lfc, &[]));
-    ok(&["decode", &lfc, "--views", &p(d, "views")]);
+    BIN.ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "432", "0.005", &lfc, &[]));
+    BIN.ok(&["decode", &lfc, "--views", &p(d, "views")]);
     // At an integer viewpoint, a still is the decoded view, whatever the focus, on both backends.
     for (backend, focus) in [("gpu", "0"), ("cpu", "-2.5")] {
         let still = p(d, &format!("still_{backend}.png"));
-        let rec = json(&ok(&[
+        let rec = json(&BIN.ok(&[
             "render",
             &lfc,
             "--view",
@@ -455,15 +441,15 @@ fn render_and_the_viewer_show_the_decoded_views() {
     }
     // Between views, refocused, scaled: the GPU and CPU stills agree.
     let between = ["--view", "0.5,1.25", "--focus", "0.7", "--aperture", "1.5", "--size", "37x29"];
-    ok(&[&["render", &lfc, "--out", &p(d, "gpu.png")], &between[..]].concat());
-    ok(&[&["render", &lfc, "--out", &p(d, "cpu.png"), "--backend", "cpu"], &between[..]].concat());
+    BIN.ok(&[&["render", &lfc, "--out", &p(d, "gpu.png")], &between[..]].concat());
+    BIN.ok(&[&["render", &lfc, "--out", &p(d, "cpu.png"), "--backend", "cpu"], &between[..]].concat());
     let apart = steps_apart(&image(&d.join("gpu.png")), &image(&d.join("cpu.png")));
     assert!(apart <= 1.0, "GPU and CPU stills are {apart}/255 apart");
     fails(&["render", &lfc, "--view", "2.5,0", "--out", &p(d, "no.png")], "outside the captured views");
     // One view decoded alone is that view of the whole decode, on both backends.
     for backend in ["gpu", "cpu"] {
         let one = p(d, &format!("one_{backend}.png"));
-        let rec = json(&ok(&["decode", &lfc, "--view", "1,2", "--out", &one, "--backend", backend, "--json"]));
+        let rec = json(&BIN.ok(&["decode", &lfc, "--view", "1,2", "--out", &one, "--backend", backend, "--json"]));
         assert_eq!(rec["view"], serde_json::json!([1, 2]), "{rec}");
         let apart = steps_apart(&image(Path::new(&one)), &image(&d.join("views/view_1_2.png")));
         assert!(apart <= 1.0, "{backend}: view 1,2 decoded alone is {apart}/255 from the whole decode's");
