@@ -61,10 +61,9 @@ uint reg_key[PER_THREAD];
 float reg_d2[PER_THREAD];
 float zero_x2;
 
-shared float red_err[2 * 64];
-shared float red_total[2 * 64];
-shared uint red_count[2 * 64];
-shared uint red_max[2 * 64];
+// Per subgroup: error, total, count and largest key (the last two as bits), one 16-byte
+// load each when every invocation sums them.
+shared vec4 red[2 * 64];
 shared uint sg_counts[64];
 shared uint sg_ties[64];
 uint slot = 0u;
@@ -108,22 +107,18 @@ void evaluate(uint t, out float err, out uint count, out float total, out uint k
     c = subgroupAdd(c);
     km = subgroupMax(km);
     uint base = slot * 64u;
-    if (subgroupElect()) {
-        red_err[base + gl_SubgroupID] = e;
-        red_total[base + gl_SubgroupID] = tot;
-        red_count[base + gl_SubgroupID] = c;
-        red_max[base + gl_SubgroupID] = km;
-    }
+    if (subgroupElect()) red[base + gl_SubgroupID] = vec4(e, tot, uintBitsToFloat(c), uintBitsToFloat(km));
     barrier();
     err = 0.0;
     total = 0.0;
     count = 0u;
     kmax = 0u;
     for (uint s = 0u; s < gl_NumSubgroups; s++) {
-        err += red_err[base + s];
-        total += red_total[base + s];
-        count += red_count[base + s];
-        kmax = max(kmax, red_max[base + s]);
+        vec4 r = red[base + s];
+        err += r.x;
+        total += r.y;
+        count += floatBitsToUint(r.z);
+        kmax = max(kmax, floatBitsToUint(r.w));
     }
     slot ^= 1u;
 }
@@ -191,19 +186,35 @@ bool fewest_within(float budget, uint cap, uint probe, out uint count, out float
     return true;
 }
 
+// Whether the set { key >= t } (c coefficients, error e) proves that the cap largest
+// coefficients have an error above `beat`, so this dictionary cannot strictly improve on a
+// failed patch's best. With c >= cap the cap largest are a subset: their error is at least e.
+// With c < cap, each of the cap - c coefficients added has |x| below t's value v, so it
+// lowers the error by less than v^2 (x^2 - d^2 <= x^2). The margin, 1e-3 of e, is far above
+// the rounding of the reductions' float sums, so a pruned dictionary never was a tie.
+bool cannot_beat(float beat, uint cap, uint t, float e, uint c) {
+    float v = uintBitsToFloat(t);
+    float bound = c >= cap ? e : e - float(cap - c) * v * v;
+    return bound > beat + 1e-3 * e;
+}
+
 // The `cap` largest non-zero coefficients (all if fewer), ties at the last place broken by
 // lower location: the set { key >= thr } plus the first tie_take coefficients of key tie_key.
-void most_within(uint cap, out uint count, out float err, out uint thr, out uint tie_key, out uint tie_take) {
+// Returns false, as soon as a step of the search proves it (cannot_beat), when their error
+// is above `beat` (+infinity: always finish).
+bool most_within(uint cap, float beat, out uint count, out float err, out uint thr, out uint tie_key, out uint tie_take) {
     float e, total;
     uint c, kmax;
     tie_key = 0u;
     tie_take = 0u;
     evaluate(1u, e, c, total, kmax);
+    // Every non-zero coefficient kept: no set of them has a smaller error.
+    if (e > beat + 1e-3 * e) return false;
     if (c <= cap) {
         count = c;
         err = e;
         thr = c == 0u ? KEEP_NOTHING : 1u;
-        return;
+        return true;
     }
     uint lo = 1u, hi = kmax + 1u, c_lo = c, c_hi = 0u;
     float e_hi = total;
@@ -211,6 +222,7 @@ void most_within(uint cap, out uint count, out float err, out uint thr, out uint
     while (hi - lo > 1u && c_lo - c_hi > 1u) {
         uint mid = lo + (hi - lo) / 2u;
         evaluate(mid, e, c, total, kmax);
+        if (cannot_beat(beat, cap, mid, e, c)) return false;
         if (c <= cap) {
             hi = mid;
             c_hi = c;
@@ -232,6 +244,7 @@ void most_within(uint cap, out uint count, out float err, out uint thr, out uint
         err = e_hi - float(tie_take) * (x * x - d * d);
         count = cap;
     }
+    return true;
 }
 
 void load_dict(uint k) {
@@ -320,11 +333,12 @@ void main() {
         }
         if (!success) {
             // A set of at least T coefficients with error >= fail_e bounds this dictionary's
-            // T-coefficient error from below: it cannot do strictly better.
-            bool beaten = fail_k != NONE && probe_c != NONE && probe_c >= sparsity && probe_e >= fail_e;
-            if (!beaten) {
-                uint tk, tt;
-                most_within(sparsity, c, e, t, tk, tt);
+            // T-coefficient error from below: it cannot do strictly better. So can a smaller
+            // set at the probe (cannot_beat), and any step of most_within's search.
+            bool beaten = fail_k != NONE && probe_c != NONE
+                          && ((probe_c >= sparsity && probe_e >= fail_e) || cannot_beat(fail_e, sparsity, probe, probe_e, probe_c));
+            uint tk, tt;
+            if (!beaten && most_within(sparsity, fail_k == NONE ? uintBitsToFloat(0x7F800000u) : fail_e, c, e, t, tk, tt)) {
                 if (fail_k == NONE || e < fail_e) {
                     fail_k = k;
                     fail_c = c;

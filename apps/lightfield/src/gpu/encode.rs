@@ -230,7 +230,9 @@ pub(super) mod tests {
         let n = 37;
         for shape in [SHAPE, PatchShape { my: 7, mx: 3, mu: 3, mv: 2 }] {
             let (plen, mode_sum) = (shape.len(), shape.modes().iter().sum());
-            let ens = Ensemble::random(shape, 3, 5);
+            // Twelve dictionaries, so that failed patches see the pruned searches (a
+            // dictionary proved unable to beat the best so far) many times.
+            let ens = Ensemble::random(shape, 12, 5);
             let gpu = GpuCodec::new(ctx, &ens).unwrap();
             // Random patches around a random smooth base, so some meet the budget and some fail.
             let mut patches = Vec::new();
