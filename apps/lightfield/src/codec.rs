@@ -15,6 +15,7 @@ use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
 use crate::patch::{PatchGrid, PatchSource};
+use crate::pools;
 use crate::sections::{self, Frame, SECTION_PATCHES};
 
 /// Which implementation encodes and decodes: the CPU reference or a GPU codec (the
@@ -113,7 +114,7 @@ pub struct EncodeTimes {
 }
 
 /// Encodes a light field straight to `.lfc` bytes: as each chunk's codes come back, every
-/// section it completes is compressed on the rayon pool while the next chunks are
+/// section it completes is compressed (on a pool of its own) while the next chunks are
 /// encoded, so only the last sections are left when the last chunk is back. The bytes
 /// equal `to_bytes()` of the returned form.
 pub fn encode_to_bytes(
@@ -179,22 +180,8 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
     Ok((c, bytes, times, gpu_time))
 }
 
-/// The threads that compress sections while chunks are encoded: half the cores. On rayon's
-/// global pool, a section's compression (about 15 ms of zstd) would hold a thread the
-/// next chunk's gather waits for, and the gather is what keeps the GPU fed; with their
-/// own threads, the gather keeps the global pool.
-fn compression_pool() -> Option<&'static rayon::ThreadPool> {
-    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1));
-        // Where the threads cannot be made, the global pool compresses (as before it had its own).
-        rayon::ThreadPoolBuilder::new().num_threads(threads).thread_name(|i| format!("lfc-compress-{i}")).build().ok()
-    })
-    .as_ref()
-}
-
 /// Collects the chunks' codes from `rx` and compresses each section on
-/// [`compression_pool`] as soon as its last patch arrives. Returns the codes, the frames in
+/// [`pools::compression`] as soon as its last patch arrives. Returns the codes, the frames in
 /// patch order, and the CPU ms spent compressing.
 fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
@@ -222,7 +209,7 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec
             spawn(&codes, next..codes.len());
         }
     };
-    match compression_pool() {
+    match pools::compression() {
         Some(own) => own.in_place_scope(receive),
         None => rayon::in_place_scope(receive),
     }

@@ -42,6 +42,7 @@ pub mod lightfield;
 pub mod linalg;
 pub mod npy_bands;
 pub mod patch;
+pub mod pools;
 pub mod random_access;
 pub mod render;
 pub mod sections;
