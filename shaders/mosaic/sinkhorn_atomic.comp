@@ -11,9 +11,7 @@
 //       e[j] = exp(clamp((f[i] + g[j] + alpha - d[i][j]) / t)), s = sum_j e[j],
 //       f[i] -= t ln s, colsum[j] += e[j] / s
 //     ROWS rows per step, one workgroup barrier per step; the next step's distances load
-//     before the barrier so their latency overlaps the reduction (with DEEP, the step after
-//     next: two steps of loads in flight, for a GPU whose memory latency one step's
-//     arithmetic does not cover).
+//     before the barrier so their latency overlaps the reduction.
 //  3. atomicAdd of the block's column sums into sums[sums_add], coalesced through a shared
 //     tile; workgroups also zero sums[sums_zero], the slot dispatch s+1 adds into (its last
 //     reader was dispatch s-1).
@@ -30,9 +28,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint GROUPS = 2;
 layout(constant_id = 2) const uint ROWS = 1;
 layout(constant_id = 3) const bool VEC4 = true;
-layout(constant_id = 4) const bool DEEP = false;
 // n is exactly 4 GROUPS x workgroup size: no column is past n, so no masks (registers).
-layout(constant_id = 5) const bool FULL = false;
+layout(constant_id = 4) const bool FULL = false;
 
 // The same distances, seen as floats and (VEC4) as vec4.
 layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
@@ -93,19 +90,12 @@ void main() {
     const float inv_t = 1.0 / t;
 
     // The first step's distances and f first: their latency overlaps the column update.
-    // dv/fr: the step being computed; dn/fn (DEEP): the step after it.
-    vec4 dv[ROWS][GROUPS], dn[ROWS][GROUPS];
-    float fr[ROWS], fn[ROWS];
+    vec4 dv[ROWS][GROUPS];
+    float fr[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; r++) {
         bool live = row_begin + r < row_end;
         fr[r] = live ? f[row_begin + r] : 0.0;
         [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = live ? load_group(row_begin + r, lid + k * wg) : vec4(0.0);
-        if (DEEP) {
-            uint i = row_begin + ROWS + r;
-            live = i < row_end;
-            fn[r] = live ? f[i] : 0.0;
-            [[unroll]] for (uint k = 0; k < GROUPS; k++) dn[r][k] = live ? load_group(i, lid + k * wg) : vec4(0.0);
-        }
     }
 
     // 1. The column potentials (+ alpha) of the owned columns, and which of them are real.
@@ -146,19 +136,11 @@ void main() {
                 s[r] += dot(e[r][k], vec4(1.0));
             }
         }
-        uint next = i + (DEEP ? 2u : 1u) * ROWS;
+        uint next = i + ROWS;
         [[unroll]] for (uint r = 0; r < ROWS; r++) {
-            if (DEEP) {
-                fr[r] = fn[r];
-                [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = dn[r][k];
-            }
             if (next + r < row_end) {
-                float fl = f[next + r];
-                if (DEEP) fn[r] = fl; else fr[r] = fl;
-                [[unroll]] for (uint k = 0; k < GROUPS; k++) {
-                    vec4 v = load_group(next + r, lid + k * wg);
-                    if (DEEP) dn[r][k] = v; else dv[r][k] = v;
-                }
+                fr[r] = f[next + r];
+                [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = load_group(next + r, lid + k * wg);
             }
         }
         [[unroll]] for (uint r = 0; r < ROWS; r++) {

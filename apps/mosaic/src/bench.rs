@@ -93,8 +93,8 @@ pub struct Options {
 
 /// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
 /// compared sizes, the passes and the atomic kernel in its planned shape with 1 and 2 rows
-/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), and with loads two
-/// steps ahead at 1 row per step, where the device runs them.
+/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), where the device
+/// runs them.
 fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
     let default = GpuSoftAssign::new(ctx, d, params, 1)?;
     if !compare {
@@ -107,9 +107,11 @@ fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compar
     if ctx.info().shader_buffer_float32_atomic_add {
         let blocks = |b: u32| b.min(d.rows as u32);
         let planned = AtomicShape::planned(ctx.info(), d.rows, d.cols);
-        let shapes =
-            [(1, 128, false), (2, 128, false), (1, 132, false), (2, 132, false), (1, 128, true), (1, 132, true)]
-                .map(|(rows_per_step, b, deep)| AtomicShape { rows_per_step, blocks: blocks(b), deep, ..planned });
+        let shapes = [(1, 128), (2, 128), (1, 132), (2, 132)].map(|(rows_per_step, b)| AtomicShape {
+            rows_per_step,
+            blocks: blocks(b),
+            ..planned
+        });
         let mut seen = Vec::from_iter(default.atomic_shape());
         for shape in std::iter::once(planned).chain(shapes) {
             if seen.contains(&shape) {
@@ -282,7 +284,7 @@ impl std::fmt::Display for BenchRecord {
                 ..
             } => {
                 let shape = atomic_shape.map_or(String::new(), |s| {
-                    format!(" wg {} rows {} vec4 {} blocks {} deep {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks, s.deep)
+                    format!(" wg {} rows {} vec4 {} blocks {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks)
                 });
                 let cpu = cpu_ms.map_or(String::new(), |c| format!(", CPU {c:.1} ms, {:.1} x", c / gpu_ms));
                 write!(

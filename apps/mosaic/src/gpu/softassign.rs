@@ -556,40 +556,39 @@ mod tests {
 
     /// Every shape knob of the atomic kernel: several 4-column groups per invocation (a
     /// 64-wide workgroup on 1100 columns), 1-3 rows per step with a partial last step,
-    /// scalar and vec4 loads, few and many row blocks (blocks of uneven rows), loads one and
-    /// two steps ahead, and n an exact multiple of the columns a workgroup owns (no masks).
+    /// scalar and vec4 loads, few and many row blocks (blocks of uneven rows), and n an exact
+    /// multiple of the columns a workgroup owns (no masks).
     #[test]
     fn atomic_kernel_shapes_match_cpu_reference() {
         let ctx = testing::context();
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
         let d = crate::bench::matrix(37, 1100, 3);
         let full = crate::bench::matrix(29, 1024, 4);
-        for (d, workgroup, rows_per_step, vec4, blocks, deep) in [
-            (&d, 64, 1, true, 37, false),
-            (&d, 64, 3, false, 5, false),
-            (&d, 256, 2, true, 1, false),
-            (&d, 128, 2, false, 8, true),
-            (&d, 64, 4, true, 3, false),
-            (&d, 64, 1, true, 6, true),
-            (&full, 128, 1, true, 5, true),
-            (&full, 64, 3, true, 4, false),
+        for (d, workgroup, rows_per_step, vec4, blocks) in [
+            (&d, 64, 1, true, 37),
+            (&d, 64, 3, false, 5),
+            (&d, 256, 2, true, 1),
+            (&d, 128, 2, false, 8),
+            (&d, 64, 4, true, 3),
+            (&full, 128, 1, true, 5),
+            (&full, 64, 3, true, 4),
         ] {
-            let shape = AtomicShape { workgroup, rows_per_step, vec4, blocks, deep };
+            let shape = AtomicShape { workgroup, rows_per_step, vec4, blocks };
             let gpu = GpuSoftAssign::with_atomic_shape(ctx, d, &params, 1, shape).unwrap();
             assert_eq!(gpu.atomic_shape(), Some(shape));
             check_against_cpu(ctx, &gpu, d, &params, 1);
         }
         let bad = [
-            AtomicShape { workgroup: 96, rows_per_step: 1, vec4: false, blocks: 4, deep: false },
-            AtomicShape { workgroup: 64, rows_per_step: 5, vec4: false, blocks: 4, deep: false },
-            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 38, deep: false },
-            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 0, deep: false },
+            AtomicShape { workgroup: 96, rows_per_step: 1, vec4: false, blocks: 4 },
+            AtomicShape { workgroup: 64, rows_per_step: 5, vec4: false, blocks: 4 },
+            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 38 },
+            AtomicShape { workgroup: 64, rows_per_step: 1, vec4: false, blocks: 0 },
         ];
         for shape in bad {
             assert!(GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).is_err(), "{shape:?}");
         }
         let odd = crate::bench::matrix(5, 1027, 3);
-        let vec4 = AtomicShape { workgroup: 64, rows_per_step: 1, vec4: true, blocks: 4, deep: false };
+        let vec4 = AtomicShape { workgroup: 64, rows_per_step: 1, vec4: true, blocks: 4 };
         assert!(GpuSoftAssign::with_atomic_shape(ctx, &odd, &params, 1, vec4).is_err());
         testing::assert_no_validation_messages();
     }

@@ -32,7 +32,7 @@ const FINISH_WORKGROUP: u32 = 256;
 
 /// The shape of `sinkhorn_atomic.comp`: specialization constants and the grid. Every field
 /// can be set per device by the tuning file (kernel [`TUNING_KERNEL`], keys `workgroup`,
-/// `rows_per_step`, `vec4`, `blocks`, `deep`) and is checked against the device and the matrix.
+/// `rows_per_step`, `vec4`, `blocks`) and is checked against the device and the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct AtomicShape {
     /// Invocations per workgroup (a power of two).
@@ -43,8 +43,6 @@ pub struct AtomicShape {
     pub vec4: bool,
     /// Row blocks, one workgroup each (at most m).
     pub blocks: u32,
-    /// Loads two steps ahead instead of one (more registers, more bytes in flight).
-    pub deep: bool,
 }
 
 /// Largest workgroup: 1024 invocations and, for the per-subgroup row sums in shared
@@ -66,7 +64,6 @@ impl AtomicShape {
             rows_per_step: tuned("rows_per_step").unwrap_or(1),
             vec4: tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4),
             blocks: tuned("blocks").unwrap_or(DEFAULT_BLOCKS).min(m as u32),
-            deep: tuned("deep").is_some_and(|v| v != 0),
         }
     }
 
@@ -108,10 +105,10 @@ impl AtomicShape {
 
     /// The specialization constants of `sinkhorn_atomic.comp` for n columns (the sweep
     /// reads the driver's statistics of exactly this pipeline).
-    pub fn specialization(&self, n: usize) -> [u32; 6] {
+    pub fn specialization(&self, n: usize) -> [u32; 5] {
         let groups = self.groups(n);
         let full = n as u64 == 4 * u64::from(groups) * u64::from(self.workgroup);
-        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(self.deep), u32::from(full)]
+        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(full)]
     }
 }
 
