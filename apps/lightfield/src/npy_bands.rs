@@ -2,8 +2,7 @@
 //! are still being read. A band is a run of patch rows of one view block: for every view of
 //! the block the same run of pixel rows, one contiguous range of the file per view and one
 //! contiguous range of patch indices (patches are ordered view block, pixel row, column).
-//! A reader thread fills the light field's own memory band by band (each band's views in
-//! parallel on [`crate::pools::reading`]), checks every sample,
+//! A reader thread fills the light field's own memory band by band, checks every sample,
 //! and hands each band's rows over as soon as they are in; [`Bands`] gives the encoder's
 //! gather those rows and blocks until the band a patch needs has arrived. Float32
 //! little-endian files are read straight into the samples; other types through a scratch
@@ -22,7 +21,6 @@ use rayon::prelude::*;
 use crate::error::{LfError, Result};
 use crate::lightfield::{check_samples, LightField, COLOURS};
 use crate::patch::{PatchGrid, PatchShape, PatchSource};
-use crate::pools;
 
 /// Bytes of samples per band: small enough that the first band is in within milliseconds,
 /// large enough that a band's reads (one per view) are long sequential ones.
@@ -112,13 +110,11 @@ impl NpyLightField {
         let t0 = Instant::now();
         for (band, mut views) in pieces.into_iter().enumerate() {
             let rows = plan.rows(band);
-            let loaded = pools::install(pools::reading(), || {
-                views
-                    .par_iter_mut()
-                    .zip(plan.views(band))
-                    .try_for_each(|(piece, view)| self.read_piece(view, rows.start, piece))
-            })
-            .map(|_| Loaded { band, views: views.into_iter().map(|p| &*p).collect() });
+            let loaded = views
+                .par_iter_mut()
+                .zip(plan.views(band))
+                .try_for_each(|(piece, view)| self.read_piece(view, rows.start, piece))
+                .map(|_| Loaded { band, views: views.into_iter().map(|p| &*p).collect() });
             let failed = loaded.is_err();
             if tx.send(loaded).is_err() || failed {
                 break;
