@@ -311,13 +311,7 @@ mod tests {
 
     /// A `.npy` of `shape` holding `data` as stored (descr such as '<u2'), version 1.
     fn npy_bytes(descr: &str, shape: [usize; 5], data: &[u8]) -> Vec<u8> {
-        let dims = shape.map(|d| d.to_string()).join(", ");
-        let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}");
-        dict.push_str(&" ".repeat((64 - (10 + dict.len() + 1) % 64) % 64));
-        dict.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
-        out.extend_from_slice(dict.as_bytes());
+        let mut out = kit::npy::header_bytes(descr, &shape);
         out.extend_from_slice(data);
         out
     }
