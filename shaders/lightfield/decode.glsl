@@ -10,7 +10,6 @@ layout(set = 0, binding = 4) readonly buffer Levels { int levels[]; };
 layout(set = 0, binding = 5) readonly buffer Steps { float steps[]; };  // per patch quantisation step
 
 shared float X[P];
-shared float Mats[D];
 #define MODE_INPUT(i) X[i]
 #include "modes.glsl"
 
@@ -19,11 +18,10 @@ void decode_patch(uint pid) {
     uint k = membership[pid];
     float step = steps[pid];
     for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) X[j] = 0.0;
-    for (uint i = gl_LocalInvocationID.x; i < D; i += gl_WorkGroupSize.x) Mats[i] = dicts[k * D + i];
-    barrier();
+    load_matrices(k, false);
     for (uint i = offsets[pid] + gl_LocalInvocationID.x; i < offsets[pid + 1u]; i += gl_WorkGroupSize.x) {
         X[locations[i]] = float(levels[i]) * step;
     }
     barrier();
-    all_modes(false, false, 0u);
+    all_modes(false, 0u);
 }

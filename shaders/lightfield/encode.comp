@@ -46,7 +46,6 @@ layout(push_constant) uniform Push {
 };
 
 shared float X[P];
-shared float Mats[D];
 #define MODE_INPUT(i) patches[i]
 #include "modes.glsl"
 
@@ -248,8 +247,7 @@ bool most_within(uint cap, float beat, out uint count, out float err, out uint t
 }
 
 void load_dict(uint k) {
-    for (uint i = gl_LocalInvocationID.x; i < D; i += gl_WorkGroupSize.x) Mats[i] = dicts[k * D + i];
-    barrier();
+    load_matrices(k, true);
 }
 
 // Writes the kept coefficients (key >= thr, plus the first tie_take of key tie_key) of the
@@ -316,7 +314,7 @@ void main() {
     float fail_e = 0.0;
     for (uint k = 0u; k < n_dicts; k++) {
         load_dict(k);
-        all_modes(true, true, in_base);
+        all_modes(true, in_base);
         load_terms();
         last_k = k;
         uint c, t, probe_c;
@@ -360,7 +358,7 @@ void main() {
     }
     if (best_k != last_k) {
         load_dict(best_k);
-        all_modes(true, true, in_base);
+        all_modes(true, in_base);
     }
     compact(pid, best_t, best_tie_key, best_tie_take);
     if (gl_LocalInvocationID.x == 0u) {

@@ -97,7 +97,6 @@ impl GpuCodec {
         let info = ctx.info();
         let shape = ensemble.shape;
         let plen = shape.len();
-        let (_, dlen) = mode_offsets(shape);
         let workgroup = workgroup.max(1).min(info.max_workgroup_invocations).min(info.max_workgroup_size[0]);
         if workgroup / info.subgroup_size.max(1) > 64 {
             return Err(LfError::Engine(engine::EngineError::Unsupported(format!(
@@ -105,8 +104,10 @@ impl GpuCodec {
                 info.subgroup_size
             ))));
         }
-        // X, Mats, four reduction arrays of 2 x 64, two compaction count arrays of 64.
-        let shared = 4 * (plen + dlen + 4 * 128 + 2 * 64);
+        // X, Mats (each mode's m rows padded to a multiple of 4), the reduction's 2 x 64
+        // vec4s, two compaction count arrays of 64.
+        let mats: usize = shape.modes().iter().map(|&m| m * m.next_multiple_of(4)).sum();
+        let shared = 4 * (plen + mats + 4 * 128 + 2 * 64);
         if shared > info.max_shared_memory_bytes as usize {
             return Err(LfError::Invalid(format!(
                 "patch {shape} needs {shared} bytes of shared memory; the device has {}",
