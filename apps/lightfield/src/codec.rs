@@ -96,6 +96,39 @@ fn compressed(size: [usize; 4], ens: &Ensemble, params: Params, codes: Codes) ->
     Compressed { size, params, step: params.base_step(), ensemble: ens.clone(), codes }
 }
 
+/// An encode's size and quality against its input, as `encode` and `demo` report them.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EncodeQuality {
+    pub views: [usize; 2],
+    pub width: usize,
+    pub height: usize,
+    pub patches: usize,
+    pub mean_coefficients: f64,
+    /// Bytes of the `.lfc`.
+    pub bytes: usize,
+    pub bits_per_sample: f64,
+    /// PSNR of the decoded light field against the input.
+    pub psnr_db: f64,
+}
+
+impl EncodeQuality {
+    /// The quality of `compressed` (`bytes` long as a file) against `lf`, which it decodes to
+    /// `decoded`.
+    pub fn new(lf: &LightField, compressed: &Compressed, bytes: usize, decoded: &LightField) -> EncodeQuality {
+        let patches = compressed.codes.len();
+        EncodeQuality {
+            views: [lf.u, lf.v],
+            width: lf.w,
+            height: lf.h,
+            patches,
+            mean_coefficients: compressed.codes.locations.len() as f64 / patches.max(1) as f64,
+            bytes,
+            bits_per_sample: bytes as f64 * 8.0 / lf.samples() as f64,
+            psnr_db: crate::lightfield::psnr(&lf.data, &decoded.data),
+        }
+    }
+}
+
 /// Wall times of an encode to `.lfc` bytes ([`encode_to_bytes`]), in ms.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct EncodeTimes {

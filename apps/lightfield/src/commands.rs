@@ -10,7 +10,7 @@ use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_by
 use lightfield::codes::Params;
 use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
-use lightfield::lightfield::{psnr, LightField};
+use lightfield::lightfield::LightField;
 use lightfield::patch::PatchGrid;
 use lightfield::random_access::ViewSource;
 use lightfield::train::{TrainDevice, TrainOptions};
@@ -156,14 +156,7 @@ pub fn encode(
     }
     kit::output::write_bytes(out, &bytes)?;
     let report = EncodeReport {
-        views: [lf.u, lf.v],
-        width: lf.w,
-        height: lf.h,
-        patches: n,
-        mean_coefficients: compressed.codes.locations.len() as f64 / n as f64,
-        bytes: bytes.len(),
-        bits_per_sample: bytes.len() as f64 * 8.0 / lf.samples() as f64,
-        psnr_db: psnr(&lf.data, &decoded.data),
+        quality: lightfield::codec::EncodeQuality::new(&lf, &compressed, bytes.len(), &decoded),
         epsilon: params.epsilon,
         sparsity: params.sparsity,
         capped_patches: capped.patches,

@@ -9,11 +9,10 @@ use std::time::Instant;
 
 use kit::output::Staged;
 
-use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
+use crate::codec::{decode_lightfield, encode_lightfield, CodecPath, EncodeQuality};
 use crate::codes::Params;
 use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
-use crate::lightfield::psnr;
 use crate::patch::PatchShape;
 use crate::synth::generate;
 use crate::train::{train, TrainDevice, TrainOptions};
@@ -22,18 +21,12 @@ use crate::views::{stage_view, Depth};
 /// What the demo did (also written as `summary.json`).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct DemoReport {
-    pub views: [usize; 2],
-    pub width: usize,
-    pub height: usize,
+    #[serde(flatten)]
+    pub quality: EncodeQuality,
     pub patch: String,
     pub dictionaries: usize,
     pub sparsity: usize,
     pub epsilon: f32,
-    pub patches: usize,
-    pub mean_coefficients: f64,
-    pub bytes: usize,
-    pub bits_per_sample: f64,
-    pub psnr_db: f64,
     pub encode_ms: f64,
     /// The files written, in the output folder.
     #[serde(skip)]
@@ -45,13 +38,13 @@ impl std::fmt::Display for DemoReport {
         write!(
             f,
             "lightfield: {}x{} views of {}x{}, K={} -> {:.3} bits/sample, PSNR {:.2} dB, encode {:.1} ms",
-            self.views[0],
-            self.views[1],
-            self.width,
-            self.height,
+            self.quality.views[0],
+            self.quality.views[1],
+            self.quality.width,
+            self.quality.height,
             self.dictionaries,
-            self.bits_per_sample,
-            self.psnr_db,
+            self.quality.bits_per_sample,
+            self.quality.psnr_db,
             self.encode_ms
         )
     }
@@ -73,20 +66,12 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
     let encode_ms = t0.elapsed().as_secs_f64() * 1e3;
     let lfc = compressed.to_bytes()?;
     let (decoded, _) = decode_lightfield(&compressed, CodecPath::Gpu(&gpu))?;
-    let n = compressed.codes.len();
     let mut report = DemoReport {
-        views: [lf.u, lf.v],
-        width: lf.w,
-        height: lf.h,
+        quality: EncodeQuality::new(&lf, &compressed, lfc.len(), &decoded),
         patch: shape.to_string(),
         dictionaries: ens.k,
         sparsity: params.sparsity,
         epsilon: params.epsilon,
-        patches: n,
-        mean_coefficients: compressed.codes.locations.len() as f64 / n as f64,
-        bytes: lfc.len(),
-        bits_per_sample: lfc.len() as f64 * 8.0 / lf.samples() as f64,
-        psnr_db: psnr(&lf.data, &decoded.data),
         encode_ms,
         files: Vec::new(),
     };

@@ -39,15 +39,8 @@ impl fmt::Display for TrainReport {
 
 #[derive(Serialize)]
 pub struct EncodeReport {
-    pub views: [usize; 2],
-    pub width: usize,
-    pub height: usize,
-    pub patches: usize,
-    pub mean_coefficients: f64,
-    pub bytes: usize,
-    pub bits_per_sample: f64,
-    /// PSNR of the decoded light field against the input.
-    pub psnr_db: f64,
+    #[serde(flatten)]
+    pub quality: lightfield::codec::EncodeQuality,
     /// The RMSE bound every patch that met its budget holds.
     pub epsilon: f32,
     /// The cap T on coefficients per patch.
@@ -78,13 +71,18 @@ impl fmt::Display for EncodeReport {
         write!(
             f,
             "{} patches, {:.1} coefficients per patch, {} bytes, {:.4} bits/sample, PSNR {:.2} dB, encode {:.1} ms",
-            self.patches, self.mean_coefficients, self.bytes, self.bits_per_sample, self.psnr_db, self.encode_ms
+            self.quality.patches,
+            self.quality.mean_coefficients,
+            self.quality.bytes,
+            self.quality.bits_per_sample,
+            self.quality.psnr_db,
+            self.encode_ms
         )?;
         match self.worst_capped_rmse {
             Some(worst) => write!(
                 f,
                 "\nwarning: {} of {} patches hit the cap of {} coefficients before RMSE {}; worst RMSE {worst:.5}",
-                self.capped_patches, self.patches, self.sparsity, self.epsilon
+                self.capped_patches, self.quality.patches, self.sparsity, self.epsilon
             ),
             None => write!(f, "\nevery patch within RMSE {}", self.epsilon),
         }
