@@ -60,9 +60,10 @@ uint reg_key[PER_THREAD];
 float reg_d2[PER_THREAD];
 float zero_x2;
 
-// Per subgroup: error, total, count and largest key (the last two as bits), one 16-byte
-// load each when every invocation sums them.
-shared vec4 red[2 * 64];
+// Per subgroup: error and total (as bits), count and largest key, one 16-byte load each
+// when every invocation sums them. Integers in the float lanes would be denormal patterns,
+// which a driver may flush; finite floats in uint lanes keep their bits.
+shared uvec4 red[2 * 64];
 shared uint sg_counts[64];
 shared uint sg_ties[64];
 uint slot = 0u;
@@ -106,18 +107,18 @@ void evaluate(uint t, out float err, out uint count, out float total, out uint k
     c = subgroupAdd(c);
     km = subgroupMax(km);
     uint base = slot * 64u;
-    if (subgroupElect()) red[base + gl_SubgroupID] = vec4(e, tot, uintBitsToFloat(c), uintBitsToFloat(km));
+    if (subgroupElect()) red[base + gl_SubgroupID] = uvec4(floatBitsToUint(e), floatBitsToUint(tot), c, km);
     barrier();
     err = 0.0;
     total = 0.0;
     count = 0u;
     kmax = 0u;
     for (uint s = 0u; s < gl_NumSubgroups; s++) {
-        vec4 r = red[base + s];
-        err += r.x;
-        total += r.y;
-        count += floatBitsToUint(r.z);
-        kmax = max(kmax, floatBitsToUint(r.w));
+        uvec4 r = red[base + s];
+        err += uintBitsToFloat(r.x);
+        total += uintBitsToFloat(r.y);
+        count += r.z;
+        kmax = max(kmax, r.w);
     }
     slot ^= 1u;
 }
