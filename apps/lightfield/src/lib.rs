@@ -16,6 +16,7 @@
 //! - [`patch`]: patch shapes, the patch grid of a light field, padding and cropping.
 //! - [`lightfield`]: light-field input (`.npy` or a folder of views) and checks.
 //! - [`npy_bands`]: `.npy` light fields read in bands while they are encoded.
+//! - [`samples`]: a light field's samples, owned or mapped from a float32 `.npy`.
 //! - [`layout`]: which file of a folder is which view (HCI, Stanford, row/column names).
 //! - [`bytes`]: bounds-checked byte reading, varints and the FNV-1a checksum.
 //! - [`dictionary`]: the ensemble, its `.lfd` file, n-mode products on the CPU.
@@ -45,6 +46,7 @@ pub mod patch;
 pub mod pools;
 pub mod random_access;
 pub mod render;
+pub mod samples;
 pub mod sections;
 pub mod select;
 pub mod synth;

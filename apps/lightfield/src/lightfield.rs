@@ -5,24 +5,27 @@
 use std::path::Path;
 
 use crate::error::{LfError, Result};
+use crate::samples::Samples;
 
 /// Colour channels of every light field (RGB).
 pub const COLOURS: usize = 3;
 
 /// U x V views of H x W RGB pixels, f32 in [0, 1], stored (U, V, H, W, 3) in C order;
-/// view (0, 0) is the top-left camera.
+/// view (0, 0) is the top-left camera. The samples are owned, or mapped from a float32
+/// `.npy` ([`Samples`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LightField {
     pub u: usize,
     pub v: usize,
     pub h: usize,
     pub w: usize,
-    pub data: Vec<f32>,
+    pub data: Samples,
 }
 
 impl LightField {
     /// Wraps `data`, checking its length against the shape.
-    pub fn new(u: usize, v: usize, h: usize, w: usize, data: Vec<f32>) -> Result<LightField> {
+    pub fn new(u: usize, v: usize, h: usize, w: usize, data: impl Into<Samples>) -> Result<LightField> {
+        let data = data.into();
         if u == 0 || v == 0 || h == 0 || w == 0 {
             return Err(LfError::Invalid(format!("light field {u}x{v} views of {w}x{h} pixels is empty")));
         }

@@ -5,9 +5,11 @@
 //! A reader thread fills the light field's own memory band by band, checks every sample,
 //! and hands each band's rows over as soon as they are in; [`Bands`] gives the encoder's
 //! gather those rows and blocks until the band a patch needs has arrived. Float32
-//! little-endian files are read straight into the samples; other types through a scratch
-//! buffer of one band's piece. Memory: the light field itself (checked against the budget
-//! before it is allocated) plus one piece of scratch per reading thread.
+//! little-endian files are mapped ([`Samples::map`]), so "reading" a band is checking it
+//! where the page cache holds it (no copy, no fresh pages); where the map is refused they
+//! are read straight into the samples. Other types go through a scratch buffer of one
+//! band's piece. Memory: the light field itself (checked against the budget before it is
+//! allocated or mapped) plus one piece of scratch per reading thread.
 
 use std::fs::File;
 use std::ops::Range;
@@ -21,6 +23,7 @@ use rayon::prelude::*;
 use crate::error::{LfError, Result};
 use crate::lightfield::{check_samples, LightField, COLOURS};
 use crate::patch::{PatchGrid, PatchShape, PatchSource};
+use crate::samples::Samples;
 
 /// Bytes of samples per band: small enough that the first band is in within milliseconds,
 /// large enough that a band's reads (one per view) are long sequential ones.
@@ -35,6 +38,9 @@ pub struct NpyLightField {
     pub size: [usize; 4],
     /// Bytes of samples per band (tests make it tiny).
     band_bytes: usize,
+    /// Map native float32 files (tests turn it off to cover the read that stands in where
+    /// the system refuses the map).
+    map: bool,
 }
 
 impl NpyLightField {
@@ -54,7 +60,14 @@ impl NpyLightField {
         let dims = [u as u64, v as u64, h as u64, w as u64, c as u64];
         kit::budget::elements(&dims, 4, &format!("the light field in {}", path.display()))?;
         let (file, _) = kit::input::open_regular(path)?;
-        Ok(NpyLightField { path: path.to_path_buf(), file, header, size: [u, v, h, w], band_bytes: BAND_BYTES })
+        Ok(NpyLightField {
+            path: path.to_path_buf(),
+            file,
+            header,
+            size: [u, v, h, w],
+            band_bytes: BAND_BYTES,
+            map: true,
+        })
     }
 
     /// Reads the whole light field: bands of rows across every view, each band's views
@@ -77,15 +90,21 @@ impl NpyLightField {
         let [u, v, h, w] = self.size;
         let grid = PatchGrid::new(shape, u, v, h, w);
         let plan = Plan::new(grid, self.band_bytes);
-        // calloc'd: pages are mapped as the reader first writes them.
-        let mut data = vec![0f32; u * v * h * w * COLOURS];
+        let count = u * v * h * w * COLOURS;
+        // Little-endian float32 is mapped (the reader then only checks it); anything else
+        // is converted into calloc'd memory, whose pages appear as the reader writes them.
+        let mut data = (self.map && self.native_f32())
+            .then(|| Samples::map(&self.file, self.header.offset, count))
+            .flatten()
+            .unwrap_or_else(|| vec![0f32; count].into());
+        let mapped = data.is_mapped();
         let (result, read_ms) = {
             let pieces = plan.split(&mut data);
             let (tx, rx) = std::sync::mpsc::channel();
             let loaded = (0..pieces.len()).map(|_| OnceLock::new()).collect();
             let bands = Bands { grid, plan, loaded, rx: Mutex::new(rx) };
             std::thread::scope(|scope| {
-                let reader = scope.spawn(|| self.read_bands(&bands.plan, pieces, tx));
+                let reader = scope.spawn(|| self.read_bands(&bands.plan, pieces, mapped, tx));
                 let result = work(&bands);
                 // Hang up, so that a reader still going (the work failed) stops at its next band.
                 if let Ok(mut rx) = bands.rx.lock() {
@@ -99,12 +118,14 @@ impl NpyLightField {
         Ok((lf, result?, read_ms?))
     }
 
-    /// Reads every band in order into its pieces, checks it and sends it; returns the wall
-    /// ms. Stops at the first error (sent too) or once nobody listens.
+    /// Reads every band in order into its pieces (or, `mapped`, only checks the pieces
+    /// mapped from the file) and sends it; returns the wall ms. Stops at the first error
+    /// (sent too) or once nobody listens.
     fn read_bands<'a>(
         &self,
         plan: &Plan,
         pieces: Vec<Vec<&'a mut [f32]>>,
+        mapped: bool,
         tx: Sender<Result<Loaded<'a>>>,
     ) -> Result<f64> {
         let t0 = Instant::now();
@@ -113,7 +134,7 @@ impl NpyLightField {
             let loaded = views
                 .par_iter_mut()
                 .zip(plan.views(band))
-                .try_for_each(|(piece, view)| self.read_piece(view, rows.start, piece))
+                .try_for_each(|(piece, view)| self.read_piece(view, rows.start, piece, mapped))
                 .map(|_| Loaded { band, views: views.into_iter().map(|p| &*p).collect() });
             let failed = loaded.is_err();
             if tx.send(loaded).is_err() || failed {
@@ -123,18 +144,23 @@ impl NpyLightField {
         Ok(t0.elapsed().as_secs_f64() * 1e3)
     }
 
+    /// Whether the file's samples are this machine's f32s as stored.
+    fn native_f32(&self) -> bool {
+        self.header.dtype == kit::npy::NpyDtype::F32 && !self.header.big_endian && cfg!(target_endian = "little")
+    }
+
     /// Reads rows `first..` of view `view` (row-major index) into `out`, scaled into
-    /// [0, 1], and checks every sample.
-    fn read_piece(&self, view: usize, first: usize, out: &mut [f32]) -> Result<()> {
+    /// [0, 1] (unless `mapped`: `out` is the file's own samples), and checks every sample.
+    fn read_piece(&self, view: usize, first: usize, out: &mut [f32], mapped: bool) -> Result<()> {
         let [_, _, h, w] = self.size;
         let first_sample = (view * h + first) * w * COLOURS;
         let dtype = self.header.dtype;
         let elem = dtype.size() as usize;
         let at = self.header.offset + (first_sample * elem) as u64;
         let io = |e: std::io::Error| LfError::file(&self.path, e);
-        if dtype == kit::npy::NpyDtype::F32 && !self.header.big_endian && cfg!(target_endian = "little") {
+        if !mapped && self.native_f32() {
             read_at(&self.file, bytemuck::cast_slice_mut(out), at).map_err(io)?;
-        } else {
+        } else if !mapped {
             let mut bytes = vec![0u8; out.len() * elem];
             read_at(&self.file, &mut bytes, at).map_err(io)?;
             convert(&bytes, dtype, self.header.big_endian, out);
@@ -318,6 +344,27 @@ mod tests {
 
     fn tiny_bands(path: &Path) -> NpyLightField {
         NpyLightField { band_bytes: 1, ..NpyLightField::open(path).unwrap() }
+    }
+
+    /// A float32 file is mapped, or read where the map is refused; both hold the same
+    /// samples and refuse the same bad one.
+    #[test]
+    fn a_mapped_and_a_read_float32_file_hold_the_same_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lf.npy");
+        let mut lf = crate::synth::generate((3, 2), (17, 9), 5);
+        lf.write_npy(&path).unwrap();
+        let mapped = tiny_bands(&path).read().unwrap();
+        let read = NpyLightField { map: false, ..tiny_bands(&path) }.read().unwrap();
+        assert!(mapped.data.is_mapped() && !read.data.is_mapped());
+        assert_eq!(mapped, lf);
+        assert_eq!(read, lf);
+        lf.data[100] = 2.0;
+        lf.write_npy(&path).unwrap();
+        for map in [true, false] {
+            let err = NpyLightField { map, ..tiny_bands(&path) }.read().unwrap_err().to_string();
+            assert!(err.contains("sample 100"), "{err}");
+        }
     }
 
     /// Read in bands of one patch row (two view blocks of 4 x 4 views, padding on every
