@@ -350,20 +350,9 @@ impl Gemm {
         rec.submit()?.wait()
     }
 
-    /// Records the mode product `y = x x_mode U` (see [`ModeProduct`] for layouts).
-    pub fn record_mode_product(
-        &self,
-        rec: &mut Recorder,
-        product: &ModeProduct,
-        x: &Buffer<f32>,
-        u: &Buffer<f32>,
-        y: &Buffer<f32>,
-    ) -> Result<()> {
-        self.record_mode_product_at(rec, product, (x, 0), (u, 0), (y, 0))
-    }
-
-    /// [`Gemm::record_mode_product`] with the batch of X, the matrix U and the batch of Y
-    /// starting at the given elements of their buffers. The last mode (nothing after it)
+    /// Records the mode product `y = x x_mode U` (see [`ModeProduct`] for layouts), with the
+    /// batch of X, the matrix U and the batch of Y starting at the given elements of their
+    /// buffers (0 for whole buffers). The last mode (nothing after it)
     /// runs as one GEMM `Y (N x J) = X (N x D) op(U)^T` over all N fibers, which fills the
     /// tiles where the per-block form would compute N blocks of J x 1.
     pub fn record_mode_product_at(
@@ -386,7 +375,7 @@ impl Gemm {
     /// Runs the mode product (records, submits, waits).
     pub fn mode_product(&self, product: &ModeProduct, x: &Buffer<f32>, u: &Buffer<f32>, y: &Buffer<f32>) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
-        self.record_mode_product(&mut rec, product, x, u, y)?;
+        self.record_mode_product_at(&mut rec, product, (x, 0), (u, 0), (y, 0))?;
         rec.submit()?.wait()
     }
 }

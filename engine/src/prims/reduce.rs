@@ -146,47 +146,28 @@ impl Reducer {
         Ok(self.ctx.download(&partials)?.into_iter().fold(0u32, u32::wrapping_add))
     }
 
-    /// Length in f32 of the scratch buffer [`Reducer::record_sum_f32`] needs for `n` inputs.
-    pub fn sum_f32_scratch_len(&self, n: usize) -> usize {
-        self.partial_len(n)
-    }
-
-    /// Records `out[0] = sum of input` (f32; two passes: partials into `scratch`, then one
-    /// workgroup adds them).
-    pub fn record_sum_f32(
-        &self,
-        rec: &mut Recorder,
-        input: &Buffer<f32>,
-        scratch: &Buffer<f32>,
-        out: &Buffer<f32>,
-    ) -> Result<()> {
+    /// The sum of all elements, f32 in two passes: partials per workgroup, then one
+    /// workgroup adds them (records, submits, waits).
+    pub fn sum_f32(&self, input: &Buffer<f32>) -> Result<f32> {
         let n = input.len();
         check_binding(&self.ctx, "sum input", n, input.bytes())?;
         let (groups, per_group) = self.groups(n);
-        check_len("sum scratch", scratch.len(), groups as usize)?;
-        check_len("sum output", out.len(), 1)?;
+        let scratch = self.ctx.buffer::<f32>(groups as usize, Location::Device, "sum scratch")?;
+        let out = self.ctx.buffer::<f32>(1, Location::Device, "sum")?;
+        let mut rec = self.ctx.recorder()?;
         rec.dispatch_linear(
             &self.sum_f32,
-            &[input.binding(), scratch.slice(0, groups as usize)],
+            &[input.binding(), scratch.binding()],
             &SumPush { n: n as u32, per_group },
             groups,
         );
         rec.barrier();
         rec.dispatch_linear(
             &self.sum_f32,
-            &[scratch.slice(0, groups as usize), out.slice(0, 1)],
+            &[scratch.binding(), out.binding()],
             &SumPush { n: groups, per_group: groups },
             1,
         );
-        Ok(())
-    }
-
-    /// The sum of all elements (records, submits, waits).
-    pub fn sum_f32(&self, input: &Buffer<f32>) -> Result<f32> {
-        let scratch = self.ctx.buffer(self.sum_f32_scratch_len(input.len()), Location::Device, "sum scratch")?;
-        let out = self.ctx.buffer(1, Location::Device, "sum")?;
-        let mut rec = self.ctx.recorder()?;
-        self.record_sum_f32(&mut rec, input, &scratch, &out)?;
         rec.submit()?.wait()?;
         Ok(self.ctx.download(&out)?[0])
     }
@@ -403,11 +384,30 @@ mod tests {
         got.iter().zip(want).zip(scale).map(|((&g, &w), &s)| (g as f64 - w).abs() / s.max(1e-30)).fold(0.0, f64::max)
     }
 
+    /// Asserts that `got` is within [`SUM_BOUND`] of `reference` on `data`, relative to
+    /// `reference` on the magnitudes of `data`.
+    fn assert_close(what: &str, got: &[f32], reference: impl Fn(&[f32]) -> Vec<f64>, data: &[f32]) {
+        let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
+        let err = scaled_error(got, &reference(data), &reference(&abs));
+        assert!(err < SUM_BOUND, "{what}: error {err:e} relative to the sum of magnitudes");
+    }
+
+    /// The test context, a reducer on it and the random numbers of the test `seed` names.
+    fn setup(seed: u64) -> (&'static Context, Reducer, rand_chacha::ChaCha8Rng) {
+        let ctx = testing::context();
+        (ctx, Reducer::new(ctx).unwrap(), rand_chacha::ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// The GPU's row and column sums of the `m x n` matrix in `buf`.
+    fn row_and_col_sums(reducer: &Reducer, buf: &Buffer<f32>, m: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
+        let ctx = &reducer.ctx;
+        let rows = ctx.download(&reducer.row_sums(buf, m, n).unwrap()).unwrap();
+        (rows, ctx.download(&reducer.col_sums(buf, m, n).unwrap()).unwrap())
+    }
+
     #[test]
     fn sum_u32_matches_cpu_at_awkward_sizes() {
-        let ctx = testing::context();
-        let reducer = Reducer::new(ctx).unwrap();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let (ctx, reducer, mut rng) = setup(1);
         for n in testing::AWKWARD_SIZES {
             let data: Vec<u32> = (0..n).map(|_| rng.gen_range(1..u32::MAX)).collect();
             let buf = ctx.upload(&data, "test input").unwrap();
@@ -418,17 +418,14 @@ mod tests {
 
     #[test]
     fn sum_f32_matches_f64_at_awkward_sizes() {
-        let ctx = testing::context();
-        let reducer = Reducer::new(ctx).unwrap();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let (ctx, reducer, mut rng) = setup(5);
         for n in testing::AWKWARD_SIZES {
             let data = random(&mut rng, n);
             let buf = ctx.upload(&data, "sum input").unwrap();
             let got = reducer.sum_f32(&buf).unwrap();
-            let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
-            let err = scaled_error(&[got], &[sum_f32_cpu(&data)], &[sum_f32_cpu(&abs)]);
-            assert!(err < SUM_BOUND, "n = {n}: error {err:e} relative to sum |x|");
+            assert_close(&format!("n = {n}"), &[got], |d| vec![sum_f32_cpu(d)], &data);
             // All-positive data: the plain relative error is bounded the same way.
+            let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
             let got = reducer.sum_f32(&ctx.upload(&abs, "sum input").unwrap()).unwrap();
             let err = testing::max_rel_error(&[got], &[sum_f32_cpu(&abs)], 1e-30);
             assert!(err < SUM_BOUND, "n = {n}: relative error {err:e}");
@@ -438,19 +435,13 @@ mod tests {
 
     #[test]
     fn row_and_column_sums_match_f64() {
-        let ctx = testing::context();
-        let reducer = Reducer::new(ctx).unwrap();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
+        let (ctx, reducer, mut rng) = setup(6);
         for (m, n) in shapes() {
             let data = random(&mut rng, m * n);
-            let abs: Vec<f32> = data.iter().map(|x| x.abs()).collect();
             let buf = ctx.upload(&data, "matrix").unwrap();
-            let rows = ctx.download(&reducer.row_sums(&buf, m, n).unwrap()).unwrap();
-            let err = scaled_error(&rows, &row_sums_cpu(&data, m, n), &row_sums_cpu(&abs, m, n));
-            assert!(err < SUM_BOUND, "row sums {m} x {n}: error {err:e}");
-            let cols = ctx.download(&reducer.col_sums(&buf, m, n).unwrap()).unwrap();
-            let err = scaled_error(&cols, &col_sums_cpu(&data, m, n), &col_sums_cpu(&abs, m, n));
-            assert!(err < SUM_BOUND, "column sums {m} x {n}: error {err:e}");
+            let (rows, cols) = row_and_col_sums(&reducer, &buf, m, n);
+            assert_close(&format!("row sums {m} x {n}"), &rows, |d| row_sums_cpu(d, m, n), &data);
+            assert_close(&format!("column sums {m} x {n}"), &cols, |d| col_sums_cpu(d, m, n), &data);
         }
         testing::assert_no_validation_messages();
     }
@@ -459,17 +450,14 @@ mod tests {
     /// or doubled element shows as an exact mismatch however large the input.
     #[test]
     fn integer_valued_sums_are_exact() {
-        let ctx = testing::context();
-        let reducer = Reducer::new(ctx).unwrap();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(15);
+        let (ctx, reducer, mut rng) = setup(15);
         for (m, n) in shapes() {
             let data: Vec<f32> = (0..m * n).map(|_| rng.gen_range(1..8) as f32).collect();
             let buf = ctx.upload(&data, "matrix").unwrap();
             let exact = |v: Vec<f64>| v.into_iter().map(|x| x as f32).collect::<Vec<f32>>();
             assert_eq!(reducer.sum_f32(&buf).unwrap() as f64, sum_f32_cpu(&data), "sum of {m} x {n}");
-            let rows = ctx.download(&reducer.row_sums(&buf, m, n).unwrap()).unwrap();
+            let (rows, cols) = row_and_col_sums(&reducer, &buf, m, n);
             assert!(rows == exact(row_sums_cpu(&data, m, n)), "row sums {m} x {n}");
-            let cols = ctx.download(&reducer.col_sums(&buf, m, n).unwrap()).unwrap();
             assert!(cols == exact(col_sums_cpu(&data, m, n)), "column sums {m} x {n}");
         }
         testing::assert_no_validation_messages();

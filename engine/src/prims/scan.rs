@@ -8,11 +8,11 @@
 //! workgroups are not all resident at once. Reads and writes are 16-byte coalesced, so the
 //! scan moves each element once in and once out (about 8 bytes per element).
 //!
-//! The main API records into the caller's [`Recorder`] ([`Scanner::record_exclusive`],
-//! [`Scanner::record_inclusive`]) with a scratch buffer of [`Scanner::scratch_len`] u32; after
-//! the recording completes, `scratch[TOTAL_INDEX]` holds the sum of all elements. As with
-//! every `record_*` in [`crate::prims`], put `rec.barrier()` between the work producing the
-//! inputs and the scan, and between the scan and the work consuming its outputs.
+//! The main API records into the caller's [`Recorder`] ([`Scanner::record_exclusive`]) with a
+//! scratch buffer of [`Scanner::scratch_len`] u32; after the recording completes,
+//! `scratch[TOTAL_INDEX]` holds the sum of all elements. As with every `record_*` in
+//! [`crate::prims`], put `rec.barrier()` between the work producing the inputs and the scan,
+//! and between the scan and the work consuming its outputs.
 //!
 //! The kernel's shape (workgroup size and elements per invocation, its specialization
 //! constants 0 and 1) is a [`ScanConfig`]; [`Scanner::new`] uses the built-in default, and
@@ -202,18 +202,6 @@ impl Scanner {
         scratch: &Buffer<u32>,
     ) -> Result<()> {
         self.record_prefix(rec, input, input.len(), output, scratch, false)
-    }
-
-    /// Records `output[i] = input[0] + ... + input[i]` (wrapping) for `i < input.len()`;
-    /// `scratch[TOTAL_INDEX]` receives the total.
-    pub fn record_inclusive(
-        &self,
-        rec: &mut Recorder,
-        input: &Buffer<u32>,
-        output: &Buffer<u32>,
-        scratch: &Buffer<u32>,
-    ) -> Result<()> {
-        self.record_prefix(rec, input, input.len(), output, scratch, true)
     }
 
     /// Records the scan of the first `n` elements of `input` (for callers whose buffers are
