@@ -284,8 +284,6 @@ impl Presenter {
         };
         let image = self.images[index];
         let cmd = self.commands[slot];
-        let range =
-            vk::ImageSubresourceRange::default().aspect_mask(vk::ImageAspectFlags::COLOR).level_count(1).layer_count(1);
         unsafe {
             device.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty()).vk("vkResetCommandBuffer")?;
             device
@@ -301,15 +299,15 @@ impl Presenter {
                 .src_access_mask(vk::AccessFlags2::MEMORY_WRITE)
                 .dst_stage_mask(vk::PipelineStageFlags2::COPY)
                 .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)];
-            let to_dst = [vk::ImageMemoryBarrier2::default()
-                .src_stage_mask(vk::PipelineStageFlags2::COPY)
-                .src_access_mask(vk::AccessFlags2::NONE)
-                .dst_stage_mask(vk::PipelineStageFlags2::COPY)
-                .dst_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
-                .old_layout(vk::ImageLayout::UNDEFINED)
-                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .image(image)
-                .subresource_range(range)];
+            let to_dst = [transition(
+                image,
+                (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::NONE, vk::ImageLayout::UNDEFINED),
+                (
+                    vk::PipelineStageFlags2::COPY,
+                    vk::AccessFlags2::TRANSFER_WRITE,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                ),
+            )];
             device.cmd_pipeline_barrier2(
                 cmd,
                 &vk::DependencyInfo::default().memory_barriers(&memory).image_memory_barriers(&to_dst),
@@ -322,15 +320,15 @@ impl Presenter {
                 )
                 .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
             device.cmd_copy_buffer_to_image(cmd, pixels.raw(), image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &[region]);
-            let to_present = [vk::ImageMemoryBarrier2::default()
-                .src_stage_mask(vk::PipelineStageFlags2::COPY)
-                .src_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
-                .dst_stage_mask(vk::PipelineStageFlags2::NONE)
-                .dst_access_mask(vk::AccessFlags2::NONE)
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
-                .image(image)
-                .subresource_range(range)];
+            let to_present = [transition(
+                image,
+                (
+                    vk::PipelineStageFlags2::COPY,
+                    vk::AccessFlags2::TRANSFER_WRITE,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                ),
+                (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE, vk::ImageLayout::PRESENT_SRC_KHR),
+            )];
             device.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_present));
             device.end_command_buffer(cmd).vk("vkEndCommandBuffer")?;
         }
@@ -369,6 +367,24 @@ impl Presenter {
             Err(result) => Err(EngineError::Vulkan { call: "vkQueuePresentKHR", result }),
         }
     }
+}
+
+/// Stage, access and layout on one side of an image barrier.
+type ImageScope = (vk::PipelineStageFlags2, vk::AccessFlags2, vk::ImageLayout);
+
+/// A barrier moving the whole colour `image` (one level, one layer) from `src` to `dst`.
+fn transition(image: vk::Image, src: ImageScope, dst: ImageScope) -> vk::ImageMemoryBarrier2<'static> {
+    vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(src.0)
+        .src_access_mask(src.1)
+        .old_layout(src.2)
+        .dst_stage_mask(dst.0)
+        .dst_access_mask(dst.1)
+        .new_layout(dst.2)
+        .image(image)
+        .subresource_range(
+            vk::ImageSubresourceRange::default().aspect_mask(vk::ImageAspectFlags::COLOR).level_count(1).layer_count(1),
+        )
 }
 
 impl Drop for Presenter {
