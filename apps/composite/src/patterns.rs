@@ -12,6 +12,12 @@ use crate::frame::Frame;
 #[cfg(test)]
 pub const SIZES: [(u32, u32); 4] = [(1, 1), (7, 3), (96, 64), (333, 211)];
 
+/// Every named pattern ([`all`]) at every size of [`SIZES`], from one seed.
+#[cfg(test)]
+pub fn at_every_size(seed: u64) -> impl Iterator<Item = (String, Frame)> {
+    SIZES.into_iter().flat_map(move |(w, h)| all(w, h, seed))
+}
+
 fn random_pixel(rng: &mut impl Rng) -> (u32, f32) {
     (rng.gen(), rng.gen_range(0.0f32..0.999))
 }

@@ -86,15 +86,14 @@ mod tests {
 
     #[test]
     fn decode_inverts_encode_and_parallel_matches_serial() {
-        for (w, h) in patterns::SIZES {
-            for (name, frame) in patterns::all(w, h, 7) {
-                let e = encode_serial(&frame);
-                crate::ap::validate(&e.words, frame.pixels()).unwrap();
-                assert_eq!(Frame::decode(&e, w, h), frame, "{name} {w}x{h}");
-                assert_eq!(encode_parallel(&frame), e, "{name} {w}x{h}");
-                if let Some(roi) = roi(&frame.depth, w) {
-                    assert_eq!(encode_roi(&frame, &roi), e, "ROI encoding of {name} {w}x{h}");
-                }
+        for (name, frame) in patterns::at_every_size(7) {
+            let (w, h) = (frame.width, frame.height);
+            let e = encode_serial(&frame);
+            crate::ap::validate(&e.words, frame.pixels()).unwrap();
+            assert_eq!(Frame::decode(&e, w, h), frame, "{name} {w}x{h}");
+            assert_eq!(encode_parallel(&frame), e, "{name} {w}x{h}");
+            if let Some(roi) = roi(&frame.depth, w) {
+                assert_eq!(encode_roi(&frame, &roi), e, "ROI encoding of {name} {w}x{h}");
             }
         }
     }

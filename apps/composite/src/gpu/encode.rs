@@ -382,22 +382,21 @@ mod tests {
         configs.push(EncodeConfig { workgroup: 128, per_lane: 64, batch: 64 });
         for config in configs {
             let mut enc = GpuEncoder::with_config(ctx, config).unwrap();
-            for (w, h) in patterns::SIZES {
-                for (name, frame) in patterns::all(w, h, 11) {
-                    let color = ctx.upload(&frame.color, "color").unwrap();
-                    let depth = ctx.upload(&frame.depth, "depth").unwrap();
-                    let want = encode_serial(&frame);
-                    let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
-                    assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h} {config:?}");
-                    assert_eq!(got, want, "{name} {w}x{h} {config:?}");
-                    // A span of the image on its own, as the distributed renderer sends them
-                    // (at a pixel that is not a multiple of 4 for most sizes).
-                    let n = frame.pixels();
-                    let (start, len) = (n / 3, (n / 2).max(1));
-                    let span = split(&want, &[start, start + len]).swap_remove(1);
-                    let (words, _) = enc.encode_span(&color, &depth, start, len).unwrap();
-                    assert_eq!(enc.download(words).unwrap().0, span.words, "span of {name} {w}x{h} {config:?}");
-                }
+            for (name, frame) in patterns::at_every_size(11) {
+                let (w, h) = (frame.width, frame.height);
+                let color = ctx.upload(&frame.color, "color").unwrap();
+                let depth = ctx.upload(&frame.depth, "depth").unwrap();
+                let want = encode_serial(&frame);
+                let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
+                assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h} {config:?}");
+                assert_eq!(got, want, "{name} {w}x{h} {config:?}");
+                // A span of the image on its own, as the distributed renderer sends them
+                // (at a pixel that is not a multiple of 4 for most sizes).
+                let n = frame.pixels();
+                let (start, len) = (n / 3, (n / 2).max(1));
+                let span = split(&want, &[start, start + len]).swap_remove(1);
+                let (words, _) = enc.encode_span(&color, &depth, start, len).unwrap();
+                assert_eq!(enc.download(words).unwrap().0, span.words, "span of {name} {w}x{h} {config:?}");
             }
         }
         testing::assert_no_validation_messages();
