@@ -19,6 +19,13 @@ fn json(line: &str) -> serde_json::Value {
     serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
 
+/// Generates the light field `d/lf.npy` (`views`, `size`, `seed`) and trains two dictionaries
+/// of `patch` on it into `d/d.lfd` on the CPU, with the flags `extra`.
+fn light_field_and_dictionaries(d: &Path, (views, size, seed): (&str, &str, &str), patch: &str, extra: &[&str]) {
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", views, "--size", size, "--seed", seed]);
+    train(&p(d, "lf.npy"), "2", patch, &p(d, "d.lfd"), &[extra, &["--backend", "cpu"]].concat());
+}
+
 /// Trains `dictionaries` dictionaries of `patch` on `input` into `out`, with the flags `extra`.
 fn train(input: &str, dictionaries: &str, patch: &str, out: &str, extra: &[&str]) -> String {
     BIN.ok(
@@ -83,8 +90,7 @@ fn generate_train_encode_decode_info() {
 fn bad_inputs_fail_with_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "4x4", "--size", "20x15", "--seed", "3"]);
-    train(&p(d, "lf.npy"), "2", "5x5x4x4", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
+    light_field_and_dictionaries(d, ("4x4", "20x15", "3"), "5x5x4x4", &["--iterations", "1"]);
     let encode_at = |sparsity: &str, input: &str, dict: &str, out: &str| {
         encode(input, dict, sparsity, "0.02", out, &["--backend", "cpu"])
     };
@@ -206,8 +212,7 @@ fn version_help_and_outputs_checked_before_work() {
 
 /// Encodes a tiny light field on the CPU into `d/x.lfc` (with `d/lf.npy`, `d/d.lfd`).
 fn tiny_lfc(d: &Path) -> Vec<u8> {
-    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "2x2", "--size", "10x9", "--seed", "4"]);
-    train(&p(d, "lf.npy"), "2", "3x3x2x2", &p(d, "d.lfd"), &["--backend", "cpu"]);
+    light_field_and_dictionaries(d, ("2x2", "10x9", "4"), "3x3x2x2", &[]);
     BIN.ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "60", "0.01", &p(d, "x.lfc"), &["--backend", "cpu"]));
     std::fs::read(d.join("x.lfc")).unwrap()
 }
@@ -414,8 +419,7 @@ fn steps_apart(a: &kit::image::ImageF32, b: &kit::image::ImageF32) -> f32 {
 fn render_and_the_viewer_show_the_decoded_views() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "24x20", "--seed", "3"]);
-    train(&p(d, "lf.npy"), "2", "4x4x3x3", &p(d, "d.lfd"), &["--iterations", "1", "--backend", "cpu"]);
+    light_field_and_dictionaries(d, ("3x3", "24x20", "3"), "4x4x3x3", &["--iterations", "1"]);
     let lfc = p(d, "x.lfc");
     BIN.ok(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "432", "0.005", &lfc, &[]));
     BIN.ok(&["decode", &lfc, "--views", &p(d, "views")]);
