@@ -163,8 +163,7 @@ pub fn run_file_reader<T, E: std::fmt::Display>(
     mutants: &[Vec<u8>],
     read: impl Fn(&std::path::Path) -> Result<T, E>,
 ) -> Tally {
-    let dir = tempfile::tempdir().expect("temporary folder");
-    let path = dir.path().join(name);
+    let (_dir, path) = crate::testing::temp_path(name);
     let mut tally = Tally::default();
     for (i, bytes) in mutants.iter().enumerate() {
         std::fs::write(&path, bytes).expect("write mutant");
@@ -199,8 +198,7 @@ mod tests {
 
     #[test]
     fn npy_and_image_readers_survive_mutation() {
-        let dir = tempfile::tempdir().unwrap();
-        let npy = dir.path().join("a.npy");
+        let (dir, npy) = crate::testing::temp_path("a.npy");
         crate::npy::write_f32(&npy, &[3, 5], &[0.25; 15]).unwrap();
         let bytes = std::fs::read(&npy).unwrap();
         let cases = mutants(&bytes, 80, 200, 256, 7);

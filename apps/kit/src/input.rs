@@ -55,8 +55,7 @@ mod tests {
 
     #[test]
     fn only_regular_files_within_limits() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.csv");
+        let (dir, p) = crate::testing::temp_path("a.csv");
         std::fs::write(&p, "\u{feff}ref,dist\n").unwrap();
         assert_eq!(read_text(&p, 100).unwrap(), "ref,dist\n");
         assert!(read_text(&p, 4).is_err());

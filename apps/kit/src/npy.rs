@@ -266,8 +266,7 @@ mod tests {
 
     #[test]
     fn round_trip_and_sizes_checked() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.npy");
+        let (_dir, p) = crate::testing::temp_path("a.npy");
         let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
         write_f32(&p, &[2, 3, 4], &data).unwrap();
         let back = read(&p).unwrap();

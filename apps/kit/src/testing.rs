@@ -1,10 +1,11 @@
 //! A binary of the workspace run by its integration tests, with the command-line contract's
 //! checks (docs/cli.md): a command that must succeed prints no Vulkan validation message,
-//! one that must fail fails cleanly, without a panic.
+//! one that must fail fails cleanly, without a panic; and [`temp_path`], the scratch file
+//! tests write.
 
 use std::ffi::OsStr;
 use std::fmt::Debug;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The binary under test: `Bin(env!("CARGO_BIN_EXE_smoe"))`.
@@ -38,4 +39,12 @@ impl Bin {
         assert!(!stderr.contains("panicked"), "{} {args:?} panicked:\n{stderr}", self.name());
         stderr
     }
+}
+
+/// A path named `name` in a fresh temporary folder, which is removed when the returned guard
+/// drops (keep it alive as long as the path is used).
+pub fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let path = dir.path().join(name);
+    (dir, path)
 }

@@ -113,8 +113,7 @@ mod tests {
     /// writing through it leaves the file as it was.
     #[test]
     fn a_private_map_reads_the_file_and_never_writes_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.bin");
+        let (_dir, path) = kit::testing::temp_path("f.bin");
         let floats: Vec<f32> = (0..3000).map(|i| i as f32 * 0.25).collect();
         let mut bytes = vec![7u8; 128];
         bytes.extend(floats.iter().flat_map(|x| x.to_le_bytes()));
