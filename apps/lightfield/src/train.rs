@@ -327,8 +327,7 @@ mod tests {
             iterations: 2,
             params: Params { sparsity: 300, epsilon: 0.02 },
             seed: 9,
-            max_patches: 1000,
-            precluster: false,
+            ..small_options()
         };
         let mut psnr = Vec::new();
         let (a, _) = train(&lfs, &opts, TrainDevice::Cpu, |s| psnr.push(s.psnr_db)).unwrap();
