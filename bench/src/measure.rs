@@ -9,7 +9,7 @@ use engine::Context;
 use serde::Serialize;
 
 use crate::occupancy::{self, Limits, Usage};
-use crate::registry::{Config, Floor, Kernel, Reps, Shader};
+use crate::registry::{Config, Entry, Floor, Reps, Shader};
 use crate::spirv;
 
 /// The device's ceilings a floor is measured against, measured once per sweep.
@@ -188,15 +188,9 @@ pub fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Runs `kernel` at one point and measures everything a sweep reports.
-pub fn point(
-    device: &mut Device,
-    kernel: &dyn Kernel,
-    config: &Config,
-    size: u64,
-    reps: Reps,
-) -> engine::Result<Point> {
-    let m = kernel.run(&device.ctx, config, size, reps)?;
+/// Runs `entry`'s kernel at one point and measures everything a sweep reports.
+pub fn point(device: &mut Device, entry: &Entry, config: &Config, size: u64, reps: Reps) -> engine::Result<Point> {
+    let m = entry.kernel.run(&device.ctx, config, size, reps)?;
     let median_ms = median(&m.times_ms);
     let (floor, floor_amount) = match m.floor {
         Floor::Bytes(b) => ("bytes", b),
@@ -214,10 +208,10 @@ pub fn point(
         None => (None, None, "unknown".into()),
     };
     Ok(Point {
-        kernel: kernel.name(),
+        kernel: entry.name,
         params: config.clone(),
         size,
-        unit: kernel.sizes().unit,
+        unit: entry.kernel.sizes().unit,
         median_ms,
         min_ms: m.times_ms.iter().copied().fold(f64::INFINITY, f64::min),
         repeats: m.times_ms.len(),

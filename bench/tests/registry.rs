@@ -13,23 +13,23 @@ fn every_registered_kernel_sweeps_two_points_and_passes_its_check() {
     let ctx = engine::testing::context().clone();
     let mut device = Device::new(ctx).unwrap();
     let reps = Reps { repeats: 2, warm_up: Duration::ZERO };
-    let kernels = registry::all();
-    let apps: std::collections::BTreeSet<&str> = kernels.iter().map(|k| k.name().split('.').next().unwrap()).collect();
+    let apps: std::collections::BTreeSet<&str> =
+        registry::ALL.iter().map(|e| e.name.split('.').next().unwrap()).collect();
     assert_eq!(apps.into_iter().collect::<Vec<_>>(), ["composite", "engine", "lightfield", "mad", "mosaic", "smoe"]);
-    for kernel in kernels {
+    for entry in &registry::ALL {
         let start = Instant::now();
-        let config = Config(kernel.params().iter().map(|p| (p.key, p.default)).collect());
-        for size in kernel.sizes().tiny {
-            let p = point(&mut device, kernel, &config, size, reps)
-                .unwrap_or_else(|e| panic!("{} {} at {size}: {e}", kernel.name(), config.label()));
-            assert!(p.check_passed, "{} at {size}: error {} over {}", kernel.name(), p.max_error, p.tolerance);
+        let config = Config(entry.kernel.params().iter().map(|p| (p.key, p.default)).collect());
+        for size in entry.kernel.sizes().tiny {
+            let p = point(&mut device, entry, &config, size, reps)
+                .unwrap_or_else(|e| panic!("{} {} at {size}: {e}", entry.name, config.label()));
+            assert!(p.check_passed, "{} at {size}: error {} over {}", entry.name, p.max_error, p.tolerance);
             assert!(p.median_ms > 0.0 && p.floor_ms > 0.0, "{p:?}");
-            assert_eq!(p.shape.is_some(), kernel.has_shader(), "{}", kernel.name());
-            if kernel.has_shader() {
-                assert!(p.occupancy.is_some_and(|o| o > 0.0 && o <= 1.0), "{}: {}", kernel.name(), p.limited_by);
+            assert_eq!(p.shape.is_some(), entry.kernel.has_shader(), "{}", entry.name);
+            if entry.kernel.has_shader() {
+                assert!(p.occupancy.is_some_and(|o| o > 0.0 && o <= 1.0), "{}: {}", entry.name, p.limited_by);
             }
         }
-        println!("{}: two points in {:?}", kernel.name(), start.elapsed());
+        println!("{}: two points in {:?}", entry.name, start.elapsed());
     }
     engine::testing::assert_no_validation_messages();
 }

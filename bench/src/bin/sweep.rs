@@ -13,7 +13,7 @@ use clap::Parser;
 use kit::tuning;
 use serde::Serialize;
 use tessera_bench::measure::{self, Device, Point};
-use tessera_bench::registry::{self, Config, Kernel, Param, Reps};
+use tessera_bench::registry::{self, Config, Entry, Param, Reps};
 use tessera_bench::{args, output, plot};
 
 #[derive(Parser)]
@@ -84,7 +84,7 @@ fn parse_param(text: &str) -> Result<(String, Vec<u32>), String> {
 
 /// One line of `--list`.
 #[derive(Serialize)]
-struct KernelEntry {
+struct ListLine {
     kernel: &'static str,
     about: &'static str,
     unit: &'static str,
@@ -92,7 +92,7 @@ struct KernelEntry {
     sizes: &'static [u64],
 }
 
-impl std::fmt::Display for KernelEntry {
+impl std::fmt::Display for ListLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{:<24} {}", self.kernel, self.about)?;
         for p in &self.params {
@@ -157,44 +157,43 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     if cli.list {
-        for k in registry::all() {
-            kit::emit(
-                &KernelEntry {
-                    kernel: k.name(),
-                    about: k.about(),
-                    unit: k.sizes().unit,
-                    params: k.params(),
-                    sizes: k.sizes().default,
-                },
-                &[],
-            );
+        for e in &registry::ALL {
+            let sizes = e.kernel.sizes();
+            let line = ListLine {
+                kernel: e.name,
+                about: e.about,
+                unit: sizes.unit,
+                params: e.kernel.params(),
+                sizes: sizes.default,
+            };
+            kit::emit(&line, &[]);
         }
         return Ok(());
     }
     if cli.tune {
         return tune(&cli);
     }
-    let kernel = registry::by_name(cli.kernel.as_deref().unwrap_or("engine.copy"))
+    let entry = registry::by_name(cli.kernel.as_deref().unwrap_or("engine.copy"))
         .ok_or_else(|| anyhow!("unknown kernel {:?}", cli.kernel))?;
-    let values = chosen_values(kernel, &cli, false)?;
-    let sizes = chosen_sizes(kernel, &cli)?;
-    let files = output_files(kernel, &cli.out);
+    let values = chosen_values(entry, &cli, false)?;
+    let sizes = chosen_sizes(entry, &cli)?;
+    let files = output_files(entry, &cli.out);
     kit::output::check_folder(&cli.out, &[])?;
     for f in &files {
         kit::output::check_file(f, &["csv", "jsonl", "png"], &[])?;
     }
     let mut device = Device::new(cli.run.context()?)?;
-    let (points, skipped) = sweep(&mut device, kernel, &values, &sizes, reps(&cli))?;
+    let (points, skipped) = sweep(&mut device, entry, &values, &sizes, reps(&cli))?;
     if points.is_empty() {
         let reasons: Vec<String> = skipped.iter().map(|s| format!("{}: {}", s.params.label(), s.reason)).collect();
         bail!("no point of the grid could run on {} ({})", device.ctx.info().name, reasons.join("; "));
     }
-    write_outputs(&device, kernel, &points, &files)?;
+    write_outputs(&device, entry, &points, &files)?;
     let failed_checks = points.iter().filter(|p| !p.check_passed).count();
     let best =
         points.iter().filter(|p| p.check_passed).max_by(|a, b| a.floor_fraction.total_cmp(&b.floor_fraction)).cloned();
     let summary = Summary {
-        kernel: kernel.name(),
+        kernel: entry.name,
         points: points.len(),
         failed_checks,
         best,
@@ -225,10 +224,10 @@ fn limits_note(device: &Device) -> String {
     )
 }
 
-/// The values of each of `kernel`'s parameters this run uses: those given, else every
+/// The values of each of `entry`'s parameters this run uses: those given, else every
 /// accepted value (`all`, for tuning) or the default.
-fn chosen_values(kernel: &dyn Kernel, cli: &Cli, all: bool) -> Result<Vec<Vec<u32>>> {
-    let params = kernel.params();
+fn chosen_values(entry: &Entry, cli: &Cli, all: bool) -> Result<Vec<Vec<u32>>> {
+    let params = entry.kernel.params();
     let mut given: Vec<(String, Vec<u32>)> = cli.params.clone();
     if !cli.workgroups.is_empty() {
         given.push(("workgroup".into(), cli.workgroups.clone()));
@@ -238,12 +237,12 @@ fn chosen_values(kernel: &dyn Kernel, cli: &Cli, all: bool) -> Result<Vec<Vec<u3
             let keys: Vec<&str> = params.iter().map(|p| p.key).collect();
             bail!(
                 "{} has no parameter {key:?} (it has: {})",
-                kernel.name(),
+                entry.name,
                 if keys.is_empty() { "none".into() } else { keys.join(", ") }
             );
         };
         if let Some(v) = values.iter().find(|v| !p.values.contains(v)) {
-            bail!("{}: {key}={v} is not one of the accepted values {:?}", kernel.name(), p.values);
+            bail!("{}: {key}={v} is not one of the accepted values {:?}", entry.name, p.values);
         }
     }
     Ok(params
@@ -256,55 +255,55 @@ fn chosen_values(kernel: &dyn Kernel, cli: &Cli, all: bool) -> Result<Vec<Vec<u3
         .collect())
 }
 
-fn chosen_sizes(kernel: &dyn Kernel, cli: &Cli) -> Result<Vec<u64>> {
-    let accepted = kernel.sizes();
+fn chosen_sizes(entry: &Entry, cli: &Cli) -> Result<Vec<u64>> {
+    let accepted = entry.kernel.sizes();
     let sizes = if cli.sizes.is_empty() { accepted.default.to_vec() } else { cli.sizes.clone() };
     for &s in &sizes {
         if s > accepted.max {
-            bail!("--sizes {s}: {} takes at most {} {}", kernel.name(), accepted.max, accepted.unit);
+            bail!("--sizes {s}: {} takes at most {} {}", entry.name, accepted.max, accepted.unit);
         }
     }
     if let Some(&largest) = sizes.iter().max() {
         kit::budget::check(
-            kernel.footprint(largest),
-            format!("sweep {} at {largest} {}", kernel.name(), accepted.unit),
+            entry.kernel.footprint(largest),
+            format!("sweep {} at {largest} {}", entry.name, accepted.unit),
         )?;
     }
     Ok(sizes)
 }
 
-/// The files a sweep of `kernel` writes into `out`.
-fn output_files(kernel: &dyn Kernel, out: &Path) -> Vec<PathBuf> {
-    let name = kernel.name();
+/// The files a sweep of `entry` writes into `out`.
+fn output_files(entry: &Entry, out: &Path) -> Vec<PathBuf> {
+    let name = entry.name;
     let mut files = vec![out.join(format!("{name}.csv")), out.join(format!("{name}.jsonl"))];
-    let keys: Vec<&str> = kernel.params().iter().map(|p| p.key).collect();
+    let keys: Vec<&str> = entry.kernel.params().iter().map(|p| p.key).collect();
     if keys.is_empty() {
         files.push(out.join(format!("{name}.size.png")));
     }
     files.extend(keys.iter().map(|k| out.join(format!("{name}.{k}.png"))));
-    if kernel.has_shader() {
+    if entry.kernel.has_shader() {
         files.push(out.join(format!("{name}.fig9.png")));
     }
     files
 }
 
-/// Runs `kernel` over the grid and sizes, printing each point as it is measured.
+/// Runs `entry` over the grid and sizes, printing each point as it is measured.
 fn sweep(
     device: &mut Device,
-    kernel: &dyn Kernel,
+    entry: &Entry,
     values: &[Vec<u32>],
     sizes: &[u64],
     reps: Reps,
 ) -> Result<(Vec<Point>, Vec<Skipped>)> {
-    let keys: Vec<&'static str> = kernel.params().iter().map(|p| p.key).collect();
+    let keys: Vec<&'static str> = entry.kernel.params().iter().map(|p| p.key).collect();
     let configs = measure::grid(&keys, values);
-    let bar = kit::progress::bar((configs.len() * sizes.len()) as u64, &format!("sweep {}", kernel.name()));
+    let bar = kit::progress::bar((configs.len() * sizes.len()) as u64, &format!("sweep {}", entry.name));
     let mut points = Vec::new();
     let mut skipped = Vec::new();
     for config in &configs {
         for &size in sizes {
             bar.inc(1);
-            match measure::point(device, kernel, config, size, reps) {
+            match measure::point(device, entry, config, size, reps) {
                 Ok(p) => {
                     bar.suspend(|| kit::emit(&p, &[]));
                     points.push(p);
@@ -316,7 +315,7 @@ fn sweep(
                 }
                 Err(e) => {
                     return Err(anyhow::Error::new(e))
-                        .with_context(|| format!("{} {} at {size}", kernel.name(), config.label()))
+                        .with_context(|| format!("{} {} at {size}", entry.name, config.label()))
                 }
             }
         }
@@ -326,8 +325,8 @@ fn sweep(
 }
 
 /// Writes the CSV, the JSON lines and the plots, all or none.
-fn write_outputs(device: &Device, kernel: &dyn Kernel, points: &[Point], files: &[PathBuf]) -> Result<()> {
-    let title = format!("{} on {}", kernel.name(), device.ctx.info().name);
+fn write_outputs(device: &Device, entry: &Entry, points: &[Point], files: &[PathBuf]) -> Result<()> {
+    let title = format!("{} on {}", entry.name, device.ctx.info().name);
     let mut staged = kit::output::Staged::new();
     staged.write(&files[0], |w| w.write_all(output::csv(points).as_bytes()))?;
     staged.write(&files[1], |w| w.write_all(output::json_lines(points).as_bytes()))?;
@@ -339,7 +338,7 @@ fn write_outputs(device: &Device, kernel: &dyn Kernel, points: &[Point], files: 
             "fig9" => {
                 let best = points.iter().filter(|p| p.check_passed).min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
                 let shape = best.or(points.first()).and_then(|p| p.shape.clone());
-                let shape = shape.ok_or_else(|| anyhow!("no shader shape for {}", kernel.name()))?;
+                let shape = shape.ok_or_else(|| anyhow!("no shader shape for {}", entry.name))?;
                 let max_threads = args::workgroup_limit(device.ctx.info());
                 plot::write_panels(&plot::fig9_panels(&device.limits, &shape, max_threads, &title), w)
             }
@@ -393,29 +392,29 @@ fn tune(cli: &Cli) -> Result<()> {
     };
     kit::output::check_file(&path, &["json"], &[])?;
     let mut file = tuning::read(&path)?;
-    let kernels: Vec<&dyn Kernel> = match &cli.kernel {
+    let entries: Vec<&Entry> = match &cli.kernel {
         Some(name) => vec![registry::by_name(name).ok_or_else(|| anyhow!("unknown kernel {name:?}"))?],
-        None => registry::all().into_iter().filter(|k| !k.params().is_empty()).collect(),
+        None => registry::ALL.iter().filter(|e| !e.kernel.params().is_empty()).collect(),
     };
     let mut device = Device::new(cli.run.context()?)?;
     let (name, driver) = (device.ctx.info().name.clone(), device.ctx.info().driver_version);
     let mut results = Vec::new();
-    for kernel in kernels {
-        let values = chosen_values(kernel, cli, true)?;
-        let sizes = chosen_sizes(kernel, cli)?;
-        let (points, _) = sweep(&mut device, kernel, &values, &sizes, reps(cli))?;
-        let defaults = Config(kernel.params().iter().map(|p| (p.key, p.default)).collect());
+    for entry in entries {
+        let values = chosen_values(entry, cli, true)?;
+        let sizes = chosen_sizes(entry, cli)?;
+        let (points, _) = sweep(&mut device, entry, &values, &sizes, reps(cli))?;
+        let defaults = Config(entry.kernel.params().iter().map(|p| (p.key, p.default)).collect());
         let times = |config: &Config| -> Option<Vec<f64>> {
             let pts: Vec<&Point> = points.iter().filter(|p| &p.params == config && p.check_passed).collect();
             (pts.len() == sizes.len()).then(|| pts.iter().map(|p| p.median_ms).collect())
         };
-        let keys: Vec<&'static str> = kernel.params().iter().map(|p| p.key).collect();
+        let keys: Vec<&'static str> = entry.kernel.params().iter().map(|p| p.key).collect();
         let best = measure::grid(&keys, &values)
             .into_iter()
             .filter_map(|c| times(&c).map(|t| (c, t)))
             .min_by(|a, b| a.1.iter().sum::<f64>().total_cmp(&b.1.iter().sum::<f64>()));
         let Some((config, tuned_ms)) = best else {
-            bail!("{}: no configuration ran and passed its check at every size", kernel.name());
+            bail!("{}: no configuration ran and passed its check at every size", entry.name);
         };
         let default_ms = times(&defaults).unwrap_or_default();
         let speedup = if default_ms.is_empty() {
@@ -423,15 +422,15 @@ fn tune(cli: &Cli) -> Result<()> {
         } else {
             default_ms.iter().sum::<f64>() / tuned_ms.iter().sum::<f64>()
         };
-        let entry = tuning::KernelTuning {
+        let tuned = tuning::KernelTuning {
             params: as_map(&config),
             sizes: sizes.clone(),
             tuned_ms: tuned_ms.clone(),
             default_ms: default_ms.clone(),
         };
-        file.set(&name, driver, kernel.name(), entry);
+        file.set(&name, driver, entry.name, tuned);
         results.push(Tuned {
-            kernel: kernel.name(),
+            kernel: entry.name,
             params: as_map(&config),
             defaults: as_map(&defaults),
             sizes,

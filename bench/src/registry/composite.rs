@@ -10,8 +10,6 @@ use engine::{Context, Result};
 
 use super::{pattern, time_calls, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
-pub const ALL: [&dyn Kernel; 2] = [&Pass::Count, &Pass::Scatter];
-
 /// One of the encoder's two kernels.
 pub enum Pass {
     Count,
@@ -45,20 +43,6 @@ fn frame(edge: u32) -> Frame {
 }
 
 impl Kernel for Pass {
-    fn name(&self) -> &'static str {
-        match self {
-            Pass::Count => "composite.ap_count",
-            Pass::Scatter => "composite.ap_scatter",
-        }
-    }
-    fn about(&self) -> &'static str {
-        match self {
-            Pass::Count => {
-                "active-pixel encoding, pass 1: region of interest and per-chunk counts of a size x size frame"
-            }
-            Pass::Scatter => "active-pixel encoding, pass 2: the payload of a size x size frame",
-        }
-    }
     fn params(&self) -> Vec<Param> {
         vec![
             Param::new("workgroup", &[128, 256, 512, 1024], 512, "invocations per workgroup of both kernels"),

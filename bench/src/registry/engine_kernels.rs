@@ -6,8 +6,6 @@ use engine::{Context, Location, Result};
 
 use super::{pattern, time, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
-pub const ALL: [&dyn Kernel; 7] = [&Copy, &Read(1), &Read(4), &Scan, &Sort, &RowSums, &Fft];
-
 const PROBE_WORKGROUPS: [u32; 5] = [64, 128, 256, 512, 1024];
 
 fn workgroup(accepted: &[u32], default: u32) -> Vec<Param> {
@@ -34,12 +32,6 @@ fn fits(ctx: &Context, bytes: u64) -> Result<()> {
 pub struct Copy;
 
 impl Kernel for Copy {
-    fn name(&self) -> &'static str {
-        "engine.copy"
-    }
-    fn about(&self) -> &'static str {
-        "grid-stride copy of u32 elements as uvec4 (the copy-bandwidth ceiling)"
-    }
     fn params(&self) -> Vec<Param> {
         workgroup(&PROBE_WORKGROUPS, 256)
     }
@@ -75,20 +67,6 @@ impl Kernel for Copy {
 pub struct Read(pub usize);
 
 impl Kernel for Read {
-    fn name(&self) -> &'static str {
-        if self.0 == 4 {
-            "engine.read_uvec4"
-        } else {
-            "engine.read_u32"
-        }
-    }
-    fn about(&self) -> &'static str {
-        if self.0 == 4 {
-            "16 uvec4 loads in flight per invocation, XOR written (a kernel's load step)"
-        } else {
-            "16 u32 loads in flight per invocation, XOR written (a kernel's load step)"
-        }
-    }
     // The copy's grid and sizes, so the two probes compare point for point.
     fn params(&self) -> Vec<Param> {
         Copy.params()
@@ -154,12 +132,6 @@ pub struct Scan;
 const SCAN_WORKGROUPS: [u32; 4] = [128, 256, 512, 1024];
 
 impl Kernel for Scan {
-    fn name(&self) -> &'static str {
-        crate::tuned::SCAN
-    }
-    fn about(&self) -> &'static str {
-        "exclusive prefix sum of u32, one pass with decoupled look-back"
-    }
     fn params(&self) -> Vec<Param> {
         let mut params = workgroup(&SCAN_WORKGROUPS, scan::DEFAULT_WORKGROUP);
         params.push(Param::new(
@@ -208,12 +180,6 @@ impl Kernel for Scan {
 pub struct Sort;
 
 impl Kernel for Sort {
-    fn name(&self) -> &'static str {
-        "engine.sort"
-    }
-    fn about(&self) -> &'static str {
-        "radix sort of u32 key/value pairs; shape of the scatter kernel"
-    }
     fn params(&self) -> Vec<Param> {
         workgroup(sort::WORKGROUP_SIZES, sort::DEFAULT_WORKGROUP)
     }
@@ -261,12 +227,6 @@ pub struct RowSums;
 const ROW: usize = 1024;
 
 impl Kernel for RowSums {
-    fn name(&self) -> &'static str {
-        "engine.row_sums"
-    }
-    fn about(&self) -> &'static str {
-        "row sums of a row-major f32 matrix with 1024 columns"
-    }
     fn params(&self) -> Vec<Param> {
         workgroup(reduce::WORKGROUP_SIZES, reduce::DEFAULT_WORKGROUP)
     }
@@ -305,12 +265,6 @@ impl Kernel for RowSums {
 pub struct Fft;
 
 impl Kernel for Fft {
-    fn name(&self) -> &'static str {
-        "engine.fft"
-    }
-    fn about(&self) -> &'static str {
-        "forward 2D FFT of a size x size complex f32 image (one pass per axis up to 4096; sizes 2^a 3^b 5^c mixed-radix)"
-    }
     fn params(&self) -> Vec<Param> {
         let d = fft::FftConfig::default();
         vec![

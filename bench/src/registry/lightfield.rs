@@ -16,7 +16,16 @@ use super::{
     fits_workgroup, time_calls, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes,
 };
 
-pub const ALL: [&dyn Kernel; 2] = [&Codec::Encode, &Codec::Decode];
+/// Encoding or decoding.
+pub enum Codec {
+    Encode,
+    Decode,
+}
+
+/// The encoder's registry name, the key of its tuned workgroup in the tuning file.
+pub const ENCODE: &str = "lightfield.encode";
+/// The decoder's registry name, the key of its tuned workgroup in the tuning file.
+pub const DECODE: &str = "lightfield.decode";
 
 const SHAPE: PatchShape = PatchShape::PAPER;
 const DICTIONARIES: usize = 8;
@@ -27,12 +36,6 @@ fn to_engine(e: lightfield::LfError) -> engine::EngineError {
         lightfield::LfError::Engine(e) => e,
         other => engine::EngineError::Unsupported(other.to_string()),
     }
-}
-
-/// Encoding or decoding.
-pub enum Codec {
-    Encode,
-    Decode,
 }
 
 /// Patches whose codes differ between two encodings (float ties of the reductions' order
@@ -47,21 +50,13 @@ fn mismatches(a: &Codes, b: &Codes) -> usize {
 }
 
 impl Kernel for Codec {
-    fn name(&self) -> &'static str {
-        match self {
-            Codec::Encode => "lightfield.encode",
-            Codec::Decode => "lightfield.decode",
-        }
-    }
-    fn about(&self) -> &'static str {
-        match self {
-            Codec::Encode => "sparse coding of 5x5x8x8x3 patches against 8 dictionaries (one workgroup per patch)",
-            Codec::Decode => "synthesis of 5x5x8x8x3 patches from their sparse codes (one workgroup per patch)",
-        }
-    }
     fn params(&self) -> Vec<Param> {
+        let name = match self {
+            Codec::Encode => ENCODE,
+            Codec::Decode => DECODE,
+        };
         // The app reads a tuned workgroup only from these (`kit::tuning::READ`).
-        let values = kit::tuning::accepted(self.name(), "workgroup").expect("kit::tuning::READ lists both");
+        let values = kit::tuning::accepted(name, "workgroup").expect("kit::tuning::READ lists both");
         vec![Param::new("workgroup", values, 256, "invocations per patch (GpuCodec::with_workgroup)")]
     }
     fn sizes(&self) -> Sizes {

@@ -9,8 +9,6 @@ use mad::synth::{distort, scene, Distortion};
 
 use super::{time_calls, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
-pub const ALL: [&dyn Kernel; 2] = [&Strategy::Detection, &Strategy::Appearance];
-
 /// One of MAD's strategies.
 pub enum Strategy {
     Detection,
@@ -28,20 +26,6 @@ fn to_engine(e: mad::MadError) -> engine::EngineError {
 }
 
 impl Kernel for Strategy {
-    fn name(&self) -> &'static str {
-        match self {
-            Strategy::Detection => "mad.detection",
-            Strategy::Appearance => "mad.appearance",
-        }
-    }
-    fn about(&self) -> &'static str {
-        match self {
-            Strategy::Detection => {
-                "MAD detection strategy (CSF-filtered error, block contrast masking) of a size x size pair"
-            }
-            Strategy::Appearance => "MAD appearance strategy (log-Gabor subband statistics) of a size x size pair",
-        }
-    }
     fn params(&self) -> Vec<Param> {
         Vec::new()
     }

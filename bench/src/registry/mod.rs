@@ -1,8 +1,9 @@
-//! Every kernel `sweep` can run, across the engine and the five apps, by name
-//! (`engine.scan`, `smoe.render`, ...). An entry states its tunable parameters (the
-//! specialization constants, or the launch shape they follow) with their allowed values, a
-//! deterministic input at a given problem size, its floor (bytes it must move or FLOPs it
-//! must do), and checks its output against the CPU reference at every point.
+//! Every kernel `sweep` can run, across the engine and the five apps: [`ALL`] lists each
+//! by name (`engine.scan`, `smoe.render`, ...) with what it computes, and its [`Kernel`]
+//! impl, in the module of its app, states its tunable parameters (the specialization
+//! constants, or the launch shape they follow) with their allowed values, builds a
+//! deterministic input at a given problem size, states its floor (bytes it must move or
+//! FLOPs it must do), and checks its output against the CPU reference at every point.
 
 use engine::{Context, Result};
 
@@ -135,11 +136,10 @@ pub struct Sizes {
     pub max: u64,
 }
 
-/// A kernel `sweep` can run over a parameter grid and problem sizes.
+/// What a registered kernel does at a point of its grid: its parameters, sizes and run.
+/// Its name and description are its row of [`ALL`].
 pub trait Kernel: Sync {
-    /// `app.kernel`.
-    fn name(&self) -> &'static str;
-    fn about(&self) -> &'static str;
+    /// Its tunable parameters, in grid order.
     fn params(&self) -> Vec<Param>;
     /// The problem sizes it runs at.
     fn sizes(&self) -> Sizes;
@@ -153,17 +153,115 @@ pub trait Kernel: Sync {
     fn run(&self, ctx: &Context, config: &Config, size: u64, reps: Reps) -> Result<Measured>;
 }
 
-/// Every registered kernel, engine first.
-pub fn all() -> Vec<&'static dyn Kernel> {
-    let mut out: Vec<&'static dyn Kernel> = Vec::new();
-    out.extend(engine_kernels::ALL);
-    out.extend(smoe::ALL);
-    out.extend(mad::ALL);
-    out.extend(mosaic::ALL);
-    out.extend(lightfield::ALL);
-    out.extend(composite::ALL);
-    out
+/// A registered kernel: its name, what it computes, and the code that sweeps it.
+pub struct Entry {
+    /// `app.kernel`: the name `--kernel` takes, its output files' stem and its key in the
+    /// tuning file.
+    pub name: &'static str,
+    /// What it computes, one line of `--list`.
+    pub about: &'static str,
+    pub kernel: &'static dyn Kernel,
 }
+
+/// Every registered kernel, in `--list` order: the engine's, then each app's.
+pub static ALL: [Entry; 19] = [
+    Entry {
+        name: "engine.copy",
+        about: "grid-stride copy of u32 elements as uvec4 (the copy-bandwidth ceiling)",
+        kernel: &engine_kernels::Copy,
+    },
+    Entry {
+        name: "engine.read_u32",
+        about: "16 u32 loads in flight per invocation, XOR written (a kernel's load step)",
+        kernel: &engine_kernels::Read(1),
+    },
+    Entry {
+        name: "engine.read_uvec4",
+        about: "16 uvec4 loads in flight per invocation, XOR written (a kernel's load step)",
+        kernel: &engine_kernels::Read(4),
+    },
+    Entry {
+        name: crate::tuned::SCAN,
+        about: "exclusive prefix sum of u32, one pass with decoupled look-back",
+        kernel: &engine_kernels::Scan,
+    },
+    Entry {
+        name: "engine.sort",
+        about: "radix sort of u32 key/value pairs; shape of the scatter kernel",
+        kernel: &engine_kernels::Sort,
+    },
+    Entry {
+        name: "engine.row_sums",
+        about: "row sums of a row-major f32 matrix with 1024 columns",
+        kernel: &engine_kernels::RowSums,
+    },
+    Entry {
+        name: "engine.fft",
+        about: "forward 2D FFT of a size x size complex f32 image (one pass per axis up to 4096; \
+                sizes 2^a 3^b 5^c mixed-radix)",
+        kernel: &engine_kernels::Fft,
+    },
+    Entry {
+        name: smoe::RENDER,
+        about: "SMoE per-tile blend of a size x size image (exact culling, fast mode): the paper's Fig. 9 kernel",
+        kernel: &smoe::Render,
+    },
+    Entry {
+        name: "smoe.bin",
+        about: "SMoE binning of kernels to tiles (count, allocate, write the lists) for a size x size image",
+        kernel: &smoe::Bin,
+    },
+    Entry {
+        name: "mad.detection",
+        about: "MAD detection strategy (CSF-filtered error, block contrast masking) of a size x size pair",
+        kernel: &mad::Strategy::Detection,
+    },
+    Entry {
+        name: "mad.appearance",
+        about: "MAD appearance strategy (log-Gabor subband statistics) of a size x size pair",
+        kernel: &mad::Strategy::Appearance,
+    },
+    Entry {
+        name: "mosaic.sinkhorn_rows",
+        about: "SoftAssign's fused row pass over a size x size distance matrix (f32)",
+        kernel: &mosaic::Sinkhorn::Rows,
+    },
+    Entry {
+        name: "mosaic.sinkhorn_cols",
+        about: "SoftAssign's column pass (partial sums, outlier row) for size tiles",
+        kernel: &mosaic::Sinkhorn::Cols,
+    },
+    Entry {
+        name: ::mosaic::softassign::atomic::TUNING_KERNEL,
+        about: "one SoftAssign cooling iteration, one dispatch per Sinkhorn iteration (float-atomic column sums)",
+        kernel: &mosaic::AtomicSinkhorn,
+    },
+    Entry {
+        name: "mosaic.distance",
+        about: "Euclidean distances between size patch and size tile features (4x4 cells of RGB)",
+        kernel: &mosaic::Distance,
+    },
+    Entry {
+        name: lightfield::ENCODE,
+        about: "sparse coding of 5x5x8x8x3 patches against 8 dictionaries (one workgroup per patch)",
+        kernel: &lightfield::Codec::Encode,
+    },
+    Entry {
+        name: lightfield::DECODE,
+        about: "synthesis of 5x5x8x8x3 patches from their sparse codes (one workgroup per patch)",
+        kernel: &lightfield::Codec::Decode,
+    },
+    Entry {
+        name: "composite.ap_count",
+        about: "active-pixel encoding, pass 1: region of interest and per-chunk counts of a size x size frame",
+        kernel: &composite::Pass::Count,
+    },
+    Entry {
+        name: "composite.ap_scatter",
+        about: "active-pixel encoding, pass 2: the payload of a size x size frame",
+        kernel: &composite::Pass::Scatter,
+    },
+];
 
 /// Names accepted before the registry, kept so existing scripts keep working.
 const ALIASES: [(&str, &str); 6] = [
@@ -177,13 +275,13 @@ const ALIASES: [(&str, &str); 6] = [
 
 /// Every name `--kernel` accepts (registered names and the old short ones).
 pub fn names() -> Vec<&'static str> {
-    all().iter().map(|k| k.name()).chain(ALIASES.iter().map(|(a, _)| *a)).collect()
+    ALL.iter().map(|e| e.name).chain(ALIASES.iter().map(|(a, _)| *a)).collect()
 }
 
 /// The kernel called `name` (or its old short name).
-pub fn by_name(name: &str) -> Option<&'static dyn Kernel> {
+pub fn by_name(name: &str) -> Option<&'static Entry> {
     let name = ALIASES.iter().find(|(a, _)| *a == name).map_or(name, |(_, full)| full);
-    all().into_iter().find(|k| k.name() == name)
+    ALL.iter().find(|e| e.name == name)
 }
 
 /// GPU ms of each of `reps.repeats` runs of `body` (see [`crate::time_repetitions`]).

@@ -16,8 +16,6 @@ use super::{
     fits_workgroup, time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes,
 };
 
-pub const ALL: [&dyn Kernel; 4] = [&Sinkhorn::Rows, &Sinkhorn::Cols, &AtomicSinkhorn, &Distance];
-
 /// The square problems (as many patches as tiles) the Sinkhorn passes and the distances
 /// run at.
 const SQUARE: Sizes = Sizes { unit: "patches = tiles", default: &[1024, 4096, 8192], tiny: [48, 100], max: 1 << 15 };
@@ -52,18 +50,6 @@ pub enum Sinkhorn {
 }
 
 impl Kernel for Sinkhorn {
-    fn name(&self) -> &'static str {
-        match self {
-            Sinkhorn::Rows => "mosaic.sinkhorn_rows",
-            Sinkhorn::Cols => "mosaic.sinkhorn_cols",
-        }
-    }
-    fn about(&self) -> &'static str {
-        match self {
-            Sinkhorn::Rows => "SoftAssign's fused row pass over a size x size distance matrix (f32)",
-            Sinkhorn::Cols => "SoftAssign's column pass (partial sums, outlier row) for size tiles",
-        }
-    }
     fn params(&self) -> Vec<Param> {
         Vec::new()
     }
@@ -128,12 +114,6 @@ impl Kernel for Sinkhorn {
 pub struct AtomicSinkhorn;
 
 impl Kernel for AtomicSinkhorn {
-    fn name(&self) -> &'static str {
-        mosaic::softassign::atomic::TUNING_KERNEL
-    }
-    fn about(&self) -> &'static str {
-        "one SoftAssign cooling iteration, one dispatch per Sinkhorn iteration (float-atomic column sums)"
-    }
     fn params(&self) -> Vec<Param> {
         vec![
             Param::new(
@@ -207,12 +187,6 @@ struct DistancePush {
 }
 
 impl Kernel for Distance {
-    fn name(&self) -> &'static str {
-        "mosaic.distance"
-    }
-    fn about(&self) -> &'static str {
-        "Euclidean distances between size patch and size tile features (4x4 cells of RGB)"
-    }
     fn params(&self) -> Vec<Param> {
         vec![Param::new(
             "workgroup",

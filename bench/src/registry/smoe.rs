@@ -8,12 +8,13 @@ use smoe::model::Model;
 
 use super::{time_pass, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
-pub const ALL: [&dyn Kernel; 2] = [&Render, &Bin];
+/// The render's registry name, the key of its tuned tile edge in the tuning file.
+pub const RENDER: &str = "smoe.render";
 
 /// Tile edges (`RenderSettings::tile`) swept; the renderer's workgroup is min(tile, 16)
 /// squared. The app reads a tuned one only from these (`kit::tuning::READ`).
 fn blocks() -> &'static [u32] {
-    kit::tuning::accepted("smoe.render", "block").expect("kit::tuning::READ lists smoe.render's block")
+    kit::tuning::accepted(RENDER, "block").expect("kit::tuning::READ lists smoe.render's block")
 }
 
 /// smoe's render kernel's specialization constants 0-4 as `Renderer` builds them: edge, p,
@@ -66,12 +67,6 @@ fn render(ctx: &Context, block: u32, size: u64, reps: Reps, pass: &str) -> Resul
 pub struct Render;
 
 impl Kernel for Render {
-    fn name(&self) -> &'static str {
-        "smoe.render"
-    }
-    fn about(&self) -> &'static str {
-        "SMoE per-tile blend of a size x size image (exact culling, fast mode): the paper's Fig. 9 kernel"
-    }
     fn params(&self) -> Vec<Param> {
         vec![Param::new("block", blocks(), 16, "tile edge in pixels; the workgroup is min(block, 16) squared")]
     }
@@ -100,12 +95,6 @@ impl Kernel for Render {
 pub struct Bin;
 
 impl Kernel for Bin {
-    fn name(&self) -> &'static str {
-        "smoe.bin"
-    }
-    fn about(&self) -> &'static str {
-        "SMoE binning of kernels to tiles (count, allocate, write the lists) for a size x size image"
-    }
     fn params(&self) -> Vec<Param> {
         vec![Param::new("block", blocks(), 16, "tile edge in pixels (sets the number of tiles to bin into)")]
     }
