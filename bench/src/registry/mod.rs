@@ -232,7 +232,7 @@ pub static ALL: [Entry; 19] = [
         kernel: &mosaic::Sinkhorn::Cols,
     },
     Entry {
-        name: ::mosaic::softassign::atomic::TUNING_KERNEL,
+        name: mosaic::SINKHORN_ATOMIC,
         about: "one SoftAssign cooling iteration, one dispatch per Sinkhorn iteration (float-atomic column sums)",
         kernel: &mosaic::AtomicSinkhorn,
     },
@@ -340,4 +340,18 @@ pub fn unit_floats(n: usize, seed: u32) -> Vec<f32> {
             (x >> 8) as f32 / (1u32 << 24) as f32
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ALIASES, ALL};
+
+    #[test]
+    fn names_are_unique_and_every_alias_names_a_registered_kernel() {
+        let names: std::collections::BTreeSet<&str> = ALL.iter().map(|e| e.name).collect();
+        assert_eq!(names.len(), ALL.len(), "a name registered twice");
+        for (alias, full) in ALIASES {
+            assert!(names.contains(full), "{alias} names {full}, which is not registered");
+        }
+    }
 }

@@ -16,6 +16,9 @@ use super::{
     fits_workgroup, time, time_pass, unit_floats, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes,
 };
 
+/// The atomic kernel's registry name: the app reads its tuned shape under it.
+pub use mosaic::softassign::atomic::TUNING_KERNEL as SINKHORN_ATOMIC;
+
 /// The square problems (as many patches as tiles) the Sinkhorn passes and the distances
 /// run at.
 const SQUARE: Sizes = Sizes { unit: "patches = tiles", default: &[1024, 4096, 8192], tiny: [48, 100], max: 1 << 15 };
