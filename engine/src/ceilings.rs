@@ -56,7 +56,7 @@ pub fn warm_up(ctx: &Context, duration: std::time::Duration) -> Result<()> {
     let start = std::time::Instant::now();
     while start.elapsed() < duration {
         let mut rec = ctx.recorder()?;
-        rec.dispatch(&fma, &[out.binding()], &FmaPush { iterations: 512, seed: 1.0 }, [groups, 1, 1]);
+        rec.dispatch(&fma, &[&out], &FmaPush { iterations: 512, seed: 1.0 }, [groups, 1, 1]);
         rec.submit()?.wait()?;
     }
     Ok(())
@@ -70,9 +70,7 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
     let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
     let copy = copy_pipeline(ctx, workgroup)?;
     let groups = (words as u32).div_ceil(workgroup * 8).clamp(1, 65535);
-    best_of_passes(ctx.recorder()?, repeats, |rec| {
-        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1])
-    })
+    best_of_passes(ctx.recorder()?, repeats, |rec| rec.dispatch(&copy, &[&src, &dst], &(words as u32), [groups, 1, 1]))
 }
 
 /// GPU milliseconds of the best of `repeats` passes that `pass` records after what `rec`
@@ -122,7 +120,7 @@ impl ReadProbe {
     /// Records one read of `src` into `dst` (at least [`Self::outputs`] long).
     pub fn record(&self, rec: &mut crate::Recorder, src: &crate::Buffer<u32>, dst: &crate::Buffer<u32>) {
         let loads = (src.len() / self.width) as u32;
-        rec.dispatch_linear(&self.pipeline, &[src.binding(), dst.binding()], &loads, self.workgroups(src.len()));
+        rec.dispatch_linear(&self.pipeline, &[&src, &dst], &loads, self.workgroups(src.len()));
     }
 }
 
@@ -166,17 +164,12 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
     rec.barrier();
     rec.enable_profiling(32)?;
     for _ in 0..5 {
-        rec.dispatch(&copy, &[src.binding(), dst.binding()], &(words as u32), [copy_groups, 1, 1]);
+        rec.dispatch(&copy, &[&src, &dst], &(words as u32), [copy_groups, 1, 1]);
         rec.barrier();
         rec.mark("copy");
     }
     for _ in 0..5 {
-        rec.dispatch(
-            &fma,
-            &[fma_out.binding()],
-            &FmaPush { iterations: fma_iterations, seed: 1.0 },
-            [fma_groups, 1, 1],
-        );
+        rec.dispatch(&fma, &[&fma_out], &FmaPush { iterations: fma_iterations, seed: 1.0 }, [fma_groups, 1, 1]);
         rec.barrier();
         rec.mark("fma");
     }

@@ -14,7 +14,7 @@ use bytemuck::{NoUninit, Pod};
 
 use crate::context::{Context, Queue, Shared};
 use crate::error::{EngineError, Result, VkContext};
-use crate::memory::{Buffer, BufferBinding};
+use crate::memory::{Bind, Buffer};
 use crate::pipeline::{ComputePipeline, PipelineHandles};
 use crate::profile::{PassTime, Timestamps};
 
@@ -181,7 +181,7 @@ impl Recorder {
     pub fn dispatch<P: NoUninit>(
         &mut self,
         pipe: &ComputePipeline,
-        bindings: &[BufferBinding],
+        bindings: &[&dyn Bind],
         push: &P,
         groups: [u32; 3],
     ) {
@@ -208,7 +208,7 @@ impl Recorder {
         bind_point: vk::PipelineBindPoint,
         stages: vk::ShaderStageFlags,
         pipe: PipelineHandles<'_>,
-        bindings: &[BufferBinding],
+        bindings: &[&dyn Bind],
         push: &[u8],
     ) {
         let PipelineHandles { raw, layout, bindings: binding_count, push_bytes, name } = pipe;
@@ -221,7 +221,10 @@ impl Recorder {
         let shared = &self.ctx.shared;
         let infos: Vec<vk::DescriptorBufferInfo> = bindings
             .iter()
-            .map(|b| vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range))
+            .map(|b| {
+                let b = b.binding();
+                vk::DescriptorBufferInfo::default().buffer(b.raw).offset(b.offset).range(b.range)
+            })
             .collect();
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
@@ -250,7 +253,7 @@ impl Recorder {
     pub fn dispatch_linear<P: NoUninit>(
         &mut self,
         pipe: &ComputePipeline,
-        bindings: &[BufferBinding],
+        bindings: &[&dyn Bind],
         push: &P,
         groups: u32,
     ) {

@@ -21,7 +21,7 @@ use gpu_allocator::MemoryLocation;
 use crate::commands::Recorder;
 use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
-use crate::memory::{Buffer, BufferBinding, MemoryBlock};
+use crate::memory::{Bind, Buffer, MemoryBlock};
 use crate::pipeline::spirv_words;
 use crate::pipeline::PipelineObject;
 
@@ -410,7 +410,7 @@ impl Recorder {
     pub fn draw<P: NoUninit>(
         &mut self,
         pipe: &GraphicsPipeline,
-        bindings: &[BufferBinding],
+        bindings: &[&dyn Bind],
         push: &P,
         vertices: u32,
         instances: u32,

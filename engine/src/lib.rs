@@ -37,7 +37,7 @@ pub use ash::vk;
 pub use commands::{linear_grid, Recorder, Submission};
 pub use context::{validation_message_count, Context, ContextOptions, DeviceInfo, Instance};
 pub use error::{EngineError, Result};
-pub use memory::{Buffer, BufferBinding, Location};
+pub use memory::{Bind, Buffer, BufferBinding, Location};
 pub use pipeline::{ComputePipeline, PipelineStatistics};
 pub use profile::PassTime;
 pub use select::{DeviceRef, DeviceSelector};

@@ -120,6 +120,32 @@ pub struct BufferBinding {
     pub range: u64,
 }
 
+/// What a dispatch or draw binds to a shader's storage-buffer binding: a whole [`Buffer`],
+/// or a range of one ([`Buffer::slice`]).
+pub trait Bind {
+    fn binding(&self) -> BufferBinding;
+}
+
+impl<T: Pod> Bind for Buffer<T> {
+    fn binding(&self) -> BufferBinding {
+        Buffer::binding(self)
+    }
+}
+
+/// A reference binds what it points to (so lists can hold `&&Buffer` from function
+/// parameters beside `&Buffer`).
+impl<B: Bind + ?Sized> Bind for &B {
+    fn binding(&self) -> BufferBinding {
+        (**self).binding()
+    }
+}
+
+impl Bind for BufferBinding {
+    fn binding(&self) -> BufferBinding {
+        *self
+    }
+}
+
 impl<T: Pod> Buffer<T> {
     /// Number of elements.
     pub fn len(&self) -> usize {

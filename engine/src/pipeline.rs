@@ -351,7 +351,7 @@ mod tests {
         let input = ctx.upload(&data, "input").unwrap();
         let partials = ctx.buffer::<u32>(4, crate::Location::Device, "partials").unwrap();
         ctx.run(|rec| {
-            rec.dispatch_linear(&pipe, &[input.binding(), partials.binding()], &SumPush { n: 1000, per_group: 250 }, 4);
+            rec.dispatch_linear(&pipe, &[&input, &partials], &SumPush { n: 1000, per_group: 250 }, 4);
             Ok(())
         })
         .unwrap();

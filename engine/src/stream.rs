@@ -158,12 +158,7 @@ mod tests {
             rec.fill(&sums, 0);
             rec.barrier();
             let groups = len.div_ceil(64) as u32;
-            rec.dispatch_linear(
-                &pipe,
-                &[device.binding(), sums.binding()],
-                &SumPush { n: len as u32, per_group: 64 },
-                groups,
-            );
+            rec.dispatch_linear(&pipe, &[&device, &sums], &SumPush { n: len as u32, per_group: 64 }, groups);
             let compute = rec.submit().unwrap();
             let want = values.iter().map(|&v| v as u64).sum();
             let done = stream.push((staging, device, sums), (i, want), [copy, compute]).unwrap();

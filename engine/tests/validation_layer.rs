@@ -13,7 +13,7 @@ fn an_invalid_binding_is_reported_by_the_validation_layer() {
     let a = ctx.buffer::<u32>(16, Location::Device, "a").unwrap();
     let past_the_end = BufferBinding { raw: a.raw(), offset: 0, range: 1 << 20 };
     let mut rec = ctx.recorder().unwrap();
-    rec.dispatch(&pipe, &[a.binding(), past_the_end], &[16u32, 64u32], [1, 1, 1]);
+    rec.dispatch(&pipe, &[&a, &past_the_end], &[16u32, 64u32], [1, 1, 1]);
     drop(rec);
     assert!(
         engine::validation_message_count() > 0,

@@ -53,7 +53,7 @@ impl Kernel for Copy {
         let pipe = ctx.compute_pipeline_for::<u32>("ceiling_copy", engine::shaders::CEILING_COPY, 2, &spec)?;
         let groups = (words as u32).div_ceil(wg * 8).clamp(1, 65535);
         let times_ms = time(ctx, reps, |rec| {
-            rec.dispatch(&pipe, &[src.binding(), dst.binding()], &(words as u32), [groups, 1, 1]);
+            rec.dispatch(&pipe, &[&src, &dst], &(words as u32), [groups, 1, 1]);
             Ok(())
         })?;
         let check = Check::exact(&ctx.download(&dst)?, &host);

@@ -217,7 +217,7 @@ impl Kernel for Distance {
         let push = DistancePush { m: n as u32, n: n as u32, width: patches.width() as u32, row0: 0 };
         let groups = ((n * n) as u32).div_ceil(wg);
         let times_ms = time(ctx, reps, |rec| {
-            rec.dispatch_linear(&pipe, &[p.binding(), t.binding(), d.binding()], &push, groups);
+            rec.dispatch_linear(&pipe, &[&p, &t, &d], &push, groups);
             Ok(())
         })?;
         let want = mosaic::features::distance_cpu(&patches, &tiles);

@@ -124,12 +124,7 @@ impl Reducer {
     /// Records the partial sums of `input` into `partials` (length from [`Reducer::partial_len`]).
     pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) {
         let (groups, per_group) = self.groups(input.len());
-        rec.dispatch_linear(
-            &self.sum_u32,
-            &[input.binding(), partials.binding()],
-            &SumPush { n: input.len() as u32, per_group },
-            groups,
-        );
+        rec.dispatch_linear(&self.sum_u32, &[&input, &partials], &SumPush { n: input.len() as u32, per_group }, groups);
     }
 
     /// Number of partial sums [`Reducer::record_sum_u32`] writes for `n` inputs.
@@ -155,19 +150,9 @@ impl Reducer {
         let scratch = self.ctx.buffer::<f32>(groups as usize, Location::Device, "sum scratch")?;
         let out = self.ctx.buffer::<f32>(1, Location::Device, "sum")?;
         let mut rec = self.ctx.recorder()?;
-        rec.dispatch_linear(
-            &self.sum_f32,
-            &[input.binding(), scratch.binding()],
-            &SumPush { n: n as u32, per_group },
-            groups,
-        );
+        rec.dispatch_linear(&self.sum_f32, &[&input, &scratch], &SumPush { n: n as u32, per_group }, groups);
         rec.barrier();
-        rec.dispatch_linear(
-            &self.sum_f32,
-            &[scratch.binding(), out.binding()],
-            &SumPush { n: groups, per_group: groups },
-            1,
-        );
+        rec.dispatch_linear(&self.sum_f32, &[&scratch, &out], &SumPush { n: groups, per_group: groups }, 1);
         rec.submit()?.wait()?;
         Ok(self.ctx.download(&out)?[0])
     }
@@ -199,7 +184,7 @@ impl Reducer {
             if whole_group { 1 } else { (self.workgroup / self.ctx.info().subgroup_size).max(1) as usize };
         rec.dispatch_linear(
             &self.rows_f32,
-            &[matrix.slice(0, m * n), out.slice(0, m)],
+            &[&matrix.slice(0, m * n), &out.slice(0, m)],
             &RowsPush { m: m as u32, n: n as u32, whole_group: whole_group as u32 },
             m.div_ceil(rows_per_group) as u32,
         );
@@ -248,7 +233,7 @@ impl Reducer {
     ) {
         rec.dispatch_linear(
             &self.cols_f32,
-            &[input.slice(0, m * n), out.slice(0, plan.chunks * n)],
+            &[&input.slice(0, m * n), &out.slice(0, plan.chunks * n)],
             &ColsPush {
                 m: m as u32,
                 n: n as u32,

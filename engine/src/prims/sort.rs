@@ -221,13 +221,13 @@ impl Sorter {
             } else {
                 (scratch.keys.slice(0, n), scratch.values.slice(0, n), keys.slice(0, n), values.slice(0, n))
             };
-            rec.dispatch_linear(&self.histogram, &[src_k, hist], &push, num_blocks as u32);
+            rec.dispatch_linear(&self.histogram, &[&src_k, &hist], &push, num_blocks as u32);
             rec.barrier();
             self.scanner.record_prefix(rec, &scratch.hist, hist_len, &scratch.offsets, &scratch.scan, false)?;
             rec.barrier();
             rec.dispatch_linear(
                 &self.scatter,
-                &[src_k, src_v, scratch.offsets.slice(0, hist_len), dst_k, dst_v],
+                &[&src_k, &src_v, &scratch.offsets.slice(0, hist_len), &dst_k, &dst_v],
                 &push,
                 num_blocks as u32,
             );

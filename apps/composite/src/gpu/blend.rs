@@ -5,7 +5,7 @@
 //! z-buffers them into a span of a raw frame in place ([`GpuBlender::merge_into`]).
 //! Buffers are kept from call to call (the distributed renderer composites every frame).
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositeError, Result};
@@ -104,8 +104,8 @@ impl EncodedInputs {
     }
 
     /// The three device buffers, in binding order.
-    fn bindings(&self) -> [BufferBinding; 3] {
-        [self.payload.device().binding(), self.segments.device().binding(), self.table.device().binding()]
+    fn bindings(&self) -> [&dyn Bind; 3] {
+        [self.payload.device(), self.segments.device(), self.table.device()]
     }
 }
 
@@ -173,7 +173,7 @@ impl GpuBlender {
         let [payload, segments, table] = self.inputs.bindings();
         rec.dispatch_linear(
             &self.blend,
-            &[payload, segments, table, color.binding(), depth.binding()],
+            &[payload, segments, table, color, depth],
             &BlendPush { n: n as u32, k: inputs.len() as u32, op: op.code() },
             n.div_ceil(WORKGROUP as usize) as u32,
         );
@@ -209,7 +209,7 @@ impl GpuBlender {
         let push = MergePush { n: len as u32, k: received.len() as u32, own: own as u32, origin: start as u32 };
         rec.dispatch_linear(
             &self.merge,
-            &[payload, segments, table, color.binding(), depth.binding()],
+            &[payload, segments, table, color, depth],
             &push,
             len.div_ceil(WORKGROUP as usize) as u32,
         );

@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use engine::{Buffer, ComputePipeline, Context, Location};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
@@ -324,12 +324,12 @@ impl GpuEncoder {
         };
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3)?;
-        let count = [depth.binding(), self.roi_box.binding(), info, groups_data, self.finished.binding()];
-        rec.dispatch_linear(&self.count, &count, &push, groups as u32);
+        let count: &[&dyn Bind] = &[&depth, &self.roi_box, &info, &groups_data, &self.finished];
+        rec.dispatch_linear(&self.count, count, &push, groups as u32);
         rec.mark("roi");
         rec.barrier();
-        let scatter = [color.binding(), depth.binding(), info, groups_data, out, self.size.binding()];
-        rec.dispatch_linear(&self.scatter, &scatter, &push, groups as u32);
+        let scatter: &[&dyn Bind] = &[&color, &depth, &info, &groups_data, &out, &self.size];
+        rec.dispatch_linear(&self.scatter, scatter, &push, groups as u32);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
         let wall = Instant::now();

@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::upload;
-use engine::{Buffer, Location};
+use engine::{Bind, Buffer, Location};
 
 use super::{add_times, ms_since, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
 use crate::codes::{Codes, Limit, Params};
@@ -112,15 +112,9 @@ impl GpuCodec {
                     n_dicts: self.ensemble.k as u32,
                     sparsity: params.sparsity as u32,
                 };
-                let bindings = [
-                    slot.patches.binding(),
-                    self.dicts.binding(),
-                    slot.limits.binding(),
-                    slot.info.binding(),
-                    slot.locations.binding(),
-                    slot.levels.binding(),
-                ];
-                rec.dispatch_linear(&self.encode, &bindings, &push, len as u32);
+                let bindings: &[&dyn Bind] =
+                    &[&slot.patches, &self.dicts, &slot.limits, &slot.info, &slot.locations, &slot.levels];
+                rec.dispatch_linear(&self.encode, bindings, &push, len as u32);
                 rec.barrier();
                 rec.mark("encode");
                 rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);

@@ -9,7 +9,7 @@
 //!    small SVDs run too. The CPU twin is [`crate::cpu::train`].
 
 use engine::prims::gemm::{BatchedGemm, Gemm, ModeProduct};
-use engine::{Buffer, ComputePipeline, Context, Location};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location};
 use rayon::prelude::*;
 
 use crate::dictionary::{mode_offsets, Ensemble};
@@ -90,7 +90,7 @@ impl GpuStages {
             indexed: indexed as u32,
         };
         let groups = (self.clusters.order.len() * plen).div_ceil(WORKGROUP as usize) as u32;
-        rec.dispatch_linear(&self.unfold, &[src.binding(), self.index.binding(), dst.binding()], &push, groups);
+        rec.dispatch_linear(&self.unfold, &[&src, &self.index, &dst], &push, groups);
     }
 
     /// Records `C_s = A_s(n) B_s(n)^T` for every slot over the unfoldings `a` and `b`, then
@@ -136,8 +136,8 @@ impl Stages for GpuStages {
             let values = self.ctx.upload(&codes.values, "training coefficient values")?;
             rec.barrier();
             let groups = count.div_ceil(WORKGROUP as usize) as u32;
-            let bindings = [dest.binding(), values.binding(), self.coefficients.binding()];
-            rec.dispatch_linear(&self.scatter, &bindings, &(count as u32), groups);
+            let bindings: &[&dyn Bind] = &[&dest, &values, &self.coefficients];
+            rec.dispatch_linear(&self.scatter, bindings, &(count as u32), groups);
             Some((dest, values))
         } else {
             None

@@ -188,12 +188,7 @@ impl Appearance {
                 sum_cells: (sum && start + count == end) as u32,
                 ..*base
             };
-            rec.dispatch_linear(
-                &self.gabor_apply,
-                &[io.spec.binding(), stack.data.binding()],
-                &push,
-                bins.div_ceil(WORKGROUP),
-            );
+            rec.dispatch_linear(&self.gabor_apply, &[&io.spec, &stack.data], &push, bins.div_ceil(WORKGROUP));
             rec.barrier();
             rec.mark(MARKS[0]);
             stack.fft.record(rec, &stack.data, Direction::Inverse)?;
@@ -201,17 +196,12 @@ impl Appearance {
             rec.mark(MARKS[1]);
             rec.dispatch(
                 &self.appear_blocks,
-                &[stack.data.binding(), stack.diffs.binding()],
+                &[&stack.data, &stack.diffs],
                 &push,
                 [tiles_x, tiles_y, base.pairs * count as u32],
             );
             rec.barrier();
-            rec.dispatch(
-                &self.sum_bands,
-                &[stack.diffs.binding(), io.cells.binding(), io.partials.binding()],
-                &push,
-                [sum_groups, 1, base.pairs],
-            );
+            rec.dispatch(&self.sum_bands, &[&stack.diffs, &io.cells, &io.partials], &push, [sum_groups, 1, base.pairs]);
             rec.barrier();
             rec.mark(MARKS[2]);
             start += count;
@@ -282,12 +272,7 @@ mod tests {
         let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..base };
         let mut rec = ctx.recorder().unwrap();
         let bins = grid.pixels() as u32;
-        rec.dispatch_linear(
-            &app.gabor_apply,
-            &[upload.binding(), stack.data.binding()],
-            &push,
-            bins.div_ceil(WORKGROUP),
-        );
+        rec.dispatch_linear(&app.gabor_apply, &[&upload, &stack.data], &push, bins.div_ceil(WORKGROUP));
         rec.submit().unwrap().wait().unwrap();
         let got = ctx.download(&stack.data).unwrap();
         let n = grid.pixels();

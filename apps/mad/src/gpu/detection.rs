@@ -37,22 +37,22 @@ impl Detection {
         let span = |c0: u32, c1: u32, n: usize| ((c1 + 1).min(n as u32) - c0).div_ceil(TILE);
         let tiles =
             [span(base.cells_x0, base.cells_x1, g.blocks_x), span(base.cells_y0, base.cells_y1, g.blocks_y), count];
-        rec.dispatch_linear(&self.csf_apply, &[slot.light.binding()], base, bins.div_ceil(WORKGROUP));
+        rec.dispatch_linear(&self.csf_apply, &[&slot.light], base, bins.div_ceil(WORKGROUP));
         rec.barrier();
         slot.fft.record(rec, &slot.light, Direction::Inverse)?;
         rec.barrier();
-        rec.dispatch(&self.detect_blocks, &[slot.light.binding(), slot.blocks.binding()], base, tiles);
+        rec.dispatch(&self.detect_blocks, &[&slot.light, &slot.blocks], base, tiles);
         rec.barrier();
         rec.dispatch(
             &self.detect_map,
-            &[slot.sqdiff.binding(), slot.blocks.binding(), slot.detection_map.binding()],
+            &[&slot.sqdiff, &slot.blocks, &slot.detection_map],
             base,
             [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count],
         );
         rec.barrier();
         rec.dispatch(
             &self.sum_detection,
-            &[slot.detection_map.binding(), slot.detection_partials.binding()],
+            &[&slot.detection_map, &slot.detection_partials],
             base,
             [place.detection_rows() as u32, 1, count],
         );

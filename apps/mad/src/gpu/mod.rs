@@ -512,13 +512,7 @@ impl GpuMad {
         let pixels = (count * g.pixels()) as u32;
         rec.dispatch_linear(
             &self.prepare,
-            &[
-                slot.gray.binding(),
-                slot.info.binding(),
-                slot.light.binding(),
-                slot.spec.binding(),
-                slot.sqdiff.binding(),
-            ],
+            &[&slot.gray, &slot.info, &slot.light, &slot.spec, &slot.sqdiff],
             &base,
             pixels.div_ceil(WORKGROUP),
         );

@@ -9,7 +9,7 @@
 //! goes on; the host reads back only one count (unassigned rows, or columns above lambda)
 //! at the end of each batch, since launch and synchronisation dominate small problems.
 
-use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::auction::{AuctionState, NONE};
 use crate::error::{MosaicError, Result};
@@ -170,29 +170,16 @@ impl GpuAuction {
     fn record_round(&self, rec: &mut Recorder, eps: f32) {
         let m = self.m as u32;
         let push = BidPush { m, n: self.n as u32, eps };
-        let bindings = [
-            self.d.binding(),
-            self.prices.binding(),
-            self.col4row.binding(),
-            self.bid_col.binding(),
-            self.bid_val.binding(),
-            self.col_bid.binding(),
-        ];
-        rec.dispatch_linear(&self.bid_pipe, &bindings, &push, m);
+        let bindings: &[&dyn Bind] =
+            &[&self.d, &self.prices, &self.col4row, &self.bid_col, &self.bid_val, &self.col_bid];
+        rec.dispatch_linear(&self.bid_pipe, bindings, &push, m);
         rec.barrier();
-        let bindings = [self.bid_col.binding(), self.bid_val.binding(), self.col_bid.binding(), self.winner.binding()];
-        rec.dispatch_linear(&self.claim_pipe, &bindings, &m, self.linear_groups(self.m));
+        let bindings: &[&dyn Bind] = &[&self.bid_col, &self.bid_val, &self.col_bid, &self.winner];
+        rec.dispatch_linear(&self.claim_pipe, bindings, &m, self.linear_groups(self.m));
         rec.barrier();
-        let bindings = [
-            self.bid_col.binding(),
-            self.col_bid.binding(),
-            self.winner.binding(),
-            self.prices.binding(),
-            self.owner.binding(),
-            self.col4row.binding(),
-            self.free_rows.binding(),
-        ];
-        rec.dispatch_linear(&self.assign_pipe, &bindings, &m, self.linear_groups(self.m));
+        let bindings: &[&dyn Bind] =
+            &[&self.bid_col, &self.col_bid, &self.winner, &self.prices, &self.owner, &self.col4row, &self.free_rows];
+        rec.dispatch_linear(&self.assign_pipe, bindings, &m, self.linear_groups(self.m));
         rec.barrier();
     }
 
@@ -201,15 +188,8 @@ impl GpuAuction {
         let (m, n) = (self.m as u32, self.n as u32);
         rec.fill(&self.lambda, NONE);
         rec.barrier();
-        let bindings = [
-            self.d.binding(),
-            self.prices.binding(),
-            self.owner.binding(),
-            self.col4row.binding(),
-            self.value.binding(),
-            self.lambda.binding(),
-        ];
-        rec.dispatch_linear(&self.prepare_pipe, &bindings, &ShapePush { m, n }, self.linear_groups(self.m.max(self.n)));
+        let bindings: &[&dyn Bind] = &[&self.d, &self.prices, &self.owner, &self.col4row, &self.value, &self.lambda];
+        rec.dispatch_linear(&self.prepare_pipe, bindings, &ShapePush { m, n }, self.linear_groups(self.m.max(self.n)));
         rec.barrier();
     }
 
@@ -217,34 +197,33 @@ impl GpuAuction {
         let (m, n) = (self.m as u32, self.n as u32);
         rec.fill(&self.active, 0);
         self.record_prepare(rec);
-        let bindings = [
-            self.d.binding(),
-            self.prices.binding(),
-            self.owner.binding(),
-            self.value.binding(),
-            self.lambda.binding(),
-            self.offer_row.binding(),
-            self.offer_val.binding(),
-            self.offer_price.binding(),
-            self.row_offer.binding(),
-            self.active.binding(),
+        let bindings: &[&dyn Bind] = &[
+            &self.d,
+            &self.prices,
+            &self.owner,
+            &self.value,
+            &self.lambda,
+            &self.offer_row,
+            &self.offer_val,
+            &self.offer_price,
+            &self.row_offer,
+            &self.active,
         ];
-        rec.dispatch_linear(&self.reverse_pipe, &bindings, &BidPush { m, n, eps }, n);
+        rec.dispatch_linear(&self.reverse_pipe, bindings, &BidPush { m, n, eps }, n);
         rec.barrier();
-        let bindings =
-            [self.offer_row.binding(), self.offer_val.binding(), self.row_offer.binding(), self.row_winner.binding()];
-        rec.dispatch_linear(&self.claim_pipe, &bindings, &n, self.linear_groups(self.n));
+        let bindings: &[&dyn Bind] = &[&self.offer_row, &self.offer_val, &self.row_offer, &self.row_winner];
+        rec.dispatch_linear(&self.claim_pipe, bindings, &n, self.linear_groups(self.n));
         rec.barrier();
-        let bindings = [
-            self.offer_row.binding(),
-            self.offer_price.binding(),
-            self.row_winner.binding(),
-            self.row_offer.binding(),
-            self.prices.binding(),
-            self.owner.binding(),
-            self.col4row.binding(),
+        let bindings: &[&dyn Bind] = &[
+            &self.offer_row,
+            &self.offer_price,
+            &self.row_winner,
+            &self.row_offer,
+            &self.prices,
+            &self.owner,
+            &self.col4row,
         ];
-        rec.dispatch_linear(&self.reverse_assign_pipe, &bindings, &n, self.linear_groups(self.n));
+        rec.dispatch_linear(&self.reverse_assign_pipe, bindings, &n, self.linear_groups(self.n));
         rec.barrier();
     }
 
@@ -296,8 +275,8 @@ impl GpuAuction {
     pub fn next_phase(&self) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
         self.record_prepare(&mut rec);
-        let bindings = [self.prices.binding(), self.owner.binding(), self.lambda.binding()];
-        rec.dispatch_linear(&self.phase_pipe, &bindings, &(self.n as u32), self.linear_groups(self.n));
+        let bindings: &[&dyn Bind] = &[&self.prices, &self.owner, &self.lambda];
+        rec.dispatch_linear(&self.phase_pipe, bindings, &(self.n as u32), self.linear_groups(self.n));
         rec.barrier();
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);

@@ -56,7 +56,7 @@ pub fn distance_blocks(
         let mut rec = ctx.recorder()?;
         let push = Push { m: rows as u32, n: n as u32, width: patches.width() as u32, row0: row0 as u32 };
         let groups = (entries as u32).div_ceil(WORKGROUP);
-        rec.dispatch_linear(&pipe, &[p.binding(), t.binding(), d.binding()], &push, groups);
+        rec.dispatch_linear(&pipe, &[&p, &t, &d], &push, groups);
         rec.submit()?.wait()?;
         out.extend(ctx.download_range(&d, 0, entries)?);
         progress.inc(rows as u64);

@@ -66,12 +66,7 @@ fn render_bands(ctx: &Context, layout: &Layout, cells: &Cells, band_bytes: u64) 
         };
         let pixels = width * rows;
         let mut rec = ctx.recorder()?;
-        rec.dispatch_linear(
-            &pipe,
-            &[thumbs.binding(), tiles.binding(), tints.binding(), image.binding()],
-            &push,
-            (pixels as u32).div_ceil(WORKGROUP),
-        );
+        rec.dispatch_linear(&pipe, &[&thumbs, &tiles, &tints, &image], &push, (pixels as u32).div_ceil(WORKGROUP));
         rec.submit()?.wait()?;
         let band = ctx.download_range(&image, 0, pixels)?;
         out.extend(band.into_iter().flat_map(|w| w.to_le_bytes().into_iter().take(3)));

@@ -305,12 +305,7 @@ impl GpuSoftAssign {
             alpha: self.alpha,
             clamp: CLAMP_F32,
         };
-        rec.dispatch_linear(
-            &self.rows_pipe,
-            &[self.d.binding(), self.f.binding(), self.g.binding(), self.partials.binding()],
-            &push,
-            self.blocks as u32,
-        );
+        rec.dispatch_linear(&self.rows_pipe, &[&self.d, &self.f, &self.g, &self.partials], &push, self.blocks as u32);
         rec.storage_barrier();
         if mark_passes {
             rec.mark("rows");
@@ -324,7 +319,7 @@ impl GpuSoftAssign {
         };
         rec.dispatch_linear(
             &self.cols_pipe,
-            &[self.partials.binding(), self.g.binding()],
+            &[&self.partials, &self.g],
             &push,
             (self.n as u32).div_ceil(COLUMNS_PER_GROUP),
         );
@@ -391,7 +386,7 @@ impl GpuSoftAssign {
             clamp: CLAMP_F32,
             log_capacity: self.log_capacity,
         };
-        rec.dispatch_linear(pipe, &[self.d.binding(), self.f.binding(), self.g.binding()], &push, 1);
+        rec.dispatch_linear(pipe, &[&self.d, &self.f, &self.g], &push, 1);
         rec.barrier();
         if mark_passes {
             rec.mark("workgroup");

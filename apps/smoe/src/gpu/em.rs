@@ -81,21 +81,11 @@ pub fn fit_gpu_from(
     for it in 0..iterations {
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(4)?;
-        rec.dispatch_linear(&prepare, &[raw.binding(), prep.binding()], &push, kernel_groups);
+        rec.dispatch_linear(&prepare, &[&raw, &prep], &push, kernel_groups);
         rec.barrier();
-        rec.dispatch_linear(
-            &estep,
-            &[samples.binding(), prep.binding(), lse.binding(), partials.binding()],
-            &push,
-            sample_groups,
-        );
+        rec.dispatch_linear(&estep, &[&samples, &prep, &lse, &partials], &push, sample_groups);
         rec.barrier();
-        rec.dispatch_linear(
-            &mstep,
-            &[samples.binding(), prep.binding(), lse.binding(), raw.binding()],
-            &push,
-            k as u32,
-        );
+        rec.dispatch_linear(&mstep, &[&samples, &prep, &lse, &raw], &push, k as u32);
         rec.mark("em iteration");
         let passes = rec.submit()?.wait_profiled()?;
         gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();

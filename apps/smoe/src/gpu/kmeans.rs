@@ -17,7 +17,7 @@
 //! f32 against the twin's f64: a draw or an assignment can differ at a near tie; the
 //! outcome then differs only as much as two equally good starts do.
 
-use engine::{Buffer, ComputePipeline, Context, Location};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location};
 use kit::rng::Rng;
 
 use crate::cpu::kmeans::{below, centres_at, lloyd, model_from_labels};
@@ -111,8 +111,8 @@ impl GpuKmeans {
         let u = ctx.upload(&u, "k-means uniforms")?;
         let near = ctx.buffer::<f32>(n, Location::Device, "k-means D")?;
         let block_sums = ctx.buffer::<f32>(blocks, Location::Device, "k-means block sums")?;
-        let near_bind = [self.samples.binding(), picks.binding(), near.binding(), block_sums.binding()];
-        let draw_bind = [near.binding(), block_sums.binding(), u.binding(), picks.binding()];
+        let near_bind: &[&dyn Bind] = &[&self.samples, &picks, &near, &block_sums];
+        let draw_bind: &[&dyn Bind] = &[&near, &block_sums, &u, &picks];
         let mut step = 0;
         while step < k {
             let end = (step + STEPS_PER_SUBMIT).min(k);
@@ -120,12 +120,12 @@ impl GpuKmeans {
             for j in step..end {
                 if j > 0 {
                     let push = DrawPush { n: n as u32, blocks: blocks as u32, step: j as u32 };
-                    rec.dispatch(&self.draw_pipe, &draw_bind, &push, [1, 1, 1]);
+                    rec.dispatch(&self.draw_pipe, draw_bind, &push, [1, 1, 1]);
                     rec.barrier();
                 }
                 // D after the last centre is only for the tests; one more pass is cheap.
                 let push = NearPush { n: n as u32, step: j as u32, first: (j == 0) as u32 };
-                rec.dispatch_linear(&self.near_pipe, &near_bind, &push, blocks as u32);
+                rec.dispatch_linear(&self.near_pipe, near_bind, &push, blocks as u32);
                 rec.barrier();
             }
             rec.submit()?.wait()?;
@@ -144,12 +144,7 @@ impl GpuKmeans {
         let labels = ctx.buffer::<u32>(self.n, Location::Device, "k-means labels")?;
         let mut rec = ctx.recorder()?;
         let push = AssignPush { n: self.n as u32, k: k as u32 };
-        rec.dispatch_linear(
-            &self.assign_pipe,
-            &[self.samples.binding(), c.binding(), labels.binding()],
-            &push,
-            self.n.div_ceil(BLOCK) as u32,
-        );
+        rec.dispatch_linear(&self.assign_pipe, &[&self.samples, &c, &labels], &push, self.n.div_ceil(BLOCK) as u32);
         rec.submit()?.wait()?;
         ctx.download(&labels)
     }

@@ -16,7 +16,7 @@
 //! correct, only slower), and the best parameters once at the end. The culling's colour
 //! bound is the widest the clamps allow, so it holds for every step's model.
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
@@ -233,7 +233,7 @@ impl GpuRefine {
         let push = Push { step: step as u32, floor_prior: (step > 0) as u32, ..self.base };
         rec.dispatch_linear(
             &self.pipes.expand,
-            &[self.v.binding(), self.resid.binding(), self.thmax.binding(), self.renderer.raw().binding()],
+            &[&self.v, &self.resid, &self.thmax, &self.renderer.raw()],
             &push,
             groups(self.kernels, KERNEL_GROUP),
         );
@@ -267,14 +267,8 @@ impl GpuRefine {
     }
 
     /// The buffers `refine_loss.comp` binds, in its order.
-    fn loss_bindings(&self) -> [BufferBinding; 5] {
-        [
-            self.frame.out.binding(),
-            self.target.binding(),
-            self.partials.binding(),
-            self.track.binding(),
-            self.best.binding(),
-        ]
+    fn loss_bindings(&self) -> [&dyn Bind; 5] {
+        [&self.frame.out, &self.target, &self.partials, &self.track, &self.best]
     }
 
     /// Records the forward pass of view `view`, its loss's partial sums and its gradient
@@ -287,15 +281,15 @@ impl GpuRefine {
         rec.dispatch_linear(&self.pipes.loss, &self.loss_bindings(), &push, self.base.count);
         let mut push = self.renderer.push(&self.frame);
         push.phase = view as u32;
-        let bindings = [
-            self.renderer.prepared().binding(),
-            self.frame.cull.binding(),
-            self.frame.floor.binding(),
-            self.frame.out.binding(),
-            self.target.binding(),
-            self.grad.binding(),
+        let bindings: &[&dyn Bind] = &[
+            &self.renderer.prepared(),
+            &self.frame.cull,
+            &self.frame.floor,
+            &self.frame.out,
+            &self.target,
+            &self.grad,
         ];
-        rec.dispatch_linear(&self.pipes.grad, &bindings, &push, self.kernels as u32);
+        rec.dispatch_linear(&self.pipes.grad, bindings, &push, self.kernels as u32);
         rec.barrier();
         Ok(())
     }
@@ -303,16 +297,7 @@ impl GpuRefine {
     fn record_adam(&self, rec: &mut Recorder, push: &Push) {
         rec.dispatch_linear(
             &self.pipes.adam,
-            &[
-                self.v.binding(),
-                self.m1.binding(),
-                self.m2.binding(),
-                self.grad.binding(),
-                self.keep.binding(),
-                self.track.binding(),
-                self.best.binding(),
-                self.thmax.binding(),
-            ],
+            &[&self.v, &self.m1, &self.m2, &self.grad, &self.keep, &self.track, &self.best, &self.thmax],
             push,
             groups(self.kernels, KERNEL_GROUP),
         );

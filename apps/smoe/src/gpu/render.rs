@@ -6,7 +6,7 @@
 //! exclusive scan of the counts.
 
 use engine::prims::scan::{ScanConfig, Scanner, TOTAL_INDEX};
-use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
 use crate::model::Model;
 use crate::shaders;
@@ -205,7 +205,7 @@ impl Renderer {
         let (span, margin) = culling_constants(model);
         let push = Push { kernels: kernels as u32, ..Default::default() };
         ctx.run(|rec| {
-            rec.dispatch_linear(&prepare, &[raw.binding(), prep.binding()], &push, groups(kernels));
+            rec.dispatch_linear(&prepare, &[&raw, &prep], &push, groups(kernels));
             Ok(())
         })?;
         Ok(Renderer {
@@ -250,7 +250,7 @@ impl Renderer {
     /// Records the preparation of the raw records again (after a pass changed them).
     pub(crate) fn record_prepare(&self, rec: &mut Recorder) {
         let push = Push { kernels: self.kernels as u32, ..Default::default() };
-        rec.dispatch_linear(&self.prepare, &[self.raw.binding(), self.prep.binding()], &push, groups(self.kernels));
+        rec.dispatch_linear(&self.prepare, &[&self.raw, &self.prep], &push, groups(self.kernels));
     }
 
     /// The culling constants (colour deviation bound a, log-margin M) the frames use.
@@ -374,38 +374,26 @@ impl Renderer {
         }
         rec.barrier();
         let k_groups = groups(self.kernels);
-        rec.dispatch_linear(
-            &self.view,
-            &[self.raw.binding(), self.prep.binding(), frame.cull.binding()],
-            &push,
-            k_groups,
-        );
+        rec.dispatch_linear(&self.view, &[&self.raw, &self.prep, &frame.cull], &push, k_groups);
         rec.barrier();
         rec.mark("view");
-        let bin_bindings = [
-            frame.cull.binding(),
-            frame.keys.binding(),
-            frame.counts.binding(),
-            frame.offsets.binding(),
-            frame.cursor.binding(),
-            frame.lists.binding(),
-            frame.floor.binding(),
-        ];
+        let bin_bindings: &[&dyn Bind] =
+            &[&frame.cull, &frame.keys, &frame.counts, &frame.offsets, &frame.cursor, &frame.lists, &frame.floor];
         if s.cull == Cull::Exact {
-            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
             rec.barrier();
-            rec.dispatch(&self.floor, &[frame.keys.binding(), frame.floor.binding()], &push, [1, 1, 1]);
+            rec.dispatch(&self.floor, &[&frame.keys, &frame.floor], &push, [1, 1, 1]);
             rec.barrier();
             rec.mark("bound");
         }
         if s.cull != Cull::Off {
             push.phase = 1;
-            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
             rec.barrier();
             self.scanner.record_exclusive(rec, &frame.counts, &frame.offsets, &frame.scan)?;
             rec.barrier();
             push.phase = 2;
-            rec.dispatch_linear(&self.bin, &bin_bindings, &push, k_groups);
+            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
             rec.barrier();
             rec.mark("bin");
         }
@@ -420,14 +408,7 @@ impl Renderer {
         let pipe = &self.render.iter().find(|(e, _)| *e == edge).expect("frame() created the render pipeline").1;
         rec.dispatch(
             pipe,
-            &[
-                self.prep.binding(),
-                frame.counts.binding(),
-                frame.offsets.binding(),
-                frame.lists.binding(),
-                frame.keys.binding(),
-                frame.out.binding(),
-            ],
+            &[&self.prep, &frame.counts, &frame.offsets, &frame.lists, &frame.keys, &frame.out],
             &push,
             [frame.tiles_x, frame.tiles_y, 1],
         );

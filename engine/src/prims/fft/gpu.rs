@@ -394,13 +394,13 @@ impl Fft2d {
                 Push::Lines(mut push) => {
                     push.inverse = inverse as u32;
                     push.scale = scale(i);
-                    rec.dispatch_linear(&d.pipeline, &[data.binding(), self.tables.binding()], &push, d.groups);
+                    rec.dispatch_linear(&d.pipeline, &[&data, &self.tables], &push, d.groups);
                 }
                 Push::Long(mut push) => {
                     push.inverse = inverse as u32;
                     push.scale = scale(i);
-                    let bindings = [data.binding(), self.scratch.binding(), self.tables.binding()];
-                    rec.dispatch_linear(&d.pipeline, &bindings, &push, d.groups);
+                    let bindings: &[&dyn crate::memory::Bind] = &[&data, &self.scratch, &self.tables];
+                    rec.dispatch_linear(&d.pipeline, bindings, &push, d.groups);
                 }
             }
         }

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use engine::stream::{upload_to, Done, Stream};
-use engine::{Buffer, Location};
+use engine::{Bind, Buffer, Location};
 
 use super::Layout;
 use crate::bitstream;
@@ -186,10 +186,10 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
             let part = |i| l.part(inputs, base, i);
-            let bindings =
-                [codec.dicts.binding(), part(0), part(1), part(2), part(3), part(4), views.binding(), flag.binding()];
+            let bindings: &[&dyn Bind] =
+                &[&codec.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &views, &flag];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            rec.dispatch_linear(&codec.decode_views, &bindings, &push, patches.len() as u32);
+            rec.dispatch_linear(&codec.decode_views, bindings, &push, patches.len() as u32);
             rec.mark("decode");
             account(stream.push(staging, s, [copy, rec.submit()?])?);
         }

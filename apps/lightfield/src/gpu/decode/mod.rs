@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::upload;
-use engine::{Buffer, Location};
+use engine::{Bind, Buffer, Location};
 
 use crate::codes::Codes;
 use crate::error::Result;
@@ -69,9 +69,10 @@ impl GpuCodec {
                 rec.enable_profiling(3)?;
                 rec.wait_for(&copy);
                 let part = |i| layout.part(&slot.inputs, 0, i);
-                let bindings = [self.dicts.binding(), part(0), part(1), part(2), part(3), part(4), slot.out.binding()];
+                let bindings: &[&dyn Bind] =
+                    &[&self.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &slot.out];
                 let push = DecodePush { n_patches: range.len() as u32 };
-                rec.dispatch_linear(&self.decode, &bindings, &push, range.len() as u32);
+                rec.dispatch_linear(&self.decode, bindings, &push, range.len() as u32);
                 rec.barrier();
                 rec.mark("decode");
                 rec.copy_region(&slot.out, 0, &slot.read, 0, range.len() * plen);

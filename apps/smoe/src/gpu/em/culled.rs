@@ -16,7 +16,7 @@
 //! listed kernel, the culled step differs from the dense one. On fitted models that share
 //! is negligible; the tests bound the difference against the dense f64 twin.
 
-use engine::{Context, Location};
+use engine::{Bind, Context, Location};
 
 use super::{reg_push, Push, CHUNK, GROUP};
 use crate::data::{psnr, Grid};
@@ -103,29 +103,14 @@ pub fn fit_gpu_culled(
         if render {
             renderer.record_render(&mut rec, &frame);
         }
-        rec.dispatch_linear(&prepare, &[raw.binding(), prep.binding()], &push, (k as u32).div_ceil(GROUP));
+        rec.dispatch_linear(&prepare, &[&raw, &prep], &push, (k as u32).div_ceil(GROUP));
         rec.barrier();
-        let bindings = [
-            samples.binding(),
-            prep.binding(),
-            frame.counts.binding(),
-            frame.offsets.binding(),
-            frame.lists.binding(),
-            frame.keys.binding(),
-            lse.binding(),
-            partials.binding(),
-        ];
-        rec.dispatch(&estep, &bindings, &push, [frame.tiles_x, frame.tiles_y, 1]);
+        let bindings: &[&dyn Bind] =
+            &[&samples, &prep, &frame.counts, &frame.offsets, &frame.lists, &frame.keys, &lse, &partials];
+        rec.dispatch(&estep, bindings, &push, [frame.tiles_x, frame.tiles_y, 1]);
         rec.barrier();
-        let bindings = [
-            samples.binding(),
-            prep.binding(),
-            lse.binding(),
-            raw.binding(),
-            frame.cull.binding(),
-            frame.floor.binding(),
-        ];
-        rec.dispatch_linear(&mstep, &bindings, &push, k as u32);
+        let bindings: &[&dyn Bind] = &[&samples, &prep, &lse, &raw, &frame.cull, &frame.floor];
+        rec.dispatch_linear(&mstep, bindings, &push, k as u32);
         rec.mark("em iteration");
         let passes = rec.submit()?.wait_profiled()?;
         gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();
