@@ -129,8 +129,6 @@ struct SinkhornPush {
     sums_read: u32,
     sums_add: u32,
     sums_zero: u32,
-    /// 1 where the dispatch walks its rows last to first.
-    reverse: u32,
 }
 
 #[repr(C)]
@@ -236,8 +234,6 @@ impl AtomicKernel {
                 sums_read,
                 sums_add,
                 sums_zero,
-                // Alternate directions, so each dispatch starts where the L2 cache is warm.
-                reverse: s % 2,
             };
             rec.dispatch_linear(&self.sinkhorn, &[&d, &f, &g, &self.sums], &push, self.shape.blocks);
             rec.storage_barrier();
