@@ -7,7 +7,10 @@
 //     workgroup, read from L2; workgroup 0 stores the result in g slot g_out for dispatch
 //     s+1. (s = 0 starts from g slot 0, the potentials.) Workgroups share no state here:
 //     they all compute the same g from the same inputs.
-//  2. the row pass of sinkhorn_rows.comp over the workgroup's block of rows:
+//  2. the row pass of sinkhorn_rows.comp over the workgroup's block of rows, first to last
+//     or (reverse, every other dispatch) last to first, so that a dispatch starts on the
+//     rows its predecessor read last, which the L2 cache still holds (D is larger than L2,
+//     so rows read in the same order every time would always have left it):
 //       e[j] = exp(clamp((f[i] + g[j] + alpha - d[i][j]) / t)), s = sum_j e[j],
 //       f[i] -= t ln s, colsum[j] += e[j] / s
 //     ROWS rows per step, one workgroup barrier per step; the next step's distances load
@@ -53,6 +56,7 @@ layout(push_constant) uniform Push {
     uint sums_read;
     uint sums_add;
     uint sums_zero;
+    uint reverse;
 };
 
 // Per-subgroup row sums, double buffered by step as in sinkhorn_rows.comp (the host keeps
@@ -71,6 +75,11 @@ vec4 load_group(uint i, uint q) {
     return v;
 }
 
+// The row at position li of the block [begin, end), in this dispatch's order.
+uint row_at(uint begin, uint end, uint li) {
+    return reverse != 0u ? end - 1u - li : begin + li;
+}
+
 // The sum of the step's per-subgroup sums of row r, in every invocation.
 float workgroup_total(uint parity, uint r) {
     float x = 0.0;
@@ -87,15 +96,17 @@ void main() {
     const uint extra = m % blocks;
     const uint row_begin = block * base + min(block, extra);
     const uint row_end = row_begin + base + (block < extra ? 1u : 0u);
+    const uint count = row_end - row_begin;
     const float inv_t = 1.0 / t;
 
     // The first step's distances and f first: their latency overlaps the column update.
     vec4 dv[ROWS][GROUPS];
     float fr[ROWS];
     [[unroll]] for (uint r = 0; r < ROWS; r++) {
-        bool live = row_begin + r < row_end;
-        fr[r] = live ? f[row_begin + r] : 0.0;
-        [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = live ? load_group(row_begin + r, lid + k * wg) : vec4(0.0);
+        bool live = r < count;
+        uint row = row_at(row_begin, row_end, r);
+        fr[r] = live ? f[row] : 0.0;
+        [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = live ? load_group(row, lid + k * wg) : vec4(0.0);
     }
 
     // 1. The column potentials (+ alpha) of the owned columns, and which of them are real.
@@ -122,7 +133,7 @@ void main() {
     vec4 colsum[GROUPS];
     [[unroll]] for (uint k = 0; k < GROUPS; k++) colsum[k] = vec4(0.0);
     uint parity = 0;
-    for (uint i = row_begin; i < row_end; i += ROWS) {
+    for (uint li = 0; li < count; li += ROWS) {
         vec4 e[ROWS][GROUPS];
         float s[ROWS];
         float fi[ROWS];
@@ -136,11 +147,12 @@ void main() {
                 s[r] += dot(e[r][k], vec4(1.0));
             }
         }
-        uint next = i + ROWS;
+        uint next = li + ROWS;
         [[unroll]] for (uint r = 0; r < ROWS; r++) {
-            if (next + r < row_end) {
-                fr[r] = f[next + r];
-                [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = load_group(next + r, lid + k * wg);
+            if (next + r < count) {
+                uint row = row_at(row_begin, row_end, next + r);
+                fr[r] = f[row];
+                [[unroll]] for (uint k = 0; k < GROUPS; k++) dv[r][k] = load_group(row, lid + k * wg);
             }
         }
         [[unroll]] for (uint r = 0; r < ROWS; r++) {
@@ -149,11 +161,11 @@ void main() {
         }
         barrier();
         [[unroll]] for (uint r = 0; r < ROWS; r++) {
-            if (i + r < row_end) {
+            if (li + r < count) {
                 float total = workgroup_total(parity, r);
                 float inv_total = 1.0 / total;
                 [[unroll]] for (uint k = 0; k < GROUPS; k++) colsum[k] += e[r][k] * inv_total;
-                if (lid == 0u) f[i + r] = fi[r] - t * log(total);
+                if (lid == 0u) f[row_at(row_begin, row_end, li + r)] = fi[r] - t * log(total);
             }
         }
         parity ^= 1u;

@@ -129,6 +129,8 @@ struct SinkhornPush {
     sums_read: u32,
     sums_add: u32,
     sums_zero: u32,
+    /// 1 where the dispatch walks its rows last to first.
+    reverse: u32,
 }
 
 #[repr(C)]
@@ -234,6 +236,8 @@ impl AtomicKernel {
                 sums_read,
                 sums_add,
                 sums_zero,
+                // Alternate directions, so each dispatch starts where the L2 cache is warm.
+                reverse: s % 2,
             };
             rec.dispatch_linear(&self.sinkhorn, &[&d, &f, &g, &self.sums], &push, self.shape.blocks);
             rec.storage_barrier();
