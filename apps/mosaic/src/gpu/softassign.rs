@@ -20,7 +20,8 @@
 //!   32 KiB (g, zeroing) from DRAM, and its 128 x 8192 atomics and per-workgroup g reads
 //!   (8 MiB) stay in L2.
 //!
-//! Measured on an H200 (`mosaic bench`, one cooling iteration): 2048 x 8192 atomic 2.50 ms,
+//! Measured on an H200 (`mosaic bench`, one cooling iteration): 2048 x 8192 atomic 2.27 ms
+//! (2.45 before its dispatches alternated their row order to start where L2 is warm),
 //! passes 2.97 ms (3.46 ms before the storage barriers); 900 x 8192 1.58 / 1.81 ms. The
 //! atomic kernel's Sinkhorn dispatch is about 1 us per row of its block (one row of D in
 //! flight per workgroup, 32 KiB per multiprocessor) plus about 6-8 us that does not depend
