@@ -149,23 +149,32 @@ impl NpyLightField {
         self.header.dtype == kit::npy::NpyDtype::F32 && !self.header.big_endian && cfg!(target_endian = "little")
     }
 
-    /// Reads rows `first..` of view `view` (row-major index) into `out`, scaled into
-    /// [0, 1] (unless `mapped`: `out` is the file's own samples), and checks every sample.
+    /// Checks rows `first..` of view `view` (row-major index) in `out`, after reading them
+    /// into it scaled into [0, 1] unless `mapped` (then `out` is the file's own samples).
     fn read_piece(&self, view: usize, first: usize, out: &mut [f32], mapped: bool) -> Result<()> {
         let [_, _, h, w] = self.size;
         let first_sample = (view * h + first) * w * COLOURS;
+        if !mapped {
+            self.read_samples(first_sample, out)?;
+        }
+        check_samples(out, first_sample, &self.path.display().to_string())
+    }
+
+    /// Reads `out.len()` samples from sample `first_sample` of the file into `out`, scaled
+    /// into [0, 1].
+    fn read_samples(&self, first_sample: usize, out: &mut [f32]) -> Result<()> {
         let dtype = self.header.dtype;
         let elem = dtype.size() as usize;
         let at = self.header.offset + (first_sample * elem) as u64;
         let io = |e: std::io::Error| LfError::file(&self.path, e);
-        if !mapped && self.native_f32() {
-            read_at(&self.file, bytemuck::cast_slice_mut(out), at).map_err(io)?;
-        } else if !mapped {
+        if self.native_f32() {
+            read_at(&self.file, bytemuck::cast_slice_mut(out), at).map_err(io)
+        } else {
             let mut bytes = vec![0u8; out.len() * elem];
             read_at(&self.file, &mut bytes, at).map_err(io)?;
             convert(&bytes, dtype, self.header.big_endian, out);
+            Ok(())
         }
-        check_samples(out, first_sample, &self.path.display().to_string())
     }
 }
 
@@ -350,8 +359,7 @@ mod tests {
     /// samples and refuse the same bad one.
     #[test]
     fn a_mapped_and_a_read_float32_file_hold_the_same_samples() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lf.npy");
+        let (_dir, path) = kit::testing::temp_path("lf.npy");
         let mut lf = crate::synth::generate((3, 2), (17, 9), 5);
         lf.write_npy(&path).unwrap();
         let mapped = tiny_bands(&path).read().unwrap();
