@@ -120,7 +120,7 @@ impl ReadProbe {
     /// Records one read of `src` into `dst` (at least [`Self::outputs`] long).
     pub fn record(&self, rec: &mut crate::Recorder, src: &crate::Buffer<u32>, dst: &crate::Buffer<u32>) {
         let loads = (src.len() / self.width) as u32;
-        rec.dispatch_linear(&self.pipeline, &[&src, &dst], &loads, self.workgroups(src.len()));
+        rec.dispatch_linear(&self.pipeline, &[src, dst], &loads, self.workgroups(src.len()));
     }
 }
 

@@ -132,14 +132,6 @@ impl<T: Pod> Bind for Buffer<T> {
     }
 }
 
-/// A reference binds what it points to (so lists can hold `&&Buffer` from function
-/// parameters beside `&Buffer`).
-impl<B: Bind + ?Sized> Bind for &B {
-    fn binding(&self) -> BufferBinding {
-        (**self).binding()
-    }
-}
-
 impl Bind for BufferBinding {
     fn binding(&self) -> BufferBinding {
         *self

@@ -93,9 +93,9 @@ impl Rasteriser {
         rec.begin_rendering(&self.color_image, Some(&self.depth_image), [0.0; 4], 1.0);
         match geometry {
             GpuGeometry::Points { spheres, colors, count } => {
-                rec.draw(&self.points, &[&spheres, &colors], &push, 6, *count)
+                rec.draw(&self.points, &[spheres, colors], &push, 6, *count)
             }
-            GpuGeometry::Mesh { vertices, count } => rec.draw(&self.mesh, &[&vertices], &push, *count, 1),
+            GpuGeometry::Mesh { vertices, count } => rec.draw(&self.mesh, &[vertices], &push, *count, 1),
         }
         rec.end_rendering();
         rec.copy_image_to_buffer(&self.color_image, &self.color);

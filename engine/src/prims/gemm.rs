@@ -339,7 +339,7 @@ impl Gemm {
             tiles_m: tiles_m as u32,
             tiles_n: tiles_n as u32,
         };
-        rec.dispatch_linear(&self.pipes[which], &[&a, &b, &c], &push, groups as u32);
+        rec.dispatch_linear(&self.pipes[which], &[a, b, c], &push, groups as u32);
         Ok(())
     }
 

@@ -124,7 +124,7 @@ impl Reducer {
     /// Records the partial sums of `input` into `partials` (length from [`Reducer::partial_len`]).
     pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) {
         let (groups, per_group) = self.groups(input.len());
-        rec.dispatch_linear(&self.sum_u32, &[&input, &partials], &SumPush { n: input.len() as u32, per_group }, groups);
+        rec.dispatch_linear(&self.sum_u32, &[input, partials], &SumPush { n: input.len() as u32, per_group }, groups);
     }
 
     /// Number of partial sums [`Reducer::record_sum_u32`] writes for `n` inputs.
@@ -150,7 +150,7 @@ impl Reducer {
         let scratch = self.ctx.buffer::<f32>(groups as usize, Location::Device, "sum scratch")?;
         let out = self.ctx.buffer::<f32>(1, Location::Device, "sum")?;
         let mut rec = self.ctx.recorder()?;
-        rec.dispatch_linear(&self.sum_f32, &[&input, &scratch], &SumPush { n: n as u32, per_group }, groups);
+        rec.dispatch_linear(&self.sum_f32, &[input, &scratch], &SumPush { n: n as u32, per_group }, groups);
         rec.barrier();
         rec.dispatch_linear(&self.sum_f32, &[&scratch, &out], &SumPush { n: groups, per_group: groups }, 1);
         rec.submit()?.wait()?;

@@ -225,7 +225,7 @@ impl Scanner {
         rec.barrier();
         rec.dispatch_linear(
             &self.pipe,
-            &[&input.slice(0, n), &output.slice(0, n), &scratch],
+            &[&input.slice(0, n), &output.slice(0, n), scratch],
             &Push { n: n as u32, num_tiles: num_tiles as u32, flag: inclusive as u32 },
             num_tiles as u32,
         );

@@ -324,11 +324,11 @@ impl GpuEncoder {
         };
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3)?;
-        let count: &[&dyn Bind] = &[&depth, &self.roi_box, &info, &groups_data, &self.finished];
+        let count: &[&dyn Bind] = &[depth, &self.roi_box, &info, &groups_data, &self.finished];
         rec.dispatch_linear(&self.count, count, &push, groups as u32);
         rec.mark("roi");
         rec.barrier();
-        let scatter: &[&dyn Bind] = &[&color, &depth, &info, &groups_data, &out, &self.size];
+        let scatter: &[&dyn Bind] = &[color, depth, &info, &groups_data, &out, &self.size];
         rec.dispatch_linear(&self.scatter, scatter, &push, groups as u32);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);

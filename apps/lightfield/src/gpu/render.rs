@@ -92,7 +92,7 @@ impl GpuRenderer {
             scale_y,
         };
         let groups = [view.width.div_ceil(TILE), view.height.div_ceil(TILE), 1];
-        rec.dispatch(&self.pipeline, &[&self.views, &out], &push, groups);
+        rec.dispatch(&self.pipeline, &[&self.views, out], &push, groups);
         Ok(())
     }
 

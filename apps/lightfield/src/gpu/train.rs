@@ -90,7 +90,7 @@ impl GpuStages {
             indexed: indexed as u32,
         };
         let groups = (self.clusters.order.len() * plen).div_ceil(WORKGROUP as usize) as u32;
-        rec.dispatch_linear(&self.unfold, &[&src, &self.index, &dst], &push, groups);
+        rec.dispatch_linear(&self.unfold, &[src, &self.index, dst], &push, groups);
     }
 
     /// Records `C_s = A_s(n) B_s(n)^T` for every slot over the unfoldings `a` and `b`, then

@@ -188,7 +188,7 @@ impl Appearance {
                 sum_cells: (sum && start + count == end) as u32,
                 ..*base
             };
-            rec.dispatch_linear(&self.gabor_apply, &[&io.spec, &stack.data], &push, bins.div_ceil(WORKGROUP));
+            rec.dispatch_linear(&self.gabor_apply, &[io.spec, &stack.data], &push, bins.div_ceil(WORKGROUP));
             rec.barrier();
             rec.mark(MARKS[0]);
             stack.fft.record(rec, &stack.data, Direction::Inverse)?;
@@ -201,7 +201,7 @@ impl Appearance {
                 [tiles_x, tiles_y, base.pairs * count as u32],
             );
             rec.barrier();
-            rec.dispatch(&self.sum_bands, &[&stack.diffs, &io.cells, &io.partials], &push, [sum_groups, 1, base.pairs]);
+            rec.dispatch(&self.sum_bands, &[&stack.diffs, io.cells, io.partials], &push, [sum_groups, 1, base.pairs]);
             rec.barrier();
             rec.mark(MARKS[2]);
             start += count;

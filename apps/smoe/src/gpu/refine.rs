@@ -233,7 +233,7 @@ impl GpuRefine {
         let push = Push { step: step as u32, floor_prior: (step > 0) as u32, ..self.base };
         rec.dispatch_linear(
             &self.pipes.expand,
-            &[&self.v, &self.resid, &self.thmax, &self.renderer.raw()],
+            &[&self.v, &self.resid, &self.thmax, self.renderer.raw()],
             &push,
             groups(self.kernels, KERNEL_GROUP),
         );
@@ -281,14 +281,8 @@ impl GpuRefine {
         rec.dispatch_linear(&self.pipes.loss, &self.loss_bindings(), &push, self.base.count);
         let mut push = self.renderer.push(&self.frame);
         push.phase = view as u32;
-        let bindings: &[&dyn Bind] = &[
-            &self.renderer.prepared(),
-            &self.frame.cull,
-            &self.frame.floor,
-            &self.frame.out,
-            &self.target,
-            &self.grad,
-        ];
+        let bindings: &[&dyn Bind] =
+            &[self.renderer.prepared(), &self.frame.cull, &self.frame.floor, &self.frame.out, &self.target, &self.grad];
         rec.dispatch_linear(&self.pipes.grad, bindings, &push, self.kernels as u32);
         rec.barrier();
         Ok(())

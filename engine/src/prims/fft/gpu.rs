@@ -394,12 +394,12 @@ impl Fft2d {
                 Push::Lines(mut push) => {
                     push.inverse = inverse as u32;
                     push.scale = scale(i);
-                    rec.dispatch_linear(&d.pipeline, &[&data, &self.tables], &push, d.groups);
+                    rec.dispatch_linear(&d.pipeline, &[data, &self.tables], &push, d.groups);
                 }
                 Push::Long(mut push) => {
                     push.inverse = inverse as u32;
                     push.scale = scale(i);
-                    let bindings: &[&dyn crate::memory::Bind] = &[&data, &self.scratch, &self.tables];
+                    let bindings: &[&dyn crate::memory::Bind] = &[data, &self.scratch, &self.tables];
                     rec.dispatch_linear(&d.pipeline, bindings, &push, d.groups);
                 }
             }

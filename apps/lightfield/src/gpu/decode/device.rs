@@ -187,7 +187,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             rec.wait_for(&fill);
             let part = |i| l.part(inputs, base, i);
             let bindings: &[&dyn Bind] =
-                &[&codec.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &views, &flag];
+                &[&codec.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &views, flag];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
             rec.dispatch_linear(&codec.decode_views, bindings, &push, patches.len() as u32);
             rec.mark("decode");

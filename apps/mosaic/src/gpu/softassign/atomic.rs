@@ -239,7 +239,7 @@ impl AtomicKernel {
                 // Alternate directions, so each dispatch starts where the L2 cache is warm.
                 reverse: s % 2,
             };
-            rec.dispatch_linear(&self.sinkhorn, &[&d, &f, &g, &self.sums], &push, self.shape.blocks);
+            rec.dispatch_linear(&self.sinkhorn, &[d, f, g, &self.sums], &push, self.shape.blocks);
             rec.storage_barrier();
             if mark {
                 rec.mark("sinkhorn");
@@ -254,7 +254,7 @@ impl AtomicKernel {
             g_in: last % 2,
             sums_read: last % 3,
         };
-        rec.dispatch_linear(&self.finish, &[&g, &self.sums], &push, (n as u32).div_ceil(FINISH_WORKGROUP));
+        rec.dispatch_linear(&self.finish, &[g, &self.sums], &push, (n as u32).div_ceil(FINISH_WORKGROUP));
         rec.barrier();
         if mark {
             rec.mark("finish");

@@ -103,13 +103,13 @@ pub fn fit_gpu_culled(
         if render {
             renderer.record_render(&mut rec, &frame);
         }
-        rec.dispatch_linear(&prepare, &[&raw, &prep], &push, (k as u32).div_ceil(GROUP));
+        rec.dispatch_linear(&prepare, &[raw, &prep], &push, (k as u32).div_ceil(GROUP));
         rec.barrier();
         let bindings: &[&dyn Bind] =
             &[&samples, &prep, &frame.counts, &frame.offsets, &frame.lists, &frame.keys, &lse, &partials];
         rec.dispatch(&estep, bindings, &push, [frame.tiles_x, frame.tiles_y, 1]);
         rec.barrier();
-        let bindings: &[&dyn Bind] = &[&samples, &prep, &lse, &raw, &frame.cull, &frame.floor];
+        let bindings: &[&dyn Bind] = &[&samples, &prep, &lse, raw, &frame.cull, &frame.floor];
         rec.dispatch_linear(&mstep, bindings, &push, k as u32);
         rec.mark("em iteration");
         let passes = rec.submit()?.wait_profiled()?;
