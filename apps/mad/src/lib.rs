@@ -28,6 +28,7 @@ pub mod maps;
 pub mod pairs;
 pub mod report;
 pub mod results;
+pub mod seams;
 pub mod synth;
 pub mod tiled;
 

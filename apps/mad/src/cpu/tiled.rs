@@ -11,6 +11,7 @@ use crate::filters::{csf_at, csf_position, log_gabor_at, log_gabor_position};
 use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
 use crate::tiled::{MapBuilder, Plan, Sums, Window};
+use crate::seams::Seams;
 use crate::{MadError, Maps, Scores};
 
 /// Whether pixel `(x, y)` of a `grid`-sized map is inside the crop.
@@ -29,6 +30,7 @@ pub fn score_cpu(
     let grid = plan.grid;
     let detection_fft = Fft2dCpu::new(plan.detection_window.0, plan.detection_window.1)?;
     let appearance_fft = Fft2dCpu::new(plan.window.0, plan.window.1)?;
+    let seams = Seams::new((grid.width, grid.height), plan.window, plan.halo)?;
     let mean = |img: &GrayImage| img.values.par_iter().sum::<f64>() / grid.pixels() as f64;
     let means = (mean(reference), mean(distorted));
     let mut builder = maps.then(|| MapBuilder::new(grid));
@@ -37,7 +39,8 @@ pub fn score_cpu(
     let mut sums = Sums::default();
     for cells in &tiles {
         let detection = tile_detection(reference, distorted, plan, cells, &detection_fft, builder.as_mut())?;
-        let appearance = tile_appearance(reference, distorted, plan, cells, &appearance_fft, means, builder.as_mut())?;
+        let appearance =
+            tile_appearance((reference, distorted), plan, cells, (&appearance_fft, &seams), means, builder.as_mut())?;
         sums.add(Sums { detection, appearance });
         bar.inc(1);
     }
@@ -92,13 +95,13 @@ fn tile_detection(
     Ok(sum)
 }
 
-/// The appearance stage of one tile: its cells' crop-weighted sum of squared cells.
+/// The appearance stage of one tile: its cells' crop-weighted sum of squared cells. The
+/// bands' seams at the spectrum's edge come from whole lines of the image ([`Seams`]).
 fn tile_appearance(
-    reference: &GrayImage,
-    distorted: &GrayImage,
+    (reference, distorted): (&GrayImage, &GrayImage),
     plan: &Plan,
     cells: &Cells,
-    fft: &Fft2dCpu,
+    (fft, seams): (&Fft2dCpu, &Seams),
     means: (f64, f64),
     maps: Option<&mut MapBuilder>,
 ) -> Result<f64, MadError> {
@@ -107,7 +110,13 @@ fn tile_appearance(
     let n = ww * wh;
     let mut both = window.gather(reference, |v| v - means.0);
     both.extend(window.gather(distorted, |v| v - means.1));
+    // The ramped lines of both images: P of each, then Q of each.
+    let ((p_ref, q_ref), (p_dst, q_dst)) =
+        (seams.lines(reference, means.0, &window)?, seams.lines(distorted, means.1, &window)?);
+    let mut lines = [p_ref, p_dst, q_ref, q_dst].concat();
     fft.process(&mut both, Direction::Forward)?;
+    fft.process(&mut lines, Direction::Forward)?;
+    let (p_spectra, q_spectra) = lines.split_at(2 * n);
     let (y, x): (Vec<f64>, Vec<f64>) = (
         (0..wh).map(|k| log_gabor_position(k, wh, grid.height)).collect(),
         (0..ww).map(|k| log_gabor_position(k, ww, grid.width)).collect(),
@@ -116,8 +125,12 @@ fn tile_appearance(
     let mut band = both.clone();
     for scale in 0..GABOR_SCALES {
         for orientation in 0..GABOR_ORIENTATIONS {
-            band.copy_from_slice(&both);
-            cpu::apply(&mut band, wh, ww, |kr, kc| log_gabor_at(y[kr], x[kc], scale, orientation));
+            let index = scale * GABOR_ORIENTATIONS + orientation;
+            band.par_iter_mut().enumerate().for_each(|(i, v)| {
+                let (kr, kc) = ((i % n) / ww, i % ww);
+                let [a, b, c] = seams.factors(index, kr, kc, log_gabor_at(y[kr], x[kc], scale, orientation));
+                *v = both[i] * a + p_spectra[i] * b + q_spectra[i] * c;
+            });
             fft.process(&mut band, Direction::Inverse)?;
             let magnitude: Vec<f64> = band.par_iter().map(|c| c.norm()).collect();
             let stats = |image: &[f64]| -> Vec<[f64; 3]> {
