@@ -31,6 +31,7 @@ const uint MIN_NEIGHBOUR_OFFSET = 5u;
 // MAD_index.m: BSIZE = 16, crop BSIZE+1 : end-BSIZE-1.
 const uint CROP = 16u;
 // gaborconvolve: nscale 5, norient 4, minWaveLength 3, mult 3, sigmaOnf 0.55, dThetaOnSigma 1.5.
+const uint GABOR_SCALES = 5u;
 const uint GABOR_ORIENTATIONS = 4u;
 const float GABOR_MIN_WAVELENGTH = 3.0;
 const float GABOR_MULT = 3.0;

@@ -24,7 +24,7 @@
 //! statistics' differences and cells are 1/16 of a pixel's.
 
 use engine::prims::fft::{Direction, Fft2d};
-use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
 use super::{pipeline, Push, TILE, WORKGROUP};
 use crate::constants::GABOR_ORIENTATIONS;
@@ -141,17 +141,27 @@ impl BandStack {
 }
 
 /// Where the stage reads and writes: `spec` the forward spectra (images `2p`, `2p + 1`),
-/// `cells` one per block and pair, `partials` [`partials_per_pair`] per pair.
+/// `cells` one per block and pair, `partials` [`partials_per_pair`] per pair, and for a
+/// tile's window (one pair) its seams.
 pub(super) struct StageBuffers<'a> {
     pub spec: &'a Buffer<[f32; 2]>,
     pub cells: &'a Buffer<f32>,
     pub partials: &'a Buffer<f32>,
+    pub seams: Option<SeamInputs<'a>>,
+}
+
+/// A tile window's seams ([`crate::seams`]): the window spectra of the ramped lines
+/// `[P_ref, P_dst, Q_ref, Q_dst]` and [`crate::seams::Seams::table`] on the device.
+#[derive(Clone, Copy)]
+pub(super) struct SeamInputs<'a> {
+    pub lines: &'a Buffer<[f32; 2]>,
+    pub table: &'a Buffer<f32>,
 }
 
 impl Appearance {
     pub(super) fn new(ctx: &Context) -> Result<Appearance, MadError> {
         Ok(Appearance {
-            gabor_apply: pipeline(ctx, "mad gabor", shaders::GABOR_APPLY, 2, &[WORKGROUP])?,
+            gabor_apply: pipeline(ctx, "mad gabor", shaders::GABOR_APPLY, 4, &[WORKGROUP])?,
             appear_blocks: pipeline(ctx, "mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &[TILE * TILE, TILE])?,
             sum_bands: pipeline(ctx, "mad sum bands", shaders::SUM_BANDS, 3, &[WORKGROUP])?,
         })
@@ -178,6 +188,12 @@ impl Appearance {
         let bins = base.width * base.height;
         let [tiles_x, tiles_y] = tiles(base);
         let sum_groups = partials_per_pair(&grid) as u32;
+        // A whole image's filter reads no seams: any buffer fills their bindings.
+        assert_eq!(io.seams.is_some(), base.tiled != 0, "a tile's window and only a tile's has seams");
+        let (lines, table): (&dyn Bind, &dyn Bind) = match io.seams {
+            Some(s) => (s.lines, s.table),
+            None => (io.spec, io.spec),
+        };
         let mut start = first;
         while start < end {
             let count = stack.group.min(end - start);
@@ -188,7 +204,12 @@ impl Appearance {
                 sum_cells: (sum && start + count == end) as u32,
                 ..*base
             };
-            rec.dispatch_linear(&self.gabor_apply, &[io.spec, &stack.data], &push, bins.div_ceil(WORKGROUP));
+            rec.dispatch_linear(
+                &self.gabor_apply,
+                &[io.spec, &stack.data, lines, table],
+                &push,
+                bins.div_ceil(WORKGROUP),
+            );
             rec.barrier();
             rec.mark(MARKS[0]);
             stack.fft.record(rec, &stack.data, Direction::Inverse)?;
@@ -272,7 +293,12 @@ mod tests {
         let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..base };
         let mut rec = ctx.recorder().unwrap();
         let bins = grid.pixels() as u32;
-        rec.dispatch_linear(&app.gabor_apply, &[&upload, &stack.data], &push, bins.div_ceil(WORKGROUP));
+        rec.dispatch_linear(
+            &app.gabor_apply,
+            &[&upload, &stack.data, &upload, &upload],
+            &push,
+            bins.div_ceil(WORKGROUP),
+        );
         rec.submit().unwrap().wait().unwrap();
         let got = ctx.download(&stack.data).unwrap();
         let n = grid.pixels();
@@ -294,6 +320,49 @@ mod tests {
         engine::testing::assert_no_validation_messages();
     }
 
+    /// `gabor_apply` in a tile's window: the seams' factors of [`crate::seams::Seams`] on
+    /// random spectra of the image and of its ramped lines, within 2e-5 of the f64 values
+    /// relative to the bin's inputs (the window 83x71 of a 300x257 image).
+    #[test]
+    fn gabor_apply_adds_the_seams() {
+        let Fixture { ctx, grid, spec, upload, stack, .. } = setup();
+        let app = Appearance::new(ctx).unwrap();
+        let full = Grid::new(300, 257);
+        let seams = crate::seams::Seams::new((full.width, full.height), (grid.width, grid.height), 20).unwrap();
+        let table = ctx.upload(&seams.table(), "test seams table").unwrap();
+        let n = grid.pixels();
+        // Four random images for the lines: the fixture's spectra, reversed.
+        let lines: Vec<[f32; 2]> = spec.iter().rev().copied().collect();
+        let lines_buffer = ctx.upload(&lines, "test lines").unwrap();
+        let place = super::super::Place { full, origin: (-5, -7), cells: crate::grid::Cells::all(&grid), tiled: true };
+        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..place.push(&grid, 1) };
+        let mut rec = ctx.recorder().unwrap();
+        let binds: [&dyn Bind; 4] = [&upload, &stack.data, &lines_buffer, &table];
+        rec.dispatch_linear(&app.gabor_apply, &binds, &push, (n as u32).div_ceil(WORKGROUP));
+        rec.submit().unwrap().wait().unwrap();
+        let got = ctx.download(&stack.data).unwrap();
+        let c = |v: [f32; 2]| Complex64::new(v[0] as f64, v[1] as f64);
+        let mut worst = 0.0f64;
+        for b in 0..GROUP {
+            let band = RANGE.0 + b;
+            for i in 0..2 {
+                for k in 0..n {
+                    let (kr, kc) = (k / grid.width, k % grid.width);
+                    let y = crate::filters::log_gabor_position(kr, grid.height, full.height);
+                    let x = crate::filters::log_gabor_position(kc, grid.width, full.width);
+                    let g = crate::filters::log_gabor_at(y, x, band / GABOR_ORIENTATIONS, band % GABOR_ORIENTATIONS);
+                    let [fa, fb, fc] = seams.factors(band, kr, kc, g);
+                    let inputs = [c(spec[i * n + k]), c(lines[i * n + k]), c(lines[(2 + i) * n + k])];
+                    let want = inputs[0] * fa + inputs[1] * fb + inputs[2] * fc;
+                    let scale: f64 = inputs.iter().map(|v| v.norm()).sum();
+                    worst = worst.max((c(got[(2 * b + i) * n + k]) - want).norm() / scale);
+                }
+            }
+        }
+        assert!(worst < 2e-5, "seamed filter error {worst}");
+        engine::testing::assert_no_validation_messages();
+    }
+
     /// The whole stage (`gabor_apply`, the batched inverse FFT, `appear_blocks`) against the
     /// f64 reference (`cpu::appearance::add_band_cells` on the magnitudes of rustfft's inverse): the cells
     /// within 1e-4 of the largest, the partial sums within 1e-5 of the cells' norm.
@@ -303,7 +372,7 @@ mod tests {
         let app = Appearance::new(ctx).unwrap();
         let cells = ctx.buffer::<f32>(PAIRS * grid.blocks(), Location::Device, "test cells").unwrap();
         let partials = ctx.buffer::<f32>(PAIRS * partials_per_pair(&grid), Location::Device, "test partials").unwrap();
-        let io = StageBuffers { spec: &upload, cells: &cells, partials: &partials };
+        let io = StageBuffers { spec: &upload, cells: &cells, partials: &partials, seams: None };
         let mut rec = ctx.recorder().unwrap();
         app.record(&mut rec, &stack, &io, &base, RANGE, true).unwrap();
         rec.submit().unwrap().wait().unwrap();

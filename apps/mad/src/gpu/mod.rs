@@ -39,7 +39,7 @@ use crate::constants::STRIDE;
 use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
 use crate::{shaders, MadError, Maps, Scores};
-use appearance::{Appearance, BandStack, StageBuffers, BANDS};
+use appearance::{Appearance, BandStack, SeamInputs, StageBuffers, BANDS};
 use detection::Detection;
 
 /// Invocations per workgroup of the per-element kernels.
@@ -498,14 +498,15 @@ impl GpuMad {
         Ok(())
     }
 
-    /// Records `stages` of one chunk of `count` pairs placed at `place`.
+    /// Records `stages` of one chunk of `count` pairs placed at `place` (a tile's window
+    /// with its `seams`).
     fn record(
         &self,
         rec: &mut Recorder,
         slot: &Slot,
         count: usize,
         stages: Stages,
-        place: &Place,
+        (place, seams): (&Place, Option<SeamInputs>),
     ) -> Result<(), MadError> {
         let g = slot.grid;
         let base = place.push(&g, count);
@@ -529,7 +530,7 @@ impl GpuMad {
             self.detection.record(rec, slot, &base, place)?;
         }
         if stages.appearance() {
-            self.record_appearance(rec, slot, &base, stages)?;
+            self.record_appearance(rec, slot, &base, stages, seams)?;
         }
         // Both partial arrays go to one readback buffer: detection first, then appearance.
         let crop_rows = slot.crop_rows();
@@ -561,9 +562,16 @@ impl GpuMad {
     /// The appearance stage from the forward gray-value spectra: the log-Gabor bands of
     /// `stages`, the statistics differences accumulated into the cells, and (with every band)
     /// their partial sums.
-    fn record_appearance(&self, rec: &mut Recorder, slot: &Slot, base: &Push, stages: Stages) -> Result<(), MadError> {
+    fn record_appearance(
+        &self,
+        rec: &mut Recorder,
+        slot: &Slot,
+        base: &Push,
+        stages: Stages,
+        seams: Option<SeamInputs>,
+    ) -> Result<(), MadError> {
         let stack = slot.band_stack.as_ref().expect("a slot for the appearance stage has a band stack");
-        let io = StageBuffers { spec: &slot.spec, cells: &slot.cells, partials: &slot.appearance_partials };
+        let io = StageBuffers { spec: &slot.spec, cells: &slot.cells, partials: &slot.appearance_partials, seams };
         self.appearance.record(rec, stack, &io, base, stages.bands, stages.all_bands())
     }
 
@@ -629,7 +637,7 @@ impl GpuMad {
                 Self::stage(&mut slot, &batch)?;
                 let mut rec = self.ctx.recorder()?;
                 rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
-                self.record(&mut rec, &slot, batch.len(), Stages::BOTH, &Place::whole(&grid))?;
+                self.record(&mut rec, &slot, batch.len(), Stages::BOTH, (&Place::whole(&grid), None))?;
                 let submission = rec.submit()?;
                 let tags = batch.into_iter().map(|(t, _, _)| t).collect();
                 // Never waits: a slot was freed above where the ring was full.
@@ -681,7 +689,7 @@ impl GpuMad {
         Self::stage(&mut slot, pair)?;
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(appearance::MARKS_PER_CHUNK)?;
-        self.record(&mut rec, &slot, 1, stages, &Place::whole(&grid))?;
+        self.record(&mut rec, &slot, 1, stages, (&Place::whole(&grid), None))?;
         Ok((slot, rec.submit()?))
     }
 }

@@ -12,10 +12,14 @@
 
 use rayon::prelude::*;
 
-use super::{GpuMad, Place, SlotShape, Stages, BANDS};
+use engine::prims::fft::{Direction, Fft2d};
+use engine::Location;
+
+use super::{GpuMad, Place, SeamInputs, SlotShape, Stages, BANDS};
 use crate::constants::STRIDE;
 use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
+use crate::seams::Seams;
 use crate::tiled::{plan_within, MapBuilder, Plan, Sums, Window};
 use crate::{MadError, Maps, Scores};
 
@@ -76,7 +80,12 @@ impl GpuMad {
         let window = Grid::new(plan.window.0, plan.window.1);
         let mut slot = self.take_slot(SlotShape { grid: window, capacity: 1, maps, bands: BANDS }, 0)?;
         let mean = |img: &GrayImage| img.values.par_iter().sum::<f64>() / img.values.len() as f64;
-        let info = [if reference.eight_bit { 1.0 } else { 0.0 }, mean(reference) as f32, mean(distorted) as f32, 0.0];
+        let means = (mean(reference), mean(distorted));
+        let info = [if reference.eight_bit { 1.0 } else { 0.0 }, means.0 as f32, means.1 as f32, 0.0];
+        let seams = Seams::new((plan.grid.width, plan.grid.height), plan.window, plan.halo)?;
+        let table = self.ctx.upload(&seams.table(), "mad seams table")?;
+        let lines = self.ctx.buffer::<[f32; 2]>(4 * window.pixels(), Location::Device, "mad ramped lines")?;
+        let lines_fft = Fft2d::new(&self.ctx, window.width, window.height, 4)?;
         slot.info.mapped_mut()?[0] = info;
         let mut builder = maps.then(|| MapBuilder::new(plan.grid));
         let tiles = plan.tiles();
@@ -96,8 +105,18 @@ impl GpuMad {
                 cells: kept,
                 tiled: true,
             };
+            // The ramped lines, [P_ref, P_dst, Q_ref, Q_dst], then their window spectra.
+            for (i, (image, mean)) in [(reference, means.0), (distorted, means.1)].into_iter().enumerate() {
+                let (p, q) = seams.lines(image, mean, &area)?;
+                for (k, values) in [(i, p), (2 + i, q)] {
+                    let values: Vec<[f32; 2]> = values.iter().map(|c| [c.re as f32, c.im as f32]).collect();
+                    self.ctx.write(&lines, k * window.pixels(), &values)?;
+                }
+            }
             let mut rec = self.ctx.recorder()?;
-            self.record(&mut rec, &slot, 1, Stages::BOTH, &place)?;
+            lines_fft.record(&mut rec, &lines, Direction::Forward)?;
+            let seam_inputs = SeamInputs { lines: &lines, table: &table };
+            self.record(&mut rec, &slot, 1, Stages::BOTH, (&place, Some(seam_inputs)))?;
             rec.submit()?.wait()?;
             let partials = slot.readback.mapped()?;
             let appearance_at = slot.crop_rows();
