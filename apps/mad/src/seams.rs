@@ -163,34 +163,51 @@ impl Seams {
     /// `P` and `Q` of `image` less `mean` over `window` (row-major, the window's size):
     /// whole rows (columns) of the image transformed, multiplied by the ramp and
     /// transformed back, cut to the window's columns (rows).
-    pub(crate) fn lines(&self, image: &GrayImage, mean: f64, window: &Window) -> Result<(Vec<Complex64>, Vec<Complex64>), MadError> {
+    pub(crate) fn lines(
+        &self,
+        image: &GrayImage,
+        mean: f64,
+        window: &Window,
+    ) -> Result<(Vec<Complex64>, Vec<Complex64>), MadError> {
         let (w, h) = self.image;
         let (ww, wh) = self.window;
         let (ox, oy) = window.origin;
         let column = |i: usize| (ox + i as isize).rem_euclid(w as isize) as usize;
         let row = |j: usize| (oy + j as isize).rem_euclid(h as isize) as usize;
         let mut p = vec![Complex64::new(0.0, 0.0); ww * wh];
-        ramped_lines(w, wh, &self.whole_s, |j, line| {
-            let y = row(j);
-            for (v, &x) in line.iter_mut().zip(&image.values[y * w..(y + 1) * w]) {
-                *v = Complex64::new(x - mean, 0.0);
-            }
-        }, |j, line| {
-            for (i, v) in p[j * ww..(j + 1) * ww].iter_mut().enumerate() {
-                *v = line[column(i)];
-            }
-        })?;
+        ramped_lines(
+            w,
+            wh,
+            &self.whole_s,
+            |j, line| {
+                let y = row(j);
+                for (v, &x) in line.iter_mut().zip(&image.values[y * w..(y + 1) * w]) {
+                    *v = Complex64::new(x - mean, 0.0);
+                }
+            },
+            |j, line| {
+                for (i, v) in p[j * ww..(j + 1) * ww].iter_mut().enumerate() {
+                    *v = line[column(i)];
+                }
+            },
+        )?;
         let mut q = vec![Complex64::new(0.0, 0.0); ww * wh];
-        ramped_lines(h, ww, &self.whole_t, |i, line| {
-            let x = column(i);
-            for (y, v) in line.iter_mut().enumerate() {
-                *v = Complex64::new(image.values[y * w + x] - mean, 0.0);
-            }
-        }, |i, line| {
-            for j in 0..wh {
-                q[j * ww + i] = line[row(j)];
-            }
-        })?;
+        ramped_lines(
+            h,
+            ww,
+            &self.whole_t,
+            |i, line| {
+                let x = column(i);
+                for (y, v) in line.iter_mut().enumerate() {
+                    *v = Complex64::new(image.values[y * w + x] - mean, 0.0);
+                }
+            },
+            |i, line| {
+                for j in 0..wh {
+                    q[j * ww + i] = line[row(j)];
+                }
+            },
+        )?;
         Ok((p, q))
     }
 }
@@ -260,7 +277,8 @@ mod tests {
                     let y = log_gabor_position(kr, size.1, h);
                     let x = log_gabor_position(kc, size.0, w);
                     let g = log_gabor_at(y, x, scale, orientation);
-                    let [a, b, c] = if seams_on { seams.factors(band, kr, kc, g) } else { [g.into(), 0.0.into(), 0.0.into()] };
+                    let [a, b, c] =
+                        if seams_on { seams.factors(band, kr, kc, g) } else { [g.into(), 0.0.into(), 0.0.into()] };
                     tile[i] * a + p[i] * b + q[i] * c
                 })
                 .collect();

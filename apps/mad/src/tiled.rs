@@ -113,10 +113,11 @@ impl Plan {
 
     /// Tiles of `tile` cells for the GPU ([`crate::gpu::GpuMad`]): both stages in one
     /// window, `halo` around the cells (a multiple of [`STRIDE`], at least [`MIN_GPU_HALO`]),
-    /// its sides powers of two (the engine's fastest FFTs; others take Bluestein's longer ones).
+    /// its sides lengths the engine transforms at their own size (`2^a 3^b 5^c`; others take
+    /// Bluestein's longer ones).
     pub fn gpu(width: usize, height: usize, tile: (usize, usize), halo: usize) -> Plan {
         let halo = halo.next_multiple_of(STRIDE).max(MIN_GPU_HALO);
-        Plan::sized(width, height, tile, (halo, halo), usize::is_power_of_two)
+        Plan::sized(width, height, tile, (halo, halo), |n| engine::prims::fft::line_fft_size(n) == n)
     }
 
     fn sized(

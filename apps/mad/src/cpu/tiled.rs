@@ -10,8 +10,8 @@ use crate::cpu;
 use crate::filters::{csf_at, csf_position, log_gabor_at, log_gabor_position};
 use crate::grid::{Cells, Grid};
 use crate::input::{check_pair, GrayImage};
-use crate::tiled::{MapBuilder, Plan, Sums, Window};
 use crate::seams::Seams;
+use crate::tiled::{MapBuilder, Plan, Sums, Window};
 use crate::{MadError, Maps, Scores};
 
 /// Whether pixel `(x, y)` of a `grid`-sized map is inside the crop.

@@ -23,6 +23,13 @@ use crate::seams::Seams;
 use crate::tiled::{plan_within, MapBuilder, Plan, Sums, Window};
 use crate::{MadError, Maps, Scores};
 
+/// Bytes per window pixel a tile's seams take on the host while its lines are built and
+/// uploaded, one image at a time: `P` and `Q` in f64 (32), their f32 copy (8) and its
+/// staging buffer (8).
+const SEAM_HOST_BYTES: u64 = 48;
+/// Bytes per window pixel of the seams on the device: the spectra of both images' `P` and `Q`.
+const SEAM_DEVICE_BYTES: u64 = 32;
+
 impl GpuMad {
     /// Sets the halo of the tiles this GPU plans for pairs over the budget (default
     /// [`crate::tiled::APPEARANCE_HALO`]; rounded up to a multiple of 4, at least
@@ -46,6 +53,7 @@ impl GpuMad {
         }
         let per_tile = |p: &Plan| {
             let (host, device) = self.slot_bytes_per_pixel(p.window, 1, maps);
+            let (host, device) = (host + SEAM_HOST_BYTES, device + SEAM_DEVICE_BYTES);
             let pixels = (p.window.0 as u64) * (p.window.1 as u64);
             if fits_device(p.window, device) {
                 pixels.saturating_mul(host + device)
