@@ -18,33 +18,29 @@
 //!   operation for the pixels the tile keeps.
 //!
 //! How far a tile's scores are from the whole image's is set by how fast the filters'
-//! impulse responses decay, and two of them decay slowly:
+//! impulse responses decay:
 //!
 //! - The CSF (`make_csf`) is even about the spectrum's edge, so its periodic extension is
 //!   continuous there and its response is short: the detection score agrees within 4e-5
 //!   relative with a 64-pixel halo ([`DETECTION_HALO`]).
 //! - `gaborconvolve` evaluates each log-Gabor filter on the grid `-1 .. 1 - 2/n` without
-//!   wrapping it, and the two finest scales (wavelengths 3 and 9) are far from zero at the
-//!   spectrum's edge: scale 0 at orientation 0 is 0.8 just below `x = 1` and 0 at `x = -1`.
-//!   That jump of the periodic spectrum makes the responses fall off as 1/distance along the
-//!   row and column through each pixel, so no halo a tile can afford holds them. Share of the
-//!   response's absolute sum beyond 1024 pixels (on a 4096 grid): 7.9% at scale 0, 0.9% at
-//!   scale 1, 3.4e-4 at scale 4 (wavelength 243, smooth but long), under 2e-5 at scales 2
-//!   and 3. On a 4096x4096 scene under JPEG 30, a 512-pixel tile's band magnitudes differ
-//!   from the whole image's (RMS, relative) by 5.7e-3 at scale 0 with a 1024-pixel halo
-//!   (7.9e-3 with 512, 1.3e-2 with 256: about halo^-0.45), 1.2e-4 at scale 1, 4.4e-5 at
-//!   scale 4 and under 2e-7 at scales 2 and 3.
+//!   wrapping it, and the two finest scales (wavelengths 3 and 9) jump at the spectrum's
+//!   edge (scale 0 at orientation 0: 0.8 just below `x = 1`, 0 at `x = -1`), so their
+//!   responses fall off only as 1/distance along the row and column through each pixel. A
+//!   tile takes those seams out of the filter and adds them back from whole rows and
+//!   columns of the image ([`crate::seams`]); what is left is continuous on the torus and
+//!   short.
+//! - Scale 4 (wavelength 243) is smooth but long: [`APPEARANCE_HALO`] (1024) is where it
+//!   has converged.
 //!
-//! Through the block statistics this leaves the appearance score about 1e-3 off, whatever
-//! the halo: that tile's pooled appearance sum is off by 7.5e-4, 5.3e-4 and 1.6e-4 with
-//! halos of 256, 512 and 1024 (scores: about half of that for d_appear and a quarter for
-//! MAD); a 512x480 pair in 16 tiles is off by 4e-4 to 2.6e-3 in d_appear for halos of 32 to
-//! 128 pixels (`tests/tiled.rs` states the bound). The 8000x8000 pair of `mad bench`
-//! (`tiled_8000_2G`) scores 22.034397 on the CPU over the whole image in f64, 22.0344 on the
-//! GPU over the whole image and 22.0603 in the GPU's 16 tiles (1.2e-3). [`APPEARANCE_HALO`] (1024) is where scale 4
-//! has converged; the tiled path's windows are therefore at least about 2100 pixels a side
-//! and it does several times the whole-image path's work: it is for pairs the whole-image
-//! path cannot hold. Only the whole spectrum reproduces the finest bands exactly.
+//! Measured: the 8000x8000 pair of `mad bench` (`tiled_8000_2G`, H200) scores 22.034427 in
+//! the GPU's tiles with the 1024-pixel halo (130 windows of 2700x2880 under 2 GiB),
+//! 22.034394 over the whole image on the GPU and 22.034397 on the CPU in f64: 1.5e-6
+//! relative (1.2e-3 before the seams). With a 512-pixel halo, 8.2e-5; on a 1536x1536 pair on
+//! the CPU, 3.8e-5 with a 256-pixel halo and 2.1e-4 with 128. The windows are at least
+//! about 2100 pixels a side and each tile transforms whole lines of the image for its
+//! seams, so the tiled path does many times the whole-image path's work: it is for pairs
+//! the whole-image path cannot hold.
 
 use engine::prims::fft::Complex64;
 use rayon::prelude::*;
@@ -60,6 +56,11 @@ use crate::{MadError, Maps, Scores};
 pub const DETECTION_HALO: usize = 64;
 /// Pixels of halo around a tile's blocks for the log-Gabor bands (longest wavelength 243).
 pub const APPEARANCE_HALO: usize = 1024;
+/// The CPU's halo for the log-Gabor bands: its f64 tiles hold the seams' lines too (248
+/// bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
+/// pixels a side, which the 1024-pixel halo would leave tiles of 40 pixels (40000 of them).
+/// With 512 the pair takes 64 tiles; the GPU measured 8.2e-5 relative at this halo.
+pub const CPU_APPEARANCE_HALO: usize = 512;
 /// The least halo the GPU places: the local MSE's mirror reads up to 8 pixels past the cells
 /// and the detection sums' rows must fit the window's crop.
 pub const MIN_GPU_HALO: usize = 16;
@@ -176,12 +177,17 @@ impl Plan {
     }
 }
 
+/// Bytes per window pixel a CPU tile's seams add: both images' `P` and `Q` in complex f64
+/// (64) and the transpose buffer of their FFT (64).
+const CPU_SEAM_BYTES: u64 = 128;
+
 /// The tiles the CPU path uses for a `width x height` pair within the memory budget: the
 /// pair's images (and the assembled maps) plus one tile's transforms at
 /// [`cpu::PEAK_BYTES_PER_PIXEL`] a pixel of its window.
 pub fn plan_cpu(width: u64, height: u64, maps: bool) -> Result<Plan, MadError> {
-    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * cpu::PEAK_BYTES_PER_PIXEL;
-    plan_within(width, height, maps, Plan::new, per_tile, "on the CPU")
+    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * (cpu::PEAK_BYTES_PER_PIXEL + CPU_SEAM_BYTES);
+    let make = |w, h, tile| Plan::with_halos(w, h, tile, CPU_APPEARANCE_HALO, DETECTION_HALO);
+    plan_within(width, height, maps, make, per_tile, "on the CPU")
 }
 
 /// Plans the largest tiles of `make`'s plans whose windows take at most what the budget

@@ -78,7 +78,7 @@ fn the_budget_picks_tiles_where_the_whole_image_does_not_fit() {
     mad::cpu::check_budget(8000, 8000).unwrap();
     let plan = plan_cpu(8000, 8000, false).unwrap();
     let window = (plan.window.0 * plan.window.1) as u64;
-    assert!(16 * 8000 * 8000 + 120 * window <= 2 << 30, "{plan:?}");
+    assert!(16 * 8000 * 8000 + (120 + 128) * window <= 2 << 30, "{plan:?}");
     assert!(plan.tiles().len() > 1 && plan.tiles().len() < 100, "{} tiles", plan.tiles().len());
     // Whole where it fits.
     assert!(mad::cpu::whole_fits(1000, 1000));
@@ -162,12 +162,10 @@ fn a_small_budget_makes_the_gpu_score_in_tiles() {
 
 /// Tiles that really split the image (16 windows of 270x270 over a 512x480 pair) against the
 /// whole image. The CSF is even about the spectrum's edge and the detection score converges;
-/// the finest log-Gabor bands (wavelengths 3 and 9) are cut off there by the release's
-/// filter grid, their impulse responses fall off only as 1/distance along rows and columns,
-/// and no halo a tile can afford reproduces them (`crate::tiled`'s documentation has the
-/// measurements). Measured here: appearance 1.5e-3 relative (4e-4 to 2.6e-3 for halos of 32
-/// to 128 pixels), MAD 7.6e-4, detection 4e-5. These bounds are the tiled path's, as
-/// docs/cli.md states them.
+/// the finest log-Gabor bands' seams at the spectrum's edge come from whole lines
+/// (`mad::seams`); the longest band (wavelength 243) needs more halo than a 512x480 pair
+/// allows. Measured here (halo 64): appearance 4.0e-4 relative, MAD 2.2e-4, detection 4e-5
+/// (before the seams: 1.5e-3 and 7.6e-4).
 #[test]
 fn tiles_smaller_than_the_image_agree_within_the_stated_bound() {
     let (w, h) = (512, 480);
@@ -179,8 +177,8 @@ fn tiles_smaller_than_the_image_agree_within_the_stated_bound() {
     let (tiled, _) = score_cpu(&r, &d, &plan, false).unwrap();
     for (name, a, b, bound) in [
         ("detection", tiled.detection, whole.detection, 1e-4),
-        ("appearance", tiled.appearance, whole.appearance, 5e-3),
-        ("mad", tiled.mad, whole.mad, 2.5e-3),
+        ("appearance", tiled.appearance, whole.appearance, 1e-3),
+        ("mad", tiled.mad, whole.mad, 5e-4),
     ] {
         assert!(rel(a, b) < bound, "{name}: tiled {a} whole {b}, {:.1e} relative", rel(a, b));
     }

@@ -111,9 +111,9 @@ fn tile_appearance(
     let mut both = window.gather(reference, |v| v - means.0);
     both.extend(window.gather(distorted, |v| v - means.1));
     // The ramped lines of both images: P of each, then Q of each.
-    let ((p_ref, q_ref), (p_dst, q_dst)) =
-        (seams.lines(reference, means.0, &window)?, seams.lines(distorted, means.1, &window)?);
-    let mut lines = [p_ref, p_dst, q_ref, q_dst].concat();
+    let (mut lines, q_ref) = seams.lines(reference, means.0, &window)?;
+    let (p_dst, q_dst) = seams.lines(distorted, means.1, &window)?;
+    lines.extend(p_dst.into_iter().chain(q_ref).chain(q_dst));
     fft.process(&mut both, Direction::Forward)?;
     fft.process(&mut lines, Direction::Forward)?;
     let (p_spectra, q_spectra) = lines.split_at(2 * n);

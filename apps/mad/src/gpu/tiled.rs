@@ -7,8 +7,10 @@
 //!
 //! Both stages run in one window (the appearance stage's halo; the CPU's detection stage
 //! needs only [`crate::tiled::DETECTION_HALO`], but a second window would cost a second
-//! slot of the budget), and windows are powers of two a side: with the 1024-pixel halo, an
-//! 8000x8000 pair under `--max-memory 2G` takes 16 windows of 4096x4096.
+//! slot of the budget), and window sides are lengths the engine transforms at their own
+//! size (`2^a 3^b 5^c`). The seams ([`crate::seams`]) are built on the host from whole lines
+//! of the image, one image at a time, and their spectra taken on the device: with the
+//! 1024-pixel halo, an 8000x8000 pair under `--max-memory 2G` takes 130 windows of 2700x2880.
 
 use rayon::prelude::*;
 
