@@ -102,11 +102,6 @@ fn smooth(mut n: usize) -> bool {
 }
 
 impl Plan {
-    /// Tiles of `tile` cells (clamped to the grid) with the default halos.
-    pub fn new(width: usize, height: usize, tile: (usize, usize)) -> Plan {
-        Plan::with_halos(width, height, tile, APPEARANCE_HALO, DETECTION_HALO)
-    }
-
     /// Tiles of `tile` cells with the given halos (for measuring how much halo is needed).
     pub fn with_halos(width: usize, height: usize, tile: (usize, usize), halo: usize, detection_halo: usize) -> Plan {
         Plan::sized(width, height, tile, (halo, detection_halo), smooth)
