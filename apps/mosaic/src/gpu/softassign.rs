@@ -573,7 +573,7 @@ mod tests {
         let params = SoftAssignParams { alpha: 0.3, ..Default::default() };
         for (m, n, repeat) in AWKWARD {
             let planned = AtomicShape::planned(ctx.info(), m, n);
-            assert!(planned.half, "the half D is the default");
+            assert!(!planned.half, "the f32 D is the default (the half D measured slower on the H200)");
             for half in [true, false] {
                 let d = seen(&crate::bench::matrix(m, n, 11), half);
                 let what = format!("{m}x{n} x{repeat} half {half}");
