@@ -18,12 +18,12 @@
 //!   buffers (VK_EXT_shader_atomic_float; NVIDIA, AMD, Mesa): one dispatch per Sinkhorn
 //!   iteration ([`atomic`]). Row blocks add their column sums atomically; the next
 //!   dispatch's workgroups each derive g from the finished sums. S + 1 dispatches per
-//!   cooling iteration (101). By default it reads D from a half-precision copy
-//!   ([`half_matrix`]: a power of two times f16, relative rounding at most 2^-11; the
-//!   f32 D with [`AtomicShape::half`] false): at 2048 x 8192 a Sinkhorn iteration reads
-//!   32 MiB of D, which fits an H200's L2 (64 MiB in f32 does not), plus 32 KiB (g,
-//!   zeroing), and its 128 x 8192 atomics and per-workgroup g reads (8 MiB) stay in L2.
-//!   The other kernels read the f32 D.
+//!   cooling iteration (101). It reads the f32 D, or with [`AtomicShape::half`] (tuning
+//!   key `half`; slower on the H200, see [`atomic`]) a half-precision copy
+//!   ([`half_matrix`]: a power of two times f16, relative rounding at most 2^-11). At
+//!   2048 x 8192 a Sinkhorn iteration reads D's 64 MiB (32 MiB in half precision, which
+//!   fits an H200's L2) plus 32 KiB (g, zeroing), and its 128 x 8192 atomics and
+//!   per-workgroup g reads (8 MiB) stay in L2. The other kernels read the f32 D.
 //!
 //! Measured on an H200 (`mosaic bench`, one cooling iteration, D in f32): 2048 x 8192
 //! atomic 2.27 ms, passes 2.97 ms; 900 x 8192 1.58 / 1.81 ms. The atomic kernel's Sinkhorn
@@ -563,10 +563,10 @@ mod tests {
     /// columns than invocations, a single row, repeats.
     const AWKWARD: [(usize, usize, usize); 5] = [(37, 1100, 1), (300, 1027, 2), (130, 4099, 1), (1, 3, 1), (40, 21, 3)];
 
-    /// The atomic kernel in its planned shape (half D) and reading the f32 D at [`AWKWARD`]
-    /// sizes (odd m, n % 4 != 0: padded half rows) against the f64 CPU twin, the passes
-    /// kernel, and a second run of itself (the order of the atomic additions varies); each
-    /// cooling iteration is 100 dispatches, every other one walking its rows in reverse.
+    /// The atomic kernel in its planned shape reading D in half precision and in f32 at
+    /// [`AWKWARD`] sizes (odd m, n % 4 != 0: padded half rows) against the f64 CPU twin, the
+    /// passes kernel, and a second run of itself (the order of the atomic additions varies);
+    /// each cooling iteration is 100 dispatches, every other one walking its rows in reverse.
     #[test]
     fn atomic_kernel_matches_cpu_reference_and_passes() {
         let ctx = testing::context();
