@@ -29,19 +29,24 @@ void main() {
     if (gid >= n) return;
     uint kr = gid / width;
     uint kc = gid % width;
-    // The ramps and the truncated kernels' spectra at this bin (tiled only).
-    float s = 0.5 * (gabor_position(kc, width, full_width) + 1.0);
-    float t = 0.5 * (gabor_position(kr, height, full_height) + 1.0);
+    // The ramps and the truncated kernels' spectra at this bin, read once (tiled only: a
+    // whole image's filter needs none of them).
     uint kp_at = BANDS * height;
     uint c_at = kp_at + BANDS * width;
-    uint sn_at = c_at + BANDS;
-    uint tn_at = sn_at + 2u * width;
+    float s = 0.0, t = 0.0;
+    vec2 sn = vec2(0.0), tn = vec2(0.0);
+    if (tiled != 0u) {
+        s = 0.5 * (gabor_position(kc, width, full_width) + 1.0);
+        t = 0.5 * (gabor_position(kr, height, full_height) + 1.0);
+        uint sn_at = c_at + BANDS;
+        uint tn_at = sn_at + 2u * width;
+        sn = vec2(seams[sn_at + 2u * kc], seams[sn_at + 2u * kc + 1u]);
+        tn = vec2(seams[tn_at + 2u * kr], seams[tn_at + 2u * kr + 1u]);
+    }
     for (uint b = 0u; b < band_count; b++) {
         uint band = band_first + b;
         float f = log_gabor(kr, kc, band / GABOR_ORIENTATIONS, band % GABOR_ORIENTATIONS);
         if (tiled != 0u) {
-            vec2 sn = vec2(seams[sn_at + 2u * kc], seams[sn_at + 2u * kc + 1u]);
-            vec2 tn = vec2(seams[tn_at + 2u * kr], seams[tn_at + 2u * kr + 1u]);
             float jp = seams[band * height + kr];
             float kp = seams[kp_at + band * width + kc];
             float c = seams[c_at + band];

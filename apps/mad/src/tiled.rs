@@ -36,7 +36,7 @@
 //! Measured: the 8000x8000 pair of `mad bench` (`tiled_8000_2G`, H200) scores 22.034427 in
 //! the GPU's tiles with the 1024-pixel halo (130 windows of 2700x2880 under 2 GiB),
 //! 22.034394 over the whole image on the GPU and 22.034397 on the CPU in f64: 1.5e-6
-//! relative (1.2e-3 before the seams). With a 512-pixel halo, 8.2e-5; on a 1536x1536 pair on
+//! relative. With a 512-pixel halo, 8.2e-5; on a 1536x1536 pair on
 //! the CPU, 3.8e-5 with a 256-pixel halo and 2.1e-4 with 128. The windows are at least
 //! about 2100 pixels a side and each tile transforms whole lines of the image for its
 //! seams, so the tiled path does many times the whole-image path's work: it is for pairs
@@ -54,7 +54,8 @@ use crate::{MadError, Maps, Scores};
 
 /// Pixels of halo around a tile's blocks for the CSF of the detection stage.
 pub const DETECTION_HALO: usize = 64;
-/// Pixels of halo around a tile's blocks for the log-Gabor bands (longest wavelength 243).
+/// Pixels of halo around a GPU tile's blocks for the log-Gabor bands (longest wavelength
+/// 243): [`crate::gpu::GpuMad`]'s default.
 pub const APPEARANCE_HALO: usize = 1024;
 /// The CPU's halo for the log-Gabor bands: its f64 tiles hold the seams' lines too (248
 /// bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
