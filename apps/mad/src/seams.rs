@@ -160,60 +160,66 @@ impl Seams {
         out
     }
 
-    /// `P` and `Q` of `image` less `mean` over `window` (row-major, the window's size):
-    /// whole rows (columns) of the image transformed, multiplied by the ramp and
-    /// transformed back, cut to the window's columns (rows).
-    pub(crate) fn lines(
+    /// `P` and `Q` of `image` less `mean` over `window`, through `convert`, into `p` and `q`
+    /// (row-major, the window's size): whole rows (columns) of the image transformed,
+    /// multiplied by the ramp and transformed back, cut to the window's columns (rows).
+    pub(crate) fn lines_into<T: Send>(
         &self,
         image: &GrayImage,
         mean: f64,
         window: &Window,
-    ) -> Result<(Vec<Complex64>, Vec<Complex64>), MadError> {
+        (p, q): (&mut [T], &mut [T]),
+        convert: impl Fn(Complex64) -> T + Sync,
+    ) -> Result<(), MadError> {
         let (w, h) = self.image;
         let (ww, wh) = self.window;
+        assert!(p.len() == ww * wh && q.len() == ww * wh, "lines of the window's size");
         let (ox, oy) = window.origin;
-        let column = |i: usize| (ox + i as isize).rem_euclid(w as isize) as usize;
-        let row = |j: usize| (oy + j as isize).rem_euclid(h as isize) as usize;
-        let mut p = vec![Complex64::new(0.0, 0.0); ww * wh];
+        let columns: Vec<usize> = (0..ww).map(|i| (ox + i as isize).rem_euclid(w as isize) as usize).collect();
+        let rows: Vec<usize> = (0..wh).map(|j| (oy + j as isize).rem_euclid(h as isize) as usize).collect();
         ramped_lines(
             w,
             wh,
             &self.whole_s,
             |j, line| {
-                let y = row(j);
+                let y = rows[j];
                 for (v, &x) in line.iter_mut().zip(&image.values[y * w..(y + 1) * w]) {
                     *v = Complex64::new(x - mean, 0.0);
                 }
             },
-            |j, line| {
-                for (i, v) in p[j * ww..(j + 1) * ww].iter_mut().enumerate() {
-                    *v = line[column(i)];
-                }
+            |first, lines| {
+                let out = &mut p[first * ww..first * ww + lines.len() / w * ww];
+                out.par_chunks_mut(ww).zip(lines.par_chunks(w)).for_each(|(out, line)| {
+                    for (v, &x) in out.iter_mut().zip(&columns) {
+                        *v = convert(line[x]);
+                    }
+                });
             },
         )?;
-        let mut q = vec![Complex64::new(0.0, 0.0); ww * wh];
         ramped_lines(
             h,
             ww,
             &self.whole_t,
             |i, line| {
-                let x = column(i);
+                let x = columns[i];
                 for (y, v) in line.iter_mut().enumerate() {
                     *v = Complex64::new(image.values[y * w + x] - mean, 0.0);
                 }
             },
-            |i, line| {
-                for j in 0..wh {
-                    q[j * ww + i] = line[row(j)];
-                }
+            |first, lines| {
+                q.par_chunks_mut(ww).zip(&rows).for_each(|(out, &y)| {
+                    for (v, line) in out[first..].iter_mut().zip(lines.chunks(h)) {
+                        *v = convert(line[y]);
+                    }
+                });
             },
-        )?;
-        Ok((p, q))
+        )
     }
 }
 
 /// For each of `count` lines of length `len`: `fill` writes it, it is multiplied by `ramp`
-/// in frequency, and `keep` reads the result. Batches of lines are transformed in parallel.
+/// in frequency, and `keep` reads the results, a batch of lines (from the `first`th) at a
+/// time. Batches of lines are transformed in parallel.
 fn ramped_lines(
     len: usize,
     count: usize,
@@ -231,9 +237,7 @@ fn ramped_lines(
         fft.process(lines, Direction::Forward)?;
         lines.par_chunks_mut(len).for_each(|line| line.iter_mut().zip(ramp).for_each(|(v, &r)| *v *= r));
         fft.process(lines, Direction::Inverse)?;
-        for (k, line) in lines.chunks(len).enumerate() {
-            keep(first + k, line);
-        }
+        keep(first, lines);
     }
     Ok(())
 }
@@ -260,7 +264,8 @@ mod tests {
         let window = Window::around(&cells, halo, size);
         let seams = Seams::new((w, h), size, halo).unwrap();
         let mut tile = window.gather(&image, |v| v - mean);
-        let (mut p, mut q) = seams.lines(&image, mean, &window).unwrap();
+        let (mut p, mut q) = (tile.clone(), tile.clone());
+        seams.lines_into(&image, mean, &window, (&mut p, &mut q), |v| v).unwrap();
         let fft = Fft2dCpu::new(size.0, size.1).unwrap();
         for data in [&mut tile, &mut p, &mut q] {
             fft.process(data, Direction::Forward).unwrap();

@@ -2,7 +2,7 @@
 //! wrapped window, the filters sampled at the window's bins, the tile's own cells pooled
 //! into partial sums (the twin of [`crate::gpu`]'s tiled path).
 
-use engine::prims::fft::{Direction, Fft2dCpu};
+use engine::prims::fft::{Complex64, Direction, Fft2dCpu};
 use rayon::prelude::*;
 
 use crate::constants::{GABOR_ORIENTATIONS, GABOR_SCALES, SKEW_WEIGHT, STRIDE};
@@ -111,9 +111,13 @@ fn tile_appearance(
     let mut both = window.gather(reference, |v| v - means.0);
     both.extend(window.gather(distorted, |v| v - means.1));
     // The ramped lines of both images: P of each, then Q of each.
-    let (mut lines, q_ref) = seams.lines(reference, means.0, &window)?;
-    let (p_dst, q_dst) = seams.lines(distorted, means.1, &window)?;
-    lines.extend(p_dst.into_iter().chain(q_ref).chain(q_dst));
+    let mut lines = vec![Complex64::new(0.0, 0.0); 4 * n];
+    let (p, q) = lines.split_at_mut(2 * n);
+    for ((image, mean), (p, q)) in
+        [(reference, means.0), (distorted, means.1)].into_iter().zip(p.chunks_mut(n).zip(q.chunks_mut(n)))
+    {
+        seams.lines_into(image, mean, &window, (p, q), |v| v)?;
+    }
     fft.process(&mut both, Direction::Forward)?;
     fft.process(&mut lines, Direction::Forward)?;
     let (p_spectra, q_spectra) = lines.split_at(2 * n);

@@ -9,8 +9,9 @@
 //! needs only [`crate::tiled::DETECTION_HALO`], but a second window would cost a second
 //! slot of the budget), and window sides are lengths the engine transforms at their own
 //! size (`2^a 3^b 5^c`). The seams ([`crate::seams`]) are built on the host from whole lines
-//! of the image, one image at a time, and their spectra taken on the device: with the
-//! 1024-pixel halo, an 8000x8000 pair under `--max-memory 2G` takes 130 windows of 2700x2880.
+//! of the image, in f32 straight into the buffer the device copies them from, and their
+//! spectra taken on the device: with the 1024-pixel halo, an 8000x8000 pair under
+//! `--max-memory 2G` takes 90 windows of 2916x3000.
 
 use rayon::prelude::*;
 
@@ -25,10 +26,10 @@ use crate::seams::Seams;
 use crate::tiled::{plan_within, MapBuilder, Plan, Sums, Window};
 use crate::{MadError, Maps, Scores};
 
-/// Bytes per window pixel a tile's seams take on the host while its lines are built and
-/// uploaded, one image at a time: `P` and `Q` in f64 (32), their f32 copy (8) and its
-/// staging buffer (8).
-const SEAM_HOST_BYTES: u64 = 48;
+/// Bytes per window pixel of a tile's seams on the host: both images' `P` and `Q` in
+/// complex f32, written where the device copies them from (the lines' transforms take a
+/// fixed 16 MiB besides).
+const SEAM_HOST_BYTES: u64 = 32;
 /// Bytes per window pixel of the seams on the device: the spectra of both images' `P` and `Q`.
 const SEAM_DEVICE_BYTES: u64 = 32;
 
@@ -94,6 +95,8 @@ impl GpuMad {
         let info = [if reference.eight_bit { 1.0 } else { 0.0 }, means.0 as f32, means.1 as f32, 0.0];
         let seams = Seams::new((plan.grid.width, plan.grid.height), plan.window, plan.halo)?;
         let table = self.ctx.upload(&seams.table(), "mad seams table")?;
+        let mut staged =
+            self.ctx.buffer::<[f32; 2]>(4 * window.pixels(), Location::Upload, "mad ramped lines staging")?;
         let lines = self.ctx.buffer::<[f32; 2]>(4 * window.pixels(), Location::Device, "mad ramped lines")?;
         let lines_fft = Fft2d::new(&self.ctx, window.width, window.height, 4)?;
         slot.info.mapped_mut()?[0] = info;
@@ -116,14 +119,16 @@ impl GpuMad {
                 tiled: true,
             };
             // The ramped lines, [P_ref, P_dst, Q_ref, Q_dst], then their window spectra.
-            for (i, (image, mean)) in [(reference, means.0), (distorted, means.1)].into_iter().enumerate() {
-                let (p, q) = seams.lines(image, mean, &area)?;
-                for (k, values) in [(i, p), (2 + i, q)] {
-                    let values: Vec<[f32; 2]> = values.iter().map(|c| [c.re as f32, c.im as f32]).collect();
-                    self.ctx.write(&lines, k * window.pixels(), &values)?;
-                }
+            let (p, q) = staged.mapped_mut()?.split_at_mut(2 * window.pixels());
+            let images = [(reference, means.0), (distorted, means.1)];
+            for ((image, mean), pq) in
+                images.into_iter().zip(p.chunks_mut(window.pixels()).zip(q.chunks_mut(window.pixels())))
+            {
+                seams.lines_into(image, mean, &area, pq, |c| [c.re as f32, c.im as f32])?;
             }
             let mut rec = self.ctx.recorder()?;
+            rec.copy(&staged, &lines);
+            rec.barrier();
             lines_fft.record(&mut rec, &lines, Direction::Forward)?;
             let seam_inputs = SeamInputs { lines: &lines, table: &table };
             self.record(&mut rec, &slot, 1, Stages::BOTH, (&place, Some(seam_inputs)))?;
