@@ -9,8 +9,8 @@
 //     they all compute the same g from the same inputs.
 //  2. the row pass of sinkhorn_rows.comp over the workgroup's block of rows, first to last
 //     or (reverse, every other dispatch) last to first, so that a dispatch starts on the
-//     rows its predecessor read last, which the L2 cache still holds (where D is larger
-//     than L2, rows read in the same order every time would always have left it):
+//     rows its predecessor read last, which the L2 cache still holds (D is larger than L2,
+//     so rows read in the same order every time would always have left it):
 //       e[j] = exp(clamp((f[i] + g[j] + alpha - d[i][j]) / t)), s = sum_j e[j],
 //       f[i] -= t ln s, colsum[j] += e[j] / s
 //     ROWS rows per step, one workgroup barrier per step; the next step's distances load
@@ -19,11 +19,8 @@
 //     tile; workgroups also zero sums[sums_zero], the slot dispatch s+1 adds into (its last
 //     reader was dispatch s-1).
 // sinkhorn_atomic_finish.comp applies the last iteration's column normalisation.
-// Invocation lid owns GROUPS groups of 4 consecutive columns, q = lid + k * workgroup size.
-// D is read from one of two copies: with HALF, halves (gpu/softassign/half_matrix.rs) in
-// rows padded with zeros to a multiple of 4 columns, two per u32, times d_scale (a power of
-// two, exact), a group being one 8-byte load; else the f32 D, a group being one 16-byte
-// load with VEC4 (n % 4 == 0) and 4 scalar loads without.
+// Invocation lid owns GROUPS groups of 4 consecutive columns, q = lid + k * workgroup size;
+// with VEC4 (n % 4 == 0) a group is one 16-byte load.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_atomic_float : require
@@ -36,13 +33,10 @@ layout(constant_id = 2) const uint ROWS = 1;
 layout(constant_id = 3) const bool VEC4 = true;
 // n is exactly 4 GROUPS x workgroup size: no column is past n, so no masks (registers).
 layout(constant_id = 4) const bool FULL = false;
-layout(constant_id = 5) const bool HALF = true;
 
-// The f32 distances, seen as floats and (VEC4) as vec4, or (HALF) the half copy as 4
-// halves per uvec2.
+// The same distances, seen as floats and (VEC4) as vec4.
 layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
 layout(set = 0, binding = 0) readonly buffer Distances4 { vec4 d4[]; };
-layout(set = 0, binding = 0) readonly buffer DistancesHalf { uvec2 dh[]; };
 layout(set = 0, binding = 1) buffer RowPotentials { float f[]; };
 // Two slots of n: slot 0 holds the potentials between cooling iterations.
 layout(set = 0, binding = 2) buffer ColPotentials { float g[]; };
@@ -63,7 +57,6 @@ layout(push_constant) uniform Push {
     uint sums_add;
     uint sums_zero;
     uint reverse;
-    float d_scale;
 };
 
 // Per-subgroup row sums, double buffered by step as in sinkhorn_rows.comp (the host keeps
@@ -74,11 +67,6 @@ shared vec4 tile[gl_WorkGroupSize.x];
 // Columns 4q .. 4q + 3 of row i, 0 past n.
 vec4 load_group(uint i, uint q) {
     uint j = 4u * q;
-    if (HALF) {
-        // Rows of (n + 3) / 4 groups; the padding columns are zeros.
-        uvec2 w = j < n ? dh[i * ((n + 3u) >> 2) + q] : uvec2(0u);
-        return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y)) * d_scale;
-    }
     if (VEC4) return j < n ? d4[(i * n + j) >> 2] : vec4(0.0);
     vec4 v = vec4(0.0);
     [[unroll]] for (uint c = 0; c < 4u; c++) {

@@ -3,9 +3,7 @@
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
 //! greedy/anneal/SoftAssign costs relative to the optimum. At issue 18's large sizes
 //! ([`COMPARED`]) the cooling iteration is timed with every kernel that can run it: the
-//! default, the passes, and the atomic kernel in several shapes, each reading D in half
-//! precision and in f32; the full solve runs the atomic kernel both ways too, and one
-//! [`BenchRecord::AtomicHalfVsF32`] puts the two side by side.
+//! default, the passes, and the atomic kernel in several shapes.
 //! Data is synthetic and seeded; one [`BenchRecord`] per measurement. [`Options`] narrows a
 //! run to some sizes and can leave the slow CPU references out (the exact optimum then comes
 //! from the GPU's certified exact solver).
@@ -23,7 +21,7 @@ use crate::error::Result;
 use crate::gpu::softassign::atomic::AtomicShape;
 use crate::gpu::softassign::{GpuSoftAssign, Kernel};
 use crate::matrix::DistanceMatrix;
-use crate::softassign::{scale_of, SoftAssignParams};
+use crate::softassign::{discretise, scale_of, SoftAssignParams};
 use crate::solve::{self, Method, SolveOptions};
 use crate::synth;
 
@@ -95,8 +93,8 @@ pub struct Options {
 
 /// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
 /// compared sizes, the passes and the atomic kernel in its planned shape with 1 and 2 rows
-/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), each with D in half
-/// precision and in f32, where the device runs them.
+/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), where the device
+/// runs them.
 fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
     let default = GpuSoftAssign::new(ctx, d, params, 1)?;
     if !compare {
@@ -115,9 +113,7 @@ fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compar
             ..planned
         });
         let mut seen = Vec::from_iter(default.atomic_shape());
-        let precisions =
-            std::iter::once(planned).chain(shapes).flat_map(|s| [true, false].map(|h| s.with_half(h, d.cols)));
-        for shape in precisions {
+        for shape in std::iter::once(planned).chain(shapes) {
             if seen.contains(&shape) {
                 continue;
             }
@@ -190,10 +186,9 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
     (start.elapsed().as_secs_f64() * 1e3 * per as f64 / iterations as f64, iterations)
 }
 
-/// The time one cooling iteration takes at least: D's `distance_bytes` once per Sinkhorn
-/// iteration at [`BANDWIDTH_GB_S`].
-fn floor_ms(distance_bytes: u64, params: &SoftAssignParams) -> f64 {
-    distance_bytes as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
+/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration.
+fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
+    (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
 }
 
 /// One measurement of `mosaic bench` (the envelope names the device).
@@ -206,8 +201,7 @@ pub enum BenchRecord {
         /// The kernel that ran (`GpuSoftAssign::new` picks one workgroup where D fits its
         /// shared memory, else atomic where the device has float atomics, else passes).
         kernel: Kernel,
-        /// The atomic kernel's shape (workgroup, rows per step, vec4 loads, row blocks, D in
-        /// half precision).
+        /// The atomic kernel's shape (workgroup, rows per step, vec4 loads, row blocks).
         atomic_shape: Option<AtomicShape>,
         /// Dependent dispatches per cooling iteration.
         dispatches: u32,
@@ -226,8 +220,7 @@ pub enum BenchRecord {
         cpu_sinkhorn_iterations_measured: u32,
         /// The paper's GTX 280 time, where Table 2 has this size.
         paper_ms: Option<f64>,
-        /// Bytes (D read once per Sinkhorn iteration: f32, or the atomic kernel's half copy)
-        /// / 2600 GB/s.
+        /// Bytes (D read once per Sinkhorn iteration) / 2600 GB/s.
         floor_ms: f64,
         sinkhorn_iterations: u32,
         speedup_vs_paper: Option<f64>,
@@ -236,11 +229,8 @@ pub enum BenchRecord {
     /// A full solve by every method, costs relative to the optimum.
     FullSolve {
         size: String,
-        /// The SoftAssign kernel (the default, and at the compared sizes the atomic kernel
-        /// with D in half precision and in f32).
+        /// The SoftAssign kernel (the default, and at the compared sizes the atomic kernel).
         softassign_kernel: Kernel,
-        /// The atomic kernel's shape, where it ran.
-        atomic_shape: Option<AtomicShape>,
         cooling_iterations: u32,
         /// The paper: 900x8192 with 200 cooling iterations took under a minute on a GTX 280.
         paper_ms: Option<f64>,
@@ -258,24 +248,6 @@ pub enum BenchRecord {
     },
     /// The exact solver alone at the largest size (CPU, one thread, f64).
     Exact { size: String, cpu_ms: f64, cost: f64 },
-    /// At a compared size: the atomic kernel in its planned shape with D in half precision
-    /// against f32, one cooling iteration (GPU timestamps, as in the records above; None
-    /// where that size's cooling iteration was not timed in this shape) and the full solve.
-    AtomicHalfVsF32 {
-        size: String,
-        /// The half shape; the f32 one differs in `half` and `vec4`.
-        atomic_shape: AtomicShape,
-        half_gpu_ms: Option<f64>,
-        f32_gpu_ms: Option<f64>,
-        /// Bytes of D per Sinkhorn iteration / 2600 GB/s, for each.
-        half_floor_ms: f64,
-        f32_floor_ms: f64,
-        /// The full solve's assignment, costed on D (f64).
-        half_cost: f64,
-        f32_cost: f64,
-        /// half_cost / f32_cost - 1.
-        cost_difference: f64,
-    },
 }
 
 /// A CPU baseline method's cost against the optimum.
@@ -311,7 +283,9 @@ impl std::fmt::Display for BenchRecord {
                 floor_ms,
                 ..
             } => {
-                let shape = atomic_shape.map_or(String::new(), |s| format!(" {}", shape_text(&s)));
+                let shape = atomic_shape.map_or(String::new(), |s| {
+                    format!(" wg {} rows {} vec4 {} blocks {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks)
+                });
                 let cpu = cpu_ms.map_or(String::new(), |c| format!(", CPU {c:.1} ms, {:.1} x", c / gpu_ms));
                 write!(
                     f,
@@ -321,7 +295,6 @@ impl std::fmt::Display for BenchRecord {
             BenchRecord::FullSolve {
                 size,
                 softassign_kernel,
-                atomic_shape,
                 softassign_gpu_ms,
                 softassign_ratio,
                 exact_ms,
@@ -331,50 +304,13 @@ impl std::fmt::Display for BenchRecord {
                 ..
             } => write!(
                 f,
-                "full solve {size}: softassign (GPU, {softassign_kernel:?}{}) {softassign_gpu_ms:.1} ms at {softassign_ratio:.6} x exact; exact ({exact_backend:?}) {exact_ms:.1} ms{}{}",
-                atomic_shape.map_or(String::new(), |s| format!(" {}", precision(&s))),
+                "full solve {size}: softassign (GPU, {softassign_kernel:?}) {softassign_gpu_ms:.1} ms at {softassign_ratio:.6} x exact; exact ({exact_backend:?}) {exact_ms:.1} ms{}{}",
                 baseline_text("greedy", greedy),
                 baseline_text("anneal", anneal)
             ),
             BenchRecord::Exact { size, cpu_ms, cost } => write!(f, "exact {size}: {cpu_ms:.1} ms (cost {cost:.1})"),
-            BenchRecord::AtomicHalfVsF32 {
-                size,
-                atomic_shape,
-                half_gpu_ms,
-                f32_gpu_ms,
-                half_floor_ms,
-                f32_floor_ms,
-                cost_difference,
-                ..
-            } => {
-                let ms = |v: &Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3} ms"));
-                let s = atomic_shape;
-                write!(
-                    f,
-                    "atomic D f16 vs f32 {size} (wg {} rows {} blocks {}): cooling iteration {} (floor {half_floor_ms:.3}) vs {} (floor {f32_floor_ms:.3}); full solve cost {cost_difference:+.3e}",
-                    s.workgroup,
-                    s.rows_per_step,
-                    s.blocks,
-                    ms(half_gpu_ms),
-                    ms(f32_gpu_ms)
-                )
-            }
         }
     }
-}
-
-/// The printed form of the precision an atomic kernel reads D in.
-fn precision(s: &AtomicShape) -> &'static str {
-    if s.half {
-        "D f16"
-    } else {
-        "D f32"
-    }
-}
-
-/// The printed form of an atomic kernel's shape.
-fn shape_text(s: &AtomicShape) -> String {
-    format!("wg {} rows {} vec4 {} blocks {} {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks, precision(s))
 }
 
 /// Runs the benchmark set; `emit` gets one record per measurement.
@@ -394,17 +330,13 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
     };
     let reps = if options.quick { 1 } else { 5 };
 
-    // Table 2: one cooling iteration; the atomic kernel's times kept for the half/f32 record.
-    let mut atomic_ms = Vec::new();
+    // Table 2: one cooling iteration.
     for &(m, n) in &sizes {
         let d = matrix(m, n, 1);
         let cpu = (!options.skip_cpu).then(|| cpu_cooling_ms(&d, &params));
         for state in variants(ctx, &d, &params, compared(m, n))? {
             let times = gpu_cooling_ms(ctx, &state, &params, reps)?;
             let gpu_ms = times.gpu_ms;
-            if let Some(shape) = state.atomic_shape() {
-                atomic_ms.push(((m, n), shape, gpu_ms));
-            }
             emit(&BenchRecord::SoftassignCoolingIteration {
                 size: format!("{m}x{n}"),
                 kernel: state.kernel(),
@@ -418,7 +350,7 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
                 cpu_threads: rayon::current_num_threads(),
                 cpu_sinkhorn_iterations_measured: cpu.map_or(0, |c| c.1),
                 paper_ms: paper_ms(m, n),
-                floor_ms: floor_ms(state.distance_bytes(), &params),
+                floor_ms: floor_ms(m, n, &params),
                 sinkhorn_iterations: params.per_temperature(),
                 speedup_vs_paper: paper_ms(m, n).map(|p| p / gpu_ms),
                 speedup_vs_cpu: cpu.map(|c| c.0 / gpu_ms),
@@ -444,35 +376,24 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
             (!options.skip_cpu).then(|| Baseline::run(method, &d, &cpu, exact.cost)).transpose()
         };
         let (greedy, anneal) = (baseline(Method::Greedy)?, baseline(Method::Anneal)?);
-        // The default kernel and, at the compared sizes, the atomic kernel in its planned
-        // shape with D in half precision and in f32, where not the default.
+        // The default kernel and, at the compared sizes, the atomic kernel where it is not
+        // the default.
         let mut states = vec![GpuSoftAssign::new(ctx, &d, &params, 1)?];
-        let planned = AtomicShape::planned(ctx.info(), m, n);
-        let [half, f32] = [true, false].map(|h| planned.with_half(h, n));
-        if compared(m, n) && ctx.info().shader_buffer_float32_atomic_add {
-            for shape in [half, f32] {
-                if states[0].atomic_shape() != Some(shape) {
-                    states.push(GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape)?);
-                }
-            }
+        if compared(m, n) && ctx.info().shader_buffer_float32_atomic_add && states[0].kernel() != Kernel::Atomic {
+            states.push(GpuSoftAssign::with_kernel(ctx, &d, &params, 1, Kernel::Atomic)?);
         }
-        let mut atomic_costs = Vec::new();
         for state in states {
             // SoftAssign on the GPU, timing the annealing on its own too.
             let start = Instant::now();
             state.anneal(&params, &ProgressBar::hidden())?;
             let anneal_ms = start.elapsed().as_secs_f64() * 1e3;
-            let assignment = state.assignment(&d, 1)?;
+            let assignment = discretise(&d, &state.potentials()?, 1);
             let total_ms = start.elapsed().as_secs_f64() * 1e3;
             d.check_assignment(&assignment)?;
             let soft_cost = d.cost(&assignment);
-            if let Some(shape) = state.atomic_shape() {
-                atomic_costs.push((shape, soft_cost));
-            }
             emit(&BenchRecord::FullSolve {
                 size: format!("{m}x{n}"),
                 softassign_kernel: state.kernel(),
-                atomic_shape: state.atomic_shape(),
                 cooling_iterations: params.iterations,
                 paper_ms: ((m, n) == (900, 8192)).then_some(60000.0),
                 softassign_gpu_ms: total_ms,
@@ -484,21 +405,6 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
                 exact_backend,
                 greedy: greedy.clone(),
                 anneal: anneal.clone(),
-            });
-        }
-        let cost = |shape| atomic_costs.iter().find(|c| c.0 == shape).map(|c| c.1);
-        if let (Some(half_cost), Some(f32_cost)) = (cost(half), cost(f32)) {
-            let ms = |shape| atomic_ms.iter().find(|t| t.0 == (m, n) && t.1 == shape).map(|t| t.2);
-            emit(&BenchRecord::AtomicHalfVsF32 {
-                size: format!("{m}x{n}"),
-                atomic_shape: half,
-                half_gpu_ms: ms(half),
-                f32_gpu_ms: ms(f32),
-                half_floor_ms: floor_ms(half.distance_bytes(m, n), &params),
-                f32_floor_ms: floor_ms(f32.distance_bytes(m, n), &params),
-                half_cost,
-                f32_cost,
-                cost_difference: half_cost / f32_cost - 1.0,
             });
         }
         if Some(&(m, n)) == full.last() && !options.skip_cpu {

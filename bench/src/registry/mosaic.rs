@@ -151,8 +151,6 @@ impl Kernel for AtomicSinkhorn {
             rows_per_step: config.get("rows_per_step"),
             vec4: config.get("vec4") != 0,
             blocks: config.get("blocks").min(size as u32),
-            // The sweep checks against the CPU twin on the f32 D: it tunes the default precision.
-            half: false,
         };
         let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).map_err(to_engine)?;
         let t = params.temperature(0, gpu.scale());

@@ -253,8 +253,7 @@ pub struct BenchCmd {
     #[command(flatten)]
     pub bench: kit::BenchArgs,
     /// Only this size of patches x tiles (M <= N), repeatable: its cooling iteration with every
-    /// kernel and shape (the atomic kernel with D in half precision and in f32), and its full
-    /// solve with the default and the atomic kernel in both precisions
+    /// kernel and shape, and its full solve with the default and the atomic kernel
     #[arg(long = "size", value_name = "MxN", value_parser = parse_bench_size)]
     pub sizes: Vec<(usize, usize)>,
     /// Leave the CPU out: no CPU SoftAssign timing, no greedy or annealing baseline, and the

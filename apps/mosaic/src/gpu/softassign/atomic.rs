@@ -4,26 +4,17 @@
 //! potentials from the finished sums at their start. A cooling iteration of S Sinkhorn
 //! iterations is S + 1 dispatches (the last applies the final column normalisation).
 //!
-//! D is read from the f32 copy the other kernels read (the default) or in half precision
-//! ([`AtomicShape::half`], tuning key `half`: [`super::half_matrix`], its own copy, rows
-//! padded to 4 columns). On the H200 the half D is slower at 2048x8192 (2.46-2.70 ms per
-//! cooling iteration against 2.27-2.30 for f32, run L), so it is not the default.
-//!
 //! Buffers: g holds two slots of n (slot 0 the potentials, slot 1 the ping-pong copy
 //! dispatches pass on) and the column sums three (one being read, one being added into, one
-//! being zeroed for the next dispatch). Bytes per Sinkhorn iteration
-//! ([`AtomicShape::distance_bytes`]): D once (half: 2 m n with n rounded up to 4, 32 MiB at
-//! 2048 x 8192, which fits an H200's L2; f32: 4 m n, 64 MiB, which does not); every
+//! being zeroed for the next dispatch). Bytes per Sinkhorn iteration: D once (4 m n); every
 //! workgroup reads g and the sums (8 n, from L2); the atomics add 4 n per block into L2.
 //!
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{Bind, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
+use engine::{Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
 
-use super::half_matrix::{HalfMatrix, GROUP_COLUMNS};
 use crate::error::{MosaicError, Result};
-use crate::matrix::DistanceMatrix;
 use crate::shaders;
 
 /// The tuning file's kernel name for [`AtomicShape`]'s keys.
@@ -41,21 +32,17 @@ const FINISH_WORKGROUP: u32 = 256;
 
 /// The shape of `sinkhorn_atomic.comp`: specialization constants and the grid. Every field
 /// can be set per device by the tuning file (kernel [`TUNING_KERNEL`], keys `workgroup`,
-/// `rows_per_step`, `vec4`, `blocks`, `half`) and is checked against the device and the
-/// matrix.
+/// `rows_per_step`, `vec4`, `blocks`) and is checked against the device and the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct AtomicShape {
     /// Invocations per workgroup (a power of two).
     pub workgroup: u32,
     /// Rows reduced together per workgroup barrier (1..=4).
     pub rows_per_step: u32,
-    /// 16-byte loads of the f32 D (only where n is a multiple of 4, and not with `half`).
+    /// 16-byte loads of D (only where n is a multiple of 4).
     pub vec4: bool,
     /// Row blocks, one workgroup each (at most m).
     pub blocks: u32,
-    /// D read from its half-precision copy ([`super::half_matrix`]), one 8-byte load per
-    /// 4 columns, instead of the f32 D.
-    pub half: bool,
 }
 
 /// Largest workgroup: 1024 invocations and, for the per-subgroup row sums in shared
@@ -72,20 +59,12 @@ impl AtomicShape {
         let workgroup = tuned("workgroup").unwrap_or_else(|| {
             (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(64.min(max_wg), max_wg)
         });
-        let half = tuned("half").is_some_and(|v| v != 0);
         AtomicShape {
             workgroup,
             rows_per_step: tuned("rows_per_step").unwrap_or(1),
-            vec4: !half && tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4),
+            vec4: tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4),
             blocks: tuned("blocks").unwrap_or(DEFAULT_BLOCKS).min(m as u32),
-            half,
         }
-    }
-
-    /// The same shape reading D in the other precision: `half`, or the f32 D with 16-byte
-    /// loads where n allows them.
-    pub fn with_half(self, half: bool, n: usize) -> AtomicShape {
-        AtomicShape { half, vec4: !half && n.is_multiple_of(4), ..self }
     }
 
     /// Refuses a shape the device or the matrix cannot run.
@@ -97,9 +76,6 @@ impl AtomicShape {
             Some(format!("rows_per_step {} is not in 1..={MAX_ROWS_PER_STEP}", self.rows_per_step))
         } else if self.vec4 && !n.is_multiple_of(4) {
             Some(format!("vec4 loads need n divisible by 4 (n = {n})"))
-        } else if self.vec4 && self.half {
-            // Two names for one kernel would time it twice in a sweep.
-            Some("vec4 loads are of the f32 D; the half D is always read 8 bytes per 4 columns".to_string())
         } else if self.blocks == 0 || self.blocks as usize > m {
             Some(format!("blocks {} is not in 1..={m}", self.blocks))
         } else if self.shared_bytes() > info.max_shared_memory_bytes {
@@ -129,19 +105,10 @@ impl AtomicShape {
 
     /// The specialization constants of `sinkhorn_atomic.comp` for n columns (the sweep
     /// reads the driver's statistics of exactly this pipeline).
-    pub fn specialization(&self, n: usize) -> [u32; 6] {
+    pub fn specialization(&self, n: usize) -> [u32; 5] {
         let groups = self.groups(n);
         let full = n as u64 == 4 * u64::from(groups) * u64::from(self.workgroup);
-        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(full), u32::from(self.half)]
-    }
-
-    /// Bytes of D one Sinkhorn iteration reads.
-    pub fn distance_bytes(&self, m: usize, n: usize) -> u64 {
-        if self.half {
-            2 * (m * n.next_multiple_of(GROUP_COLUMNS)) as u64
-        } else {
-            4 * (m * n) as u64
-        }
+        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(full)]
     }
 }
 
@@ -164,8 +131,6 @@ struct SinkhornPush {
     sums_zero: u32,
     /// 1 where the dispatch walks its rows last to first.
     reverse: u32,
-    /// The power of two the half D is multiplied by (1 for the f32 D).
-    d_scale: f32,
 }
 
 #[repr(C)]
@@ -196,8 +161,6 @@ pub struct AtomicKernel {
     finish: ComputePipeline,
     /// Three slots of n column sums, zero between cooling iterations.
     sums: Buffer<f32>,
-    /// With `half`: D's packed halves and their scale.
-    half: Option<(Buffer<u32>, f32)>,
 }
 
 /// The constants every dispatch of one cooling iteration shares.
@@ -209,11 +172,9 @@ pub struct Temperature {
 }
 
 impl AtomicKernel {
-    /// Builds the pipelines for D (and, with `half`, uploads its half-precision copy);
-    /// refuses a device without float atomic addition in storage buffers or a shape it
-    /// cannot run.
-    pub fn new(ctx: &Context, d: &DistanceMatrix, shape: AtomicShape) -> Result<AtomicKernel> {
-        let (m, n) = (d.rows, d.cols);
+    /// Builds the pipelines for an m x n matrix; refuses a device without float atomic
+    /// addition in storage buffers or a shape it cannot run.
+    pub fn new(ctx: &Context, m: usize, n: usize, shape: AtomicShape) -> Result<AtomicKernel> {
         let info = ctx.info();
         if !info.shader_buffer_float32_atomic_add {
             return Err(MosaicError::InvalidInput(format!(
@@ -235,13 +196,7 @@ impl AtomicKernel {
             &[FINISH_WORKGROUP],
         )?;
         let sums = ctx.buffer(3 * n, Location::Device, "column sums")?;
-        let half = if shape.half {
-            let h = HalfMatrix::new(d);
-            Some((ctx.upload(&h.packed, "distance matrix (f16)")?, h.scale))
-        } else {
-            None
-        };
-        Ok(AtomicKernel { shape, sinkhorn, finish, sums, half })
+        Ok(AtomicKernel { shape, sinkhorn, finish, sums })
     }
 
     pub fn shape(&self) -> AtomicShape {
@@ -253,9 +208,9 @@ impl AtomicKernel {
         rec.fill(&self.sums, 0);
     }
 
-    /// Records one cooling iteration of `iterations` Sinkhorn iterations on D (m x n; the
-    /// f32 buffer is read unless the shape is `half`), f (m) and g (2 n); with `mark`, each
-    /// Sinkhorn dispatch ends in a "sinkhorn" mark and the last in "finish".
+    /// Records one cooling iteration of `iterations` Sinkhorn iterations on D (m x n), f
+    /// (m) and g (2 n); with `mark`, each Sinkhorn dispatch ends in a "sinkhorn" mark and the
+    /// last in "finish".
     pub fn record_cooling_iteration(
         &self,
         rec: &mut Recorder,
@@ -265,10 +220,6 @@ impl AtomicKernel {
         temp: &Temperature,
         mark: bool,
     ) {
-        let (distances, d_scale): (&dyn Bind, f32) = match &self.half {
-            Some((packed, scale)) => (packed, *scale),
-            None => (d, 1.0),
-        };
         for s in 0..iterations {
             let (update, g_in, g_out, sums_read, sums_add, sums_zero) = slots(s);
             let push = SinkhornPush {
@@ -287,9 +238,8 @@ impl AtomicKernel {
                 sums_zero,
                 // Alternate directions, so each dispatch starts where the L2 cache is warm.
                 reverse: s % 2,
-                d_scale,
             };
-            rec.dispatch_linear(&self.sinkhorn, &[distances, f, g, &self.sums], &push, self.shape.blocks);
+            rec.dispatch_linear(&self.sinkhorn, &[d, f, g, &self.sums], &push, self.shape.blocks);
             rec.storage_barrier();
             if mark {
                 rec.mark("sinkhorn");
