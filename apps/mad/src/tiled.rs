@@ -30,17 +30,16 @@
 //!   tile takes those seams out of the filter and adds them back from whole rows and
 //!   columns of the image ([`crate::seams`]); what is left is continuous on the torus and
 //!   short.
-//! - Scale 4 (wavelength 243) is smooth but long: [`APPEARANCE_HALO`] (1024) is where it
-//!   has converged.
+//! - Scale 4 (wavelength 243) is smooth but long: the halo sets how much of it a tile
+//!   holds ([`APPEARANCE_HALO`]).
 //!
-//! Measured: the 8000x8000 pair of `mad bench` (`tiled_8000_2G`, H200) scores 22.034427 in
-//! the GPU's tiles with the 1024-pixel halo (130 windows of 2700x2880 under 2 GiB),
-//! 22.034394 over the whole image on the GPU and 22.034397 on the CPU in f64: 1.5e-6
-//! relative. With a 512-pixel halo, 8.2e-5; on a 1536x1536 pair on
-//! the CPU, 3.8e-5 with a 256-pixel halo and 2.1e-4 with 128. The windows are at least
-//! about 2100 pixels a side and each tile transforms whole lines of the image for its
-//! seams, so the tiled path does many times the whole-image path's work: it is for pairs
-//! the whole-image path cannot hold.
+//! Measured: the 8000x8000 pair of `mad bench` (H200, under 2 GiB, windows of 2916x3000)
+//! scores 22.034394 over the whole image on the GPU and 22.034397 on the CPU in f64; the
+//! GPU's tiles are 2.6e-5 off it with a 512-pixel halo (25 tiles), 6.7e-6 with 768 (36
+//! tiles, `tiled_8000_2G`) and 1.2e-7 with 1024 (90 tiles). On a 1536x1536 pair on the CPU,
+//! 3.8e-5 with a 256-pixel halo and 2.1e-4 with 128. Each tile transforms whole lines of the
+//! image for its seams, so the tiled path does many times the whole-image path's work (10 s
+//! against 0.75 s at 8000x8000): it is for pairs the whole-image path cannot hold.
 
 use engine::prims::fft::Complex64;
 use rayon::prelude::*;
@@ -55,12 +54,13 @@ use crate::{MadError, Maps, Scores};
 /// Pixels of halo around a tile's blocks for the CSF of the detection stage.
 pub const DETECTION_HALO: usize = 64;
 /// Pixels of halo around a GPU tile's blocks for the log-Gabor bands (longest wavelength
-/// 243): [`crate::gpu::GpuMad`]'s default.
-pub const APPEARANCE_HALO: usize = 1024;
+/// 243): [`crate::gpu::GpuMad`]'s default. 6.7e-6 off the whole image at 8000x8000 where
+/// 1024 is 1.2e-7 and 512 is 2.6e-5, in 36 tiles where 1024 takes 90.
+pub const APPEARANCE_HALO: usize = 768;
 /// The CPU's halo for the log-Gabor bands: its f64 tiles hold the seams' lines too (248
 /// bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
 /// pixels a side, which the 1024-pixel halo would leave tiles of 40 pixels (40000 of them).
-/// With 512 the pair takes 64 tiles; the GPU measured 8.2e-5 relative at this halo.
+/// With 512 the pair takes 64 tiles; the GPU measured 2.6e-5 relative at this halo.
 pub const CPU_APPEARANCE_HALO: usize = 512;
 /// The least halo the GPU places: the local MSE's mirror reads up to 8 pixels past the cells
 /// and the detection sums' rows must fit the window's crop.
