@@ -94,13 +94,18 @@ pub(super) fn partials_per_pair(grid: &Grid) -> usize {
 }
 
 /// [`BANDS_TARGET_BYTES`], or [`BANDS_TARGET_NARROW_BYTES`] for columns of `height` on a
-/// device with `shared` bytes of shared memory per workgroup.
-fn target_bytes(height: usize, shared: usize) -> usize {
-    if 4 * engine::prims::fft::line_fft_size(height) * COMPLEX_BYTES > shared {
-        BANDS_TARGET_NARROW_BYTES
-    } else {
-        BANDS_TARGET_BYTES
-    }
+/// device whose workgroups have too little shared memory for several of them; never more
+/// than one storage-buffer binding holds (lavapipe's is 128 MiB, so the default chunks'
+/// stacks there would not bind in one group of every band).
+fn target_bytes(ctx: &Context, height: usize) -> usize {
+    let info = ctx.info();
+    let target =
+        if 4 * engine::prims::fft::line_fft_size(height) * COMPLEX_BYTES > info.max_shared_memory_bytes as usize {
+            BANDS_TARGET_NARROW_BYTES
+        } else {
+            BANDS_TARGET_BYTES
+        };
+    target.min(usize::try_from(info.max_storage_buffer_range).unwrap_or(usize::MAX))
 }
 
 /// Bytes per pixel of one pair a band stack of [`BandStack::new`] for `bands` bands of
@@ -111,15 +116,14 @@ pub(super) fn stack_bytes_per_pixel(
     capacity: usize,
     bands: usize,
 ) -> u64 {
-    let target = target_bytes(height, ctx.info().max_shared_memory_bytes as usize);
+    let target = target_bytes(ctx, height);
     (2 * COMPLEX_BYTES * group_size(width.saturating_mul(height), capacity, bands, target)) as u64
 }
 
 impl BandStack {
     /// The stack for `bands` bands of `capacity` pairs of `grid`'s size.
     pub(super) fn new(ctx: &Context, grid: &Grid, capacity: usize, bands: usize) -> Result<BandStack, MadError> {
-        let shared = ctx.info().max_shared_memory_bytes as usize;
-        Self::with_target(ctx, grid, capacity, bands, target_bytes(grid.height, shared))
+        Self::with_target(ctx, grid, capacity, bands, target_bytes(ctx, grid.height))
     }
 
     fn with_target(
