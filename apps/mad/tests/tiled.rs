@@ -160,6 +160,24 @@ fn a_small_budget_makes_the_gpu_score_in_tiles() {
     engine::testing::assert_no_validation_messages();
 }
 
+/// A pair whose spectra would not bind in one piece (over the device's storage-buffer
+/// range: lavapipe's 128 MiB holds about 2900x2900) is planned in tiles whose buffers do,
+/// however large the budget, instead of failing in the FFT's setup.
+#[test]
+fn a_pair_over_the_binding_range_is_planned_in_tiles() {
+    let gpu = mad::gpu::GpuMad::new(engine::testing::context()).unwrap();
+    let range = engine::testing::context().info().max_storage_buffer_range;
+    let _turn = BUDGET.lock().unwrap_or_else(|e| e.into_inner());
+    kit::budget::set(1 << 40);
+    // The side whose pair's two complex spectra (16 bytes a pixel) just pass the range.
+    let side = ((range / 16) as f64).sqrt() as u64 + 1;
+    let plan = gpu.plan(side, side, false).unwrap().expect("tiles where the whole pair cannot bind");
+    let window = (plan.window.0 * plan.window.1) as u64;
+    // The four ramped lines of a window are the largest binding of a tile.
+    assert!(plan.fits_gpu() && 32 * window <= range, "{plan:?} against a range of {range}");
+    assert_eq!(gpu.plan(512, 512, false).unwrap(), None, "a small pair stays whole");
+}
+
 /// Tiles that really split the image (16 windows of 270x270 over a 512x480 pair) against the
 /// whole image. The CSF is even about the spectrum's edge and the detection score converges;
 /// the finest log-Gabor bands' seams at the spectrum's edge come from whole lines

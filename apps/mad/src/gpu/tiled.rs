@@ -33,6 +33,12 @@ use crate::{MadError, Maps, Scores};
 const SEAM_HOST_BYTES: u64 = 32;
 /// Bytes per window pixel of the seams on the device: the spectra of both images' `P` and `Q`.
 const SEAM_DEVICE_BYTES: u64 = 32;
+/// Bytes per pixel of the largest buffer bound in one piece, which the device's storage
+/// buffer range must hold (lavapipe's is 128 MiB, about 2900x2900 of a whole pair): over
+/// the whole image the pair's two spectra (and the band stack's least group), in a tile
+/// its four ramped lines.
+const WHOLE_BINDING_BYTES: u64 = 16;
+const TILE_BINDING_BYTES: u64 = 32;
 
 impl GpuMad {
     /// Sets the halo of the tiles this GPU plans for pairs over the budget (default
@@ -44,14 +50,17 @@ impl GpuMad {
     }
 
     /// How this GPU scores a `width x height` pair within the budget (and the device's
-    /// memory): `None` for the whole image at once, else the largest tiles that fit.
+    /// memory and buffer bindings): `None` for the whole image at once, else the largest
+    /// tiles that fit.
     pub fn plan(&self, width: u64, height: u64, maps: bool) -> Result<Option<Plan>, MadError> {
-        let fits_device = |size: (usize, usize), device: u64| {
-            (size.0 as u64).saturating_mul(size.1 as u64).saturating_mul(device) <= self.device_memory()
+        let range = self.ctx.info().max_storage_buffer_range;
+        let fits_device = |size: (usize, usize), device: u64, binding: u64| {
+            let pixels = (size.0 as u64).saturating_mul(size.1 as u64);
+            pixels.saturating_mul(device) <= self.device_memory() && pixels.saturating_mul(binding) <= range
         };
         let size = (width.min(usize::MAX as u64) as usize, height.min(usize::MAX as u64) as usize);
         if self.check_budget(width, height, 1, 1, maps).is_ok()
-            && fits_device(size, self.slot_bytes_per_pixel(size, 1, maps).1)
+            && fits_device(size, self.slot_bytes_per_pixel(size, 1, maps).1, WHOLE_BINDING_BYTES)
         {
             return Ok(None);
         }
@@ -59,7 +68,7 @@ impl GpuMad {
             let (host, device) = self.slot_bytes_per_pixel(p.window, 1, maps);
             let (host, device) = (host + SEAM_HOST_BYTES, device + SEAM_DEVICE_BYTES);
             let pixels = (p.window.0 as u64) * (p.window.1 as u64);
-            if fits_device(p.window, device) {
+            if fits_device(p.window, device, TILE_BINDING_BYTES) {
                 pixels.saturating_mul(host + device)
             } else {
                 u64::MAX
