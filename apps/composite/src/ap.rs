@@ -304,6 +304,11 @@ impl ApImage {
     pub fn write(&self, path: &Path) -> Result<()> {
         Ok(kit::output::write_bytes(path, &self.to_bytes())?)
     }
+
+    /// Like [`ApImage::write`], into `staged` (all or none with the command's other outputs).
+    pub fn stage(&self, staged: &mut kit::output::Staged, path: &Path) -> Result<()> {
+        Ok(staged.write_bytes(path, &self.to_bytes())?)
+    }
 }
 
 /// The largest canonical payload of `pixels` pixels, in bytes: every run but the first has at

@@ -155,15 +155,18 @@ pub fn run(ctx: &Context, out: &Path) -> Result<DemoReport> {
         composite_matches_single_pass: single == cpu,
         files: FILES.iter().map(|f| f.to_string()).collect(),
     };
+    // Every file is staged, then all are renamed into place together (all or none).
+    let mut staged = kit::output::Staged::new();
     for (rank, (e, frame)) in encoded.into_iter().zip(&frames).enumerate() {
-        ApImage::new(WIDTH, HEIGHT, background, e)?.write(&out.join(format!("rank{rank}.ap")))?;
-        frame.save(&out.join(format!("rank{rank}.png")), None, background)?;
+        ApImage::new(WIDTH, HEIGHT, background, e)?.stage(&mut staged, &out.join(format!("rank{rank}.ap")))?;
+        frame.stage(&mut staged, &out.join(format!("rank{rank}.png")), None, background)?;
     }
-    ApImage::new(WIDTH, HEIGHT, background, cpu.clone())?.write(&out.join("composite.ap"))?;
+    ApImage::new(WIDTH, HEIGHT, background, cpu.clone())?.stage(&mut staged, &out.join("composite.ap"))?;
     let decoded = Frame::decode(&cpu, WIDTH, HEIGHT);
-    decoded.save(&out.join("composite.png"), Some(&out.join("composite_depth.npy")), background)?;
-    Frame::decode(&over, WIDTH, HEIGHT).save(&out.join("over.png"), None, background)?;
-    kit::output::write_json(&out.join("summary.json"), &report)?;
+    decoded.stage(&mut staged, &out.join("composite.png"), Some(&out.join("composite_depth.npy")), background)?;
+    Frame::decode(&over, WIDTH, HEIGHT).stage(&mut staged, &out.join("over.png"), None, background)?;
+    staged.write_json(&out.join("summary.json"), &report)?;
+    staged.commit()?;
     if !(report.gpu_composite_matches_cpu && report.composite_matches_single_pass) {
         return Err(CompositeError::Corrupt(report.to_string()));
     }

@@ -86,12 +86,27 @@ impl Frame {
     }
 
     /// Writes colour as RGBA8 in the image format of the extension (background where
-    /// inactive) and, if asked, depth as float32 `.npy`.
+    /// inactive) and, if asked, depth as float32 `.npy`: both files or neither.
     pub fn save(&self, color: &Path, depth: Option<&Path>, background: [u8; 4]) -> Result<()> {
+        let mut staged = kit::output::Staged::new();
+        self.stage(&mut staged, color, depth, background)?;
+        Ok(staged.commit()?)
+    }
+
+    /// Like [`Frame::save`], into `staged`: the files land when `staged` is committed,
+    /// together with the command's other outputs.
+    pub fn stage(
+        &self,
+        staged: &mut kit::output::Staged,
+        color: &Path,
+        depth: Option<&Path>,
+        background: [u8; 4],
+    ) -> Result<()> {
         let (w, h) = (self.width as usize, self.height as usize);
-        kit::image::save_rgba8(color, w, h, &self.rgba_bytes(background))?;
+        let rgba = self.rgba_bytes(background);
+        kit::image::stage(staged, color, w, h, &rgba, kit::image::Layout::Rgba8, Default::default())?;
         if let Some(d) = depth {
-            kit::npy::write_f32(d, &[h, w], &self.depth)?;
+            kit::npy::stage_f32(staged, d, &[h, w], &self.depth)?;
         }
         Ok(())
     }
@@ -101,4 +116,25 @@ impl Frame {
 /// pixel.
 pub fn raw_words(color: &[u32], depth: &[f32]) -> Vec<u32> {
     color.iter().zip(depth).flat_map(|(&c, &d)| [c, d.to_bits()]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_writes_colour_and_depth_or_neither() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut frame = Frame::empty(3, 2);
+        frame.color[1] = pack_rgba([10, 20, 30, 255]);
+        frame.depth[1] = 0.25;
+        let (color, depth) = (dir.path().join("c.png"), dir.path().join("d.npy"));
+        frame.save(&color, Some(&depth), [0, 0, 0, 0]).unwrap();
+        assert_eq!(kit::npy::read(&depth).unwrap().data, frame.depth);
+
+        // The depth cannot be written (its folder is missing): the colour is not written either.
+        let lone = dir.path().join("lone.png");
+        assert!(frame.save(&lone, Some(&dir.path().join("missing/d.npy")), [0, 0, 0, 0]).is_err());
+        assert!(!lone.exists(), "the colour image was written without its depth");
+    }
 }

@@ -293,11 +293,13 @@ fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> Result<()> {
 /// stopped.
 fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), CompositeError> {
     let checks = || -> Result<(), kit::KitError> {
-        if comm.rank() == 0 {
-            kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
-        }
+        // The folder first: `--out` naming the same path then fails here as a folder,
+        // instead of after the render.
         if let Some(dir) = &args.partials {
             kit::output::check_folder(dir, &[])?;
+        }
+        if comm.rank() == 0 {
+            kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
         }
         Ok(())
     };

@@ -35,6 +35,9 @@ pub struct Rasteriser {
     pub depth: Buffer<f32>,
     pub width: u32,
     pub height: u32,
+    /// The most bytes one draw binds of a geometry buffer: the device's
+    /// maxStorageBufferRange (128 MiB on lavapipe, 8.4 million points).
+    draw_bytes: u64,
 }
 
 impl Rasteriser {
@@ -68,7 +71,17 @@ impl Rasteriser {
             depth: ctx.buffer(n, Location::Device, "rendered depth")?,
             width,
             height,
+            draw_bytes: ctx.info().max_storage_buffer_range,
         })
+    }
+
+    /// The most elements of `size` bytes one draw binds: within [`Rasteriser::draw_bytes`],
+    /// a multiple of `group` elements (3 for triangles), and a multiple of the storage
+    /// buffer offset alignment, so that every draw's first element is aligned.
+    fn draw_chunk(&self, size: u64, group: u64) -> usize {
+        let step = group * self.ctx.info().min_storage_buffer_offset_alignment.max(1);
+        let chunk = (self.draw_bytes / size / step).max(1) * step;
+        chunk.min(u32::MAX as u64) as usize
     }
 
     /// Uploads geometry once; it is drawn every frame.
@@ -87,15 +100,28 @@ impl Rasteriser {
     }
 
     /// Records drawing `geometry` with the camera and copying the result into
-    /// [`Rasteriser::color`] / [`Rasteriser::depth`] (followed by a barrier).
+    /// [`Rasteriser::color`] / [`Rasteriser::depth`] (followed by a barrier). Geometry larger
+    /// than one storage-buffer binding holds is drawn in several draws, in order: the depth
+    /// test keeps the first-drawn fragment on equal depths, as with one draw.
     pub fn record(&self, rec: &mut Recorder, geometry: &GpuGeometry, view: Mat4, proj: Mat4) {
         let push = CameraPush { view: view.to_cols_array(), proj: proj.to_cols_array() };
         rec.begin_rendering(&self.color_image, Some(&self.depth_image), [0.0; 4], 1.0);
         match geometry {
             GpuGeometry::Points { spheres, colors, count } => {
-                rec.draw(&self.points, &[spheres, colors], &push, 6, *count)
+                let chunk = self.draw_chunk(std::mem::size_of::<[f32; 4]>() as u64, 1);
+                for start in (0..*count as usize).step_by(chunk) {
+                    let n = chunk.min(*count as usize - start);
+                    let bindings = [spheres.slice(start, n), colors.slice(start, n)];
+                    rec.draw(&self.points, &[&bindings[0], &bindings[1]], &push, 6, n as u32);
+                }
             }
-            GpuGeometry::Mesh { vertices, count } => rec.draw(&self.mesh, &[vertices], &push, *count, 1),
+            GpuGeometry::Mesh { vertices, count } => {
+                let chunk = self.draw_chunk(std::mem::size_of::<crate::scene::MeshVertex>() as u64, 3);
+                for start in (0..*count as usize).step_by(chunk) {
+                    let n = chunk.min(*count as usize - start);
+                    rec.draw(&self.mesh, &[&vertices.slice(start, n)], &push, n as u32, 1);
+                }
+            }
         }
         rec.end_rendering();
         rec.copy_image_to_buffer(&self.color_image, &self.color);
@@ -144,6 +170,60 @@ mod tests {
             let (got, _, _) = enc.encode(&raster.color, &raster.depth, w, h).unwrap();
             assert_eq!(got, crate::cpu::encode::encode_serial(&frame), "rank {rank} of {ranks}");
         }
+        testing::assert_no_validation_messages();
+    }
+
+    /// Renders `scene` from frame 0's camera: (colour, depth).
+    fn draw(raster: &Rasteriser, scene: &Scene) -> (Vec<u32>, Vec<f32>) {
+        let ctx = testing::context();
+        let geometry = raster.upload(&scene.geometry).unwrap();
+        let (view, proj) = scene.camera(0, raster.width, raster.height);
+        ctx.run(|rec| {
+            raster.record(rec, &geometry, view, proj);
+            Ok(())
+        })
+        .unwrap();
+        (ctx.download(&raster.color).unwrap(), ctx.download(&raster.depth).unwrap())
+    }
+
+    #[test]
+    fn geometry_over_one_binding_is_drawn_in_several_draws_alike() {
+        let ctx = testing::context();
+        let mut raster = Rasteriser::new(ctx, 160, 120).unwrap();
+        let points = Scene::points(5000, 3).unwrap();
+        let obj = tempfile::tempdir().unwrap();
+        let grid: String = (0..40)
+            .flat_map(|i| {
+                let (x, y) = ((i % 8) as f32 * 0.3, (i / 8) as f32 * 0.3);
+                [format!("v {x} {y} {}\n", 0.1 * (i % 3) as f32), format!("v {} {y} 0\n", x + 0.5)]
+                    .into_iter()
+                    .chain([format!("v {x} {} 0.2\n", y + 0.5)])
+            })
+            .chain((0..40).map(|i| format!("f {} {} {}\n", 3 * i + 1, 3 * i + 2, 3 * i + 3)))
+            .collect();
+        std::fs::write(obj.path().join("grid.obj"), grid).unwrap();
+        let mesh = Scene::obj_folder(obj.path()).unwrap();
+        let whole = (draw(&raster, &points), draw(&raster, &mesh));
+        // Bindings of a few KiB: dozens of draws, the same images.
+        raster.draw_bytes = 4096;
+        assert!(raster.draw_chunk(16, 1) < 5000 && raster.draw_chunk(32, 3) < 120);
+        assert_eq!(draw(&raster, &points), whole.0, "points drawn in several draws differ");
+        assert_eq!(draw(&raster, &mesh), whole.1, "triangles drawn in several draws differ");
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn points_beyond_one_storage_binding_draw_within_the_limit() {
+        let ctx = testing::context();
+        let range = ctx.info().max_storage_buffer_range;
+        // Devices of larger ranges (4 GiB on NVIDIA) would need gigabytes of points here.
+        if range > 256 << 20 {
+            return;
+        }
+        let raster = Rasteriser::new(ctx, 64, 48).unwrap();
+        let scene = Scene::points((range / 16 + 1000) as usize, 1).unwrap();
+        let (_, depth) = draw(&raster, &scene);
+        assert!(depth.iter().any(|&d| d != 1.0), "nothing drawn");
         testing::assert_no_validation_messages();
     }
 }

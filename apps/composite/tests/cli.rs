@@ -437,6 +437,13 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
     let err = fails(&["render", "--scene", "points:50000000", "--size", "64x64", "--out", s(&file.join("x.png"))]);
     assert!(err.contains("is a file where a folder must be"), "{err}");
     assert!(t.elapsed().as_secs() < 5, "the check came late: {:?}", t.elapsed());
+    // So does an image whose path is also the partials folder.
+    let both = d.join("both.png");
+    let t = std::time::Instant::now();
+    let err =
+        fails(&["render", "--scene", "points:50000000", "--size", "64x64", "--out", s(&both), "--partials", s(&both)]);
+    assert!(err.contains("is a folder"), "{err}");
+    assert!(t.elapsed().as_secs() < 5, "the check came late: {:?}", t.elapsed());
     fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&d.join("x.png"))]);
     fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&z)]);
     // NaN depths are refused.

@@ -158,6 +158,19 @@ impl Problem {
         }
     }
 
+    /// [`Problem::layout`] once the image fits the memory budget. Callers check it before
+    /// computing distances too, so a mosaic too large fails at once, not after the solve.
+    pub fn checked_layout(&self, tile_px: usize) -> Result<Layout> {
+        if tile_px == 0 {
+            return Err(MosaicError::InvalidInput("--tile-px must be >= 1".into()));
+        }
+        let layout = self.layout(tile_px);
+        // The image, and as much again for the encoder's conversions.
+        let bytes = (layout.width() as u64).saturating_mul(layout.height() as u64).saturating_mul(6);
+        kit::budget::check(bytes, format!("the {}x{} mosaic", layout.width(), layout.height()))?;
+        Ok(layout)
+    }
+
     /// Renders the mosaic for `assignment` as `look` says, on the GPU or the CPU. Each used
     /// thumbnail is passed once, however many cells show it.
     pub fn render(
@@ -167,13 +180,7 @@ impl Problem {
         backend: Backend,
         ctx: Option<&Context>,
     ) -> Result<(Layout, Vec<u8>)> {
-        if look.tile_px == 0 {
-            return Err(MosaicError::InvalidInput("--tile-px must be >= 1".into()));
-        }
-        let layout = self.layout(look.tile_px);
-        // The image, and as much again for the encoder's conversions.
-        let bytes = (layout.width() as u64).saturating_mul(layout.height() as u64).saturating_mul(6);
-        kit::budget::check(bytes, format!("the {}x{} mosaic", layout.width(), layout.height()))?;
+        let layout = self.checked_layout(look.tile_px)?;
         let mut local = vec![u32::MAX; self.tiles.len()];
         let mut thumbs = Vec::new();
         let mut tile_colours = Vec::new();

@@ -109,6 +109,10 @@ pub struct IndexStats {
     /// Worker threads that decoded files (files decode in parallel, one at a time per
     /// thread, so decoding holds at most this many full-size images).
     pub threads: usize,
+    /// The cache file, up to date with the folder after this run: `None` without a cache
+    /// folder or when the cache could not be written (`mosaic index` reports it as written).
+    #[serde(skip)]
+    pub cache: Option<PathBuf>,
 }
 
 fn is_image(path: &Path) -> bool {
@@ -267,10 +271,11 @@ pub fn index_with_progress(
         }
     }
     if let Some(cache_path) = cache_path {
-        if stats.decoded > 0 || invalid_entries > 0 || !cache_path.exists() {
-            if let Err(e) = write_cache(&cache_path, params, &results) {
-                warn(&format!("cannot write tile index cache {}: {e}", cache_path.display()));
-            }
+        let stale = stats.decoded > 0 || invalid_entries > 0 || !cache_path.is_file();
+        let written = if stale { write_cache(&cache_path, params, &results) } else { Ok(()) };
+        match written {
+            Ok(()) => stats.cache = Some(cache_path),
+            Err(e) => warn(&format!("cannot write tile index cache {}: {e}", cache_path.display())),
         }
     }
     Ok((tiles, stats))

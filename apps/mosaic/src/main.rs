@@ -118,10 +118,17 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     let options = args.params.options(backend);
     let problem = args.problem.prepare()?;
     problem.check_capacity(options.repeat)?;
+    problem.checked_layout(args.tile_px)?;
     let d = problem.distances(backend, ctx.as_ref())?;
     let look = compose::Look { tile_px: args.tile_px, tint: args.tint as f32 };
     let built = compose::build(&problem, &d, args.method, &options, &look, ctx.as_ref())?;
     let cells = cell_tiles(&problem, &args.problem.tiles, &built.solved.assignment);
+    // Before anything is written: a comparison that fails leaves no outputs behind.
+    let exact_cost = match args.method {
+        Method::Exact => Some(built.solved.cost),
+        _ if args.compare_exact => Some(solve::run(Method::Exact, &d, &options, None)?.cost),
+        _ => None,
+    };
     // The image and the CSV land together or not at all.
     let mut staged = kit::output::Staged::new();
     let save = kit::image::SaveOptions { jpeg_quality: args.quality };
@@ -131,11 +138,6 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         staged.write(csv, |out| write_csv(out, &cells))?;
     }
     staged.commit()?;
-    let exact_cost = match args.method {
-        Method::Exact => Some(built.solved.cost),
-        _ if args.compare_exact => Some(solve::run(Method::Exact, &d, &options, None)?.cost),
-        _ => None,
-    };
     let record = BuildReport {
         method: args.method,
         solve_backend: args.method.backend(backend, options.repeat),
@@ -195,7 +197,7 @@ fn cmd_index(args: IndexArgs) -> Result<()> {
     let params = IndexParams { cells: (args.cells.0, args.cells.1), thumb: compose::thumb_size(args.aspect) };
     let cache_dir = args.cache.dir();
     let (tiles, stats) = index::index(&args.dir, &params, cache_dir.as_deref(), warn)?;
-    let cache = cache_dir.map(|c| params.cache_path(&c, &args.dir));
+    let cache = stats.cache.clone();
     let index_ms = start.elapsed().as_secs_f64() * 1e3;
     let record = IndexReport { tiles: tiles.len(), stats, cache: cache.clone(), index_ms };
     let written: Vec<&Path> = cache.iter().map(|c| c.as_path()).collect();

@@ -485,3 +485,79 @@ fn solve_honours_repeat() {
         Some(2)
     );
 }
+
+/// `count` small tiles in `dir` and a 40x30 target beside it; returns the target's path.
+fn small_problem(dir: &Path, count: usize) -> std::path::PathBuf {
+    use rand::SeedableRng;
+    let tiles = dir.join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for k in 0..count {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(12, 10, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k}.png")), 12, 10, &rgb).unwrap();
+    }
+    let target = dir.join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, 4).render(40, 30, 0.02, &mut rng);
+    kit::image::save_rgb8(&target, 40, 30, &rgb).unwrap();
+    target
+}
+
+#[test]
+fn index_reports_only_a_cache_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    small_problem(dir.path(), 3);
+    let tiles = dir.path().join("tiles");
+    // A file where the cache folder must be: the cache cannot be written.
+    let not_a_folder = dir.path().join("cache-file");
+    std::fs::write(&not_a_folder, b"x").unwrap();
+    let out = mosaic(&["index", tiles.to_str().unwrap(), "--cache", not_a_folder.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot write tile index cache"), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!((&v["cache"], &v["out"]), (&serde_json::Value::Null, &serde_json::json!([])), "{v}");
+
+    // A cache folder that works: the cache is written and reported.
+    let caches = dir.path().join("caches");
+    let out = mosaic(&["index", tiles.to_str().unwrap(), "--cache", caches.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let cache = v["cache"].as_str().expect("the cache written");
+    assert!(Path::new(cache).is_file() && v["out"] == serde_json::json!([cache]), "{v}");
+}
+
+#[test]
+fn mosaic_size_is_checked_before_the_distances() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = small_problem(dir.path(), 24);
+    let (t, d) = (target.to_str().unwrap(), dir.path().join("tiles"));
+    let png = dir.path().join("m.png");
+    // 1200 patches x 24 tiles: the distance matrix (345 KB) and the 320x240 mosaic (460 KB)
+    // are both over the budget; the mosaic's size is known first and fails before any
+    // distance is computed or any assignment solved.
+    let extra = ["--cells", "1x1", "--repeat", "50", "--tile-px", "8", "--max-memory", "200K", "--no-cache"];
+    let out = build(t, d.to_str().unwrap(), "40x30", "greedy", png.to_str().unwrap(), &extra);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the 320x240 mosaic needs"), "{}", stderr(&out));
+    assert!(!png.exists());
+}
+
+#[test]
+fn a_failed_exact_comparison_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = small_problem(dir.path(), 100);
+    let (t, d) = (target.to_str().unwrap(), dir.path().join("tiles"));
+    let (png, csv) = (dir.path().join("m.png"), dir.path().join("m.csv"));
+    // Greedy fits the budget; the exact solve of --compare-exact (2000 tile uses, 125 KiB)
+    // does not, and the command fails: without writing the image or the CSV.
+    let extra = ["--repeat", "20", "--tile-px", "1", "--max-memory", "64K", "--no-cache", "--compare-exact"];
+    let out = build(
+        t,
+        d.to_str().unwrap(),
+        "5x4",
+        "greedy",
+        png.to_str().unwrap(),
+        &[&extra[..], &["--assignment", csv.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exact over 2000 tile uses"), "{}", stderr(&out));
+    assert!(!png.exists() && !csv.exists(), "a failed command left its outputs");
+}

@@ -135,7 +135,8 @@ pub struct CellTile {
 pub struct IndexReport {
     pub tiles: usize,
     pub stats: IndexStats,
-    /// The cache file (`None` with --no-cache or no cache folder).
+    /// The cache file (`None` with --no-cache, no cache folder, or a cache that could not
+    /// be written).
     pub cache: Option<PathBuf>,
     pub index_ms: f64,
 }
