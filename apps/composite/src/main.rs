@@ -300,6 +300,8 @@ fn check_outputs(comm: &dyn Comm, args: &RenderArgs) -> Result<(), CompositeErro
         }
         if comm.rank() == 0 {
             kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
+            let (w, h) = args.size;
+            kit::image::check_size(&args.out, w.into(), h.into(), kit::image::Layout::Rgba8)?;
         }
         Ok(())
     };

@@ -444,6 +444,9 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
         fails(&["render", "--scene", "points:50000000", "--size", "64x64", "--out", s(&both), "--partials", s(&both)]);
     assert!(err.contains("is a folder"), "{err}");
     assert!(t.elapsed().as_secs() < 5, "the check came late: {:?}", t.elapsed());
+    // And an image larger than its format holds (WebP's sides end at 16383 pixels).
+    let err = fails(&["render", "--scene", "points:1000", "--size", "16384x16", "--out", s(&d.join("wide.webp"))]);
+    assert!(err.contains("a 16384x16 image does not fit .webp"), "{err}");
     fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&d.join("x.png"))]);
     fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&z)]);
     // NaN depths are refused.

@@ -121,6 +121,39 @@ impl Layout {
     }
 }
 
+/// The largest side each output format stores: WebP's 14-bit sizes, JPEG's 16-bit ones,
+/// BMP's signed 32-bit ones; PNG's and TIFF's are 31 and 32 bits.
+fn largest_side(format: &str) -> u64 {
+    match format {
+        "webp" => 16383,
+        "jpg" | "jpeg" => 65535,
+        "bmp" | "png" => i32::MAX as u64,
+        _ => u32::MAX as u64,
+    }
+}
+
+/// Refuses a `width x height` image of `layout` that the format of `path`'s extension
+/// cannot hold, so that a command checks this with its other outputs, before the work.
+/// (TIFF and BMP files, as written here, address at most 4 GiB of samples.)
+pub fn check_size(path: &Path, width: u64, height: u64, layout: Layout) -> Result<()> {
+    let format = crate::output::format_of(path, IMAGE_EXTENSIONS)?;
+    let side = largest_side(&format);
+    if width == 0 || height == 0 || width > side || height > side {
+        return Err(KitError::file(
+            path,
+            format!("a {width}x{height} image does not fit .{format}, whose sides are 1 to {side} pixels"),
+        ));
+    }
+    let bytes = width.saturating_mul(height).saturating_mul(layout.color().bits_per_pixel() as u64 / 8);
+    if matches!(format.as_str(), "tif" | "tiff" | "bmp") && bytes > u32::MAX as u64 {
+        return Err(KitError::file(
+            path,
+            format!("a {width}x{height} image takes {bytes} bytes, over the 4 GiB a .{format} file holds"),
+        ));
+    }
+    Ok(())
+}
+
 /// Writes an image atomically in the format its extension names, with the default
 /// [`SaveOptions`]. `bytes` holds the samples of `layout` (16-bit samples in native byte order).
 pub fn save(path: &Path, width: usize, height: usize, bytes: &[u8], layout: Layout) -> Result<()> {
@@ -141,6 +174,7 @@ pub fn stage(
     options: SaveOptions,
 ) -> Result<()> {
     let format = crate::output::format_of(path, IMAGE_EXTENSIONS)?;
+    check_size(path, width as u64, height as u64, layout)?;
     let color = layout.color();
     let expected = width as u64 * height as u64 * color.bits_per_pixel() as u64 / 8;
     if bytes.len() as u64 != expected {
@@ -229,6 +263,28 @@ pub fn to_u16(v: f32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes a format cannot hold are refused with one line before any encoding, at the
+    /// format's limit and not below it.
+    #[test]
+    fn sizes_a_format_cannot_hold_are_refused() {
+        let ok = |name: &str, w, h| check_size(Path::new(name), w, h, Layout::Rgb8);
+        assert!(ok("a.webp", 16383, 16383).is_ok() && ok("a.jpg", 65535, 1).is_ok() && ok("a.png", 100_000, 1).is_ok());
+        for (name, w, h, says) in [
+            ("a.webp", 16384, 1, "sides are 1 to 16383"),
+            ("a.JPEG", 1, 65536, "sides are 1 to 65535"),
+            ("a.tif", 40_000, 40_000, "over the 4 GiB"),
+            ("a.bmp", 0, 5, "sides are 1 to"),
+        ] {
+            let err = ok(name, w, h).unwrap_err().to_string();
+            assert!(err.contains(says) && !err.contains('\n'), "{name}: {err}");
+        }
+        // Through the writer too: nothing is encoded or left behind.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wide.webp");
+        let err = save(&path, 16384, 1, &[0; 3 * 16384], Layout::Rgb8).unwrap_err().to_string();
+        assert!(err.contains("16383") && !path.exists(), "{err}");
+    }
 
     #[test]
     fn every_format_round_trips_by_extension() {

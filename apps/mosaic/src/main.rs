@@ -118,7 +118,8 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     let options = args.params.options(backend);
     let problem = args.problem.prepare()?;
     problem.check_capacity(options.repeat)?;
-    problem.checked_layout(args.tile_px)?;
+    let layout = problem.checked_layout(args.tile_px)?;
+    kit::image::check_size(&args.out, layout.width() as u64, layout.height() as u64, kit::image::Layout::Rgb8)?;
     let d = problem.distances(backend, ctx.as_ref())?;
     let look = compose::Look { tile_px: args.tile_px, tint: args.tint as f32 };
     let built = compose::build(&problem, &d, args.method, &options, &look, ctx.as_ref())?;

@@ -538,6 +538,13 @@ fn mosaic_size_is_checked_before_the_distances() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("the 320x240 mosaic needs"), "{}", stderr(&out));
     assert!(!png.exists());
+    // A 20000x15000 mosaic fits the memory but not WebP's 16383-pixel sides: refused at once.
+    let webp = dir.path().join("m.webp");
+    let extra = ["--cells", "1x1", "--repeat", "50", "--tile-px", "500", "--no-cache"];
+    let out = build(t, d.to_str().unwrap(), "40x30", "greedy", webp.to_str().unwrap(), &extra);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("a 20000x15000 image does not fit .webp"), "{}", stderr(&out));
+    assert!(!webp.exists());
 }
 
 #[test]
