@@ -99,7 +99,7 @@ enum Command {
         #[command(flatten)]
         report: kit::cli::ReportArgs,
     },
-    /// The benchmark set (512x512 latency, 1000-pair throughput, 1920x1080), one JSON line each
+    /// The benchmark set (512x512 latency, 1000-pair throughput, 1920x1080, an 8000x8000 pair in tiles under 2 GiB), one JSON line each
     #[command(after_help = "Examples:\n  mad bench\n  mad bench --quick --device 0")]
     Bench {
         #[command(flatten)]
