@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use kit::output::Staged;
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
 use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes, CodecPath};
 use lightfield::codes::Params;
@@ -16,7 +17,7 @@ use lightfield::random_access::ViewSource;
 use lightfield::train::{TrainDevice, TrainOptions};
 use lightfield::views::{stage_views, Depth};
 
-use lightfield::cpu::render::render_cpu;
+use lightfield::cpu::render::render_cpu_with;
 use lightfield::gpu::render::GpuRenderer;
 use lightfield::render::{unpack_rgb8, PixelOrder, View};
 
@@ -30,7 +31,8 @@ fn ms_since(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
-/// Checks a `.npy` output before any work; an image extension gets a pointer to `--views`.
+/// Checks `decode`'s `.npy` output before any work; an image extension gets a pointer to
+/// `--views`.
 fn check_array_output(out: &Path, inputs: &[&Path]) -> Result<()> {
     let ext = out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
     if kit::image::IMAGE_EXTENSIONS.contains(&ext.as_str()) {
@@ -199,23 +201,23 @@ pub fn decode(
     let (lf, time) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     let decode_ms = ms_since(t0);
-    // Views are staged first and committed last, so a failure anywhere leaves no output.
-    let staged = match views {
+    // The views and the array are staged together and committed last, so a failure while
+    // staging leaves no output; the array is staged after the views so that a view that
+    // cannot be renamed into place (a folder of its name) fails before the array lands.
+    let (mut staged, view_paths) = match views {
         Some(dir) => {
             let bar = kit::progress::bar((lf.u * lf.v) as u64, "views");
             let staged = stage_views(&lf, dir, depth, |done| bar.set_position(done as u64))?;
             bar.finish_and_clear();
-            Some(staged)
+            staged
         }
-        None => None,
+        None => (Staged::new(), Vec::new()),
     };
     if let Some(out) = out {
-        lf.write_npy(out)?;
+        lf.stage_npy(&mut staged, out)?;
     }
-    let views_written = staged.as_ref().map_or(0, |(_, paths)| paths.len());
-    if let Some((staged, _)) = staged {
-        staged.commit()?;
-    }
+    staged.commit()?;
+    let views_written = view_paths.len();
     let report = DecodeReport {
         shape: lf.shape(),
         views_written,
@@ -267,7 +269,8 @@ pub fn info(path: &Path) -> Result<()> {
 }
 
 pub fn generate(out: &Path, views: (usize, usize), size: (u32, u32), seed: u64) -> Result<()> {
-    check_array_output(out, &[])?;
+    // Not `check_array_output`: its pointer to decode's `--views DIR` means nothing here.
+    kit::output::check_file(out, &["npy"], &[])?;
     let (w, h) = (size.0 as usize, size.1 as usize);
     let dims = [views.0 as u64, views.1 as u64, h as u64, w as u64, lightfield::lightfield::COLOURS as u64];
     kit::budget::elements(&dims, 4, "the generated light field")?;
@@ -309,6 +312,8 @@ pub fn render(input: &Path, args: &ViewpointArgs, out: &Path, common: &kit::Comm
     let compressed = Compressed::read(input)?;
     let [_, _, h, w] = compressed.size;
     let view = viewpoint(args, compressed.size, (w as u32, h as u32))?;
+    // The packed frame and its RGB copy.
+    kit::budget::elements(&[view.height as u64, view.width as u64], 4 + 3, "the rendered image")?;
     let ctx = common.context()?;
     let t0 = Instant::now();
     let (pixels, decode_ms) = match &ctx {
@@ -321,7 +326,10 @@ pub fn render(input: &Path, args: &ViewpointArgs, out: &Path, common: &kit::Comm
         None => {
             let (lf, _) = lightfield::codec::decode_lightfield(&compressed, CodecPath::Cpu)?;
             let decode_ms = ms_since(t0);
-            (render_cpu(&lf, &view, PixelOrder::Rgba)?, decode_ms)
+            let bar = kit::progress::bar(view.height as u64, "render");
+            let pixels = render_cpu_with(&lf, &view, PixelOrder::Rgba, &|| bar.inc(1))?;
+            bar.finish_and_clear();
+            (pixels, decode_ms)
         }
     };
     let render_ms = ms_since(t0) - decode_ms;

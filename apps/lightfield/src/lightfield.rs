@@ -121,6 +121,12 @@ impl LightField {
         Ok(kit::npy::write_f32(path, &self.shape(), &self.data)?)
     }
 
+    /// Like [`LightField::write_npy`], into `staged`: the file lands only when `staged` is
+    /// committed, together with the command's other outputs (all or none).
+    pub fn stage_npy(&self, staged: &mut kit::output::Staged, path: &Path) -> Result<()> {
+        Ok(kit::npy::stage_f32(staged, path, &self.shape(), &self.data)?)
+    }
+
     /// Clamps every sample into [0, 1], the range every input holds, after checking that
     /// every one is finite: decoded samples overshoot by the quantisation error, and clamped
     /// they read back as a valid input (decode, then encode, round-trips).

@@ -196,6 +196,9 @@ fn version_help_and_outputs_checked_before_work() {
     let under_file = p(d, "file/d.lfd");
     fails(&["train", "--input", &p(d, "missing.npy"), "--dictionaries", "2", "--out", &under_file], "folder");
     fails(&["generate", "--out", &p(d, "file/x.npy")], "folder");
+    // `generate --views` is the view grid: an image output gets no pointer to decode's `--views DIR`.
+    let stderr = BIN.fails(&["generate", "--out", &p(d, "x.png")]);
+    assert!(stderr.contains("one of .npy") && !stderr.contains("--views DIR"), "{stderr}");
     fails(&["demo", "--out", &p(d, "file")], "folder");
     fails(
         &["encode", "--input", "a.npy", "--dict", "b.lfd", "--sparsity", "9", "--epsilon", "0.01", "--out", "x.bin"],
@@ -222,6 +225,12 @@ fn decode_then_encode_round_trips_through_npy_and_views() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     tiny_lfc(d);
+    // A view that cannot be renamed into place (a folder holds its name) fails the decode
+    // before the array lands: all or none.
+    std::fs::create_dir_all(d.join("blocked/view_0_0.png")).unwrap();
+    let (lfc, blocked) = (p(d, "x.lfc"), p(d, "blocked.npy"));
+    fails(&["decode", &lfc, "--out", &blocked, "--views", &p(d, "blocked"), "--backend", "cpu"], "view_0_0.png");
+    assert!(!d.join("blocked.npy").exists(), "a failed decode leaves no array behind");
     let dec = json(&BIN.ok(&[
         "decode",
         &p(d, "x.lfc"),
@@ -450,6 +459,12 @@ fn render_and_the_viewer_show_the_decoded_views() {
     let apart = steps_apart(&image(&d.join("gpu.png")), &image(&d.join("cpu.png")));
     assert!(apart <= 1.0, "GPU and CPU stills are {apart}/255 apart");
     fails(&["render", &lfc, "--view", "2.5,0", "--out", &p(d, "no.png")], "outside the captured views");
+    // A frame over the memory budget is refused before the decode, on both backends.
+    for backend in ["gpu", "cpu"] {
+        let big = ["--size", "16384x16384", "--max-memory", "64M", "--backend", backend];
+        fails(&[&["render", &lfc, "--out", &p(d, "big.png")], &big[..]].concat(), "the rendered image");
+    }
+    assert!(!d.join("big.png").exists());
     // One view decoded alone is that view of the whole decode, on both backends.
     for backend in ["gpu", "cpu"] {
         let one = p(d, &format!("one_{backend}.png"));

@@ -67,6 +67,16 @@ fn stage_rgb(staged: &mut Staged, path: &Path, format: &str, w: usize, h: usize,
     Ok(())
 }
 
+/// Host bytes per sample of a render at once: the f32 image and its 8-bit copy, and on the
+/// CPU the f64 image the f32 one is rounded from.
+fn host_bytes_per_sample(on_gpu: bool) -> u64 {
+    if on_gpu {
+        4 + 1
+    } else {
+        8 + 4 + 1
+    }
+}
+
 /// The GPU renderer's settings of `render`.
 pub struct GpuRender {
     pub mode: Mode,
@@ -124,6 +134,8 @@ pub fn render(
     let model = Model::load(model_path)?;
     let (w, h) = output_size(&model, size);
     let uv = cpu::view_coords(&model, view_position(&model, view)?);
+    let on_gpu = common.backend == kit::Backend::Gpu;
+    kit::budget::elements(&[h as u64, w as u64, 3], host_bytes_per_sample(on_gpu), "the rendered image")?;
     let ctx = common.context()?;
     let tile = ctx.as_ref().map(|ctx| match (gpu.tile, kit::tuning::param(ctx.info(), "smoe.render", "block")) {
         (Some(tile), _) => (tile, "option"),
@@ -132,7 +144,12 @@ pub fn render(
     });
     let start = Instant::now();
     let (rgb, entries) = match ctx.as_ref().zip(tile) {
-        None => (cpu::render(&model, w as usize, h as usize, uv).iter().map(|&v| v as f32).collect(), None),
+        None => {
+            let bar = kit::progress::bar(h as u64, "render");
+            let rgb = cpu::render_with_progress(&model, w as usize, h as usize, uv, &|| bar.inc(1));
+            bar.finish_and_clear();
+            (rgb.iter().map(|&v| v as f32).collect(), None)
+        }
         Some((ctx, (tile, _))) => {
             let mut renderer = Renderer::new(ctx, &model, gpu.mode)?;
             let settings = RenderSettings {
@@ -151,7 +168,6 @@ pub fn render(
     let mut staged = Staged::new();
     stage_rgb(&mut staged, out, &format, w as usize, h as usize, &rgb)?;
     staged.commit()?;
-    let on_gpu = ctx.is_some();
     let record = RenderRecord {
         out: out.to_path_buf(),
         width: w,
@@ -279,7 +295,13 @@ pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     let ctx = run.context()?;
     let (w, h, kernels, iterations) = (96usize, 64usize, 160usize, 20usize);
     let grid = sample_image(w, h);
-    let (model, report) = fit_gpu(&ctx, &grid, kernels, iterations, |_, _| {})?;
+    // The fit is most of the demo's seconds.
+    let bar = kit::progress::bar(iterations as u64, "EM");
+    let (model, report) = fit_gpu(&ctx, &grid, kernels, iterations, |_, ll| {
+        bar.set_message(format!("ll {ll:.3}"));
+        bar.inc(1);
+    })?;
+    bar.finish_and_clear();
     model.validate().context("the fit produced a model the readers would refuse")?;
     let psnr_db = render_psnr(&ctx, &model, &grid)?;
     let mut renderer = Renderer::new(&ctx, &model, Mode::Robust)?;

@@ -302,6 +302,14 @@ fn outputs_are_checked_before_any_work() {
     assert!(!dir.path().join("x.png").exists());
     let err = BIN.fails(&["render", s(&nested), "--out", s(&dir.path().join("x.gif"))]);
     assert!(err.contains(".png") && err.contains(".npy"), "{err}");
+    // A render over the memory budget is refused before anything is allocated or rendered.
+    let big = dir.path().join("big.png");
+    for backend in ["gpu", "cpu"] {
+        let args = ["render", s(&nested), "--out", s(&big), "--size", "16384x16384", "--max-memory", "64M"];
+        let err = BIN.fails(&[&args[..], &["--backend", backend]].concat());
+        assert!(err.contains("the rendered image") && err.contains("budget"), "{err}");
+    }
+    assert!(!big.exists());
     let shot = dir.path().join("shot.txt");
     let err = BIN.fails(&["view", s(&nested), "--frames", "1", "--screenshot", s(&shot)]);
     assert!(err.contains(".png, .jpg"), "{err}");

@@ -67,12 +67,30 @@ impl GpuRenderer {
         self.size
     }
 
+    /// Refuses an output buffer of `pixels` that the device cannot bind whole: the kernel
+    /// would write past the bound range (a 16384 x 16384 frame is 1 GiB; lavapipe binds 128 MiB).
+    fn check_output(&self, pixels: usize, view: &View) -> Result<()> {
+        let bytes = pixels as u64 * 4;
+        let range = self.ctx.info().max_storage_buffer_range;
+        if bytes > range {
+            return Err(LfError::Invalid(format!(
+                "a {}x{} frame takes {} and the device binds at most {} in one buffer; render a smaller size or on the CPU",
+                view.width,
+                view.height,
+                kit::budget::human(bytes),
+                kit::budget::human(range)
+            )));
+        }
+        Ok(())
+    }
+
     /// Records the rendering of `view` into `out` (at least width * height pixels).
     pub fn record(&self, rec: &mut Recorder, view: &View, order: PixelOrder, out: &Buffer<u32>) -> Result<()> {
         view.check(self.size)?;
         if out.len() < view.width as usize * view.height as usize {
             return Err(LfError::Invalid(format!("{} pixels for a {}x{} view", out.len(), view.width, view.height)));
         }
+        self.check_output(out.len(), view)?;
         let [n_u, n_v, height, width] = self.size.map(|s| s as u32);
         let [scale_x, scale_y] = view.scale(self.size);
         let push = RenderPush {
@@ -99,6 +117,7 @@ impl GpuRenderer {
     /// Renders `view` and reads it back: `width * height` packed pixels.
     pub fn render(&self, view: &View, order: PixelOrder) -> Result<Vec<u32>> {
         let n = view.width as usize * view.height as usize;
+        self.check_output(n, view)?;
         let out = self.ctx.buffer::<u32>(n, Location::Device, "rendered view")?;
         let read = self.ctx.buffer::<u32>(n, Location::Download, "rendered view readback")?;
         let mut rec = self.ctx.recorder()?;
@@ -149,6 +168,24 @@ mod tests {
                 }
             }
         }
+        engine::testing::assert_no_validation_messages();
+    }
+
+    /// A frame larger than the device binds in one buffer is refused, not rendered past it.
+    #[test]
+    fn frames_the_device_cannot_bind_are_refused() {
+        let ctx = engine::testing::context();
+        let lf = crate::synth::generate((2, 2), (5, 4), 1);
+        let gpu = GpuRenderer::new(ctx, &lf).unwrap();
+        let range = ctx.info().max_storage_buffer_range;
+        // The smallest square frame of more than `range` bytes, if the largest frame is one.
+        let side = ((range / 4) as f64).sqrt() as u32 + 1;
+        if side > 16384 {
+            return;
+        }
+        let view = View { width: side, height: side, ..View::centre([2, 2, 4, 5]) };
+        let err = gpu.render(&view, PixelOrder::Rgba).unwrap_err().to_string();
+        assert!(err.contains("binds at most"), "{err}");
         engine::testing::assert_no_validation_messages();
     }
 }

@@ -139,8 +139,32 @@ pub fn render(model: &Model, width: usize, height: usize, uv: [f64; 2]) -> Vec<f
     render_region(model, width, height, uv, [0, 0, width, height])
 }
 
+/// Like [`render`], calling `row_done` (from any thread) as each row is finished, for a
+/// progress bar: a large render on the CPU takes minutes.
+pub fn render_with_progress(
+    model: &Model,
+    width: usize,
+    height: usize,
+    uv: [f64; 2],
+    row_done: &(impl Fn() + Sync),
+) -> Vec<f64> {
+    render_rows(model, width, height, uv, [0, 0, width, height], row_done)
+}
+
 /// Like [`render`], only the pixels of `[x0, y0, w, h]` (clipped to the image), row-major.
 pub fn render_region(model: &Model, width: usize, height: usize, uv: [f64; 2], region: [usize; 4]) -> Vec<f64> {
+    render_rows(model, width, height, uv, region, &|| {})
+}
+
+/// [`render_region`], calling `row_done` after each row.
+fn render_rows(
+    model: &Model,
+    width: usize,
+    height: usize,
+    uv: [f64; 2],
+    region: [usize; 4],
+    row_done: &(impl Fn() + Sync),
+) -> Vec<f64> {
     let [x0, y0, w, h] = region;
     let (x1, y1) = ((x0 + w).min(width), (y0 + h).min(height));
     let w = x1.saturating_sub(x0);
@@ -153,6 +177,28 @@ pub fn render_region(model: &Model, width: usize, height: usize, uv: [f64; 2], r
             let x = [(col as f64 + 0.5) / width as f64, (row as f64 + 0.5) / height as f64, uv[0], uv[1]];
             px.copy_from_slice(&model.color_space.to_rgb(f.eval(&x[..model.coord_dims])));
         }
+        row_done();
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::data::sample_image;
+    use crate::fit::Init;
+
+    #[test]
+    fn progress_counts_every_row_and_changes_nothing() {
+        let grid = sample_image(13, 9);
+        let model = Init::Grid.model(&grid, 6, &mut || {});
+        let rows = AtomicUsize::new(0);
+        let counted = render_with_progress(&model, 17, 11, [0.0; 2], &|| {
+            rows.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(rows.into_inner(), 11);
+        assert_eq!(counted, render(&model, 17, 11, [0.0; 2]));
+    }
 }

@@ -299,6 +299,8 @@ impl Renderer {
             OutFormat::Rgba8 | OutFormat::Bgra8 => pixels,
         };
         let capacity = if capacity == 0 { self.kernels * 8 + n_tiles * 64 } else { capacity };
+        self.check_binding("its output", out_len)?;
+        self.check_binding("its tile lists", capacity)?;
         let ctx = &self.ctx;
         Ok(Frame {
             settings,
@@ -314,6 +316,22 @@ impl Renderer {
             floor: ctx.buffer(1, Location::Device, "smoe bound floor")?,
             out: ctx.buffer(out_len, Location::Device, "smoe output")?,
         })
+    }
+
+    /// Refuses a buffer of `len` 4-byte values that the device cannot bind whole: the
+    /// kernels would write past the bound range (a 6000 x 6000 RGB f32 output is 412 MiB;
+    /// lavapipe binds 128 MiB).
+    fn check_binding(&self, what: &str, len: usize) -> engine::Result<()> {
+        let (bytes, range) = (len as u64 * 4, self.ctx.info().max_storage_buffer_range);
+        if bytes > range {
+            return Err(engine::EngineError::InvalidInput(format!(
+                "this frame needs {} in one buffer for {what}, and {} binds at most {}; render a smaller size or on the CPU",
+                kit::budget::human(bytes),
+                self.ctx.info().name,
+                kit::budget::human(range)
+            )));
+        }
+        Ok(())
     }
 
     fn render_pipeline(&mut self, tile: u32) -> engine::Result<&ComputePipeline> {
@@ -430,6 +448,7 @@ impl Renderer {
         if entries <= frame.lists.len() {
             return Ok(false);
         }
+        self.check_binding("its tile lists", entries + entries / 8)?;
         frame.lists = self.ctx.buffer(entries + entries / 8, Location::Device, "smoe tile lists")?;
         Ok(true)
     }
@@ -461,7 +480,7 @@ mod tests {
     use super::*;
     use crate::cpu::render as cpu;
     use crate::data::{sample_image, sample_lightfield, Grid};
-    use crate::fit::fit_gpu;
+    use crate::fit::{fit_gpu, Init};
 
     fn fitted(grid: &Grid, k: usize) -> Model {
         fit_gpu(engine::testing::context(), grid, k, 8, |_, _| {}).unwrap().0
@@ -604,5 +623,22 @@ mod tests {
         let model = fitted(&sample_lightfield(19, 15, 3, 3, 1.5), 24);
         check(&model, 19, 15, [1.0, 1.0]);
         check(&model, 25, 21, [0.5, 1.75]);
+    }
+
+    /// An output larger than the device binds in one buffer is refused before anything is
+    /// allocated, not rendered past the bound range.
+    #[test]
+    fn outputs_the_device_cannot_bind_are_refused() {
+        let ctx = engine::testing::context();
+        let model = Init::Grid.model(&sample_image(8, 6), 4, &mut || {});
+        let mut renderer = Renderer::new(ctx, &model, Mode::Robust).unwrap();
+        // The smallest square RGB f32 output of more than the range, if the largest size is one.
+        let side = ((ctx.info().max_storage_buffer_range / 12) as f64).sqrt() as u32 + 1;
+        if side > 16384 {
+            return;
+        }
+        let err = renderer.render_rgb(RenderSettings::new(side, side)).unwrap_err().to_string();
+        assert!(err.contains("binds at most"), "{err}");
+        engine::testing::assert_no_validation_messages();
     }
 }
