@@ -138,12 +138,57 @@ impl Staged {
         Ok(())
     }
 
-    /// Renames every written file into place.
+    /// Renames every written file into place, all or none: a target that is a folder fails
+    /// before anything is renamed, and where a rename still fails part way, the files
+    /// already placed are taken back and the ones they replaced restored.
     pub fn commit(self) -> Result<()> {
-        for (tmp, path) in self.pending {
-            tmp.persist(&path).map_err(|e| KitError::file(&path, e.error))?;
+        if let Some((_, path)) = self.pending.iter().find(|(_, path)| path.is_dir()) {
+            return Err(KitError::file(path, "is a folder; refusing to replace it with a file"));
         }
+        // Each placed target, with the file it replaced (moved aside until the end).
+        let mut placed: Vec<(PathBuf, Option<tempfile::TempPath>)> = Vec::new();
+        for (tmp, path) in self.pending {
+            let placing = set_aside(&path).and_then(|old| match tmp.persist(&path) {
+                Ok(()) => Ok(old),
+                Err(e) => {
+                    put_back(&path, old);
+                    Err(KitError::file(&path, e.error))
+                }
+            });
+            match placing {
+                Ok(old) => placed.push((path, old)),
+                Err(e) => {
+                    for (path, old) in placed.into_iter().rev() {
+                        let _ = std::fs::remove_file(&path);
+                        put_back(&path, old);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        // Dropping the set-aside files deletes them.
         Ok(())
+    }
+}
+
+/// Moves an existing `path` aside to a temporary name beside it (`None` where there is none).
+fn set_aside(path: &Path) -> Result<Option<tempfile::TempPath>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let aside = tempfile::Builder::new()
+        .prefix(".tessera-old-")
+        .tempfile_in(parent_of(path))
+        .map_err(|e| KitError::file(path, e))?
+        .into_temp_path();
+    std::fs::rename(path, &aside).map_err(|e| KitError::file(path, e))?;
+    Ok(Some(aside))
+}
+
+/// Restores what [`set_aside`] moved (best effort: this runs on a failure path already).
+fn put_back(path: &Path, old: Option<tempfile::TempPath>) {
+    if let Some(old) = old {
+        let _ = old.persist(path);
     }
 }
 
@@ -189,6 +234,44 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    /// A commit that cannot place every file places none and leaves the old ones as they
+    /// were: a folder in the way is found before any rename; a rename failing part way is
+    /// rolled back.
+    #[test]
+    fn a_failed_commit_leaves_the_folder_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, c) = (dir.path().join("a.txt"), dir.path().join("b.txt"), dir.path().join("c.txt"));
+        std::fs::write(&a, "old a").unwrap();
+        std::fs::create_dir(&c).unwrap();
+        let listing = || {
+            let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            names.sort();
+            names
+        };
+        let before = listing();
+        let mut staged = Staged::new();
+        for path in [&a, &b, &c] {
+            staged.write_bytes(path, b"new").unwrap();
+        }
+        assert!(staged.commit().unwrap_err().to_string().contains("is a folder"));
+        assert_eq!((std::fs::read_to_string(&a).unwrap(), listing()), ("old a".into(), before.clone()));
+        // The second file's temporary copy vanishes before the commit: its rename fails
+        // after the first file was placed, which is then taken back.
+        let mut staged = Staged::new();
+        staged.write_bytes(&a, b"new a").unwrap();
+        staged.write_bytes(&b, b"new b").unwrap();
+        std::fs::remove_file(&staged.pending[1].0).unwrap();
+        assert!(staged.commit().is_err());
+        assert_eq!((std::fs::read_to_string(&a).unwrap(), listing()), ("old a".into(), before));
+        // And a commit that can place everything does, old files replaced.
+        let mut staged = Staged::new();
+        staged.write_bytes(&a, b"new a").unwrap();
+        staged.write_bytes(&b, b"new b").unwrap();
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap() + &std::fs::read_to_string(&b).unwrap(), "new anew b");
+        assert_eq!(listing().len(), 3, "{:?}", listing());
     }
 
     #[test]
