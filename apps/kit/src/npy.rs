@@ -100,8 +100,11 @@ fn dict_value<'a>(dict: &'a str, key: &str) -> Option<&'a str> {
 
 /// Parses the header of the `.npy` bytes at the start of `head`.
 fn parse_header(path: &Path, head: &[u8]) -> Result<NpyHeader> {
-    if head.len() < 10 || &head[..6] != MAGIC {
+    if head.len() < 6 || &head[..6] != MAGIC {
         return Err(bad(path, "no \\x93NUMPY magic"));
+    }
+    if head.len() < 10 {
+        return Err(bad(path, format!("cut short: {} bytes, where the header alone takes 10 or more", head.len())));
     }
     let (len, start) = match head[6] {
         1 => (u16::from_le_bytes([head[8], head[9]]) as usize, 10),
@@ -303,5 +306,9 @@ mod tests {
         assert_eq!(parsed.dtype, NpyDtype::F64);
         let scalar = b"\x93NUMPY\x01\x00\x3c\x00{'descr': '<f4', 'fortran_order': False, 'shape': (), }       \n";
         assert_eq!(parse_header(Path::new("x"), scalar).unwrap().shape, Vec::<usize>::new());
+        // The magic alone is a file cut short, not a file of another kind.
+        let err = parse_header(Path::new("x"), b"\x93NUMPY").unwrap_err().to_string();
+        assert!(err.contains("cut short: 6 bytes"), "{err}");
+        assert!(parse_header(Path::new("x"), b"PK\x03\x04 zip").unwrap_err().to_string().contains("magic"));
     }
 }

@@ -222,9 +222,20 @@ pub fn unpack_rgb8(pixels: &[u32], bgra: bool) -> Vec<u8> {
         .collect()
 }
 
+/// Why no window opened, in the user's terms: without a display the windowing library's
+/// own message is a source location of its, not a cause.
+fn no_window(e: &winit::error::EventLoopError) -> anyhow::Error {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    if display {
+        anyhow!("cannot open a window: {e}")
+    } else {
+        anyhow!("cannot open a window: no display (neither DISPLAY nor WAYLAND_DISPLAY is set; over ssh use -X, headless use xvfb-run)")
+    }
+}
+
 /// Opens the window and runs until it closes (or `frames` were shown).
 pub fn run<S: Scene>(scene: &mut S, opts: Options) -> Result<Shown> {
-    let event_loop = EventLoop::new().map_err(|e| anyhow!("cannot open a window (is a display available?): {e}"))?;
+    let event_loop = EventLoop::new().map_err(|e| no_window(&e))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let mut app = App { scene, opts, state: None, error: None, frames: 0, fps_since: Instant::now(), fps_frames: 0 };
     event_loop.run_app(&mut app)?;
