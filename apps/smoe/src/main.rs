@@ -55,7 +55,7 @@ enum Command {
         after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe\n  smoe fit photo.png --psnr 32 --out q32.smoe"
     )]
     Fit {
-        /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3) with values in [0, 1]
+        /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3): float32/float64 in [0, 1], or uint8/uint16 scaled to it
         input: PathBuf,
         /// Number of kernels K (at most the number of samples, and 2^24); with --psnr, the most the search may use (default: a quarter of the samples)
         #[arg(long, value_parser = parse_kernels, required_unless_present = "psnr")]
