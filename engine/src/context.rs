@@ -500,6 +500,23 @@ impl Context {
         &self.shared.info
     }
 
+    /// Refuses `bytes` that one storage-buffer binding would have to hold where the device
+    /// binds less (`maxStorageBufferRange`: 128 MiB on lavapipe, 4 GiB on NVIDIA): a kernel
+    /// bound to such a buffer reads and writes past the bound range. `what` names the data.
+    pub fn check_binding(&self, bytes: u64, what: &str) -> Result<()> {
+        let range = self.info().max_storage_buffer_range;
+        if bytes > range {
+            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+            return Err(EngineError::Unsupported(format!(
+                "{what} needs {:.1} MiB in one storage buffer, and {} binds at most {:.1} MiB",
+                mib(bytes),
+                self.info().name,
+                mib(range)
+            )));
+        }
+        Ok(())
+    }
+
     /// The raw `ash::Device`, for code in the engine that builds its own Vulkan objects.
     pub fn device(&self) -> &ash::Device {
         &self.shared.device
@@ -572,5 +589,17 @@ mod tests {
         if info.name.contains("llvmpipe") {
             assert!(info.shader_buffer_float32_atomic_add);
         }
+    }
+
+    /// A binding of the device's whole range passes; one byte more is refused, naming the
+    /// data, the size and the device.
+    #[test]
+    fn bindings_past_the_range_are_refused() {
+        let ctx = crate::testing::context();
+        let range = ctx.info().max_storage_buffer_range;
+        ctx.check_binding(range, "a full buffer").unwrap();
+        let err = ctx.check_binding(range + 1, "one byte more").unwrap_err().to_string();
+        assert!(err.contains("one byte more needs") && err.contains("binds at most"), "{err}");
+        assert!(err.contains(&ctx.info().name), "{err}");
     }
 }

@@ -241,13 +241,6 @@ fn check_device_memory(ctx: &engine::Context, memory: &FitMemory, samples: usize
             );
         }
     }
-    if memory.largest_buffer_bytes > info.max_storage_buffer_range {
-        bail!(
-            "fitting {what} needs a buffer of {}, more than {} allows in one buffer ({}); use a smaller input",
-            kit::budget::human(memory.largest_buffer_bytes),
-            info.name,
-            kit::budget::human(info.max_storage_buffer_range)
-        );
-    }
+    ctx.check_binding(memory.largest_buffer_bytes, &format!("fitting {what}"))?;
     Ok(())
 }

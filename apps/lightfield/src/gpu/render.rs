@@ -40,15 +40,7 @@ pub struct GpuRenderer {
 impl GpuRenderer {
     /// Uploads the views of `lf` (f32, as decoded) and builds the pipeline.
     pub fn new(ctx: &Context, lf: &LightField) -> Result<GpuRenderer> {
-        let bytes = lf.data.len() as u64 * 4;
-        let range = ctx.info().max_storage_buffer_range;
-        if bytes > range {
-            return Err(LfError::Invalid(format!(
-                "the decoded views take {} and the device binds at most {} in one buffer",
-                kit::budget::human(bytes),
-                kit::budget::human(range)
-            )));
-        }
+        ctx.check_binding(lf.data.len() as u64 * 4, "the decoded views")?;
         let views = ctx.upload(&lf.data, "decoded views")?;
         GpuRenderer::from_device(
             ctx,
@@ -70,18 +62,7 @@ impl GpuRenderer {
     /// Refuses an output buffer of `pixels` that the device cannot bind whole: the kernel
     /// would write past the bound range (a 16384 x 16384 frame is 1 GiB; lavapipe binds 128 MiB).
     fn check_output(&self, pixels: usize, view: &View) -> Result<()> {
-        let bytes = pixels as u64 * 4;
-        let range = self.ctx.info().max_storage_buffer_range;
-        if bytes > range {
-            return Err(LfError::Invalid(format!(
-                "a {}x{} frame takes {} and the device binds at most {} in one buffer; render a smaller size or on the CPU",
-                view.width,
-                view.height,
-                kit::budget::human(bytes),
-                kit::budget::human(range)
-            )));
-        }
-        Ok(())
+        Ok(self.ctx.check_binding(pixels as u64 * 4, &format!("a {}x{} frame", view.width, view.height))?)
     }
 
     /// Records the rendering of `view` into `out` (at least width * height pixels).

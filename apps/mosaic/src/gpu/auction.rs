@@ -87,15 +87,13 @@ impl GpuAuction {
     /// Creates the pipelines and buffers for an m x n problem (m <= n).
     pub fn new(ctx: &Context, m: usize, n: usize) -> Result<GpuAuction> {
         let info = ctx.info();
-        let bytes = (m as u64).saturating_mul(n as u64).saturating_mul(4);
-        if m == 0 || m > n || bytes > info.max_storage_buffer_range || bytes / 4 > u32::MAX as u64 {
+        let values = (m as u64).saturating_mul(n as u64);
+        if m == 0 || m > n || values > u32::MAX as u64 {
             return Err(MosaicError::InvalidInput(format!(
-                "a {m} x {n} auction ({:.0} MiB) does not fit this device's largest storage buffer ({:.0} MiB) \
-                 or 32-bit indices",
-                bytes as f64 / 1048576.0,
-                info.max_storage_buffer_range as f64 / 1048576.0
+                "a {m} x {n} auction needs 1 <= m <= n and at most 2^32 - 1 entries (32-bit indices)"
             )));
         }
+        ctx.check_binding(values.saturating_mul(4), &format!("a {m} x {n} auction"))?;
         let subgroup = info.subgroup_size.max(1);
         // The scanning kernels keep one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);

@@ -203,14 +203,7 @@ impl GpuSoftAssign {
     ) -> Result<GpuSoftAssign> {
         let (m, n) = (d.rows, d.cols);
         let info = ctx.info();
-        let bytes = (m * n * 4) as u64;
-        if bytes > info.max_storage_buffer_range {
-            return Err(MosaicError::InvalidInput(format!(
-                "a {m} x {n} matrix ({:.0} MiB) exceeds this device's largest storage buffer ({:.0} MiB)",
-                bytes as f64 / 1048576.0,
-                info.max_storage_buffer_range as f64 / 1048576.0
-            )));
-        }
+        ctx.check_binding((m * n * 4) as u64, &format!("a {m} x {n} distance matrix"))?;
         // The row pass keeps per-subgroup sums for at most 128 subgroups.
         let max_wg = info.max_workgroup_invocations.min(1024).min(128 * info.subgroup_size.max(1));
         // Up to COLUMNS_PER_INVOCATION columns per invocation: fewer, busier invocations

@@ -299,8 +299,8 @@ impl Renderer {
             OutFormat::Rgba8 | OutFormat::Bgra8 => pixels,
         };
         let capacity = if capacity == 0 { self.kernels * 8 + n_tiles * 64 } else { capacity };
-        self.check_binding("its output", out_len)?;
-        self.check_binding("its tile lists", capacity)?;
+        self.check_binding("output", out_len)?;
+        self.check_binding("tile lists", capacity)?;
         let ctx = &self.ctx;
         Ok(Frame {
             settings,
@@ -322,16 +322,7 @@ impl Renderer {
     /// kernels would write past the bound range (a 6000 x 6000 RGB f32 output is 412 MiB;
     /// lavapipe binds 128 MiB).
     fn check_binding(&self, what: &str, len: usize) -> engine::Result<()> {
-        let (bytes, range) = (len as u64 * 4, self.ctx.info().max_storage_buffer_range);
-        if bytes > range {
-            return Err(engine::EngineError::InvalidInput(format!(
-                "this frame needs {} in one buffer for {what}, and {} binds at most {}; render a smaller size or on the CPU",
-                kit::budget::human(bytes),
-                self.ctx.info().name,
-                kit::budget::human(range)
-            )));
-        }
-        Ok(())
+        self.ctx.check_binding(len as u64 * 4, &format!("this frame's {what}"))
     }
 
     fn render_pipeline(&mut self, tile: u32) -> engine::Result<&ComputePipeline> {
@@ -448,7 +439,7 @@ impl Renderer {
         if entries <= frame.lists.len() {
             return Ok(false);
         }
-        self.check_binding("its tile lists", entries + entries / 8)?;
+        self.check_binding("tile lists", entries + entries / 8)?;
         frame.lists = self.ctx.buffer(entries + entries / 8, Location::Device, "smoe tile lists")?;
         Ok(true)
     }

@@ -430,14 +430,11 @@ impl Fft2d {
 
 /// Fails unless `len` complex values fit one storage-buffer binding and u32 indexing.
 fn check_buffer(ctx: &Context, len: usize, what: &str, batch: usize, width: usize, height: usize) -> Result<()> {
-    let bytes = len.saturating_mul(COMPLEX_BYTES) as u64;
-    let range = ctx.info().max_storage_buffer_range;
-    if len > u32::MAX as usize || bytes > range {
-        return Err(EngineError::Unsupported(format!(
-            "{what} for {batch} images of {width}x{height} needs {bytes} bytes, over the device's storage buffer range of {range} bytes; split the batch"
-        )));
+    let what = format!("{what} for {batch} images of {width}x{height}");
+    if len > u32::MAX as usize {
+        return Err(EngineError::Unsupported(format!("{what} holds {len} values, past 32-bit indices")));
     }
-    Ok(())
+    ctx.check_binding(len.saturating_mul(COMPLEX_BYTES) as u64, &what)
 }
 
 /// Appends `values` to the plan's table and returns where they start.

@@ -83,14 +83,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let ctx = codec.context();
     let [u, v, h, w] = header.size;
     let samples = u * v * h * w * crate::lightfield::COLOURS;
-    let range = ctx.info().max_storage_buffer_range;
-    if samples as u64 * 4 > range {
-        return Err(LfError::Invalid(format!(
-            "the decoded views take {} and the device binds at most {} in one buffer",
-            kit::budget::human(samples as u64 * 4),
-            kit::budget::human(range)
-        )));
-    }
+    ctx.check_binding(samples as u64 * 4, "the decoded views")?;
     let align = (ctx.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
     let count = header.sections();
     let layouts: Vec<Layout> = (0..count)
