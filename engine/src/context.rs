@@ -185,6 +185,12 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// The storage-buffer offset alignment in 4-byte elements (at least 1): a slice of a
+    /// buffer of f32 or u32 must start at a multiple of it.
+    pub fn offset_alignment_words(&self) -> usize {
+        (self.min_storage_buffer_offset_alignment as usize / 4).max(1)
+    }
+
     /// Whether the device supports every named subgroup operation class ("arithmetic",
     /// "ballot", "shuffle", ...).
     pub fn has_subgroup_ops(&self, ops: &[&str]) -> bool {

@@ -197,13 +197,12 @@ impl DeviceSpan<'_, '_> {
             return Ok(Vec::new());
         }
         let encoder = self.blender.encoder();
-        let (words, times) = encoder.encode_span(self.frame.color, self.frame.depth, start, end - start)?;
-        let (words, d2h_ms) = encoder.download(words)?;
+        let (encoded, times) = encoder.encode_span(self.frame.color, self.frame.depth, start, end - start)?;
         stats.roi_ms += times.roi_ms;
         stats.encode_ms += times.encode_ms;
-        stats.d2h_ms += d2h_ms;
-        stats.bytes_d2h += 4 * words.len();
-        Ok(words)
+        stats.d2h_ms += times.d2h_ms;
+        stats.bytes_d2h += 4 * encoded.words.len();
+        Ok(encoded.words)
     }
 }
 

@@ -4,13 +4,18 @@
 //! raw frame, which the GPU encoder encodes ([`GpuBlender::composite`]); `ap_zmerge`
 //! z-buffers them into a span of a raw frame in place ([`GpuBlender::merge_into`]).
 //! Buffers are kept from call to call (the distributed renderer composites every frame).
+//!
+//! Inputs whose payloads, segment tables or raw pixels would not bind within the device's
+//! storage-buffer range are cut into pieces of pixels on the host ([`crate::spans::split`])
+//! and composited piece by piece, one submission each.
 
-use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositeError, Result};
 use crate::gpu::encode::GpuEncoder;
 use crate::shaders;
+use crate::spans::{concat, split};
 use crate::types::Op;
 
 const WORKGROUP: u32 = 256;
@@ -29,6 +34,8 @@ struct BlendPush {
 struct Staged {
     host: Option<Buffer<u32>>,
     device: Option<Buffer<u32>>,
+    /// Words of the last copy (the buffers may be longer).
+    len: usize,
 }
 
 impl Staged {
@@ -44,6 +51,7 @@ impl Staged {
         let host = self.host.as_ref().expect("host buffer written before its copy");
         let device = ctx.reuse_buffer(&mut self.device, host.len(), Location::Device, what)?;
         rec.copy_region(host, 0, device, 0, len);
+        self.len = len;
         Ok(())
     }
 
@@ -53,8 +61,9 @@ impl Staged {
         self.record_copy(ctx, rec, data.len(), what)
     }
 
-    fn device(&self) -> &Buffer<u32> {
-        self.device.as_ref().unwrap()
+    /// The words of the last copy on the device, as a binding.
+    fn device(&self) -> BufferBinding {
+        self.device.as_ref().unwrap().slice(0, self.len)
     }
 }
 
@@ -104,7 +113,7 @@ impl EncodedInputs {
     }
 
     /// The three device buffers, in binding order.
-    fn bindings(&self) -> [&dyn Bind; 3] {
+    fn bindings(&self) -> [BufferBinding; 3] {
         [self.payload.device(), self.segments.device(), self.table.device()]
     }
 }
@@ -118,6 +127,17 @@ struct MergePush {
     origin: u32,
 }
 
+/// `inputs` of `n` pixels each cut into pieces of `piece` pixels (the last may be shorter):
+/// each piece's first pixel and the inputs' parts.
+fn in_pieces(inputs: &[&Encoded], n: usize, piece: usize) -> Vec<(usize, Vec<Encoded>)> {
+    let bounds: Vec<usize> = (piece..n).step_by(piece).collect();
+    let mut parts: Vec<std::vec::IntoIter<Encoded>> = inputs.iter().map(|e| split(e, &bounds).into_iter()).collect();
+    std::iter::once(0)
+        .chain(bounds.iter().copied())
+        .map(|at| (at, parts.iter_mut().map(|p| p.next().expect("one part per piece")).collect()))
+        .collect()
+}
+
 /// The GPU compositing pipelines, the encoder for their results and their buffers.
 pub struct GpuBlender {
     ctx: Context,
@@ -127,6 +147,8 @@ pub struct GpuBlender {
     inputs: EncodedInputs,
     color: Option<Buffer<u32>>,
     depth: Option<Buffer<f32>>,
+    /// Bytes one binding holds: the device's storage-buffer range.
+    range: usize,
 }
 
 impl GpuBlender {
@@ -139,12 +161,27 @@ impl GpuBlender {
             inputs: EncodedInputs::default(),
             color: None,
             depth: None,
+            range: usize::try_from(ctx.info().max_storage_buffer_range).unwrap_or(usize::MAX),
         })
     }
 
     /// Composites validated encoded inputs of equal pixel count with `op` (same result,
     /// byte for byte, as [`crate::cpu::blend::composite`]).
     pub fn composite(&mut self, inputs: &[&Encoded], op: Op) -> Result<Encoded> {
+        let n = crate::ap::same_pixels(inputs)?;
+        let piece = self.piece_pixels(inputs, n);
+        if piece >= n {
+            return self.composite_piece(inputs, op);
+        }
+        let pieces = in_pieces(inputs, n, piece)
+            .iter()
+            .map(|(_, part)| self.composite_piece(&part.iter().collect::<Vec<_>>(), op))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(concat(pieces))
+    }
+
+    /// [`GpuBlender::composite`] in one submission.
+    fn composite_piece(&mut self, inputs: &[&Encoded], op: Op) -> Result<Encoded> {
         let n = self.blend(inputs, op)?;
         if n == 0 {
             return Ok(Encoded { pixels: 0, words: Vec::new() });
@@ -152,9 +189,23 @@ impl GpuBlender {
         // The result is encoded as one row of n pixels (the encoding does not depend on the
         // image's shape).
         let (color, depth) = (self.color.as_ref().unwrap(), self.depth.as_ref().unwrap());
-        let (words, _) = self.encoder.encode_span(color, depth, 0, n)?;
-        let (words, _) = self.encoder.download(words)?;
-        Ok(Encoded { pixels: n, words })
+        Ok(self.encoder.encode_span(color, depth, 0, n)?.0)
+    }
+
+    /// The most pixels one blend or merge submission covers for these inputs of `n` pixels:
+    /// all of them where the payloads, their segments (at most one 3-word segment per 2-word
+    /// run header) and the raw pixels bind at once, else a share sized for the worst case
+    /// (2 words a pixel and 4 more per input).
+    fn piece_pixels(&self, inputs: &[&Encoded], n: usize) -> usize {
+        let range = self.range;
+        let align = self.ctx.info().offset_alignment_words();
+        let binds = |words: usize, pixels: usize| 6 * words <= range && 4 * (pixels + align) <= range;
+        let words: usize = inputs.iter().map(|e| e.words.len()).sum();
+        if binds(words, n) {
+            return n;
+        }
+        let per_input = (range / (6 * inputs.len().max(1))).saturating_sub(4) / 2;
+        per_input.min((range / 4).saturating_sub(align)).max(1)
     }
 
     /// `ap_blend`: composites the inputs into the raw colour and depth buffers; returns their
@@ -167,13 +218,13 @@ impl GpuBlender {
         let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
         self.inputs.record_upload(&ctx, &mut rec, inputs)?;
-        let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?;
-        let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?;
+        let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?.slice(0, n);
+        let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?.slice(0, n);
         rec.barrier();
         let [payload, segments, table] = self.inputs.bindings();
         rec.dispatch_linear(
             &self.blend,
-            &[payload, segments, table, color, depth],
+            &[&payload, &segments, &table, &color, &depth],
             &BlendPush { n: n as u32, k: inputs.len() as u32, op: op.code() },
             n.div_ceil(WORKGROUP as usize) as u32,
         );
@@ -201,15 +252,39 @@ impl GpuBlender {
         if received.is_empty() || len == 0 {
             return Ok(());
         }
+        let piece = self.piece_pixels(received, len);
+        if piece >= len {
+            return self.merge_piece(color, depth, (start, len), received, own);
+        }
+        for (at, part) in in_pieces(received, len, piece) {
+            let part: Vec<&Encoded> = part.iter().collect();
+            self.merge_piece(color, depth, (start + at, part[0].pixels), &part, own)?;
+        }
+        Ok(())
+    }
+
+    /// [`GpuBlender::merge_into`] in one submission.
+    fn merge_piece(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        (start, len): (usize, usize),
+        received: &[&Encoded],
+        own: usize,
+    ) -> Result<()> {
         let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
         self.inputs.record_upload(&ctx, &mut rec, received)?;
         rec.barrier();
         let [payload, segments, table] = self.inputs.bindings();
-        let push = MergePush { n: len as u32, k: received.len() as u32, own: own as u32, origin: start as u32 };
+        // The span's slices start at the aligned pixel at or before it.
+        let base = start - start % ctx.info().offset_alignment_words();
+        let (color, depth) = (color.slice(base, start + len - base), depth.slice(base, start + len - base));
+        let origin = (start - base) as u32;
+        let push = MergePush { n: len as u32, k: received.len() as u32, own: own as u32, origin };
         rec.dispatch_linear(
             &self.merge,
-            &[payload, segments, table, color, depth],
+            &[&payload, &segments, &table, &color, &depth],
             &push,
             len.div_ceil(WORKGROUP as usize) as u32,
         );
@@ -253,6 +328,42 @@ mod tests {
                     assert_eq!(got, want, "{name} {op:?} {w}x{h}");
                 }
             }
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    /// Inputs larger than one submission binds (a small range stands in for lavapipe's 128
+    /// MiB) are blended and merged in pieces, with the same result.
+    #[test]
+    fn inputs_past_the_binding_range_go_in_pieces() {
+        let ctx = testing::context();
+        let mut blender = GpuBlender::new(ctx).unwrap();
+        let (w, h) = (211u32, 67u32);
+        let frames: Vec<Frame> = (40..43).map(|seed| patterns::all(w, h, seed).pop().unwrap().1).collect();
+        let encoded: Vec<Encoded> = frames.iter().map(encode_serial).collect();
+        let refs: Vec<&Encoded> = encoded.iter().collect();
+        for range in [4096, 20_000, 100_003] {
+            blender.range = range;
+            let n = frames[0].pixels();
+            assert!(blender.piece_pixels(&refs, n) < n, "{range} bytes hold every input");
+            blender.encoder().limit_submissions(range / 8);
+            for op in [Op::ZBuffer, Op::Over] {
+                assert_eq!(blender.composite(&refs, op).unwrap(), composite(&refs, op).unwrap(), "{op:?}, {range}");
+            }
+            // Rank 1's frame takes the others' spans of its middle half, from an odd pixel.
+            let (start, len) = (n / 4 + 1, n / 2);
+            let spans: Vec<Encoded> = encoded.iter().map(|e| split(e, &[start, start + len]).swap_remove(1)).collect();
+            let color = ctx.upload(&frames[1].color, "own colour").unwrap();
+            let depth = ctx.upload(&frames[1].depth, "own depth").unwrap();
+            blender.merge_into(&color, &depth, (start, len), &[&spans[0], &spans[2]], 1).unwrap();
+            let merged = Frame {
+                width: len as u32,
+                height: 1,
+                color: ctx.download(&color).unwrap()[start..start + len].to_vec(),
+                depth: ctx.download(&depth).unwrap()[start..start + len].to_vec(),
+            };
+            let want = composite(&spans.iter().collect::<Vec<_>>(), Op::ZBuffer).unwrap();
+            assert_eq!(encode_serial(&merged), want, "merged in pieces, {range}");
         }
         testing::assert_no_validation_messages();
     }

@@ -14,6 +14,12 @@
 //! with its CPU twin [`crate::cpu::encode::encode_serial`], and only its bytes are copied to
 //! the host.
 //!
+//! A frame whose payload or colour and depth would not bind within the device's
+//! storage-buffer range (`maxStorageBufferRange`: 128 MiB on lavapipe, where a 4096x4096
+//! frame's worst-case payload is 128 MiB and 16 bytes) is encoded in bands of rows, or a span
+//! in pieces, one submission each, and the pieces' payloads are joined on the host
+//! ([`crate::spans::concat`]); the result is the same bytes.
+//!
 //! Two kernels rather than one pass with decoupled look-back: no chunk waits for another
 //! (only the last `ap_count` workgroup scans the workgroup sums), where look-back tiles wait
 //! for their predecessors; at 8K dense on the H100 that is 0.071 ms against 0.117 ms
@@ -21,13 +27,13 @@
 
 use std::time::Instant;
 
-use engine::{Bind, Buffer, ComputePipeline, Context, Location};
+use engine::{Bind, Buffer, ComputePipeline, Context, DeviceInfo, Location};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
 use crate::error::{CompositeError, Result};
 use crate::shaders;
-use crate::spans::split;
+use crate::spans::{concat, split};
 use crate::timing::{gpu_ms, ms_since};
 use crate::types::Roi;
 
@@ -111,8 +117,39 @@ fn copy_parallel(src: &[u32]) -> Vec<u32> {
     out
 }
 
+/// The most pixels one encoder submission covers: its payload (at most 2 words a pixel and 4
+/// more) must bind within the device's storage-buffer range, and so must its colour and depth
+/// slices, which start up to one offset alignment before its first pixel.
+fn piece_pixels(info: &DeviceInfo) -> usize {
+    let range = usize::try_from(info.max_storage_buffer_range).unwrap_or(usize::MAX);
+    let align = info.offset_alignment_words();
+    (range.saturating_sub(16) / 8).saturating_sub(align).max(align)
+}
+
+/// Refuses `len` pixels from pixel `start` that run past the colour or depth buffer.
+fn check_fits(color: &Buffer<u32>, depth: &Buffer<f32>, start: usize, len: usize) -> Result<()> {
+    if start.checked_add(len).is_none_or(|end| color.len() < end || depth.len() < end) {
+        return Err(CompositeError::Invalid(format!(
+            "{len} pixels at pixel {start} do not fit the colour/depth buffers ({} / {} pixels)",
+            color.len(),
+            depth.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The smallest box holding both boxes (either may be empty).
+fn union(a: Option<Roi>, b: Option<Roi>) -> Option<Roi> {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            Some(Roi { x0: a.x0.min(b.x0), y0: a.y0.min(b.y0), x1: a.x1.max(b.x1), y1: a.y1.max(b.y1) })
+        }
+        (a, b) => a.or(b),
+    }
+}
+
 /// Per-stage times of one GPU encoding, in milliseconds (GPU timestamps; wall-clock where
-/// the device has none).
+/// the device has none), summed over its submissions.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct EncodeTimes {
     /// `ap_count`: the ROI box and the chunks' sums and prefixes.
@@ -120,6 +157,14 @@ pub struct EncodeTimes {
     /// `ap_scatter`: the payload.
     pub encode_ms: f64,
     pub d2h_ms: f64,
+}
+
+impl std::ops::AddAssign for EncodeTimes {
+    fn add_assign(&mut self, other: EncodeTimes) {
+        self.roi_ms += other.roi_ms;
+        self.encode_ms += other.encode_ms;
+        self.d2h_ms += other.d2h_ms;
+    }
 }
 
 /// The encoder's pipelines and buffers (kept from call to call).
@@ -142,6 +187,8 @@ pub struct GpuEncoder {
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
+    /// The most pixels one submission covers ([`piece_pixels`]).
+    piece: usize,
 }
 
 impl GpuEncoder {
@@ -182,9 +229,8 @@ impl GpuEncoder {
                 return Err(CompositeError::Corrupt(format!("wrong payload on the {name} check frame")));
             }
             let (start, len) = (w as usize + 3, (w * h / 2) as usize);
-            let (words, _) = self.encode_span(&color, &depth, start, len)?;
             let span = split(&want, &[start, start + len]).swap_remove(1);
-            if self.download(words)?.0 != span.words {
+            if self.encode_span(&color, &depth, start, len)?.0 != span {
                 return Err(CompositeError::Corrupt(format!("wrong payload on a span of the {name} check frame")));
             }
         }
@@ -228,7 +274,15 @@ impl GpuEncoder {
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
+            piece: piece_pixels(ctx.info()),
         })
+    }
+
+    /// Covers at most `pixels` per submission, as a device with a smaller storage-buffer
+    /// range would (tests of the bands and pieces on small frames).
+    #[cfg(test)]
+    pub(crate) fn limit_submissions(&mut self, pixels: usize) {
+        self.piece = pixels;
     }
 
     /// The configuration the encoder runs.
@@ -243,7 +297,8 @@ impl GpuEncoder {
     }
 
     /// ROI detection, encoding and download of the payload of a rendered `width x height`
-    /// frame.
+    /// frame: one submission, or one per band of rows where the frame is larger than one
+    /// binds.
     pub fn encode(
         &mut self,
         color: &Buffer<u32>,
@@ -251,14 +306,30 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
-        let (words, roi, times) = self.encode_on_device(color, depth, width, height)?;
-        let (words, d2h_ms) = self.download(words)?;
-        let pixels = width as usize * height as usize;
-        Ok((Encoded { pixels, words }, roi, EncodeTimes { d2h_ms, ..times }))
+        let total = crate::ap::pixel_count(width, height)?;
+        check_fits(color, depth, 0, total)?;
+        if width as usize > self.piece {
+            return Err(CompositeError::Invalid(format!(
+                "a row of {width} pixels is more than the {} one GPU encoding binds here; --backend cpu encodes it",
+                self.piece
+            )));
+        }
+        let rows = (self.piece / width as usize).min(height as usize) as u32;
+        let (mut pieces, mut roi, mut times) = (Vec::new(), None, EncodeTimes::default());
+        for y0 in (0..height).step_by(rows as usize) {
+            let band = rows.min(height - y0);
+            let (words, band_roi, t) = self.encode_image(color, depth, width, band, y0 as usize * width as usize)?;
+            let (words, d2h_ms) = self.download(words)?;
+            times += EncodeTimes { d2h_ms, ..t };
+            roi = union(roi, band_roi.map(|r| Roi { y0: r.y0 + y0, y1: r.y1 + y0, ..r }));
+            pieces.push(Encoded { pixels: width as usize * band as usize, words });
+        }
+        Ok((concat(pieces), roi, times))
     }
 
-    /// ROI detection and encoding of a `width x height` frame into the device payload
-    /// buffer: the payload length in words, the box and the GPU times.
+    /// ROI detection and encoding of a `width x height` frame, in one submission, into the
+    /// device payload buffer: the payload length in words, the box and the GPU times. A frame
+    /// larger than one submission binds is refused ([`GpuEncoder::encode`] takes it in bands).
     pub fn encode_on_device(
         &mut self,
         color: &Buffer<u32>,
@@ -269,21 +340,27 @@ impl GpuEncoder {
         self.encode_image(color, depth, width, height, 0)
     }
 
-    /// Encodes the span of `len` pixels from pixel `start` of the colour and depth buffers
-    /// (as an image of one row) into the device payload buffer. Returns the payload length
-    /// in words and the GPU times (no d2h).
+    /// Encodes and downloads the span of `len` pixels from pixel `start` of the colour and
+    /// depth buffers (as an image of one row), in as many submissions as its size needs.
     pub fn encode_span(
         &mut self,
         color: &Buffer<u32>,
         depth: &Buffer<f32>,
         start: usize,
         len: usize,
-    ) -> Result<(usize, EncodeTimes)> {
-        let Ok(width) = u32::try_from(len) else {
-            return Err(CompositeError::Invalid(format!("span of {len} pixels at {start} is too large")));
-        };
-        let (words, _, times) = self.encode_image(color, depth, width, 1, start)?;
-        Ok((words, times))
+    ) -> Result<(Encoded, EncodeTimes)> {
+        check_fits(color, depth, start, len)?;
+        let (mut pieces, mut times) = (Vec::new(), EncodeTimes::default());
+        let mut at = start;
+        while at < start + len || pieces.is_empty() {
+            let n = self.piece.min(start + len - at);
+            let (words, _, t) = self.encode_image(color, depth, n as u32, 1, at)?;
+            let (words, d2h_ms) = self.download(words)?;
+            times += EncodeTimes { d2h_ms, ..t };
+            pieces.push(Encoded { pixels: n, words });
+            at += n;
+        }
+        Ok((concat(pieces), times))
     }
 
     /// Both kernels over the `width x height` image at pixel `origin` of the buffers, in one
@@ -297,23 +374,24 @@ impl GpuEncoder {
         origin: usize,
     ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
         let total = crate::ap::pixel_count(width, height)?;
-        let end = origin.checked_add(total).filter(|&e| u32::try_from(e).is_ok());
-        if end.is_none_or(|end| color.len() < end || depth.len() < end) {
-            return Err(CompositeError::Invalid(format!(
-                "a {width}x{height} image at pixel {origin} does not fit the colour/depth buffers \
-                 ({} / {} pixels) or 32-bit pixel indices",
-                color.len(),
-                depth.len()
-            )));
-        }
+        check_fits(color, depth, origin, total)?;
+        self.ctx.check_binding(4 * (2 * total as u64 + 4), "the Active Pixel payload")?;
+        // The slices start at the aligned pixel at or before `origin`; the kernels index
+        // them from the rest.
+        let base = origin - origin % self.ctx.info().offset_alignment_words();
+        let (color, depth) = (color.slice(base, origin + total - base), depth.slice(base, origin + total - base));
+        let origin = origin - base;
         let chunk = (self.subgroup * self.config.per_lane) as usize;
         let group_chunks = (self.config.workgroup / self.subgroup) as usize;
         let chunks = total.div_ceil(chunk);
         let groups = chunks.div_ceil(group_chunks);
-        let out = self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?.binding();
-        let info = self.ctx.reuse_buffer(&mut self.chunk_info, 4 * chunks, Location::Device, "ap chunks")?.binding();
-        let groups_data =
-            self.ctx.reuse_buffer(&mut self.group_data, 8 * groups, Location::Device, "ap groups")?.binding();
+        // Bound to what this image uses: the buffers keep the size of the largest image yet.
+        let out = self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
+        let out = out.slice(0, 2 * total + 4);
+        let info = self.ctx.reuse_buffer(&mut self.chunk_info, 4 * chunks, Location::Device, "ap chunks")?;
+        let info = info.slice(0, 4 * chunks);
+        let groups_data = self.ctx.reuse_buffer(&mut self.group_data, 8 * groups, Location::Device, "ap groups")?;
+        let groups_data = groups_data.slice(0, 8 * groups);
         let push = ChunkPush {
             n: total as u32,
             origin: origin as u32,
@@ -324,11 +402,11 @@ impl GpuEncoder {
         };
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3)?;
-        let count: &[&dyn Bind] = &[depth, &self.roi_box, &info, &groups_data, &self.finished];
+        let count: &[&dyn Bind] = &[&depth, &self.roi_box, &info, &groups_data, &self.finished];
         rec.dispatch_linear(&self.count, count, &push, groups as u32);
         rec.mark("roi");
         rec.barrier();
-        let scatter: &[&dyn Bind] = &[color, depth, &info, &groups_data, &out, &self.size];
+        let scatter: &[&dyn Bind] = &[&color, &depth, &info, &groups_data, &out, &self.size];
         rec.dispatch_linear(&self.scatter, scatter, &push, groups as u32);
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
@@ -395,9 +473,45 @@ mod tests {
                 let n = frame.pixels();
                 let (start, len) = (n / 3, (n / 2).max(1));
                 let span = split(&want, &[start, start + len]).swap_remove(1);
-                let (words, _) = enc.encode_span(&color, &depth, start, len).unwrap();
-                assert_eq!(enc.download(words).unwrap().0, span.words, "span of {name} {w}x{h} {config:?}");
+                assert_eq!(
+                    enc.encode_span(&color, &depth, start, len).unwrap().0,
+                    span,
+                    "span of {name} {w}x{h} {config:?}"
+                );
             }
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    /// Frames larger than one submission binds go in bands of rows, and spans in pieces
+    /// (at pixels that are not multiples of the offset alignment): the payloads, joined,
+    /// and the box are the whole frame's.
+    #[test]
+    fn bands_and_pieces_join_into_the_whole_payload() {
+        let ctx = testing::context();
+        let mut enc = GpuEncoder::new(ctx).unwrap();
+        let (w, h) = (203u32, 97u32);
+        for (name, frame) in patterns::all(w, h, 9) {
+            let color = ctx.upload(&frame.color, "color").unwrap();
+            let depth = ctx.upload(&frame.depth, "depth").unwrap();
+            let want = encode_serial(&frame);
+            let n = frame.pixels();
+            let (start, len) = (n / 3 + 1, n / 2);
+            let span = split(&want, &[start, start + len]).swap_remove(1);
+            for piece in [w as usize, 3 * w as usize + 7, 4099, n - 1] {
+                enc.limit_submissions(piece);
+                let (got, roi, _) = enc.encode(&color, &depth, w, h).unwrap();
+                assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name}, {piece}-pixel bands");
+                assert_eq!(got, want, "{name}, {piece}-pixel bands");
+                assert_eq!(
+                    enc.encode_span(&color, &depth, start, len).unwrap().0,
+                    span,
+                    "{name}, {piece}-pixel pieces"
+                );
+            }
+            // A row wider than a submission is refused, with the CPU encoder named.
+            enc.limit_submissions(w as usize - 1);
+            assert!(enc.encode(&color, &depth, w, h).unwrap_err().to_string().contains("--backend cpu"));
         }
         testing::assert_no_validation_messages();
     }
@@ -460,7 +574,6 @@ mod tests {
         let depth = ctx.upload(&[1.0f32; 10], "depth").unwrap();
         assert!(enc.encode(&small, &depth, 4, 3).is_err());
         assert!(enc.encode_span(&small, &depth, 8, 3).is_err());
-        let (words, _) = enc.encode_span(&small, &depth, 7, 3).unwrap();
-        assert_eq!(enc.download(words).unwrap().0, [3, 0]);
+        assert_eq!(enc.encode_span(&small, &depth, 7, 3).unwrap().0.words, [3, 0]);
     }
 }

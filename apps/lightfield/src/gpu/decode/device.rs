@@ -84,7 +84,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let [u, v, h, w] = header.size;
     let samples = u * v * h * w * crate::lightfield::COLOURS;
     ctx.check_binding(samples as u64 * 4, "the decoded views")?;
-    let align = (ctx.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
+    let align = ctx.info().offset_alignment_words();
     let count = header.sections();
     let layouts: Vec<Layout> = (0..count)
         .map(|s| Layout::new(header.section(s).len(), header.entries[s + 1].coefficients as usize, align))

@@ -50,7 +50,7 @@ impl GpuCodec {
         let chunk = self.chunk_len(plen).min(patches.len().max(1));
         let ranges: Vec<Range<usize>> = (patches.start..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
         let most = ranges.iter().map(|r| codes.offsets[r.end] - codes.offsets[r.start]).max().unwrap_or(0);
-        let align = (self.ctx.info().min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let align = self.ctx.info().offset_alignment_words();
         let words = Layout::new(chunk, most, align).words;
         let mut time = GpuTime::default();
         let (mut stage_ms, mut scatter_ms) = (0.0, 0.0);
