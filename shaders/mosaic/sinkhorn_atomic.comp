@@ -18,6 +18,8 @@
 //  3. atomicAdd of the block's column sums into sums[sums_add], coalesced through a shared
 //     tile; workgroups also zero sums[sums_zero], the slot dispatch s+1 adds into (its last
 //     reader was dispatch s-1).
+// With WRITE_K (the first dispatch of a cooling iteration where sinkhorn_scaled.comp runs the
+// others), each row-normalised entry e[j] / s is also stored in f16 as that kernel's K.
 // sinkhorn_atomic_finish.comp applies the last iteration's column normalisation.
 // Invocation lid owns GROUPS groups of 4 consecutive columns, q = lid + k * workgroup size;
 // with VEC4 (n % 4 == 0) a group is one 16-byte load.
@@ -33,6 +35,8 @@ layout(constant_id = 2) const uint ROWS = 1;
 layout(constant_id = 3) const bool VEC4 = true;
 // n is exactly 4 GROUPS x workgroup size: no column is past n, so no masks (registers).
 layout(constant_id = 4) const bool FULL = false;
+// Store the row-normalised entries in K (needs VEC4).
+layout(constant_id = 5) const bool WRITE_K = false;
 
 // The same distances, seen as floats and (VEC4) as vec4.
 layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
@@ -42,6 +46,8 @@ layout(set = 0, binding = 1) buffer RowPotentials { float f[]; };
 layout(set = 0, binding = 2) buffer ColPotentials { float g[]; };
 // Three slots of n column sums.
 layout(set = 0, binding = 3) buffer ColumnSums { float sums[]; };
+// sinkhorn_scaled.comp's K, four f16 entries per element (bound but unused without WRITE_K).
+layout(set = 0, binding = 4) writeonly buffer Kernel { uvec2 k4[]; };
 layout(push_constant) uniform Push {
     uint m;
     uint n;
@@ -63,6 +69,7 @@ layout(push_constant) uniform Push {
 // workgroups to at most 128 subgroups).
 shared float subgroup_sums[2][ROWS][128];
 shared vec4 tile[gl_WorkGroupSize.x];
+#include "sinkhorn_block_sums.glsl"
 
 // Columns 4q .. 4q + 3 of row i, 0 past n.
 vec4 load_group(uint i, uint q) {
@@ -164,23 +171,21 @@ void main() {
             if (li + r < count) {
                 float total = workgroup_total(parity, r);
                 float inv_total = 1.0 / total;
-                [[unroll]] for (uint k = 0; k < GROUPS; k++) colsum[k] += e[r][k] * inv_total;
-                if (lid == 0u) f[row_at(row_begin, row_end, li + r)] = fi[r] - t * log(total);
+                uint row = row_at(row_begin, row_end, li + r);
+                [[unroll]] for (uint k = 0; k < GROUPS; k++) {
+                    vec4 normalised = e[r][k] * inv_total;
+                    colsum[k] += normalised;
+                    uint q = lid + k * wg;
+                    if (WRITE_K && 4u * q < n) {
+                        k4[((row * n) >> 2) + q] = uvec2(packHalf2x16(normalised.xy), packHalf2x16(normalised.zw));
+                    }
+                }
+                if (lid == 0u) f[row] = fi[r] - t * log(total);
             }
         }
         parity ^= 1u;
     }
 
-    // 3. The block's column sums, through the tile so that consecutive invocations add
-    // consecutive columns: group k's 4 wg columns start at 4 k wg.
-    [[unroll]] for (uint k = 0; k < GROUPS; k++) {
-        barrier();
-        tile[lid] = colsum[k];
-        barrier();
-        [[unroll]] for (uint c = 0; c < 4u; c++) {
-            uint local = lid + c * wg;
-            uint j = 4u * k * wg + local;
-            if (j < n) atomicAdd(sums[sums_add * n + j], tile[local >> 2][local & 3u]);
-        }
-    }
+    // 3. The block's column sums.
+    add_block_sums(colsum, sums_add);
 }

@@ -93,8 +93,8 @@ pub struct Options {
 
 /// The kernels one size is timed with: the one `GpuSoftAssign::new` picks and, at the
 /// compared sizes, the passes and the atomic kernel in its planned shape with 1 and 2 rows
-/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), where the device
-/// runs them.
+/// per step and 128 and 132 row blocks (132: an H200's multiprocessors), without scaled
+/// iterations and (1 row per step) with them, where the device runs them.
 fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compare: bool) -> Result<Vec<GpuSoftAssign>> {
     let default = GpuSoftAssign::new(ctx, d, params, 1)?;
     if !compare {
@@ -107,11 +107,15 @@ fn variants(ctx: &Context, d: &DistanceMatrix, params: &SoftAssignParams, compar
     if ctx.info().shader_buffer_float32_atomic_add {
         let blocks = |b: u32| b.min(d.rows as u32);
         let planned = AtomicShape::planned(ctx.info(), d.rows, d.cols);
-        let shapes = [(1, 128), (2, 128), (1, 132), (2, 132)].map(|(rows_per_step, b)| AtomicShape {
-            rows_per_step,
-            blocks: blocks(b),
-            ..planned
-        });
+        let shapes =
+            [(1, 128, false), (2, 128, false), (1, 132, false), (2, 132, false), (1, 128, true), (1, 132, true)].map(
+                |(rows_per_step, b, scaled)| AtomicShape {
+                    rows_per_step,
+                    blocks: blocks(b),
+                    scaled: scaled && planned.vec4,
+                    ..planned
+                },
+            );
         let mut seen = Vec::from_iter(default.atomic_shape());
         for shape in std::iter::once(planned).chain(shapes) {
             if seen.contains(&shape) {
@@ -186,9 +190,12 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
     (start.elapsed().as_secs_f64() * 1e3 * per as f64 / iterations as f64, iterations)
 }
 
-/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration.
-fn floor_ms(m: usize, n: usize, params: &SoftAssignParams) -> f64 {
-    (m * n * 4) as f64 * params.per_temperature() as f64 / (BANDWIDTH_GB_S * 1e9) * 1e3
+/// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration or, with
+/// scaled iterations, D and K's f16 entries once in the first and K once in each other.
+fn floor_ms(m: usize, n: usize, params: &SoftAssignParams, scaled: bool) -> f64 {
+    let iterations = params.per_temperature() as f64;
+    let entry_bytes = if scaled { 6.0 + 2.0 * (iterations - 1.0) } else { 4.0 * iterations };
+    (m * n) as f64 * entry_bytes / (BANDWIDTH_GB_S * 1e9) * 1e3
 }
 
 /// One measurement of `mosaic bench` (the envelope names the device).
@@ -284,7 +291,7 @@ impl std::fmt::Display for BenchRecord {
                 ..
             } => {
                 let shape = atomic_shape.map_or(String::new(), |s| {
-                    format!(" wg {} rows {} vec4 {} blocks {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks)
+                    format!(" wg {} rows {} vec4 {} blocks {} scaled {}", s.workgroup, s.rows_per_step, s.vec4, s.blocks, s.scaled)
                 });
                 let cpu = cpu_ms.map_or(String::new(), |c| format!(", CPU {c:.1} ms, {:.1} x", c / gpu_ms));
                 write!(
@@ -350,7 +357,7 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
                 cpu_threads: rayon::current_num_threads(),
                 cpu_sinkhorn_iterations_measured: cpu.map_or(0, |c| c.1),
                 paper_ms: paper_ms(m, n),
-                floor_ms: floor_ms(m, n, &params),
+                floor_ms: floor_ms(m, n, &params, state.atomic_shape().is_some_and(|s| s.scaled)),
                 sinkhorn_iterations: params.per_temperature(),
                 speedup_vs_paper: paper_ms(m, n).map(|p| p / gpu_ms),
                 speedup_vs_cpu: cpu.map(|c| c.0 / gpu_ms),

@@ -11,6 +11,10 @@
 //! scales every column together with its outlier entry to the tile's capacity N, the uses it
 //! may have (`--repeat`, 1 by default): g[j] -= t (ln (colsum + O[j]) - ln N).
 //! The clamp is Section 5.1's: [-70, 70] in f32 (GPU), [-650, 650] in f64 (CPU).
+//! On large matrices the GPU runs the same recurrence in scaling form after each cooling
+//! iteration's first Sinkhorn iteration: M = K u v with K that iteration's M stored in f16
+//! and row and column scalings u and v, folded back into f and g at the end of the cooling
+//! iteration (`sinkhorn_scaled.comp`; [`crate::gpu::softassign::SCALED_BOUND`]).
 //!
 //! Differences from the paper's pseudo-code, and why:
 //! - The update is Gold et al.'s linear-assignment softassign, M = exp(-(D - alpha) / t)

@@ -4,6 +4,13 @@
 //! potentials from the finished sums at their start. A cooling iteration of S Sinkhorn
 //! iterations is S + 1 dispatches (the last applies the final column normalisation).
 //!
+//! Scaled ([`AtomicShape::scaled`], where n % 4 == 0): the first dispatch of a cooling
+//! iteration also stores its row-normalised M in f16 as K, and the other S - 1 run
+//! `sinkhorn_scaled.comp` on K with row and column scalings (no exp per entry, half the
+//! bytes); the finishing dispatch folds the scalings into the potentials. M then carries
+//! f16's rounding of K (2^-12 relative per entry at most, averaged over a row's entries in
+//! its sum), and the bytes per Sinkhorn iteration are 2 m n.
+//!
 //! Buffers: g holds two slots of n (slot 0 the potentials, slot 1 the ping-pong copy
 //! dispatches pass on) and the column sums three (one being read, one being added into, one
 //! being zeroed for the next dispatch). Bytes per Sinkhorn iteration: D once (4 m n); every
@@ -12,7 +19,7 @@
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
+use engine::{Bind, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
 
 use crate::error::{MosaicError, Result};
 use crate::shaders;
@@ -23,6 +30,10 @@ pub const TUNING_KERNEL: &str = "mosaic.sinkhorn_atomic";
 /// passes kernel (an H200 has 132; 128 leaves 4 idle but never needs a second wave on a
 /// GPU with 128).
 const DEFAULT_BLOCKS: u32 = 128;
+/// Entries of D from which scaled iterations are planned (D of 4 MiB): below it a cooling
+/// iteration is bound by its dispatches, not by D's bytes or the exponentials, so f16's
+/// rounding of K would buy nothing.
+const SCALED_MIN_ENTRIES: usize = 1 << 20;
 /// Columns each invocation aims to own (registers grow with it).
 const COLUMNS_PER_INVOCATION: u32 = 8;
 /// Rows per step the kernel accepts (registers grow with it).
@@ -43,6 +54,9 @@ pub struct AtomicShape {
     pub vec4: bool,
     /// Row blocks, one workgroup each (at most m).
     pub blocks: u32,
+    /// Sinkhorn iterations after a cooling iteration's first run on K in f16 with scalings
+    /// (needs `vec4`).
+    pub scaled: bool,
 }
 
 /// Largest workgroup: 1024 invocations and, for the per-subgroup row sums in shared
@@ -59,11 +73,13 @@ impl AtomicShape {
         let workgroup = tuned("workgroup").unwrap_or_else(|| {
             (n as u32).div_ceil(COLUMNS_PER_INVOCATION).next_power_of_two().clamp(64.min(max_wg), max_wg)
         });
+        let vec4 = tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4);
         AtomicShape {
             workgroup,
             rows_per_step: tuned("rows_per_step").unwrap_or(1),
-            vec4: tuned("vec4").is_none_or(|v| v != 0) && n.is_multiple_of(4),
+            vec4,
             blocks: tuned("blocks").unwrap_or(DEFAULT_BLOCKS).min(m as u32),
+            scaled: vec4 && tuned("scaled").map_or(m * n >= SCALED_MIN_ENTRIES, |v| v != 0),
         }
     }
 
@@ -76,6 +92,8 @@ impl AtomicShape {
             Some(format!("rows_per_step {} is not in 1..={MAX_ROWS_PER_STEP}", self.rows_per_step))
         } else if self.vec4 && !n.is_multiple_of(4) {
             Some(format!("vec4 loads need n divisible by 4 (n = {n})"))
+        } else if self.scaled && !self.vec4 {
+            Some("scaled iterations need vec4 loads".to_string())
         } else if self.blocks == 0 || self.blocks as usize > m {
             Some(format!("blocks {} is not in 1..={m}", self.blocks))
         } else if self.shared_bytes() > info.max_shared_memory_bytes {
@@ -105,10 +123,16 @@ impl AtomicShape {
 
     /// The specialization constants of `sinkhorn_atomic.comp` for n columns (the sweep
     /// reads the driver's statistics of exactly this pipeline).
-    pub fn specialization(&self, n: usize) -> [u32; 5] {
+    pub fn specialization(&self, n: usize) -> [u32; 6] {
         let groups = self.groups(n);
         let full = n as u64 == 4 * u64::from(groups) * u64::from(self.workgroup);
-        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(full)]
+        [self.workgroup, groups, self.rows_per_step, u32::from(self.vec4), u32::from(full), u32::from(self.scaled)]
+    }
+
+    /// The specialization constants of `sinkhorn_scaled.comp` for n columns.
+    pub fn scaled_specialization(&self, n: usize) -> [u32; 3] {
+        let [workgroup, groups, _, _, full, _] = self.specialization(n);
+        [workgroup, groups, full]
     }
 }
 
@@ -135,13 +159,31 @@ struct SinkhornPush {
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ScaledPush {
+    m: u32,
+    n: u32,
+    blocks: u32,
+    t: f32,
+    clamp: f32,
+    log_capacity: f32,
+    sums_read: u32,
+    sums_add: u32,
+    sums_zero: u32,
+    reverse: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct FinishPush {
+    m: u32,
     n: u32,
     t: f32,
     clamp: f32,
     log_capacity: f32,
     g_in: u32,
     sums_read: u32,
+    /// 1 where scaled iterations ran: f absorbs the row scalings.
+    absorb: u32,
 }
 
 /// The slots Sinkhorn iteration `s` of a cooling iteration uses. Iteration s runs its rows
@@ -154,11 +196,21 @@ fn slots(s: u32) -> (u32, u32, u32, u32, u32, u32) {
     (update, g_in, s % 2, (s + 2) % 3, s % 3, (s + 1) % 3)
 }
 
+/// `sinkhorn_scaled.comp` and its buffers.
+struct ScaledKernel {
+    pipeline: ComputePipeline,
+    /// M after a cooling iteration's first Sinkhorn iteration, f16, four entries a word pair.
+    k: Buffer<u32>,
+    /// Row scalings (m).
+    u: Buffer<f32>,
+}
+
 /// The kernel's pipelines and column-sum slots for one matrix.
 pub struct AtomicKernel {
     shape: AtomicShape,
     sinkhorn: ComputePipeline,
     finish: ComputePipeline,
+    scaled: Option<ScaledKernel>,
     /// Three slots of n column sums, zero between cooling iterations.
     sums: Buffer<f32>,
 }
@@ -186,17 +238,32 @@ impl AtomicKernel {
         let sinkhorn = ctx.compute_pipeline_for::<SinkhornPush>(
             "sinkhorn_atomic",
             shaders::SINKHORN_ATOMIC,
-            4,
+            5,
             &shape.specialization(n),
         )?;
         let finish = ctx.compute_pipeline_for::<FinishPush>(
             "sinkhorn_atomic_finish",
             shaders::SINKHORN_ATOMIC_FINISH,
-            2,
+            4,
             &[FINISH_WORKGROUP],
         )?;
+        let scaled = if shape.scaled {
+            ctx.check_binding((m * n * 2) as u64, &format!("a {m} x {n} f16 kernel"))?;
+            Some(ScaledKernel {
+                pipeline: ctx.compute_pipeline_for::<ScaledPush>(
+                    "sinkhorn_scaled",
+                    shaders::SINKHORN_SCALED,
+                    4,
+                    &shape.scaled_specialization(n),
+                )?,
+                k: ctx.buffer(m * n / 2, Location::Device, "f16 Sinkhorn kernel")?,
+                u: ctx.buffer(m, Location::Device, "row scalings")?,
+            })
+        } else {
+            None
+        };
         let sums = ctx.buffer(3 * n, Location::Device, "column sums")?;
-        Ok(AtomicKernel { shape, sinkhorn, finish, sums })
+        Ok(AtomicKernel { shape, sinkhorn, finish, scaled, sums })
     }
 
     pub fn shape(&self) -> AtomicShape {
@@ -222,6 +289,28 @@ impl AtomicKernel {
     ) {
         for s in 0..iterations {
             let (update, g_in, g_out, sums_read, sums_add, sums_zero) = slots(s);
+            // Alternate directions, so each dispatch starts where the L2 cache is warm.
+            let reverse = s % 2;
+            if let (Some(scaled), true) = (&self.scaled, s > 0) {
+                let push = ScaledPush {
+                    m: m as u32,
+                    n: n as u32,
+                    blocks: self.shape.blocks,
+                    t: temp.t,
+                    clamp: temp.clamp,
+                    log_capacity: temp.log_capacity,
+                    sums_read,
+                    sums_add,
+                    sums_zero,
+                    reverse,
+                };
+                rec.dispatch_linear(&scaled.pipeline, &[&scaled.k, &scaled.u, g, &self.sums], &push, self.shape.blocks);
+                rec.storage_barrier();
+                if mark {
+                    rec.mark("sinkhorn");
+                }
+                continue;
+            }
             let push = SinkhornPush {
                 m: m as u32,
                 n: n as u32,
@@ -236,25 +325,32 @@ impl AtomicKernel {
                 sums_read,
                 sums_add,
                 sums_zero,
-                // Alternate directions, so each dispatch starts where the L2 cache is warm.
-                reverse: s % 2,
+                reverse,
             };
-            rec.dispatch_linear(&self.sinkhorn, &[d, f, g, &self.sums], &push, self.shape.blocks);
+            // Without scaled iterations K is not written; the column sums stand in for it.
+            let k: &dyn Bind = self.scaled.as_ref().map_or(&self.sums, |s| &s.k);
+            rec.dispatch_linear(&self.sinkhorn, &[d, f, g, &self.sums, k], &push, self.shape.blocks);
             rec.storage_barrier();
             if mark {
                 rec.mark("sinkhorn");
             }
         }
         let last = iterations - 1;
+        // After scaled iterations, g slot 0 still holds the g0 that K was built with.
+        let absorb = self.scaled.is_some() && iterations > 1;
         let push = FinishPush {
+            m: m as u32,
             n: n as u32,
             t: temp.t,
             clamp: temp.clamp,
             log_capacity: temp.log_capacity,
-            g_in: last % 2,
+            g_in: if absorb { 0 } else { last % 2 },
             sums_read: last % 3,
+            absorb: u32::from(absorb),
         };
-        rec.dispatch_linear(&self.finish, &[g, &self.sums], &push, (n as u32).div_ceil(FINISH_WORKGROUP));
+        let u: &dyn Bind = self.scaled.as_ref().map_or(f, |s| &s.u);
+        let invocations = m.max(n) as u32;
+        rec.dispatch_linear(&self.finish, &[g, &self.sums, f, u], &push, invocations.div_ceil(FINISH_WORKGROUP));
         rec.barrier();
         if mark {
             rec.mark("finish");
@@ -264,7 +360,19 @@ impl AtomicKernel {
 
 #[cfg(test)]
 mod tests {
-    use super::slots;
+    use super::{slots, AtomicShape, SCALED_MIN_ENTRIES};
+    use engine::testing;
+
+    /// Scaled iterations are planned where D is large and n % 4 == 0, not otherwise.
+    #[test]
+    fn scaled_iterations_are_planned_for_large_matrices() {
+        let info = testing::context().info();
+        const { assert!(SCALED_MIN_ENTRIES <= 2048 * 8192) };
+        assert!(AtomicShape::planned(info, 2048, 8192).scaled);
+        assert!(AtomicShape::planned(info, 900, 8192).scaled);
+        assert!(!AtomicShape::planned(info, 2048, 8190).scaled);
+        assert!(!AtomicShape::planned(info, 37, 1100).scaled);
+    }
 
     /// Each iteration reads the g and the sums the previous one wrote, and zeroes the slot
     /// the next one adds into, which no neighbour reads or adds into.
