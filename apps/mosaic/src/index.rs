@@ -119,10 +119,30 @@ fn is_image(path: &Path) -> bool {
     path.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
+/// The image files [`scan`] found, and the ones it left out because their paths are not
+/// valid UTF-8.
+struct Scan {
+    /// Each file with its key, sorted by path.
+    found: Vec<(PathBuf, Key)>,
+    /// Files whose path under the folder is not valid UTF-8: a tile is named by that path in
+    /// the cache, in `--assignment` and in `--json`, and a lossy name (U+FFFD for each bad
+    /// byte) would name no file there and could make two tiles one in the cache.
+    not_utf8: Vec<PathBuf>,
+}
+
+/// A path under the tile folder as the cache and the outputs name it: its components joined
+/// with `/` (a `\` in a Unix file name stays part of the name); `None` when a component is
+/// not valid UTF-8.
+fn relative_name(rel: &Path) -> Option<String> {
+    let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+    parts.map(|p| p.join("/"))
+}
+
 /// Image files under `dir` (recursively, not following symbolic links, skipping hidden
 /// entries) with their keys, sorted by path.
-fn scan(dir: &Path) -> Result<Vec<(PathBuf, Key)>> {
+fn scan(dir: &Path) -> Result<Scan> {
     let mut found = Vec::new();
+    let mut not_utf8 = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(folder) = stack.pop() {
         let entries = std::fs::read_dir(&folder).map_err(|e| MosaicError::file(&folder, e))?;
@@ -136,7 +156,10 @@ fn scan(dir: &Path) -> Result<Vec<(PathBuf, Key)>> {
             if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() && is_image(&path) {
-                let rel = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+                let Some(rel) = relative_name(path.strip_prefix(dir).unwrap_or(&path)) else {
+                    not_utf8.push(path);
+                    continue;
+                };
                 let mtime_ns = meta
                     .modified()
                     .ok()
@@ -148,7 +171,8 @@ fn scan(dir: &Path) -> Result<Vec<(PathBuf, Key)>> {
         }
     }
     found.sort_by(|a, b| a.1.path.cmp(&b.1.path));
-    Ok(found)
+    not_utf8.sort();
+    Ok(Scan { found, not_utf8 })
 }
 
 /// Decodes one tile (EXIF orientation applied, size checked against the memory budget) into
@@ -158,7 +182,9 @@ fn decode(path: &Path, params: &IndexParams) -> Entry {
     // RGBA8: 4 bytes a pixel while decoding, so large photos decode side by side.
     let (width, height, rgba) = match kit::image::load_rgba8(path) {
         Ok(img) => img,
-        Err(e) => return Entry::Unreadable(e.to_string()),
+        // Without the path: the warning names the tile, and the cache outlives this run's
+        // working folder.
+        Err(e) => return Entry::Unreadable(without_path(&e.to_string(), path).to_string()),
     };
     let pixels = Rgba8(&rgba);
     let rect = centre_crop(width, height, params.thumb.0 as f64 / params.thumb.1 as f64);
@@ -169,6 +195,12 @@ fn decode(path: &Path, params: &IndexParams) -> Entry {
     }
     let thumb = thumbnail(&pixels, width, rect, params.thumb.0, params.thumb.1);
     Entry::Tile { features, thumb }
+}
+
+/// `message` without a leading "PATH: " naming `path`.
+fn without_path<'a>(message: &'a str, path: &Path) -> &'a str {
+    let prefix = format!("{}: ", path.display());
+    message.strip_prefix(prefix.as_str()).unwrap_or(message)
 }
 
 /// Whether `path` is one of the tiles of `dir` (an existing image file under it, outside
@@ -215,7 +247,14 @@ pub fn index_with_progress(
     if params.cells.0 == 0 || params.cells.1 == 0 || params.thumb.0 == 0 || params.thumb.1 == 0 {
         return Err(MosaicError::InvalidInput(format!("bad index parameters {params:?}")));
     }
-    let files = scan(dir)?;
+    let Scan { found: files, not_utf8 } = scan(dir)?;
+    if let Some(first) = not_utf8.first() {
+        warn(&format!(
+            "skipping {} tile(s) whose names are not valid UTF-8 (first: {first:?}): a tile is named by its \
+             path in the cache, --assignment and --json; rename them to use them (e.g. convmv -f latin1 -t utf8)",
+            not_utf8.len()
+        ));
+    }
     let cache_path = cache_dir.map(|c| params.cache_path(c, dir));
     let mut cached = HashMap::new();
     let mut invalid_entries = 0;
@@ -231,7 +270,7 @@ pub fn index_with_progress(
             Err(e) => warn(&format!("ignoring tile index cache {}: {e}", cache_path.display())),
         }
     }
-    let mut stats = IndexStats { files: files.len(), ..Default::default() };
+    let mut stats = IndexStats { files: files.len() + not_utf8.len(), skipped: not_utf8.len(), ..Default::default() };
     progress.set_length(files.len() as u64);
     // Each result remembers the worker thread that decoded it (None: from the cache).
     let results: Vec<(Key, Entry, Option<usize>)> = files
@@ -266,7 +305,8 @@ pub fn index_with_progress(
             }
             Entry::Unreadable(message) => {
                 stats.skipped += 1;
-                warn(&format!("skipping unreadable tile {}: {message}", key.path));
+                let tile = dir.join(&key.path);
+                warn(&format!("skipping unreadable tile {}: {}", tile.display(), without_path(message, &tile)));
             }
         }
     }
@@ -512,5 +552,55 @@ mod tests {
         assert!(std::fs::read_dir(root).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().starts_with('.')));
         let (_, stats) = index(root, &params, None, |_| {}).unwrap();
         assert_eq!((stats.decoded, stats.from_cache), (3, 0));
+    }
+}
+
+#[cfg(all(test, unix))]
+mod names {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    fn png(path: &Path, colour: [u8; 3]) {
+        let rgb: Vec<u8> = (0..16).flat_map(|_| colour).collect();
+        kit::image::save_rgb8(path, 4, 4, &rgb).unwrap();
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_skipped_and_backslashes_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let caches = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Two Latin-1 names a lossy conversion makes one ("caf\u{fffd}.png"), and a folder
+        // whose name is not UTF-8.
+        png(&root.join(OsStr::from_bytes(b"caf\xe9.png")), [255, 0, 0]);
+        png(&root.join(OsStr::from_bytes(b"caf\xe8.png")), [0, 255, 0]);
+        std::fs::create_dir(root.join(OsStr::from_bytes(b"\xff"))).unwrap();
+        png(&root.join(OsStr::from_bytes(b"\xff/x.png")), [0, 0, 255]);
+        png(&root.join("a\\b.png"), [9, 9, 9]);
+        png(&root.join("ok.png"), [1, 2, 3]);
+        let params = IndexParams { cells: (1, 1), thumb: (2, 2) };
+        for run in 0..2 {
+            let mut warnings = Vec::new();
+            let (tiles, stats) = index(root, &params, Some(caches.path()), |w| warnings.push(w.to_string())).unwrap();
+            assert_eq!(tiles.paths, ["a\\b.png", "ok.png"], "run {run}");
+            assert_eq!((stats.files, stats.skipped), (5, 3), "run {run}");
+            assert_eq!(warnings.len(), 1, "run {run}: {warnings:?}");
+            assert!(warnings[0].contains("3 tile(s)") && warnings[0].contains("not valid UTF-8"), "{warnings:?}");
+            assert!(warnings[0].contains(r"\x"), "the name is shown escaped: {warnings:?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_tile_is_named_once_in_its_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bad.png"), b"not a png").unwrap();
+        png(&dir.path().join("ok.png"), [1, 2, 3]);
+        let params = IndexParams { cells: (1, 1), thumb: (2, 2) };
+        let mut warnings = Vec::new();
+        index(dir.path(), &params, None, |w| warnings.push(w.to_string())).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(warnings[0].matches("bad.png").count(), 1, "{warnings:?}");
     }
 }
