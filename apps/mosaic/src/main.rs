@@ -113,6 +113,7 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         kit::output::check_file(csv, &["csv"], &[&args.problem.target, &args.out])?;
         check_not_tile(csv, &args.problem.tiles)?;
     }
+    check_tiles_named(&args.problem.tiles, args.assignment.is_some())?;
     let backend = args.common.backend;
     let ctx = args.common.context()?;
     let options = args.params.options(backend);
@@ -160,6 +161,20 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     let mut written = vec![args.out.as_path()];
     written.extend(args.assignment.as_deref());
     kit::emit(&record, &written);
+    Ok(())
+}
+
+/// Refuses, before any work, a tile folder whose path is not valid UTF-8 when the output
+/// names each tile by it (`--assignment`, `--json`): the names would be lossy, naming no file.
+/// Tiles whose own names are not UTF-8 are skipped by the index (docs/formats.md).
+fn check_tiles_named(tiles: &Path, csv: bool) -> Result<()> {
+    if tiles.to_str().is_none() && (csv || kit::report::json()) {
+        let what = if csv { "--assignment" } else { "--json" };
+        bail!(
+            "{tiles:?}: the tile folder's path is not valid UTF-8, and {what} names every tile by it; \
+             give the folder by a path that is (cd into it and pass --tiles ., or pass a symbolic link to it)"
+        );
+    }
     Ok(())
 }
 

@@ -568,3 +568,48 @@ fn a_failed_exact_comparison_writes_nothing() {
     assert!(stderr(&out).contains("exact over 2000 tile uses"), "{}", stderr(&out));
     assert!(!png.exists() && !csv.exists(), "a failed command left its outputs");
 }
+
+/// Tiles named by paths that are not UTF-8 never reach the outputs lossily: such a tile is
+/// skipped with a warning, and a tile folder whose own path is not UTF-8 is refused before
+/// any work when `--assignment` or `--json` would name the tiles by it.
+#[cfg(unix)]
+#[test]
+fn tile_names_that_are_not_utf8_are_never_written_lossily() {
+    use std::ffi::{OsStr, OsString};
+    use std::os::unix::ffi::OsStrExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let target = small_problem(dir.path(), 5);
+    let tiles = dir.path().join("tiles");
+    std::fs::copy(tiles.join("t0.png"), tiles.join(OsStr::from_bytes(b"caf\xe9.png"))).unwrap();
+    let (out, csv) = (dir.path().join("m.png"), dir.path().join("m.csv"));
+    let run = |tiles: &Path, extra: &[&str]| {
+        let mut args: Vec<OsString> = ["build", "--method", "greedy", "--grid", "2x2", "--no-cache", "--target"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        args.extend([target.as_os_str(), OsStr::new("--tiles"), tiles.as_os_str()].map(OsString::from));
+        args.extend(
+            [OsStr::new("--out"), out.as_os_str(), OsStr::new("--assignment"), csv.as_os_str()].map(OsString::from),
+        );
+        args.extend(extra.iter().map(OsString::from));
+        Command::new(env!("CARGO_BIN_EXE_mosaic")).args(args).output().unwrap()
+    };
+    let o = run(&tiles, &["--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not valid UTF-8") && stderr(&o).contains(r"caf\xE9.png"), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(!text.contains('\u{fffd}') && !stdout(&o).contains('\u{fffd}'), "{text}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!((v["tiles"].as_u64(), v["index"]["skipped"].as_u64()), (Some(5), Some(1)), "{v}");
+
+    // The folder itself: refused before any work, nothing written.
+    std::fs::remove_file(&out).unwrap();
+    std::fs::remove_file(&csv).unwrap();
+    let latin1 = dir.path().join(OsStr::from_bytes(b"tuiles-\xe9t\xe9"));
+    std::fs::rename(&tiles, &latin1).unwrap();
+    let o = run(&latin1, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not valid UTF-8") && stderr(&o).contains("--assignment"), "{}", stderr(&o));
+    assert!(!out.exists() && !csv.exists());
+}
