@@ -202,6 +202,16 @@ pub fn agreement(metric: &[f64], subjective: &[f64]) -> Result<Agreement, String
     if metric.iter().chain(subjective).any(|v| !v.is_finite()) {
         return Err("every score must be finite".into());
     }
+    // A constant side ranks nothing: every correlation is undefined (not 0).
+    for (values, what) in [(metric, "metric"), (subjective, "subjective")] {
+        if values.iter().all(|&v| v == values[0]) {
+            return Err(format!(
+                "all {} {what} scores are equal ({}): they rank no pair, so the correlations are undefined",
+                values.len(),
+                values[0]
+            ));
+        }
+    }
     let b = fit_logistic(metric, subjective);
     let mapped: Vec<f64> = metric.iter().map(|&v| logistic(&b, v).0).collect();
     let rmse = (sse(&b, metric, subjective) / metric.len() as f64).sqrt();
@@ -301,7 +311,15 @@ pub fn join_and_agree(
             used += 1;
         }
     }
-    let agreement = agreement(&x, &y).map_err(|m| MadError::Pairs { path: "correlate".into(), message: m })?;
+    if used < 4 {
+        return Err(MadError::Correlate(format!(
+            "{used} of the {} scored images have a subjective score ({} subjective scores): at least 4 pairs are \
+             needed to fit the 4-parameter logistic",
+            metric.len(),
+            subjective.len()
+        )));
+    }
+    let agreement = agreement(&x, &y).map_err(MadError::Correlate)?;
     Ok(CorrelateReport {
         agreement,
         unmatched_scores: metric.len() - used,
@@ -337,5 +355,24 @@ mod tests {
         let d = agreement(&x, &down).unwrap();
         assert!(d.plcc > 0.999 && d.srocc < -0.99, "{d:?}");
         assert!(agreement(&x[..3], &y[..3]).is_err());
+    }
+
+    #[test]
+    fn constant_scores_are_refused_not_reported_as_no_correlation() {
+        let (same, varied) = ([2.0; 5], [1.0, 3.0, 2.0, 5.0, 4.0]);
+        let e = agreement(&same, &varied).unwrap_err();
+        assert!(e.contains("all 5 metric scores are equal") && e.contains("undefined"), "{e}");
+        let e = agreement(&varied, &same).unwrap_err();
+        assert!(e.contains("subjective scores are equal"), "{e}");
+        assert!(agreement(&varied, &[5.0, 1.0, 2.0, 3.0, 4.0]).is_ok());
+    }
+
+    #[test]
+    fn too_few_matches_say_how_many_matched() {
+        let metric: HashMap<String, f64> = (0..5).map(|k| (format!("d{k}.png"), k as f64)).collect();
+        let people: HashMap<String, f64> = (0..3).map(|k| (format!("x/d{k}.png"), k as f64)).collect();
+        let e = join_and_agree(&metric, &people).unwrap_err().to_string();
+        assert!(e.starts_with("3 of the 5 scored images have a subjective score"), "{e}");
+        assert!(!e.contains("correlate:"), "{e}");
     }
 }

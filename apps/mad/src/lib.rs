@@ -53,6 +53,9 @@ pub enum MadError {
     TooSmall { width: usize, height: usize, min: usize },
     #[error("{path}: {message}")]
     Pairs { path: String, message: String },
+    /// Scores that cannot be compared with subjective ones (`mad correlate`).
+    #[error("{0}")]
+    Correlate(String),
     #[error("{failed} of {total} pairs failed")]
     PairsFailed { failed: usize, total: usize },
     #[error("splitting a pair's stages needs two devices or more, one per stage; {0} given")]
