@@ -246,7 +246,7 @@ pub fn info(path: &Path) -> Result<()> {
     let report = InfoReport {
         file: path.display().to_string(),
         bytes: bytes.len(),
-        version: LFC_VERSION,
+        format_version: LFC_VERSION,
         views: [c.size[0], c.size[1]],
         height: c.size[2],
         width: c.size[3],

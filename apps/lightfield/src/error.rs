@@ -6,7 +6,9 @@ use std::path::PathBuf;
 pub enum LfError {
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
-    #[error("invalid input: {0}")]
+    /// A bad parameter or input value; the message says which (no prefix of its own, so that
+    /// a message that is wrapped in a file's or a flag's context reads once).
+    #[error("{0}")]
     Invalid(String),
     #[error("corrupt {what}: {message}")]
     Corrupt { what: &'static str, message: String },

@@ -105,12 +105,7 @@ fn complete_grid(found: Vec<((usize, usize), PathBuf)>) -> std::result::Result<(
     if rows as u64 * cols as u64 != at.len() as u64 {
         let missing = (0..rows).flat_map(|r| (0..cols).map(move |c| (r, c))).find(|p| !at.contains_key(p));
         let (r, c) = missing.unwrap_or((0, 0));
-        return Err(format!(
-            "the views span {rows}x{cols} positions but {} are present (view ({}, {}) is missing)",
-            at.len(),
-            r + r0,
-            c + c0
-        ));
+        return Err(format!("view ({}, {}) is missing ({} views for a {rows}x{cols} grid)", r + r0, c + c0, at.len()));
     }
     Ok(((rows, cols), at.into_values().collect()))
 }
@@ -130,6 +125,12 @@ fn check_grid(dir: &Path, layout: Layout, found: (usize, usize), grid: Option<(u
 pub fn find_views(dir: &Path, grid: Option<(usize, usize)>) -> Result<FolderViews> {
     let files = image_files(dir)?;
     let bad = |message: String| LfError::file(dir, message);
+    if files.is_empty() {
+        return Err(bad(format!(
+            "holds no view images (files named .{}); a light field is a .npy file or a folder of views",
+            kit::image::IMAGE_EXTENSIONS.join(", .")
+        )));
+    }
     let hci: Vec<(usize, PathBuf)> = files.iter().filter_map(|f| Some((hci_index(stem(f))?, f.clone()))).collect();
     if !hci.is_empty() {
         let n = hci.len();
@@ -221,6 +222,18 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_without_images_says_so() {
+        for names in [&[][..], &["notes.txt", "scene.npy"][..]] {
+            let d = folder(names);
+            for grid in [None, Some((2, 2))] {
+                let err = find_views(d.path(), grid).unwrap_err().to_string();
+                assert!(err.contains("holds no view images (files named .png, .jpg"), "{err}");
+                assert!(!err.contains("--grid"), "{err}");
+            }
+        }
+    }
+
+    #[test]
     fn folders_are_recognised_and_grids_checked() {
         let hci: Vec<String> = (0..9).map(|i| format!("input_Cam{i:03}.png")).collect();
         let mut with_extra: Vec<&str> = hci.iter().map(String::as_str).collect();
@@ -251,6 +264,9 @@ mod tests {
         let v = find_views(d.path(), Some((2, 2))).unwrap();
         assert_eq!((v.layout, names(&v)[1].as_str()), (Layout::Sorted, "b.png"));
         assert!(find_views(d.path(), Some((3, 2))).unwrap_err().to_string().contains("--grid 3x2 needs 6"));
+        let d = folder(&["r0_c0.png", "r0_c1.png", "r1_c0.png"]);
+        let err = find_views(d.path(), None).unwrap_err().to_string();
+        assert!(err.contains("but view (1, 1) is missing (3 views for a 2x2 grid); give --grid"), "{err}");
         let d = folder(&["x_1_1.png", "x_1_1.jpg"]);
         assert!(find_views(d.path(), None).unwrap_err().to_string().contains("both view (1, 1)"));
     }

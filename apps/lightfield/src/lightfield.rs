@@ -150,7 +150,11 @@ pub fn check_samples(data: &[f32], first: usize, what: &str) -> Result<()> {
         return Ok(());
     }
     if let Some(i) = data.iter().position(|x| !x.is_finite()) {
-        return Err(LfError::Invalid(format!("{what}: sample {} is {} (NaN or infinite)", first + i, data[i])));
+        return Err(LfError::Invalid(format!(
+            "{what}: sample {} is {}; every sample must be finite",
+            first + i,
+            data[i]
+        )));
     }
     let i = data.iter().position(|&x| !(0.0..=1.0).contains(&x)).expect("a sample outside [0, 1]");
     Err(LfError::Invalid(format!(

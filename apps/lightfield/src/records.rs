@@ -124,7 +124,8 @@ impl fmt::Display for DecodeReport {
 pub struct InfoReport {
     pub file: String,
     pub bytes: usize,
-    pub version: u32,
+    /// The `.lfc` format's version (not `version`: the envelope's `version` is the binary's).
+    pub format_version: u32,
     pub views: [usize; 2],
     pub height: usize,
     pub width: usize,
@@ -148,7 +149,7 @@ impl fmt::Display for InfoReport {
         let rows: [(&str, String); 19] = [
             ("file", self.file.clone()),
             ("bytes", self.bytes.to_string()),
-            ("version", self.version.to_string()),
+            ("format_version", self.format_version.to_string()),
             ("views", format!("{}x{}", self.views[0], self.views[1])),
             ("height", self.height.to_string()),
             ("width", self.width.to_string()),

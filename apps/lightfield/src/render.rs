@@ -58,17 +58,17 @@ impl View {
         let [u, v] = self.position;
         if !(0.0..=last_u).contains(&u) || !(0.0..=last_v).contains(&v) {
             return Err(LfError::Invalid(format!(
-                "view {u},{v} is outside the captured views (rows 0 to {last_u}, columns 0 to {last_v})"
+                "--view {u},{v} is outside the captured views (rows 0 to {last_u}, columns 0 to {last_v})"
             )));
         }
         if !(-MAX_FOCUS..=MAX_FOCUS).contains(&self.focus) {
-            return Err(LfError::Invalid(format!("focus {} is not within +-{MAX_FOCUS}", self.focus)));
+            return Err(LfError::Invalid(format!("--focus {} is not within +-{MAX_FOCUS}", self.focus)));
         }
         if !(1.0..=MAX_APERTURE).contains(&self.aperture) {
-            return Err(LfError::Invalid(format!("aperture {} is not within 1 to {MAX_APERTURE}", self.aperture)));
+            return Err(LfError::Invalid(format!("--aperture {} is not within 1 to {MAX_APERTURE}", self.aperture)));
         }
         if !(1..=16384).contains(&self.width) || !(1..=16384).contains(&self.height) {
-            return Err(LfError::Invalid(format!("output {}x{} is not within 1 to 16384", self.width, self.height)));
+            return Err(LfError::Invalid(format!("--size {}x{} is not within 1 to 16384", self.width, self.height)));
         }
         Ok(())
     }

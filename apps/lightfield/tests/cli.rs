@@ -134,7 +134,13 @@ fn bad_inputs_fail_with_clear_errors() {
     // Parameters, folders without a grid, overwriting an input.
     fails(&encode_at("0", &p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "must be at least 1");
     fails(&encode_at("100000", &p(d, "lf.npy"), &p(d, "d.lfd"), &p(d, "y.lfc")), "--sparsity");
-    fails(&enc(d.to_str().unwrap(), &p(d, "d.lfd"), &p(d, "y.lfc")), "--grid");
+    // A folder of no images (only .npy and .lfd files) says so; one of unknown names asks for --grid.
+    fails(&enc(d.to_str().unwrap(), &p(d, "d.lfd"), &p(d, "y.lfc")), "holds no view images");
+    std::fs::create_dir(d.join("shots")).unwrap();
+    for name in ["left.png", "right.png"] {
+        kit::image::save_rgb8(&d.join("shots").join(name), 1, 1, &[0, 0, 0]).unwrap();
+    }
+    fails(&enc(&p(d, "shots"), &p(d, "d.lfd"), &p(d, "y.lfc")), "give --grid UxV");
     // Inputs are read by content, so an .npy named .lfc is an input the output must not be.
     std::fs::copy(d.join("lf.npy"), d.join("npy.lfc")).unwrap();
     fails(&enc(&p(d, "npy.lfc"), &p(d, "d.lfd"), &p(d, "npy.lfc")), "refusing to overwrite");
@@ -498,4 +504,40 @@ fn render_and_the_viewer_show_the_decoded_views() {
         let apart = steps_apart(&image(Path::new(&shot)), &image(&d.join(want)));
         assert!(apart <= 1.0, "screenshot at {viewpoint:?} is {apart}/255 from {want}");
     }
+}
+
+#[test]
+fn messages_name_the_flag_or_file_once_and_info_keeps_the_envelope() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tiny_lfc(d);
+    let lfc = p(d, "x.lfc");
+    // A viewpoint outside the views names the flag, with no "invalid input:" prefix.
+    let stderr = BIN.fails(&["render", &lfc, "--view", "5,0", "--out", &p(d, "no.png"), "--backend", "cpu"]);
+    assert!(stderr.starts_with("lightfield: error: --view 5,0 is outside the captured views"), "{stderr}");
+    // NaN in a .npy: the file and the sample, said once.
+    let mut data = kit::npy::read(&d.join("lf.npy")).unwrap().data;
+    data[7] = f32::NAN;
+    kit::npy::write_f32(&d.join("nan.npy"), &[2, 2, 9, 10, 3], &data).unwrap();
+    let args = encode(&p(d, "nan.npy"), &p(d, "d.lfd"), "60", "0.01", &p(d, "y.lfc"), &["--backend", "cpu"]);
+    let stderr = BIN.fails(&args);
+    assert!(stderr.contains("nan.npy: sample 7 is NaN; every sample must be finite"), "{stderr}");
+    // --sparsity over the patch and a bad --patch: the flag leads, no "invalid input:".
+    let stderr = BIN.fails(&encode(&p(d, "lf.npy"), &p(d, "d.lfd"), "5000", "0.01", &p(d, "y.lfc"), &[]));
+    assert!(stderr.starts_with("lightfield: error: --sparsity 5000: expected 1..=108"), "{stderr}");
+    let stderr =
+        BIN.fails(&["train", "--input", "lf.npy", "--dictionaries", "2", "--patch", "4x4x4", "--out", "x.lfd"]);
+    assert!(stderr.contains("'--patch <PATCH>': patch \"4x4x4\": expected"), "{stderr}");
+    // An empty folder of views says that it holds none, with or without --grid.
+    std::fs::create_dir(d.join("empty")).unwrap();
+    for grid in [&[][..], &["--grid", "2x2"][..]] {
+        let args = encode(&p(d, "empty"), &p(d, "d.lfd"), "60", "0.01", &p(d, "y.lfc"), grid);
+        let stderr = BIN.fails(&args);
+        assert!(stderr.contains("empty: holds no view images"), "{stderr}");
+    }
+    // `info --json`: the envelope's `version` is the binary's; the file's is `format_version`.
+    let info = json(&BIN.ok(&["info", &lfc, "--json"]));
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{info}");
+    assert_eq!(info["format_version"], lightfield::bitstream::LFC_VERSION, "{info}");
+    assert!(BIN.ok(&["info", &lfc]).contains("format_version: "));
 }
