@@ -126,8 +126,11 @@ fn load_lightfield(path: &Path) -> Result<Grid, DataError> {
     let invalid = |message: String| DataError::Invalid { path: path.display().to_string(), message };
     let header = kit::npy::header(path)?;
     let shape = &header.shape;
-    if shape.len() != 5 || shape[4] != 3 || shape.contains(&0) {
+    if shape.len() != 5 || shape[4] != 3 {
         return Err(invalid(format!("a light field has shape (U, V, H, W, 3), this one {shape:?}")));
+    }
+    if shape.contains(&0) {
+        return Err(invalid(format!("shape {shape:?} holds no samples")));
     }
     let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
     // The reader's f32 array and the reordered copy.

@@ -541,13 +541,18 @@ impl Model {
             }
             Model::read_binary(&bytes)
         } else {
-            let text = std::str::from_utf8(&bytes).map_err(|_| file_err("neither binary nor UTF-8 JSON".into()))?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| {
+                file_err("not a SMoE model (neither the binary format, .smoe/.bin, nor UTF-8 JSON)".into())
+            })?;
             // Parsing holds the kernels as lists: at most about 8 bytes per byte of text.
             kit::budget::check(bytes.len() as u64 * 8, format!("parsing {}", path.display()))?;
             Model::from_json(text.strip_prefix('\u{feff}').unwrap_or(text))
         };
+        // The path says what the message is about: no "model: " after it.
         parsed.map_err(|e| match e {
             ModelError::Input(e) => ModelError::Input(e),
+            ModelError::Invalid(message) => file_err(message),
+            ModelError::Kernel { index, message } => file_err(format!("kernel {index}: {message}")),
             other => file_err(other.to_string()),
         })
     }
@@ -674,6 +679,32 @@ mod tests {
             assert!((x - y).abs() < 1e-7);
         }
         assert!(Model::read_binary(&bytes[..bytes.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn load_errors_name_the_file_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let text = tiny().to_json().unwrap();
+        let cut = write("cut.json", &text.as_bytes()[..text.len() / 2]);
+        let e = Model::load(&cut).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: not a valid SMoE JSON model: ", cut.display())), "{e}");
+        let mut m = tiny();
+        m.pi[1] = 0.0;
+        let zero = write("zero.json", m.to_json().unwrap().as_bytes());
+        let e = Model::load(&zero).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: kernel 1: ", zero.display())), "{e}");
+        let png = write("image.png", b"\x89PNG\r\n\x1a\n\xff\xfe");
+        let e = Model::load(&png).unwrap_err().to_string();
+        assert!(
+            e.ends_with("image.png: not a SMoE model (neither the binary format, .smoe/.bin, nor UTF-8 JSON)"),
+            "{e}"
+        );
+        assert!(!e.contains("model: "), "{e}");
     }
 
     #[test]

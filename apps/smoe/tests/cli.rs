@@ -338,6 +338,11 @@ fn inputs_must_be_finite_and_in_range() {
         let err = BIN.fails(&["fit", s(&npy), "--kernels", "3", "--iterations", "1", "--out", s(&out)]);
         assert!(err.contains("element 17") && err.contains("[0, 1]"), "{err}");
     }
+    // A light field with an empty axis has the right shape but no samples: said so.
+    let empty = dir.path().join("empty.npy");
+    kit::npy::write_f32(&empty, &[2, 2, 0, 6, 3], &[]).unwrap();
+    let err = BIN.fails(&["fit", s(&empty), "--kernels", "3", "--out", s(&out)]);
+    assert!(err.contains("empty.npy: shape [2, 2, 0, 6, 3] holds no samples"), "{err}");
     assert!(!out.exists());
 }
 
