@@ -78,9 +78,19 @@ impl Pattern {
     }
 }
 
-/// Image files under `dir` (recursively, sorted), as (lower-case stem, path).
-fn images(dir: &Path) -> Result<Vec<(String, PathBuf)>, MadError> {
-    let mut out = Vec::new();
+/// The image files of a data set folder.
+struct Images {
+    /// (lower-case stem, path), sorted by path.
+    found: Vec<(String, PathBuf)>,
+    /// Images whose path under the folder is not valid UTF-8: pairs are matched by name and
+    /// named by it in the results file, where a lossy name (U+FFFD for each bad byte) would
+    /// name no file and could make two pairs one on resume. They are left out.
+    not_utf8: Vec<PathBuf>,
+}
+
+/// Image files under `dir` (recursively, up to [`MAX_DEPTH`] levels, sorted).
+fn images(dir: &Path) -> Result<Images, MadError> {
+    let mut out = Images { found: Vec::new(), not_utf8: Vec::new() };
     let mut stack = vec![(dir.to_path_buf(), 0usize)];
     while let Some((folder, depth)) = stack.pop() {
         let entries = std::fs::read_dir(&folder).map_err(|e| MadError::Pairs {
@@ -95,14 +105,31 @@ fn images(dir: &Path) -> Result<Vec<(String, PathBuf)>, MadError> {
             } else if kind.is_file() {
                 let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
                 if ext.is_some_and(|e| IMAGE_EXTENSIONS.contains(&e.as_str())) {
+                    if path.strip_prefix(dir).unwrap_or(&path).to_str().is_none() {
+                        out.not_utf8.push(path);
+                        continue;
+                    }
                     let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_lowercase();
-                    out.push((stem, path));
+                    out.found.push((stem, path));
                 }
             }
         }
     }
-    out.sort_by(|a, b| a.1.cmp(&b.1));
+    out.found.sort_by(|a, b| a.1.cmp(&b.1));
+    out.not_utf8.sort();
     Ok(out)
+}
+
+/// The error of a folder with no usable image.
+fn no_images(dir: &Path, images: &Images) -> MadError {
+    let message = match images.not_utf8.first() {
+        None => "holds no images".to_string(),
+        Some(first) => format!(
+            "holds no images with UTF-8 names ({} whose names are not, first: {first:?}; rename them)",
+            images.not_utf8.len()
+        ),
+    };
+    MadError::Pairs { path: dir.display().to_string(), message }
 }
 
 /// The reference a distorted stem belongs to by the default rule: the longest reference stem
@@ -121,19 +148,28 @@ fn default_reference<'a>(stem: &str, refs: &'a BTreeMap<String, PathBuf>) -> Opt
 pub struct Matched {
     pub pairs: Vec<Pair>,
     pub unmatched: Vec<PathBuf>,
+    /// Images of either folder left out because their names are not valid UTF-8.
+    pub not_utf8: Vec<PathBuf>,
 }
 
 /// Pairs every image under `dist_dir` with its reference in `ref_dir`. Names in the pairs
 /// are the paths relative to their folders.
 pub fn pair_folders(ref_dir: &Path, dist_dir: &Path, pattern: Option<&Pattern>) -> Result<Matched, MadError> {
-    let refs: BTreeMap<String, PathBuf> = images(ref_dir)?.into_iter().collect();
-    if refs.is_empty() {
-        return Err(MadError::Pairs { path: ref_dir.display().to_string(), message: "holds no images".into() });
+    let ref_images = images(ref_dir)?;
+    if ref_images.found.is_empty() {
+        return Err(no_images(ref_dir, &ref_images));
     }
+    let dist_images = images(dist_dir)?;
+    if dist_images.found.is_empty() {
+        return Err(no_images(dist_dir, &dist_images));
+    }
+    let mut not_utf8 = ref_images.not_utf8;
+    not_utf8.extend(dist_images.not_utf8);
+    let refs: BTreeMap<String, PathBuf> = ref_images.found.into_iter().collect();
     let same_folder = ref_dir.canonicalize().ok() == dist_dir.canonicalize().ok();
     let mut pairs = Vec::new();
     let mut unmatched = Vec::new();
-    for (stem, path) in images(dist_dir)? {
+    for (stem, path) in dist_images.found {
         if same_folder && refs.contains_key(&stem) {
             continue; // a reference itself, when both folders are one
         }
@@ -169,7 +205,7 @@ pub fn pair_folders(ref_dir: &Path, dist_dir: &Path, pattern: Option<&Pattern>) 
             ),
         });
     }
-    Ok(Matched { pairs, unmatched })
+    Ok(Matched { pairs, unmatched, not_utf8 })
 }
 
 #[cfg(test)]
@@ -216,5 +252,39 @@ mod tests {
         assert!(pair_folders(&r, &x, None).is_err(), "the default rule does not match these names");
         assert!("no-ref-here".parse::<Pattern>().is_err());
         assert!(glob_match("a*b*c", "axxbyyc") && !glob_match("a*b", "ac"));
+    }
+
+    #[test]
+    fn an_empty_distorted_folder_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        let (r, x) = (d.path().join("ref"), d.path().join("dst"));
+        touch(&r, &["I01.png"]);
+        touch(&x, &["readme.txt"]);
+        let e = pair_folders(&r, &x, None).err().unwrap().to_string();
+        assert!(e.ends_with("dst: holds no images"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn names_that_are_not_utf8_are_left_out_not_written_lossily() {
+        use std::ffi::OsStr;
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let (r, x) = (d.path().join("ref"), d.path().join("dst"));
+        touch(&r, &["I01.png"]);
+        touch(&x, &["I01_01_1.png"]);
+        // Two names a lossy conversion makes one, and a reference with no UTF-8 stem.
+        for name in [&b"I01_\xe9.png"[..], b"I01_\xe8.png"] {
+            std::fs::write(x.join(OsStr::from_bytes(name)), b"").unwrap();
+        }
+        std::fs::write(r.join(OsStr::from_bytes(b"\xff.png")), b"").unwrap();
+        let m = pair_folders(&r, &x, None).unwrap();
+        let names: Vec<&str> = m.pairs.iter().map(|p| p.dist_name.as_str()).collect();
+        assert_eq!(names, ["I01_01_1.png"]);
+        assert_eq!(m.not_utf8.len(), 3);
+        // A folder of such names only: no images.
+        std::fs::remove_file(x.join("I01_01_1.png")).unwrap();
+        let e = pair_folders(&r, &x, None).err().unwrap().to_string();
+        assert!(e.contains("holds no images with UTF-8 names (2 whose names are not"), "{e}");
     }
 }

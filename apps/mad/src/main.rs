@@ -23,8 +23,9 @@ enum Command {
         device memory together, and never over the device's) is scored in tiles of whole blocks\n\
         with a wrapped-around halo, as large as the budget allows: a bar shows the tiles; --maps\n\
         assembles the maps from them. The tiles' filters are the whole image's, so the scores agree\n\
-        with whole-image scoring within about 5e-5 (the halo: 1024 pixels; the GPU's windows are\n\
-        powers of two a side, both stages in one). --split-stages refuses such a pair.")]
+        with whole-image scoring within about 1e-5 on the GPU (a 768-pixel halo; windows of sides\n\
+        2^a 3^b 5^c, both stages in one) and 3e-5 on the CPU (a 512-pixel halo). --split-stages\n\
+        refuses such a pair.")]
     Score {
         /// The reference image (PNG, JPEG, TIFF, WebP or BMP; 8/16-bit; gray or RGB; at least 34x34)
         reference: PathBuf,
@@ -217,6 +218,13 @@ fn batch(source: PairSource<'_>, out: Option<&Path>, chunk: Option<usize>, commo
                     matched.unmatched.len(),
                     dists.display(),
                     matched.unmatched[0].display()
+                );
+            }
+            if let Some(first) = matched.not_utf8.first() {
+                eprintln!(
+                    "mad: warning: {} image(s) whose names are not valid UTF-8 are skipped (first: {first:?}): \
+                     pairs are matched and named by name; rename them to score them",
+                    matched.not_utf8.len()
                 );
             }
             matched.pairs

@@ -49,6 +49,12 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<Pair>, MadError> {
             distorted: base.join(fields[1]),
         });
     }
+    if pairs.is_empty() {
+        return Err(MadError::Pairs {
+            path: path.display().to_string(),
+            message: "holds no pairs (lines `ref,dist`)".into(),
+        });
+    }
     Ok(pairs)
 }
 
@@ -75,5 +81,10 @@ mod tests {
         // Only the first line can be a header.
         assert_eq!(parse("a.png,b.png\nREF , Dist\n", Path::new("p.csv")).unwrap().len(), 2);
         assert_eq!(parse("# c\nREF , Dist\nref,dist\n", Path::new("p.csv")).unwrap().len(), 1);
+        // No pairs at all is an error, not a silent success.
+        for empty in ["", "ref,dist\n", "# c\n\n"] {
+            let e = parse(empty, Path::new("p.csv")).unwrap_err().to_string();
+            assert!(e.contains("p.csv: holds no pairs"), "{empty:?}: {e}");
+        }
     }
 }
