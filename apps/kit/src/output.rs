@@ -62,6 +62,17 @@ pub fn check_not_input(output: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// The operating system's reason in an error of `tempfile`, without the temporary file's
+/// name that `tempfile` appends ("... at path \"/out/.tessera-probe-x1Yz\""): that name is
+/// ours, never the user's, and the message already names the user's path.
+fn os_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at path ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
 /// Creates `dir` (and its parents) and proves it writable by making and removing a file.
 fn ensure_writable_folder(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
@@ -71,7 +82,7 @@ fn ensure_writable_folder(dir: &Path) -> Result<()> {
     tempfile::Builder::new()
         .prefix(".tessera-probe-")
         .tempfile_in(dir)
-        .map_err(|e| KitError::file(dir, format!("cannot write in this folder: {e}")))?;
+        .map_err(|e| KitError::file(dir, format!("cannot write in this folder: {}", os_reason(&e))))?;
     Ok(())
 }
 
@@ -124,7 +135,7 @@ impl Staged {
         builder.prefix(".tessera-").suffix(".tmp");
         #[cfg(unix)]
         builder.permissions(mode);
-        let tmp = builder.tempfile_in(&dir).map_err(|e| KitError::file(path, e))?;
+        let tmp = builder.tempfile_in(&dir).map_err(|e| KitError::file(path, os_reason(&e)))?;
         let (file, tmp_path) = tmp.into_parts();
         let mut writer = BufWriter::new(file);
         write(&mut writer).map_err(|e| KitError::file(path, e))?;
@@ -179,7 +190,7 @@ fn set_aside(path: &Path) -> Result<Option<tempfile::TempPath>> {
     let aside = tempfile::Builder::new()
         .prefix(".tessera-old-")
         .tempfile_in(parent_of(path))
-        .map_err(|e| KitError::file(path, e))?
+        .map_err(|e| KitError::file(path, os_reason(&e)))?
         .into_temp_path();
     std::fs::rename(path, &aside).map_err(|e| KitError::file(path, e))?;
     Ok(Some(aside))
@@ -309,6 +320,19 @@ mod tests {
         assert!(check_file(&input, &["json"], &[&input]).unwrap_err().to_string().contains("inputs"));
         assert!(check_file(dir.path(), &["json"], &[]).is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no probe files left behind");
+    }
+
+    /// A folder nobody may write in (even root: /proc) is named with the system's reason,
+    /// not with the name of the probe file that found it out.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_unwritable_folder_is_named_without_the_probe() {
+        let err = check_file(Path::new("/proc/out.png"), &["png"], &[]).unwrap_err().to_string();
+        assert!(err.starts_with("/proc: cannot write in this folder: "), "{err}");
+        assert!(!err.contains(".tessera") && !err.contains("at path"), "{err}");
+        let mut staged = Staged::new();
+        let err = staged.write(Path::new("/proc/out.png"), |w| w.write_all(b"x")).unwrap_err().to_string();
+        assert!(err.starts_with("/proc/out.png: ") && !err.contains(".tessera"), "{err}");
     }
 
     #[test]
