@@ -85,10 +85,20 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     let ProblemSpec { target, tiles, grid, cells, cache_dir } = *spec;
     let img = kit::image::load(target)?;
     if img.width < grid.0 * cells.0 || img.height < grid.1 * cells.1 {
-        return Err(MosaicError::InvalidInput(format!(
-            "target {}x{} is too small for a {}x{} grid of {}x{} cells",
-            img.width, img.height, grid.0, grid.1, cells.0, cells.1
-        )));
+        let largest = (img.width / cells.0, img.height / cells.1);
+        let hint = if largest.0 == 0 || largest.1 == 0 {
+            "the target holds not even one (fewer --cells make smaller patches possible)".to_string()
+        } else {
+            format!("the largest grid is {}x{}", largest.0, largest.1)
+        };
+        return Err(MosaicError::file(
+            target,
+            format!(
+                "{}x{} is too small for a {}x{} grid of {}x{} feature cells: each patch needs at least {}x{} pixels; \
+                 {hint}",
+                img.width, img.height, grid.0, grid.1, cells.0, cells.1, cells.0, cells.1
+            ),
+        ));
     }
     let rgb = to_rgb(&img);
     let mut patches = Features::new((cells.0, cells.1));
@@ -112,7 +122,14 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
     let (tiles, index_stats) = index::index(tiles, &params, cache_dir, warn)?;
     if tiles.is_empty() {
-        return Err(MosaicError::InvalidInput("no readable tile images found".into()));
+        return Err(MosaicError::file(
+            spec.tiles,
+            format!(
+                "holds no readable tile images ({} image file(s) found, {} skipped; tiles are .jpg, .jpeg, \
+                 .png, .webp, .bmp, .tif or .tiff files, searched recursively)",
+                index_stats.files, index_stats.skipped
+            ),
+        ));
     }
     Ok(Problem { grid, patches, tiles, index_stats, aspect, patch_colours })
 }

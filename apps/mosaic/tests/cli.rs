@@ -613,3 +613,29 @@ fn tile_names_that_are_not_utf8_are_never_written_lossily() {
     assert!(stderr(&o).contains("not valid UTF-8") && stderr(&o).contains("--assignment"), "{}", stderr(&o));
     assert!(!out.exists() && !csv.exists());
 }
+
+/// A target too small for the grid and a folder with no usable tile are named in their
+/// errors, with what would work.
+#[test]
+fn a_small_target_and_an_empty_tile_folder_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = small_problem(dir.path(), 3);
+    let (t, tiles) = (target.to_str().unwrap(), dir.path().join("tiles"));
+    let out = dir.path().join("m.png");
+    let o = build(t, tiles.to_str().unwrap(), "20x10", "greedy", out.to_str().unwrap(), &["--no-cache"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.starts_with(&format!("mosaic: error: {t}: 40x30 is too small for a 20x10 grid")), "{err}");
+    assert!(err.contains("the largest grid is 10x7") && !err.contains("invalid input"), "{err}");
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::write(empty.join("broken.png"), b"not a png").unwrap();
+    let o = build(t, empty.to_str().unwrap(), "2x2", "greedy", out.to_str().unwrap(), &["--no-cache"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let want =
+        format!("mosaic: error: {}: holds no readable tile images (1 image file(s) found, 1 skipped", empty.display());
+    assert!(err.contains(&want), "{err}");
+    assert!(!out.exists());
+}
