@@ -69,7 +69,8 @@ enum Command {
         /// name without extension, `*` for any text (default: the CSIQ/TID/KADID rule)
         #[arg(long, value_name = "PATTERN", requires = "ref_dir")]
         pattern: Option<mad::dataset::Pattern>,
-        /// Results file, one row per pair: .csv or .jsonl; an existing one is resumed
+        /// Results file, one row per pair: .csv or .jsonl; an existing results file is resumed
+        /// (any other file is refused)
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// Pairs per GPU chunk (default: about 64 MiB of spectra per chunk, fewer for a short

@@ -19,6 +19,9 @@ use crate::MadError;
 /// The formats of a results file, by extension.
 pub const EXTENSIONS: &[&str] = &["csv", "jsonl"];
 
+/// The header of a CSV results file: [`Row`]'s fields.
+const CSV_HEADER: [&str; 9] = ["ref", "dist", "mad", "detection", "appearance", "alpha", "width", "height", "error"];
+
 /// Results files are read whole on resume and by `mad correlate`.
 const MAX_BYTES: u64 = 1 << 30;
 
@@ -83,7 +86,21 @@ fn read_rows(path: &Path, tolerate_torn_end: bool) -> Result<(Vec<Row>, usize), 
             .map(|(n, l)| serde_json::from_str::<Row>(l).map_err(|e| bad(path, format!("line {}: {e}", n + 1))))
             .collect::<Result<Vec<_>, _>>()?
     } else {
-        csv::Reader::from_reader(body.as_bytes())
+        let mut reader = csv::Reader::from_reader(body.as_bytes());
+        // A CSV that is not a results file (a pairs CSV, say) is never appended to.
+        let header: Vec<String> = reader.headers().map_err(|e| bad(path, e))?.iter().map(str::to_string).collect();
+        if !body.is_empty() && header != CSV_HEADER {
+            return Err(bad(
+                path,
+                format!(
+                    "not a results file of mad batch: its header is {:?}, not {:?}{}",
+                    header.join(","),
+                    CSV_HEADER.join(","),
+                    if tolerate_torn_end { "; it is left as it is: give another --out" } else { "" }
+                ),
+            ));
+        }
+        reader
             .deserialize::<Row>()
             .enumerate()
             .map(|(n, r)| r.map_err(|e| bad(path, format!("row {}: {e}", n + 1))))
@@ -183,4 +200,41 @@ pub fn read_scores(path: &Path) -> Result<HashMap<String, f64>, MadError> {
 pub fn check(path: &Path, inputs: &[&Path]) -> Result<(), MadError> {
     kit::output::check_file(path, EXTENSIONS, inputs)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_csv_header_is_the_rows_fields() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(Row::default()).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().next().unwrap(), CSV_HEADER.join(","));
+    }
+
+    /// A CSV that is not a results file is refused, not appended to; an empty one and a
+    /// results file are resumed.
+    #[test]
+    fn only_a_results_file_is_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in
+            [("pairs.csv", "ref,dist\na.png,b.png\n"), ("other.csv", "x,y\n1,2\n"), ("one.csv", "ref\n")]
+        {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let e = Results::open(&path).err().expect("refused").to_string();
+            assert!(e.contains("not a results file of mad batch"), "{name}: {e}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{name} left as it was");
+            assert!(read_scores(&path).is_err());
+        }
+        let path = dir.path().join("empty.csv");
+        std::fs::write(&path, "").unwrap();
+        assert_eq!(Results::open(&path).unwrap().resumed(), 0);
+        let results = dir.path().join("results.csv");
+        std::fs::write(&results, format!("{}\na.png,b.png,1.5,2,3,0.5,40,40,\n", CSV_HEADER.join(","))).unwrap();
+        assert_eq!(Results::open(&results).unwrap().resumed(), 1);
+        assert_eq!(read_scores(&results).unwrap()["b.png"], 1.5);
+    }
 }
