@@ -105,6 +105,19 @@ pub fn check_folder(path: &Path, inputs: &[&Path]) -> Result<()> {
     ensure_writable_folder(path)
 }
 
+/// Checks the files a command writes under fixed `names` into the folder `dir` (already
+/// checked with [`check_folder`]) before any work: none may be a folder, which the final
+/// rename could not replace, so that a demo fails at once instead of after its work.
+pub fn check_files_in(dir: &Path, names: &[&str]) -> Result<()> {
+    for name in names {
+        let path = dir.join(name);
+        if path.is_dir() {
+            return Err(KitError::file(path, "is a folder; an output file is needed here"));
+        }
+    }
+    Ok(())
+}
+
 /// Several output files written all or none: each is written to a temporary file beside
 /// its target; [`Staged::commit`] renames them all into place. Dropping a `Staged` that
 /// was not committed removes its temporary files.
@@ -320,6 +333,15 @@ mod tests {
         assert!(check_file(&input, &["json"], &[&input]).unwrap_err().to_string().contains("inputs"));
         assert!(check_file(dir.path(), &["json"], &[]).is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3, "no probe files left behind");
+    }
+
+    #[test]
+    fn fixed_names_in_a_folder_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("b.json")).unwrap();
+        assert!(check_files_in(dir.path(), &["a.png"]).is_ok());
+        let err = check_files_in(dir.path(), &["a.png", "b.json"]).unwrap_err().to_string();
+        assert!(err.ends_with("b.json: is a folder; an output file is needed here"), "{err}");
     }
 
     /// A folder nobody may write in (even root: /proc) is named with the system's reason,

@@ -285,6 +285,7 @@ pub fn generate(out: &Path, views: (usize, usize), size: (u32, u32), seed: u64) 
 
 pub fn demo(out: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     kit::output::check_folder(out, &[])?;
+    kit::output::check_files_in(out, &lightfield::demo::FILES)?;
     let ctx = run.context()?;
     let spinner = kit::progress::spinner("demo");
     let report = lightfield::demo::run(out, &ctx)?;

@@ -50,6 +50,10 @@ impl std::fmt::Display for DemoReport {
     }
 }
 
+/// The files the demo writes into its folder.
+pub const FILES: [&str; 5] =
+    ["dictionaries.lfd", "lightfield.lfc", "summary.json", "center_original.png", "center_decoded.png"];
+
 /// Runs the demo on `ctx` into `out` (an existing, writable folder).
 pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
     let shape = PatchShape::PAPER;
@@ -92,6 +96,7 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
         stage_view(&mut staged, &path, field, cu, cv, Depth::Bits8)?;
         report.files.push(path);
     }
+    debug_assert!(report.files.iter().all(|f| FILES.iter().any(|n| f.ends_with(n))), "FILES lists {:?}", report.files);
     staged.commit()?;
     Ok(report)
 }

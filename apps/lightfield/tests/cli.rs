@@ -206,6 +206,11 @@ fn version_help_and_outputs_checked_before_work() {
     let stderr = BIN.fails(&["generate", "--out", &p(d, "x.png")]);
     assert!(stderr.contains("one of .npy") && !stderr.contains("--views DIR"), "{stderr}");
     fails(&["demo", "--out", &p(d, "file")], "folder");
+    // A folder where one of the demo's files goes fails before the work (nothing written).
+    std::fs::create_dir_all(d.join("demo/summary.json")).unwrap();
+    let stderr = BIN.fails(&["demo", "--out", &p(d, "demo"), "--device", "no-such-device"]);
+    assert!(stderr.contains("summary.json: is a folder"), "{stderr}");
+    assert_eq!(std::fs::read_dir(d.join("demo")).unwrap().count(), 1);
     fails(
         &["encode", "--input", "a.npy", "--dict", "b.lfd", "--sparsity", "9", "--epsilon", "0.01", "--out", "x.bin"],
         ".lfc",

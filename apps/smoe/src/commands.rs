@@ -290,8 +290,13 @@ impl fmt::Display for DemoRecord {
     }
 }
 
+/// The files `smoe demo` writes into its folder.
+const DEMO_FILES: [&str; 5] =
+    ["smoe_input.png", "smoe_model.json", "smoe_summary.json", "smoe_render_1x.png", "smoe_render_2x.png"];
+
 pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     kit::output::check_folder(dir, &[])?;
+    kit::output::check_files_in(dir, &DEMO_FILES)?;
     let ctx = run.context()?;
     let (w, h, kernels, iterations) = (96usize, 64usize, 160usize, 20usize);
     let grid = sample_image(w, h);
@@ -325,6 +330,7 @@ pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     };
     let mut names = vec![record.input, record.model, "smoe_summary.json"];
     names.extend(renders.iter().map(|r| r.0.as_str()));
+    debug_assert!(names.iter().all(|n| DEMO_FILES.contains(n)), "DEMO_FILES lists {names:?}");
     let mut staged = Staged::new();
     stage_rgb(&mut staged, &dir.join(record.input), "png", w, h, &grid.rgb)?;
     model.stage(&mut staged, &dir.join(record.model))?;

@@ -316,6 +316,16 @@ fn outputs_are_checked_before_any_work() {
 }
 
 #[test]
+fn demo_outputs_are_checked_before_any_work() {
+    // A folder where one of the demo's files goes fails before the device is even opened.
+    let dir = tmp();
+    std::fs::create_dir_all(dir.path().join("smoe_render_2x.png")).unwrap();
+    let err = BIN.fails(&["demo", "--out", s(dir.path()), "--device", "no-such-device"]);
+    assert!(err.contains("smoe_render_2x.png: is a folder"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "nothing written");
+}
+
+#[test]
 fn errors_are_printed_once() {
     let dir = tmp();
     let out = BIN.run(&["fit", s(dir.path()), "--kernels", "4", "--out", s(&dir.path().join("m.json"))]);
