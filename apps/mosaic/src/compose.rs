@@ -115,9 +115,27 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     crate::features::check(&patches.data).map_err(|e| MosaicError::file(target, e))?;
     let aspect = (img.width as f64 / grid.0 as f64) / (img.height as f64 / grid.1 as f64);
     if !(1.0 / MAX_ASPECT..=MAX_ASPECT).contains(&aspect) {
-        return Err(MosaicError::InvalidInput(format!(
-            "the grid makes patches of aspect {aspect:.4} (width / height); it must be within 1/{MAX_ASPECT} .. {MAX_ASPECT}"
-        )));
+        let (w, h) = (img.width as f64, img.height as f64);
+        // Keep the other side of the grid and make the patches about square, where that fits.
+        let square = if aspect > 1.0 {
+            Dims(((grid.1 as f64 * w / h).round() as usize).clamp(1, (img.width / cells.0).max(1)), grid.1)
+        } else {
+            Dims(grid.0, ((grid.0 as f64 * h / w).round() as usize).clamp(1, (img.height / cells.1).max(1)))
+        };
+        let square_aspect = (w / square.0 as f64) / (h / square.1 as f64);
+        let hint = if (1.0 / MAX_ASPECT..=MAX_ASPECT).contains(&square_aspect) {
+            format!("; --grid {}x{} makes them about square", square.0, square.1)
+        } else {
+            String::new()
+        };
+        return Err(MosaicError::file(
+            target,
+            format!(
+                "{}x{} cut into a {}x{} grid makes patches of aspect {aspect:.4} (width / height); it must be \
+                 within 1/{MAX_ASPECT} .. {MAX_ASPECT}{hint}",
+                img.width, img.height, grid.0, grid.1
+            ),
+        ));
     }
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
     let (tiles, index_stats) = index::index(tiles, &params, cache_dir, warn)?;

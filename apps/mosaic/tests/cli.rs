@@ -639,3 +639,20 @@ fn a_small_target_and_an_empty_tile_folder_are_named() {
     assert!(err.contains(&want), "{err}");
     assert!(!out.exists());
 }
+
+/// Patches too elongated: the error names the target and a grid that makes them square.
+#[test]
+fn an_elongated_grid_names_a_square_one() {
+    let dir = tempfile::tempdir().unwrap();
+    small_problem(dir.path(), 3);
+    let wide = dir.path().join("wide.png");
+    kit::image::save_rgb8(&wide, 400, 10, &vec![128; 400 * 10 * 3]).unwrap();
+    let (t, tiles, out) = (wide.to_str().unwrap(), dir.path().join("tiles"), dir.path().join("m.png"));
+    for (grid, want) in [("1x1", "--grid 40x1 makes them about square"), ("2x2", "--grid 80x2")] {
+        let o = build(t, tiles.to_str().unwrap(), grid, "greedy", out.to_str().unwrap(), &["--no-cache"]);
+        assert_eq!(o.status.code(), Some(1));
+        let err = stderr(&o);
+        assert!(err.starts_with(&format!("mosaic: error: {t}: 400x10 cut into a {grid} grid")), "{err}");
+        assert!(err.contains(want), "{grid}: {err}");
+    }
+}
