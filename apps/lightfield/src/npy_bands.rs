@@ -29,6 +29,26 @@ use crate::samples::Samples;
 /// large enough that a band's reads (one per view) are long sequential ones.
 const BAND_BYTES: usize = 32 << 20;
 
+/// Refuses, with what it is, a file that is no `.npy` but another input of the codec: a
+/// single image (a light field is a `.npy` or a folder of views) or a `.lfc` / `.lfd`.
+fn not_another_kind(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let (file, _) = kit::input::open_regular(path)?;
+    let mut head = Vec::with_capacity(16);
+    file.take(16).read_to_end(&mut head).map_err(|e| LfError::file(path, e))?;
+    let what = if head.starts_with(crate::sections::LFC_MAGIC) {
+        "is a compressed light field (.lfc); `lightfield decode` makes a .npy of it".to_string()
+    } else if head.starts_with(crate::dictionary::LFD_MAGIC) {
+        "is a dictionary ensemble (.lfd), not a light field".to_string()
+    } else if let Ok(format) = image::guess_format(&head) {
+        let name = format.extensions_str().first().map_or_else(|| format!("{format:?}"), |e| e.to_uppercase());
+        format!("is a single {name} image; a light field is a .npy array (U, V, H, W, 3) or a folder of its views")
+    } else {
+        return Ok(());
+    };
+    Err(LfError::file(path, what))
+}
+
 /// A `.npy` light field whose header was read and checked, its data not yet read.
 pub struct NpyLightField {
     path: PathBuf,
@@ -47,6 +67,7 @@ impl NpyLightField {
     /// Opens `path`: a regular file whose header declares (U, V, H, W, 3) of uint8, uint16,
     /// float32 or float64 and whose length matches it, within the memory budget as f32.
     pub fn open(path: &Path) -> Result<NpyLightField> {
+        not_another_kind(path)?;
         let header = kit::npy::header(path)?;
         let &[u, v, h, w, c] = header.shape.as_slice() else {
             return Err(LfError::file(path, format!("shape {:?} is not (U, V, H, W, 3)", header.shape)));
@@ -343,6 +364,28 @@ mod tests {
     use crate::dictionary::Ensemble;
 
     const SHAPE: PatchShape = PatchShape { my: 5, mx: 5, mu: 4, mv: 4 };
+
+    #[test]
+    fn an_image_or_codec_file_given_as_a_light_field_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("photo.npy");
+        kit::image::save_rgb8(&png.with_extension("png"), 2, 1, &[0; 6]).unwrap();
+        std::fs::rename(png.with_extension("png"), &png).unwrap();
+        let err = NpyLightField::open(&png).err().unwrap().to_string();
+        assert!(err.ends_with("photo.npy: is a single PNG image; a light field is a .npy array (U, V, H, W, 3) or a folder of its views"), "{err}");
+        for (magic, says) in
+            [(crate::sections::LFC_MAGIC, "lightfield decode"), (crate::dictionary::LFD_MAGIC, "(.lfd)")]
+        {
+            let path = dir.path().join("x.npy");
+            std::fs::write(&path, [&magic[..], &[0; 12]].concat()).unwrap();
+            let err = NpyLightField::open(&path).err().unwrap().to_string();
+            assert!(err.contains(says), "{err}");
+        }
+        // A short file that is none of them still gets the .npy reader's own message.
+        std::fs::write(dir.path().join("short.npy"), b"ab").unwrap();
+        let err = NpyLightField::open(&dir.path().join("short.npy")).err().unwrap().to_string();
+        assert!(err.contains(".npy"), "{err}");
+    }
 
     /// A `.npy` of `shape` holding `data` as stored (descr such as '<u2'), version 1.
     fn npy_bytes(descr: &str, shape: [usize; 5], data: &[u8]) -> Vec<u8> {
