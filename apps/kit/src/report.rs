@@ -112,6 +112,24 @@ pub fn emit<R: Serialize + std::fmt::Display>(record: &R, out: &[&Path]) {
     }
 }
 
+/// Serialises an `f32` field as the shortest decimal that reads back as it (`0.01`), not
+/// as its exact value widened to f64 (`0.009999999776482582`): `#[serde(serialize_with =
+/// "kit::report::f32_shortest")]`.
+pub fn f32_shortest<S: serde::Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(shortest(*x))
+}
+
+/// [`f32_shortest`] for each of a list of `f32` (`[f32; 2]`, `Vec<f32>`).
+pub fn f32s_shortest<S: serde::Serializer>(xs: &[f32], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(xs.iter().map(|&x| shortest(x)))
+}
+
+/// The f64 of `x`'s shortest decimal (Rust prints an f32 as the shortest string that reads
+/// back as it); non-finite values stay as they are.
+fn shortest(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(x as f64)
+}
+
 /// A record that is only its fields: for commands whose text output is a JSON line too
 /// (benchmarks).
 #[derive(Serialize)]
@@ -121,5 +139,22 @@ pub struct Fields(pub Value);
 impl std::fmt::Display for Fields {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[derive(serde::Serialize)]
+    struct R {
+        #[serde(serialize_with = "super::f32_shortest")]
+        epsilon: f32,
+        #[serde(serialize_with = "super::f32s_shortest")]
+        view: [f32; 2],
+    }
+
+    #[test]
+    fn f32_fields_print_as_given() {
+        let text = serde_json::to_string(&R { epsilon: 0.01, view: [1.1, 3.0] }).unwrap();
+        assert_eq!(text, r#"{"epsilon":0.01,"view":[1.1,3.0]}"#);
     }
 }

@@ -26,6 +26,7 @@ pub struct DemoReport {
     pub patch: String,
     pub dictionaries: usize,
     pub sparsity: usize,
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub epsilon: f32,
     pub encode_ms: f64,
     /// The files written, in the output folder.

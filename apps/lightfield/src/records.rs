@@ -42,6 +42,7 @@ pub struct EncodeReport {
     #[serde(flatten)]
     pub quality: lightfield::codec::EncodeQuality,
     /// The RMSE bound every patch that met its budget holds.
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub epsilon: f32,
     /// The cap T on coefficients per patch.
     pub sparsity: usize,
@@ -132,7 +133,9 @@ pub struct InfoReport {
     pub patch: String,
     pub dictionaries: usize,
     pub sparsity: usize,
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub epsilon: f32,
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub step: f32,
     pub patches: usize,
     pub coefficients: u64,
@@ -190,8 +193,11 @@ impl fmt::Display for GenerateReport {
 #[derive(Serialize)]
 pub struct Viewpoint {
     /// View row and column.
+    #[serde(serialize_with = "kit::report::f32s_shortest")]
     pub view: [f32; 2],
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub focus: f32,
+    #[serde(serialize_with = "kit::report::f32_shortest")]
     pub aperture: f32,
     pub width: u32,
     pub height: u32,

@@ -544,5 +544,10 @@ fn messages_name_the_flag_or_file_once_and_info_keeps_the_envelope() {
     let info = json(&BIN.ok(&["info", &lfc, "--json"]));
     assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{info}");
     assert_eq!(info["format_version"], lightfield::bitstream::LFC_VERSION, "{info}");
+    // f32 values read as they were given (0.01, not 0.009999999776482582).
+    assert_eq!(info["epsilon"], 0.01, "{info}");
+    let still = p(d, "still.png");
+    let rec = json(&BIN.ok(&["render", &lfc, "--view", "0.3,1", "--focus", "1.1", "--out", &still, "--json"]));
+    assert_eq!((&rec["view"], &rec["focus"]), (&serde_json::json!([0.3, 1.0]), &serde_json::json!(1.1)), "{rec}");
     assert!(BIN.ok(&["info", &lfc]).contains("format_version: "));
 }
