@@ -20,10 +20,12 @@ pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// Reads the whole of a regular file of at most `limit` bytes (and within the budget).
+/// Reads the whole of a regular file of at most `limit` bytes (and within the budget). A
+/// file over both is refused by the tighter one, so that a caller whose limit is the budget
+/// itself gets the budget's message, which names `--max-memory`.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let (file, len) = open_regular(path)?;
-    if len > limit {
+    if len > limit && limit < crate::budget::get() {
         return Err(KitError::file(
             path,
             format!("is {} long; at most {} is read", crate::budget::human(len), crate::budget::human(limit)),

@@ -544,6 +544,9 @@ fn messages_name_the_flag_or_file_once_and_info_keeps_the_envelope() {
     let info = json(&BIN.ok(&["info", &lfc, "--json"]));
     assert_eq!(info["version"], env!("CARGO_PKG_VERSION"), "{info}");
     assert_eq!(info["format_version"], lightfield::bitstream::LFC_VERSION, "{info}");
+    // A file over --max-memory is refused by the budget, which the message names.
+    let stderr = BIN.fails(&["info", &lfc, "--max-memory", "1K"]);
+    assert!(stderr.contains("the memory budget is 1.0 KiB (raise it with --max-memory)"), "{stderr}");
     // f32 values read as they were given (0.01, not 0.009999999776482582).
     assert_eq!(info["epsilon"], 0.01, "{info}");
     let still = p(d, "still.png");
