@@ -73,13 +73,14 @@ impl fmt::Display for FitRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "smoe: fitted {} kernels to {} samples in {} iterations ({:.0} ms of EM after a {:.0} ms {:?} start, PSNR {:.2} dB) and {} refinement steps ({:.0} ms), PSNR {:.2} dB -> {}",
+            "smoe: fitted {} kernels to {} samples in {} iterations ({:.0} ms of EM after a {:.0} ms {} start, PSNR {:.2} dB) and {} refinement steps ({:.0} ms), PSNR {:.2} dB -> {}",
             self.kernels,
             self.samples,
             self.iterations,
             self.em_ms,
             self.init_ms,
-            self.init,
+            // As `--init` spells it (`kmeans`, `grid`).
+            clap::ValueEnum::to_possible_value(&self.init).map_or_else(String::new, |v| v.get_name().to_string()),
             self.em_psnr_db,
             self.refine_steps,
             self.refine_ms,

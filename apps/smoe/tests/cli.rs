@@ -102,7 +102,8 @@ fn light_field_fit_and_fractional_view() {
     let npy = dir.path().join("lf.npy");
     kit::npy::write_f32(&npy, &[3, 2, 11, 13, 3], &data).unwrap();
     let model = dir.path().join("lf.smoe");
-    BIN.ok(&["fit", s(&npy), "--kernels", "12", "--out", s(&model), "--iterations", "5"]);
+    let text = BIN.ok(&["fit", s(&npy), "--kernels", "12", "--out", s(&model), "--iterations", "5"]);
+    assert!(text.contains(" ms kmeans start"), "the start as --init names it: {text}");
     let out = dir.path().join("v.npy");
     BIN.ok(&["render", s(&model), "--out", s(&out), "--view", "0.5,0.25"]);
     let cpu = dir.path().join("c.npy");
