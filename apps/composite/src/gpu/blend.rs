@@ -254,11 +254,11 @@ impl GpuBlender {
         }
         let piece = self.piece_pixels(received, len);
         if piece >= len {
-            return self.merge_piece(color, depth, (start, len), received, own);
+            return self.merge_piece((color, depth), (start, len), received, own);
         }
         for (at, part) in in_pieces(received, len, piece) {
             let part: Vec<&Encoded> = part.iter().collect();
-            self.merge_piece(color, depth, (start + at, part[0].pixels), &part, own)?;
+            self.merge_piece((color, depth), (start + at, part[0].pixels), &part, own)?;
         }
         Ok(())
     }
@@ -266,8 +266,7 @@ impl GpuBlender {
     /// [`GpuBlender::merge_into`] in one submission.
     fn merge_piece(
         &mut self,
-        color: &Buffer<u32>,
-        depth: &Buffer<f32>,
+        (color, depth): (&Buffer<u32>, &Buffer<f32>),
         (start, len): (usize, usize),
         received: &[&Encoded],
         own: usize,
