@@ -14,7 +14,8 @@ use crate::error::{KitError, Result};
 pub use crate::output::IMAGE_EXTENSIONS;
 
 /// The formats every image input accepts, for help texts.
-pub const INPUT_FORMATS: &str = "PNG, JPEG, TIFF, WebP or BMP; 8/16-bit; gray, RGB, with or without alpha";
+pub const INPUT_FORMATS: &str =
+    "PNG, JPEG, TIFF, WebP or BMP; 8/16-bit (and 32-bit float RGB TIFF); gray, RGB, with or without alpha";
 
 /// A decoded image as f32 samples in [0, 1], interleaved, row 0 at the top.
 #[derive(Clone, Debug)]
@@ -24,7 +25,8 @@ pub struct ImageF32 {
     /// 1 (gray) or 3 (RGB); alpha is dropped on load.
     pub channels: usize,
     pub data: Vec<f32>,
-    /// Bits per sample of the source file (8 or 16), so apps can report or rescale.
+    /// Bits per sample of the source file (8 or 16; 16 for a 32-bit float TIFF, whose
+    /// samples are clamped to [0, 1]), so apps can report or rescale.
     pub source_bits: u32,
 }
 
@@ -48,7 +50,7 @@ fn decode(path: &Path, extra_per_pixel: u64) -> Result<DynamicImage> {
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(budget);
     reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(|e| KitError::file(path, format!("cannot decode image: {e}")))?;
+    let mut decoder = reader.into_decoder().map_err(|e| KitError::file(path, undecodable(&e)))?;
     let (w, h) = decoder.dimensions();
     if w == 0 || h == 0 {
         return Err(KitError::file(path, "image is empty"));
@@ -57,10 +59,43 @@ fn decode(path: &Path, extra_per_pixel: u64) -> Result<DynamicImage> {
     let bytes = decoder.total_bytes().saturating_add(pixels.saturating_mul(extra_per_pixel));
     crate::budget::check(bytes, format!("decoding the {w}x{h} image {}", path.display()))?;
     let orientation = decoder.orientation().unwrap_or(image::metadata::Orientation::NoTransforms);
-    let mut img =
-        DynamicImage::from_decoder(decoder).map_err(|e| KitError::file(path, format!("cannot decode image: {e}")))?;
+    let mut img = DynamicImage::from_decoder(decoder).map_err(|e| KitError::file(path, undecodable(&e)))?;
     img.apply_orientation(orientation);
+    // A float TIFF holds any value: clamp it to the [0, 1] of every other image (NaN is 0).
+    let clamp =
+        |samples: &mut [f32]| samples.iter_mut().for_each(|v| *v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) });
+    match &mut img {
+        DynamicImage::ImageRgb32F(buffer) => clamp(buffer),
+        DynamicImage::ImageRgba32F(buffer) => clamp(buffer),
+        _ => {}
+    }
     Ok(img)
+}
+
+/// The TIFF sample layouts the decoder reads, for the message refusing the others.
+const TIFF_SAMPLES: &str = "TIFF is read with 8 or 16-bit unsigned samples (gray, gray+alpha, RGB, RGBA or CMYK) \
+                            or 32-bit float RGB or RGBA samples (clamped to [0, 1])";
+
+/// Why an image cannot be decoded: a TIFF whose samples the decoder does not read says
+/// which ones it reads, instead of the decoder's `Unknown(32)`.
+fn undecodable(error: &image::ImageError) -> String {
+    use image::error::{ImageFormatHint, UnsupportedErrorKind};
+    if let image::ImageError::Unsupported(unsupported) = error {
+        if unsupported.format_hint() == ImageFormatHint::Exact(image::ImageFormat::Tiff) {
+            let what = match unsupported.kind() {
+                UnsupportedErrorKind::Color(image::ExtendedColorType::Unknown(bits)) => {
+                    format!("{bits} bits per pixel: 32-bit gray, for instance")
+                }
+                UnsupportedErrorKind::Color(color) => format!("{color:?} samples"),
+                UnsupportedErrorKind::GenericFeature(feature) => feature.to_lowercase(),
+                _ => error.to_string(),
+            };
+            return format!(
+                "a TIFF whose samples are not read ({what}); {TIFF_SAMPLES}: convert it, to 16-bit for instance"
+            );
+        }
+    }
+    format!("cannot decode image: {error}")
 }
 
 /// Loads an image as [`ImageF32`]: gray stays one channel, colour becomes RGB, alpha is
@@ -319,6 +354,69 @@ mod tests {
         let renamed = dir.path().join("r.img");
         std::fs::copy(&rotated, &renamed).unwrap();
         assert_eq!(load(&renamed).unwrap().width, 2);
+    }
+
+    /// A little-endian TIFF of one 32-bit float gray strip: `width x height` samples of `v`.
+    fn gray_f32_tiff(width: u32, height: u32, v: f32) -> Vec<u8> {
+        let data = width * height * 4;
+        // Tag, type (3: SHORT, 4: LONG), value; sorted by tag.
+        let entries: [(u16, u16, u32); 10] = [
+            (256, 4, width),
+            (257, 4, height),
+            (258, 3, 32),      // bits per sample
+            (259, 3, 1),       // no compression
+            (262, 3, 1),       // black is zero
+            (273, 4, 8 + 126), // the strip follows the IFD
+            (277, 3, 1),       // samples per pixel
+            (278, 4, height),  // rows per strip
+            (279, 4, data),    // strip bytes
+            (339, 3, 3),       // sample format: IEEE float
+        ];
+        let mut out = b"II*\0".to_vec();
+        out.extend_from_slice(&8u32.to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        for (tag, kind, value) in entries {
+            out.extend_from_slice(&tag.to_le_bytes());
+            out.extend_from_slice(&kind.to_le_bytes());
+            out.extend_from_slice(&1u32.to_le_bytes());
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        out.extend_from_slice(&0u32.to_le_bytes());
+        assert_eq!(out.len(), 8 + 126);
+        for _ in 0..width * height {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    /// A 32-bit float RGB TIFF is read, its samples clamped to [0, 1] (NaN: 0); a float
+    /// layout the decoder does not read (gray) is refused naming the file and the layouts
+    /// that are read, not with the decoder's `Unknown(32)`.
+    #[test]
+    fn float_tiffs_are_read_clamped_or_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let rgb = dir.path().join("rgb.tif");
+        let samples = [-0.5f32, 0.25, 2.0, f32::NAN, 1.0, 0.0];
+        let bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let mut encoded = std::io::Cursor::new(Vec::new());
+        image::codecs::tiff::TiffEncoder::new(&mut encoded)
+            .write_image(&bytes, 2, 1, image::ExtendedColorType::Rgb32F)
+            .unwrap();
+        std::fs::write(&rgb, encoded.get_ref()).unwrap();
+        let img = load(&rgb).unwrap();
+        assert_eq!((img.width, img.height, img.channels, img.source_bits), (2, 1, 3, 16));
+        assert_eq!(img.data, [0.0, 0.25, 1.0, 0.0, 1.0, 0.0]);
+        let (w, h, rgba) = load_rgba8(&rgb).unwrap();
+        assert_eq!((w, h), (2, 1));
+        assert_eq!(rgba, [0, 64, 255, 255, 0, 255, 0, 255]);
+
+        let gray = dir.path().join("gray.tif");
+        std::fs::write(&gray, gray_f32_tiff(3, 2, 0.5)).unwrap();
+        for err in [load(&gray).unwrap_err().to_string(), load_rgba8(&gray).unwrap_err().to_string()] {
+            assert!(err.starts_with(&format!("{}: a TIFF whose samples are not read", gray.display())), "{err}");
+            assert!(err.contains("32-bit float RGB or RGBA") && err.contains("16-bit"), "{err}");
+            assert!(!err.contains("Unknown(") && !err.contains('\n'), "{err}");
+        }
     }
 
     #[test]
