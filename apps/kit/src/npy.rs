@@ -200,9 +200,26 @@ fn read_values(path: &Path, out_elem: u64) -> Result<(NpyHeader, Vec<f64>)> {
         left -= n;
     }
     if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-        return Err(KitError::file(path, format!("element {i} is {} (every value must be finite)", values[i])));
+        let at = entry(&header.shape, i);
+        return Err(KitError::file(path, format!("{at} is {} (every value must be finite)", values[i])));
     }
     Ok((header, values))
+}
+
+/// The element at C-order position `i` of an array of `shape`, as an error names it: its
+/// index, `entry (row, col)` in a matrix, `element i` in a vector.
+fn entry(shape: &[usize], i: usize) -> String {
+    if shape.len() < 2 {
+        return format!("element {i}");
+    }
+    let mut index = vec![0; shape.len()];
+    let mut rest = i;
+    for (k, &side) in shape.iter().enumerate().rev() {
+        index[k] = rest % side.max(1);
+        rest /= side.max(1);
+    }
+    let index: Vec<String> = index.iter().map(ToString::to_string).collect();
+    format!("entry ({})", index.join(", "))
 }
 
 /// Reads a `.npy` of float32, float64, uint8 or uint16 (C order) as f32. Non-finite values
@@ -210,7 +227,8 @@ fn read_values(path: &Path, out_elem: u64) -> Result<(NpyHeader, Vec<f64>)> {
 pub fn read(path: &Path) -> Result<NpyArray> {
     let (header, values) = read_values(path, 4)?;
     if let Some(i) = values.iter().position(|v| v.abs() > f32::MAX as f64) {
-        return Err(KitError::file(path, format!("element {i} is {:e}, beyond float32's range", values[i])));
+        let at = entry(&header.shape, i);
+        return Err(KitError::file(path, format!("{at} is {:e}, beyond float32's range", values[i])));
     }
     Ok(NpyArray { shape: header.shape, data: values.into_iter().map(|v| v as f32).collect(), dtype: header.dtype })
 }
@@ -286,9 +304,18 @@ mod tests {
         std::fs::write(&p, &huge).unwrap();
         let err = read(&p).unwrap_err().to_string();
         assert!(err.contains("memory budget") || err.contains("declares"), "{err}");
-        // NaN is refused.
+        // NaN is refused, named by its index: (row, col) in a matrix.
         write_f32(&p, &[2], &[1.0, f32::NAN]).unwrap();
-        assert!(read(&p).unwrap_err().to_string().contains("finite"));
+        let err = read(&p).unwrap_err().to_string();
+        assert!(err.contains("element 1 is NaN") && err.contains("finite"), "{err}");
+        let mut matrix = vec![0.0f32; 20];
+        matrix[19] = f32::NAN;
+        write_f32(&p, &[4, 5], &matrix).unwrap();
+        let (err, err64) = (read(&p).unwrap_err().to_string(), read_f64(&p).unwrap_err().to_string());
+        assert!(err.contains("entry (3, 4) is NaN") && err64 == err, "{err} / {err64}");
+        matrix[19] = f32::INFINITY;
+        write_f32(&p, &[2, 2, 5], &matrix).unwrap();
+        assert!(read(&p).unwrap_err().to_string().contains("entry (1, 1, 4) is inf"));
         // uint8 is read as stored, a 1-D shape round-trips.
         let mut u8file = header_bytes("|u1", &[3]);
         u8file.extend_from_slice(&[0, 7, 255]);

@@ -95,9 +95,10 @@ fn bad_matrices_fail_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, usize, usize, Vec<f64>, &str); 4] = [
         ("tall", 3, 2, vec![1.0; 6], "no mosaic without repeated tiles"),
-        ("nan", 2, 2, vec![1.0, f64::NAN, 1.0, 1.0], "NaN"),
-        ("negative", 2, 3, vec![1.0, 1.0, -0.5, 1.0, 1.0, 1.0], "negative"),
-        ("inf", 1, 2, vec![f64::INFINITY, 1.0], "finite"),
+        // Every value error names the entry (row, col).
+        ("nan", 2, 2, vec![1.0, 1.0, 1.0, f64::NAN], "entry (1, 1) is NaN"),
+        ("negative", 2, 3, vec![1.0, 1.0, -0.5, 1.0, 1.0, 1.0], "entry (0, 2) is negative"),
+        ("inf", 1, 2, vec![f64::INFINITY, 1.0], "entry (0, 0) is inf"),
     ];
     for (name, m, n, data, message) in cases {
         let path = dir.path().join(format!("{name}.npy"));
