@@ -138,17 +138,8 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
         ));
     }
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
+    // A folder without a readable tile is an error of the index, naming it.
     let (tiles, index_stats) = index::index(tiles, &params, cache_dir, warn)?;
-    if tiles.is_empty() {
-        return Err(MosaicError::file(
-            spec.tiles,
-            format!(
-                "holds no readable tile images ({} image file(s) found, {} skipped; tiles are .jpg, .jpeg, \
-                 .png, .webp, .bmp, .tif or .tiff files, searched recursively)",
-                index_stats.files, index_stats.skipped
-            ),
-        ));
-    }
     Ok(Problem { grid, patches, tiles, index_stats, aspect, patch_colours })
 }
 

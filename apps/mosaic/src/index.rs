@@ -106,6 +106,8 @@ pub struct IndexStats {
     pub from_cache: usize,
     pub decoded: usize,
     pub skipped: usize,
+    /// Symbolic links under the folder, which are not followed (tiles are regular files).
+    pub links: usize,
     /// Worker threads that decoded files (files decode in parallel, one at a time per
     /// thread, so decoding holds at most this many full-size images).
     pub threads: usize,
@@ -128,6 +130,8 @@ struct Scan {
     /// the cache, in `--assignment` and in `--json`, and a lossy name (U+FFFD for each bad
     /// byte) would name no file there and could make two tiles one in the cache.
     not_utf8: Vec<PathBuf>,
+    /// Symbolic links found (outside hidden entries), not followed.
+    links: usize,
 }
 
 /// A path under the tile folder as the cache and the outputs name it: its components joined
@@ -143,6 +147,7 @@ fn relative_name(rel: &Path) -> Option<String> {
 fn scan(dir: &Path) -> Result<Scan> {
     let mut found = Vec::new();
     let mut not_utf8 = Vec::new();
+    let mut links = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(folder) = stack.pop() {
         let entries = std::fs::read_dir(&folder).map_err(|e| MosaicError::file(&folder, e))?;
@@ -152,8 +157,11 @@ fn scan(dir: &Path) -> Result<Scan> {
             if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
+            // The entry itself, not what a link points to.
             let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_dir() {
+            if meta.is_symlink() {
+                links += 1;
+            } else if meta.is_dir() {
                 stack.push(path);
             } else if meta.is_file() && is_image(&path) {
                 let Some(rel) = relative_name(path.strip_prefix(dir).unwrap_or(&path)) else {
@@ -172,7 +180,7 @@ fn scan(dir: &Path) -> Result<Scan> {
     }
     found.sort_by(|a, b| a.1.path.cmp(&b.1.path));
     not_utf8.sort();
-    Ok(Scan { found, not_utf8 })
+    Ok(Scan { found, not_utf8, links })
 }
 
 /// Decodes one tile (EXIF orientation applied, size checked against the memory budget) into
@@ -218,8 +226,10 @@ pub fn is_tile(dir: &Path, path: &Path) -> bool {
 }
 
 /// Indexes `dir`, reusing and refreshing its cache file in the folder `cache_dir` (`None`:
-/// no cache); `warn` gets one message per skipped file, per invalid cache entry and per
-/// cache problem. A progress bar counts the files.
+/// no cache; a file where that folder goes: no cache, with a warning); `warn` gets one
+/// message per skipped file, per invalid cache entry and per cache problem, and one for the
+/// symbolic links, which are not followed. A folder without a readable tile is an error
+/// naming it, and writes no cache. A progress bar counts the files.
 pub fn index(
     dir: &Path,
     params: &IndexParams,
@@ -247,7 +257,19 @@ pub fn index_with_progress(
     if params.cells.0 == 0 || params.cells.1 == 0 || params.thumb.0 == 0 || params.thumb.1 == 0 {
         return Err(MosaicError::InvalidInput(format!("bad index parameters {params:?}")));
     }
-    let Scan { found: files, not_utf8 } = scan(dir)?;
+    let cache_dir = cache_dir.filter(|folder| match blocked(folder) {
+        Some(file) => {
+            warn(&format!(
+                "the tile index cache folder {} cannot be used: {} is a file, not a folder; going on without a \
+                 cache (give --cache a folder, or --no-cache)",
+                folder.display(),
+                file.display()
+            ));
+            false
+        }
+        None => true,
+    });
+    let Scan { found: files, not_utf8, links } = scan(dir)?;
     if let Some(first) = not_utf8.first() {
         warn(&format!(
             "skipping {} tile(s) whose names are not valid UTF-8 (first: {first:?}): a tile is named by its \
@@ -270,7 +292,8 @@ pub fn index_with_progress(
             Err(e) => warn(&format!("ignoring tile index cache {}: {e}", cache_path.display())),
         }
     }
-    let mut stats = IndexStats { files: files.len() + not_utf8.len(), skipped: not_utf8.len(), ..Default::default() };
+    let mut stats =
+        IndexStats { files: files.len() + not_utf8.len(), skipped: not_utf8.len(), links, ..Default::default() };
     progress.set_length(files.len() as u64);
     // Each result remembers the worker thread that decoded it (None: from the cache).
     let results: Vec<(Key, Entry, Option<usize>)> = files
@@ -310,6 +333,33 @@ pub fn index_with_progress(
             }
         }
     }
+    let not_followed = match links {
+        0 => String::new(),
+        1 => "1 symbolic link was not followed".to_string(),
+        n => format!("{n} symbolic links were not followed"),
+    };
+    if tiles.is_empty() {
+        // Nothing to index: an error, and no cache written.
+        let links = if links > 0 {
+            format!("; {not_followed} (tiles must be regular files: copy them in)")
+        } else {
+            String::new()
+        };
+        return Err(MosaicError::file(
+            dir,
+            format!(
+                "holds no readable tile images ({} image file(s) found, {} skipped{links}; tiles are .jpg, .jpeg, \
+                 .png, .webp, .bmp, .tif or .tiff files, searched recursively)",
+                stats.files, stats.skipped
+            ),
+        ));
+    }
+    if links > 0 {
+        warn(&format!(
+            "{not_followed} under {}: tiles are read from regular files only (copy the files in, e.g. with cp -L)",
+            dir.display()
+        ));
+    }
     if let Some(cache_path) = cache_path {
         let stale = stats.decoded > 0 || invalid_entries > 0 || !cache_path.is_file();
         let written = if stale { write_cache(&cache_path, params, &results) } else { Ok(()) };
@@ -319,6 +369,13 @@ pub fn index_with_progress(
         }
     }
     Ok((tiles, stats))
+}
+
+/// The file that stops `folder` from being a folder (`folder` itself or the first of its
+/// ancestors that exists, when that is not a folder); `None` when it is one or can be made.
+fn blocked(folder: &Path) -> Option<&Path> {
+    let existing = folder.ancestors().find(|p| !p.as_os_str().is_empty() && p.exists())?;
+    (!existing.is_dir()).then_some(existing)
 }
 
 /// The longest path or message the cache holds, in bytes.

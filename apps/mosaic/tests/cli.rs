@@ -513,7 +513,13 @@ fn index_reports_only_a_cache_it_wrote() {
     std::fs::write(&not_a_folder, b"x").unwrap();
     let out = mosaic(&["index", tiles.to_str().unwrap(), "--cache", not_a_folder.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("cannot write tile index cache"), "{}", stderr(&out));
+    let want = format!(
+        "mosaic: warning: the tile index cache folder {0} cannot be used: {0} is a file, not a folder; going on \
+         without a cache",
+        not_a_folder.display()
+    );
+    assert!(stderr(&out).contains(&want) && !stderr(&out).contains("os error"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&not_a_folder).unwrap(), b"x");
     let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!((&v["cache"], &v["out"]), (&serde_json::Value::Null, &serde_json::json!([])), "{v}");
 
@@ -656,4 +662,49 @@ fn an_elongated_grid_names_a_square_one() {
         assert!(err.starts_with(&format!("mosaic: error: {t}: 400x10 cut into a {grid} grid")), "{err}");
         assert!(err.contains(want), "{grid}: {err}");
     }
+}
+
+/// `mosaic index` of a folder without a readable tile is an error naming the folder, and
+/// writes no cache; symbolic links, which are not followed, are counted in that error and
+/// in a warning when there are tiles.
+#[cfg(unix)]
+#[test]
+fn index_of_a_folder_without_tiles_fails_and_names_the_links() {
+    let dir = tempfile::tempdir().unwrap();
+    small_problem(dir.path(), 2);
+    let caches = dir.path().join("caches");
+    let index =
+        |folder: &Path| mosaic(&["index", folder.to_str().unwrap(), "--cache", caches.to_str().unwrap(), "--json"]);
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = index(&empty);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let want =
+        format!("mosaic: error: {}: holds no readable tile images (0 image file(s) found, 0 skipped;", empty.display());
+    assert!(stderr(&o).starts_with(&want), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("holds no readable tile images"), "{v}");
+    assert!(!caches.exists(), "a cache was written for an empty folder");
+
+    // A folder of links to photos: the error says they were not followed.
+    let linked = dir.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    for k in 0..2 {
+        let tile = dir.path().join(format!("tiles/t{k}.png"));
+        std::os::unix::fs::symlink(&tile, linked.join(format!("l{k}.png"))).unwrap();
+    }
+    std::os::unix::fs::symlink(dir.path().join("tiles"), linked.join("folder")).unwrap();
+    let o = index(&linked);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("3 symbolic links were not followed (tiles must be regular files"), "{}", stderr(&o));
+    assert!(!caches.exists());
+
+    // With a tile beside them: indexed, with a warning counting the links.
+    std::fs::copy(dir.path().join("tiles/t0.png"), linked.join("real.png")).unwrap();
+    let o = index(&linked);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = format!("mosaic: warning: 3 symbolic links were not followed under {}", linked.display());
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!((v["tiles"].as_u64(), v["stats"]["links"].as_u64()), (Some(1), Some(3)), "{v}");
 }
