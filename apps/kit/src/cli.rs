@@ -80,6 +80,15 @@ impl CommonArgs {
     pub fn device(&self) -> &DeviceSelector {
         &self.run.device
     }
+
+    /// [`CommonArgs::context`] for a command that runs on one device: a `--device` naming
+    /// several is a usage error ([`open_one`]).
+    pub fn open_one(&self) -> anyhow::Result<Option<engine::Context>> {
+        match self.backend {
+            Backend::Cpu => Ok(None),
+            Backend::Gpu => open_one(&self.run.device).map(Some),
+        }
+    }
 }
 
 impl RunArgs {
@@ -94,6 +103,31 @@ pub fn open(selector: &DeviceSelector) -> engine::Result<engine::Context> {
     let ctx = engine::Context::open(selector)?;
     crate::report::set_device(&ctx.info().name);
     Ok(ctx)
+}
+
+/// Opens the one device `selector` names, as [`open`] does, for a command that runs on one
+/// device: a selector naming several (`--device 0,1`, or `all` where there are several GPUs)
+/// is a usage error ([`crate::Usage`], exit 2) leading with the flag, not a failure.
+pub fn open_one(selector: &DeviceSelector) -> anyhow::Result<engine::Context> {
+    if let DeviceSelector::Devices(list) = selector {
+        if list.len() > 1 {
+            return Err(several(selector, list.len()).into());
+        }
+    }
+    match open(selector) {
+        // The engine's refusal of several devices, as the selector resolved them.
+        Err(engine::EngineError::InvalidInput(message)) if message.starts_with("--device ") => {
+            Err(crate::Usage(message).into())
+        }
+        opened => Ok(opened?),
+    }
+}
+
+fn several(selector: &DeviceSelector, count: usize) -> crate::Usage {
+    crate::Usage(format!(
+        "--device {selector} names {count} devices; this command runs on one: give one index or name \
+         (gpu-info lists them)"
+    ))
 }
 
 /// Opens every device `selector` names (multi-GPU work) and names them in the envelope.
@@ -178,5 +212,18 @@ mod tests {
         assert!(parse_unit("1.5").is_err());
         assert!(parse_count("0").is_err());
         assert_eq!(parse_pair::<f64>("1.5, 2", ',').unwrap(), (1.5, 2.0));
+    }
+
+    /// A list of several devices for a one-device command is a usage error leading with the
+    /// flag, found before any device is opened.
+    #[test]
+    fn a_device_list_is_a_usage_error_for_one_device() {
+        for (text, count) in [("0,0", 2), ("0,llvm,1", 3)] {
+            let selector: DeviceSelector = text.parse().unwrap();
+            let Err(err) = open_one(&selector) else { panic!("{text} opened a device") };
+            assert!(err.is::<crate::Usage>(), "{err}");
+            let want = format!("--device {text} names {count} devices; this command runs on one");
+            assert!(err.to_string().starts_with(&want), "{err}");
+        }
     }
 }

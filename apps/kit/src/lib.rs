@@ -1,7 +1,8 @@
 //! The edges every Tessera binary shares, so that all of them behave alike (docs/cli.md):
 //!
 //! - [`main`]: parses the command line, runs the command, and reports errors in one format
-//!   (`<binary>: error: ...`, exit 1; usage errors exit 2; a JSON object under `--json`);
+//!   (`<binary>: error: ...`, exit 1; usage errors exit 2, [`Usage`] for those found after
+//!   parsing; a JSON object under `--json`);
 //!   [`main_subcommands`] for a binary whose work is all in subcommands.
 //! - [`cli`]: the flags every command shares (`--backend`, `--device`, `--json`,
 //!   `--max-memory`) and value parsers for the rest.
@@ -43,4 +44,4 @@ mod run;
 pub use cli::{Backend, BenchArgs, CommonArgs};
 pub use error::{KitError, Result};
 pub use report::emit;
-pub use run::{main, main_subcommands, print_error, Reported};
+pub use run::{main, main_subcommands, print_error, Reported, Usage};

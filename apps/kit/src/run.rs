@@ -76,8 +76,12 @@ fn drive<C: clap::FromArgMatches>(
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
+        Err(e) if e.is::<Usage>() => {
+            report_error(binary, &name, json, &e, Some(version));
+            ExitCode::from(USAGE)
+        }
         Err(e) => {
-            report_error(binary, &name, json, &e);
+            report_error(binary, &name, json, &e, None);
             ExitCode::FAILURE
         }
     }
@@ -104,15 +108,25 @@ fn messages(error: &anyhow::Error) -> Vec<String> {
 #[error("the error has been reported")]
 pub struct Reported;
 
+/// A usage mistake found after parsing, when checking a flag's value needs more than its
+/// text (`--device 0,0` for a command that runs on one device): reported as clap's usage
+/// errors are, with exit status 2 and `"usage": true` under `--json`. The message leads
+/// with the flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
 /// Prints `error` in the contract's format (stderr, and a JSON object on stdout under
 /// `--json`), for paths that must end the process themselves (an MPI abort) instead of
 /// returning the error to [`main`].
 pub fn print_error(error: &anyhow::Error) {
     let (binary, command, json) = crate::report::identity();
-    report_error(binary, &command, json, error);
+    report_error(binary, &command, json, error, None);
 }
 
-fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error) {
+/// Prints `error`; `usage` (the binary's version) marks a usage mistake in the JSON object,
+/// as [`usage_error`] does.
+fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error, usage: Option<&str>) {
     let messages = messages(error);
     let (first, causes) = messages.split_first().map(|(f, c)| (f.clone(), c.to_vec())).unwrap_or_default();
     eprintln!("{binary}: error: {first}");
@@ -120,10 +134,14 @@ fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error) 
         eprintln!("  caused by: {cause}");
     }
     if json {
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "error": first, "causes": causes, "command": command, "binary": binary,
             "wall_ms": crate::report::wall_ms(),
         });
+        if let Some(version) = usage {
+            line["version"] = version.into();
+            line["usage"] = true.into();
+        }
         crate::report::print_line(&line.to_string());
     }
 }

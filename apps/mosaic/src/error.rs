@@ -7,7 +7,8 @@ use std::path::PathBuf;
 pub enum MosaicError {
     #[error("invalid distance matrix: {0}")]
     BadMatrix(String),
-    #[error("invalid input: {0}")]
+    /// A problem that breaks a rule; the message leads with what breaks it (a flag, a count).
+    #[error("{0}")]
     InvalidInput(String),
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },

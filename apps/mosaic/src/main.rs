@@ -82,9 +82,9 @@ fn cmd_solve(args: SolveArgs) -> Result<()> {
     kit::report::set_backend(backend);
     let d = DistanceMatrix::load_npy(&args.distance)?;
     let options = args.params.options(backend);
-    d.check_capacity(options.repeat)?;
+    d.check_capacity(options.repeat).map_err(|e| anyhow::anyhow!("{}: {e}", args.distance.display()))?;
     let ctx = match backend {
-        Backend::Gpu => Some(kit::cli::open(args.common.device())?),
+        Backend::Gpu => Some(kit::cli::open_one(args.common.device())?),
         Backend::Cpu => None,
     };
     let solved = solve::run(args.method, &d, &options, ctx.as_ref())?;
@@ -95,7 +95,7 @@ fn cmd_solve(args: SolveArgs) -> Result<()> {
 fn cmd_distance(args: DistanceArgs) -> Result<()> {
     kit::output::check_file(&args.out, &["npy"], &[&args.problem.target])?;
     check_not_tile(&args.out, &args.problem.tiles)?;
-    let ctx = args.common.context()?;
+    let ctx = args.common.open_one()?;
     let problem = args.problem.prepare()?;
     let start = Instant::now();
     let d = problem.distances(args.common.backend, ctx.as_ref())?;
@@ -115,7 +115,7 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     }
     check_tiles_named(&args.problem.tiles, args.assignment.is_some())?;
     let backend = args.common.backend;
-    let ctx = args.common.context()?;
+    let ctx = args.common.open_one()?;
     let options = args.params.options(backend);
     let problem = args.problem.prepare()?;
     problem.check_capacity(options.repeat)?;
@@ -222,7 +222,7 @@ fn cmd_index(args: IndexArgs) -> Result<()> {
 }
 
 fn cmd_bench(args: BenchCmd) -> Result<()> {
-    let ctx = kit::cli::open(&args.bench.device)?;
+    let ctx = kit::cli::open_one(&args.bench.device)?;
     let options = mosaic::bench::Options { quick: args.bench.quick, sizes: args.sizes, skip_cpu: args.skip_cpu };
     mosaic::bench::run(&ctx, &options, |record| kit::emit(record, &[]))?;
     Ok(())
@@ -230,7 +230,7 @@ fn cmd_bench(args: BenchCmd) -> Result<()> {
 
 fn cmd_demo(args: DemoArgs) -> Result<()> {
     kit::output::check_folder(&args.out, &[])?;
-    let ctx = args.common.context()?;
+    let ctx = args.common.open_one()?;
     let options = args.params.options(args.common.backend);
     let report = mosaic::demo::run(ctx.as_ref(), &args.out, &options)?;
     let files: Vec<&Path> = report.files.iter().map(|p| p.as_path()).collect();

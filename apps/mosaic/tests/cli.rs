@@ -708,3 +708,39 @@ fn index_of_a_folder_without_tiles_fails_and_names_the_links() {
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert_eq!((v["tiles"].as_u64(), v["stats"]["links"].as_u64()), (Some(1), Some(3)), "{v}");
 }
+
+/// `--device` naming several devices for a command that runs on one is a usage error (exit
+/// 2) leading with the flag; a problem's errors lead with what breaks, not "invalid input".
+#[test]
+fn a_device_list_is_a_usage_error_and_errors_lead_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d.npy");
+    write_npy_f64(&d, 2, 2, &[1.0, 2.0, 3.0, 4.0]);
+    let d = d.to_str().unwrap();
+    let o = mosaic(&["solve", "--distance", d, "--method", "softassign", "--device", "0,0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("mosaic: error: --device 0,0 names 2 devices; this command runs on one"),
+        "{}",
+        stderr(&o)
+    );
+    let o = mosaic(&["solve", "--distance", d, "--method", "softassign", "--device", "0,0", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!((&v["usage"], &v["command"]), (&serde_json::json!(true), &serde_json::json!("solve")), "{v}");
+    // The same in the commands that build, before any work.
+    let target = small_problem(dir.path(), 2);
+    let (tiles, out) = (dir.path().join("tiles"), dir.path().join("m.png"));
+    let extra = ["--device", "0,llvmpipe", "--no-cache"];
+    let o = build(target.to_str().unwrap(), tiles.to_str().unwrap(), "1x1", "greedy", out.to_str().unwrap(), &extra);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("mosaic: error: --device 0,llvmpipe names 2 devices"), "{}", stderr(&o));
+    assert!(!out.exists());
+
+    let tall = dir.path().join("tall.npy");
+    write_npy_f64(&tall, 3, 2, &[1.0; 6]);
+    let o = mosaic(&["solve", "--distance", tall.to_str().unwrap(), "--method", "greedy"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let want = format!("mosaic: error: {}: 3 patches but only 2 tiles", tall.display());
+    assert!(stderr(&o).starts_with(&want) && !stderr(&o).contains("invalid input"), "{}", stderr(&o));
+}
