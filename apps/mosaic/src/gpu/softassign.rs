@@ -26,8 +26,8 @@
 //!   an H200 nearly holds). M then differs from the log form by up to [`SCALED_BOUND`].
 //!
 //! Measured on an H200 (`mosaic bench`, one cooling iteration, 132 row blocks): 2048 x 8192
-//! atomic with scaled iterations 1.81 ms (1.85 with 128 blocks), without them 2.26 ms (2.45
-//! before its dispatches alternated their row order to start where L2 is warm), passes 2.96
+//! atomic with scaled iterations 1.81 ms (1.85 with 128 blocks), without them 2.26 ms (its
+//! dispatches alternate their row order to start where L2 is warm), passes 2.96
 //! ms; 900 x 8192 1.28 / 1.55 / 1.86 ms. Full solves (200 cooling iterations): 0.40 s at
 //! 2048 x 8192 and 0.29 s at 900 x 8192, at 1.00075x and 1.00091x the exact cost, as without
 //! scaled iterations. A Sinkhorn dispatch costs about 6-8 us that does not depend on the
@@ -579,6 +579,49 @@ mod tests {
                 let log_err = assert_close(&cooled(ctx, &scaled, &d, &params), &run2, SCALED_BOUND, &what);
                 println!("{m}x{n} x{repeat} scaled: vs CPU {cpu_err:.1e}, vs log form {log_err:.1e}");
             }
+        }
+        testing::assert_no_validation_messages();
+    }
+
+    /// An IEEE half-precision value.
+    fn half_to_f32(h: u16) -> f32 {
+        let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let fraction = f32::from(h & 0x3ff);
+        sign * match (h >> 10) & 0x1f {
+            0 => fraction * 2f32.powi(-24),
+            31 if fraction == 0.0 => f32::INFINITY,
+            31 => f32::NAN,
+            e => (1.0 + fraction / 1024.0) * 2f32.powi(i32::from(e) - 15),
+        }
+    }
+
+    /// The first dispatch of a scaled cooling iteration on its own (`sinkhorn_atomic.comp`
+    /// with WRITE_K): after one Sinkhorn iteration from f = g = 0, K is the row-normalised
+    /// exp((alpha - d) / t), computed here in f64, within f16's unit roundoff (2^-11
+    /// relative; floor 2^-14, f16's smallest normal value, under which it keeps 2^-24
+    /// absolute). `sinkhorn_scaled.comp` is then checked by the cooling iterations above.
+    #[test]
+    fn the_first_dispatch_stores_the_row_normalised_kernel_in_f16() {
+        let ctx = testing::context();
+        let params = SoftAssignParams { alpha: 0.3, stabilisations: 1, sinkhorn: 1, ..Default::default() };
+        for (m, n, seed) in [(37, 1100, 13), (5, 4, 14), (130, 4096, 15)] {
+            let d = crate::bench::matrix(m, n, seed);
+            let shape = AtomicShape { scaled: true, ..AtomicShape::planned(ctx.info(), m, n) };
+            let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).unwrap();
+            cooled(ctx, &gpu, &d, &params);
+            let words = ctx.download(gpu.atomic.as_ref().unwrap().f16_kernel().unwrap()).unwrap();
+            let got: Vec<f32> =
+                words.iter().flat_map(|&w| [half_to_f32(w as u16), half_to_f32((w >> 16) as u16)]).collect();
+            let (t, alpha) = (params.temperature(0, scale_of(&d)), params.alpha * scale_of(&d));
+            let want: Vec<f64> = (0..m)
+                .flat_map(|i| {
+                    let e: Vec<f64> = (0..n).map(|j| ((alpha - d.at(i, j)) / t).exp()).collect();
+                    let s: f64 = e.iter().sum();
+                    e.into_iter().map(move |v| v / s)
+                })
+                .collect();
+            let err = testing::max_rel_error(&got, &want, 2f64.powi(-14));
+            assert!(err < 2f64.powi(-11), "{m}x{n}: K differs by {err:e} (relative, floor 2^-14)");
         }
         testing::assert_no_validation_messages();
     }
