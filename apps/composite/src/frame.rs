@@ -63,12 +63,17 @@ impl Frame {
     }
 
     /// Loads colour from an image (any format kit reads, by content; alpha kept) and depth
-    /// from a float32 (H, W) `.npy` whose values are finite (kit's reader checks the bytes
-    /// present and the budget before reading).
+    /// from a float32 or float64 (H, W) `.npy` whose values are finite (kit's reader checks
+    /// the bytes present and the budget before reading; float64 is rounded to float32, the
+    /// precision the compositor works in).
     pub fn load(color: &Path, depth: &Path) -> Result<Frame> {
         let header = kit::npy::header(depth)?;
-        if header.dtype != kit::npy::NpyDtype::F32 {
-            return Err(CompositeError::Invalid(format!("{}: depth must be float32", depth.display())));
+        if !matches!(header.dtype, kit::npy::NpyDtype::F32 | kit::npy::NpyDtype::F64) {
+            return Err(CompositeError::Invalid(format!(
+                "{}: depth must be float32 or float64, not {}",
+                depth.display(),
+                if header.dtype == kit::npy::NpyDtype::U8 { "uint8" } else { "uint16" }
+            )));
         }
         let (w, h, rgba) = kit::image::load_rgba8(color)?;
         if header.shape != [h, w] {

@@ -57,7 +57,7 @@ pub struct BlendReport {
 
 impl fmt::Display for BlendReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "wrote {} ({} inputs, {:?})", self.out.display(), self.inputs, self.op)
+        write!(f, "wrote {} ({} inputs, {})", self.out.display(), self.inputs, self.op.name())
     }
 }
 

@@ -34,6 +34,14 @@ pub enum Op {
 }
 
 impl Op {
+    /// The operator as its flag spells it (`--op zbuffer|over`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::ZBuffer => "zbuffer",
+            Op::Over => "over",
+        }
+    }
+
     /// The operator's code in `ap_blend.comp`.
     pub fn code(self) -> u32 {
         match self {

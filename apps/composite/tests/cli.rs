@@ -120,6 +120,34 @@ fn encode_decode_blend_round_trips_on_both_backends() {
     fails(&["blend", s(&gpu), s(&b), "--out", s(&gpu)]);
 }
 
+/// numpy writes float64 by default: such a depth is rounded to float32 and encodes as the
+/// float32 file does; integer depths are refused naming the types read. The blend summary
+/// names the operator as `--op` spells it.
+#[test]
+fn float64_depth_is_read_and_blend_names_its_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (c, z, frame) = write_inputs(d, "a", 37, 23, 11);
+    let z64 = d.join("a64.npy");
+    let mut bytes = kit::npy::header_bytes("<f8", &[23, 37]);
+    bytes.extend(frame.depth.iter().flat_map(|&v| (v as f64).to_le_bytes()));
+    std::fs::write(&z64, bytes).unwrap();
+    let (a32, a64) = (d.join("a32.ap"), d.join("a64.ap"));
+    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a32)]);
+    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z64), "--out", s(&a64)]);
+    assert_eq!(std::fs::read(&a32).unwrap(), std::fs::read(&a64).unwrap(), "float64 and float32 depths differ");
+    let z8 = d.join("a8.npy");
+    let mut bytes = kit::npy::header_bytes("|u1", &[23, 37]);
+    bytes.extend(std::iter::repeat_n(0u8, 23 * 37));
+    std::fs::write(&z8, bytes).unwrap();
+    let err = fails(&["encode", "--color", s(&c), "--depth", s(&z8), "--out", s(&d.join("x.ap"))]);
+    assert!(err.contains("depth must be float32 or float64, not uint8"), "{err}");
+    for op in ["zbuffer", "over"] {
+        let out = BIN.ok(&["blend", s(&a32), s(&a64), "--op", op, "--out", s(&d.join("b.png"))]);
+        assert!(out.contains(&format!("(2 inputs, {op})")), "{out}");
+    }
+}
+
 #[test]
 fn bad_ap_files_give_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
