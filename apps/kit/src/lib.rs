@@ -18,6 +18,7 @@
 //!   `out`) around each command's typed record.
 //! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
 //! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
+//! - [`photos`]: the demos' sample photos (public domain or CC0), embedded.
 //! - [`testing`]: a binary run by its integration tests, with the contract's checks.
 //! - [`tuning`]: the per-device tuning file `sweep --tune` writes and the apps read, checked.
 //! - `viewer` (feature `viewer`): the window, event loop and screenshot the viewers share.
@@ -31,6 +32,7 @@ pub mod image;
 pub mod input;
 pub mod npy;
 pub mod output;
+pub mod photos;
 pub mod progress;
 pub mod report;
 pub mod rng;
