@@ -385,21 +385,46 @@ pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) ->
     (sum / grid.valid_samples(p) as f64).sqrt()
 }
 
-/// Patches that met no error budget within the sparsity cap T (they keep exactly T
-/// coefficients and may exceed epsilon), with the worst RMSE among them once decoded.
+/// The patches an encode left at the cap of T coefficients, and how many of those missed
+/// epsilon.
+///
+/// "Reached epsilon" has one meaning, the encoder's test: the patch's squared error in
+/// coefficient space (padding included, before rounding and clamping) is within its budget
+/// ([`crate::codes::budget`]). A patch that misses it keeps exactly T coefficients, but a
+/// patch may also reach it with exactly T; so `patches` (what `info` counts from the file) is
+/// at least `over_epsilon`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Capped {
+    /// Patches stored with T coefficients.
     pub patches: usize,
-    /// The largest RMSE of a capped patch (None when no patch was capped).
-    pub worst_rmse: Option<f64>,
+    /// Patches that did not reach epsilon within T coefficients.
+    pub over_epsilon: usize,
+    /// The largest RMSE bound among the patches over epsilon (None when there is none):
+    /// `epsilon * sqrt(error / budget)`, above epsilon exactly when the encoder's test
+    /// failed, and for such a patch at least the RMSE of its decoded samples (the budget's
+    /// rounding margin is inside it).
+    pub worst_rmse_bound: Option<f64>,
 }
 
-/// The capped patches of `c`, measured between `original` and its decoded form.
-pub fn capped_patches(c: &Compressed, original: &LightField, decoded: &LightField) -> Capped {
+/// The capped patches of `c`, an encode of `original` (whose patches give the budgets).
+pub fn capped_patches(c: &Compressed, original: &LightField) -> Capped {
+    let at_cap = (0..c.codes.len()).filter(|&p| c.codes.count(p) == c.params.sparsity).count();
+    let over: Vec<usize> = (0..c.codes.len()).filter(|&p| !c.codes.success[p]).collect();
+    let worst = over.par_iter().map(|&p| rmse_bound(c, original, p)).reduce_with(f64::max);
+    Capped { patches: at_cap, over_epsilon: over.len(), worst_rmse_bound: worst }
+}
+
+/// Patch `p`'s `epsilon * sqrt(error / budget)`: the RMSE scale on which the encoder's test
+/// `error <= budget` reads `bound <= epsilon`.
+pub fn rmse_bound(c: &Compressed, original: &LightField, p: usize) -> f64 {
     let grid = c.grid();
-    let capped: Vec<usize> = (0..c.codes.len()).filter(|&p| !c.codes.success[p]).collect();
-    let worst = capped.par_iter().map(|&p| patch_rmse(&grid, original, decoded, p)).reduce_with(f64::max);
-    Capped { patches: capped.len(), worst_rmse: worst }
+    let plen = grid.shape.len();
+    let mut patch = vec![0f32; plen];
+    grid.gather_patch(original, p, &mut patch);
+    let norm = patch.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt();
+    let mode_sum: usize = grid.shape.modes().iter().sum();
+    let budget = Limit::new(c.params, grid.valid_samples(p), plen, norm, mode_sum).budget as f64;
+    c.params.epsilon as f64 * (c.codes.errors[p] as f64 / budget.max(f64::MIN_POSITIVE)).sqrt()
 }
 
 #[cfg(test)]
@@ -433,6 +458,35 @@ mod tests {
             }
             assert!(checked > grid.len() / 4, "only {checked} patches under the guarantee ({params:?})");
         }
+    }
+
+    #[test]
+    fn capped_report_uses_the_encoders_test_and_bounds_the_decoded_rmse() {
+        let lf = crate::synth::generate((5, 3), (23, 16), 12);
+        let ens = Ensemble::random(SHAPE, 3, 1);
+        let params = Params { sparsity: 40, epsilon: 0.004 };
+        let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
+        let (decoded, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
+        let capped = capped_patches(&c, &lf);
+        let grid = c.grid();
+        let over: Vec<usize> = (0..grid.len()).filter(|&p| !c.codes.success[p]).collect();
+        assert!(!over.is_empty(), "40 coefficients should miss RMSE 0.004 somewhere");
+        assert_eq!(capped.over_epsilon, over.len());
+        assert!(capped.patches >= capped.over_epsilon);
+        assert_eq!(capped.patches, (0..grid.len()).filter(|&p| c.codes.count(p) == params.sparsity).count());
+        let worst = capped.worst_rmse_bound.unwrap();
+        assert!(worst > params.epsilon as f64, "worst bound {worst} is not over epsilon");
+        // Each patch over epsilon: its bound is over epsilon and holds its decoded RMSE.
+        for &p in &over {
+            let (r, bound) = (patch_rmse(&grid, &lf, &decoded, p), rmse_bound(&c, &lf, p));
+            assert!(bound > params.epsilon as f64 && r <= bound, "patch {p}: decoded RMSE {r}, bound {bound}");
+            assert!(bound <= worst);
+        }
+        // Nothing capped at all: no bound.
+        let all = Params { sparsity: SHAPE.len(), epsilon: 0.004 };
+        let (c, _) = encode_lightfield(&lf, &ens, all, CodecPath::Cpu).unwrap();
+        let none = capped_patches(&c, &lf);
+        assert_eq!((none.over_epsilon, none.worst_rmse_bound), (0, None));
     }
 
     #[test]

@@ -140,20 +140,20 @@ pub fn encode(
     };
     let n = patch_count(&ens, &lf);
     let encode_ms = ms_since(t0);
-    // Decoded as a reader would decode the file, for the quality report and the capped
-    // patches' true error; all before writing, so `--strict` leaves nothing behind.
+    // Decoded as a reader would decode the file, for the quality report; all before
+    // writing, so `--strict` leaves nothing behind.
     let bar = kit::progress::bar(n as u64, "check");
     let (decoded, _) = decode_lightfield_with(&compressed, codec_path(&gpu), |done| bar.set_position(done as u64))?;
     bar.finish_and_clear();
-    let capped = capped_patches(&compressed, &lf, &decoded);
-    if strict && capped.patches > 0 {
+    let capped = capped_patches(&compressed, &lf);
+    if strict && capped.over_epsilon > 0 {
         bail!(
-            "{} of {n} patches hit the sparsity cap T = {} before meeting --epsilon {} (worst RMSE {:.5}); \
+            "{} of {n} patches did not reach --epsilon {} within the sparsity cap T = {} (worst RMSE bound {:.5}); \
              nothing written (raise --sparsity or --epsilon, or drop --strict)",
-            capped.patches,
-            params.sparsity,
+            capped.over_epsilon,
             params.epsilon,
-            capped.worst_rmse.unwrap_or(0.0)
+            params.sparsity,
+            capped.worst_rmse_bound.unwrap_or(0.0)
         );
     }
     kit::output::write_bytes(out, &bytes)?;
@@ -162,7 +162,8 @@ pub fn encode(
         epsilon: params.epsilon,
         sparsity: params.sparsity,
         capped_patches: capped.patches,
-        worst_capped_rmse: capped.worst_rmse,
+        over_epsilon_patches: capped.over_epsilon,
+        worst_rmse_bound: capped.worst_rmse_bound,
         encode_ms,
         kernel_ms: time.map(|t| t.kernel_ms),
         gather_ms: times.gather_ms,
@@ -258,7 +259,7 @@ pub fn info(path: &Path) -> Result<()> {
         patches: n,
         coefficients: header.coefficients,
         mean_coefficients: header.coefficients as f64 / n as f64,
-        patches_at_sparsity: (0..n).filter(|&p| c.codes.count(p) == c.params.sparsity).count(),
+        capped_patches: (0..n).filter(|&p| c.codes.count(p) == c.params.sparsity).count(),
         dictionaries_used: usage.iter().filter(|&&u| u > 0).count(),
         bits_per_sample: bytes.len() as f64 * 8.0 / samples as f64,
         payload_bytes: header.payload_len,

@@ -93,7 +93,7 @@ enum Command {
         /// View grid UxV (rows x columns) of a folder whose names follow no known layout (read in name order)
         #[arg(long, value_name = "UxV", value_parser = parse_grid)]
         grid: Option<(usize, usize)>,
-        /// Fail (exit 1, nothing written) when any patch hits the sparsity cap before meeting --epsilon
+        /// Fail (exit 1, nothing written) when any patch does not reach --epsilon within the sparsity cap
         #[arg(long)]
         strict: bool,
         #[command(flatten)]

@@ -46,11 +46,13 @@ pub struct EncodeReport {
     pub epsilon: f32,
     /// The cap T on coefficients per patch.
     pub sparsity: usize,
-    /// Patches that hit the cap T before meeting epsilon (their RMSE may exceed it).
+    /// Patches stored with T coefficients, the cap (`info` counts the same from the file).
     pub capped_patches: usize,
-    /// The largest RMSE of a capped patch, measured on the decoded light field (null when
-    /// none was capped).
-    pub worst_capped_rmse: Option<f64>,
+    /// Capped patches that did not reach epsilon by the encoder's test (error within budget).
+    pub over_epsilon_patches: usize,
+    /// The largest RMSE bound among the patches over epsilon, `epsilon * sqrt(error /
+    /// budget)`: above epsilon, and at least the patch's decoded RMSE (null when none).
+    pub worst_rmse_bound: Option<f64>,
     /// From the input to the `.lfc` bytes: a `.npy` is read in bands while the first ones
     /// encode, a folder of views is read first (the sum of the parts below overlaps:
     /// sections are compressed while the chunks are encoded).
@@ -79,11 +81,11 @@ impl fmt::Display for EncodeReport {
             self.quality.psnr_db,
             self.encode_ms
         )?;
-        match self.worst_capped_rmse {
+        match self.worst_rmse_bound {
             Some(worst) => write!(
                 f,
-                "\nwarning: {} of {} patches hit the cap of {} coefficients before RMSE {}; worst RMSE {worst:.5}",
-                self.capped_patches, self.quality.patches, self.sparsity, self.epsilon
+                "\nwarning: {} of {} patches did not reach RMSE {} within the cap of {} coefficients; worst RMSE bound {worst:.5}",
+                self.over_epsilon_patches, self.quality.patches, self.epsilon, self.sparsity
             ),
             None => write!(f, "\nevery patch within RMSE {}", self.epsilon),
         }
@@ -140,7 +142,8 @@ pub struct InfoReport {
     pub patches: usize,
     pub coefficients: u64,
     pub mean_coefficients: f64,
-    pub patches_at_sparsity: usize,
+    /// Patches stored with T coefficients, the cap (as `encode` reports them).
+    pub capped_patches: usize,
     pub dictionaries_used: usize,
     pub bits_per_sample: f64,
     pub payload_bytes: u64,
@@ -164,7 +167,7 @@ impl fmt::Display for InfoReport {
             ("patches", self.patches.to_string()),
             ("coefficients", self.coefficients.to_string()),
             ("mean_coefficients", format!("{:.2}", self.mean_coefficients)),
-            ("patches_at_sparsity", self.patches_at_sparsity.to_string()),
+            ("capped_patches", self.capped_patches.to_string()),
             ("dictionaries_used", self.dictionaries_used.to_string()),
             ("bits_per_sample", format!("{:.4}", self.bits_per_sample)),
             ("payload_bytes", self.payload_bytes.to_string()),

@@ -351,19 +351,29 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
     assert!(out.status.success());
     let rec = json(&String::from_utf8_lossy(&out.stdout));
     let capped = rec["capped_patches"].as_u64().unwrap();
-    assert!(capped > 0 && capped <= rec["patches"].as_u64().unwrap(), "{rec}");
-    assert!(rec["worst_capped_rmse"].as_f64().unwrap() > 0.002, "{rec}");
+    let over = rec["over_epsilon_patches"].as_u64().unwrap();
+    assert!(over > 0 && over <= capped && capped <= rec["patches"].as_u64().unwrap(), "{rec}");
+    // The bound follows the encoder's test: every patch over epsilon is over it.
+    assert!(rec["worst_rmse_bound"].as_f64().unwrap() > 0.002, "{rec}");
+    // `info` counts the same capped patches from the file, under the same name.
+    let info = json(&BIN.ok(&["info", &p(d, "s.lfc"), "--json"]));
+    assert_eq!(info["capped_patches"], rec["capped_patches"], "{info}");
+    assert!(info.get("patches_at_sparsity").is_none(), "{info}");
     let text = String::from_utf8_lossy(&encode_at("1", &[]).stdout).into_owned();
-    assert!(text.contains("hit the cap of 1 coefficients"), "{text}");
+    assert!(
+        text.contains(&format!("{over} of "))
+            && text.contains("did not reach RMSE 0.002 within the cap of 1 coefficients"),
+        "{text}"
+    );
     std::fs::remove_file(d.join("s.lfc")).unwrap();
     let strict = encode_at("1", &["--strict"]);
     assert_eq!(strict.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&strict.stderr).contains("hit the sparsity cap"));
+    assert!(String::from_utf8_lossy(&strict.stderr).contains("did not reach --epsilon"));
     assert!(!d.join("s.lfc").exists(), "--strict wrote the output");
-    // Every coefficient allowed: nothing is capped, and --strict passes.
+    // Every coefficient allowed: nothing is over epsilon, and --strict passes.
     let all = json(&String::from_utf8_lossy(&encode_at("108", &["--strict", "--json"]).stdout));
-    assert_eq!(all["capped_patches"], 0, "{all}");
-    assert!(all["worst_capped_rmse"].is_null());
+    assert_eq!(all["over_epsilon_patches"], 0, "{all}");
+    assert!(all["worst_rmse_bound"].is_null());
 }
 
 /// Encodes the folder `views` (no --grid) with a dictionary trained on it, decodes it, and
