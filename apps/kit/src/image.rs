@@ -15,7 +15,7 @@ pub use crate::output::IMAGE_EXTENSIONS;
 
 /// The formats every image input accepts, for help texts.
 pub const INPUT_FORMATS: &str =
-    "PNG, JPEG, TIFF, WebP or BMP; 8/16-bit (and 32-bit float RGB TIFF); gray, RGB, with or without alpha";
+    "PNG, JPEG, TIFF, WebP, BMP, PGM/PPM or TGA; 8/16-bit (and 32-bit float RGB TIFF); gray, RGB, with or without alpha";
 
 /// A decoded image as f32 samples in [0, 1], interleaved, row 0 at the top.
 #[derive(Clone, Debug)]
@@ -25,8 +25,8 @@ pub struct ImageF32 {
     /// 1 (gray) or 3 (RGB); alpha is dropped on load.
     pub channels: usize,
     pub data: Vec<f32>,
-    /// Bits per sample of the source file (8 or 16; 16 for a 32-bit float TIFF, whose
-    /// samples are clamped to [0, 1]), so apps can report or rescale.
+    /// Bits per sample of the source file: 8 or 16 for integer samples, 32 for a float
+    /// TIFF (whose samples are clamped to [0, 1]), so apps can report or rescale.
     pub source_bits: u32,
 }
 
@@ -105,7 +105,7 @@ pub fn load(path: &Path) -> Result<ImageF32> {
     let img = decode(path, 3 * 4 * 2)?;
     let (width, height) = (img.width() as usize, img.height() as usize);
     let color = img.color();
-    let source_bits = if color.bytes_per_pixel() / color.channel_count() >= 2 { 16 } else { 8 };
+    let source_bits = 8 * u32::from(color.bytes_per_pixel() / color.channel_count());
     let (channels, data) = if color.has_color() {
         (3, img.into_rgb32f().into_raw())
     } else {
@@ -404,7 +404,7 @@ mod tests {
             .unwrap();
         std::fs::write(&rgb, encoded.get_ref()).unwrap();
         let img = load(&rgb).unwrap();
-        assert_eq!((img.width, img.height, img.channels, img.source_bits), (2, 1, 3, 16));
+        assert_eq!((img.width, img.height, img.channels, img.source_bits), (2, 1, 3, 32));
         assert_eq!(img.data, [0.0, 0.25, 1.0, 0.0, 1.0, 0.0]);
         let (w, h, rgba) = load_rgba8(&rgb).unwrap();
         assert_eq!((w, h), (2, 1));
@@ -429,5 +429,32 @@ mod tests {
         let err = load(&p).unwrap_err().to_string();
         crate::budget::set(crate::budget::default_bytes());
         assert!(err.contains("memory budget"), "{err}");
+    }
+
+    /// PGM and PPM (binary and plain, 8 and 16-bit), as IQA data sets ship them, are read by
+    /// content like every other input: gray stays one channel, 16-bit keeps its bits.
+    #[test]
+    fn pgm_and_ppm_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, bytes: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            p
+        };
+        let gray = load(&file("a.pgm", b"P5\n3 2\n255\n\x00\x33\xff\x10\x20\x30")).unwrap();
+        assert_eq!((gray.width, gray.height, gray.channels, gray.source_bits), (3, 2, 1, 8));
+        assert_eq!(gray.data.iter().map(|&v| to_u8(v)).collect::<Vec<_>>(), [0, 0x33, 0xff, 0x10, 0x20, 0x30]);
+        // 16-bit samples are big-endian; the extension does not matter.
+        let deep = load(&file("deep.img", b"P5 2 1 65535 \x01\x02\xff\xfe")).unwrap();
+        assert_eq!((deep.channels, deep.source_bits), (1, 16));
+        assert_eq!(deep.data.iter().map(|&v| to_u16(v)).collect::<Vec<_>>(), [0x0102, 0xfffe]);
+        let plain = load(&file("plain.pgm", b"P2\n2 1\n255\n7 200\n")).unwrap();
+        assert_eq!(plain.data.iter().map(|&v| to_u8(v)).collect::<Vec<_>>(), [7, 200]);
+        let rgb = load(&file("c.ppm", b"P6\n1 1\n255\n\x0a\x14\x1e")).unwrap();
+        assert_eq!((rgb.channels, rgb.data.iter().map(|&v| to_u8(v)).collect::<Vec<_>>()), (3, vec![10, 20, 30]));
+        // A truncated file is an error naming it, not a panic.
+        let short = file("short.pgm", b"P5\n4 4\n255\n\x00\x01");
+        let err = load(&short).unwrap_err().to_string();
+        assert!(err.starts_with(&short.display().to_string()), "{err}");
     }
 }

@@ -180,14 +180,58 @@ fn usage_error(binary: &str, command: &str, version: &str, e: clap::Error) -> Ex
             let text = rendered.trim_end().strip_prefix("error: ").unwrap_or(rendered.trim_end());
             eprintln!("{binary}: error: {text}");
             if std::env::args().any(|a| a == "--json") {
-                let first = text.lines().next().unwrap_or_default();
+                let (first, causes) = usage_lines(text);
                 let line = serde_json::json!({
-                    "error": first, "causes": [], "command": command, "binary": binary,
+                    "error": first, "causes": causes, "command": command, "binary": binary,
                     "version": version, "usage": true,
                 });
                 crate::report::print_line(&line.to_string());
             }
             ExitCode::from(USAGE)
         }
+    }
+}
+
+/// The JSON object's `error` and `causes` of a clap usage message (without its `error: `
+/// lead): the message's first paragraph, whose first line is the error and whose indented
+/// lines (the missing arguments, a tip) are the causes. A list the first line announces
+/// (`the following required arguments were not provided:`) is named in the error too, so
+/// the one line says what is missing. The usage synopsis and the `--help` hint are left out.
+fn usage_lines(text: &str) -> (String, Vec<String>) {
+    let mut lines = text.lines().take_while(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or_default().trim().to_string();
+    let causes: Vec<String> = lines.map(|l| l.trim().to_string()).collect();
+    let error = match first.strip_suffix(':') {
+        Some(lead) if !causes.is_empty() => format!("{lead}: {}", causes.join(", ")),
+        _ => first,
+    };
+    (error, causes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// clap's own message for missing arguments, as a binary renders it.
+    fn rendered(args: &[&str]) -> String {
+        let command = clap::Command::new("score")
+            .arg(clap::Arg::new("reference").required(true))
+            .arg(clap::Arg::new("distorted").required(true))
+            .arg(clap::Arg::new("out").long("out").required(true));
+        let e = command.try_get_matches_from(args).unwrap_err();
+        let text = e.render().to_string();
+        text.trim_end().strip_prefix("error: ").unwrap_or(text.trim_end()).to_string()
+    }
+
+    #[test]
+    fn usage_errors_name_the_missing_arguments() {
+        let (error, causes) = usage_lines(&rendered(&["score", "a.png"]));
+        assert_eq!(error, "the following required arguments were not provided: --out <out>, <distorted>");
+        assert_eq!(causes, ["--out <out>", "<distorted>"]);
+        // A message of one line keeps it, with no causes; the usage synopsis is never a cause.
+        let (error, causes) = usage_lines("unexpected argument '--x' found\n\nUsage: score <a>");
+        assert_eq!((error.as_str(), causes.len()), ("unexpected argument '--x' found", 0));
+        let (error, causes) = usage_lines("invalid value 'x' for '--n <N>'\n  tip: a number\n\nUsage: score");
+        assert_eq!((error.as_str(), causes), ("invalid value 'x' for '--n <N>'", vec!["tip: a number".to_string()]));
     }
 }
