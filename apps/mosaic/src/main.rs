@@ -142,9 +142,12 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     staged.commit()?;
     let record = BuildReport {
         method: args.method,
+        distance_backend: backend,
         solve_backend: args.method.backend(backend, options.repeat),
+        render_backend: backend,
         cost: built.solved.cost,
-        ratio_to_exact: exact_cost.map(|e| built.solved.cost / e),
+        ratio_to_exact: exact_cost.and_then(|e| cli::report::ratio_to_exact(built.solved.cost, e)),
+        exact_cost,
         patches: d.rows,
         tiles: d.cols,
         tiles_used: built.solved.assignment.iter().collect::<std::collections::HashSet<_>>().len(),
@@ -155,7 +158,6 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         solve_ms: built.solved.solve_ms,
         render_ms: built.render_ms,
         index: problem.index_stats,
-        cells,
         out: args.out.clone(),
     };
     let mut written = vec![args.out.as_path()];
@@ -164,14 +166,13 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses, before any work, a tile folder whose path is not valid UTF-8 when the output
-/// names each tile by it (`--assignment`, `--json`): the names would be lossy, naming no file.
-/// Tiles whose own names are not UTF-8 are skipped by the index (docs/formats.md).
+/// Refuses, before any work, a tile folder whose path is not valid UTF-8 when `--assignment`
+/// names each tile by it: the names would be lossy, naming no file. Tiles whose own names are
+/// not UTF-8 are skipped by the index (docs/formats.md).
 fn check_tiles_named(tiles: &Path, csv: bool) -> Result<()> {
-    if tiles.to_str().is_none() && (csv || kit::report::json()) {
-        let what = if csv { "--assignment" } else { "--json" };
+    if tiles.to_str().is_none() && csv {
         bail!(
-            "{tiles:?}: the tile folder's path is not valid UTF-8, and {what} names every tile by it; \
+            "{tiles:?}: the tile folder's path is not valid UTF-8, and --assignment names every tile by it; \
              give the folder by a path that is (cd into it and pass --tiles ., or pass a symbolic link to it)"
         );
     }

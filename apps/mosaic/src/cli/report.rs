@@ -79,9 +79,14 @@ impl fmt::Display for DistanceReport {
 #[derive(Serialize)]
 pub struct BuildReport {
     pub method: Method,
-    /// Where the solver ran (greedy, anneal and exact always on the CPU).
+    /// Where each step ran: the distances and the render on `--backend`, the solver where the
+    /// method runs (greedy and anneal on the CPU, exact on the CPU with `--repeat` above 1).
+    pub distance_backend: Backend,
     pub solve_backend: Backend,
+    pub render_backend: Backend,
     pub cost: f64,
+    /// The cost over the optimum's (`--compare-exact`, or 1 for the exact method); null when
+    /// the optimum costs 0 and this cost does not.
     pub ratio_to_exact: Option<f64>,
     pub patches: usize,
     pub tiles: usize,
@@ -96,8 +101,9 @@ pub struct BuildReport {
     pub solve_ms: f64,
     pub render_ms: f64,
     pub index: IndexStats,
-    /// The tile each cell shows, row-major (as in `--assignment`).
-    pub cells: Vec<CellTile>,
+    /// The optimum's cost where it was computed (in the text; the JSON has `ratio_to_exact`).
+    #[serde(skip)]
+    pub exact_cost: Option<f64>,
     /// In the envelope's `out` list.
     #[serde(skip)]
     pub out: PathBuf,
@@ -105,7 +111,12 @@ pub struct BuildReport {
 
 impl fmt::Display for BuildReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ratio = self.ratio_to_exact.map(|r| format!(" ({r:.4} x exact)")).unwrap_or_default();
+        let ratio = match (self.ratio_to_exact, self.exact_cost) {
+            (_, Some(e)) if e == self.cost && self.method == Method::Exact => String::new(),
+            (Some(r), _) => format!(" ({r:.4} x exact)"),
+            (None, Some(e)) => format!(" (exact {e:.1})"),
+            (None, None) => String::new(),
+        };
         write!(
             f,
             "{}: {} patches from {} tiles ({}), cost {:.1}{ratio}, solved in {:.1} ms; wrote {} ({}x{})",
@@ -122,8 +133,7 @@ impl fmt::Display for BuildReport {
     }
 }
 
-/// One cell of the mosaic and the tile it shows.
-#[derive(Serialize)]
+/// One cell of the mosaic and the tile it shows (a line of `--assignment`).
 pub struct CellTile {
     pub col: usize,
     pub row: usize,
@@ -157,5 +167,17 @@ impl fmt::Display for IndexReport {
             Some(cache) => write!(f, "; cache {}", cache.display()),
             None => write!(f, "; no cache"),
         }
+    }
+}
+
+/// `cost` over the optimum's `exact`: 1 when they are equal (0 over 0 included), none when
+/// only the optimum is 0.
+pub fn ratio_to_exact(cost: f64, exact: f64) -> Option<f64> {
+    if cost == exact {
+        Some(1.0)
+    } else if exact > 0.0 {
+        Some(cost / exact)
+    } else {
+        None
     }
 }
