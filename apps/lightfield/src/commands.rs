@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use kit::output::Staged;
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
 use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes, CodecPath};
-use lightfield::codes::Params;
+use lightfield::codes::{Params, MIN_EPSILON};
 use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::lightfield::LightField;
@@ -107,23 +107,45 @@ pub fn train(
     Ok(())
 }
 
+/// What `encode` holds a patch or the file to.
+#[derive(Clone, Copy, Debug)]
+pub enum Rate {
+    /// The RMSE bound per patch.
+    Epsilon(f32),
+    /// The most bits per pixel of the file (its bits over views x width x height).
+    BitsPerPixel(f64),
+}
+
+/// Trials of the search for the smallest epsilon whose file fits `--bpp`, after the two ends.
+const RATE_SEARCH_STEPS: usize = 7;
+
+/// The epsilon `--bpp` searches from.
+const RATE_SEARCH_START: f32 = 0.02;
+
+#[allow(clippy::too_many_arguments)]
 pub fn encode(
     input: &Path,
     grid: Option<(usize, usize)>,
     dict: &Path,
-    params: Params,
+    sparsity: usize,
+    rate: Rate,
     out: &Path,
     strict: bool,
     common: &kit::CommonArgs,
 ) -> Result<()> {
     kit::output::check_file(out, &["lfc"], &[input, dict])?;
     let ens = Ensemble::read(dict)?;
+    let epsilon = match rate {
+        Rate::Epsilon(e) => e,
+        Rate::BitsPerPixel(_) => RATE_SEARCH_START,
+    };
+    let mut params = Params { sparsity, epsilon };
     params.check(ens.shape.len())?;
     let gpu = gpu_codec(common, &ens, "lightfield.encode")?;
     let t0 = Instant::now();
     // The bitstream is serialised while the chunks are encoded; compression is the tail.
     // A .npy is read in bands beside the encode; a folder of views is read first.
-    let (lf, (compressed, bytes, times, time)) = if input.is_dir() {
+    let (lf, mut encoded) = if input.is_dir() {
         let lf = LightField::read(input, grid)?;
         let bar = kit::progress::bar(patch_count(&ens, &lf) as u64, "encode");
         let encoded = encode_to_bytes(&lf, &ens, params, codec_path(&gpu), |done| bar.set_position(done as u64))?;
@@ -138,6 +160,53 @@ pub fn encode(
         bar.finish_and_clear();
         (lf, encoded)
     };
+    let pixels = (lf.u * lf.v * lf.h * lf.w) as f64;
+    let mut trials = 1;
+    if let Rate::BitsPerPixel(bpp) = rate {
+        let fits = |bytes: &[u8]| bytes.len() as f64 * 8.0 <= bpp * pixels;
+        let bar = kit::progress::bar(RATE_SEARCH_STEPS as u64 + 2, "rate search");
+        let mut trial = |epsilon: f32| {
+            trials += 1;
+            bar.inc(1);
+            encode_to_bytes(&lf, &ens, Params { sparsity, epsilon }, codec_path(&gpu), |_| {})
+        };
+        // Bisection in log epsilon between an epsilon that fits (hi) and one that does not
+        // (lo); the file kept is the best fitting one seen. The file's size falls as epsilon
+        // grows, though not strictly, so the search finds a fitting epsilon, not the least.
+        let (mut lo, mut hi) = (MIN_EPSILON, params.epsilon);
+        if fits(&encoded.1) {
+            let finest = trial(MIN_EPSILON)?;
+            if fits(&finest.1) {
+                (encoded, hi, lo) = (finest, MIN_EPSILON, MIN_EPSILON);
+            }
+        } else {
+            let coarsest = trial(1.0)?;
+            if !fits(&coarsest.1) {
+                bail!(
+                    "--bpp {bpp}: the coarsest encode (--epsilon 1) takes {:.4} bits per pixel \
+                     (the dictionaries alone take {:.4}); give a larger --bpp or a smaller ensemble",
+                    coarsest.1.len() as f64 * 8.0 / pixels,
+                    ensemble_bits(&ens) / pixels
+                );
+            }
+            (encoded, lo, hi) = (coarsest, params.epsilon, 1.0);
+        }
+        for _ in 0..RATE_SEARCH_STEPS {
+            if hi / lo < 1.02 {
+                break;
+            }
+            let mid = (lo * hi).sqrt();
+            let e = trial(mid)?;
+            if fits(&e.1) {
+                (encoded, hi) = (e, mid);
+            } else {
+                lo = mid;
+            }
+        }
+        bar.finish_and_clear();
+        params.epsilon = hi;
+    }
+    let (compressed, bytes, times, time) = encoded;
     let n = patch_count(&ens, &lf);
     let encode_ms = ms_since(t0);
     // Decoded as a reader would decode the file, for the quality report; all before
@@ -159,6 +228,12 @@ pub fn encode(
     kit::output::write_bytes(out, &bytes)?;
     let report = EncodeReport {
         quality: lightfield::codec::EncodeQuality::new(&lf, &compressed, bytes.len(), &decoded),
+        bits_per_pixel: bytes.len() as f64 * 8.0 / pixels,
+        bpp_target: match rate {
+            Rate::BitsPerPixel(b) => Some(b),
+            Rate::Epsilon(_) => None,
+        },
+        rate_trials: trials,
         epsilon: params.epsilon,
         sparsity: params.sparsity,
         capped_patches: capped.patches,
@@ -173,6 +248,11 @@ pub fn encode(
     };
     kit::emit(&report, &[out]);
     Ok(())
+}
+
+/// Bits of the ensemble's matrices (f32) in a `.lfc`, before compression.
+fn ensemble_bits(ens: &Ensemble) -> f64 {
+    (ens.k * ens.dictionary_len() * 4 * 8) as f64
 }
 
 pub fn decode(

@@ -73,6 +73,7 @@ enum Command {
     /// Encode a light field into a .lfc file
     #[command(after_help = "Examples:\n  \
         lightfield encode --input scene.npy --dict dict.lfd --sparsity 300 --epsilon 0.005 --out scene.lfc\n  \
+        lightfield encode --input views/ --dict dict.lfd --sparsity 600 --bpp 0.3 --out scene.lfc\n  \
         lightfield encode --input views/ --grid 8x8 --dict dict.lfd --sparsity 300 --epsilon 0.01 --out scene.lfc --backend cpu")]
     Encode {
         /// Light field to encode: a .npy of shape (U, V, H, W, 3) (uint8, uint16, or float in [0, 1]) or a folder of view images (HCI input_CamNNN, Stanford out_YY_XX_*, ROW_COL names; else with --grid)
@@ -85,8 +86,11 @@ enum Command {
         #[arg(long, value_name = "T", value_parser = kit::cli::parse_count)]
         sparsity: usize,
         /// Largest RMSE per patch, values in [0, 1] (at least 0.001)
-        #[arg(long, value_parser = parse_epsilon)]
-        epsilon: f32,
+        #[arg(long, value_parser = parse_epsilon, required_unless_present = "bpp", conflicts_with = "bpp")]
+        epsilon: Option<f32>,
+        /// Instead of --epsilon: the most bits per pixel the file may take (its bits over views x width x height, dictionaries included); the smallest epsilon found that fits is used
+        #[arg(long, value_name = "B", value_parser = parse_bpp)]
+        bpp: Option<f64>,
         /// Output compressed light field (.lfc)
         #[arg(long, value_name = "FILE.lfc")]
         out: PathBuf,
@@ -289,6 +293,14 @@ fn parse_epsilon(text: &str) -> Result<f32, String> {
     Ok(v as f32)
 }
 
+fn parse_bpp(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if v <= 0.0 || v > 64.0 {
+        return Err(format!("{v} is not in (0, 64] bits per pixel"));
+    }
+    Ok(v)
+}
+
 fn main() -> ExitCode {
     let app = clap::Command::new("lightfield")
         .about("Dictionary-ensemble light-field codec (train, encode on the GPU, decode)");
@@ -323,9 +335,12 @@ fn run(command: Command) -> anyhow::Result<()> {
             };
             commands::train(&input, grid, &out, &opts, &common)
         }
-        Command::Encode { input, dict, sparsity, epsilon, out, grid, strict, common } => {
-            let params = lightfield::codes::Params { sparsity, epsilon };
-            commands::encode(&input, grid, &dict, params, &out, strict, &common)
+        Command::Encode { input, dict, sparsity, epsilon, bpp, out, grid, strict, common } => {
+            let rate = match (epsilon, bpp) {
+                (Some(epsilon), _) => commands::Rate::Epsilon(epsilon),
+                (None, bpp) => commands::Rate::BitsPerPixel(anyhow::Context::context(bpp, "give --epsilon or --bpp")?),
+            };
+            commands::encode(&input, grid, &dict, sparsity, rate, &out, strict, &common)
         }
         Command::Decode { input, out, views, depth, view, common } => match (view, out) {
             (Some(view), Some(out)) => commands::decode_view(&input, view, &out, &common),

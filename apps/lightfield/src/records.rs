@@ -41,7 +41,13 @@ impl fmt::Display for TrainReport {
 pub struct EncodeReport {
     #[serde(flatten)]
     pub quality: lightfield::codec::EncodeQuality,
-    /// The RMSE bound every patch that met its budget holds.
+    /// The file's bits over views x width x height (the dictionaries included).
+    pub bits_per_pixel: f64,
+    /// `--bpp` as given (null with `--epsilon`).
+    pub bpp_target: Option<f64>,
+    /// Encodes made: 1 with `--epsilon`, those of the search with `--bpp`.
+    pub rate_trials: usize,
+    /// The RMSE bound every patch that met its budget holds (with `--bpp`, the one found).
     #[serde(serialize_with = "kit::report::f32_shortest")]
     pub epsilon: f32,
     /// The cap T on coefficients per patch.
@@ -73,11 +79,11 @@ impl fmt::Display for EncodeReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} patches, {:.1} coefficients per patch, {} bytes, {:.4} bits/sample, PSNR {:.2} dB, encode {:.1} ms",
+            "{} patches, {:.1} coefficients per patch, {} bytes, {:.4} bits/pixel, PSNR {:.2} dB, encode {:.1} ms",
             self.quality.patches,
             self.quality.mean_coefficients,
             self.quality.bytes,
-            self.quality.bits_per_sample,
+            self.bits_per_pixel,
             self.quality.psnr_db,
             self.encode_ms
         )?;

@@ -376,6 +376,44 @@ fn capped_patches_are_reported_and_strict_refuses_them() {
     assert!(all["worst_rmse_bound"].is_null());
 }
 
+#[test]
+fn encode_at_a_rate_writes_at_most_that_many_bits_per_pixel() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    light_field_and_dictionaries(d, ("3x3", "17x14", "6"), "3x3x3x3", &["--iterations", "1"]);
+    let (lf, dict, out) = (p(d, "lf.npy"), p(d, "d.lfd"), p(d, "r.lfc"));
+    let pixels = (3 * 3 * 17 * 14) as f64;
+    let at = |rate: &[&str]| {
+        let args: Vec<String> = ["encode", "--input", &lf, "--dict", &dict, "--sparsity", "81", "--out", &out]
+            .iter()
+            .chain(rate)
+            .chain(&["--backend", "cpu", "--json"])
+            .map(|a| a.to_string())
+            .collect();
+        json(&BIN.ok(&args))
+    };
+    let fine = at(&["--epsilon", "0.005"])["bits_per_pixel"].as_f64().unwrap();
+    for target in [fine * 0.7, fine * 0.4] {
+        let rec = at(&["--bpp", &target.to_string()]);
+        let bits = std::fs::metadata(&out).unwrap().len() as f64 * 8.0;
+        assert!(bits <= target * pixels, "{bits} bits for --bpp {target}: {rec}");
+        assert_eq!(rec["bits_per_pixel"].as_f64().unwrap(), bits / pixels, "{rec}");
+        assert_eq!(rec["bpp_target"].as_f64().unwrap(), target, "{rec}");
+        assert!(rec["rate_trials"].as_u64().unwrap() > 2, "{rec}");
+        // The epsilon found codes well below the 0.005 encode's rate only by being coarser.
+        assert!(rec["epsilon"].as_f64().unwrap() > 0.005, "{rec}");
+    }
+    // A rate below what the dictionaries alone take is refused, naming both.
+    std::fs::remove_file(&out).unwrap();
+    let args = ["encode", "--input", &lf, "--dict", &dict, "--sparsity", "81", "--out", &out, "--bpp", "0.001"];
+    fails(&[&args[..], &["--backend", "cpu"]].concat(), "the dictionaries alone take");
+    assert!(!Path::new(&out).exists());
+    // --bpp and --epsilon are one choice; one of them is required.
+    let both = [&args[..], &["--epsilon", "0.01"]].concat();
+    assert_eq!(BIN.run(&both).status.code(), Some(2));
+    assert_eq!(BIN.run(&args[..args.len() - 2]).status.code(), Some(2));
+}
+
 /// Encodes the folder `views` (no --grid) with a dictionary trained on it, decodes it, and
 /// returns the decoded array.
 fn encode_folder_and_decode(d: &Path, views: &Path, backend: &str) -> kit::npy::NpyArray {
@@ -385,7 +423,7 @@ fn encode_folder_and_decode(d: &Path, views: &Path, backend: &str) -> kit::npy::
     let (lfc, npy) = (p(d, "folder.lfc"), p(d, "folder.npy"));
     let rec = json(&BIN.ok(&encode(v, &dict, "432", "0.005", &lfc, &["--backend", backend, "--json"])));
     assert_eq!(rec["views"], serde_json::json!([3, 3]), "{rec}");
-    assert_eq!(rec["capped_patches"], 0, "{rec}");
+    assert_eq!(rec["over_epsilon_patches"], 0, "{rec}");
     BIN.ok(&["decode", &lfc, "--out", &npy, "--backend", backend]);
     kit::npy::read(Path::new(&npy)).unwrap()
 }
