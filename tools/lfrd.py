@@ -38,7 +38,7 @@ import time
 import numpy as np
 from PIL import Image, ImageDraw
 
-EPSILONS = [0.2, 0.14, 0.1, 0.07, 0.05, 0.035, 0.025, 0.018, 0.012]
+EPSILONS = [0.2, 0.12, 0.07, 0.04, 0.025, 0.015]
 QPS = [51, 46, 41, 36, 31, 26]
 JPEG_QUALITIES = [2, 5, 10, 20, 40, 70, 90]
 
@@ -193,7 +193,7 @@ COLOURS = {"ours": (200, 30, 30), "x265": (30, 90, 200), "jpeg": (40, 150, 40)}
 
 
 def plot(results, path):
-    """One small panel per scene: RGB PSNR against bpp (log axis, 0.01 to 1)."""
+    """One small panel per scene: RGB PSNR against bpp (log axis, 0.01 to 10)."""
     scenes = list(dict.fromkeys(r["scene"] for r in results))
     pw, ph, m = 300, 220, 34
     img = Image.new("RGB", (pw * len(scenes), ph + 18), "white")
@@ -201,18 +201,18 @@ def plot(results, path):
     lo_db, hi_db = 15.0, 45.0
     for k, s in enumerate(scenes):
         x0 = k * pw
-        X = lambda b: x0 + m + (math.log10(b) + 2) / 2 * (pw - m - 8)
+        X = lambda b: x0 + m + (math.log10(b) + 2) / 3 * (pw - m - 8)
         Y = lambda q: 8 + (hi_db - q) / (hi_db - lo_db) * (ph - m - 8)
-        d.rectangle([X(0.01), Y(hi_db), X(1), Y(lo_db)], outline="black")
-        for b in (0.01, 0.1, 1):
+        d.rectangle([X(0.01), Y(hi_db), X(10), Y(lo_db)], outline="black")
+        for b in (0.01, 0.1, 1, 10):
             d.text((X(b) - 10, Y(lo_db) + 3), f"{b:g}", fill="black")
         for q in range(int(lo_db), int(hi_db) + 1, 10):
             d.text((x0 + 4, Y(q) - 6), f"{q}", fill="black")
-            d.line([X(0.01), Y(q), X(1), Y(q)], fill=(225, 225, 225))
+            d.line([X(0.01), Y(q), X(10), Y(q)], fill=(225, 225, 225))
         d.text((x0 + m + 4, Y(hi_db) + 2), s, fill="black")
         for codec, colour in COLOURS.items():
             pts = sorted((r["bpp"], r["psnr_rgb_db"]) for r in results if r["scene"] == s and r["codec"] == codec)
-            pts = [(b, q) for b, q in pts if 0.01 <= b <= 1 and lo_db <= q <= hi_db]
+            pts = [(b, q) for b, q in pts if 0.01 <= b <= 10 and lo_db <= q <= hi_db]
             for (b0, q0), (b1, q1) in zip(pts, pts[1:]):
                 d.line([X(b0), Y(q0), X(b1), Y(q1)], fill=colour, width=2)
             for b, q in pts:
