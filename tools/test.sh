@@ -17,6 +17,10 @@ mkdir -p target
 rm -f "$TESSERA_FUZZ_LOG"
 # The end-to-end tests (tests/) run the built binaries; build every one of them first.
 cargo build --workspace --bins
+# The compositing library's cdylib and the C example renderer built against it through its
+# pkg-config file (apps/composite/tests/c_api.rs runs it under mpirun).
+cargo build -p tessera-composite-capi
+sh examples/c/build.sh debug
 set +e
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}

@@ -68,13 +68,17 @@ impl Comm for Single {
     }
 }
 
-/// MPI's world communicator (Open MPI through the `mpi` crate).
+/// An MPI communicator: the world of a process `mpirun` started ([`Mpi::init`]), or a
+/// duplicate of a caller's communicator ([`Mpi::on`]), so that the compositor's messages
+/// never match the caller's.
 pub struct Mpi {
-    // Finalizes MPI when dropped.
-    _universe: mpi::environment::Universe,
-    world: mpi::topology::SimpleCommunicator,
+    /// Freed on drop unless MPI was finalised first (a caller's duplicate; the world is
+    /// never freed).
+    world: std::mem::ManuallyDrop<mpi::topology::SimpleCommunicator>,
     /// This process's rank among the ranks that share its node's memory.
     local_rank: usize,
+    /// Finalizes MPI when dropped: only where this crate initialised it.
+    _universe: Option<mpi::environment::Universe>,
 }
 
 impl Mpi {
@@ -83,11 +87,31 @@ impl Mpi {
         ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"].iter().any(|v| std::env::var_os(v).is_some())
     }
 
+    /// Initialises MPI (finalised when the result is dropped) and takes its world.
     pub fn init() -> Result<Mpi> {
         let universe = mpi::initialize().ok_or_else(|| CompositeError::Mpi("MPI was already initialised".into()))?;
-        let world = universe.world();
+        let mut mpi = Mpi::on(&universe.world())?;
+        mpi._universe = Some(universe);
+        Ok(mpi)
+    }
+
+    /// A duplicate of `comm` (collective over its ranks); MPI stays the caller's to finalise.
+    pub fn on(comm: &impl Communicator) -> Result<Mpi> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(CompositeError::Mpi("MPI is not initialised, or already finalised".into()));
+        }
+        let world = comm.duplicate();
         let local_rank = world.split_shared(world.rank()).rank() as usize;
-        Ok(Mpi { _universe: universe, world, local_rank })
+        Ok(Mpi { world: std::mem::ManuallyDrop::new(world), local_rank, _universe: None })
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        if !mpi::environment::is_finalized() {
+            // SAFETY: dropped once, here, and not used after.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.world) }
+        }
     }
 }
 

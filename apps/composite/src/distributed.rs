@@ -246,12 +246,12 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(FrameSt
                 // Ranks finish rendering at different times; waiting here keeps that skew out
                 // of the exchange time.
                 comm.barrier();
-                composite_frame(comm, piece, req.strategy, Op::ZBuffer)?
+                composite_frame(comm, piece, req.strategy, Op::ZBuffer, 0)?
             }
             (None, Some(blender)) => {
                 comm.barrier();
                 let frame = GpuFrame { color: &raster.color, depth: &raster.depth, pixels: total };
-                composite_frame_gpu(comm, frame, req.strategy, blender)?
+                composite_frame_gpu(comm, frame, req.strategy, blender, 0)?
             }
             (None, None) => unreachable!("every readback has its host buffers or its blender"),
         };
@@ -261,7 +261,7 @@ pub fn render(comm: &dyn Comm, req: &RenderRequest, mut emit: impl FnMut(FrameSt
             readback[0] + stats.encode_ms,
             readback[1] + stats.d2h_ms,
             stats.wait_ms,
-            stats.exchange_ms,
+            stats.exchange_ms + stats.gather_ms,
             stats.composite_ms,
             ms_since(start),
             stats.bytes_sent as f64,

@@ -1,5 +1,5 @@
 //! The exchange: the ranks composite their partial images with a [`Strategy`] in rounds
-//! of span swaps (`schedule`), then rank 0 gathers the final spans. One round skeleton
+//! of span swaps (`schedule`), then the root rank gathers the final spans. One round skeleton
 //! (`exchange`) serves both places a rank's image can live, through the stage functions
 //! of the `Held` trait: on the host as a [`Piece`], split and composited on the CPU
 //! ([`composite_frame`]), or raw on the GPU, its spans encoded and merged there
@@ -13,7 +13,7 @@ use crate::ap::Encoded;
 use crate::comm::Comm;
 use crate::error::{CompositeError, Result};
 use crate::gpu::blend::GpuBlender;
-use crate::piece::{Gathered, Piece};
+use crate::piece::{Gathered, Kind, Piece};
 use crate::schedule::{cut, rounds, Strategy};
 use crate::timing::{ms_since, time_ms};
 use crate::types::Op;
@@ -26,6 +26,8 @@ pub struct ExchangeStats {
     pub wait_ms: f64,
     pub exchange_ms: f64,
     pub composite_ms: f64,
+    /// Sending the final spans to the root and checking them there.
+    pub gather_ms: f64,
     pub bytes_sent: usize,
     /// GPU ROI passes, encodings and copies to the host made while compositing
     /// ([`composite_frame_gpu`]).
@@ -56,17 +58,18 @@ trait Held {
     /// Composites the payloads received for the held `span` into it, the held image at
     /// position `own` of the inputs' order.
     fn merge(&mut self, span: (usize, usize), received: Vec<Vec<u32>>, own: usize) -> Result<()>;
-    /// The held `span` as rank 0 gathers it.
+    /// The held `span` as the root gathers it.
     fn finish(self, span: (usize, usize), stats: &mut ExchangeStats) -> Result<Piece>;
 }
 
 /// The round skeleton: every round of `strategy`, then the gather of the final spans on rank
-/// 0 (`Some` there, `None` elsewhere), for a frame of `total` pixels held by `held`.
+/// `root` (`Some` there, `None` elsewhere), for a frame of `total` pixels held by `held`.
 fn exchange(
     comm: &dyn Comm,
     strategy: Strategy,
     total: usize,
     mut held: impl Held,
+    root: usize,
 ) -> Result<(Option<Gathered>, ExchangeStats)> {
     let me = comm.rank();
     let mut stats = ExchangeStats::default();
@@ -104,7 +107,7 @@ fn exchange(
         merge(&mut held, (lo, hi), received, j, &mut stats)?;
     }
     let piece = held.finish((lo, hi), &mut stats)?;
-    let result = gather(comm, (lo, hi), piece, total, &mut stats)?;
+    let result = gather(comm, (lo, hi), piece, total, root, &mut stats)?;
     Ok((result, stats))
 }
 
@@ -125,13 +128,13 @@ fn merge(
 /// A rank's image on the host, as one piece of its span.
 struct HostSpan {
     piece: Piece,
-    compressed: bool,
+    kind: Kind,
     op: Op,
 }
 
 impl Held for HostSpan {
     fn hand_over(&mut self, _: (usize, usize), _: &mut ExchangeStats) -> Result<Vec<u32>> {
-        Ok(std::mem::replace(&mut self.piece, Piece::empty(self.compressed)).into_words())
+        Ok(std::mem::replace(&mut self.piece, Piece::empty(self.kind)).into_words())
     }
 
     fn cut(&mut self, ends: &[usize], keep: usize, stats: &mut ExchangeStats) -> Result<Vec<Vec<u32>>> {
@@ -152,7 +155,7 @@ impl Held for HostSpan {
     fn merge(&mut self, _: (usize, usize), received: Vec<Vec<u32>>, own: usize) -> Result<()> {
         let pixels = self.piece.pixels();
         let theirs: Vec<Piece> =
-            received.into_iter().map(|words| Piece::received(self.compressed, pixels, words)).collect::<Result<_>>()?;
+            received.into_iter().map(|words| Piece::received(self.kind, pixels, words)).collect::<Result<_>>()?;
         let mut ordered: Vec<&Piece> = theirs.iter().collect();
         ordered.insert(own, &self.piece);
         self.piece = Piece::composite(&ordered, self.op)?;
@@ -165,15 +168,16 @@ impl Held for HostSpan {
 }
 
 /// Composites every rank's full-size `piece` with `strategy` and gathers the result on rank
-/// 0 (`Some` there, `None` elsewhere), compositing on the CPU.
+/// `root` (`Some` there, `None` elsewhere), compositing on the CPU.
 pub fn composite_frame(
     comm: &dyn Comm,
     piece: Piece,
     strategy: Strategy,
     op: Op,
+    root: usize,
 ) -> Result<(Option<Gathered>, ExchangeStats)> {
-    let (total, compressed) = (piece.pixels(), matches!(piece, Piece::Encoded(_)));
-    exchange(comm, strategy, total, HostSpan { piece, compressed, op })
+    let (total, kind) = (piece.pixels(), piece.kind());
+    exchange(comm, strategy, total, HostSpan { piece, kind, op }, root)
 }
 
 /// A rank's rendered partial image, raw on the GPU.
@@ -233,42 +237,45 @@ impl Held for DeviceSpan<'_, '_> {
 /// keep are Active Pixel encoded on the GPU and only their payloads are copied to the host
 /// and sent; the payloads received for the span this rank keeps are uploaded and z-buffered
 /// into its raw frame in place (`ap_zmerge`). No pixel is encoded, split or composited on
-/// the CPU; the final span is encoded on the GPU for the gather. Overwrites the frame.
+/// the CPU; the final span is encoded on the GPU for the gather (to rank `root`). Ranks that
+/// hold their image on the host as an encoded [`Piece`] ([`composite_frame`]) take part in
+/// the same exchange: both send the same payloads. Overwrites the frame.
 pub fn composite_frame_gpu(
     comm: &dyn Comm,
     frame: GpuFrame,
     strategy: Strategy,
     blender: &mut GpuBlender,
+    root: usize,
 ) -> Result<(Option<Gathered>, ExchangeStats)> {
-    exchange(comm, strategy, frame.pixels, DeviceSpan { frame, blender })
+    exchange(comm, strategy, frame.pixels, DeviceSpan { frame, blender }, root)
 }
 
-/// Sends this rank's final span `lo..hi` to rank 0; on rank 0, collects every rank's and
+/// Sends this rank's final span `lo..hi` to rank `root`; there, collects every rank's and
 /// checks that they cover the image of `total` pixels (`Some` there, `None` elsewhere).
 fn gather(
     comm: &dyn Comm,
     (lo, hi): (usize, usize),
     piece: Piece,
     total: usize,
+    root: usize,
     stats: &mut ExchangeStats,
 ) -> Result<Option<Gathered>> {
-    let compressed = matches!(piece, Piece::Encoded(_));
+    let kind = piece.kind();
     let me = comm.rank();
     wait_for_all(comm, stats);
     // Every rank's pixel range, then its final span, as two messages (in order between two
     // ranks): the span is sent from where it is, not copied into a message with its range.
     let t = Instant::now();
-    if me != 0 {
+    if me != root {
         let range = [lo as u32, hi as u32];
         stats.bytes_sent += 4 * (range.len() + piece.words().len());
-        comm.exchange(&[(0, &range), (0, piece.words())], &[])?;
-        stats.exchange_ms += ms_since(t);
+        comm.exchange(&[(root, &range), (root, piece.words())], &[])?;
+        stats.gather_ms += ms_since(t);
         return Ok(None);
     }
-    let others: Vec<usize> = (1..comm.size()).flat_map(|r| [r, r]).collect();
+    let others: Vec<usize> = (0..comm.size()).filter(|&r| r != root).flat_map(|r| [r, r]).collect();
     let mut messages = comm.exchange(&[], &others)?.into_iter();
-    stats.exchange_ms += ms_since(t);
-    let (result, ms) = time_ms(|| -> Result<Gathered> {
+    let result = (|| -> Result<Gathered> {
         let mut spans = vec![(lo, piece)];
         while let (Some(range), Some(m)) = (messages.next(), messages.next()) {
             let [a, b] = range[..] else {
@@ -278,7 +285,7 @@ fn gather(
             if a > b || b > total {
                 return Err(CompositeError::Corrupt("gathered span's pixel range is out of the image".into()));
             }
-            spans.push((a, Piece::received(compressed, b - a, m)?));
+            spans.push((a, Piece::received(kind, b - a, m)?));
         }
         spans.sort_by_key(|s| s.0);
         let mut next = 0;
@@ -292,8 +299,8 @@ fn gather(
             return Err(CompositeError::Corrupt(format!("gathered {next} of {total} pixels")));
         }
         Ok(Gathered { spans })
-    });
-    stats.composite_ms += ms;
+    })();
+    stats.gather_ms += ms_since(t);
     Ok(Some(result?))
 }
 
@@ -382,18 +389,18 @@ mod tests {
                     scope.spawn(move || match place {
                         Place::HostEncoded => {
                             let piece = Piece::Encoded(encode_serial(frame));
-                            composite_frame(&comm, piece, strategy, Op::ZBuffer)
+                            composite_frame(&comm, piece, strategy, Op::ZBuffer, 0)
                         }
                         Place::HostRaw => {
                             let piece =
                                 Piece::Raw { pixels: frame.pixels(), words: raw_words(&frame.color, &frame.depth) };
-                            composite_frame(&comm, piece, strategy, Op::ZBuffer)
+                            composite_frame(&comm, piece, strategy, Op::ZBuffer, 0)
                         }
                         Place::Device => {
                             let color = ctx.upload(&frame.color, "colour").unwrap();
                             let depth = ctx.upload(&frame.depth, "depth").unwrap();
                             let frame = GpuFrame { color: &color, depth: &depth, pixels: frame.pixels() };
-                            composite_frame_gpu(&comm, frame, strategy, blender)
+                            composite_frame_gpu(&comm, frame, strategy, blender, 0)
                         }
                     })
                 })

@@ -10,6 +10,8 @@
 //! - [`raster`]: the Vulkan rasteriser (impostor spheres, meshes) into colour + depth.
 //! - [`schedule`], [`comm`], [`piece`], [`exchange`], [`distributed`]: binary-swap /
 //!   radix-k / direct-send over MPI, one round skeleton for images on the host or the GPU.
+//! - [`compositor`]: the library: any renderer's colour and depth composited over MPI (the
+//!   C ABI in `capi/` wraps it).
 //! - [`demo`]: the project demo's compositor part.
 //! - [`bench`](mod@bench), [`sweep`]: the paper's Tables 1 and 2 (`composite bench`) and the encoder's
 //!   shapes (`composite sweep`).
@@ -17,6 +19,7 @@
 pub mod ap;
 pub mod bench;
 pub mod comm;
+pub mod compositor;
 pub mod cpu;
 pub mod demo;
 pub mod distributed;

@@ -19,6 +19,7 @@ use composite::CompositeError;
 use kit::image::IMAGE_EXTENSIONS;
 use kit::{Backend, CommonArgs};
 
+mod merge;
 mod records;
 
 use records::{BlendReport, DecodeReport, EncodeReport, Rendered};
@@ -49,6 +50,16 @@ enum Command {
         mpirun -n 4 composite render --scene points:4000000:7 --size 3840x2160 --strategy radix-k --frames 10 --out frame.png --json\n  \
         composite render --scene meshes/ --size 1280x720 --out mesh.jpg --partials partials/")]
     Render(RenderArgs),
+    /// Composite every rank's partial image from a folder over MPI (one rank without mpirun)
+    ///
+    /// Rank r reads DIR/rank{r}.rgba + DIR/rank{r}.depth (the --partials layout of render:
+    /// RGBA8 and little-endian f32 per pixel, which needs --size), or DIR/rank{r}.png +
+    /// DIR/rank{r}.npy (colour and depth as encode reads them); rank 0 writes the image, the
+    /// same as `composite blend` of those images encoded in rank order.
+    #[command(after_help = "Examples:\n  \
+        mpirun -n 4 composite merge --inputs partials/ --size 1920x1080 --out frame.png\n  \
+        mpirun -n 3 composite merge --inputs layers/ --op over --strategy radix-k --out frame.png --json")]
+    Merge(MergeArgs),
     /// Render, encode, composite and write a small generated scene to a folder
     #[command(after_help = "Examples:\n  composite demo --out demo/\n  composite demo --out demo/ --device 1 --json")]
     Demo(DemoArgs),
@@ -66,7 +77,7 @@ struct EncodeArgs {
     /// Colour image (PNG, JPEG, TIFF, WebP or BMP, read by content; RGBA, alpha kept)
     #[arg(long)]
     color: PathBuf,
-    /// Depth as a float32 .npy of shape (height, width); 1.0 marks background pixels
+    /// Depth as a float32 or float64 .npy of shape (height, width); 1.0 marks background pixels
     #[arg(long)]
     depth: PathBuf,
     /// The .ap file to write
@@ -146,6 +157,27 @@ struct RenderArgs {
     /// rank{r}.depth (f32), e.g. to run another compositor on the same images
     #[arg(long, value_name = "DIR")]
     partials: Option<PathBuf>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+pub(crate) struct MergeArgs {
+    /// Folder of rank{r}.rgba + rank{r}.depth (with --size) or rank{r}.png + rank{r}.npy
+    #[arg(long, value_name = "DIR")]
+    inputs: PathBuf,
+    /// Image to write on rank 0 (.png, .jpg, .tif, .bmp or .webp)
+    #[arg(long)]
+    out: PathBuf,
+    /// Size WxH of raw .rgba/.depth partials (each side 1-16384)
+    #[arg(long, value_name = "WxH", value_parser = kit::cli::parse_size)]
+    size: Option<(u32, u32)>,
+    /// zbuffer: nearest depth wins (ties to the lower rank); over: premultiplied alpha, rank 0 in front
+    #[arg(long, value_enum, default_value_t = Op::ZBuffer)]
+    op: Op,
+    /// How the ranks exchange spans (default: by rank count and image size)
+    #[arg(long, value_enum)]
+    strategy: Option<Strategy>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -279,7 +311,7 @@ fn abort_job(comm: &dyn Comm, error: CompositeError) -> ! {
 /// so the message is the same on every run (when every rank printed, mpirun's teardown at
 /// the first exit decided which messages got out, and their bytes could interleave). Every
 /// rank then leaves MPI and fails with the same status.
-fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> Result<()> {
+pub(crate) fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> Result<()> {
     if comm.rank() == 0 {
         kit::print_error(&error);
     }
@@ -385,6 +417,7 @@ fn run(command: Command) -> Result<()> {
         Command::Decode(args) => decode(args),
         Command::Blend(args) => blend(args),
         Command::Render(args) => render(args),
+        Command::Merge(args) => merge::run(args),
         Command::Demo(args) => demo(args),
         Command::Bench(args) => Ok(composite::bench::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),
         Command::Sweep(args) => Ok(composite::sweep::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?),

@@ -1,8 +1,8 @@
-//! The spans of partial images that travel between ranks ([`Piece`]: Active Pixel encoded
-//! or raw) and the final image that rank 0 gathers from them ([`Gathered`]).
+//! The spans of partial images that travel between ranks ([`Piece`]: Active Pixel encoded,
+//! raw, or raw RGBA32F) and the final image that the root gathers from them ([`Gathered`]).
 
 use crate::ap::Encoded;
-use crate::cpu::blend::{composite, composite_raw};
+use crate::cpu::blend::{composite, composite_raw, composite_wide, WIDE_WORDS};
 use crate::error::{CompositeError, Result};
 use crate::frame::Frame;
 use crate::spans;
@@ -15,20 +15,40 @@ pub enum Piece {
     Encoded(Encoded),
     /// Raw: (colour, depth bits) per pixel.
     Raw { pixels: usize, words: Vec<u32> },
+    /// Raw with RGBA32F colour: [`WIDE_WORDS`] words per pixel (the four colour channels'
+    /// bits, then the depth bits); no words at all for a span with no active pixel, so a
+    /// rank with nothing drawn sends nothing.
+    Wide { pixels: usize, words: Vec<u32> },
+}
+
+/// What form a [`Piece`] has, so that what is received is rebuilt in the same form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Encoded,
+    Raw,
+    Wide,
 }
 
 impl Piece {
     pub fn pixels(&self) -> usize {
         match self {
             Piece::Encoded(e) => e.pixels,
-            Piece::Raw { pixels, .. } => *pixels,
+            Piece::Raw { pixels, .. } | Piece::Wide { pixels, .. } => *pixels,
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Piece::Encoded(_) => Kind::Encoded,
+            Piece::Raw { .. } => Kind::Raw,
+            Piece::Wide { .. } => Kind::Wide,
         }
     }
 
     pub fn words(&self) -> &[u32] {
         match self {
             Piece::Encoded(e) => &e.words,
-            Piece::Raw { words, .. } => words,
+            Piece::Raw { words, .. } | Piece::Wide { words, .. } => words,
         }
     }
 
@@ -36,26 +56,27 @@ impl Piece {
     pub fn into_words(self) -> Vec<u32> {
         match self {
             Piece::Encoded(e) => e.words,
-            Piece::Raw { words, .. } => words,
+            Piece::Raw { words, .. } | Piece::Wide { words, .. } => words,
         }
     }
 
-    /// Rebuilds a received piece of `pixels` pixels, checking it before trusting it.
-    pub fn received(compressed: bool, pixels: usize, words: Vec<u32>) -> Result<Piece> {
-        if compressed {
-            Ok(Piece::Encoded(Encoded::checked(pixels, words)?))
-        } else if words.len() == 2 * pixels {
-            Ok(Piece::Raw { pixels, words })
-        } else {
-            Err(CompositeError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len())))
+    /// Rebuilds a received piece of `pixels` pixels of form `kind`, checking it before
+    /// trusting it.
+    pub fn received(kind: Kind, pixels: usize, words: Vec<u32>) -> Result<Piece> {
+        let size = |per: usize| words.len() == per * pixels || (kind == Kind::Wide && words.is_empty());
+        match kind {
+            Kind::Encoded => Ok(Piece::Encoded(Encoded::checked(pixels, words)?)),
+            Kind::Raw if size(2) => Ok(Piece::Raw { pixels, words }),
+            Kind::Wide if size(WIDE_WORDS) => Ok(Piece::Wide { pixels, words }),
+            _ => Err(CompositeError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len()))),
         }
     }
 
-    pub fn empty(compressed: bool) -> Piece {
-        if compressed {
-            Piece::Encoded(Encoded { pixels: 0, words: Vec::new() })
-        } else {
-            Piece::Raw { pixels: 0, words: Vec::new() }
+    pub fn empty(kind: Kind) -> Piece {
+        match kind {
+            Kind::Encoded => Piece::Encoded(Encoded { pixels: 0, words: Vec::new() }),
+            Kind::Raw => Piece::Raw { pixels: 0, words: Vec::new() },
+            Kind::Wide => Piece::Wide { pixels: 0, words: Vec::new() },
         }
     }
 
@@ -64,17 +85,11 @@ impl Piece {
         match self {
             Piece::Encoded(e) => spans::split(e, bounds).into_iter().map(Piece::Encoded).collect(),
             Piece::Raw { pixels, words } => {
-                let mut ends = bounds.to_vec();
-                ends.push(*pixels);
-                let mut start = 0;
-                ends.iter()
-                    .map(|&end| {
-                        let p = Piece::Raw { pixels: end - start, words: words[2 * start..2 * end].to_vec() };
-                        start = end;
-                        p
-                    })
-                    .collect()
+                raw_parts(*pixels, bounds, words, 2).map(|(pixels, words)| Piece::Raw { pixels, words }).collect()
             }
+            Piece::Wide { pixels, words } => raw_parts(*pixels, bounds, words, WIDE_WORDS)
+                .map(|(pixels, words)| Piece::Wide { pixels, words })
+                .collect(),
         }
     }
 
@@ -86,18 +101,40 @@ impl Piece {
                 .iter()
                 .filter_map(|p| match p {
                     Piece::Encoded(e) => Some(e),
-                    Piece::Raw { .. } => None,
+                    Piece::Raw { .. } | Piece::Wide { .. } => None,
                 })
                 .collect();
             return Ok(Piece::Encoded(composite(&encoded, op)?));
         }
         let pixels = pieces[0].pixels();
         let words: Vec<&[u32]> = pieces.iter().map(|p| p.words()).collect();
-        Ok(Piece::Raw { pixels, words: composite_raw(&words, pixels, op) })
+        match pieces[0] {
+            Piece::Wide { .. } => Ok(Piece::Wide { pixels, words: composite_wide(&words, pixels, op) }),
+            _ => Ok(Piece::Raw { pixels, words: composite_raw(&words, pixels, op) }),
+        }
     }
 }
 
-/// The final image on rank 0: every rank's final span, in pixel order, covering the image.
+/// The parts of a raw span of `pixels` pixels of `per` words each, cut at `bounds`, as
+/// (pixels, words); a span without words (a [`Piece::Wide`] with nothing drawn) gives parts
+/// without words.
+fn raw_parts<'a>(
+    pixels: usize,
+    bounds: &'a [usize],
+    words: &'a [u32],
+    per: usize,
+) -> impl Iterator<Item = (usize, Vec<u32>)> + 'a {
+    let ends = bounds.iter().copied().chain(std::iter::once(pixels));
+    let mut start = 0;
+    ends.map(move |end| {
+        let part = if words.is_empty() { Vec::new() } else { words[per * start..per * end].to_vec() };
+        let p = (end - start, part);
+        start = end;
+        p
+    })
+}
+
+/// The final image on the root: every rank's final span, in pixel order, covering the image.
 #[derive(Debug)]
 pub struct Gathered {
     pub(crate) spans: Vec<(usize, Piece)>,
@@ -105,14 +142,27 @@ pub struct Gathered {
 
 impl Gathered {
     /// The whole image as a frame (decoding each span in place: no joined copy is made).
+    /// RGBA32F colour is rounded to RGBA8.
     pub fn to_frame(&self, width: u32, height: u32) -> Frame {
         let mut frame = Frame::empty(width, height);
         for (start, piece) in &self.spans {
             match piece {
                 Piece::Encoded(e) => frame.paint(e, *start),
                 Piece::Raw { words, .. } => frame.paint_raw(words, *start),
+                Piece::Wide { words, .. } => {
+                    for (i, px) in words.chunks_exact(WIDE_WORDS).enumerate() {
+                        let c = |k: usize| (f32::from_bits(px[k]).clamp(0.0, 1.0) * 255.0).round() as u8;
+                        frame.color[start + i] = crate::ap::pack_rgba([c(0), c(1), c(2), c(3)]);
+                        frame.depth[start + i] = f32::from_bits(px[4]);
+                    }
+                }
             }
         }
         frame
+    }
+
+    /// Every rank's final span and the pixel it starts at, in pixel order.
+    pub fn spans(&self) -> &[(usize, Piece)] {
+        &self.spans
     }
 }

@@ -140,6 +140,51 @@ pub fn composite_raw(inputs: &[&[u32]], pixels: usize, op: Op) -> Vec<u32> {
     out
 }
 
+/// Words per pixel of a raw RGBA32F span: the four channels' bits, then the depth bits.
+pub const WIDE_WORDS: usize = 5;
+
+/// [`combine`] for RGBA32F pixels: the z-buffer as for RGBA8, and "over" in f32,
+/// `acc = acc + next * (1 - acc.a)` per channel, front to back.
+fn combine_wide(op: Op, acc: &mut [u32], px: &[u32]) {
+    match op {
+        Op::ZBuffer => {
+            if f32::from_bits(px[4]) < f32::from_bits(acc[4]) {
+                acc.copy_from_slice(px);
+            }
+        }
+        Op::Over => {
+            let transparency = 1.0 - f32::from_bits(acc[3]);
+            for k in 0..4 {
+                acc[k] = (f32::from_bits(acc[k]) + f32::from_bits(px[k]) * transparency).to_bits();
+            }
+        }
+    }
+}
+
+/// Composites raw RGBA32F spans of `pixels` pixels ([`WIDE_WORDS`] per pixel) in order, as
+/// [`composite_raw`] does; an input without words has no active pixel, and so does the
+/// result when no input has words.
+pub fn composite_wide(inputs: &[&[u32]], pixels: usize, op: Op) -> Vec<u32> {
+    let drawn: Vec<&[u32]> = inputs.iter().copied().filter(|w| !w.is_empty()).collect();
+    if drawn.is_empty() {
+        return Vec::new();
+    }
+    let background = BACKGROUND_DEPTH.to_bits();
+    let mut out = vec![0u32; WIDE_WORDS * pixels];
+    for (i, acc) in out.chunks_exact_mut(WIDE_WORDS).enumerate() {
+        acc[4] = background;
+        let at = WIDE_WORDS * i..WIDE_WORDS * (i + 1);
+        for px in drawn.iter().map(|w| &w[at.clone()]).filter(|px| px[4] != background) {
+            if acc[4] == background {
+                acc.copy_from_slice(px);
+            } else {
+                combine_wide(op, acc, px);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,658 @@
+//! The compositing library: any renderer's colour and depth buffers, composited across the
+//! ranks of an MPI communicator, the image on a root rank (as IceT's `icetCompositeImage`).
+//!
+//! A [`Compositor`] is made on a communicator with the image size, a colour format (RGBA8 or
+//! RGBA32F), a depth format (f32 or none) and a mode: the z-buffer, or premultiplied "over"
+//! in a front-to-back rank order. Each [`Compositor::composite`] takes this rank's full-size
+//! buffers and the viewport of the pixels that hold anything, exchanges them with the
+//! strategy chosen ([`crate::exchange`], the same rounds `composite render` runs), and
+//! returns the image on the root and nothing elsewhere, recording this rank's per-phase
+//! times and bytes sent ([`Times`]).
+//!
+//! Where the image is: RGBA8 images are Active Pixel encoded; with a Vulkan device
+//! ([`Backend::Gpu`]) the z-buffer runs the paper's path (the frame uploaded once, spans
+//! encoded and merged on the GPU), blending encodes on the GPU and merges on the CPU;
+//! without one everything runs on the CPU. Both give the same bytes. RGBA32F images travel
+//! raw on the CPU ([`Piece::Wide`]); a rank whose viewport is empty sends no pixels.
+//!
+//! Inputs are checked on every rank and the ranks agree on the outcome before any message
+//! ([`crate::distributed::agree`]), so a bad argument on one rank is an error on all of them,
+//! never a wait.
+
+use std::time::Instant;
+
+use engine::{Buffer, Context, DeviceSelector, Location};
+use mpi::topology::Communicator;
+use rayon::prelude::*;
+
+use crate::ap::{pack_rgba, BACKGROUND_DEPTH};
+use crate::comm::{Comm, Mpi};
+use crate::cpu::blend::WIDE_WORDS;
+use crate::distributed::agree;
+use crate::error::{CompositeError, Result};
+use crate::exchange::{composite_frame, composite_frame_gpu, ExchangeStats, GpuFrame};
+use crate::frame::Frame;
+use crate::gpu::blend::GpuBlender;
+use crate::piece::{Gathered, Piece};
+use crate::schedule::Strategy;
+use crate::timing::ms_since;
+use crate::types::Op;
+
+/// The colour of a pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorFormat {
+    /// Four bytes, R first (premultiplied for blending).
+    Rgba8,
+    /// Four f32, R first (premultiplied for blending).
+    Rgba32F,
+}
+
+/// The depth of a pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DepthFormat {
+    /// No depth: a pixel whose colour is all zero is background (blending only).
+    None,
+    /// f32; 1.0 or +inf is background.
+    F32,
+}
+
+/// Where the compositing runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The GPU when a Vulkan device opens, else the CPU.
+    Auto,
+    Gpu,
+    Cpu,
+}
+
+/// The pixels of the buffers that hold anything: `x`, `y` from the top-left, `w` x `h`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Viewport {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+/// A rank's colour buffer (always the full image).
+#[derive(Clone, Copy, Debug)]
+pub enum Color<'a> {
+    Rgba8(&'a [u8]),
+    Rgba32F(&'a [f32]),
+}
+
+/// Where the root's image goes (the full image).
+#[derive(Debug)]
+pub enum ColorMut<'a> {
+    Rgba8(&'a mut [u8]),
+    Rgba32F(&'a mut [f32]),
+}
+
+/// The composited image on the root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Image {
+    /// RGBA8 bytes (empty for RGBA32F).
+    pub rgba8: Vec<u8>,
+    /// RGBA32F channels (empty for RGBA8).
+    pub rgba32f: Vec<f32>,
+    /// Depth per pixel, 1.0 where no rank drew.
+    pub depth: Vec<f32>,
+}
+
+/// What one [`Compositor::composite`] call cost on this rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Times {
+    pub total_ms: f64,
+    /// Checking and masking the buffers, the upload and Active Pixel encoding.
+    pub encode_ms: f64,
+    /// The rounds' messages, and waiting for the other ranks before each.
+    pub exchange_ms: f64,
+    /// Splitting and merging spans.
+    pub composite_ms: f64,
+    /// Sending the final spans to the root, and the root writing the image.
+    pub gather_ms: f64,
+    pub bytes_sent: u64,
+}
+
+impl Times {
+    /// The time of a phase by name (`total`, `encode`, `exchange`, `composite`, `gather`).
+    pub fn phase(&self, name: &str) -> Option<f64> {
+        match name {
+            "total" => Some(self.total_ms),
+            "encode" => Some(self.encode_ms),
+            "exchange" => Some(self.exchange_ms),
+            "composite" => Some(self.composite_ms),
+            "gather" => Some(self.gather_ms),
+            _ => None,
+        }
+    }
+}
+
+/// The strategy [`Compositor`] picks when none is set: direct-send for two ranks or images
+/// of under 4096 pixels a rank (one round of small messages), binary-swap for a power of
+/// two, radix-k otherwise.
+pub fn auto_strategy(ranks: usize, pixels: usize) -> Strategy {
+    if ranks <= 2 || pixels / ranks.max(1) < 4096 {
+        Strategy::DirectSend
+    } else if ranks.is_power_of_two() {
+        Strategy::BinarySwap
+    } else {
+        Strategy::RadixK
+    }
+}
+
+/// A rank's share of compositing on one communicator.
+pub struct Compositor {
+    comm: Box<dyn Comm>,
+    width: u32,
+    height: u32,
+    color: ColorFormat,
+    depth: DepthFormat,
+    op: Op,
+    strategy: Option<Strategy>,
+    /// Front-to-back: `order[v]` is the rank at position v.
+    order: Vec<usize>,
+    root: usize,
+    background: [f32; 4],
+    gpu: Option<Gpu>,
+    last: Times,
+}
+
+/// The device, its compositing pipelines and the frame's buffers, kept from call to call.
+struct Gpu {
+    ctx: Context,
+    blender: GpuBlender,
+    staging: Option<(Buffer<u32>, Buffer<f32>)>,
+    frame: Option<(Buffer<u32>, Buffer<f32>)>,
+}
+
+impl Compositor {
+    /// A compositor on a duplicate of `comm` (collective: every rank of `comm` calls it).
+    pub fn new(
+        comm: &impl Communicator,
+        (width, height): (u32, u32),
+        color: ColorFormat,
+        depth: DepthFormat,
+        op: Op,
+        backend: Backend,
+    ) -> Result<Compositor> {
+        Compositor::on(Box::new(Mpi::on(comm)?), (width, height), color, depth, op, backend)
+    }
+
+    /// A compositor on any [`Comm`], on the default device where it uses one.
+    pub fn on(
+        comm: Box<dyn Comm>,
+        size: (u32, u32),
+        color: ColorFormat,
+        depth: DepthFormat,
+        op: Op,
+        backend: Backend,
+    ) -> Result<Compositor> {
+        Compositor::on_device(comm, size, color, depth, op, backend, &DeviceSelector::Auto)
+    }
+
+    /// [`Compositor::on`] with rank r on entry r mod n of the devices `device` names
+    /// (counting the ranks of its node).
+    pub fn on_device(
+        comm: Box<dyn Comm>,
+        (width, height): (u32, u32),
+        color: ColorFormat,
+        depth: DepthFormat,
+        op: Op,
+        backend: Backend,
+        device: &DeviceSelector,
+    ) -> Result<Compositor> {
+        let checked = (|| {
+            crate::ap::pixel_count(width, height)?;
+            if op == Op::ZBuffer && depth == DepthFormat::None {
+                return Err(CompositeError::Invalid("the z-buffer needs a depth format".into()));
+            }
+            if color == ColorFormat::Rgba32F || backend == Backend::Cpu {
+                return Ok(None);
+            }
+            match Gpu::open(comm.as_ref(), device) {
+                Ok(gpu) => Ok(Some(gpu)),
+                Err(_) if backend == Backend::Auto => Ok(None),
+                Err(e) => Err(e),
+            }
+        })();
+        let gpu = agree(comm.as_ref(), checked)?;
+        let order = (0..comm.size()).collect();
+        Ok(Compositor {
+            comm,
+            width,
+            height,
+            color,
+            depth,
+            op,
+            strategy: None,
+            order,
+            root: 0,
+            background: [0.0; 4],
+            gpu,
+            last: Times::default(),
+        })
+    }
+
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    pub fn size(&self) -> usize {
+        self.comm.size()
+    }
+
+    /// Width and height.
+    pub fn image_size(&self) -> (u32, u32) {
+        (self.width, self.height)
+    }
+
+    pub fn color_format(&self) -> ColorFormat {
+        self.color
+    }
+
+    pub fn depth_format(&self) -> DepthFormat {
+        self.depth
+    }
+
+    pub fn root(&self) -> usize {
+        self.root
+    }
+
+    /// The device compositing runs on, `None` on the CPU.
+    pub fn device(&self) -> Option<String> {
+        self.gpu.as_ref().map(|g| g.ctx.info().name.clone())
+    }
+
+    /// `None`: [`auto_strategy`].
+    pub fn set_strategy(&mut self, strategy: Option<Strategy>) {
+        self.strategy = strategy;
+    }
+
+    /// The strategy the next call runs.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy.unwrap_or_else(|| auto_strategy(self.size(), self.width as usize * self.height as usize))
+    }
+
+    /// The ranks front to back (blending; for the z-buffer, the order that breaks depth ties):
+    /// every rank once.
+    pub fn set_order(&mut self, front_to_back: &[usize]) -> Result<()> {
+        let n = self.size();
+        let mut seen = vec![false; n];
+        for &r in front_to_back {
+            if r >= n || std::mem::replace(&mut seen[r], true) {
+                return Err(CompositeError::Invalid(format!(
+                    "the order {front_to_back:?} is no permutation of the communicator's {n} ranks"
+                )));
+            }
+        }
+        if front_to_back.len() != n {
+            return Err(CompositeError::Invalid(format!(
+                "the order names {} ranks; the communicator has {n}",
+                front_to_back.len()
+            )));
+        }
+        self.order = front_to_back.to_vec();
+        Ok(())
+    }
+
+    pub fn set_root(&mut self, root: usize) -> Result<()> {
+        if root >= self.size() {
+            return Err(CompositeError::Invalid(format!(
+                "root {root} is not a rank of the communicator's {}",
+                self.size()
+            )));
+        }
+        self.root = root;
+        Ok(())
+    }
+
+    /// The colour of pixels no rank drew (RGBA, each 0 to 1).
+    pub fn set_background(&mut self, rgba: [f32; 4]) -> Result<()> {
+        if rgba.iter().any(|c| !c.is_finite()) {
+            return Err(CompositeError::Invalid(format!("background {rgba:?} is not finite")));
+        }
+        self.background = rgba;
+        Ok(())
+    }
+
+    /// The last call's times and bytes on this rank.
+    pub fn last(&self) -> Times {
+        self.last
+    }
+
+    /// Takes part in a call that this rank cannot make (a bad argument found before the
+    /// buffers are read): every rank's call fails with this rank's `message`.
+    pub fn refuse(&mut self, message: String) -> CompositeError {
+        let refused: Result<()> = Err(CompositeError::Invalid(message));
+        agree(self.comm.as_ref(), refused).unwrap_err()
+    }
+
+    /// Composites every rank's buffers; the image on the root, `None` elsewhere.
+    pub fn composite(
+        &mut self,
+        color: Color,
+        depth: Option<&[f32]>,
+        viewport: Option<Viewport>,
+    ) -> Result<Option<Image>> {
+        let n = self.width as usize * self.height as usize;
+        let root = self.rank() == self.root;
+        let channels = if root { 4 * n } else { 0 };
+        let mut image = Image { rgba8: Vec::new(), rgba32f: Vec::new(), depth: vec![0.0; if root { n } else { 0 }] };
+        let Image { rgba8, rgba32f, depth: out_depth } = &mut image;
+        let out = match self.color {
+            ColorFormat::Rgba8 => {
+                rgba8.resize(channels, 0);
+                ColorMut::Rgba8(rgba8)
+            }
+            ColorFormat::Rgba32F => {
+                rgba32f.resize(channels, 0.0);
+                ColorMut::Rgba32F(rgba32f)
+            }
+        };
+        self.composite_into(color, depth, viewport, root.then_some(out), root.then_some(out_depth))?;
+        Ok(root.then_some(image))
+    }
+
+    /// [`Compositor::composite`] into the caller's buffers: `out` (and `out_depth` if given)
+    /// must be given on the root; elsewhere they are ignored.
+    pub fn composite_into(
+        &mut self,
+        color: Color,
+        depth: Option<&[f32]>,
+        viewport: Option<Viewport>,
+        out: Option<ColorMut>,
+        out_depth: Option<&mut [f32]>,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let root = self.rank() == self.root;
+        let checked = self.check(color, depth, viewport, out.as_ref(), out_depth.as_deref()).and_then(|()| {
+            let viewport = viewport.unwrap_or(Viewport { x: 0, y: 0, w: self.width, h: self.height });
+            self.prepare(color, depth, viewport)
+        });
+        let held = agree(self.comm.as_ref(), checked)?;
+        let encode_ms = ms_since(start);
+        let ordered = Ordered::new(self.comm.as_ref(), &self.order);
+        let (strategy, vroot) = (self.strategy(), ordered.position(self.root));
+        let (gathered, stats) = match held {
+            Held::Host(piece) => composite_frame(&ordered, piece, strategy, self.op, vroot)?,
+            Held::Device(pixels) => {
+                let gpu = self.gpu.as_mut().expect("a device frame has its device");
+                let (color, depth) = gpu.frame.as_ref().expect("uploaded");
+                let frame = GpuFrame { color, depth, pixels };
+                composite_frame_gpu(&ordered, frame, strategy, &mut gpu.blender, vroot)?
+            }
+        };
+        let t = Instant::now();
+        if let (true, Some(gathered), Some(out)) = (root, gathered, out) {
+            self.write(&gathered, out, out_depth);
+        }
+        self.last = times(encode_ms, &stats, ms_since(t), ms_since(start));
+        Ok(())
+    }
+
+    /// Checks the buffers' sizes and values against the settings.
+    fn check(
+        &self,
+        color: Color,
+        depth: Option<&[f32]>,
+        viewport: Option<Viewport>,
+        out: Option<&ColorMut>,
+        out_depth: Option<&[f32]>,
+    ) -> Result<()> {
+        let n = self.width as usize * self.height as usize;
+        let bad = |m: String| Err(CompositeError::Invalid(m));
+        match (self.color, color) {
+            (ColorFormat::Rgba8, Color::Rgba8(c)) if c.len() == 4 * n => {}
+            (ColorFormat::Rgba32F, Color::Rgba32F(c)) if c.len() == 4 * n => {}
+            _ => return bad(format!("the colour buffer must hold {n} pixels of {:?}", self.color)),
+        }
+        match (self.depth, depth) {
+            (DepthFormat::F32, Some(d)) if d.len() == n => {}
+            (DepthFormat::F32, _) => return bad(format!("the depth buffer must hold {n} f32")),
+            (DepthFormat::None, Some(_)) => return bad("a depth buffer was given; the depth format is none".into()),
+            (DepthFormat::None, None) => {}
+        }
+        if let Some(v) = viewport {
+            if v.x as u64 + v.w as u64 > self.width as u64 || v.y as u64 + v.h as u64 > self.height as u64 {
+                return bad(format!(
+                    "viewport {},{} {}x{} is outside the {}x{} image",
+                    v.x, v.y, v.w, v.h, self.width, self.height
+                ));
+            }
+        }
+        if self.rank() == self.root {
+            match (self.color, out) {
+                (ColorFormat::Rgba8, Some(ColorMut::Rgba8(c))) if c.len() == 4 * n => {}
+                (ColorFormat::Rgba32F, Some(ColorMut::Rgba32F(c))) if c.len() == 4 * n => {}
+                _ => return bad(format!("the root needs an output colour buffer of {n} pixels of {:?}", self.color)),
+            }
+            if out_depth.is_some_and(|d| d.len() != n) {
+                return bad(format!("the output depth buffer must hold {n} f32"));
+            }
+        }
+        Ok(())
+    }
+
+    /// This rank's image as it enters the exchange: masked to the viewport, background
+    /// where the depth says so, checked, and encoded (or uploaded) where it is composited.
+    fn prepare(&mut self, color: Color, depth: Option<&[f32]>, v: Viewport) -> Result<Held> {
+        let (w, n) = (self.width as usize, self.width as usize * self.height as usize);
+        let inside = |i: usize| {
+            let (x, y) = ((i % w) as u32, (i / w) as u32);
+            x >= v.x && x < v.x + v.w && y >= v.y && y < v.y + v.h
+        };
+        // The depth of pixel i, background (1.0) outside the viewport and for +inf; colour
+        // decides where there is no depth.
+        let depth_at = |i: usize, drawn: bool| -> Result<f32> {
+            if !inside(i) {
+                return Ok(BACKGROUND_DEPTH);
+            }
+            match depth {
+                Some(d) if d[i] == f32::INFINITY => Ok(BACKGROUND_DEPTH),
+                Some(d) if d[i].is_finite() => Ok(d[i]),
+                Some(d) => Err(CompositeError::Invalid(format!("depth {} at pixel {i} is not finite", d[i]))),
+                None => Ok(if drawn { 0.0 } else { BACKGROUND_DEPTH }),
+            }
+        };
+        let empty = v.w == 0 || v.h == 0;
+        match color {
+            Color::Rgba8(bytes) => {
+                let mut frame = Frame::empty(self.width, self.height);
+                if !empty {
+                    let pixels = frame.color.par_iter_mut().zip(frame.depth.par_iter_mut()).enumerate();
+                    pixels.try_for_each(|(i, (color, depth))| {
+                        let c = pack_rgba(bytes[4 * i..4 * i + 4].try_into().unwrap());
+                        let d = depth_at(i, c != 0)?;
+                        if d != BACKGROUND_DEPTH {
+                            (*color, *depth) = (c, d);
+                        }
+                        Ok::<(), CompositeError>(())
+                    })?;
+                }
+                self.encode(frame, empty)
+            }
+            Color::Rgba32F(channels) => {
+                if empty {
+                    return Ok(Held::Host(Piece::Wide { pixels: n, words: Vec::new() }));
+                }
+                let mut words = vec![0u32; WIDE_WORDS * n];
+                let mut drawn = false;
+                for (i, px) in words.chunks_exact_mut(WIDE_WORDS).enumerate() {
+                    let c = &channels[4 * i..4 * i + 4];
+                    if let Some(bad) = c.iter().find(|c| !c.is_finite()) {
+                        return Err(CompositeError::Invalid(format!("colour {bad} at pixel {i} is not finite")));
+                    }
+                    let d = depth_at(i, c.iter().any(|&c| c != 0.0))?;
+                    if d != BACKGROUND_DEPTH {
+                        drawn = true;
+                        for k in 0..4 {
+                            px[k] = c[k].to_bits();
+                        }
+                    }
+                    px[4] = d.to_bits();
+                }
+                if !drawn {
+                    words.clear();
+                }
+                Ok(Held::Host(Piece::Wide { pixels: n, words }))
+            }
+        }
+    }
+
+    /// An RGBA8 frame as it enters the exchange: uploaded for the GPU z-buffer, encoded on
+    /// the GPU for blending, encoded on the CPU without a device (or with nothing drawn).
+    fn encode(&mut self, frame: Frame, empty: bool) -> Result<Held> {
+        let Some(gpu) = self.gpu.as_mut().filter(|_| !empty) else {
+            return Ok(Held::Host(Piece::Encoded(crate::cpu::encode::encode_parallel(&frame))));
+        };
+        let n = frame.pixels();
+        let ctx = gpu.ctx.clone();
+        {
+            let (c, d) = reuse_pair(&ctx, &mut gpu.staging, n, Location::Upload, "compositor input")?;
+            c.mapped_mut()?[..n].copy_from_slice(&frame.color);
+            d.mapped_mut()?[..n].copy_from_slice(&frame.depth);
+        }
+        reuse_pair(&ctx, &mut gpu.frame, n, Location::Device, "compositor frame")?;
+        let ((sc, sd), (fc, fd)) = (gpu.staging.as_ref().unwrap(), gpu.frame.as_ref().unwrap());
+        let mut rec = ctx.recorder()?;
+        rec.copy_region(sc, 0, fc, 0, n);
+        rec.copy_region(sd, 0, fd, 0, n);
+        rec.submit()?.wait()?;
+        if self.op == Op::ZBuffer {
+            return Ok(Held::Device(n));
+        }
+        let (encoded, _, _) = gpu.blender.encoder().encode(fc, fd, self.width, self.height)?;
+        Ok(Held::Host(Piece::Encoded(encoded)))
+    }
+
+    /// Writes the gathered image into the root's buffers, the background where no rank drew.
+    fn write(&self, gathered: &Gathered, out: ColorMut, out_depth: Option<&mut [f32]>) {
+        let bg = self.background;
+        match out {
+            ColorMut::Rgba8(bytes) => {
+                let frame = gathered.to_frame(self.width, self.height);
+                let bg8 = pack_rgba(bg.map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8));
+                for (i, px) in bytes.chunks_exact_mut(4).enumerate() {
+                    let c = if frame.depth[i] == BACKGROUND_DEPTH { bg8 } else { frame.color[i] };
+                    px.copy_from_slice(&c.to_le_bytes());
+                }
+                if let Some(d) = out_depth {
+                    d.copy_from_slice(&frame.depth);
+                }
+            }
+            ColorMut::Rgba32F(channels) => {
+                let mut depth = out_depth;
+                for (start, piece) in gathered.spans() {
+                    let words = piece.words();
+                    for i in 0..piece.pixels() {
+                        let px = words.get(WIDE_WORDS * i..WIDE_WORDS * (i + 1));
+                        let d = px.map_or(BACKGROUND_DEPTH, |px| f32::from_bits(px[4]));
+                        let at = start + i;
+                        for k in 0..4 {
+                            channels[4 * at + k] = match px {
+                                Some(px) if d != BACKGROUND_DEPTH => f32::from_bits(px[k]),
+                                _ => bg[k],
+                            };
+                        }
+                        if let Some(depth) = depth.as_deref_mut() {
+                            depth[at] = d;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A rank's image as it enters the exchange.
+enum Held {
+    /// On the host, as a piece.
+    Host(Piece),
+    /// Raw in the device frame buffers, of this many pixels.
+    Device(usize),
+}
+
+fn reuse_pair<'a>(
+    ctx: &Context,
+    slot: &'a mut Option<(Buffer<u32>, Buffer<f32>)>,
+    n: usize,
+    location: Location,
+    what: &str,
+) -> Result<&'a mut (Buffer<u32>, Buffer<f32>)> {
+    if slot.as_ref().is_none_or(|(c, _)| c.len() < n) {
+        *slot = None;
+        *slot = Some((ctx.buffer(n, location, what)?, ctx.buffer(n, location, what)?));
+    }
+    Ok(slot.as_mut().unwrap())
+}
+
+impl Gpu {
+    /// This rank's device (every GPU by default, rank r on entry r mod n of its node's).
+    fn open(comm: &dyn Comm, device: &DeviceSelector) -> Result<Gpu> {
+        let ctx = Context::open_for_rank(device, comm.local_rank())?;
+        let blender = GpuBlender::new(&ctx)?;
+        Ok(Gpu { ctx, blender, staging: None, frame: None })
+    }
+}
+
+/// This call's figures from the exchange's.
+fn times(encode_ms: f64, s: &ExchangeStats, write_ms: f64, total_ms: f64) -> Times {
+    Times {
+        total_ms,
+        encode_ms: encode_ms + s.roi_ms + s.encode_ms + s.d2h_ms,
+        exchange_ms: s.exchange_ms + s.wait_ms,
+        composite_ms: s.composite_ms,
+        gather_ms: s.gather_ms + write_ms,
+        bytes_sent: s.bytes_sent as u64,
+    }
+}
+
+/// The communicator seen in compositing order: rank v of this view is rank `order[v]`, so
+/// the exchange, which composites in rank order, composites front to back.
+struct Ordered<'a> {
+    comm: &'a dyn Comm,
+    order: &'a [usize],
+    me: usize,
+}
+
+impl<'a> Ordered<'a> {
+    fn new(comm: &'a dyn Comm, order: &'a [usize]) -> Ordered<'a> {
+        let me = order.iter().position(|&r| r == comm.rank()).expect("the order holds every rank");
+        Ordered { comm, order, me }
+    }
+
+    /// The position of rank `rank` in the order.
+    fn position(&self, rank: usize) -> usize {
+        self.order.iter().position(|&r| r == rank).expect("the order holds every rank")
+    }
+}
+
+impl Comm for Ordered<'_> {
+    fn rank(&self) -> usize {
+        self.me
+    }
+    fn size(&self) -> usize {
+        self.comm.size()
+    }
+    fn local_rank(&self) -> usize {
+        self.comm.local_rank()
+    }
+    fn first_error(&self, error: Option<String>) -> Option<(usize, String)> {
+        self.comm.first_error(error)
+    }
+    fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
+        let sends: Vec<(usize, &[u32])> = sends.iter().map(|&(to, w)| (self.order[to], w)).collect();
+        let from: Vec<usize> = from.iter().map(|&f| self.order[f]).collect();
+        self.comm.exchange(&sends, &from)
+    }
+    fn gather(&self, values: &[f64]) -> Option<Vec<Vec<f64>>> {
+        self.comm.gather(values)
+    }
+    fn barrier(&self) {
+        self.comm.barrier()
+    }
+    fn abort(&self, code: i32) -> ! {
+        self.comm.abort(code)
+    }
+}

@@ -1,0 +1,162 @@
+//! `composite merge`: every rank's partial image from a folder, composited with the library
+//! ([`composite::compositor`]) on MPI's world (one rank without `mpirun`); rank 0 writes it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use composite::comm::{Comm, Mpi, Single};
+use composite::compositor::{Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat};
+use composite::distributed::agree;
+use composite::frame::Frame;
+use composite::CompositeError;
+use kit::image::IMAGE_EXTENSIONS;
+
+use crate::MergeArgs;
+
+/// What rank 0 reports.
+#[derive(serde::Serialize)]
+struct Merged {
+    #[serde(skip)]
+    out: PathBuf,
+    ranks: usize,
+    op: composite::types::Op,
+    strategy: composite::schedule::Strategy,
+    width: u32,
+    height: u32,
+    encode_ms: f64,
+    exchange_ms: f64,
+    composite_ms: f64,
+    gather_ms: f64,
+    bytes_sent: u64,
+}
+
+impl std::fmt::Display for Merged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "wrote {} ({} ranks, {}, {}x{}, {} bytes sent)",
+            self.out.display(),
+            self.ranks,
+            self.op.name(),
+            self.width,
+            self.height,
+            self.bytes_sent
+        )
+    }
+}
+
+pub fn run(args: MergeArgs) -> Result<()> {
+    let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
+    let (rank, size) = (comm.rank(), comm.size());
+    // Every rank checks and reads before any exchange, and they agree on the outcome: a
+    // missing or short file stops every rank with its rank's message.
+    let prepared = (|| -> Result<Frame, CompositeError> {
+        if rank == 0 {
+            kit::output::check_file(&args.out, IMAGE_EXTENSIONS, &[])?;
+        }
+        read_partial(&args.inputs, rank, args.size)
+    })();
+    let frame = match agree(comm.as_ref(), prepared) {
+        Ok(frame) => frame,
+        Err(e @ CompositeError::Rank { .. }) => return crate::end_failed_job(comm, e.into()),
+        Err(e) => return Err(e.into()),
+    };
+    let (w, h) = (frame.width, frame.height);
+    let sizes = agree(comm.as_ref(), same_size(comm.as_ref(), w, h));
+    if let Err(e @ CompositeError::Rank { .. }) = sizes {
+        return crate::end_failed_job(comm, e.into());
+    }
+    sizes?;
+    let backend = match args.common.backend {
+        kit::Backend::Gpu => Backend::Gpu,
+        kit::Backend::Cpu => Backend::Cpu,
+    };
+    let made = Compositor::on_device(
+        comm,
+        (w, h),
+        ColorFormat::Rgba8,
+        DepthFormat::F32,
+        args.op,
+        backend,
+        args.common.device(),
+    );
+    let mut compositor = made?;
+    if let Some(device) = compositor.device() {
+        kit::report::set_device(&device);
+    }
+    compositor.set_strategy(args.strategy);
+    let bytes: Vec<u8> = frame.color.iter().flat_map(|c| c.to_le_bytes()).collect();
+    let n = frame.pixels();
+    let (mut out, mut depth) = if rank == 0 { (vec![0u8; 4 * n], vec![0f32; n]) } else { (Vec::new(), Vec::new()) };
+    let outs = (rank == 0).then(|| (ColorMut::Rgba8(&mut out), &mut depth[..]));
+    let (out_color, out_depth) = match outs {
+        Some((c, d)) => (Some(c), Some(d)),
+        None => (None, None),
+    };
+    compositor.composite_into(Color::Rgba8(&bytes), Some(&frame.depth), None, out_color, out_depth)?;
+    if rank == 0 {
+        let color = out.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        Frame { width: w, height: h, color, depth }.save(&args.out, None, [0, 0, 0, 0])?;
+        let t = compositor.last();
+        let report = Merged {
+            out: args.out.clone(),
+            ranks: size,
+            op: args.op,
+            strategy: compositor.strategy(),
+            width: w,
+            height: h,
+            encode_ms: t.encode_ms,
+            exchange_ms: t.exchange_ms,
+            composite_ms: t.composite_ms,
+            gather_ms: t.gather_ms,
+            bytes_sent: t.bytes_sent,
+        };
+        kit::emit(&report, &[&args.out]);
+    }
+    Ok(())
+}
+
+/// Every rank's image has rank 0's size.
+fn same_size(comm: &dyn Comm, w: u32, h: u32) -> Result<(), CompositeError> {
+    let all = comm.gather(&[w as f64, h as f64]);
+    let first = comm.first_error(all.and_then(|all| {
+        let (r, v) = all.iter().enumerate().find(|(_, v)| **v != all[0])?;
+        Some(format!("rank {r}'s image is {}x{}, rank 0's {}x{}", v[0], v[1], all[0][0], all[0][1]))
+    }));
+    match first {
+        Some((_, message)) => Err(CompositeError::SizeMismatch(message)),
+        None => Ok(()),
+    }
+}
+
+/// Rank `rank`'s partial image from `dir`: raw .rgba + .depth of `size`, or .png + .npy.
+fn read_partial(dir: &Path, rank: usize, size: Option<(u32, u32)>) -> Result<Frame, CompositeError> {
+    let path = |ext: &str| dir.join(format!("rank{rank}.{ext}"));
+    let (rgba, depth) = (path("rgba"), path("depth"));
+    let Some((w, h)) = size else {
+        if rgba.exists() {
+            return Err(CompositeError::Invalid(format!("{} is raw: give --size WxH", rgba.display())));
+        }
+        return Frame::load(&path("png"), &path("npy"));
+    };
+    let n = composite::ap::pixel_count(w, h)?;
+    let read = |p: &Path| -> Result<Vec<u8>, CompositeError> {
+        let bytes = kit::input::read_bounded(p, 4 * n as u64)?;
+        if bytes.len() != 4 * n {
+            return Err(CompositeError::Invalid(format!(
+                "{} holds {} bytes; a {w}x{h} image needs {}",
+                p.display(),
+                bytes.len(),
+                4 * n
+            )));
+        }
+        Ok(bytes)
+    };
+    let (c, d) = (read(&rgba)?, read(&depth)?);
+    let depth: Vec<f32> = d.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    if let Some(i) = depth.iter().position(|v| v.is_nan()) {
+        return Err(CompositeError::Invalid(format!("{}: pixel {i} has depth NaN", path("depth").display())));
+    }
+    let color = c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+    Ok(Frame { width: w, height: h, color, depth })
+}

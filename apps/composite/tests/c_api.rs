@@ -1,0 +1,162 @@
+//! The C ABI end to end: the example renderer of examples/c (built by tools/test.sh with
+//! `sh examples/c/build.sh debug` against the cdylib, through the pkg-config file) runs
+//! under `mpirun -n 3` with one empty rank; the root's image is checked against an
+//! independent z-buffer and an independent premultiplied "over" of the partial images the
+//! ranks wrote, on the GPU and the CPU path, in RGBA8 and RGBA32F; bad arguments are refused
+//! with negative codes and messages (`--check-errors`). `composite merge` of the same
+//! partials gives the same image.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_composite");
+
+fn render_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("examples-c/render");
+    assert!(
+        bin.is_file(),
+        "{} is missing: `cargo build -p tessera-composite-capi && sh examples/c/build.sh debug`",
+        bin.display()
+    );
+    bin
+}
+
+fn mpirun(n: usize, program: &Path) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .env("OMPI_MCA_plm_rsh_agent", "")
+        .args(["-n", &n.to_string(), "--oversubscribe"])
+        .arg(program);
+    cmd
+}
+
+fn run(mut cmd: Command) -> String {
+    let out = cmd.output().expect("run mpirun");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed:\n{stdout}\n{stderr}");
+    assert!(!stderr.contains("vulkan validation"), "validation messages:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stdout.into_owned()
+}
+
+/// Each rank's partial image as the renderer wrote it: RGBA8 bytes and f32 depths.
+fn partials(dir: &Path, ranks: usize) -> Vec<(Vec<u8>, Vec<f32>)> {
+    (0..ranks)
+        .map(|r| {
+            let color = std::fs::read(dir.join(format!("rank{r}.rgba"))).unwrap();
+            let depth = std::fs::read(dir.join(format!("rank{r}.depth"))).unwrap();
+            (color, depth.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect())
+        })
+        .collect()
+}
+
+/// The z-buffer of `parts` in `order` (ties to the earlier), background (0, 0, 0, 0).
+fn zbuffer(parts: &[(Vec<u8>, Vec<f32>)], order: &[usize]) -> Vec<u8> {
+    let n = parts[0].1.len();
+    let mut out = vec![0u8; 4 * n];
+    for i in 0..n {
+        let mut best: Option<(f32, usize)> = None;
+        for &r in order {
+            let d = parts[r].1[i];
+            if d < 1.0 && best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, r));
+            }
+        }
+        if let Some((_, r)) = best {
+            out[4 * i..4 * i + 4].copy_from_slice(&parts[r].0[4 * i..4 * i + 4]);
+        }
+    }
+    out
+}
+
+/// Premultiplied "over" of `parts` front to back in `order`, in f64.
+fn over(parts: &[(Vec<u8>, Vec<f32>)], order: &[usize]) -> Vec<f64> {
+    let n = parts[0].1.len();
+    let mut out = vec![0f64; 4 * n];
+    for i in 0..n {
+        let acc = &mut out[4 * i..4 * i + 4];
+        for &r in order.iter().filter(|&&r| parts[r].1[i] < 1.0) {
+            let t = 1.0 - acc[3];
+            for (k, a) in acc.iter_mut().enumerate() {
+                *a += parts[r].0[4 * i + k] as f64 / 255.0 * t;
+            }
+        }
+    }
+    out
+}
+
+fn png(path: &Path) -> Vec<u8> {
+    kit::image::load_rgba8(path).unwrap().2
+}
+
+#[test]
+fn c_example_matches_independent_composites() {
+    let bin = render_bin();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let size = ["--size", "97x61"];
+
+    // The z-buffer, rank 1 empty, after every bad-argument check; GPU path (lavapipe here).
+    let zdir = d.join("z");
+    std::fs::create_dir(&zdir).unwrap();
+    let mut cmd = mpirun(3, &bin);
+    cmd.args(size).args([
+        "--empty-rank",
+        "1",
+        "--check-errors",
+        "--out",
+        &s(&d.join("z.png")),
+        "--partials",
+        &s(&zdir),
+    ]);
+    let stdout = run(cmd);
+    assert_eq!(stdout.matches("refused as expected").count(), 14, "{stdout}");
+    let line: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(line["bytes_sent"].as_u64().unwrap() > 0 && line["total_ms"].as_f64().unwrap() > 0.0, "{line}");
+    let parts = partials(&zdir, 3);
+    assert!(parts[1].1.iter().all(|&d| d == 1.0), "rank 1 drew");
+    let want = zbuffer(&parts, &[0, 1, 2]);
+    assert!(want.chunks(4).filter(|p| p[3] > 0).count() > 1000, "the scene is nearly empty");
+    assert_eq!(png(&d.join("z.png")), want, "z-buffer: GPU path");
+
+    // The CPU path, RGBA32F colour, root 2: the same image.
+    for (name, extra, env) in
+        [("cpu", vec!["--root", "2"], "cpu"), ("float", vec!["--float"], "auto"), ("cpu-float", vec!["--float"], "cpu")]
+    {
+        let out = d.join(format!("{name}.png"));
+        let mut cmd = mpirun(3, &bin);
+        cmd.env("TESSERA_COMPOSITE_BACKEND", env)
+            .args(size)
+            .args(["--empty-rank", "1", "--out", &s(&out)])
+            .args(&extra);
+        run(cmd);
+        assert_eq!(png(&out), want, "z-buffer: {name}");
+    }
+
+    // Blending back to front (order 2, 1, 0), rank 2 empty, in RGBA8 and RGBA32F.
+    let odir = d.join("o");
+    std::fs::create_dir(&odir).unwrap();
+    for (name, extra) in [("over", vec![]), ("over-float", vec!["--float"])] {
+        let out = d.join(format!("{name}.png"));
+        let mut cmd = mpirun(3, &bin);
+        cmd.args(size).args(["--mode", "over", "--order", "reverse", "--empty-rank", "2", "--out", &s(&out)]);
+        cmd.args(["--partials", &s(&odir)]).args(&extra);
+        run(cmd);
+        let want = over(&partials(&odir, 3), &[2, 1, 0]);
+        let got = png(&out);
+        let worst = got.iter().zip(&want).map(|(&g, &w)| (g as f64 / 255.0 - w).abs()).fold(0.0, f64::max);
+        assert!(worst <= 1.0 / 255.0 + 1e-9, "{name}: off by {worst} from an independent over");
+        assert!(got.chunks(4).filter(|p| p[3] > 0 && p[3] < 255).count() > 1000, "{name}: nothing blended");
+    }
+
+    // `composite merge` of the z-buffer's partials (the --partials layout) under mpirun.
+    let merged = d.join("merged.png");
+    let mut cmd = mpirun(3, Path::new(BIN));
+    cmd.args(["merge", "--inputs", &s(&zdir), "--size", "97x61", "--out", &s(&merged)]);
+    run(cmd);
+    assert_eq!(png(&merged), want, "composite merge");
+}
