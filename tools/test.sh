@@ -21,9 +21,15 @@ cargo build --workspace --bins
 # pkg-config file (apps/composite/tests/c_api.rs runs it under mpirun).
 cargo build -p tessera-composite-capi
 sh examples/c/build.sh debug
+# IceT's driver (Debian's ParaView packages, about 72 MB, ~15 s), which the C example is
+# compared with; without it (no network) that comparison is skipped.
+bash tools/icet/build.sh || echo "tools/icet/build.sh failed: the IceT comparison is skipped"
 set +e
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
+# The Python package (python/): its wheel in the dev profile from this target dir, pytest.
+echo "== python package (tools/test-python.sh) =="
+bash tools/test-python.sh || status=1
 set -e
 echo "== reader mutation tests (case counts) =="
 if [ -f "$TESSERA_FUZZ_LOG" ]; then sort "$TESSERA_FUZZ_LOG"; awk '{ n += $3 } END { printf "fuzz: %d mutated files in total\n", n }' "$TESSERA_FUZZ_LOG"; fi

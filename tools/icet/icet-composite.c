@@ -6,7 +6,11 @@
  *   mpirun -n P icet-composite --partials DIR --size WxH --frames N
  *          --strategy bswap|radixk|radixkr|bswap_folding|tree|automatic
  *          [--outer sequential|reduce] [--roi] [--no-interlace]
- *          [--out FILE.rgba]
+ *          [--out FILE.rgba] [--blend [--reverse]]
+ *
+ * --blend composites premultiplied colour with IceT's ordered "over" instead (depth
+ * ignored, ICET_ORDERED_COMPOSITE in rank order, or back-to-front rank order with
+ * --reverse), for comparison with the Tessera library's TC_BLEND_OVER.
  *
  * Inputs: DIR/rank{r}.rgba (W*H*4 bytes) and DIR/rank{r}.depth (W*H LE f32),
  * row-major, row 0 = top of the image; depth 1.0 == nothing drawn.
@@ -127,7 +131,7 @@ enum {
 int main(int argc, char **argv)
 {
     const char *dir = NULL, *out = NULL, *strategy = "bswap", *outer = "sequential";
-    int W = 0, H = 0, frames = 10, roi = 0, interlace = 1;
+    int W = 0, H = 0, frames = 10, roi = 0, interlace = 1, blend = 0, reverse = 0;
     int nprocs;
 
     MPI_Init(&argc, &argv);
@@ -146,6 +150,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--outer") && has_next) outer = argv[++i];
         else if (!strcmp(a, "--out") && has_next) out = argv[++i];
         else if (!strcmp(a, "--roi")) roi = 1;
+        else if (!strcmp(a, "--blend")) blend = 1;
+        else if (!strcmp(a, "--reverse")) reverse = 1;
         else if (!strcmp(a, "--no-interlace")) interlace = 0;
         else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(); MPI_Finalize(); return 0;
@@ -215,9 +221,18 @@ int main(int argc, char **argv)
     icetResetTiles();
     icetAddTile(0, 0, W, H, 0);                 /* one tile, shown on rank 0 */
     icetSetColorFormat(ICET_IMAGE_COLOR_RGBA_UBYTE);
-    icetSetDepthFormat(ICET_IMAGE_DEPTH_FLOAT);
-    icetCompositeMode(ICET_COMPOSITE_MODE_Z_BUFFER);
-    icetDisable(ICET_ORDERED_COMPOSITE);
+    IceTInt *order = malloc(sizeof(IceTInt) * (size_t)nprocs);
+    if (blend) {
+        icetSetDepthFormat(ICET_IMAGE_DEPTH_NONE);
+        icetCompositeMode(ICET_COMPOSITE_MODE_BLEND);
+        icetEnable(ICET_ORDERED_COMPOSITE);
+        for (int r = 0; r < nprocs; r++) order[r] = reverse ? nprocs - 1 - r : r;
+        icetCompositeOrder(order);
+    } else {
+        icetSetDepthFormat(ICET_IMAGE_DEPTH_FLOAT);
+        icetCompositeMode(ICET_COMPOSITE_MODE_Z_BUFFER);
+        icetDisable(ICET_ORDERED_COMPOSITE);
+    }
     icetEnable(ICET_COLLECT_IMAGES);            /* full image gathered on rank 0 */
     if (interlace) icetEnable(ICET_INTERLACE_IMAGES);
     else icetDisable(ICET_INTERLACE_IMAGES);
@@ -247,7 +262,7 @@ int main(int argc, char **argv)
         double t0 = MPI_Wtime();
         if (roi) compute_bbox(depth, W, H, vp);
         double t1 = MPI_Wtime();
-        image = icetCompositeImage(color, depth, roi ? vp : NULL,
+        image = icetCompositeImage(color, blend ? NULL : depth, roi ? vp : NULL,
                                    NULL, NULL, background);
         double t2 = MPI_Wtime();
 
@@ -322,6 +337,7 @@ int main(int argc, char **argv)
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
     icetDestroyContext(ctx);
+    free(order);
     free(color);
     free(depth);
     MPI_Finalize();
