@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job: a demo of the engine and all five workloads on generated sample data.
+# The main job: a demo of the engine and all five workloads, on the sample photos of
+# assets/photos (mad, smoe, mosaic, lightfield) and generated point clouds (composite).
 # Installs what is missing, builds release binaries, and writes everything to out/:
 #   out/gpu-info.jsonl       per device: limits, measured copy bandwidth and FMA rate
 #   out/sweep/               copy kernel over workgroup and problem sizes (CSV + PNG)

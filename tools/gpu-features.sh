@@ -4,7 +4,7 @@
 # per step into $RES/<set>.jsonl. Photos for `smoe-photos` come in .gpu-data/ (git-ignored;
 # scikit-image's astronaut, chelsea and coffee, which are public domain / CC0).
 #   smoe-photos     EM-only against refined fits at about 44 pixels per kernel, and renders
-#   smoe-large      photographs of any size (issue 24 item 4): each photo cropped to 3:2 and
+#   smoe-large      photographs of any size: each photo cropped to 3:2 and
 #                   resized (PIL) to 768x512 at K=9000 and 2048x1365 at K=70000, default fit;
 #                   and the smallest K reaching 32 dB at 768x512 (--psnr 32)
 #   mosaic-exact    exact assignment on the GPU and the CPU (and scipy where installed)

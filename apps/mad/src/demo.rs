@@ -1,7 +1,7 @@
-//! `mad demo --out DIR`: the metric's part of the main demo. Generates a deterministic
-//! sample scene and eight distortions of it (two strengths each of JPEG, blur, noise and
-//! contrast), scores them, and writes into DIR: the images (`images/`), each pair's maps
-//! (`maps/<distortion>/`), and `mad_summary.json`.
+//! `mad demo --out DIR`: the metric's part of the main demo. Takes a real photo (the sample
+//! photo `camera`, a 4:3 crop at 320x240, gray) and eight distortions of it (two strengths
+//! each of JPEG, blur, noise and contrast), scores them, and writes into DIR: the images
+//! (`images/`), each pair's maps (`maps/<distortion>/`), and `mad_summary.json`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::gpu::GpuMad;
-use crate::synth::{distort, scene, to_u8, Distortion};
+use crate::synth::{distort, to_u8, Distortion};
 use crate::{maps, GrayImage, MadError, Maps, Scores};
 
 /// The demo's distortions, mild then strong for each kind.
@@ -24,7 +24,10 @@ pub const DISTORTIONS: [Distortion; 8] = [
     Distortion::Contrast(0.4),
 ];
 
-/// Size of the demo scene (deliberately not a power of two).
+/// The reference photo (`assets/photos/`).
+const PHOTO: kit::photos::Photo = kit::photos::CAMERA;
+
+/// Size of the reference (deliberately not a power of two).
 pub const WIDTH: usize = 320;
 pub const HEIGHT: usize = 240;
 
@@ -41,6 +44,8 @@ pub struct DemoPair {
 /// What the demo produced (printed, and written as `mad_summary.json` with the backend).
 #[derive(Clone, Debug, Serialize)]
 pub struct DemoReport {
+    /// The sample photo the reference is cut from.
+    pub photo: &'static str,
     pub reference: String,
     pub width: usize,
     pub height: usize,
@@ -65,8 +70,9 @@ impl fmt::Display for DemoReport {
         };
         write!(
             f,
-            "mad: scored {} distortions of a {}x{} scene: MAD from {:.1} ({}) to {:.1} ({}); images, maps and mad_summary.json in {}",
+            "mad: scored {} distortions of the photo {} ({}x{}): MAD from {:.1} ({}) to {:.1} ({}); images, maps and mad_summary.json in {}",
             self.pairs.len(),
+            self.photo,
             self.width,
             self.height,
             lo.scores.mad,
@@ -78,6 +84,13 @@ impl fmt::Display for DemoReport {
     }
 }
 
+/// The reference: the photo at the demo's size, rounded to 8 bits like any PNG input.
+fn reference() -> Result<GrayImage, MadError> {
+    let gray = PHOTO.resized(WIDTH, HEIGHT, 1)?;
+    let pixels: Vec<u8> = gray.data.iter().map(|&v| kit::image::to_u8(v)).collect();
+    Ok(GrayImage::from_u8(WIDTH, HEIGHT, &pixels))
+}
+
 /// Runs the demo into `out` (checked by the caller) with the GPU (`gpu`) or the CPU
 /// reference (`None`).
 pub fn run(out: &Path, gpu: Option<&GpuMad>) -> Result<DemoReport, MadError> {
@@ -87,7 +100,7 @@ pub fn run(out: &Path, gpu: Option<&GpuMad>) -> Result<DemoReport, MadError> {
     for d in &DISTORTIONS {
         maps::check(&map_dir(d), &[])?;
     }
-    let reference = scene(WIDTH, HEIGHT, 2026);
+    let reference = reference()?;
     kit::image::save_gray8(&images.join("reference.png"), WIDTH, HEIGHT, &to_u8(&reference))?;
     let distorted: Vec<(Distortion, GrayImage)> =
         DISTORTIONS.iter().enumerate().map(|(i, &d)| (d, distort(&reference, d, i as u64))).collect();
@@ -121,6 +134,7 @@ pub fn run(out: &Path, gpu: Option<&GpuMad>) -> Result<DemoReport, MadError> {
         });
     }
     let report = DemoReport {
+        photo: PHOTO.name,
         reference: "images/reference.png".into(),
         width: WIDTH,
         height: HEIGHT,
