@@ -8,6 +8,7 @@
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
 //! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
 //!   with [`tint`]'s colour transfer.
+//! - [`likeness`]: what the limit on repeats costs a mosaic's likeness.
 //! - [`demo`]: `mosaic demo`.
 //! - [`synth`]: deterministic synthetic images, tiles and matrices.
 
@@ -24,6 +25,7 @@ pub mod gpu;
 pub mod greedy;
 pub mod image_ops;
 pub mod index;
+pub mod likeness;
 pub mod matrix;
 pub mod render;
 pub mod softassign;

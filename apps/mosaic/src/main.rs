@@ -131,6 +131,10 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         _ if args.compare_exact => Some(solve::run(Method::Exact, &d, &options, None)?.cost),
         _ => None,
     };
+    let likeness = mosaic::likeness::Likeness::measure(&d, &built.solved.assignment);
+    if let Some(text) = likeness.warning(options.repeat) {
+        warn(&text);
+    }
     // The image and the CSV land together or not at all.
     let mut staged = kit::output::Staged::new();
     let save = kit::image::SaveOptions { jpeg_quality: args.quality };
@@ -158,6 +162,7 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         solve_ms: built.solved.solve_ms,
         render_ms: built.render_ms,
         index: problem.index_stats,
+        likeness,
         out: args.out.clone(),
     };
     let mut written = vec![args.out.as_path()];

@@ -101,6 +101,8 @@ pub struct BuildReport {
     pub solve_ms: f64,
     pub render_ms: f64,
     pub index: IndexStats,
+    /// The cost against the free optimum, the library used and a repeat that keeps likeness.
+    pub likeness: mosaic::likeness::Likeness,
     /// The optimum's cost where it was computed (in the text; the JSON has `ratio_to_exact`).
     #[serde(skip)]
     pub exact_cost: Option<f64>,
