@@ -17,7 +17,9 @@ use crate::pairs::Pair;
 use crate::MadError;
 
 /// Extensions of the image files a data set folder is searched for.
-const IMAGE_EXTENSIONS: [&str; 8] = ["png", "bmp", "jpg", "jpeg", "tif", "tiff", "webp", "pgm"];
+/// Every one is a format [`kit::image::load`] decodes, so no pair is collected that cannot
+/// be read.
+const IMAGE_EXTENSIONS: [&str; 11] = ["png", "bmp", "jpg", "jpeg", "tif", "tiff", "webp", "pgm", "ppm", "pnm", "tga"];
 
 /// Folders deeper than this are not searched (CSIQ's distorted images are one level down).
 const MAX_DEPTH: usize = 4;

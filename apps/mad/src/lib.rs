@@ -62,6 +62,9 @@ pub enum MadError {
     SplitDevices(usize),
     #[error("a batch worker panicked")]
     WorkerPanicked,
+    /// Samples given in memory that are not an image ([`GrayImage::from_float`]).
+    #[error("invalid image: {0}")]
+    InvalidImage(String),
     #[error("the GPU cannot score this tile plan: {0}")]
     TilePlan(String),
 }

@@ -57,11 +57,20 @@ pub const DETECTION_HALO: usize = 64;
 /// 243): [`crate::gpu::GpuMad`]'s default. 6.7e-6 off the whole image at 8000x8000 where
 /// 1024 is 1.2e-7 and 512 is 2.6e-5, in 36 tiles where 1024 takes 90.
 pub const APPEARANCE_HALO: usize = 768;
-/// The CPU's halo for the log-Gabor bands: its f64 tiles hold the seams' lines too (248
-/// bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
+/// The CPU's largest halo for the log-Gabor bands: its f64 tiles hold the seams' lines too
+/// (248 bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
 /// pixels a side, which the 1024-pixel halo would leave tiles of 40 pixels (40000 of them).
 /// With 512 the pair takes 64 tiles; the GPU measured 2.6e-5 relative at this halo.
 pub const CPU_APPEARANCE_HALO: usize = 512;
+/// The CPU's halos, largest first ([`plan_cpu`]). Measured on a 1536x1536 pair: 3.8e-5
+/// relative to the whole image at 256, 2.1e-4 at 128; a 512x480 pair's 16 tiles 2.2e-4 at 64.
+pub const CPU_HALOS: [usize; 6] = [CPU_APPEARANCE_HALO, 384, 256, 192, 128, 64];
+/// The most work a CPU plan may take, relative to the whole image's ([`Plan::cost`]),
+/// before a smaller halo is tried.
+pub const MAX_TILED_COST: f64 = 3.0;
+/// Bytes per window pixel of a CPU tile's transforms: both images' spectra (32), one band of
+/// both (32), its transform's buffer (32) and both magnitudes (16), rounded up.
+const CPU_TILE_BYTES: u64 = 120;
 /// The least halo the GPU places: the local MSE's mirror reads up to 8 pixels past the cells
 /// and the detection sums' rows must fit the window's crop.
 pub const MIN_GPU_HALO: usize = 16;
@@ -158,18 +167,45 @@ impl Plan {
             .collect()
     }
 
-    /// Largest tiles of `make`'s plans that `fits`.
-    fn fitting(grid: &Grid, make: impl Fn((usize, usize)) -> Plan, fits: impl Fn(&Plan) -> bool) -> Option<Plan> {
-        // Square tiles as large as fit, then as many rows as fit beside a narrow grid's width.
-        let mut side = (1..=grid.blocks_x.max(grid.blocks_y)).rev().map(|c| make((c, c))).find(|p| fits(p))?;
-        while side.tile.1 < grid.blocks_y {
-            let taller = make((side.tile.0, side.tile.1 + 1));
-            if !fits(&taller) {
-                break;
+    /// The work of scoring the pair in this plan's tiles, relative to the whole image's: a
+    /// window's transforms (46 of the appearance window: both images, their four ramped
+    /// lines, 20 bands of both; 4 of the detection window), each two passes of 1D
+    /// transforms over its pixels, and the seams' whole lines (rows through the window's
+    /// rows, columns through its columns, both images, forward and back), against the whole
+    /// image's 46 transforms.
+    pub fn cost(&self) -> f64 {
+        let area = |(w, h): (usize, usize)| w as f64 * h as f64;
+        let (width, height) = (self.grid.width as f64, self.grid.height as f64);
+        let lines = self.window.1 as f64 * width + self.window.0 as f64 * height;
+        let tile = 2.0 * (42.0 * area(self.window) + 4.0 * area(self.detection_window)) + 4.0 * lines;
+        self.tiles().len() as f64 * tile / (2.0 * 46.0 * width * height)
+    }
+
+    /// The cheapest of `make`'s plans ([`Plan::cost`]) that `fits`: every tiling of the grid
+    /// into `nx x ny` tiles, each count giving the smallest tiles that make it.
+    fn cheapest(grid: &Grid, make: impl Fn((usize, usize)) -> Plan, fits: impl Fn(&Plan) -> bool) -> Option<Plan> {
+        // The distinct tile sides: ceil(blocks / count) for every count.
+        let sides = |blocks: usize| {
+            let mut sides: Vec<usize> = (1..=blocks).map(|count| blocks.div_ceil(count)).collect();
+            sides.dedup();
+            sides
+        };
+        let (xs, ys) = (sides(grid.blocks_x), sides(grid.blocks_y));
+        let mut best: Option<(f64, Plan)> = None;
+        for &y in &ys {
+            // Narrower tiles of the same height only cost more once one fits.
+            for &x in &xs {
+                let plan = make((x, y));
+                if fits(&plan) {
+                    let cost = plan.cost();
+                    if best.as_ref().is_none_or(|(c, _)| cost < *c) {
+                        best = Some((cost, plan));
+                    }
+                    break;
+                }
             }
-            side = taller;
         }
-        Some(side)
+        best.map(|(_, plan)| plan)
     }
 }
 
@@ -179,15 +215,33 @@ const CPU_SEAM_BYTES: u64 = 128;
 
 /// The tiles the CPU path uses for a `width x height` pair within the memory budget: the
 /// pair's images (and the assembled maps) plus one tile's transforms at
-/// [`cpu::PEAK_BYTES_PER_PIXEL`] a pixel of its window.
+/// [`CPU_TILE_BYTES`] and [`CPU_SEAM_BYTES`] a pixel of its window.
+///
+/// The halo is the largest of [`CPU_HALOS`] whose cheapest tiling costs at most
+/// [`MAX_TILED_COST`] times the whole image's work ([`Plan::cost`]): a budget far under the
+/// whole image's leaves windows so small that a 512-pixel halo would make thousands of them.
+/// Where no halo meets that bound, the cheapest plan of any halo.
 pub fn plan_cpu(width: u64, height: u64, maps: bool) -> Result<Plan, MadError> {
-    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * (cpu::PEAK_BYTES_PER_PIXEL + CPU_SEAM_BYTES);
-    let make = |w, h, tile| Plan::with_halos(w, h, tile, CPU_APPEARANCE_HALO, DETECTION_HALO);
-    plan_within(width, height, maps, make, per_tile, "on the CPU")
+    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * (CPU_TILE_BYTES + CPU_SEAM_BYTES);
+    let mut cheapest: Option<Plan> = None;
+    let mut refused = None;
+    for halo in CPU_HALOS {
+        let make = |w, h, tile| Plan::with_halos(w, h, tile, halo, DETECTION_HALO);
+        match plan_within(width, height, maps, make, per_tile, "on the CPU") {
+            Ok(plan) if plan.cost() <= MAX_TILED_COST => return Ok(plan),
+            Ok(plan) => {
+                if cheapest.as_ref().is_none_or(|c| plan.cost() < c.cost()) {
+                    cheapest = Some(plan);
+                }
+            }
+            Err(e) => refused = Some(e),
+        }
+    }
+    cheapest.ok_or_else(|| refused.expect("at least one halo was tried"))
 }
 
-/// Plans the largest tiles of `make`'s plans whose windows take at most what the budget
-/// leaves beside the pair (and its maps): `per_tile` bytes each.
+/// Plans the cheapest tiles of `make`'s plans ([`Plan::cost`]) whose windows take at most
+/// what the budget leaves beside the pair (and its maps): `per_tile` bytes each.
 pub(crate) fn plan_within(
     width: u64,
     height: u64,
@@ -212,7 +266,7 @@ pub(crate) fn plan_within(
         return Err(refuse());
     }
     let (w, h) = (width as usize, height as usize);
-    Plan::fitting(&Grid::new(w, h), |tile| make(w, h, tile), |p| per_tile(p) <= budget - held).ok_or_else(refuse)
+    Plan::cheapest(&Grid::new(w, h), |tile| make(w, h, tile), |p| per_tile(p) <= budget - held).ok_or_else(refuse)
 }
 
 /// Refuses a pair that the CPU path cannot score within the budget, whole or in tiles.

@@ -461,3 +461,76 @@ fn a_data_set_is_scored_from_its_folders_resumed_and_correlated() {
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     assert!(stderr(&bad).contains(".csv, .jsonl"), "{}", stderr(&bad));
 }
+
+/// A data set of PGM (and PPM) files, as IQA data sets ship, is collected and every pair
+/// scored, with the same scores as the same images in PNG.
+#[test]
+fn a_data_set_of_pgm_and_ppm_files_is_scored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (refs, dists) = (dir.path().join("refs"), dir.path().join("dists"));
+    std::fs::create_dir_all(&refs).unwrap();
+    std::fs::create_dir_all(&dists).unwrap();
+    let netpbm = |path: &Path, magic: &str, px: &[u8]| {
+        let mut bytes = format!("{magic}\n61 45\n255\n").into_bytes();
+        bytes.extend_from_slice(px);
+        std::fs::write(path, bytes).unwrap();
+    };
+    let r = to_u8(&scene(61, 45, 5));
+    let d = to_u8(&distort(&scene(61, 45, 5), Distortion::Noise(8.0), 1));
+    netpbm(&refs.join("a.pgm"), "P5", &r);
+    netpbm(&dists.join("a_noise.pgm"), "P5", &d);
+    let rgb = |px: &[u8]| px.iter().flat_map(|&v| [v, v, v]).collect::<Vec<u8>>();
+    netpbm(&dists.join("a_colour.ppm"), "P6", &rgb(&d));
+    let out = mad(&["batch", "--ref-dir", p(&refs), "--dist-dir", p(&dists), "--backend", "cpu", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let (rp, dp) = (dir.path().join("r.png"), dir.path().join("d.png"));
+    kit::image::save_gray8(&rp, 61, 45, &r).unwrap();
+    kit::image::save_gray8(&dp, 61, 45, &d).unwrap();
+    let png = json_lines(&mad(&["score", p(&rp), p(&dp), "--backend", "cpu", "--json"]))[0]["mad"].as_f64().unwrap();
+    for line in &lines {
+        assert_eq!(line["mad"].as_f64(), Some(png), "{line}");
+    }
+}
+
+/// A usage error under `--json` names the missing arguments (the error line and `causes`).
+#[test]
+fn missing_arguments_are_named_in_json() {
+    let out = mad(&["score", "only.png", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let line = &json_lines(&out)[0];
+    assert_eq!(line["usage"], true, "{line}");
+    assert!(line["error"].as_str().unwrap().contains("<DISTORTED>"), "{line}");
+    assert_eq!(line["causes"], serde_json::json!(["<DISTORTED>"]), "{line}");
+}
+
+/// A float32 TIFF of an 8-bit image scores as the 8-bit file, on a subtle distortion where
+/// the rounding of the gray image matters.
+#[test]
+fn a_float_tiff_of_an_8_bit_image_scores_as_the_8_bit_file() {
+    use image::ImageEncoder;
+    let dir = tempfile::tempdir().unwrap();
+    let s = scene(61, 45, 3);
+    let (r, d) = (to_u8(&s), to_u8(&distort(&s, Distortion::Noise(1.0), 2)));
+    // Colour, so that rgb2gray's rounding is at stake: channels k, k/2 and 255 - k.
+    let rgb = |px: &[u8]| px.iter().flat_map(|&v| [v, v / 2, 255 - v]).collect::<Vec<u8>>();
+    let float_tiff = |path: &Path, px: &[u8]| {
+        let bytes: Vec<u8> = rgb(px).iter().flat_map(|&v| (v as f32 / 255.0).to_ne_bytes()).collect();
+        let file = std::fs::File::create(path).unwrap();
+        image::codecs::tiff::TiffEncoder::new(file)
+            .write_image(&bytes, 61, 45, image::ExtendedColorType::Rgb32F)
+            .unwrap();
+    };
+    let score = |a: &Path, b: &Path| {
+        let out = mad(&["score", p(a), p(b), "--backend", "cpu", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json_lines(&out)[0]["mad"].as_f64().unwrap()
+    };
+    let path = |name: &str| dir.path().join(name);
+    kit::image::save_rgb8(&path("r.png"), 61, 45, &rgb(&r)).unwrap();
+    kit::image::save_rgb8(&path("d.png"), 61, 45, &rgb(&d)).unwrap();
+    float_tiff(&path("r.tif"), &r);
+    float_tiff(&path("d.tif"), &d);
+    assert_eq!(score(&path("r.tif"), &path("d.tif")), score(&path("r.png"), &path("d.png")));
+}

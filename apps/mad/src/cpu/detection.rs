@@ -138,10 +138,11 @@ pub(crate) fn detection(
 ) -> Result<(f64, Vec<f64>), MadError> {
     let (w, h) = (grid.width, grid.height);
     let light = |img: &GrayImage| img.values.iter().map(|&v| img.lightness(v)).collect::<Vec<f64>>();
-    let filtered = csf_filtered(&[&light(reference), &light(distorted)], h, w, fft)?;
-    let (ref_csf, dst_csf) = filtered.split_at(w * h);
-    let error: Vec<f64> = dst_csf.iter().zip(ref_csf).map(|(d, r)| d - r).collect();
-    let mask: Vec<f64> = detection_blocks(ref_csf, &error, grid, &Cells::all(grid), (0, 0, w))
+    // One image at a time: one spectrum and its transform's buffer are held, not two.
+    let ref_csf = csf_filtered(&[&light(reference)], h, w, fft)?;
+    let mut error = csf_filtered(&[&light(distorted)], h, w, fft)?;
+    error.par_iter_mut().zip(&ref_csf).for_each(|(d, r)| *d -= r);
+    let mask: Vec<f64> = detection_blocks(&ref_csf, &error, grid, &Cells::all(grid), (0, 0, w))
         .into_iter()
         .map(|(e, m, s)| visibility(e, m, s))
         .collect();

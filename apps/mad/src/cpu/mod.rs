@@ -17,13 +17,11 @@ use crate::{MadError, Maps, Scores};
 pub use detection::visibility;
 
 /// Bytes per pixel the reference holds at its peak, in the appearance stage: the two f64
-/// gray inputs (16), the detection map kept for the maps (8), the complex spectra of both
-/// images (32), one log-Gabor band's copy of them (32) and the transpose buffer the FFT of
-/// that band allocates (32). The detection stage peaks lower (96: the inputs, their
-/// lightness, its spectra and the FFT's buffer). Measured (peak RSS, /usr/bin/time -v,
-/// `mad score --backend cpu`): 40 MB at 512x512, 157 MB at 1024x1024 and 527 MB at
-/// 2048x2048, 120.4 bytes per pixel between the last two beside about 35 MB for the program.
-pub(crate) const PEAK_BYTES_PER_PIXEL: u64 = 120;
+/// gray inputs (16), the detection map kept for the maps (8), one complex spectrum of both
+/// images packed (16), one band of one image (16) and the transpose buffer its FFT
+/// allocates (16), the band's filter (8) and magnitudes (8), and the block statistics (3).
+/// The detection stage, one image at a time, peaks lower.
+pub(crate) const PEAK_BYTES_PER_PIXEL: u64 = 92;
 
 /// Whether the whole-image path scores a `width x height` pair within the memory budget
 /// (`--max-memory`); where it does not, [`score`] tiles the pair ([`crate::tiled`]).
