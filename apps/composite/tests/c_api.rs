@@ -11,6 +11,10 @@ use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_composite");
 
+/// The tests' mpirun jobs run one at a time: two Open MPI launchers starting at once in one
+/// process tree collide on their session folder ("File exists").
+static MPIRUN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn render_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let bin = exe.parent().unwrap().parent().unwrap().join("examples-c/render");
@@ -94,6 +98,7 @@ fn png(path: &Path) -> Vec<u8> {
 
 #[test]
 fn c_example_matches_independent_composites() {
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
     let bin = render_bin();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -167,6 +172,7 @@ fn c_example_matches_independent_composites() {
 /// across ranks), blending within 1/255.
 #[test]
 fn c_example_matches_icet() {
+    let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
     let icet = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.gpu-icet/run-icet.sh");
     if !icet.is_file() {
         println!("no IceT bundle at {} (tools/icet/build.sh): skipping the IceT comparison", icet.display());
