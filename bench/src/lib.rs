@@ -9,7 +9,6 @@ pub mod occupancy;
 pub mod output;
 pub mod plot;
 pub mod registry;
-pub mod spirv;
 pub mod tuned;
 
 use engine::Context;

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::occupancy::{self, Limits, Usage};
 use crate::registry::{Config, Entry, Floor, Reps, Shader};
-use crate::spirv;
+use engine::reflect::{self, Reflection};
 
 /// The device's ceilings a floor is measured against, measured once per sweep.
 #[derive(Clone, Debug, Serialize)]
@@ -70,11 +70,11 @@ impl Device {
         if let Some(s) = self.shapes.get(&key) {
             return Ok(s.clone());
         }
-        let refl = spirv::reflect(shader.spirv, &shader.spec).map_err(engine::EngineError::InvalidInput)?;
+        let refl = reflect::reflect(shader.spirv, &shader.spec).map_err(engine::EngineError::InvalidInput)?;
         let stats = self.ctx.compute_pipeline_statistics(
             "sweep statistics",
             shader.spirv,
-            (refl.bindings, refl.push_bytes),
+            (refl.binding_count(), refl.push_bytes),
             &shader.spec,
         )?;
         let shape = Shape::from_statistics(&refl, &stats);
@@ -106,7 +106,7 @@ impl Shape {
     /// spills sum those named "spill", "local memory" or "stack size" (bytes or registers,
     /// as the driver counts them); shared memory is named "shared memory" or "LDS" where a
     /// driver reports it.
-    fn from_statistics(refl: &spirv::Reflection, stats: &[(String, String)]) -> Shape {
+    fn from_statistics(refl: &Reflection, stats: &[(String, String)]) -> Shape {
         let registers =
             stat(stats, |n| n == "vgprs" || (n.contains("register") && !n.contains("spill"))).first().copied();
         // NVIDIA reports "Local Memory Size" as 2^36 when unset; values that large are not sizes.
@@ -254,7 +254,14 @@ mod tests {
 
     #[test]
     fn nvidia_statistics_give_registers_shared_memory_and_spills() {
-        let refl = spirv::Reflection { workgroup: [256, 1, 1], shared_bytes: 1000, bindings: 6, push_bytes: 64 };
+        let refl = Reflection {
+            workgroup: [256, 1, 1],
+            workgroup_spec: [Some(0), None, None],
+            shared_bytes: 1000,
+            bindings: Vec::new(),
+            push_bytes: 64,
+            spec_constants: Vec::new(),
+        };
         let stats: Vec<(String, String)> = [
             ("Register Count", "43"),
             ("Binary Size", "6144"),

@@ -87,3 +87,30 @@ fn version_and_help_name_the_binary_and_show_examples() {
     let out = Command::new(env!("CARGO_BIN_EXE_prims-bench")).args(["--repeats", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `sweep --tune` tunes over the sizes the device can run: one past its storage-buffer range
+/// (lavapipe binds 128 MiB) is skipped and named, the others are tuned and the tuning file is
+/// written with them.
+#[test]
+fn tune_skips_sizes_past_the_binding_range_and_writes_the_tuning_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tuning.json");
+    let range = engine::testing::context().info().max_storage_buffer_range;
+    // Elements of 4 bytes, one past the range; only where that is small enough to be cheap.
+    let past = range / 4 + 1;
+    let sizes = if range <= 256 << 20 { format!("1000,{past}") } else { "1000".to_string() };
+    let file_arg = file.to_str().unwrap();
+    let args = ["--tune", "--kernel", "engine.scan", "--param", "workgroup=64,128", "--param", "items=4,16"];
+    let more = ["--sizes", &sizes, "--repeats", "1", "--warm-up-ms", "0", "--tuning-file", file_arg, "--json"];
+    let (out, _) = sweep(&[&args[..], &more[..]].concat(), dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["sizes"], serde_json::json!([1000]), "{line}");
+    if range <= 256 << 20 {
+        let skipped = &line["skipped_sizes"][0];
+        assert_eq!(skipped["size"], past, "{line}");
+        assert!(skipped["reason"].as_str().unwrap().contains("binds at most"), "{line}");
+    }
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(written.to_string().contains("engine.scan"), "{written}");
+}

@@ -5,9 +5,10 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::Result;
+use crate::kernel::Kernel;
 use crate::memory::Location;
 use crate::profile::PassTime;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// The two ceilings.
 #[derive(Clone, Debug, Serialize)]
@@ -56,7 +57,7 @@ pub fn warm_up(ctx: &Context, duration: std::time::Duration) -> Result<()> {
     let start = std::time::Instant::now();
     while start.elapsed() < duration {
         let mut rec = ctx.recorder()?;
-        rec.dispatch(&fma, &[&out], &FmaPush { iterations: 512, seed: 1.0 }, [groups, 1, 1]);
+        rec.pass(&fma).write(&out).push(&FmaPush { iterations: 512, seed: 1.0 }).dispatch([groups, 1, 1])?;
         rec.submit()?.wait()?;
     }
     Ok(())
@@ -70,15 +71,21 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
     let dst = ctx.buffer::<[u32; 4]>(words, Location::Device, "copy probe destination")?;
     let copy = copy_pipeline(ctx, workgroup)?;
     let groups = (words as u32).div_ceil(workgroup * 8).clamp(1, 65535);
-    best_of_passes(ctx.recorder()?, repeats, |rec| rec.dispatch(&copy, &[&src, &dst], &(words as u32), [groups, 1, 1]))
+    best_of_passes(ctx.recorder()?, repeats, |rec| {
+        rec.pass(&copy).read(&src).write(&dst).push(&(words as u32)).dispatch([groups, 1, 1])
+    })
 }
 
 /// GPU milliseconds of the best of `repeats` passes that `pass` records after what `rec`
-/// already holds.
-fn best_of_passes(mut rec: crate::Recorder, repeats: u32, mut pass: impl FnMut(&mut crate::Recorder)) -> Result<f64> {
+/// already holds. A full barrier closes each pass, so each timestamp times one pass alone.
+fn best_of_passes(
+    mut rec: crate::Recorder,
+    repeats: u32,
+    mut pass: impl FnMut(&mut crate::Recorder) -> Result<()>,
+) -> Result<f64> {
     rec.enable_profiling(repeats + 1)?;
     for _ in 0..repeats {
-        pass(&mut rec);
+        pass(&mut rec)?;
         rec.barrier();
         rec.mark("pass");
     }
@@ -91,7 +98,7 @@ const READ_LOADS: usize = 16;
 /// The read probe (`ceiling_read.comp`): each invocation keeps 16 loads of `width` words (1
 /// or 4) in flight, as a kernel's load step does, then writes their XOR.
 pub struct ReadProbe {
-    pipeline: crate::pipeline::ComputePipeline,
+    pipeline: Kernel<u32>,
     workgroup: u32,
     width: usize,
 }
@@ -102,7 +109,7 @@ impl ReadProbe {
             return Err(crate::error::EngineError::Unsupported(format!("read probe width {width}: 1 or 4")));
         }
         let spec = [workgroup, width as u32];
-        let pipeline = ctx.compute_pipeline_for::<u32>("ceiling_read", shaders::CEILING_READ, 2, &spec)?;
+        let pipeline = ctx.kernel(&kernels::CEILING_READ, &spec)?;
         Ok(ReadProbe { pipeline, workgroup, width })
     }
 
@@ -118,9 +125,9 @@ impl ReadProbe {
     }
 
     /// Records one read of `src` into `dst` (at least [`Self::outputs`] long).
-    pub fn record(&self, rec: &mut crate::Recorder, src: &crate::Buffer<u32>, dst: &crate::Buffer<u32>) {
+    pub fn record(&self, rec: &mut crate::Recorder, src: &crate::Buffer<u32>, dst: &crate::Buffer<u32>) -> Result<()> {
         let loads = (src.len() / self.width) as u32;
-        rec.dispatch_linear(&self.pipeline, &[src, dst], &loads, self.workgroups(src.len()));
+        rec.pass(&self.pipeline).read(src).write(dst).push(&loads).dispatch_linear(self.workgroups(src.len()))
     }
 }
 
@@ -133,16 +140,15 @@ pub fn read_ms(ctx: &Context, bytes: u64, workgroup: u32, width: usize, repeats:
     let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe output")?;
     let mut rec = ctx.recorder()?;
     rec.fill(&src, 0x3f80_0000);
-    rec.barrier();
     best_of_passes(rec, repeats, |rec| probe.record(rec, &src, &dst))
 }
 
-fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
-    ctx.compute_pipeline_for::<FmaPush>("ceiling_fma", shaders::CEILING_FMA, 1, &[workgroup])
+fn fma_pipeline(ctx: &Context, workgroup: u32) -> Result<Kernel<FmaPush>> {
+    ctx.kernel(&kernels::CEILING_FMA, &[workgroup])
 }
 
-fn copy_pipeline(ctx: &Context, workgroup: u32) -> Result<crate::pipeline::ComputePipeline> {
-    ctx.compute_pipeline_for::<u32>("ceiling_copy", shaders::CEILING_COPY, 2, &[workgroup])
+fn copy_pipeline(ctx: &Context, workgroup: u32) -> Result<Kernel<u32>> {
+    ctx.kernel(&kernels::CEILING_COPY, &[workgroup])
 }
 
 /// Measures both ceilings. `copy_bytes` is the size of the source buffer (the kernel moves
@@ -163,13 +169,15 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
     rec.fill(&src, 0x3f80_0000);
     rec.barrier();
     rec.enable_profiling(32)?;
+    // A full barrier closes each timed pass, so each timestamp times one pass alone.
     for _ in 0..5 {
-        rec.dispatch(&copy, &[&src, &dst], &(words as u32), [copy_groups, 1, 1]);
+        rec.pass(&copy).read(&src).write(&dst).push(&(words as u32)).dispatch([copy_groups, 1, 1])?;
         rec.barrier();
         rec.mark("copy");
     }
     for _ in 0..5 {
-        rec.dispatch(&fma, &[&fma_out], &FmaPush { iterations: fma_iterations, seed: 1.0 }, [fma_groups, 1, 1]);
+        let push = FmaPush { iterations: fma_iterations, seed: 1.0 };
+        rec.pass(&fma).write(&fma_out).push(&push).dispatch([fma_groups, 1, 1])?;
         rec.barrier();
         rec.mark("fma");
     }
@@ -209,7 +217,7 @@ mod tests {
             let probe = ReadProbe::new(ctx, workgroup, width).unwrap();
             let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe test output").unwrap();
             let mut rec = ctx.recorder().unwrap();
-            probe.record(&mut rec, &src, &dst);
+            probe.record(&mut rec, &src, &dst).unwrap();
             rec.submit().unwrap().wait().unwrap();
             let got = ctx.download(&dst).unwrap();
             // Invocation t of workgroup g reads loads g * wg * 16 + t + k * wg, k < 16.

@@ -458,6 +458,7 @@ impl Context {
         let executable_properties =
             statistics.then(|| ash::khr::pipeline_executable_properties::Device::new(raw, &device));
 
+        // From here on the device is ours to destroy if a later step fails.
         let make_queue = |family: u32| -> Result<Queue> {
             let mut ty =
                 vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
@@ -471,18 +472,37 @@ impl Context {
                 next_value: AtomicU64::new(1),
             })
         };
-        let compute = make_queue(compute_family)?;
-        let transfer = transfer_family.map(make_queue).transpose()?;
-
-        let allocator = Allocator::new(&AllocatorCreateDesc {
-            instance: raw.clone(),
-            device: device.clone(),
-            physical_device: physical,
-            debug_settings: Default::default(),
-            buffer_device_address: false,
-            allocation_sizes: Default::default(),
-        })
-        .map_err(|e| EngineError::Allocator(e.to_string()))?;
+        let mut queues: Vec<Queue> = Vec::new();
+        let made = (|| {
+            queues.push(make_queue(compute_family)?);
+            if let Some(t) = transfer_family {
+                queues.push(make_queue(t)?);
+            }
+            Allocator::new(&AllocatorCreateDesc {
+                instance: raw.clone(),
+                device: device.clone(),
+                physical_device: physical,
+                debug_settings: Default::default(),
+                buffer_device_address: false,
+                allocation_sizes: Default::default(),
+            })
+            .map_err(|e| EngineError::Allocator(e.to_string()))
+        })();
+        let allocator = match made {
+            Ok(a) => a,
+            Err(e) => {
+                unsafe {
+                    for q in &queues {
+                        device.destroy_semaphore(q.timeline, None);
+                    }
+                    device.destroy_device(None);
+                }
+                return Err(e);
+            }
+        };
+        let mut queues = queues.into_iter();
+        let compute = queues.next().expect("the compute queue");
+        let transfer = queues.next();
 
         let info = describe(raw, physical, index, compute_family);
         Ok(Context {
@@ -512,13 +532,12 @@ impl Context {
     pub fn check_binding(&self, bytes: u64, what: &str) -> Result<()> {
         let range = self.info().max_storage_buffer_range;
         if bytes > range {
-            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
-            return Err(EngineError::Unsupported(format!(
-                "{what} needs {:.1} MiB in one storage buffer, and {} binds at most {:.1} MiB",
-                mib(bytes),
-                self.info().name,
-                mib(range)
-            )));
+            return Err(EngineError::BindingRange {
+                what: what.to_string(),
+                bytes,
+                range,
+                device: self.info().name.clone(),
+            });
         }
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! A buffer is device-local ([`Location::Device`]), host-writable ([`Location::Upload`]) or
 //! host-readable ([`Location::Download`]). Buffers are shared between the compute and the
 //! dedicated transfer queue family (concurrent sharing), so uploads on the transfer queue
-//! need no ownership transfer. Each buffer frees its memory when dropped; the caller keeps
-//! it alive while GPU work that uses it is in flight.
+//! need no ownership transfer. A buffer's Vulkan object and memory are shared (`Arc`) between
+//! the [`Buffer`] and every submission whose passes bound it, so they are freed when the last
+//! of them goes: dropping a buffer while GPU work that uses it is in flight is safe.
 
+use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -86,8 +88,10 @@ impl MemoryBlock {
         self.allocation.as_ref().and_then(|a| a.mapped_slice())
     }
 
-    fn mapped_mut(&mut self) -> Option<&mut [u8]> {
-        self.allocation.as_mut().and_then(|a| a.mapped_slice_mut())
+    /// The mapped bytes' address and length (host-visible memory only).
+    fn mapped_ptr(&self) -> Option<(std::ptr::NonNull<u8>, usize)> {
+        let a = self.allocation.as_ref()?;
+        Some((a.mapped_ptr()?.cast(), a.size() as usize))
     }
 }
 
@@ -101,15 +105,28 @@ impl Drop for MemoryBlock {
     }
 }
 
+/// The Vulkan buffer and its memory, shared by a [`Buffer`] and the submissions that bound
+/// it; destroyed when the last of them drops it.
+pub(crate) struct BufferObject {
+    shared: Arc<Shared>,
+    raw: vk::Buffer,
+    /// Declared last: dropped after [`Drop::drop`] destroyed the buffer bound to it.
+    memory: MemoryBlock,
+}
+
+impl Drop for BufferObject {
+    fn drop(&mut self) {
+        unsafe { self.shared.device.destroy_buffer(self.raw, None) };
+    }
+}
+
 /// A typed Vulkan buffer of `len` elements of `T`.
 pub struct Buffer<T: Pod> {
-    shared: Arc<Shared>,
     pub(crate) raw: vk::Buffer,
     len: usize,
     location: Location,
     _t: PhantomData<T>,
-    /// Declared last: dropped after [`Drop::drop`] destroyed the buffer bound to it.
-    memory: MemoryBlock,
+    object: Arc<BufferObject>,
 }
 
 /// A range of a buffer, as bound to a shader (`layout(binding = i) buffer`).
@@ -120,15 +137,65 @@ pub struct BufferBinding {
     pub range: u64,
 }
 
+/// What keeps a bound buffer's Vulkan object alive: a submission holds one per buffer its
+/// commands use until the GPU has finished with them.
+pub type Keep = Arc<dyn Any + Send + Sync>;
+
 /// What a dispatch or draw binds to a shader's storage-buffer binding: a whole [`Buffer`],
 /// or a range of one ([`Buffer::slice`]).
 pub trait Bind {
     fn binding(&self) -> BufferBinding;
+
+    /// The owner a submission keeps alive while its commands use the binding (`None` for a
+    /// bare [`BufferBinding`], whose buffer the caller keeps alive).
+    fn keep(&self) -> Option<Keep> {
+        None
+    }
 }
 
 impl<T: Pod> Bind for Buffer<T> {
     fn binding(&self) -> BufferBinding {
         Buffer::binding(self)
+    }
+
+    fn keep(&self) -> Option<Keep> {
+        Some(self.object.clone())
+    }
+}
+
+/// Elements `start..start + len` of a buffer as a declared pass binds them
+/// ([`Buffer::range`]): the range, and the buffer's owner for the submission to keep.
+pub struct Region<'a> {
+    binding: BufferBinding,
+    object: &'a Arc<BufferObject>,
+}
+
+impl Bind for Region<'_> {
+    fn binding(&self) -> BufferBinding {
+        self.binding
+    }
+
+    fn keep(&self) -> Option<Keep> {
+        Some(self.object.clone())
+    }
+}
+
+/// What a declared pass binds, reads or writes ([`crate::Pass::read`]): a whole [`Buffer`] or
+/// a [`Region`] of one; a submission keeps it alive until the GPU has finished with it.
+pub trait Resource: Bind {
+    /// The owner to keep alive.
+    fn owner(&self) -> Keep;
+}
+
+impl<T: Pod> Resource for Buffer<T> {
+    fn owner(&self) -> Keep {
+        self.object.clone()
+    }
+}
+
+impl Resource for Region<'_> {
+    fn owner(&self) -> Keep {
+        self.object.clone()
     }
 }
 
@@ -174,26 +241,39 @@ impl<T: Pod> Buffer<T> {
         BufferBinding { raw: self.raw, offset: start as u64 * size, range: (len as u64 * size).max(4) }
     }
 
+    /// Elements `start..start+len` as a declared pass binds them ([`crate::Pass::read`]).
+    /// The byte offset must meet the device's minStorageBufferOffsetAlignment.
+    pub fn range(&self, start: usize, len: usize) -> Region<'_> {
+        Region { binding: self.slice(start, len), object: &self.object }
+    }
+
     /// The mapped contents of a host-visible buffer.
     pub fn mapped(&self) -> Result<&[T]> {
-        let bytes =
-            self.memory.mapped().ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
+        let bytes = self.object.memory.mapped().ok_or_else(not_host_visible)?;
         Ok(bytemuck::cast_slice(&bytes[..self.bytes() as usize]))
     }
 
     /// The mapped contents of a host-visible buffer, writable.
     pub fn mapped_mut(&mut self) -> Result<&mut [T]> {
         let n = self.bytes() as usize;
-        let bytes =
-            self.memory.mapped_mut().ok_or_else(|| EngineError::InvalidInput("buffer is not host-visible".into()))?;
-        Ok(bytemuck::cast_slice_mut(&mut bytes[..n]))
+        let (ptr, size) = self.object.memory.mapped_ptr().ok_or_else(not_host_visible)?;
+        assert!(n <= size, "mapping shorter than the buffer");
+        // The mapping is this buffer's alone on the host: the object is shared only with
+        // submissions, which hold it for the GPU and never touch the mapping, and `&mut self`
+        // makes this the one host view of it.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), n) };
+        Ok(bytemuck::cast_slice_mut(bytes))
+    }
+
+    /// Whether a submission still holds the buffer's Vulkan object (tests of lifetimes).
+    #[cfg(test)]
+    pub(crate) fn watch(&self) -> std::sync::Weak<BufferObject> {
+        Arc::downgrade(&self.object)
     }
 }
 
-impl<T: Pod> Drop for Buffer<T> {
-    fn drop(&mut self) {
-        unsafe { self.shared.device.destroy_buffer(self.raw, None) };
-    }
+fn not_host_visible() -> EngineError {
+    EngineError::InvalidInput("buffer is not host-visible".into())
 }
 
 impl Context {
@@ -238,7 +318,8 @@ impl Context {
                 return Err(e);
             }
         };
-        Ok(Buffer { shared: self.shared.clone(), raw, len, location, _t: PhantomData, memory })
+        let object = Arc::new(BufferObject { shared: self.shared.clone(), raw, memory });
+        Ok(Buffer { raw, len, location, _t: PhantomData, object })
     }
 
     /// Makes `slot` hold a buffer of at least `len` elements at `location`, keeping the one
@@ -299,6 +380,7 @@ impl Context {
         let staging = self.buffer::<T>(len, Location::Download, "staging download")?;
         let mut rec = self.transfer_recorder()?;
         rec.copy_region(src, start, &staging, 0, len);
+        rec.host_read(&staging);
         rec.submit()?.wait()?;
         Ok(staging.mapped()?.to_vec())
     }

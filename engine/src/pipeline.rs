@@ -104,7 +104,7 @@ impl Drop for PipelineObject {
 pub type PipelineStatistics = Vec<(String, String)>;
 
 /// A compute pipeline with its push-descriptor layout.
-pub struct ComputePipeline(pub(crate) PipelineObject);
+pub struct ComputePipeline(pub(crate) Arc<PipelineObject>);
 
 impl ComputePipeline {
     pub fn name(&self) -> &str {
@@ -226,15 +226,8 @@ impl Context {
         spec: &[u32],
         subgroup_size: u32,
     ) -> Result<ComputePipeline> {
-        match self.info().required_subgroup_sizes {
-            Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => {
-                let desc = PipelineDesc::typed::<P>(name, spirv, bindings, spec);
-                self.create_compute_pipeline(&desc, Some(subgroup_size))
-            }
-            sizes => Err(EngineError::Unsupported(format!(
-                "{name}: subgroups of {subgroup_size} cannot be required here (sizes that can: {sizes:?})"
-            ))),
-        }
+        self.check_subgroup_size(name, subgroup_size)?;
+        self.create_compute_pipeline(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), Some(subgroup_size))
     }
 
     /// The driver's compiler statistics ([`ComputePipeline::statistics`]) of a kernel that
@@ -248,6 +241,35 @@ impl Context {
         spec: &[u32],
     ) -> Result<PipelineStatistics> {
         self.create_compute_pipeline(&PipelineDesc { name, spirv, bindings, push_bytes, spec }, None)?.statistics()
+    }
+
+    /// A compute pipeline of `bindings` storage buffers and `push_bytes` of push constants,
+    /// for [`Context::kernel`], which reads both from the kernel's reflected descriptor.
+    pub(crate) fn compute_pipeline_from(
+        &self,
+        name: &str,
+        spirv: &[u8],
+        (bindings, push_bytes): (u32, u32),
+        spec: &[u32],
+        subgroup_size: Option<u32>,
+    ) -> Result<ComputePipeline> {
+        let desc = PipelineDesc { name, spirv, bindings, push_bytes, spec };
+        match subgroup_size {
+            None => self.create_compute_pipeline(&desc, None),
+            Some(size) => {
+                self.check_subgroup_size(name, size).and_then(|_| self.create_compute_pipeline(&desc, Some(size)))
+            }
+        }
+    }
+
+    /// Refuses a subgroup size the device cannot require.
+    fn check_subgroup_size(&self, name: &str, subgroup_size: u32) -> Result<()> {
+        match self.info().required_subgroup_sizes {
+            Some((min, max)) if (min..=max).contains(&subgroup_size) && subgroup_size.is_power_of_two() => Ok(()),
+            sizes => Err(EngineError::Unsupported(format!(
+                "{name}: subgroups of {subgroup_size} cannot be required here (sizes that can: {sizes:?})"
+            ))),
+        }
     }
 
     /// Refuses a push-constant block larger than the device allows.
@@ -305,7 +327,7 @@ impl Context {
         let what = (desc.bindings, desc.push_bytes, desc.name);
         let pipeline =
             PipelineObject::take(&self.shared, result, (set_layout, layout), what, "vkCreateComputePipelines")?;
-        Ok(ComputePipeline(pipeline))
+        Ok(ComputePipeline(Arc::new(pipeline)))
     }
 }
 

@@ -60,7 +60,7 @@ impl FromStr for DeviceSelector {
     fn from_str(text: &str) -> Result<Self> {
         let text = text.trim();
         if text.is_empty() {
-            return Err(EngineError::InvalidInput(
+            return Err(EngineError::BadSelector(
                 "--device is empty; give an index, a name substring, a comma list or `all`".into(),
             ));
         }
@@ -75,7 +75,7 @@ impl FromStr for DeviceSelector {
             .map(|part| {
                 let part = part.trim();
                 if part.is_empty() {
-                    return Err(EngineError::InvalidInput(format!("--device {text:?} has an empty entry")));
+                    return Err(EngineError::BadSelector(format!("--device {text:?} has an empty entry")));
                 }
                 Ok(match part.parse::<usize>() {
                     Ok(i) => DeviceRef::Index(i),
@@ -162,10 +162,7 @@ impl Instance {
         let picked = self.select(selector)?;
         match picked.as_slice() {
             [one] => Ok(*one),
-            _ => Err(EngineError::InvalidInput(format!(
-                "--device {selector} names {} devices; this command runs on one",
-                picked.len()
-            ))),
+            _ => Err(EngineError::SeveralDevices { selector: selector.to_string(), count: picked.len() }),
         }
     }
 

@@ -115,10 +115,8 @@ pub fn open_one(selector: &DeviceSelector) -> anyhow::Result<engine::Context> {
         }
     }
     match open(selector) {
-        // The engine's refusal of several devices, as the selector resolved them.
-        Err(engine::EngineError::InvalidInput(message)) if message.starts_with("--device ") => {
-            Err(crate::Usage(message).into())
-        }
+        // The engine's refusal of several devices, as the selector resolved them (`all`).
+        Err(e) if e.usage_flag().is_some() => Err(crate::Usage(e.to_string()).into()),
         opened => Ok(opened?),
     }
 }

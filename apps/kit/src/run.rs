@@ -76,7 +76,7 @@ fn drive<C: clap::FromArgMatches>(
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
-        Err(e) if e.is::<Usage>() => {
+        Err(e) if e.is::<Usage>() || engine_error(&e).and_then(engine::EngineError::usage_flag).is_some() => {
             report_error(binary, &name, json, &e, Some(version));
             ExitCode::from(USAGE)
         }
@@ -87,18 +87,17 @@ fn drive<C: clap::FromArgMatches>(
     }
 }
 
-/// The messages of an error chain, each once: a cause whose text the message before it
-/// already holds adds nothing.
+/// The engine error in `error`'s chain, if any: its kind chooses the exit status and the
+/// `kind` and `flag` of the JSON error, never its message.
+fn engine_error(error: &anyhow::Error) -> Option<&engine::EngineError> {
+    error.chain().find_map(|cause| cause.downcast_ref::<engine::EngineError>())
+}
+
+/// The messages of an error chain, outermost first. Every error of the workspace keeps its
+/// source out of its own message (wrappers are `#[error(transparent)]`, contexts add their
+/// own words), so each message is printed once as it is.
 fn messages(error: &anyhow::Error) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if out.last().is_some_and(|prev| prev.contains(&text)) || text.is_empty() {
-            continue;
-        }
-        out.push(text);
-    }
-    out
+    error.chain().map(|cause| cause.to_string()).filter(|text| !text.is_empty()).collect()
 }
 
 /// A failure whose message has already been printed, by [`print_error`] in this process or
@@ -141,6 +140,12 @@ fn report_error(binary: &str, command: &str, json: bool, error: &anyhow::Error, 
         if let Some(version) = usage {
             line["version"] = version.into();
             line["usage"] = true.into();
+        }
+        if let Some(e) = engine_error(error) {
+            line["kind"] = serde_json::to_value(e.kind()).unwrap_or_default();
+            if let Some(flag) = e.usage_flag() {
+                line["flag"] = flag.into();
+            }
         }
         crate::report::print_line(&line.to_string());
     }

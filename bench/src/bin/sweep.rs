@@ -308,10 +308,11 @@ fn sweep(
                     bar.suspend(|| kit::emit(&p, &[]));
                     points.push(p);
                 }
-                // A shape this device cannot run is skipped, not fatal: the sweep shows what
-                // the device can do.
-                Err(engine::EngineError::Unsupported(reason)) => {
-                    skipped.push(Skipped { params: config.clone(), size, reason })
+                // A shape or a size this device cannot run (a workgroup or shared memory past
+                // its limits, a buffer past its binding range or its memory) is skipped, not
+                // fatal: the sweep shows what the device can do.
+                Err(e) if device_limit(&e) => {
+                    skipped.push(Skipped { params: config.clone(), size, reason: e.to_string() })
                 }
                 Err(e) => {
                     return Err(anyhow::Error::new(e))
@@ -322,6 +323,26 @@ fn sweep(
     }
     bar.finish_and_clear();
     Ok((points, skipped))
+}
+
+/// Whether `e` says the device cannot run a point (rather than that the point failed).
+fn device_limit(e: &engine::EngineError) -> bool {
+    use engine::ErrorKind;
+    matches!(e.kind(), ErrorKind::Unsupported | ErrorKind::BindingRange | ErrorKind::OutOfMemory)
+}
+
+/// The sizes at which at least one configuration ran, and each other size with why it did not
+/// run (the first configuration's reason).
+fn runnable_sizes(sizes: &[u64], points: &[Point], skipped: &[Skipped]) -> (Vec<u64>, Vec<SkippedSize>) {
+    let (ran, not): (Vec<u64>, Vec<u64>) = sizes.iter().partition(|&&s| points.iter().any(|p| p.size == s));
+    let reasons = not
+        .into_iter()
+        .map(|size| {
+            let reason = skipped.iter().find(|k| k.size == size).map(|k| k.reason.clone()).unwrap_or_default();
+            SkippedSize { size, reason }
+        })
+        .collect();
+    (ran, reasons)
 }
 
 /// Writes the CSV, the JSON lines and the plots, all or none.
@@ -360,7 +381,16 @@ struct Tuned {
     default_ms: Vec<f64>,
     /// Default time over tuned time, summed over the sizes.
     speedup: f64,
+    /// Sizes asked for that no configuration could run on this device, with why.
+    skipped_sizes: Vec<SkippedSize>,
     tuning_file: PathBuf,
+}
+
+/// A tuning size the device cannot run (a buffer past its binding range or its memory).
+#[derive(Serialize)]
+struct SkippedSize {
+    size: u64,
+    reason: String,
 }
 
 impl std::fmt::Display for Tuned {
@@ -374,7 +404,11 @@ impl std::fmt::Display for Tuned {
             self.speedup,
             self.sizes,
             self.tuning_file.display()
-        )
+        )?;
+        for s in &self.skipped_sizes {
+            write!(f, "\n  size {} skipped (no configuration runs it here): {}", s.size, s.reason)?;
+        }
+        Ok(())
     }
 }
 
@@ -383,7 +417,9 @@ fn as_map(config: &Config) -> BTreeMap<String, u32> {
 }
 
 /// `--tune`: sweeps each kernel's whole grid at its sizes and keeps the configuration whose
-/// summed median time is least among those that ran and passed their check at every size.
+/// summed median time is least among those that ran and passed their check at every size the
+/// device can run. A size no configuration runs (past the device's binding range or memory)
+/// is left out of the tuning and named in the result.
 fn tune(cli: &Cli) -> Result<()> {
     let path = match &cli.tuning_file {
         Some(p) => p.clone(),
@@ -402,7 +438,12 @@ fn tune(cli: &Cli) -> Result<()> {
     for entry in entries {
         let values = chosen_values(entry, cli, true)?;
         let sizes = chosen_sizes(entry, cli)?;
-        let (points, _) = sweep(&mut device, entry, &values, &sizes, reps(cli))?;
+        let (points, skipped) = sweep(&mut device, entry, &values, &sizes, reps(cli))?;
+        let (sizes, skipped_sizes) = runnable_sizes(&sizes, &points, &skipped);
+        if sizes.is_empty() {
+            let reasons: Vec<String> = skipped_sizes.iter().map(|s| format!("{}: {}", s.size, s.reason)).collect();
+            bail!("{}: no size runs on {} ({})", entry.name, device.ctx.info().name, reasons.join("; "));
+        }
         let defaults = Config(entry.kernel.params().iter().map(|p| (p.key, p.default)).collect());
         let times = |config: &Config| -> Option<Vec<f64>> {
             let pts: Vec<&Point> = points.iter().filter(|p| &p.params == config && p.check_passed).collect();
@@ -437,6 +478,7 @@ fn tune(cli: &Cli) -> Result<()> {
             tuned_ms,
             default_ms,
             speedup,
+            skipped_sizes,
             tuning_file: path.clone(),
         });
     }

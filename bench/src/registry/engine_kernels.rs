@@ -18,14 +18,7 @@ const MAX_ELEMENTS: u64 = 1 << 31;
 /// Refuses a size whose buffers of `bytes` one storage binding cannot hold (128 MiB on
 /// lavapipe), so the point is skipped with the reason.
 fn fits(ctx: &Context, bytes: u64) -> Result<()> {
-    let max = ctx.info().max_storage_buffer_range;
-    if bytes > max {
-        return Err(engine::EngineError::Unsupported(format!(
-            "{bytes} bytes per buffer, but {}'s largest storage buffer is {max} bytes",
-            ctx.info().name
-        )));
-    }
-    Ok(())
+    ctx.check_binding(bytes, "each buffer")
 }
 
 /// Compute-shader copy of uvec4 words: the bandwidth ceiling itself.
@@ -87,10 +80,7 @@ impl Kernel for Read {
         let host = pattern(words);
         let src = ctx.upload(&host, "read probe source")?;
         let dst = ctx.buffer::<u32>(probe.outputs(words), Location::Device, "read probe output")?;
-        let times_ms = time(ctx, reps, |rec| {
-            probe.record(rec, &src, &dst);
-            Ok(())
-        })?;
+        let times_ms = time(ctx, reps, |rec| probe.record(rec, &src, &dst))?;
         let want = read_probe_cpu(&host, self.0, wg as usize, probe.outputs(words));
         let check = Check::exact(&ctx.download(&dst)?, &want);
         let loads = (words / self.0) as u64;

@@ -13,10 +13,10 @@
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
+use crate::kernel::Kernel;
 use crate::memory::Buffer;
-use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_workgroup};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Workgroup sizes (specialization constant 0) the GEMM kernel accepts: square thread grids
 /// of 8 x 8, 16 x 16 and 32 x 32.
@@ -266,7 +266,7 @@ pub struct Gemm {
     ctx: Context,
     workgroup: u32,
     /// One pipeline per micro-tile size in [`MICRO_TILES`].
-    pipes: Vec<ComputePipeline>,
+    pipes: Vec<Kernel<Push>>,
 }
 
 impl Gemm {
@@ -282,7 +282,7 @@ impl Gemm {
         let side = (workgroup as f64).sqrt() as u32;
         let pipes = MICRO_TILES
             .iter()
-            .map(|&r| ctx.compute_pipeline_for::<Push>("gemm_batched", shaders::GEMM_BATCHED, 3, &[workgroup, r, side]))
+            .map(|&r| ctx.kernel(&kernels::GEMM_BATCHED, &[workgroup, r, side]))
             .collect::<Result<Vec<_>>>()?;
         Ok(Gemm { ctx: ctx.clone(), workgroup, pipes })
     }
@@ -339,8 +339,7 @@ impl Gemm {
             tiles_m: tiles_m as u32,
             tiles_n: tiles_n as u32,
         };
-        rec.dispatch_linear(&self.pipes[which], &[a, b, c], &push, groups as u32);
-        Ok(())
+        rec.pass(&self.pipes[which]).read(a).read(b).read_write(c).push(&push).dispatch_linear(groups as u32)
     }
 
     /// Runs the batch of products (records, submits, waits); C is updated in place.

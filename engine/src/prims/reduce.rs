@@ -7,17 +7,16 @@
 //! workgroup (long rows); column sums read tiles of consecutive columns so every load is
 //! coalesced, split the rows into chunks when there are too few column tiles to fill the
 //! device, and add the chunks in a second pass. All passes of one call are recorded in the
-//! caller's [`Recorder`] with barriers between them; nothing returns to the host in between.
-//! As with every `record_*` in [`crate::prims`], the caller puts `rec.barrier()` between the
-//! work producing the inputs and the reduction, and between it and the consumers.
+//! caller's [`Recorder`] as declared passes, which the recorder orders after the work that
+//! produces their inputs; nothing returns to the host in between.
 
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
+use crate::kernel::Kernel;
 use crate::memory::{Buffer, Location};
-use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_len, check_workgroup};
-use crate::shaders;
+use crate::shaders::kernels;
 use rayon::prelude::*;
 
 /// Workgroup sizes (specialization constant 0) the reduction kernels accept.
@@ -47,10 +46,10 @@ const WHOLE_GROUP_ROW: usize = 1024;
 pub struct Reducer {
     ctx: Context,
     workgroup: u32,
-    sum_u32: ComputePipeline,
-    sum_f32: ComputePipeline,
-    rows_f32: ComputePipeline,
-    cols_f32: ComputePipeline,
+    sum_u32: Kernel<SumPush>,
+    sum_f32: Kernel<SumPush>,
+    rows_f32: Kernel<RowsPush>,
+    cols_f32: Kernel<ColsPush>,
 }
 
 #[repr(C)]
@@ -102,10 +101,10 @@ impl Reducer {
         Ok(Reducer {
             ctx: ctx.clone(),
             workgroup,
-            sum_u32: ctx.compute_pipeline_for::<SumPush>("reduce_sum_u32", shaders::REDUCE_SUM_U32, 2, spec)?,
-            sum_f32: ctx.compute_pipeline_for::<SumPush>("reduce_sum_f32", shaders::REDUCE_SUM_F32, 2, spec)?,
-            rows_f32: ctx.compute_pipeline_for::<RowsPush>("reduce_rows_f32", shaders::REDUCE_ROWS_F32, 2, spec)?,
-            cols_f32: ctx.compute_pipeline_for::<ColsPush>("reduce_cols_f32", shaders::REDUCE_COLS_F32, 2, spec)?,
+            sum_u32: ctx.kernel(&kernels::REDUCE_SUM_U32, spec)?,
+            sum_f32: ctx.kernel(&kernels::REDUCE_SUM_F32, spec)?,
+            rows_f32: ctx.kernel(&kernels::REDUCE_ROWS_F32, spec)?,
+            cols_f32: ctx.kernel(&kernels::REDUCE_COLS_F32, spec)?,
         })
     }
 
@@ -122,9 +121,10 @@ impl Reducer {
     }
 
     /// Records the partial sums of `input` into `partials` (length from [`Reducer::partial_len`]).
-    pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) {
+    pub fn record_sum_u32(&self, rec: &mut Recorder, input: &Buffer<u32>, partials: &Buffer<u32>) -> Result<()> {
         let (groups, per_group) = self.groups(input.len());
-        rec.dispatch_linear(&self.sum_u32, &[input, partials], &SumPush { n: input.len() as u32, per_group }, groups);
+        let push = SumPush { n: input.len() as u32, per_group };
+        rec.pass(&self.sum_u32).read(input).write(partials).push(&push).dispatch_linear(groups)
     }
 
     /// Number of partial sums [`Reducer::record_sum_u32`] writes for `n` inputs.
@@ -136,7 +136,7 @@ impl Reducer {
     pub fn sum_u32(&self, input: &Buffer<u32>) -> Result<u32> {
         let partials = self.ctx.buffer::<u32>(self.partial_len(input.len()), Location::Device, "reduce partials")?;
         let mut rec = self.ctx.recorder()?;
-        self.record_sum_u32(&mut rec, input, &partials);
+        self.record_sum_u32(&mut rec, input, &partials)?;
         rec.submit()?.wait()?;
         Ok(self.ctx.download(&partials)?.into_iter().fold(0u32, u32::wrapping_add))
     }
@@ -150,9 +150,10 @@ impl Reducer {
         let scratch = self.ctx.buffer::<f32>(groups as usize, Location::Device, "sum scratch")?;
         let out = self.ctx.buffer::<f32>(1, Location::Device, "sum")?;
         let mut rec = self.ctx.recorder()?;
-        rec.dispatch_linear(&self.sum_f32, &[input, &scratch], &SumPush { n: n as u32, per_group }, groups);
-        rec.barrier();
-        rec.dispatch_linear(&self.sum_f32, &[&scratch, &out], &SumPush { n: groups, per_group: groups }, 1);
+        let first = SumPush { n: n as u32, per_group };
+        rec.pass(&self.sum_f32).read(input).write(&scratch).push(&first).dispatch_linear(groups)?;
+        let second = SumPush { n: groups, per_group: groups };
+        rec.pass(&self.sum_f32).read(&scratch).write(&out).push(&second).dispatch_linear(1)?;
         rec.submit()?.wait()?;
         Ok(self.ctx.download(&out)?[0])
     }
@@ -182,13 +183,11 @@ impl Reducer {
         let whole_group = n >= WHOLE_GROUP_ROW;
         let rows_per_group =
             if whole_group { 1 } else { (self.workgroup / self.ctx.info().subgroup_size).max(1) as usize };
-        rec.dispatch_linear(
-            &self.rows_f32,
-            &[&matrix.slice(0, m * n), &out.slice(0, m)],
-            &RowsPush { m: m as u32, n: n as u32, whole_group: whole_group as u32 },
-            m.div_ceil(rows_per_group) as u32,
-        );
-        Ok(())
+        rec.pass(&self.rows_f32)
+            .read(&matrix.range(0, m * n))
+            .write(&out.range(0, m))
+            .push(&RowsPush { m: m as u32, n: n as u32, whole_group: whole_group as u32 })
+            .dispatch_linear(m.div_ceil(rows_per_group) as u32)
     }
 
     /// Row sums of the row-major `m x n` matrix in a new device buffer of `m` floats.
@@ -230,19 +229,18 @@ impl Reducer {
         n: usize,
         input: &Buffer<f32>,
         out: &Buffer<f32>,
-    ) {
-        rec.dispatch_linear(
-            &self.cols_f32,
-            &[&input.slice(0, m * n), &out.slice(0, plan.chunks * n)],
-            &ColsPush {
+    ) -> Result<()> {
+        rec.pass(&self.cols_f32)
+            .read(&input.range(0, m * n))
+            .write(&out.range(0, plan.chunks * n))
+            .push(&ColsPush {
                 m: m as u32,
                 n: n as u32,
                 rows_per_chunk: plan.rows_per_chunk as u32,
                 tx: plan.tx as u32,
                 col_groups: plan.col_groups as u32,
-            },
-            (plan.col_groups * plan.chunks) as u32,
-        );
+            })
+            .dispatch_linear((plan.col_groups * plan.chunks) as u32)
     }
 
     /// Records `out[j] = sum_i matrix[i * n + j]` for the row-major `m x n` matrix; `scratch`
@@ -268,15 +266,12 @@ impl Reducer {
         }
         let plan = self.col_plan(m, n);
         if plan.chunks == 1 {
-            self.dispatch_cols(rec, plan, m, n, matrix, out);
-            return Ok(());
+            return self.dispatch_cols(rec, plan, m, n, matrix, out);
         }
-        self.dispatch_cols(rec, plan, m, n, matrix, scratch);
-        rec.barrier();
+        self.dispatch_cols(rec, plan, m, n, matrix, scratch)?;
         // The chunks x n partials are themselves a matrix; one chunk covers all its rows.
         let second = ColPlan { chunks: 1, rows_per_chunk: plan.chunks, ..self.col_plan(plan.chunks, n) };
-        self.dispatch_cols(rec, second, plan.chunks, n, scratch, out);
-        Ok(())
+        self.dispatch_cols(rec, second, plan.chunks, n, scratch, out)
     }
 
     /// Column sums of the row-major `m x n` matrix in a new device buffer of `n` floats.

@@ -10,9 +10,9 @@
 //!
 //! The main API records into the caller's [`Recorder`] ([`Scanner::record_exclusive`]) with a
 //! scratch buffer of [`Scanner::scratch_len`] u32; after the recording completes,
-//! `scratch[TOTAL_INDEX]` holds the sum of all elements. As with every `record_*` in
-//! [`crate::prims`], put `rec.barrier()` between the work producing the inputs and the scan,
-//! and between the scan and the work consuming its outputs.
+//! `scratch[TOTAL_INDEX]` holds the sum of all elements. As every `record_*` in
+//! [`crate::prims`], it records declared passes: the recorder orders them after the passes
+//! that produce their inputs and before those that consume their outputs.
 //!
 //! The kernel's shape (workgroup size and elements per invocation, its specialization
 //! constants 0 and 1) is a [`ScanConfig`]; [`Scanner::new`] uses the built-in default, and
@@ -24,9 +24,9 @@
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
+use crate::kernel::Kernel;
 use crate::memory::{Buffer, Location};
-use crate::pipeline::ComputePipeline;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Workgroup sizes (specialization constant 0) the scan kernel accepts; the
 /// device's limits may rule out the largest.
@@ -124,13 +124,10 @@ pub(crate) fn check_len(what: &str, have: usize, need: usize) -> Result<()> {
 
 /// Returns an error unless `bytes` fit one storage-buffer binding and `n` fits a u32 index.
 pub(crate) fn check_binding(ctx: &Context, what: &str, n: usize, bytes: u64) -> Result<()> {
-    let max = ctx.info().max_storage_buffer_range;
-    if bytes > max || n > u32::MAX as usize {
-        return Err(EngineError::InvalidInput(format!(
-            "{what}: {n} elements ({bytes} bytes) exceed one storage binding ({max} bytes) on this device"
-        )));
+    if n > u32::MAX as usize {
+        return Err(EngineError::InvalidInput(format!("{what}: {n} elements exceed a 32-bit index")));
     }
-    Ok(())
+    ctx.check_binding(bytes, what)
 }
 
 /// Number of tiles and scratch length for `n` elements in tiles of `tile` elements.
@@ -142,7 +139,7 @@ fn tiles_of(n: usize, tile: usize) -> (usize, usize) {
 /// Scan pipelines for one context.
 pub struct Scanner {
     ctx: Context,
-    pipe: ComputePipeline,
+    pipe: Kernel<Push>,
     config: ScanConfig,
 }
 
@@ -168,7 +165,7 @@ impl Scanner {
             )));
         }
         let spec = [config.workgroup, config.items];
-        let pipe = ctx.compute_pipeline_for::<Push>("scan_u32", shaders::SCAN_U32, 3, &spec)?;
+        let pipe = ctx.kernel::<Push>(&kernels::SCAN_U32, &spec)?;
         Ok(Scanner { ctx: ctx.clone(), pipe, config })
     }
 
@@ -222,14 +219,12 @@ impl Scanner {
         check_len("scan scratch", scratch.len(), scratch_len)?;
         // The ticket and the tile descriptors start from zero.
         rec.fill(scratch, 0);
-        rec.barrier();
-        rec.dispatch_linear(
-            &self.pipe,
-            &[&input.slice(0, n), &output.slice(0, n), scratch],
-            &Push { n: n as u32, num_tiles: num_tiles as u32, flag: inclusive as u32 },
-            num_tiles as u32,
-        );
-        Ok(())
+        rec.pass(&self.pipe)
+            .read(&input.range(0, n))
+            .write(&output.range(0, n))
+            .read_write(scratch)
+            .push(&Push { n: n as u32, num_tiles: num_tiles as u32, flag: inclusive as u32 })
+            .dispatch_linear(num_tiles as u32)
     }
 
     fn run(&self, input: &Buffer<u32>, inclusive: bool) -> Result<(Buffer<u32>, u32)> {

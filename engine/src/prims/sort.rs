@@ -1,6 +1,6 @@
 //! Stable LSD radix sort of u32 or u64 keys, each with a u32 value, 8 bits per pass.
 //!
-//! Each pass is reduce-then-scan, all recorded in one [`Recorder`] with barriers between:
+//! Each pass is reduce-then-scan, all recorded in one [`Recorder`] as declared passes:
 //! 1. `sort_histogram.comp`: every block of 16 x workgroup keys counts its 256 digits,
 //!    written digit-major;
 //! 2. the single-pass [`Scanner`] turns the histograms into output offsets;
@@ -23,10 +23,10 @@ use rayon::prelude::*;
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
+use crate::kernel::Kernel;
 use crate::memory::{Buffer, Location};
-use crate::pipeline::ComputePipeline;
 use crate::prims::scan::{check_binding, check_len, check_workgroup, Scanner};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Workgroup sizes (specialization constant 0) the sort kernels accept; shared memory
 /// (per-subgroup digit counters plus a block of keys) rules out the larger ones on devices
@@ -100,8 +100,8 @@ impl<K: SortKey> SortScratch<K> {
 pub struct Sorter {
     ctx: Context,
     workgroup: u32,
-    histogram: ComputePipeline,
-    scatter: ComputePipeline,
+    histogram: Kernel<Push>,
+    scatter: Kernel<Push>,
     scanner: Scanner,
 }
 
@@ -147,19 +147,12 @@ impl Sorter {
                 ctx.info().max_shared_memory_bytes
             )));
         }
-        let make = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-        };
         Ok(Sorter {
             ctx: ctx.clone(),
             workgroup,
-            histogram: make("sort_histogram", shaders::SORT_HISTOGRAM, 2, &[workgroup, ITEMS as u32])?,
-            scatter: make(
-                "sort_scatter",
-                shaders::SORT_SCATTER,
-                5,
-                &[workgroup, Self::max_subgroups(ctx, workgroup), ITEMS as u32],
-            )?,
+            histogram: ctx.kernel(&kernels::SORT_HISTOGRAM, &[workgroup, ITEMS as u32])?,
+            scatter: ctx
+                .kernel(&kernels::SORT_SCATTER, &[workgroup, Self::max_subgroups(ctx, workgroup), ITEMS as u32])?,
             scanner: Scanner::new(ctx)?,
         })
     }
@@ -205,7 +198,7 @@ impl Sorter {
         }
         let num_blocks = self.num_blocks(n);
         let hist_len = 256 * num_blocks;
-        let hist = scratch.hist.slice(0, hist_len);
+        let hist = scratch.hist.range(0, hist_len);
         let passes = K::WORDS * 32 / DIGIT_BITS;
         for pass in 0..passes {
             let bit = pass * DIGIT_BITS;
@@ -217,21 +210,20 @@ impl Sorter {
                 word: bit / 32,
             };
             let (src_k, src_v, dst_k, dst_v) = if pass % 2 == 0 {
-                (keys.slice(0, n), values.slice(0, n), scratch.keys.slice(0, n), scratch.values.slice(0, n))
+                (keys.range(0, n), values.range(0, n), scratch.keys.range(0, n), scratch.values.range(0, n))
             } else {
-                (scratch.keys.slice(0, n), scratch.values.slice(0, n), keys.slice(0, n), values.slice(0, n))
+                (scratch.keys.range(0, n), scratch.values.range(0, n), keys.range(0, n), values.range(0, n))
             };
-            rec.dispatch_linear(&self.histogram, &[&src_k, &hist], &push, num_blocks as u32);
-            rec.barrier();
+            rec.pass(&self.histogram).read(&src_k).write(&hist).push(&push).dispatch_linear(num_blocks as u32)?;
             self.scanner.record_prefix(rec, &scratch.hist, hist_len, &scratch.offsets, &scratch.scan, false)?;
-            rec.barrier();
-            rec.dispatch_linear(
-                &self.scatter,
-                &[&src_k, &src_v, &scratch.offsets.slice(0, hist_len), &dst_k, &dst_v],
-                &push,
-                num_blocks as u32,
-            );
-            rec.barrier();
+            rec.pass(&self.scatter)
+                .read(&src_k)
+                .read(&src_v)
+                .read(&scratch.offsets.range(0, hist_len))
+                .write(&dst_k)
+                .write(&dst_v)
+                .push(&push)
+                .dispatch_linear(num_blocks as u32)?;
         }
         Ok(())
     }

@@ -24,12 +24,13 @@
 //! statistics' differences and cells are 1/16 of a pixel's.
 
 use engine::prims::fft::{Direction, Fft2d};
-use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder, Resource};
 
-use super::{pipeline, Push, TILE, WORKGROUP};
+use super::{Push, TILE, WORKGROUP};
 use crate::constants::GABOR_ORIENTATIONS;
 use crate::grid::Grid;
-use crate::{shaders, MadError};
+use crate::shaders::kernels;
+use crate::MadError;
 
 /// The log-Gabor bands of the appearance stage, scale-major
 /// (band = scale * orientations + orientation).
@@ -61,9 +62,9 @@ const COMPLEX_BYTES: usize = 8;
 
 /// The appearance stage's pipelines on one device.
 pub(super) struct Appearance {
-    gabor_apply: ComputePipeline,
-    appear_blocks: ComputePipeline,
-    sum_bands: ComputePipeline,
+    gabor_apply: Kernel<Push>,
+    appear_blocks: Kernel<Push>,
+    sum_bands: Kernel<Push>,
 }
 
 /// A slot's band stack: room for `group` bands of every image of `capacity` pairs, the
@@ -165,9 +166,9 @@ pub(super) struct SeamInputs<'a> {
 impl Appearance {
     pub(super) fn new(ctx: &Context) -> Result<Appearance, MadError> {
         Ok(Appearance {
-            gabor_apply: pipeline(ctx, "mad gabor", shaders::GABOR_APPLY, 4, &[WORKGROUP])?,
-            appear_blocks: pipeline(ctx, "mad appearance blocks", shaders::APPEAR_BLOCKS, 2, &[TILE * TILE, TILE])?,
-            sum_bands: pipeline(ctx, "mad sum bands", shaders::SUM_BANDS, 3, &[WORKGROUP])?,
+            gabor_apply: ctx.kernel(&kernels::GABOR_APPLY, &[WORKGROUP])?,
+            appear_blocks: ctx.kernel(&kernels::APPEAR_BLOCKS, &[TILE * TILE, TILE])?,
+            sum_bands: ctx.kernel(&kernels::SUM_BANDS, &[WORKGROUP])?,
         })
     }
 
@@ -194,7 +195,7 @@ impl Appearance {
         let sum_groups = partials_per_pair(&grid) as u32;
         // A whole image's filter reads no seams: any buffer fills their bindings.
         assert_eq!(io.seams.is_some(), base.tiled != 0, "a tile's window and only a tile's has seams");
-        let (lines, table): (&dyn Bind, &dyn Bind) = match io.seams {
+        let (lines, table): (&dyn Resource, &dyn Resource) = match io.seams {
             Some(s) => (s.lines, s.table),
             None => (io.spec, io.spec),
         };
@@ -208,26 +209,27 @@ impl Appearance {
                 sum_cells: (sum && start + count == end) as u32,
                 ..*base
             };
-            rec.dispatch_linear(
-                &self.gabor_apply,
-                &[io.spec, &stack.data, lines, table],
-                &push,
-                bins.div_ceil(WORKGROUP),
-            );
-            rec.barrier();
+            rec.pass(&self.gabor_apply)
+                .read(io.spec)
+                .write(&stack.data)
+                .read(lines)
+                .read(table)
+                .push(&push)
+                .dispatch_linear(bins.div_ceil(WORKGROUP))?;
             rec.mark(MARKS[0]);
             stack.fft.record(rec, &stack.data, Direction::Inverse)?;
-            rec.barrier();
             rec.mark(MARKS[1]);
-            rec.dispatch(
-                &self.appear_blocks,
-                &[&stack.data, &stack.diffs],
-                &push,
-                [tiles_x, tiles_y, base.pairs * count as u32],
-            );
-            rec.barrier();
-            rec.dispatch(&self.sum_bands, &[&stack.diffs, io.cells, io.partials], &push, [sum_groups, 1, base.pairs]);
-            rec.barrier();
+            rec.pass(&self.appear_blocks).read(&stack.data).write(&stack.diffs).push(&push).dispatch([
+                tiles_x,
+                tiles_y,
+                base.pairs * count as u32,
+            ])?;
+            rec.pass(&self.sum_bands)
+                .read(&stack.diffs)
+                .read_write(io.cells)
+                .write(io.partials)
+                .push(&push)
+                .dispatch([sum_groups, 1, base.pairs])?;
             rec.mark(MARKS[2]);
             start += count;
         }
@@ -297,12 +299,14 @@ mod tests {
         let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..base };
         let mut rec = ctx.recorder().unwrap();
         let bins = grid.pixels() as u32;
-        rec.dispatch_linear(
-            &app.gabor_apply,
-            &[&upload, &stack.data, &upload, &upload],
-            &push,
-            bins.div_ceil(WORKGROUP),
-        );
+        rec.pass(&app.gabor_apply)
+            .read(&upload)
+            .write(&stack.data)
+            .read(&upload)
+            .read(&upload)
+            .push(&push)
+            .dispatch_linear(bins.div_ceil(WORKGROUP))
+            .unwrap();
         rec.submit().unwrap().wait().unwrap();
         let got = ctx.download(&stack.data).unwrap();
         let n = grid.pixels();
@@ -341,8 +345,14 @@ mod tests {
         let place = super::super::Place { full, origin: (-5, -7), cells: crate::grid::Cells::all(&grid), tiled: true };
         let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..place.push(&grid, 1) };
         let mut rec = ctx.recorder().unwrap();
-        let binds: [&dyn Bind; 4] = [&upload, &stack.data, &lines_buffer, &table];
-        rec.dispatch_linear(&app.gabor_apply, &binds, &push, (n as u32).div_ceil(WORKGROUP));
+        rec.pass(&app.gabor_apply)
+            .read(&upload)
+            .write(&stack.data)
+            .read(&lines_buffer)
+            .read(&table)
+            .push(&push)
+            .dispatch_linear((n as u32).div_ceil(WORKGROUP))
+            .unwrap();
         rec.submit().unwrap().wait().unwrap();
         let got = ctx.download(&stack.data).unwrap();
         let c = |v: [f32; 2]| Complex64::new(v[0] as f64, v[1] as f64);

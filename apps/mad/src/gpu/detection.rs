@@ -4,26 +4,27 @@
 //! partial sums per cropped row).
 
 use engine::prims::fft::Direction;
-use engine::{ComputePipeline, Context, Recorder};
+use engine::{Context, Kernel, Recorder};
 
-use super::{pipeline, Place, Push, Slot, MAP_TILE, TILE, WORKGROUP};
-use crate::{shaders, MadError};
+use super::{Place, Push, Slot, MAP_TILE, TILE, WORKGROUP};
+use crate::shaders::kernels;
+use crate::MadError;
 
 /// The detection stage's pipelines on one device.
 pub(super) struct Detection {
-    csf_apply: ComputePipeline,
-    detect_blocks: ComputePipeline,
-    detect_map: ComputePipeline,
-    sum_detection: ComputePipeline,
+    csf_apply: Kernel<Push>,
+    detect_blocks: Kernel<Push>,
+    detect_map: Kernel<Push>,
+    sum_detection: Kernel<Push>,
 }
 
 impl Detection {
     pub(super) fn new(ctx: &Context) -> Result<Detection, MadError> {
         Ok(Detection {
-            csf_apply: pipeline(ctx, "mad csf", shaders::CSF_APPLY, 1, &[WORKGROUP])?,
-            detect_blocks: pipeline(ctx, "mad detect blocks", shaders::DETECT_BLOCKS, 2, &[TILE * TILE, TILE])?,
-            detect_map: pipeline(ctx, "mad detect map", shaders::DETECT_MAP, 3, &[])?,
-            sum_detection: pipeline(ctx, "mad sum detection", shaders::SUM_DETECTION, 2, &[WORKGROUP])?,
+            csf_apply: ctx.kernel(&kernels::CSF_APPLY, &[WORKGROUP])?,
+            detect_blocks: ctx.kernel(&kernels::DETECT_BLOCKS, &[TILE * TILE, TILE])?,
+            detect_map: ctx.kernel(&kernels::DETECT_MAP, &[])?,
+            sum_detection: ctx.kernel(&kernels::SUM_DETECTION, &[WORKGROUP])?,
         })
     }
 
@@ -37,26 +38,21 @@ impl Detection {
         let span = |c0: u32, c1: u32, n: usize| ((c1 + 1).min(n as u32) - c0).div_ceil(TILE);
         let tiles =
             [span(base.cells_x0, base.cells_x1, g.blocks_x), span(base.cells_y0, base.cells_y1, g.blocks_y), count];
-        rec.dispatch_linear(&self.csf_apply, &[&slot.light], base, bins.div_ceil(WORKGROUP));
-        rec.barrier();
+        rec.pass(&self.csf_apply).read_write(&slot.light).push(base).dispatch_linear(bins.div_ceil(WORKGROUP))?;
         slot.fft.record(rec, &slot.light, Direction::Inverse)?;
-        rec.barrier();
-        rec.dispatch(&self.detect_blocks, &[&slot.light, &slot.blocks], base, tiles);
-        rec.barrier();
-        rec.dispatch(
-            &self.detect_map,
-            &[&slot.sqdiff, &slot.blocks, &slot.detection_map],
-            base,
-            [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count],
-        );
-        rec.barrier();
-        rec.dispatch(
-            &self.sum_detection,
-            &[&slot.detection_map, &slot.detection_partials],
-            base,
-            [place.detection_rows() as u32, 1, count],
-        );
-        rec.barrier();
+        rec.pass(&self.detect_blocks).read(&slot.light).write(&slot.blocks).push(base).dispatch(tiles)?;
+        let map_tiles = [(g.width as u32).div_ceil(MAP_TILE), (g.height as u32).div_ceil(MAP_TILE), count];
+        rec.pass(&self.detect_map)
+            .read(&slot.sqdiff)
+            .read(&slot.blocks)
+            .write(&slot.detection_map)
+            .push(base)
+            .dispatch(map_tiles)?;
+        rec.pass(&self.sum_detection)
+            .read(&slot.detection_map)
+            .write(&slot.detection_partials)
+            .push(base)
+            .dispatch([place.detection_rows() as u32, 1, count])?;
         rec.mark("detection");
         Ok(())
     }

@@ -32,7 +32,7 @@ use std::sync::Mutex;
 use engine::prims::fft::{Direction, Fft2d};
 use engine::profile::total_by_name;
 use engine::stream::{Done, Stream};
-use engine::{Buffer, ComputePipeline, Context, Location, PassTime, Recorder, Submission};
+use engine::{Buffer, Context, Kernel, Location, PassTime, Recorder, Submission};
 use rayon::prelude::*;
 
 use crate::constants::STRIDE;
@@ -57,11 +57,6 @@ pub const KEPT_SLOTS: usize = 2;
 const STAGE_CHUNK: usize = 1 << 14;
 /// Bytes of complex lightness per chunk the automatic chunk size aims for.
 const CHUNK_TARGET_BYTES: usize = 64 << 20;
-
-/// The pipeline of a MAD kernel (each takes [`Push`]).
-fn pipeline(ctx: &Context, name: &str, spirv: &[u8], bindings: u32, spec: &[u32]) -> engine::Result<ComputePipeline> {
-    ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-}
 
 /// Push constants shared by every MAD kernel (`mad_common.glsl`).
 #[repr(C)]
@@ -153,7 +148,7 @@ pub struct Scored<T> {
 /// The MAD pipelines on one device.
 pub struct GpuMad {
     ctx: Context,
-    prepare: ComputePipeline,
+    prepare: Kernel<Push>,
     detection: Detection,
     appearance: Appearance,
     /// Slots kept between calls (at most [`KEPT_SLOTS`]), so repeated calls at one size
@@ -326,7 +321,7 @@ impl GpuMad {
         }
         Ok(GpuMad {
             ctx: ctx.clone(),
-            prepare: pipeline(ctx, "mad prepare", shaders::PREPARE, 5, &[WORKGROUP])?,
+            prepare: ctx.kernel(&shaders::kernels::PREPARE, &[WORKGROUP])?,
             detection: Detection::new(ctx)?,
             appearance: Appearance::new(ctx)?,
             kept: Mutex::new(Vec::new()),
@@ -511,20 +506,20 @@ impl GpuMad {
         let g = slot.grid;
         let base = place.push(&g, count);
         let pixels = (count * g.pixels()) as u32;
-        rec.dispatch_linear(
-            &self.prepare,
-            &[&slot.gray, &slot.info, &slot.light, &slot.spec, &slot.sqdiff],
-            &base,
-            pixels.div_ceil(WORKGROUP),
-        );
-        rec.barrier();
+        rec.pass(&self.prepare)
+            .read(&slot.gray)
+            .read(&slot.info)
+            .write(&slot.light)
+            .write(&slot.spec)
+            .write(&slot.sqdiff)
+            .push(&base)
+            .dispatch_linear(pixels.div_ceil(WORKGROUP))?;
         if stages.detection {
             slot.fft.record(rec, &slot.light, Direction::Forward)?;
         }
         if stages.appearance() {
             slot.fft.record(rec, &slot.spec, Direction::Forward)?;
         }
-        rec.barrier();
         rec.mark("prepare + forward FFTs");
         if stages.detection {
             self.detection.record(rec, slot, &base, place)?;
@@ -554,6 +549,11 @@ impl GpuMad {
             if let Some((_, cells)) = maps {
                 rec.copy_region(&slot.cells, 0, cells, 0, count * g.blocks());
             }
+        }
+        rec.host_read(&slot.readback);
+        if let Some((map, cells)) = maps {
+            rec.host_read(map);
+            rec.host_read(cells);
         }
         rec.mark("sums + readback");
         Ok(())

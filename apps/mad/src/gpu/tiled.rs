@@ -138,7 +138,6 @@ impl GpuMad {
             }
             let mut rec = self.ctx.recorder()?;
             rec.copy(&staged, &lines);
-            rec.barrier();
             lines_fft.record(&mut rec, &lines, Direction::Forward)?;
             let seam_inputs = SeamInputs { lines: &lines, table: &table };
             self.record(&mut rec, &slot, 1, Stages::BOTH, (&place, Some(seam_inputs)))?;

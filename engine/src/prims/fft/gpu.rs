@@ -18,9 +18,9 @@ use super::Direction;
 use crate::commands::Recorder;
 use crate::context::Context;
 use crate::error::{EngineError, Result};
+use crate::kernel::Kernel;
 use crate::memory::{Buffer, Location};
-use crate::pipeline::ComputePipeline;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Bytes of one complex f32 in shared memory.
 pub(super) const COMPLEX_BYTES: usize = 8;
@@ -132,10 +132,9 @@ pub(super) struct LongPush {
     scale: f32,
 }
 
-#[derive(Clone, Copy, Debug)]
 pub(super) enum Push {
-    Lines(LinesPush),
-    Long(LongPush),
+    Lines(Kernel<LinesPush>, LinesPush),
+    Long(Kernel<LongPush>, LongPush),
 }
 
 /// How the lines of one axis are laid out in memory.
@@ -227,9 +226,17 @@ impl Shape {
 
 /// One dispatch of the plan.
 pub(super) struct Dispatch {
-    pub(super) pipeline: ComputePipeline,
     pub(super) push: Push,
     pub(super) groups: u32,
+}
+
+impl Dispatch {
+    fn name(&self) -> &'static str {
+        match &self.push {
+            Push::Lines(kernel, _) => kernel.name(),
+            Push::Long(kernel, _) => kernel.name(),
+        }
+    }
 }
 
 /// A 2D FFT plan for `batch` complex images of `width x height` on one device: pipelines,
@@ -247,7 +254,7 @@ pub struct Fft2d {
 
 impl Fft2d {
     /// Plans the transform; fails with [`EngineError::InvalidInput`] for an empty shape and
-    /// [`EngineError::Unsupported`] when the data, or the scratch that lines too long for
+    /// [`EngineError::BindingRange`] when the data, or the scratch that lines too long for
     /// one workgroup need, exceeds what one storage buffer may hold on this device.
     pub fn new(ctx: &Context, width: usize, height: usize, batch: usize) -> Result<Fft2d> {
         Self::with_config(ctx, width, height, batch, FftConfig::default())
@@ -357,13 +364,12 @@ impl Fft2d {
     /// The kernel of each dispatch in order (`fft_lines`, `fft_mixed`, `fft_long`), which
     /// says which path each axis takes.
     pub fn kernels(&self) -> Vec<&str> {
-        self.dispatches.iter().map(|d| d.pipeline.name()).collect()
+        self.dispatches.iter().map(Dispatch::name).collect()
     }
 
     /// Records the transform of `data` (`len()` complex values, the batch of images) in place:
-    /// [`Fft2d::passes`] dispatches with a barrier between them. The caller orders earlier
-    /// writes to `data` before, and later reads after, with [`Recorder::barrier`]. The plan
-    /// (its tables and scratch) must outlive the submission.
+    /// [`Fft2d::passes`] declared passes, which the recorder orders after the work that
+    /// wrote `data` (and after an earlier transform that used the plan's scratch).
     ///
     /// To time it, wrap it in marks: `rec.enable_profiling(2)?; plan.record(&mut rec, &data,
     /// Direction::Forward)?; rec.mark("fft2d");` then `rec.submit()?.wait_profiled()?`.
@@ -378,29 +384,24 @@ impl Fft2d {
                 data.len()
             )));
         }
-        if self.scratch.len() > 1 {
-            // An earlier transform recorded with this plan may still use the scratch.
-            rec.barrier();
-        }
         let last = self.dispatches.len().saturating_sub(1);
         let inverse = direction == Direction::Inverse;
         // The inverse's 1/(width*height) goes to the last dispatch, the one writing the result.
         let scale = |i: usize| if inverse && i == last { 1.0 / (self.width * self.height) as f32 } else { 1.0 };
         for (i, d) in self.dispatches.iter().enumerate() {
-            if i > 0 {
-                rec.barrier();
-            }
-            match d.push {
-                Push::Lines(mut push) => {
-                    push.inverse = inverse as u32;
-                    push.scale = scale(i);
-                    rec.dispatch_linear(&d.pipeline, &[data, &self.tables], &push, d.groups);
+            match &d.push {
+                Push::Lines(kernel, push) => {
+                    let push = LinesPush { inverse: inverse as u32, scale: scale(i), ..*push };
+                    rec.pass(kernel).read_write(data).read(&self.tables).push(&push).dispatch_linear(d.groups)?;
                 }
-                Push::Long(mut push) => {
-                    push.inverse = inverse as u32;
-                    push.scale = scale(i);
-                    let bindings: &[&dyn crate::memory::Bind] = &[data, &self.scratch, &self.tables];
-                    rec.dispatch_linear(&d.pipeline, bindings, &push, d.groups);
+                Push::Long(kernel, push) => {
+                    let push = LongPush { inverse: inverse as u32, scale: scale(i), ..*push };
+                    rec.pass(kernel)
+                        .read_write(data)
+                        .read_write(&self.scratch)
+                        .read(&self.tables)
+                        .push(&push)
+                        .dispatch_linear(d.groups)?;
                 }
             }
         }
@@ -459,9 +460,8 @@ fn direct(ctx: &Context, lines: &Lines, shape: &Shape, table: &mut Vec<[f32; 2]>
     let bluestein = m != n;
     let (chirp_at, kernel_at) = if bluestein { append_bluestein(table, n, m) } else { (0, 0) };
     let push = LinesPush::forward(lines, twiddle_at, chirp_at, kernel_at);
-    let pipeline =
-        ctx.compute_pipeline_for::<LinesPush>("fft_lines", shaders::FFT_LINES, 2, &shape.spec(&[bluestein as u32]))?;
-    Ok(Dispatch { pipeline, push: Push::Lines(push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
+    let kernel = ctx.kernel(&kernels::FFT_LINES, &shape.spec(&[bluestein as u32]))?;
+    Ok(Dispatch { push: Push::Lines(kernel, push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
 }
 
 /// The four-step dispatches (`fft_long.comp`: stages A and B, and C for Bluestein) of an
@@ -508,9 +508,9 @@ fn long(ctx: &Context, lines: &Lines, limits: &Limits, table: &mut Vec<[f32; 2]>
                 scale: 1.0,
             };
             let spec = shape.spec(&[bluestein as u32, stage, lines.rows as u32]);
-            let pipeline = ctx.compute_pipeline_for::<LongPush>("fft_long", shaders::FFT_LONG, 3, &spec)?;
+            let kernel = ctx.kernel(&kernels::FFT_LONG, &spec)?;
             let subs = lines.count * (m / shape.m);
-            Ok(Dispatch { pipeline, push: Push::Long(push), groups: subs.div_ceil(shape.group_lines) as u32 })
+            Ok(Dispatch { push: Push::Long(kernel, push), groups: subs.div_ceil(shape.group_lines) as u32 })
         })
         .collect()
 }

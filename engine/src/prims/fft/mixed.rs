@@ -21,7 +21,7 @@ use super::gpu::{append, Dispatch, Limits, Lines, LinesPush, Push, COMPLEX_BYTES
 use super::tables::twiddles;
 use crate::context::Context;
 use crate::error::Result;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Passes the kernel's radix word holds (4 bits each).
 const MAX_PASSES: usize = 8;
@@ -141,8 +141,8 @@ pub(super) fn dispatch(
 ) -> Result<Dispatch> {
     let n = lines.len;
     let push = LinesPush::forward(lines, append(table, twiddles(n)), 0, 0);
-    let pipeline = ctx.compute_pipeline_for::<LinesPush>("fft_mixed", shaders::FFT_MIXED, 2, &shape.spec(n))?;
-    Ok(Dispatch { pipeline, push: Push::Lines(push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
+    let kernel = ctx.kernel(&kernels::FFT_MIXED, &shape.spec(n))?;
+    Ok(Dispatch { push: Push::Lines(kernel, push), groups: lines.count.div_ceil(shape.group_lines) as u32 })
 }
 
 #[cfg(test)]
