@@ -169,7 +169,7 @@ fn c_example_matches_independent_composites() {
 /// IceT (tools/icet: its driver on Debian's IceT 2.2 build, made by tools/test.sh into
 /// .gpu-icet/) on the very partial images the C example composited with the library, at
 /// 2, 3 and 4 ranks: the z-buffer identical except exact depth ties (the scene has none
-/// across ranks), blending within 1/255.
+/// across ranks), blending within 2/255 of each other (each within 1/255 of the exact).
 #[test]
 fn c_example_matches_icet() {
     let _one = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
@@ -201,7 +201,9 @@ fn c_example_matches_icet() {
         let (ours, theirs) = (png(&ours), std::fs::read(&theirs).unwrap());
         assert_eq!(ours.len(), theirs.len());
         let worst = ours.iter().zip(&theirs).map(|(&a, &b)| a.abs_diff(b)).max().unwrap();
-        let limit = if mode == "over" { 1 } else { 0 };
+        // Each rounds its integer "over" within 1/255 of the exact blend (the other test
+        // holds ours to that), so the two may differ by 2/255.
+        let limit = if mode == "over" { 2 } else { 0 };
         assert!(worst <= limit, "{n} ranks {mode}: IceT differs by {worst}/255");
     }
 }
