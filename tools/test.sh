@@ -30,9 +30,6 @@ status=${PIPESTATUS[0]}
 # The Python package (python/): its wheel in the dev profile from this target dir, pytest.
 echo "== python package (tools/test-python.sh) =="
 bash tools/test-python.sh || status=1
-# The Python package (python/): its wheel in the dev profile from this target dir, pytest.
-echo "== python package (tools/test-python.sh) =="
-bash tools/test-python.sh || status=1
 set -e
 echo "== reader mutation tests (case counts) =="
 if [ -f "$TESSERA_FUZZ_LOG" ]; then sort "$TESSERA_FUZZ_LOG"; awk '{ n += $3 } END { printf "fuzz: %d mutated files in total\n", n }' "$TESSERA_FUZZ_LOG"; fi
