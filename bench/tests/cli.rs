@@ -100,11 +100,13 @@ fn tune_skips_sizes_past_the_binding_range_and_writes_the_tuning_file() {
     let past = range / 4 + 1;
     let sizes = if range <= 256 << 20 { format!("1000,{past}") } else { "1000".to_string() };
     let file_arg = file.to_str().unwrap();
-    let args = ["--tune", "--kernel", "engine.scan", "--param", "workgroup=64,128", "--param", "items=4,16"];
+    let args = ["--tune", "--kernel", "engine.scan", "--param", "workgroup=128,256", "--param", "items=4,16"];
     let more = ["--sizes", &sizes, "--repeats", "1", "--warm-up-ms", "0", "--tuning-file", file_arg, "--json"];
     let (out, _) = sweep(&[&args[..], &more[..]].concat(), dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // One line per measured point, then the summary.
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let line: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(line["sizes"], serde_json::json!([1000]), "{line}");
     if range <= 256 << 20 {
         let skipped = &line["skipped_sizes"][0];
