@@ -19,6 +19,7 @@
 
 pub mod cpu;
 pub mod data;
+pub mod error;
 pub mod fit;
 pub mod gpu;
 pub mod memory;
