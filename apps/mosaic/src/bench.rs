@@ -151,7 +151,7 @@ fn gpu_cooling_ms(
         state.reset()?;
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(1)?;
-        state.record_cooling_iteration(&mut rec, t, params, false);
+        state.record_cooling_iteration(&mut rec, t, params, false)?;
         rec.mark("cooling iteration");
         let start = Instant::now();
         let passes = rec.submit()?.wait_profiled()?;
@@ -164,7 +164,7 @@ fn gpu_cooling_ms(
     state.reset()?;
     let mut rec = ctx.recorder()?;
     rec.enable_profiling(state.dispatches_per_cooling_iteration(params))?;
-    state.record_cooling_iteration(&mut rec, t, params, true);
+    state.record_cooling_iteration(&mut rec, t, params, true)?;
     let passes = rec.submit()?.wait_profiled()?;
     let sum = |name: &str| passes.iter().filter(|p| p.name == name).map(|p| p.ms).sum::<f64>();
     Ok(CoolingTimes {
