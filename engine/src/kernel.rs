@@ -111,12 +111,16 @@ impl KernelDesc {
         Ok(())
     }
 
-    /// Refuses specialization values for ids the shader does not declare, and uniform blocks.
+    /// Refuses specialization values past the shader's highest constant id, and uniform
+    /// blocks. An id below it that the shader skips is ignored: kernels that share one list
+    /// of constants may each leave out some (a decoder without the encoder's per-thread
+    /// count).
     fn check_spec_and_bindings(&self, spec: &[u32]) -> Result<()> {
         if let Some(b) = self.bindings.iter().find(|b| b.uniform) {
             return Err(self.interface_error(Some(b), "is a uniform block; kernels bind storage buffers".into()));
         }
-        if let Some(id) = (0..spec.len() as u32).find(|id| !self.spec_constants.iter().any(|s| s.id == *id)) {
+        let highest = self.spec_constants.iter().map(|s| s.id + 1).max().unwrap_or(0);
+        if let Some(id) = (highest..spec.len() as u32).next() {
             let declared: Vec<u32> = self.spec_constants.iter().map(|s| s.id).collect();
             return Err(self.interface_error(
                 None,
@@ -259,6 +263,23 @@ mod tests {
         assert!(err.contains("reduce_sum_u32") && err.contains("constant_id 1"), "{err}");
         ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
         testing::assert_no_validation_messages();
+    }
+
+    #[test]
+    fn ids_a_shader_skips_are_ignored_and_ids_past_its_last_are_refused() {
+        const SPEC: [SpecDesc; 2] =
+            [SpecDesc { id: 0, name: "WG", default: 64 }, SpecDesc { id: 2, name: "P", default: 1 }];
+        let desc = KernelDesc {
+            name: "gapped",
+            spirv: &[],
+            bindings: &[],
+            push_bytes: 0,
+            workgroup: [Dim::Spec { id: 0, default: 64 }, Dim::Fixed(1), Dim::Fixed(1)],
+            spec_constants: &SPEC,
+        };
+        desc.check_spec_and_bindings(&[128, 7, 3]).unwrap();
+        let err = desc.check_spec_and_bindings(&[128, 7, 3, 9]).unwrap_err().to_string();
+        assert!(err.starts_with("gapped: ") && err.contains("constant_id 3"), "{err}");
     }
 
     #[test]
