@@ -5,7 +5,7 @@
 //! ([`Recorder::pass`], in [`crate::pass`]), copies, fills and host reads: the recorder places
 //! the barriers they need and keeps what they use alive until the submission completes.
 //! [`Recorder::dispatch`] with hand-placed [`Recorder::barrier`]s remains for code not yet
-//! written as passes. [`Recorder::submit`] puts it on its queue and
+//! written as passes (smoe's refinement). [`Recorder::submit`] puts it on its queue and
 //! signals the queue's timeline semaphore with the next value; the returned [`Submission`]
 //! waits for exactly that value. Work on the transfer queue and the compute queue is ordered
 //! with [`Recorder::wait_for`], a timeline wait, never with `vkQueueWaitIdle`.
