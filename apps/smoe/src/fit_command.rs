@@ -95,8 +95,8 @@ impl fmt::Display for FitRecord {
 }
 
 /// One fit at K and what the record reports of it.
-struct Fitted {
-    model: Model,
+pub(crate) struct Fitted {
+    pub(crate) model: Model,
     report: FitReport,
     init_ms: f64,
     em_psnr_db: f64,
@@ -110,7 +110,7 @@ fn ms(since: Instant) -> f64 {
 
 /// Fits `k` kernels to `grid`: the start, EM, refinement, and the PSNR of the model as
 /// `smoe render` renders it.
-fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
+pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
     let FitSettings { iterations, init, refine } = *settings;
     let start = Instant::now();
     let bar = kit::progress::bar(init.steps(k), &format!("start K={k}"));
@@ -228,7 +228,12 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
 
 /// Refuses a fit whose estimated device memory (or largest buffer) the device cannot hold,
 /// before anything is allocated on it.
-fn check_device_memory(ctx: &engine::Context, memory: &FitMemory, samples: usize, kernels: usize) -> Result<()> {
+pub(crate) fn check_device_memory(
+    ctx: &engine::Context,
+    memory: &FitMemory,
+    samples: usize,
+    kernels: usize,
+) -> Result<()> {
     let info = ctx.info();
     let what = format!("{samples} samples and {kernels} kernels");
     if let Some(heap) = device_local_bytes(info) {

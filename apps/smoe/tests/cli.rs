@@ -169,6 +169,41 @@ fn refined_fit_renders_to_its_reported_psnr() {
     }
 }
 
+/// `.smc` through the binary: convert at a quality and within --bpp/--bytes budgets (never
+/// more bytes), render it as any model, convert it back; the flags refused for other formats.
+#[test]
+fn smc_convert_render_and_budgets() {
+    let dir = tmp();
+    let model = image_model(dir.path());
+    let smc = dir.path().join("m.smc");
+    let line = envelope(&BIN.ok(&["convert", s(&model), s(&smc), "--quality", "90", "--json"]));
+    assert_eq!(line["format"], "smc");
+    let fine = std::fs::metadata(&smc).unwrap().len();
+    assert_eq!(line["bytes"].as_u64(), Some(fine));
+    for (flag, value, budget) in
+        [("--bytes", "150".to_string(), 150u64), ("--bpp", "2.5".to_string(), 29 * 21 * 25 / 80)]
+    {
+        let line = envelope(&BIN.ok(&["convert", s(&model), s(&smc), flag, &value, "--json"]));
+        let bytes = std::fs::metadata(&smc).unwrap().len();
+        assert!(bytes <= budget && line["bytes"].as_u64() == Some(bytes), "{flag} {value}: {line}");
+        assert!(line["step_scale"].as_f64().unwrap() > 0.0, "{line}");
+    }
+    let e = BIN.fails(&["convert", s(&model), s(&smc), "--bytes", "20"]);
+    assert!(e.contains("even at the coarsest steps"), "{e}");
+    let png = dir.path().join("r.png");
+    BIN.ok(&["render", s(&smc), "--out", s(&png)]);
+    BIN.ok(&["render", s(&smc), "--out", s(&png), "--backend", "cpu"]);
+    let back = dir.path().join("back.json");
+    BIN.ok(&["convert", s(&smc), s(&back)]);
+    assert_eq!(smoe::model::Model::load(&back).unwrap().len(), smoe::model::Model::load(&smc).unwrap().len());
+    let e = BIN.fails(&["convert", s(&model), s(&back), "--quality", "50"]);
+    assert!(e.contains("apply to .smc outputs"), "{e}");
+    let mut cut = std::fs::read(&smc).unwrap();
+    cut.truncate(cut.len() - 3);
+    std::fs::write(&smc, &cut).unwrap();
+    assert!(BIN.fails(&["render", s(&smc), "--out", s(&png)]).contains("m.smc: .smc: "));
+}
+
 #[test]
 fn convert_round_trip_and_bad_models() {
     let dir = tmp();
