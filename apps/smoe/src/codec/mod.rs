@@ -63,17 +63,53 @@ pub const PRUNE_BELOW: f64 = -20.0;
 /// How value `i` (past the centre) of each kernel is predicted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Predict {
-    /// From the previous kernel in Morton order (the first kernel from the constant).
+    /// By the previous kernel's value in Morton order (the first kernel's by the constant).
     Previous,
-    /// From the file's constant alone.
+    /// By the constant alone.
     Constant,
+    /// By the same kernel's value `i - d` (past the centre) plus the constant: the colour
+    /// channels of mu_Y and of each column of G, and the log-diagonal's axes, go together.
+    Within(usize),
 }
 
-/// Residual of `q` from its prediction, or (decoding, `q` ignored) the value of a residual.
-fn predicted(predict: Predict, constant: i64, previous: Option<i64>) -> i64 {
-    match (predict, previous) {
-        (Predict::Previous, Some(p)) => p,
-        _ => constant,
+/// The most values back a [`Predict::Within`] may look.
+const MAX_WITHIN: usize = 12;
+
+impl Predict {
+    /// Its header code: 0 previous, 1 constant, 1 + d within.
+    fn code(self) -> u8 {
+        match self {
+            Predict::Previous => 0,
+            Predict::Constant => 1,
+            Predict::Within(d) => 1 + d as u8,
+        }
+    }
+
+    /// The predictor of header code `code` for value `i`; None when the code names a value
+    /// outside the kernel's values past the centre (`p`).
+    fn from_code(code: u8, i: usize, p: usize) -> Option<Predict> {
+        match code {
+            0 => Some(Predict::Previous),
+            1 => Some(Predict::Constant),
+            c if (c as usize - 1) <= MAX_WITHIN && i >= p + (c as usize - 1) => Some(Predict::Within(c as usize - 1)),
+            _ => None,
+        }
+    }
+
+    /// The prediction of value `i` of kernel `this` (its values before `i` known), after
+    /// the kernel `previous`.
+    fn of(self, i: usize, constant: i64, this: &[i64], previous: Option<&[i64]>) -> i64 {
+        match (self, previous) {
+            (Predict::Previous, Some(prev)) => prev[i],
+            (Predict::Within(d), _) => this[i - d] + constant,
+            _ => constant,
+        }
+    }
+
+    /// The candidates for value `i` of a kernel with `p` coordinates.
+    fn candidates(i: usize, p: usize) -> impl Iterator<Item = Predict> {
+        let within = (1..=MAX_WITHIN.min(i - p)).map(Predict::Within);
+        [Predict::Previous, Predict::Constant].into_iter().chain(within)
     }
 }
 
@@ -136,7 +172,7 @@ fn code_kernels(
         }
         for (j, ctx) in values.iter_mut().enumerate() {
             let i = p + j;
-            let prediction = predicted(layout.predict[j], layout.constant[j], previous.map(|prev| prev[i]));
+            let prediction = layout.predict[j].of(i, layout.constant[j], this, previous);
             let residual = ctx.signed(coder, this[i].wrapping_sub(prediction), MAX_RESIDUAL_CLASS)?;
             let value = prediction + residual;
             if !(quant.lo[i]..=quant.hi[i]).contains(&value) {
@@ -148,16 +184,33 @@ fn code_kernels(
     Ok(())
 }
 
-/// The bits of one value's residuals under `predict` (the kernels in Morton order).
-fn stream_cost(column: &[i64], predict: Predict, constant: i64) -> f64 {
-    let (mut cost, mut ctx) = (Cost::default(), Contexts::default());
-    for (k, &q) in column.iter().enumerate() {
-        let prediction = predicted(predict, constant, (k > 0).then(|| column[k - 1]));
-        // The cost counter never fails.
-        let _ = ctx.signed(&mut cost, q - prediction, MAX_RESIDUAL_CLASS);
+/// The predictor of value `i` whose residuals cost the fewest bits over `sample` (kernel
+/// indices in Morton order into `q`), and its constant: the median of the values (for
+/// [`Predict::Previous`] and [`Predict::Constant`]) or of the differences from the value it
+/// predicts from.
+fn choose_predictor(q: &[i64], stride: usize, p: usize, i: usize, sample: &[usize]) -> (Predict, i64) {
+    let kernel = |k: usize| &q[k * stride..(k + 1) * stride];
+    let mut best: Option<(f64, Predict, i64)> = None;
+    for predict in Predict::candidates(i, p) {
+        let constant = match predict {
+            Predict::Within(d) => median(&sample.iter().map(|&k| kernel(k)[i] - kernel(k)[i - d]).collect::<Vec<_>>()),
+            _ => median(&sample.iter().map(|&k| kernel(k)[i]).collect::<Vec<_>>()),
+        };
+        let (mut cost, mut ctx) = (Cost::default(), Contexts::default());
+        for &k in sample {
+            let prediction = predict.of(i, constant, kernel(k), (k > 0).then(|| kernel(k - 1)));
+            // The cost counter never fails.
+            let _ = ctx.signed(&mut cost, kernel(k)[i] - prediction, MAX_RESIDUAL_CLASS);
+        }
+        if best.is_none_or(|b| cost.0 < b.0) {
+            best = Some((cost.0, predict, constant));
+        }
     }
-    cost.0
+    best.map_or((Predict::Constant, 0), |(_, predict, constant)| (predict, constant))
 }
+
+/// The most kernels the predictors are chosen on (evenly spaced in Morton order).
+const PREDICTOR_SAMPLE: usize = 4096;
 
 fn median(values: &[i64]) -> i64 {
     let mut v = values.to_vec();
@@ -222,31 +275,21 @@ pub fn encode(params: &Params, steps: &Steps) -> Result<Vec<u8>, CodecError> {
         raw.chunks_exact(stride).enumerate().map(|(k, v)| (morton(&quant, &bits, v), k)).collect();
     keyed.sort_unstable();
     let mut q: Vec<i64> = keyed.iter().flat_map(|&(_, k)| raw[k * stride..(k + 1) * stride].iter().copied()).collect();
-    let (mut predict, mut constant) = (Vec::new(), Vec::new());
-    for i in p..stride {
-        let column: Vec<i64> = q.iter().skip(i).step_by(stride).copied().collect();
-        let c = median(&column);
-        let best = [Predict::Previous, Predict::Constant]
-            .into_iter()
-            .map(|pr| (stream_cost(&column, pr, c), pr))
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map_or(Predict::Previous, |(_, pr)| pr);
-        predict.push(best);
-        constant.push(c);
-    }
+    let every = kernels.div_ceil(PREDICTOR_SAMPLE);
+    let sample: Vec<usize> = (0..kernels).step_by(every).collect();
+    let (predict, constant): (Vec<Predict>, Vec<i64>) =
+        (p..stride).map(|i| choose_predictor(&q, stride, p, i, &sample)).unzip();
     let layout = Header { extent: extent.clone(), steps: *steps, predict, constant };
     let mut out = MAGIC.to_vec();
     out.extend([VERSION, p as u8]);
     layout.extent.iter().for_each(|&e| out.extend((e as u16).to_le_bytes()));
     out.extend((kernels as u32).to_le_bytes());
     layout.steps.0.iter().for_each(|s| out.extend(s.to_le_bytes()));
-    let mut flags = vec![0u8; (stride - p).div_ceil(8)];
+    let mut codes = vec![0u8; (stride - p).div_ceil(2)];
     for (j, &pr) in layout.predict.iter().enumerate() {
-        if pr == Predict::Constant {
-            flags[j / 8] |= 1 << (j % 8);
-        }
+        codes[j / 2] |= pr.code() << (4 * (j % 2));
     }
-    out.extend(&flags);
+    out.extend(&codes);
     layout.constant.iter().for_each(|&c| put_varint(&mut out, c));
     let mut enc = Encoder::new();
     code_kernels(&mut enc, &quant, &layout, kernels, &mut q, false)?;
@@ -310,17 +353,25 @@ pub fn decode_params(bytes: &[u8]) -> Result<Params, CodecError> {
     steps.check()?;
     let quant = Quantiser::new(&extent, &steps);
     let stride = quant.stride;
-    let flags = r.take((stride - p).div_ceil(8))?;
-    let predict: Vec<Predict> = (0..stride - p)
-        .map(|j| if flags[j / 8] >> (j % 8) & 1 == 1 { Predict::Constant } else { Predict::Previous })
-        .collect();
-    if (stride - p..flags.len() * 8).any(|j| flags[j / 8] >> (j % 8) & 1 == 1) {
-        return Err(CodecError::Corrupt("the predictor flags"));
+    let codes = r.take((stride - p).div_ceil(2))?;
+    let nibble = |j: usize| codes[j / 2] >> (4 * (j % 2)) & 15;
+    let predict = (0..stride - p)
+        .map(|j| Predict::from_code(nibble(j), p + j, p))
+        .collect::<Option<Vec<Predict>>>()
+        .ok_or(CodecError::Corrupt("the predictors"))?;
+    if (stride - p) % 2 == 1 && nibble(stride - p) != 0 {
+        return Err(CodecError::Corrupt("the predictors"));
     }
     let mut constant = Vec::with_capacity(stride - p);
-    for i in p..stride {
+    for (j, pr) in predict.iter().enumerate() {
         let c = r.varint()?;
-        if !(quant.lo[i]..=quant.hi[i]).contains(&c) {
+        // A constant added to another value is a difference of the two values' ranges.
+        let (i, lo, hi) = (p + j, &quant.lo, &quant.hi);
+        let ok = match *pr {
+            Predict::Within(d) => (lo[i] - hi[i - d]..=hi[i] - lo[i - d]).contains(&c),
+            _ => (lo[i]..=hi[i]).contains(&c),
+        };
+        if !ok {
             return Err(CodecError::Corrupt("a constant of the header"));
         }
         constant.push(c);
