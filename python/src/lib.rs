@@ -10,6 +10,7 @@ mod errors;
 mod lightfield;
 mod mad;
 mod mosaic;
+mod smoe;
 
 use pyo3::prelude::*;
 
@@ -30,5 +31,8 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lightfield::lightfield_decode, m)?)?;
     m.add_function(wrap_pyfunction!(lightfield::lightfield_render, m)?)?;
     m.add_class::<lightfield::LfEnsemble>()?;
+    m.add_function(wrap_pyfunction!(smoe::smoe_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(smoe::smoe_load, m)?)?;
+    m.add_class::<smoe::SmoeModel>()?;
     Ok(())
 }

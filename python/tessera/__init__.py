@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from . import _tessera
 from ._common import clear_cache
-from . import composite, lightfield, mosaic
+from . import composite, lightfield, mosaic, smoe
 from ._mad import MadMaps, MadMetric, MadResult, create_metric, mad, mad_batch
 from .errors import DeviceError, InvalidInputError, MemoryBudgetError, NoDeviceError, TesseraError
 
@@ -70,6 +70,7 @@ __all__ = [
     "composite",
     "lightfield",
     "mosaic",
+    "smoe",
     "create_metric",
     "devices",
     "mad",

@@ -75,3 +75,29 @@ def lightfield_render(
     backend: str = "gpu",
     device: Optional[str] = None,
 ) -> np.ndarray: ...
+
+class SmoeModel:
+    kernels: int
+    coord_dims: int
+    extent: list[int]
+    psnr_db: Optional[float]
+    priors: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    def render(
+        self, size: Optional[tuple[int, int]], view: Optional[tuple[float, float]], backend: str, device: Optional[str]
+    ) -> np.ndarray: ...
+    def save(self, path: str) -> None: ...
+
+def smoe_fit(
+    data: np.ndarray,
+    kernels: Optional[int],
+    psnr: Optional[float],
+    iterations: int,
+    init: str,
+    refine_steps: int,
+    refine_lr: float,
+    backend: str,
+    device: Optional[str],
+) -> SmoeModel: ...
+def smoe_load(path: str) -> SmoeModel: ...

@@ -5,7 +5,8 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use indicatif::{ProgressBar, ProgressStyle};
+pub use indicatif::ProgressBar;
+use indicatif::ProgressStyle;
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 

@@ -2,16 +2,22 @@
 //! r, g, b), started from k-means (default) or a regular grid of kernels, with covariance
 //! regularisation. The iterations are [`crate::gpu::em`] (dense; its `culled` variant for
 //! images) and their f64 twin [`crate::cpu::em`]; this module holds what both share: the
-//! start, the regularisation, the report, and the PSNR of a fitted model.
+//! start, the regularisation, the report, the PSNR of a fitted model, and the whole sequence
+//! at one K ([`fit_kernels`]: start, EM, refinement, PSNR) that `smoe fit` and the Python
+//! package run.
 
 use engine::Context;
 
+use crate::cpu::em::fit_cpu;
 use crate::cpu::kmeans::kmeans_init;
 use crate::data::{psnr, Grid};
+use crate::error::Result;
+use crate::gpu::em::culled::fit_gpu_culled;
 use crate::gpu::em::fit_gpu_from;
 use crate::gpu::kmeans::kmeans_init_gpu;
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, ColorSpace, Model};
+use crate::refine::{refine_cpu, refine_gpu, RefineOptions};
 
 /// Variance added to each diagonal entry after every M-step: a twelfth of a squared sample
 /// spacing on each coordinate axis (the variance of a uniform pixel footprint, so no kernel
@@ -152,6 +158,93 @@ pub fn fit_gpu(
     progress: impl FnMut(usize, f64),
 ) -> engine::Result<(Model, FitReport)> {
     fit_gpu_from(ctx, grid, Init::default().model_on(Some(ctx), grid, k, &mut || {})?, iterations, progress)
+}
+
+/// How each fit runs.
+#[derive(Clone, Copy, Debug)]
+pub struct FitSettings {
+    pub iterations: usize,
+    pub init: Init,
+    pub refine: RefineOptions,
+}
+
+/// Where a fit is, for a progress display.
+#[derive(Clone, Copy, Debug)]
+pub enum FitProgress {
+    /// The start: `done` of [`Init::steps`] steps.
+    Start { kernels: usize, done: u64, total: u64 },
+    /// EM iteration `step` (from 1) of `total`, its mean log-likelihood per sample, and the
+    /// PSNR where the culled EM rendered the model at this iteration.
+    Em { step: usize, total: usize, loglik: f64, psnr_db: Option<f64> },
+    /// Refinement step `step` (from 1) of `total` and the PSNR before it.
+    Refine { step: usize, total: usize, psnr_db: f64 },
+}
+
+/// One fit at K: the model, the EM report, and the times and PSNRs around it.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub model: Model,
+    pub report: FitReport,
+    pub init_ms: f64,
+    /// PSNR after EM, before refinement.
+    pub em_psnr_db: f64,
+    pub refine_ms: f64,
+    /// PSNR of the returned model as `smoe render` renders it.
+    pub psnr_db: f64,
+}
+
+/// EM iterations of the culled (image) fit between the renders that report the PSNR.
+const PSNR_EVERY: usize = 5;
+
+/// Fits `k` kernels to `grid`: the start, EM (tile-culled for images on the GPU),
+/// refinement, and the PSNR of the model as `smoe render` renders it; on `ctx`'s GPU, or
+/// with the f64 twins when `ctx` is None. `progress` hears of every step.
+pub fn fit_kernels(
+    ctx: Option<&Context>,
+    grid: &Grid,
+    k: usize,
+    settings: &FitSettings,
+    progress: &mut dyn FnMut(FitProgress),
+) -> Result<Fitted> {
+    let FitSettings { iterations, init, refine } = *settings;
+    let start = std::time::Instant::now();
+    let (mut done, total) = (0, init.steps(k));
+    let first = init.model_on(ctx, grid, k, &mut || {
+        done += 1;
+        progress(FitProgress::Start { kernels: k, done, total });
+    })?;
+    let init_ms = kit::stats::ms_since(start);
+    let mut em_tick = |step: usize, loglik: f64, psnr_db: Option<f64>| {
+        progress(FitProgress::Em { step: step + 1, total: iterations, loglik, psnr_db })
+    };
+    let (model, report) = match ctx {
+        Some(ctx) if grid.coord_dims() == 2 => {
+            fit_gpu_culled(ctx, grid, first, iterations, PSNR_EVERY, |s| em_tick(s.iteration, s.loglik, s.psnr_db))?
+        }
+        Some(ctx) => fit_gpu_from(ctx, grid, first, iterations, |s, ll| em_tick(s, ll, None))?,
+        None => fit_cpu(grid, first, iterations, |s, ll| em_tick(s, ll, None))?,
+    };
+    model.validate()?;
+    let psnr_of = |model: &Model| -> Result<f64> {
+        Ok(match ctx {
+            Some(ctx) => render_psnr(ctx, model, grid)?,
+            None => render_psnr_cpu(model, grid),
+        })
+    };
+    let em_psnr_db = psnr_of(&model)?;
+    let (model, refine_ms) = if refine.steps == 0 {
+        (model, 0.0)
+    } else {
+        let tick =
+            |step: usize, psnr_db: f64| progress(FitProgress::Refine { step: step + 1, total: refine.steps, psnr_db });
+        let (refined, report) = match ctx {
+            Some(ctx) => refine_gpu(ctx, &model, grid, refine, tick)?,
+            None => refine_cpu(&model, grid, refine, tick)?,
+        };
+        (refined, report.refine_ms)
+    };
+    let psnr_db = psnr_of(&model)?;
+    Ok(Fitted { model, report, init_ms, em_psnr_db, refine_ms, psnr_db })
 }
 
 /// PSNR of `model` against the grid it was fitted to, each view rendered by `render(uv)`;

@@ -10,12 +10,12 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use smoe::codec::fit::{fit_to_budget, largest_kernels, refine_quantised_cpu, Calls, Trial};
 use smoe::data::Grid;
-use smoe::fit::{render_psnr, render_psnr_cpu};
+use smoe::fit::{render_psnr, render_psnr_cpu, FitSettings};
 use smoe::gpu::em::culled::TILE;
-use smoe::memory::fit_memory;
+use smoe::memory::{check_device, fit_memory};
 use smoe::refine::RefineOptions;
 
-use crate::fit_command::{check_device_memory, fit_at, FitSettings};
+use crate::fit_command::fit_at;
 
 /// The byte budget of a fit.
 #[derive(Clone, Copy, Debug)]
@@ -98,7 +98,7 @@ pub fn fit(
     kit::budget::check(memory.host_bytes, format!("fitting {largest} kernels to {}", input.display()))?;
     let ctx = common.context()?;
     if let Some(ctx) = &ctx {
-        check_device_memory(ctx, &memory, samples, largest)?;
+        check_device(ctx, &memory, samples, largest)?;
     }
     let qat_steps = if ctx.is_some() { 0 } else { budget.qat.steps };
     let calls = Calls {

@@ -5,22 +5,16 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
+use kit::progress::ProgressBar;
 use serde::Serialize;
-use smoe::cpu::em::fit_cpu;
 use smoe::data::Grid;
-use smoe::fit::{render_psnr, render_psnr_cpu, FitReport, Init};
-use smoe::gpu::em::culled::{fit_gpu_culled, TILE};
-use smoe::gpu::em::fit_gpu_from;
-use smoe::memory::{device_local_bytes, fit_memory, FitMemory};
-use smoe::model::{Model, MODEL_EXTENSIONS};
-use smoe::refine::{refine_cpu, refine_gpu, RefineOptions};
+use smoe::fit::{fit_kernels, FitProgress, FitSettings, Fitted, Init};
+use smoe::gpu::em::culled::TILE;
+use smoe::memory::{check_device, fit_memory};
+use smoe::model::MODEL_EXTENSIONS;
 use smoe::target::{smallest_kernels, start_kernels, Trial};
-
-/// EM iterations between the renders that show the PSNR in the progress bar.
-const PSNR_EVERY: usize = 5;
 
 /// How many kernels to fit.
 pub enum Kernels {
@@ -29,13 +23,6 @@ pub enum Kernels {
     /// The smallest count (up to `max`, default a quarter of the samples) whose fit
     /// reaches `db`.
     Psnr { db: f64, max: Option<usize> },
-}
-
-/// How each fit runs.
-pub struct FitSettings {
-    pub iterations: usize,
-    pub init: Init,
-    pub refine: RefineOptions,
 }
 
 #[derive(Serialize)]
@@ -94,75 +81,56 @@ impl fmt::Display for FitRecord {
     }
 }
 
-/// One fit at K and what the record reports of it.
-pub(crate) struct Fitted {
-    pub(crate) model: Model,
-    report: FitReport,
-    init_ms: f64,
-    em_psnr_db: f64,
-    refine_ms: f64,
-    psnr_db: f64,
+/// The progress bars of one fit: one per phase (start, EM, refinement), each replacing the last.
+#[derive(Default)]
+struct Bars {
+    phase: Option<(u8, ProgressBar)>,
+    psnr: Option<f64>,
 }
 
-fn ms(since: Instant) -> f64 {
-    since.elapsed().as_secs_f64() * 1e3
-}
-
-/// Fits `k` kernels to `grid`: the start, EM, refinement, and the PSNR of the model as
-/// `smoe render` renders it.
-pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
-    let FitSettings { iterations, init, refine } = *settings;
-    let start = Instant::now();
-    let bar = kit::progress::bar(init.steps(k), &format!("start K={k}"));
-    let first = init.model_on(ctx, grid, k, &mut || bar.inc(1))?;
-    bar.finish_and_clear();
-    let init_ms = ms(start);
-    let bar = kit::progress::bar(iterations as u64, "EM");
-    let tick = |_, ll: f64| {
-        bar.set_message(format!("ll {ll:.3}"));
-        bar.inc(1);
-    };
-    let (model, report) = match ctx {
-        // Images: the culled EM, rendering the model every few iterations for the bar.
-        Some(ctx) if grid.coord_dims() == 2 => {
-            let mut psnr = None;
-            fit_gpu_culled(ctx, grid, first, iterations, PSNR_EVERY, |step| {
-                psnr = step.psnr_db.or(psnr);
-                let shown = psnr.map_or(String::new(), |p: f64| format!(", PSNR {p:.2} dB"));
-                bar.set_message(format!("ll {:.3}{shown}", step.loglik));
-                bar.inc(1);
-            })?
+impl Bars {
+    /// The bar of `phase`, made when the phase begins.
+    fn of(&mut self, phase: u8, len: u64, name: &str) -> &ProgressBar {
+        if self.phase.as_ref().is_none_or(|(p, _)| *p != phase) {
+            if let Some((_, bar)) = self.phase.take() {
+                bar.finish_and_clear();
+            }
+            self.phase = Some((phase, kit::progress::bar(len, name)));
         }
-        Some(ctx) => fit_gpu_from(ctx, grid, first, iterations, tick)?,
-        None => fit_cpu(grid, first, iterations, tick)?,
-    };
-    bar.finish_and_clear();
-    model.validate().context("the fit produced a model the readers would refuse")?;
-    let psnr_of = |model: &Model| -> Result<f64> {
-        Ok(match ctx {
-            Some(ctx) => render_psnr(ctx, model, grid)?,
-            None => render_psnr_cpu(model, grid),
-        })
-    };
-    let em_psnr_db = psnr_of(&model)?;
-    let (model, refine_ms) = if refine.steps == 0 {
-        (model, 0.0)
-    } else {
-        let bar = kit::progress::bar(refine.steps as u64, "refine");
-        let tick = |_, psnr: f64| {
-            bar.set_message(format!("PSNR {psnr:.2} dB"));
-            bar.inc(1);
-        };
-        let (refined, report) = match ctx {
-            Some(ctx) => refine_gpu(ctx, &model, grid, refine, tick)?,
-            None => refine_cpu(&model, grid, refine, tick)?,
-        };
-        bar.finish_and_clear();
-        (refined, report.refine_ms)
-    };
-    // The PSNR of the model as saved and as `smoe render` renders it.
-    let psnr_db = psnr_of(&model)?;
-    Ok(Fitted { model, report, init_ms, em_psnr_db, refine_ms, psnr_db })
+        &self.phase.as_ref().expect("just set").1
+    }
+
+    fn show(&mut self, event: FitProgress) {
+        match event {
+            FitProgress::Start { kernels, total, .. } => self.of(0, total, &format!("start K={kernels}")).inc(1),
+            FitProgress::Em { total, loglik, psnr_db, .. } => {
+                self.psnr = psnr_db.or(self.psnr);
+                let shown = self.psnr.map_or(String::new(), |p| format!(", PSNR {p:.2} dB"));
+                let bar = self.of(1, total as u64, "EM");
+                bar.set_message(format!("ll {loglik:.3}{shown}"));
+                bar.inc(1);
+            }
+            FitProgress::Refine { total, psnr_db, .. } => {
+                let bar = self.of(2, total as u64, "refine");
+                bar.set_message(format!("PSNR {psnr_db:.2} dB"));
+                bar.inc(1);
+            }
+        }
+    }
+}
+
+impl Drop for Bars {
+    fn drop(&mut self) {
+        if let Some((_, bar)) = self.phase.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Fits `k` kernels to `grid`, with progress bars.
+pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
+    let mut bars = Bars::default();
+    Ok(fit_kernels(ctx, grid, k, settings, &mut |e| bars.show(e))?)
 }
 
 pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
@@ -180,7 +148,7 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
     kit::budget::check(memory.host_bytes, format!("fitting {largest} kernels to {}", input.display()))?;
     let ctx = common.context()?;
     if let Some(ctx) = &ctx {
-        check_device_memory(ctx, &memory, samples, largest)?;
+        check_device(ctx, &memory, samples, largest)?;
     }
     let (fitted, target, trials) = match kernels {
         Kernels::Count(k) => (fit_at(ctx.as_ref(), &grid, k, &settings)?, None, Vec::new()),
@@ -223,30 +191,5 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
         trials,
     };
     kit::emit(&record, &[out]);
-    Ok(())
-}
-
-/// Refuses a fit whose estimated device memory (or largest buffer) the device cannot hold,
-/// before anything is allocated on it.
-pub(crate) fn check_device_memory(
-    ctx: &engine::Context,
-    memory: &FitMemory,
-    samples: usize,
-    kernels: usize,
-) -> Result<()> {
-    let info = ctx.info();
-    let what = format!("{samples} samples and {kernels} kernels");
-    if let Some(heap) = device_local_bytes(info) {
-        // A tenth of the heap is left to the driver and other processes.
-        if memory.device_bytes > heap - heap / 10 {
-            bail!(
-                "fitting {what} needs about {} of device memory, more than the {} {} has; use fewer kernels or a smaller input",
-                kit::budget::human(memory.device_bytes),
-                kit::budget::human(heap),
-                info.name
-            );
-        }
-    }
-    ctx.check_binding(memory.largest_buffer_bytes, &format!("fitting {what}"))?;
     Ok(())
 }

@@ -21,6 +21,7 @@
 pub mod codec;
 pub mod cpu;
 pub mod data;
+pub mod error;
 pub mod fit;
 pub mod gpu;
 pub mod memory;

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Subcommand;
-use fit_command::{FitSettings, Kernels};
-use smoe::fit::Init;
+use fit_command::Kernels;
+use smoe::fit::{FitSettings, Init};
 use smoe::gpu::{Cull, Mode};
 use smoe::refine::RefineOptions;
 

@@ -92,6 +92,31 @@ pub fn device_local_bytes(info: &engine::DeviceInfo) -> Option<u64> {
     info.memory_heaps.iter().filter(|h| h.device_local).map(|h| h.bytes).max()
 }
 
+/// Refuses a fit of `kernels` kernels to `samples` samples whose estimated device memory (or
+/// largest buffer) `ctx`'s device cannot hold, before anything is allocated on it.
+pub fn check_device(
+    ctx: &engine::Context,
+    memory: &FitMemory,
+    samples: usize,
+    kernels: usize,
+) -> crate::error::Result<()> {
+    let info = ctx.info();
+    let what = format!("{samples} samples and {kernels} kernels");
+    if let Some(heap) = device_local_bytes(info) {
+        // A tenth of the heap is left to the driver and other processes.
+        if memory.device_bytes > heap - heap / 10 {
+            return Err(crate::error::SmoeError::DeviceMemory {
+                what,
+                needed: memory.device_bytes,
+                available: heap,
+                device: info.name.clone(),
+            });
+        }
+    }
+    ctx.check_binding(memory.largest_buffer_bytes, &format!("fitting {what}"))?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

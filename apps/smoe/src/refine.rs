@@ -412,7 +412,7 @@ pub fn refine_gpu(
     grid: &Grid,
     options: RefineOptions,
     progress: impl FnMut(usize, f64),
-) -> anyhow::Result<(Model, RefineReport)> {
+) -> crate::error::Result<(Model, RefineReport)> {
     let start = std::time::Instant::now();
     let params = Params::from_model(model)?;
     let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps)?;

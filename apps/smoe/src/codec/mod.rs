@@ -44,6 +44,12 @@ impl From<CodecError> for ModelError {
     }
 }
 
+impl From<CodecError> for crate::error::SmoeError {
+    fn from(e: CodecError) -> crate::error::SmoeError {
+        crate::error::SmoeError::Model(e.into())
+    }
+}
+
 /// The quality (see [`Steps::quality_scale`]) of `.smc` files written without one.
 pub const DEFAULT_QUALITY: u32 = 75;
 /// The first bytes of a `.smc` file.

@@ -96,7 +96,7 @@ pub struct GpuRefine {
 
 impl GpuRefine {
     /// Uploads `params` fitted to `grid` for up to `steps` steps (and the final evaluation).
-    pub fn new(ctx: &Context, params: &Params, grid: &Grid, steps: usize) -> anyhow::Result<GpuRefine> {
+    pub fn new(ctx: &Context, params: &Params, grid: &Grid, steps: usize) -> crate::error::Result<GpuRefine> {
         let (p, kernels) = (params.layout.p, params.len());
         let mut renderer = Renderer::new(ctx, &params.to_model()?, Mode::Robust)?;
         // Adam keeps every mu_Y within [-MAX_COLOUR, MAX_COLOUR]: the widest colour span.
@@ -183,7 +183,7 @@ impl GpuRefine {
         options: RefineOptions,
         grid: &Grid,
         mut progress: impl FnMut(usize, f64),
-    ) -> anyhow::Result<(Params, Vec<f64>)> {
+    ) -> crate::error::Result<(Params, Vec<f64>)> {
         self.size_lists()?;
         let mut done = 0;
         while done <= options.steps {
@@ -212,7 +212,7 @@ impl GpuRefine {
     /// Sizes the tile lists for the starting parameters, with a quarter more for kernels
     /// that grow (a list that overflows later grows after that submission), so the first
     /// steps do not blend every kernel in every tile.
-    fn size_lists(&mut self) -> anyhow::Result<()> {
+    fn size_lists(&mut self) -> crate::error::Result<()> {
         self.ctx.run(|rec| {
             self.record_expand(rec, 0);
             Ok(())
@@ -324,7 +324,7 @@ mod tests {
     impl GpuRefine {
         /// The squared error and natural gradient of the parameters on the device (one
         /// evaluation, no step).
-        fn gradient(&mut self, layout: Layout) -> anyhow::Result<(f64, Vec<f64>)> {
+        fn gradient(&mut self, layout: Layout) -> crate::error::Result<(f64, Vec<f64>)> {
             let mut rec = self.ctx.recorder()?;
             self.record_step(&mut rec, 0, None)?;
             rec.submit()?.wait()?;
@@ -336,7 +336,7 @@ mod tests {
 
         /// Adam step `step` (from 0) with the natural gradient `grad`, and the prior floor
         /// refine_expand then applies; returns the parameters.
-        fn adam(&mut self, layout: Layout, step: usize, grad: &[f64], lr: f64) -> anyhow::Result<Vec<f64>> {
+        fn adam(&mut self, layout: Layout, step: usize, grad: &[f64], lr: f64) -> crate::error::Result<Vec<f64>> {
             let stride = layout.stride();
             let mut padded = vec![0.0f32; self.kernels * grad_stride(layout.p)];
             for (dst, src) in padded.chunks_exact_mut(grad_stride(layout.p)).zip(grad.chunks_exact(stride)) {
