@@ -1,6 +1,6 @@
 //! `smoe fit --bpp B` / `--bytes N`: the `.smc` file of the smallest error within a byte
 //! budget ([`smoe::codec::fit`]): fits at a few kernel counts, each pruned, its step scale
-//! bisected to the budget and (on the CPU backend) refined with the quantiser in the loop.
+//! bisected to the budget and refined with the quantiser in the loop.
 //! The record's PSNR is the decoded file's, rendered as `smoe render` renders it.
 
 use std::fmt;
@@ -13,7 +13,7 @@ use smoe::data::Grid;
 use smoe::fit::{render_psnr, render_psnr_cpu, FitSettings};
 use smoe::gpu::em::culled::TILE;
 use smoe::memory::{check_device, fit_memory};
-use smoe::refine::RefineOptions;
+use smoe::refine::{refine_gpu_quantised, RefineOptions};
 
 use crate::fit_command::fit_at;
 
@@ -32,7 +32,7 @@ pub struct BudgetSettings {
     pub max_kernels: Option<usize>,
     /// Fits of the kernel-count search.
     pub trials: usize,
-    /// Steps of quantisation-aware refinement (CPU backend; 0: none).
+    /// Quantisation-aware refinement after each fit (0 steps: none).
     pub qat: RefineOptions,
 }
 
@@ -51,7 +51,7 @@ struct BudgetRecord {
     steps: smoe::codec::StepsRecord,
     /// PSNR of the decoded file, rendered.
     psnr_db: f64,
-    /// Steps of quantisation-aware refinement per fit (0 on the GPU backend).
+    /// Steps of quantisation-aware refinement per fit.
     qat_steps: usize,
     /// Every fit of the search: kernels fitted and coded, bytes, step scale, PSNR.
     trials: Vec<Trial>,
@@ -100,14 +100,15 @@ pub fn fit(
     if let Some(ctx) = &ctx {
         check_device(ctx, &memory, samples, largest)?;
     }
-    let qat_steps = if ctx.is_some() { 0 } else { budget.qat.steps };
+    let qat = budget.qat;
     let calls = Calls {
         fit: |k| Ok::<_, anyhow::Error>(fit_at(ctx.as_ref(), &grid, k, &settings)?.model),
         refine_quantised: |model: &smoe::model::Model, steps: &smoe::codec::Steps| {
-            if qat_steps == 0 {
-                return Ok(model.clone());
-            }
-            Ok(refine_quantised_cpu(model, &grid, steps, RefineOptions { steps: qat_steps, ..budget.qat })?.0)
+            Ok(match &ctx {
+                _ if qat.steps == 0 => model.clone(),
+                Some(ctx) => refine_gpu_quantised(ctx, model, &grid, qat, Some(steps), |_, _| {})?.0,
+                None => refine_quantised_cpu(model, &grid, steps, qat)?.0,
+            })
         },
         psnr: |model: &smoe::model::Model| {
             Ok(match &ctx {
@@ -130,7 +131,7 @@ pub fn fit(
         step_scale: found.step_scale,
         steps: smoe::codec::Steps::scaled(found.step_scale).record(),
         psnr_db: found.psnr_db,
-        qat_steps,
+        qat_steps: qat.steps,
         trials: found.trials,
     };
     kit::emit(&record, &[out]);

@@ -73,8 +73,8 @@ enum Command {
         /// --bpp/--bytes: fits of the kernel-count search (each at 1.5x or 1/1.5x the best so far), 1..=20
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
         budget_fits: u32,
-        /// --bpp/--bytes: steps of refinement with the quantiser in the loop after each fit, 0..=100000 (CPU backend; the GPU backend skips them)
-        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        /// --bpp/--bytes: steps of refinement with the quantiser in the loop (loss and gradient of the quantised model, applied to the unquantised one) after each fit, 0..=100000
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
         qat_steps: u32,
         /// The model file: .json, or the binary format for .smoe/.bin
         #[arg(long)]

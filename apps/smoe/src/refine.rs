@@ -413,9 +413,24 @@ pub fn refine_gpu(
     options: RefineOptions,
     progress: impl FnMut(usize, f64),
 ) -> crate::error::Result<(Model, RefineReport)> {
+    refine_gpu_quantised(ctx, model, grid, options, None, progress)
+}
+
+/// [`refine_gpu`]; with `quantise`, quantisation-aware: every step's loss and gradient are
+/// those of the parameters as a `.smc` file with these steps stores them, applied to the
+/// unquantised ones (straight through), and the model returned is the one whose quantised
+/// parameters rendered best (the twin of [`crate::codec::fit::refine_quantised_cpu`]).
+pub fn refine_gpu_quantised(
+    ctx: &engine::Context,
+    model: &Model,
+    grid: &Grid,
+    options: RefineOptions,
+    quantise: Option<&crate::codec::Steps>,
+    progress: impl FnMut(usize, f64),
+) -> crate::error::Result<(Model, RefineReport)> {
     let start = std::time::Instant::now();
     let params = Params::from_model(model)?;
-    let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps)?;
+    let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps, quantise)?;
     let (best, sse) = gpu.run(&params, options, grid, progress)?;
     let report = RefineReport {
         steps: options.steps,
