@@ -233,6 +233,9 @@ pub fn convert(input: &Path, output: &Path, size: Option<SmcSize>) -> Result<()>
     let model = Model::load(input)?;
     let pixels: u64 = model.extent.iter().map(|&e| e as u64).product();
     let (kernels, step_scale) = if format == "smc" {
+        if model.color_space != smoe::model::ColorSpace::Rgb {
+            bail!("{}: the .smc format holds RGB models; this one is {}", output.display(), model.color_space.name());
+        }
         let params = smoe::refine::Params::from_model(&model)?;
         let quality = |q| smoe::codec::Steps::quality_scale(q);
         let (bytes, scale) = match size.unwrap_or(SmcSize::Quality(smoe::codec::DEFAULT_QUALITY)) {

@@ -15,13 +15,13 @@ use crate::data::Grid;
 use crate::model::{Model, ModelError};
 use crate::refine::{refine, Params, RefineOptions, RefineReport};
 
-/// The bits a kernel of `p` coordinates costs at the step scales budgets pick (60-75 on
+/// The bits a kernel of `p` coordinates costs at the step scales budgets pick (40-65 on
 /// fitted photos), for the first K the search tries.
 pub fn bits_per_kernel(p: usize) -> f64 {
     if p == 2 {
-        64.0
+        48.0
     } else {
-        128.0
+        96.0
     }
 }
 

@@ -305,8 +305,12 @@ pub fn encode(params: &Params, steps: &Steps) -> Result<Vec<u8>, CodecError> {
     Ok(out)
 }
 
-/// Encodes a model (validated, RGB).
+/// Encodes a model (validated; the format holds RGB models only).
 pub fn encode_model(model: &Model, steps: &Steps) -> Result<Vec<u8>, ModelError> {
+    if model.color_space != ColorSpace::Rgb {
+        let space = model.color_space.name();
+        return Err(CodecError::Invalid(format!("the format holds RGB models; this one is {space}")).into());
+    }
     Ok(encode(&Params::from_model(model)?, steps)?)
 }
 
