@@ -116,6 +116,30 @@ fn light_field_fit_and_fractional_view() {
     assert!(BIN
         .fails(&["render", s(&model), "--out", s(&out), "--view", "1e30,0"])
         .contains("outside the captured views"));
+    // The compact format holds light fields too: a budget fit (every view's pixels count)
+    // and its views rendered from the file.
+    let smc = dir.path().join("lf.smc");
+    let line = envelope(&BIN.ok(&[
+        "fit",
+        s(&npy),
+        "--bpp",
+        "4",
+        "--out",
+        s(&smc),
+        "--iterations",
+        "5",
+        "--refine-steps",
+        "20",
+        "--qat-steps",
+        "10",
+        "--budget-fits",
+        "2",
+        "--json",
+    ]));
+    let budget = (4 * 13 * 11 * 3 * 2 / 8) as u64;
+    assert!(std::fs::metadata(&smc).unwrap().len() <= budget, "{line}");
+    assert!(line["psnr_db"].as_f64().unwrap() > 15.0, "{line}");
+    BIN.ok(&["render", s(&smc), "--out", s(&out), "--view", "2,1"]);
 }
 
 #[test]
