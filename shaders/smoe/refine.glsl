@@ -23,8 +23,10 @@ const uint G_OFF = MUY + 3u;
 const uint STRIDE = G_OFF + 3u * P;
 const uint GRAD_STRIDE = P == 2u ? 16u : 32u;
 
-// How far below the largest ln pi a prior may go (PRIOR_RANGE on the host).
+// How far below the largest ln pi a prior may go (PRIOR_RANGE on the host), and the clamps
+// of the other values (refine.rs).
 const float PRIOR_RANGE = 60.0;
+const float MAX_LOG_DIAG = 1.3862943611198906, MAX_SHEAR = 8.0, MAX_COLOUR = 4.0, MAX_SLOPE = 8.0;
 
 layout(push_constant) uniform Push {
     uint kernels;
@@ -41,6 +43,8 @@ layout(push_constant) uniform Push {
     uint view;         // loss phase 0: the view's index
     uint count;        // loss: partial sums per view (phase 0), all partial sums (phase 1)
     uint phase;
+    uint quantise;     // expand: 1 to expand the parameters as the .smc file stores them
+    float qstep[6];    // expand: the step of each group (centre, log-diagonal, shear, prior, colour, slope)
 } pc;
 
 // Packed lower-triangular index of (i, j), i >= j.

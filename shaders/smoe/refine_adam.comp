@@ -18,7 +18,6 @@ layout(set = 0, binding = 6) readonly buffer Best { float best[]; };
 layout(set = 0, binding = 7) buffer Thmax { uint thmax[]; };
 
 const float B1 = 0.9, B2 = 0.999;
-const float MAX_LOG_DIAG = 1.3862943611198906, MAX_SHEAR = 8.0, MAX_COLOUR = 4.0, MAX_SLOPE = 8.0;
 
 void main() {
     uint k = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;

@@ -128,7 +128,7 @@ impl Drop for Bars {
 }
 
 /// Fits `k` kernels to `grid`, with progress bars.
-fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
+pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
     let mut bars = Bars::default();
     Ok(fit_kernels(ctx, grid, k, settings, &mut |e| bars.show(e))?)
 }

@@ -11,12 +11,14 @@
 //!
 //! Around them:
 //! - [`model`]: the model, its JSON and binary formats, validation.
+//! - [`codec`]: the compact, entropy-coded model format `.smc`, and fitting it to a byte budget.
 //! - [`fit`]: the fitter's start, regularisation and report, shared by both backends.
 //! - [`refine`]: the refinement's parameters and loop, shared by both backends.
 //! - [`memory`]: what `smoe fit` will allocate, estimated before it does.
 //! - [`target`]: the search for the smallest K that reaches a PSNR (`smoe fit --psnr`).
 //! - [`data`]: inputs (images, light fields) as joint samples; generated sample images.
 
+pub mod codec;
 pub mod cpu;
 pub mod data;
 pub mod error;

@@ -4,6 +4,7 @@
 
 mod bench;
 mod commands;
+mod fit_budget;
 mod fit_command;
 mod viewer;
 
@@ -23,7 +24,7 @@ enum Command {
         after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render photo.json --out big.png --scale 2\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu"
     )]
     Render {
-        /// The model (.json, .smoe or .bin; told apart by content)
+        /// The model (.json, .smoe, .bin or .smc; told apart by content)
         model: PathBuf,
         /// Output: .png, .jpg, .tif, .bmp or .webp (8-bit RGB), or .npy (float32, unclamped)
         #[arg(long)]
@@ -55,17 +56,29 @@ enum Command {
     },
     /// Fit a model to an image or a light field (.npy, shape U x V x H x W x 3): EM, then gradient descent on the rendered error
     #[command(
-        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe\n  smoe fit photo.png --psnr 32 --out q32.smoe"
+        after_help = "Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe fit lf.npy --kernels 500 --iterations 20 --out lf.smoe --backend cpu\n  smoe fit photo.png --kernels 9000 --refine-steps 0 --out em-only.smoe\n  smoe fit photo.png --psnr 32 --out q32.smoe\n  smoe fit photo.png --bpp 0.5 --out photo.smc"
     )]
     Fit {
         /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3): float32/float64 in [0, 1], or uint8/uint16 scaled to it
         input: PathBuf,
-        /// Number of kernels K (at most the number of samples, and 2^24); with --psnr, the most the search may use (default: a quarter of the samples)
-        #[arg(long, value_parser = parse_kernels, required_unless_present = "psnr")]
+        /// Number of kernels K (at most the number of samples, and 2^24); with --psnr, --bpp or --bytes, the most the search may use (default: a quarter of the samples)
+        #[arg(long, value_parser = parse_kernels, required_unless_present_any = ["psnr", "bpp", "bytes"])]
         kernels: Option<usize>,
         /// Fit to a quality instead of a count: the smallest K (within 10%) whose fit reaches this PSNR in dB, 1..=100, found by fits at doubling K, then halving the gap
-        #[arg(long, value_parser = parse_psnr)]
+        #[arg(long, value_parser = parse_psnr, conflicts_with_all = ["bpp", "bytes"])]
         psnr: Option<f64>,
+        /// Fit to a file size instead: the .smc file (--out must end in .smc) of the smallest error within this many bits per pixel (of every view), in (0, 64]; the kernel count and the quantisation are searched
+        #[arg(long, value_parser = parse_bpp, conflicts_with = "bytes")]
+        bpp: Option<f64>,
+        /// Like --bpp, a budget in bytes
+        #[arg(long, value_parser = kit::cli::parse_count)]
+        bytes: Option<usize>,
+        /// --bpp/--bytes: fits of the kernel-count search (each at 1.5x or 1/1.5x the best so far), 1..=20
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+        budget_fits: u32,
+        /// --bpp/--bytes: steps of refinement with the quantiser in the loop (loss and gradient of the quantised model, applied to the unquantised one) after each fit, 0..=100000
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        qat_steps: u32,
         /// The model file: .json, or the binary format for .smoe/.bin
         #[arg(long)]
         out: PathBuf,
@@ -89,7 +102,7 @@ enum Command {
         after_help = "Examples:\n  smoe view photo.json\n  smoe view photo.json --frames 60 --screenshot shot.png"
     )]
     View {
-        /// The model (.json, .smoe or .bin)
+        /// The model (.json, .smoe, .bin or .smc)
         model: PathBuf,
         /// Render this many frames, then exit
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -106,13 +119,24 @@ enum Command {
         #[command(flatten)]
         run: kit::cli::RunArgs,
     },
-    /// Convert between the JSON and binary (.smoe/.bin) model formats (format from the extension)
-    #[command(after_help = "Examples:\n  smoe convert photo.json photo.smoe\n  smoe convert photo.smoe photo.json")]
+    /// Convert between the JSON, binary (.smoe/.bin) and compact (.smc) model formats (format from the extension)
+    #[command(
+        after_help = "Examples:\n  smoe convert photo.json photo.smoe\n  smoe convert photo.smoe photo.json\n  smoe convert photo.smoe photo.smc --quality 80\n  smoe convert photo.smoe photo.smc --bpp 0.5"
+    )]
     Convert {
-        /// The model to read (.json, .smoe or .bin; told apart by content)
+        /// The model to read (.json, .smoe, .bin or .smc; told apart by content)
         input: PathBuf,
-        /// The model to write: .json (JSON) or .smoe/.bin (binary, f32 values)
+        /// The model to write: .json (JSON), .smoe/.bin (binary, f32 values) or .smc (quantised, entropy coded)
         output: PathBuf,
+        /// .smc: the quantisation, 1..=100 (every 10 more halves every step; default 75)
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100), conflicts_with_all = ["bpp", "bytes"])]
+        quality: Option<u32>,
+        /// .smc: the finest quantisation whose file is at most this many bits per pixel (of every view), in (0, 64]
+        #[arg(long, value_parser = parse_bpp, conflicts_with = "bytes")]
+        bpp: Option<f64>,
+        /// .smc: the finest quantisation whose file is at most this many bytes
+        #[arg(long, value_parser = kit::cli::parse_count)]
+        bytes: Option<usize>,
         /// Print one JSON object per line (docs/cli.md) instead of text
         #[arg(long)]
         json: bool,
@@ -139,6 +163,10 @@ enum Command {
         run: kit::cli::RunArgs,
     },
 }
+
+/// The learning rate of quantisation-aware refinement: a third of refinement's default, as
+/// it starts from a refined model.
+const QAT_LR: f64 = 0.003;
 
 fn parse_view(text: &str) -> Result<(f64, f64), String> {
     let (u, v) = kit::cli::parse_pair::<f64>(text, ',')?;
@@ -180,6 +208,14 @@ fn parse_psnr(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+fn parse_bpp(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(v > 0.0 && v <= 64.0) {
+        return Err(format!("{v} bits per pixel is not in (0, 64]"));
+    }
+    Ok(v)
+}
+
 fn parse_kernels(text: &str) -> Result<usize, String> {
     let k = kit::cli::parse_count(text)?;
     if k as u64 > smoe::model::MAX_KERNELS {
@@ -206,8 +242,37 @@ fn run(command: Command) -> Result<()> {
             };
             commands::render(&model, &out, size, view, gpu, &common)
         }
-        Command::Fit { input, kernels, psnr, out, iterations, init, refine_steps, refine_lr, common } => {
+        Command::Fit {
+            input,
+            kernels,
+            psnr,
+            bpp,
+            bytes,
+            budget_fits,
+            qat_steps,
+            out,
+            iterations,
+            init,
+            refine_steps,
+            refine_lr,
+            common,
+        } => {
             let refine = RefineOptions { steps: refine_steps as usize, lr: refine_lr };
+            let budget = match (bpp, bytes) {
+                (Some(b), _) => Some(fit_budget::Budget::Bpp(b)),
+                (_, Some(n)) => Some(fit_budget::Budget::Bytes(n)),
+                _ => None,
+            };
+            if let Some(budget) = budget {
+                let settings = FitSettings { iterations: iterations as usize, init, refine };
+                let budget = fit_budget::BudgetSettings {
+                    budget,
+                    max_kernels: kernels,
+                    trials: budget_fits as usize,
+                    qat: RefineOptions { steps: qat_steps as usize, lr: QAT_LR },
+                };
+                return fit_budget::fit(&input, &out, settings, budget, &common);
+            }
             let kernels = match (psnr, kernels) {
                 (Some(db), max) => Kernels::Psnr { db, max },
                 (None, k) => Kernels::Count(k.ok_or_else(|| anyhow::anyhow!("--kernels or --psnr is needed"))?),
@@ -218,7 +283,15 @@ fn run(command: Command) -> Result<()> {
         Command::View { model, frames, screenshot, mode, size, run } => {
             commands::view(&model, frames, screenshot, mode, size, &run)
         }
-        Command::Convert { input, output, .. } => commands::convert(&input, &output),
+        Command::Convert { input, output, quality, bpp, bytes, .. } => {
+            let size = match (quality, bpp, bytes) {
+                (Some(q), ..) => Some(commands::SmcSize::Quality(q)),
+                (_, Some(b), _) => Some(commands::SmcSize::Bpp(b)),
+                (.., Some(n)) => Some(commands::SmcSize::Bytes(n)),
+                _ => None,
+            };
+            commands::convert(&input, &output, size)
+        }
         Command::Bench { args, set } => bench::run(&kit::cli::open(&args.device)?, args.quick, set),
         Command::Demo { out, run } => commands::demo(&out, &run),
     }

@@ -31,8 +31,9 @@ pub const MAX_VALUE: f32 = 1e4;
 /// Mahalanobis distance of any point within [`MAX_VALUE`] of a mean by
 /// 4 (2 MAX_VALUE)^2 x 1e24 < 1e33, so a kernel's log-weight is finite in f32 everywhere.
 pub const MAX_PRECISION: f64 = 1e24;
-/// The extensions a model is written with: JSON, or the binary format.
-pub const MODEL_EXTENSIONS: &[&str] = &["json", "smoe", "bin"];
+/// The extensions a model is written with: JSON, the binary format, or the compact format
+/// (`crate::codec`).
+pub const MODEL_EXTENSIONS: &[&str] = &["json", "smoe", "bin", "smc"];
 /// Binary model files are at most this long (2^24 light-field records and the header);
 /// JSON files at most eight times that.
 const MAX_BINARY_BYTES: u64 = 64 + MAX_KERNELS * 36 * 4;
@@ -291,7 +292,7 @@ impl Model {
     /// covariance positive definite both in f64 (the CPU backend) and, rounded to f32, in f32
     /// arithmetic (the GPU); and the coordinate block's inverse trace at most
     /// [`MAX_PRECISION`].
-    fn check_kernel(&self, k: usize) -> Result<()> {
+    pub(crate) fn check_kernel(&self, k: usize) -> Result<()> {
         let bad = |message: String| ModelError::Kernel { index: k, message };
         let pi = self.pi[k];
         if !((pi as f32) >= f32::MIN_POSITIVE && (pi as f32).is_finite()) {
@@ -530,19 +531,21 @@ impl Model {
         Ok(model)
     }
 
-    /// Loads a model file, JSON or binary (told apart by the binary magic): a regular file,
-    /// read within its size limit and the memory budget.
+    /// Loads a model file, JSON, binary or `.smc` (told apart by the magics): a regular
+    /// file, read within its size limit and the memory budget.
     pub fn load(path: &Path) -> Result<Model> {
         let file_err = |message: String| ModelError::File { path: path.display().to_string(), message };
         let bytes = kit::input::read_bounded(path, 8 * MAX_BINARY_BYTES)?;
-        let parsed = if bytes.starts_with(BINARY_MAGIC) {
+        let parsed = if bytes.starts_with(crate::codec::MAGIC) {
+            crate::codec::decode(&bytes)
+        } else if bytes.starts_with(BINARY_MAGIC) {
             if bytes.len() as u64 > MAX_BINARY_BYTES {
                 return Err(file_err(format!("longer than a binary model can be ({MAX_BINARY_BYTES} bytes)")));
             }
             Model::read_binary(&bytes)
         } else {
             let text = std::str::from_utf8(&bytes).map_err(|_| {
-                file_err("not a SMoE model (neither the binary format, .smoe/.bin, nor UTF-8 JSON)".into())
+                file_err("not a SMoE model (neither .smc, the binary format .smoe/.bin, nor UTF-8 JSON)".into())
             })?;
             // Parsing holds the kernels as lists: at most about 8 bytes per byte of text.
             kit::budget::check(bytes.len() as u64 * 8, format!("parsing {}", path.display()))?;
@@ -557,8 +560,9 @@ impl Model {
         })
     }
 
-    /// Validates, then saves atomically in the format of the extension: `.json`, or the
-    /// binary format for `.smoe` and `.bin` ([`MODEL_EXTENSIONS`]).
+    /// Validates, then saves atomically in the format of the extension: `.json`, the
+    /// binary format for `.smoe` and `.bin`, or `.smc` at [`crate::codec::DEFAULT_QUALITY`]
+    /// ([`MODEL_EXTENSIONS`]).
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut staged = kit::output::Staged::new();
         self.stage(&mut staged, path)?;
@@ -570,6 +574,12 @@ impl Model {
     pub fn stage(&self, staged: &mut kit::output::Staged, path: &Path) -> Result<()> {
         let format = kit::output::format_of(path, MODEL_EXTENSIONS)?;
         self.validate()?;
+        if format == "smc" {
+            let steps = crate::codec::Steps::scaled(crate::codec::Steps::quality_scale(crate::codec::DEFAULT_QUALITY));
+            let bytes = crate::codec::encode_model(self, &steps)?;
+            staged.write(path, |w| w.write_all(&bytes))?;
+            return Ok(());
+        }
         if format != "json" {
             // The binary file holds f32: the reader must accept what rounding makes of it.
             self.rounded_to_f32().validate()?;
@@ -701,7 +711,7 @@ mod tests {
         let png = write("image.png", b"\x89PNG\r\n\x1a\n\xff\xfe");
         let e = Model::load(&png).unwrap_err().to_string();
         assert!(
-            e.ends_with("image.png: not a SMoE model (neither the binary format, .smoe/.bin, nor UTF-8 JSON)"),
+            e.ends_with("image.png: not a SMoE model (neither .smc, the binary format .smoe/.bin, nor UTF-8 JSON)"),
             "{e}"
         );
         assert!(!e.contains("model: "), "{e}");

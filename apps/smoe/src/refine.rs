@@ -59,11 +59,11 @@ const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 /// Bounds that keep every step's model valid in f32: the precision factor's diagonal in
 /// pixel units (a standard deviation of at least a quarter pixel), shears, colours, expert
 /// slopes (colour per standard deviation) and how far below the largest prior a prior may go.
-const MAX_LOG_DIAG: f64 = 1.386_294_361_119_890_6; // ln 4
-const MAX_SHEAR: f64 = 8.0;
+pub(crate) const MAX_LOG_DIAG: f64 = 1.386_294_361_119_890_6; // ln 4
+pub(crate) const MAX_SHEAR: f64 = 8.0;
 pub(crate) const MAX_COLOUR: f64 = 4.0;
-const MAX_SLOPE: f64 = 8.0;
-const PRIOR_RANGE: f64 = 60.0;
+pub(crate) const MAX_SLOPE: f64 = 8.0;
+pub(crate) const PRIOR_RANGE: f64 = 60.0;
 
 /// The optimised parameters of every kernel (see the module's documentation), with the
 /// parts of the model refinement does not change.
@@ -294,21 +294,22 @@ impl Params {
             m.mu.extend_from_slice(&k[lay.mu_y()..lay.g()]);
             self.push_covariance(&mut m, j, &resid[j * 6..(j + 1) * 6]);
         }
-        // Validated as the binary file will hold it (f32), so the saved model loads.
+        // Validated as the binary file will hold it (f32), so the saved model loads; each
+        // kernel that fails has its colour covariance widened, up to 32 times.
         let mut m = m.rounded_to_f32();
-        for _ in 0..32 {
-            match m.validate() {
-                Err(ModelError::Kernel { index, .. }) => {
-                    for a in 0..3 {
-                        resid[index * 6 + packed_index(a, a)] = resid[index * 6 + packed_index(a, a)].max(1e-4) * 4.0;
-                    }
-                    let tri = packed_len(d);
-                    let mut fixed = Model { cov: Vec::new(), ..m.clone() };
-                    self.push_covariance(&mut fixed, index, &resid[index * 6..(index + 1) * 6]);
-                    let fixed = fixed.rounded_to_f32();
-                    m.cov[index * tri..(index + 1) * tri].copy_from_slice(&fixed.cov);
+        let tri = packed_len(d);
+        for index in 0..m.len() {
+            for _ in 0..32 {
+                if m.check_kernel(index).is_ok() {
+                    break;
                 }
-                other => return other.map(|()| m),
+                for a in 0..3 {
+                    resid[index * 6 + packed_index(a, a)] = resid[index * 6 + packed_index(a, a)].max(1e-4) * 4.0;
+                }
+                let mut fixed = Model { cov: Vec::new(), ..m.clone() };
+                self.push_covariance(&mut fixed, index, &resid[index * 6..(index + 1) * 6]);
+                let fixed = fixed.rounded_to_f32();
+                m.cov[index * tri..(index + 1) * tri].copy_from_slice(&fixed.cov);
             }
         }
         m.validate().map(|()| m)
@@ -412,9 +413,24 @@ pub fn refine_gpu(
     options: RefineOptions,
     progress: impl FnMut(usize, f64),
 ) -> crate::error::Result<(Model, RefineReport)> {
+    refine_gpu_quantised(ctx, model, grid, options, None, progress)
+}
+
+/// [`refine_gpu`]; with `quantise`, quantisation-aware: every step's loss and gradient are
+/// those of the parameters as a `.smc` file with these steps stores them, applied to the
+/// unquantised ones (straight through), and the model returned is the one whose quantised
+/// parameters rendered best (the twin of [`crate::codec::fit::refine_quantised_cpu`]).
+pub fn refine_gpu_quantised(
+    ctx: &engine::Context,
+    model: &Model,
+    grid: &Grid,
+    options: RefineOptions,
+    quantise: Option<&crate::codec::Steps>,
+    progress: impl FnMut(usize, f64),
+) -> crate::error::Result<(Model, RefineReport)> {
     let start = std::time::Instant::now();
     let params = Params::from_model(model)?;
-    let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps)?;
+    let mut gpu = crate::gpu::refine::GpuRefine::new(ctx, &params, grid, options.steps, quantise)?;
     let (best, sse) = gpu.run(&params, options, grid, progress)?;
     let report = RefineReport {
         steps: options.steps,

@@ -1,5 +1,6 @@
 //! Mutation tests of smoe's readers (docs/formats.md, "smoe"): the JSON model reader, the
-//! binary model reader, and the fit input loader (`Grid::load`: light-field `.npy` and
+//! binary model reader, the `.smc` reader (mutants as they come, which its CRC refuses, and
+//! with the CRC made to match, which the decoder must then survive), and the fit input loader (`Grid::load`: light-field `.npy` and
 //! images). Valid files are mutated with fixed seeds (every truncation of small files, bit
 //! flips, header words set to the edges of 32/64 bits and the float specials; for JSON, each
 //! number replaced by values past f32's range), and every mutant must load or be refused
@@ -105,6 +106,48 @@ fn model_readers_survive_mutation() {
         assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
     }
     check_allocations("model readers");
+}
+
+/// `bytes` with its last four bytes set to the CRC-32 of the rest, as a `.smc` file ends.
+fn with_crc(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.len() >= 8 {
+        let n = bytes.len() - 4;
+        let crc = crc32fast::hash(&bytes[..n]);
+        bytes[n..].copy_from_slice(&crc.to_le_bytes());
+    }
+    bytes
+}
+
+#[test]
+fn smc_reader_survives_mutation() {
+    kit::budget::set(BUDGET);
+    ALLOC.reset();
+    for p in [2, 4] {
+        let m = model(p, 12);
+        let smc = smoe::codec::encode_model(&m, &smoe::codec::Steps::scaled(0.5)).unwrap();
+        let read = |path: &Path| {
+            let loaded = Model::load(path)?;
+            // What the reader accepts, the writers write back.
+            let again = tempfile::NamedTempFile::with_suffix(".smc").unwrap();
+            loaded.save(again.path())?;
+            Ok::<_, smoe::model::ModelError>(loaded)
+        };
+        let cases = kit::fuzz::mutants(&smc, 48, 300, 512, 51 + p as u64);
+        let tally = kit::fuzz::run_file_reader("m.smc", &cases, read);
+        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+        let fixed: Vec<Vec<u8>> = cases.into_iter().map(with_crc).collect();
+        let tally = kit::fuzz::run_file_reader("m.smc", &fixed, read);
+        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+        // The most kernels a header may declare, with a payload of nothing: refused by the
+        // budget before anything is allocated.
+        let mut big = smc.clone();
+        big[6 + 2 * p..10 + 2 * p].copy_from_slice(&(1u32 << 24).to_le_bytes());
+        let (_dir, path) = kit::testing::temp_path("big.smc");
+        std::fs::write(&path, with_crc(big)).unwrap();
+        let e = Model::load(&path).unwrap_err().to_string();
+        assert!(e.contains("budget") || e.contains("memory"), "{e}");
+    }
+    check_allocations(".smc reader");
 }
 
 #[test]

@@ -18,6 +18,7 @@
 
 use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
 
+use crate::codec::Steps;
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
 use crate::refine::{Adam, Params, RefineOptions, MAX_COLOUR};
@@ -59,6 +60,8 @@ struct Push {
     view: u32,
     count: u32,
     phase: u32,
+    quantise: u32,
+    qstep: [f32; 6],
 }
 
 struct Pipes {
@@ -95,8 +98,16 @@ pub struct GpuRefine {
 }
 
 impl GpuRefine {
-    /// Uploads `params` fitted to `grid` for up to `steps` steps (and the final evaluation).
-    pub fn new(ctx: &Context, params: &Params, grid: &Grid, steps: usize) -> crate::error::Result<GpuRefine> {
+    /// Uploads `params` fitted to `grid` for up to `steps` steps (and the final evaluation);
+    /// with `quantise`, every step's forward and backward passes see the parameters as a
+    /// `.smc` file with these steps stores them.
+    pub fn new(
+        ctx: &Context,
+        params: &Params,
+        grid: &Grid,
+        steps: usize,
+        quantise: Option<&Steps>,
+    ) -> crate::error::Result<GpuRefine> {
         let (p, kernels) = (params.layout.p, params.len());
         let mut renderer = Renderer::new(ctx, &params.to_model()?, Mode::Robust)?;
         // Adam keeps every mu_Y within [-MAX_COLOUR, MAX_COLOUR]: the widest colour span.
@@ -167,6 +178,8 @@ impl GpuRefine {
                 width: grid.width() as u32,
                 height: grid.height() as u32,
                 count: loss_groups as u32,
+                quantise: quantise.is_some() as u32,
+                qstep: quantise.map_or([0.0; 6], |q| q.0),
                 ..Push::default()
             },
             renderer,
@@ -359,6 +372,18 @@ mod tests {
     /// f64, and pixels beyond a kernel's culling box, where its share is below 1/65536; 8e-6 is the worst seen on lavapipe).
     #[test]
     fn gpu_gradient_matches_cpu() {
+        check_gradients(None);
+    }
+
+    /// The same with the quantiser in the loop (`.smc` steps at scale 1): the GPU's
+    /// gradient at the quantised parameters against the f64 twin's at
+    /// `codec::quantised` of them (the parameters first rounded to the f32 the GPU holds).
+    #[test]
+    fn gpu_quantised_gradient_matches_cpu() {
+        check_gradients(Some(Steps::scaled(1.0)));
+    }
+
+    fn check_gradients(quantise: Option<Steps>) {
         let ctx = engine::testing::context();
         let mut rng = kit::fuzz::Rng::new(5);
         let noisy = {
@@ -372,11 +397,13 @@ mod tests {
         for (grid, k) in cases {
             let init = Init::Kmeans.model(&grid, k, &mut || {});
             let (model, _) = fit_gpu_from(ctx, &grid, init, 4, |_, _| {}).unwrap();
-            let params = Params::from_model(&model).unwrap();
-            let mut gpu = GpuRefine::new(ctx, &params, &grid, 1).unwrap();
+            let mut params = Params::from_model(&model).unwrap();
+            params.v.iter_mut().for_each(|v| *v = *v as f32 as f64);
+            let mut gpu = GpuRefine::new(ctx, &params, &grid, 1, quantise.as_ref()).unwrap();
             let layout = params.layout();
             let (sse, got) = gpu.gradient(layout).unwrap();
-            let (want_sse, want) = crate::cpu::refine::loss_and_grad(layout, &params.natural(), &grid);
+            let evaluated = quantise.map_or_else(|| params.clone(), |q| crate::codec::quantised(&params, &q));
+            let (want_sse, want) = crate::cpu::refine::loss_and_grad(layout, &evaluated.natural(), &grid);
             let worst = worst_by_kind(&got, &want, layout.stride());
             eprintln!("p = {}: sse gpu {sse:.6} cpu {want_sse:.6}, worst gradient error {worst:.2e}", layout.p);
             assert!((sse - want_sse).abs() <= 1e-4 * want_sse, "{sse} vs {want_sse}");
@@ -425,7 +452,7 @@ mod tests {
                 }
                 *v = *v as f32 as f64;
             }
-            let mut gpu = GpuRefine::new(ctx, &params, &grid, 8).unwrap();
+            let mut gpu = GpuRefine::new(ctx, &params, &grid, 8, None).unwrap();
             let mut adam = Adam::new(params.v.len());
             for step in 0..7 {
                 let grad: Vec<f64> =
