@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use engine::Context;
+use kit::stats::median;
 use serde::Serialize;
 
 use crate::occupancy::{self, Limits, Usage};
@@ -177,17 +178,6 @@ impl std::fmt::Display for Point {
     }
 }
 
-/// Median of `v` (0 for none).
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
-    }
-}
-
 /// Runs `entry`'s kernel at one point and measures everything a sweep reports.
 pub fn point(device: &mut Device, entry: &Entry, config: &Config, size: u64, reps: Reps) -> engine::Result<Point> {
     let m = entry.kernel.run(&device.ctx, config, size, reps)?;
@@ -288,7 +278,5 @@ mod tests {
         assert_eq!(g[0].label(), "a=1 b=7");
         assert_eq!(g[5].label(), "a=2 b=9");
         assert_eq!(grid(&[], &[]), vec![Config(Vec::new())]);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 }

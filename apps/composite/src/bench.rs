@@ -11,6 +11,7 @@
 
 use engine::{Buffer, Context, Location};
 use glam::Mat4;
+use kit::stats::median;
 use serde_json::json;
 
 use crate::cpu::encode::{encode_parallel, encode_roi, encode_serial};
@@ -73,11 +74,6 @@ fn paper(size: &str) -> Option<Paper> {
 
 /// Table 2, GPS point cloud: min ROI, max ROI, min AP, max AP (% of the raw frame).
 const PAPER_RATIOS: [[f64; 4]; 2] = [[15.452, 75.262, 0.185, 2.433], [0.308, 71.010, 0.002, 0.468]];
-
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
@@ -296,8 +292,8 @@ fn time_rank(
     let floor_ms = floor_ms(roi_pixels, &encoded);
     // Medians: a repetition that meets a clock dip (the host work between passes lets the
     // GPU slow down) should not move the figure.
-    let encode_ms = median(gpu.iter().map(|t| t.encode_ms).collect());
-    let roi_ms = median(gpu.iter().map(|t| t.roi_ms).collect());
+    let encode_ms = median(&gpu.iter().map(|t| t.encode_ms).collect::<Vec<_>>());
+    let roi_ms = median(&gpu.iter().map(|t| t.roi_ms).collect::<Vec<_>>());
     Ok(json!({
         "gpu_ms": encode_ms,
         "cpu_ms": mean(&cpu_roi),
@@ -310,9 +306,9 @@ fn time_rank(
         "pipeline_floor_ms": pipeline_floor_ms,
         "pipeline_floor": "the floor with the whole frame as the box: every input byte read once",
         "pipeline_floor_fraction": pipeline_floor_ms / (roi_ms + encode_ms),
-        "d2h_ap_ms": median(gpu.iter().map(|t| t.d2h_ms).collect()),
-        "d2h_roi_ms": median(roi_d2h_ms),
-        "d2h_raw_ms": median(raw_ms),
+        "d2h_ap_ms": median(&gpu.iter().map(|t| t.d2h_ms).collect::<Vec<_>>()),
+        "d2h_roi_ms": median(&roi_d2h_ms),
+        "d2h_raw_ms": median(&raw_ms),
         "bytes_raw": 8 * n,
         "bytes_roi": 8 * roi_pixels,
         "bytes_ap": encoded.bytes(),

@@ -12,7 +12,9 @@
 use engine::Context;
 use serde_json::json;
 
-use crate::bench::{floor_ms, median, FrameSource};
+use kit::stats::median;
+
+use crate::bench::{floor_ms, FrameSource};
 use crate::cpu::encode::{encode_parallel, roi};
 use crate::error::{CompositeError, Result};
 use crate::gpu::encode::{EncodeConfig, GpuEncoder};
@@ -114,7 +116,7 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
                     total.1 = false;
                     continue;
                 }
-                let (roi_ms, encode_ms) = (median(roi_ms), median(encode_ms));
+                let (roi_ms, encode_ms) = (median(&roi_ms), median(&encode_ms));
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
                     "roi_ms": roi_ms, "encode_ms": encode_ms, "floor_ms": floor, "floor_fraction": floor / encode_ms,
                     "pipeline_ms": roi_ms + encode_ms, "pipeline_floor_ms": pipeline_floor,

@@ -13,6 +13,7 @@ use std::time::Instant;
 use engine::profile::PassTime;
 use engine::Context;
 use indicatif::ProgressBar;
+use kit::stats::median;
 use kit::Backend;
 
 use crate::cpu::distance::distance_cpu;
@@ -61,11 +62,6 @@ pub fn matrix(m: usize, n: usize, seed: u64) -> DistanceMatrix {
 
 fn total_ms(passes: &[PassTime]) -> f64 {
     passes.iter().map(|p| p.ms).sum()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// GPU times of one cooling iteration.
@@ -168,8 +164,8 @@ fn gpu_cooling_ms(
     let passes = rec.submit()?.wait_profiled()?;
     let sum = |name: &str| passes.iter().filter(|p| p.name == name).map(|p| p.ms).sum::<f64>();
     Ok(CoolingTimes {
-        gpu_ms: median(totals),
-        wall_ms: median(walls),
+        gpu_ms: median(&totals),
+        wall_ms: median(&walls),
         rows_ms: sum("rows") + sum("sinkhorn"),
         columns_ms: sum("columns") + sum("finish"),
     })
