@@ -30,20 +30,11 @@ pub struct Device {
     shapes: HashMap<(usize, Vec<u32>), Shape>,
 }
 
-/// Lavapipe runs the ceilings' probes on the CPU: small ones there.
-fn is_cpu(ctx: &Context) -> bool {
-    ctx.info().vendor_id == 0x10005 || ctx.info().device_type.to_lowercase().contains("cpu")
-}
-
 impl Device {
-    /// Measures the copy bandwidth (256 MiB on a GPU, 8 MiB on the CPU's lavapipe).
+    /// Measures the copy bandwidth ([`engine::ceilings::copy_gb_per_s`]).
     pub fn new(ctx: Context) -> engine::Result<Device> {
         let limits = Limits::for_device(ctx.info());
-        let bytes: u64 = if is_cpu(&ctx) { 8 << 20 } else { 256 << 20 };
-        let bytes = bytes.min(ctx.info().max_storage_buffer_range / 2);
-        engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(if is_cpu(&ctx) { 0 } else { 200 }))?;
-        let ms = engine::ceilings::copy_ms(&ctx, bytes, 256, 5)?;
-        let ceilings = Ceilings { copy_gb_per_s: 2.0 * bytes as f64 / (ms * 1e-3) / 1e9, fma_tflop_per_s: None };
+        let ceilings = Ceilings { copy_gb_per_s: engine::ceilings::copy_gb_per_s(&ctx)?, fma_tflop_per_s: None };
         Ok(Device { ctx, limits, ceilings, shapes: HashMap::new() })
     }
 
@@ -51,7 +42,7 @@ impl Device {
         if let Some(t) = self.ceilings.fma_tflop_per_s {
             return Ok(t);
         }
-        let (bytes, iterations) = if is_cpu(&self.ctx) { (1 << 20, 1) } else { (64 << 20, 4096) };
+        let (bytes, iterations) = if engine::ceilings::is_cpu(&self.ctx) { (1 << 20, 1) } else { (64 << 20, 4096) };
         let t = engine::ceilings::measure(&self.ctx, bytes, iterations)?.fma_tflop_per_s;
         self.ceilings.fma_tflop_per_s = Some(t);
         Ok(t)

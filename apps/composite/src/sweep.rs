@@ -63,8 +63,9 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
     let reps = if quick { 2 } else { 21 };
     let scene = Scene::points(points, 7)?;
     let configs = configs(ctx.info().max_workgroup_invocations);
+    let copy_gb_per_s = engine::ceilings::copy_gb_per_s(ctx)?;
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
-        "configs": configs.len(), "reps": reps}));
+        "configs": configs.len(), "reps": reps, "copy_gb_per_s": copy_gb_per_s}));
     // Pipelines are built once; a shape the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
@@ -84,8 +85,8 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
             let frame = frames.read_back()?;
             let want = encode_parallel(&frame);
             let roi = roi(&frame.depth, width);
-            let floor = floor_ms(roi.map_or(0, |r| r.pixels()), &want);
-            let pipeline_floor = floor_ms(frame.pixels(), &want);
+            let floor = floor_ms(roi.map_or(0, |r| r.pixels()), &want, copy_gb_per_s);
+            let pipeline_floor = floor_ms(frame.pixels(), &want, copy_gb_per_s);
             // A shape whose kernel reports a corrupt payload size is wrong, and the sweep goes
             // on with the others.
             let mut got = Vec::new();
