@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use engine::Context;
+use kit::stats::median;
 use serde::Serialize;
 
 use crate::occupancy::{self, Limits, Usage};
@@ -29,20 +30,11 @@ pub struct Device {
     shapes: HashMap<(usize, Vec<u32>), Shape>,
 }
 
-/// Lavapipe runs the ceilings' probes on the CPU: small ones there.
-fn is_cpu(ctx: &Context) -> bool {
-    ctx.info().vendor_id == 0x10005 || ctx.info().device_type.to_lowercase().contains("cpu")
-}
-
 impl Device {
-    /// Measures the copy bandwidth (256 MiB on a GPU, 8 MiB on the CPU's lavapipe).
+    /// Measures the copy bandwidth ([`engine::ceilings::copy_gb_per_s`]).
     pub fn new(ctx: Context) -> engine::Result<Device> {
         let limits = Limits::for_device(ctx.info());
-        let bytes: u64 = if is_cpu(&ctx) { 8 << 20 } else { 256 << 20 };
-        let bytes = bytes.min(ctx.info().max_storage_buffer_range / 2);
-        engine::ceilings::warm_up(&ctx, std::time::Duration::from_millis(if is_cpu(&ctx) { 0 } else { 200 }))?;
-        let ms = engine::ceilings::copy_ms(&ctx, bytes, 256, 5)?;
-        let ceilings = Ceilings { copy_gb_per_s: 2.0 * bytes as f64 / (ms * 1e-3) / 1e9, fma_tflop_per_s: None };
+        let ceilings = Ceilings { copy_gb_per_s: engine::ceilings::copy_gb_per_s(&ctx)?, fma_tflop_per_s: None };
         Ok(Device { ctx, limits, ceilings, shapes: HashMap::new() })
     }
 
@@ -50,7 +42,7 @@ impl Device {
         if let Some(t) = self.ceilings.fma_tflop_per_s {
             return Ok(t);
         }
-        let (bytes, iterations) = if is_cpu(&self.ctx) { (1 << 20, 1) } else { (64 << 20, 4096) };
+        let (bytes, iterations) = if engine::ceilings::is_cpu(&self.ctx) { (1 << 20, 1) } else { (64 << 20, 4096) };
         let t = engine::ceilings::measure(&self.ctx, bytes, iterations)?.fma_tflop_per_s;
         self.ceilings.fma_tflop_per_s = Some(t);
         Ok(t)
@@ -177,17 +169,6 @@ impl std::fmt::Display for Point {
     }
 }
 
-/// Median of `v` (0 for none).
-pub fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => s[n / 2],
-        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
-    }
-}
-
 /// Runs `entry`'s kernel at one point and measures everything a sweep reports.
 pub fn point(device: &mut Device, entry: &Entry, config: &Config, size: u64, reps: Reps) -> engine::Result<Point> {
     let m = entry.kernel.run(&device.ctx, config, size, reps)?;
@@ -288,7 +269,5 @@ mod tests {
         assert_eq!(g[0].label(), "a=1 b=7");
         assert_eq!(g[5].label(), "a=2 b=9");
         assert_eq!(grid(&[], &[]), vec![Config(Vec::new())]);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 }

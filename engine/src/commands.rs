@@ -47,6 +47,9 @@ pub struct Recorder {
     /// What the recorded commands use, kept alive until the submission completes.
     keep: Vec<Keep>,
     kept: HashSet<usize>,
+    /// Barriers recorded so far (tests check where the recorder places them).
+    #[cfg(test)]
+    barriers: usize,
 }
 
 fn queue(shared: &Shared, kind: QueueKind) -> &Queue {
@@ -116,6 +119,8 @@ impl Recorder {
             tracker: Tracker::default(),
             keep: Vec::new(),
             kept: HashSet::new(),
+            #[cfg(test)]
+            barriers: 0,
         })
     }
 
@@ -204,6 +209,16 @@ impl Recorder {
         let barriers = [barrier];
         let dep = vk::DependencyInfo::default().memory_barriers(&barriers);
         unsafe { self.ctx.shared.device.cmd_pipeline_barrier2(self.cmd, &dep) };
+        #[cfg(test)]
+        {
+            self.barriers += 1;
+        }
+    }
+
+    /// Barriers recorded so far.
+    #[cfg(test)]
+    pub(crate) fn barriers_placed(&self) -> usize {
+        self.barriers
     }
 
     /// Records a dispatch of `groups` workgroups with the given buffers at bindings 0..n and

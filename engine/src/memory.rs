@@ -167,6 +167,9 @@ impl<T: Pod> Bind for Buffer<T> {
 /// ([`Buffer::range`]): the range, and the buffer's owner for the submission to keep.
 pub struct Region<'a> {
     binding: BufferBinding,
+    /// The bytes the pass declares it touches: the binding, or a part of it
+    /// ([`Buffer::touching`]).
+    touched: BufferBinding,
     object: &'a Arc<BufferObject>,
 }
 
@@ -185,6 +188,12 @@ impl Bind for Region<'_> {
 pub trait Resource: Bind {
     /// The owner to keep alive.
     fn owner(&self) -> Keep;
+
+    /// The bytes the recorder tracks the pass's access to: the whole binding unless the
+    /// resource says it touches less.
+    fn touched(&self) -> BufferBinding {
+        self.binding()
+    }
 }
 
 impl<T: Pod> Resource for Buffer<T> {
@@ -196,6 +205,10 @@ impl<T: Pod> Resource for Buffer<T> {
 impl Resource for Region<'_> {
     fn owner(&self) -> Keep {
         self.object.clone()
+    }
+
+    fn touched(&self) -> BufferBinding {
+        self.touched
     }
 }
 
@@ -244,7 +257,17 @@ impl<T: Pod> Buffer<T> {
     /// Elements `start..start+len` as a declared pass binds them ([`crate::Pass::read`]).
     /// The byte offset must meet the device's minStorageBufferOffsetAlignment.
     pub fn range(&self, start: usize, len: usize) -> Region<'_> {
-        Region { binding: self.slice(start, len), object: &self.object }
+        let binding = self.slice(start, len);
+        Region { binding, touched: binding, object: &self.object }
+    }
+
+    /// The whole buffer as a declared pass binds it, of which the pass touches only
+    /// elements `start..start+len`: for kernels that address a part of a buffer through
+    /// push-constant offsets (at any element, where a bound range must be aligned), so that
+    /// passes on disjoint parts need no barrier between them. The part must cover every
+    /// element the kernel may read or write: the recorder orders nothing outside it.
+    pub fn touching(&self, start: usize, len: usize) -> Region<'_> {
+        Region { binding: self.binding(), touched: self.slice(start, len), object: &self.object }
     }
 
     /// The mapped contents of a host-visible buffer.

@@ -229,7 +229,8 @@ impl Tracker {
 pub struct Pass<'r, P> {
     rec: &'r mut Recorder,
     kernel: &'r Kernel<P>,
-    bound: Vec<(BufferBinding, Access, Keep)>,
+    /// The binding, the part of it the pass touches, the declared access, the owner.
+    bound: Vec<(BufferBinding, BufferBinding, Access, Keep)>,
     push: Option<Vec<u8>>,
 }
 
@@ -260,7 +261,7 @@ impl<'r, P: NoUninit> Pass<'r, P> {
     }
 
     fn bind(mut self, r: &(impl Resource + ?Sized), access: Access) -> Self {
-        self.bound.push((r.binding(), access, r.owner()));
+        self.bound.push((r.binding(), r.touched(), access, r.owner()));
         self
     }
 
@@ -297,7 +298,7 @@ impl<'r, P: NoUninit> Pass<'r, P> {
         }
         let info = rec.context().info();
         let mut uses = Vec::with_capacity(bound.len());
-        for ((binding, declared, _), b) in bound.iter().zip(desc.bindings) {
+        for ((binding, touched, declared, _), b) in bound.iter().zip(desc.bindings) {
             let agrees = match b.access {
                 Access::Read => *declared == Access::Read,
                 Access::Write => *declared == Access::Write,
@@ -330,7 +331,7 @@ impl<'r, P: NoUninit> Pass<'r, P> {
                     ),
                 ));
             }
-            uses.push(Use::compute(*binding, b.access));
+            uses.push(Use::compute(*touched, b.access));
         }
         let push = match push {
             Some(bytes) => bytes,
@@ -351,7 +352,7 @@ impl<'r, P: NoUninit> Pass<'r, P> {
         let numbered: Vec<(u32, BufferBinding)> =
             bound.iter().zip(desc.bindings).map(|(b, d)| (d.binding, b.0)).collect();
         rec.declare(&uses);
-        for (_, _, keep) in bound {
+        for (_, _, _, keep) in bound {
             rec.keep(keep);
         }
         rec.keep(kernel.pipeline.0.clone());

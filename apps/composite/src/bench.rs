@@ -11,6 +11,7 @@
 
 use engine::{Buffer, Context, Location};
 use glam::Mat4;
+use kit::stats::median;
 use serde_json::json;
 
 use crate::cpu::encode::{encode_parallel, encode_roi, encode_serial};
@@ -22,16 +23,14 @@ use crate::scene::Scene;
 use crate::timing::{time_ms, timed_pass};
 use crate::types::Roi;
 
-/// Copy bandwidth the floors are computed with (H100 compute-shader copy, PLATFORM.md).
-const COPY_BANDWIDTH: f64 = 2.6e12;
-
 /// The copy-bandwidth floor of encoding the `box_pixels` pixels of a frame's ROI box into
 /// `encoded`, in ms: the depth of every pixel in the box read, the colour of every active
 /// pixel read, the payload written. With the whole frame as the box, the floor of ROI
-/// detection and encoding together (every input byte read once).
-pub(crate) fn floor_ms(box_pixels: usize, encoded: &crate::ap::Encoded) -> f64 {
+/// detection and encoding together (every input byte read once). At `copy_gb_per_s`, the
+/// device's measured copy bandwidth ([`engine::ceilings::copy_gb_per_s`]).
+pub(crate) fn floor_ms(box_pixels: usize, encoded: &crate::ap::Encoded, copy_gb_per_s: f64) -> f64 {
     let bytes = 4 * box_pixels + 4 * encoded.active_pixels() + encoded.bytes();
-    bytes as f64 / COPY_BANDWIDTH * 1e3
+    bytes as f64 / (copy_gb_per_s * 1e9) * 1e3
 }
 
 /// The paper's GPS point-cloud figures (ms) at small (6) and large (192) scale: OGL3 GPU
@@ -73,11 +72,6 @@ fn paper(size: &str) -> Option<Paper> {
 
 /// Table 2, GPS point cloud: min ROI, max ROI, min AP, max AP (% of the raw frame).
 const PAPER_RATIOS: [[f64; 4]; 2] = [[15.452, 75.262, 0.185, 2.433], [0.308, 71.010, 0.002, 0.468]];
-
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
@@ -292,27 +286,28 @@ fn time_rank(
     }
     let active = encoded.active_pixels();
     let roi_pixels = roi.map_or(0, |r: Roi| r.pixels());
-    let pipeline_floor_ms = floor_ms(n, &encoded);
-    let floor_ms = floor_ms(roi_pixels, &encoded);
+    let copy_gb_per_s = engine::ceilings::copy_gb_per_s(ctx)?;
+    let pipeline_floor_ms = floor_ms(n, &encoded, copy_gb_per_s);
+    let floor_ms = floor_ms(roi_pixels, &encoded, copy_gb_per_s);
     // Medians: a repetition that meets a clock dip (the host work between passes lets the
     // GPU slow down) should not move the figure.
-    let encode_ms = median(gpu.iter().map(|t| t.encode_ms).collect());
-    let roi_ms = median(gpu.iter().map(|t| t.roi_ms).collect());
+    let encode_ms = median(&gpu.iter().map(|t| t.encode_ms).collect::<Vec<_>>());
+    let roi_ms = median(&gpu.iter().map(|t| t.roi_ms).collect::<Vec<_>>());
     Ok(json!({
         "gpu_ms": encode_ms,
         "cpu_ms": mean(&cpu_roi),
         "cpu_full_frame_ms": mean(&cpu_full),
         "cpu_parallel_ms": mean(&cpu_par),
         "floor_ms": floor_ms,
-        "floor": "bytes read+written / 2600 GB/s: depth of every pixel in the ROI box, colour of active pixels, payload written",
+        "floor": format!("bytes read+written / {copy_gb_per_s:.0} GB/s (this device's copy bandwidth): depth of every pixel in the ROI box, colour of active pixels, payload written"),
         "floor_fraction": floor_ms / encode_ms,
         "roi_ms": roi_ms,
         "pipeline_floor_ms": pipeline_floor_ms,
         "pipeline_floor": "the floor with the whole frame as the box: every input byte read once",
         "pipeline_floor_fraction": pipeline_floor_ms / (roi_ms + encode_ms),
-        "d2h_ap_ms": median(gpu.iter().map(|t| t.d2h_ms).collect()),
-        "d2h_roi_ms": median(roi_d2h_ms),
-        "d2h_raw_ms": median(raw_ms),
+        "d2h_ap_ms": median(&gpu.iter().map(|t| t.d2h_ms).collect::<Vec<_>>()),
+        "d2h_roi_ms": median(&roi_d2h_ms),
+        "d2h_raw_ms": median(&raw_ms),
         "bytes_raw": 8 * n,
         "bytes_roi": 8 * roi_pixels,
         "bytes_ap": encoded.bytes(),

@@ -35,8 +35,8 @@ use crate::frame::Frame;
 use crate::gpu::blend::GpuBlender;
 use crate::piece::{Gathered, Piece};
 use crate::schedule::Strategy;
-use crate::timing::ms_since;
 use crate::types::Op;
+use kit::stats::ms_since;
 
 /// The colour of a pixel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

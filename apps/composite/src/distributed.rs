@@ -19,7 +19,9 @@ use crate::piece::Piece;
 use crate::raster::Rasteriser;
 use crate::scene::{Scene, SceneSpec};
 use crate::schedule::Strategy;
-use crate::timing::{ms_since, time_ms, timed_pass};
+use kit::stats::ms_since;
+
+use crate::timing::{time_ms, timed_pass};
 use crate::types::Op;
 
 /// How a rank's partial image leaves the GPU.

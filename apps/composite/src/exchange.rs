@@ -15,7 +15,9 @@ use crate::error::{CompositeError, Result};
 use crate::gpu::blend::GpuBlender;
 use crate::piece::{Gathered, Kind, Piece};
 use crate::schedule::{cut, rounds, Strategy};
-use crate::timing::{ms_since, time_ms};
+use kit::stats::ms_since;
+
+use crate::timing::time_ms;
 use crate::types::Op;
 
 /// Time and traffic of one rank's compositing.

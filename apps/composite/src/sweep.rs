@@ -12,7 +12,9 @@
 use engine::Context;
 use serde_json::json;
 
-use crate::bench::{floor_ms, median, FrameSource};
+use kit::stats::median;
+
+use crate::bench::{floor_ms, FrameSource};
 use crate::cpu::encode::{encode_parallel, roi};
 use crate::error::{CompositeError, Result};
 use crate::gpu::encode::{EncodeConfig, GpuEncoder};
@@ -61,8 +63,9 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
     let reps = if quick { 2 } else { 21 };
     let scene = Scene::points(points, 7)?;
     let configs = configs(ctx.info().max_workgroup_invocations);
+    let copy_gb_per_s = engine::ceilings::copy_gb_per_s(ctx)?;
     emit(json!({"sweep": "setup", "device": ctx.info().name, "scene": format!("points:{points}:7"),
-        "configs": configs.len(), "reps": reps}));
+        "configs": configs.len(), "reps": reps, "copy_gb_per_s": copy_gb_per_s}));
     // Pipelines are built once; a shape the device cannot build is reported once.
     let mut encoders = Vec::new();
     for config in configs {
@@ -82,8 +85,8 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
             let frame = frames.read_back()?;
             let want = encode_parallel(&frame);
             let roi = roi(&frame.depth, width);
-            let floor = floor_ms(roi.map_or(0, |r| r.pixels()), &want);
-            let pipeline_floor = floor_ms(frame.pixels(), &want);
+            let floor = floor_ms(roi.map_or(0, |r| r.pixels()), &want, copy_gb_per_s);
+            let pipeline_floor = floor_ms(frame.pixels(), &want, copy_gb_per_s);
             // A shape whose kernel reports a corrupt payload size is wrong, and the sweep goes
             // on with the others.
             let mut got = Vec::new();
@@ -114,7 +117,7 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
                     total.1 = false;
                     continue;
                 }
-                let (roi_ms, encode_ms) = (median(roi_ms), median(encode_ms));
+                let (roi_ms, encode_ms) = (median(&roi_ms), median(&encode_ms));
                 emit(json!({"sweep": "encode", "size": size, "rank": rank, "ranks": ranks, "config": config,
                     "roi_ms": roi_ms, "encode_ms": encode_ms, "floor_ms": floor, "floor_fraction": floor / encode_ms,
                     "pipeline_ms": roi_ms + encode_ms, "pipeline_floor_ms": pipeline_floor,

@@ -5,12 +5,9 @@ use std::time::Instant;
 
 use engine::{Context, PassTime, Recorder};
 
-use crate::error::Result;
+use kit::stats::ms_since;
 
-/// Milliseconds since `t`.
-pub fn ms_since(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
-}
+use crate::error::Result;
 
 /// Runs `f` and returns its result and wall-clock milliseconds.
 pub fn time_ms<T>(f: impl FnOnce() -> T) -> (T, f64) {

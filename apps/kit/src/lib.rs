@@ -19,7 +19,7 @@
 //! - [`fuzz`]: mutation testing of readers with a counting allocator (tests).
 //! - [`heap`]: host allocator settings for binaries that churn large per-frame buffers.
 //! - [`photos`]: the demos' sample photos (public domain or CC0), embedded.
-//! - [`stats`]: elapsed milliseconds, medians and percentiles of timings.
+//! - [`stats`]: the median and percentiles of repeated timings, wall milliseconds.
 //! - [`testing`]: a binary run by its integration tests, with the contract's checks.
 //! - [`tuning`]: the per-device tuning file `sweep --tune` writes and the apps read, checked.
 //! - `viewer` (feature `viewer`): the window, event loop and screenshot the viewers share.

@@ -6,6 +6,8 @@ use rayon::prelude::*;
 
 use std::time::Instant;
 
+use kit::stats::ms_since;
+
 use crate::bitstream::Compressed;
 use crate::codes::{patch_step, Codes, Limit, Params};
 use crate::cpu::decode::decode_patches_cpu;
@@ -316,10 +318,6 @@ fn encode_chunks<S: PatchSource + ?Sized>(
             Ok((times, None))
         }
     }
-}
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
 }
 
 /// Decodes a compressed light field (cropping the padding away), with every sample clamped

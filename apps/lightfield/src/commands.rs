@@ -21,15 +21,13 @@ use lightfield::cpu::render::render_cpu_with;
 use lightfield::gpu::render::GpuRenderer;
 use lightfield::render::{unpack_rgb8, PixelOrder, View};
 
+use kit::stats::ms_since;
+
 use crate::records::{
     DecodeReport, DecodeViewReport, EncodeReport, GenerateReport, InfoReport, RenderReport, TrainReport, ViewReport,
     Viewpoint,
 };
 use crate::ViewpointArgs;
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
-}
 
 /// Checks `decode`'s `.npy` output before any work; an image extension gets a pointer to
 /// `--views`.

@@ -22,6 +22,8 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use kit::stats::ms_since;
+
 use crate::codes::{Codes, Limit, Params};
 use crate::cpu::encode::encode_patches_cpu;
 use crate::dictionary::{mode_offsets, Ensemble};
@@ -252,10 +254,6 @@ fn stats(iteration: usize, plen: usize, codes: &Codes) -> IterationStats {
         success_fraction: codes.success.iter().filter(|&&s| s).count() as f64 / n as f64,
         psnr_db: -10.0 * (squared / (n * plen) as f64).log10(),
     }
-}
-
-fn ms_since(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
 }
 
 /// Trains an ensemble on `lfs`; `progress` sees each iteration's statistics.

@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Instant;
 
 use engine::{Context, PassTime};
+use kit::stats::{median, ms_since};
 use serde::Serialize;
 
 use crate::gpu::GpuMad;
@@ -20,8 +21,6 @@ use crate::{GrayImage, MadError};
 
 /// The paper's time for one 512x512 pair on a Titan Black (mad-iqa-gpu.txt, Table 2).
 const PAPER_MS_512: f64 = 40.2;
-/// The copy bandwidth the floor assumes (H100, compute-shader copy, PLATFORM.md).
-const FLOOR_GB_PER_S: f64 = 2600.0;
 /// Timed repetitions of the single-pair latency.
 const LATENCY_RUNS: usize = 10;
 
@@ -35,8 +34,20 @@ fn floor_bytes_per_pixel() -> f64 {
     23.0 * 64.0 + 32.0 + 16.0 + 20.0 * 16.0 + 21.0 * 16.0 + 50.0
 }
 
-fn floor_ms(pixels: usize, pairs: usize) -> f64 {
-    floor_bytes_per_pixel() * pixels as f64 * pairs as f64 / (FLOOR_GB_PER_S * 1e9) * 1e3
+/// The floor: the bytes each pair must move over the device's measured copy bandwidth.
+struct Floor {
+    copy_gb_per_s: f64,
+}
+
+impl Floor {
+    fn ms(&self, pixels: usize, pairs: usize) -> f64 {
+        floor_bytes_per_pixel() * pixels as f64 * pairs as f64 / (self.copy_gb_per_s * 1e9) * 1e3
+    }
+
+    /// Its definition, printed beside it.
+    fn text(&self) -> String {
+        format!("bytes moved / {:.0} GB/s (this device's copy bandwidth)", self.copy_gb_per_s)
+    }
 }
 
 /// A few distinct pairs of one size to cycle through.
@@ -51,16 +62,9 @@ fn pairs(width: usize, height: usize, distinct: usize) -> Vec<(GrayImage, GrayIm
         .collect()
 }
 
-fn ms(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
-}
-
 fn passes_ms(passes: &[PassTime]) -> BTreeMap<String, f64> {
     passes.iter().map(|p| (p.name.clone(), p.ms)).collect()
 }
-
-/// The floor's definition, printed beside it.
-const FLOOR: &str = "bytes moved / 2600 GB/s";
 
 /// One measurement of `mad bench`. Its text is its JSON line (benchmark logs parse it).
 #[derive(Clone, Debug, Serialize)]
@@ -70,6 +74,8 @@ pub enum BenchLine {
         bench: &'static str,
         device: String,
         pipeline_ms: f64,
+        /// The measured copy bandwidth the floors divide by.
+        copy_gb_per_s: f64,
         cpu_threads: usize,
     },
     Latency {
@@ -93,7 +99,7 @@ pub enum BenchLine {
         cpu_ms: f64,
         paper_ms: Option<f64>,
         floor_ms: f64,
-        floor: &'static str,
+        floor: String,
         mad_gpu: f64,
         mad_cpu: f64,
         rel_diff: f64,
@@ -114,7 +120,7 @@ pub enum BenchLine {
         cpu_note: String,
         paper_ms: f64,
         floor_ms: f64,
-        floor: &'static str,
+        floor: String,
     },
     /// One pair over the memory budget, scored in tiles (`mad score --max-memory`).
     Tiled {
@@ -166,6 +172,7 @@ fn latency(
     height: usize,
     runs: usize,
     paper: Option<f64>,
+    floor: &Floor,
 ) -> Result<(), MadError> {
     let (r, d) = pairs(width, height, 1).remove(0);
     let warm = gpu.score(&r, &d, false)?.0;
@@ -175,12 +182,11 @@ fn latency(
     for _ in 0..runs {
         let t = Instant::now();
         passes = gpu.score_stream([((), &r, &d)], Some(1), false, |_| {})?;
-        wall.push(ms(t));
+        wall.push(ms_since(t));
     }
-    wall.sort_by(f64::total_cmp);
     let t = Instant::now();
     let (cpu, _) = crate::cpu::score(&r, &d)?;
-    let cpu_ms = ms(t);
+    let cpu_ms = ms_since(t);
     let pass = |names: &[&str]| {
         let ms: Vec<f64> = passes.iter().filter(|p| names.contains(&p.name.as_str())).map(|p| p.ms).collect();
         (!ms.is_empty()).then(|| ms.iter().sum())
@@ -189,7 +195,7 @@ fn latency(
         bench: name.into(),
         size: format!("{width}x{height}"),
         pairs: 1,
-        gpu_ms: wall[wall.len() / 2],
+        gpu_ms: median(&wall),
         gpu_kernel_ms: passes.iter().map(|p| p.ms).sum(),
         gpu_passes_ms: passes_ms(&passes),
         gpu_detection_ms: pass(&["detection"]),
@@ -197,8 +203,8 @@ fn latency(
         appearance_dispatches: gpu.appearance_dispatches(width, height, 1),
         cpu_ms,
         paper_ms: paper,
-        floor_ms: floor_ms(width * height, 1),
-        floor: FLOOR,
+        floor_ms: floor.ms(width * height, 1),
+        floor: floor.text(),
         mad_gpu: warm.mad,
         mad_cpu: cpu.mad,
         rel_diff: (warm.mad - cpu.mad).abs() / cpu.mad.abs().max(1e-12),
@@ -210,7 +216,12 @@ fn latency(
 
 /// Scores `count` pairs as one stream and reports pairs per second; the CPU reference runs on
 /// the first `cpu_count` of them.
-fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: usize) -> Result<(), MadError> {
+fn throughput(
+    gpu: &GpuMad,
+    name: &str,
+    (size, count, cpu_count): (usize, usize, usize),
+    floor: &Floor,
+) -> Result<(), MadError> {
     let distinct = pairs(size, size, 8);
     let stream = |n: usize| (0..n).map(|i| (i, &distinct[i % distinct.len()].0, &distinct[i % distinct.len()].1));
     // A chunk size that divides the count, so every chunk reuses the two slots (FFT plans,
@@ -222,12 +233,12 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
     let t = Instant::now();
     let mut scored = 0usize;
     let passes = gpu.score_stream(stream(count), Some(chunk), false, |_| scored += 1)?;
-    let gpu_ms = ms(t);
+    let gpu_ms = ms_since(t);
     let t = Instant::now();
     for (r, d) in distinct.iter().cycle().take(cpu_count) {
         crate::cpu::score(r, d)?;
     }
-    let cpu_per_pair_ms = ms(t) / cpu_count as f64;
+    let cpu_per_pair_ms = ms_since(t) / cpu_count as f64;
     let line = BenchLine::Throughput {
         bench: name.into(),
         size: format!("{size}x{size}"),
@@ -242,8 +253,8 @@ fn throughput(gpu: &GpuMad, name: &str, size: usize, count: usize, cpu_count: us
         cpu_ms: cpu_per_pair_ms * scored as f64,
         cpu_note: format!("CPU reference timed on {cpu_count} pairs, extrapolated to {scored}"),
         paper_ms: PAPER_MS_512 * scored as f64,
-        floor_ms: floor_ms(size * size, scored),
-        floor: FLOOR,
+        floor_ms: floor.ms(size * size, scored),
+        floor: floor.text(),
     };
     kit::emit(&line, &[]);
     Ok(())
@@ -273,20 +284,20 @@ fn tiled(
         // No warm-up: one tiled score is many tiles, and a user's first pays the same setup.
         let t = Instant::now();
         let (scores, _) = gpu.score_tiled(&r, &d, &plan, false)?;
-        Ok((plan, scores, ms(t)))
+        Ok((plan, scores, ms_since(t)))
     };
     let tiled = run();
     kit::budget::set(before);
     let (plan, scores, gpu_ms) = tiled?;
     let whole = {
         let t = Instant::now();
-        gpu.score(&r, &d, false).ok().map(|(s, _)| (s, ms(t)))
+        gpu.score(&r, &d, false).ok().map(|(s, _)| (s, ms_since(t)))
     };
     // The CPU's tiles of an 8000x8000 pair take minutes: small pairs only.
     let cpu = if width * height <= CPU_TILED_MAX_PIXELS {
         let t = Instant::now();
         let (cpu_tiled, _) = crate::tiled::score_cpu(&r, &d, &plan, false)?;
-        Some((cpu_tiled.mad, ms(t)))
+        Some((cpu_tiled.mad, ms_since(t)))
     } else {
         None
     };
@@ -316,22 +327,25 @@ fn tiled(
 pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
     let t = Instant::now();
     let gpu = GpuMad::new(ctx)?;
+    let pipeline_ms = ms_since(t);
+    let floor = Floor { copy_gb_per_s: engine::ceilings::copy_gb_per_s(ctx)? };
     let setup = BenchLine::Setup {
         bench: "setup",
         device: ctx.info().name.clone(),
-        pipeline_ms: ms(t),
+        pipeline_ms,
+        copy_gb_per_s: floor.copy_gb_per_s,
         cpu_threads: rayon::current_num_threads(),
     };
     kit::emit(&setup, &[]);
     if quick {
-        latency(&gpu, "latency_64", 64, 64, 2, None)?;
-        throughput(&gpu, "batch_64", 64, 6, 2)?;
-        latency(&gpu, "latency_97x61", 97, 61, 1, None)?;
+        latency(&gpu, "latency_64", 64, 64, 2, None, &floor)?;
+        throughput(&gpu, "batch_64", (64, 6, 2), &floor)?;
+        latency(&gpu, "latency_97x61", 97, 61, 1, None, &floor)?;
         tiled(ctx, "tiled_301x157", (301, 157), 16 * 301 * 157 + 128 * 128 * 200, Some(16))?;
     } else {
-        latency(&gpu, "latency_512", 512, 512, LATENCY_RUNS, Some(PAPER_MS_512))?;
-        throughput(&gpu, "batch_512", 512, 1000, 16)?;
-        latency(&gpu, "latency_1920x1080", 1920, 1080, LATENCY_RUNS, None)?;
+        latency(&gpu, "latency_512", 512, 512, LATENCY_RUNS, Some(PAPER_MS_512), &floor)?;
+        throughput(&gpu, "batch_512", (512, 1000, 16), &floor)?;
+        latency(&gpu, "latency_1920x1080", 1920, 1080, LATENCY_RUNS, None, &floor)?;
         tiled(ctx, "tiled_8000_2G", (8000, 8000), 2 << 30, None)?;
         // How far the tiles' scores move with the halo: a larger one, and the CPU tiles'.
         tiled(ctx, "tiled_8000_2G_halo1024", (8000, 8000), 2 << 30, Some(1024))?;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use engine::profile::PassTime;
 use engine::Context;
 use indicatif::ProgressBar;
+use kit::stats::median;
 use kit::Backend;
 
 use crate::cpu::distance::distance_cpu;
@@ -47,8 +48,6 @@ const EXTRA_SIZES: [(usize, usize); 1] = [(900, 8192)];
 const COMPARED: [(usize, usize); 2] = [(900, 8192), (2048, 8192)];
 /// The compared size of `--quick` (too large for one workgroup's shared memory).
 const QUICK_COMPARED: (usize, usize) = (60, 250);
-/// Peak bandwidth used for the floor (H100 compute-shader copy, PLATFORM.md).
-const BANDWIDTH_GB_S: f64 = 2600.0;
 /// CPU reference work per measurement is capped at about this many matrix entries x
 /// Sinkhorn iterations; larger runs are extrapolated linearly in the iteration count.
 const CPU_ENTRY_ITERATIONS: f64 = 1.0e9;
@@ -61,11 +60,6 @@ pub fn matrix(m: usize, n: usize, seed: u64) -> DistanceMatrix {
 
 fn total_ms(passes: &[PassTime]) -> f64 {
     passes.iter().map(|p| p.ms).sum()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// GPU times of one cooling iteration.
@@ -168,8 +162,8 @@ fn gpu_cooling_ms(
     let passes = rec.submit()?.wait_profiled()?;
     let sum = |name: &str| passes.iter().filter(|p| p.name == name).map(|p| p.ms).sum::<f64>();
     Ok(CoolingTimes {
-        gpu_ms: median(totals),
-        wall_ms: median(walls),
+        gpu_ms: median(&totals),
+        wall_ms: median(&walls),
         rows_ms: sum("rows") + sum("sinkhorn"),
         columns_ms: sum("columns") + sum("finish"),
     })
@@ -191,11 +185,12 @@ fn cpu_cooling_ms(d: &DistanceMatrix, params: &SoftAssignParams) -> (f64, u32) {
 }
 
 /// Bytes one cooling iteration must move at least: D once per Sinkhorn iteration or, with
-/// scaled iterations, D and K's f16 entries once in the first and K once in each other.
-fn floor_ms(m: usize, n: usize, params: &SoftAssignParams, scaled: bool) -> f64 {
+/// scaled iterations, D and K's f16 entries once in the first and K once in each other; in
+/// ms at `copy_gb_per_s`, the device's measured copy bandwidth.
+fn floor_ms(m: usize, n: usize, params: &SoftAssignParams, scaled: bool, copy_gb_per_s: f64) -> f64 {
     let iterations = params.per_temperature() as f64;
     let entry_bytes = if scaled { 6.0 + 2.0 * (iterations - 1.0) } else { 4.0 * iterations };
-    (m * n) as f64 * entry_bytes / (BANDWIDTH_GB_S * 1e9) * 1e3
+    (m * n) as f64 * entry_bytes / (copy_gb_per_s * 1e9) * 1e3
 }
 
 /// One measurement of `mosaic bench` (the envelope names the device).
@@ -227,7 +222,8 @@ pub enum BenchRecord {
         cpu_sinkhorn_iterations_measured: u32,
         /// The paper's GTX 280 time, where Table 2 has this size.
         paper_ms: Option<f64>,
-        /// Bytes (D read once per Sinkhorn iteration) / 2600 GB/s.
+        /// Bytes (D read once per Sinkhorn iteration) / the device's measured copy bandwidth
+        /// ([`engine::ceilings::copy_gb_per_s`]).
         floor_ms: f64,
         sinkhorn_iterations: u32,
         speedup_vs_paper: Option<f64>,
@@ -336,6 +332,7 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
         !options.sizes.is_empty() || COMPARED.contains(&(m, n)) || (options.quick && (m, n) == QUICK_COMPARED)
     };
     let reps = if options.quick { 1 } else { 5 };
+    let copy_gb_per_s = engine::ceilings::copy_gb_per_s(ctx)?;
 
     // Table 2: one cooling iteration.
     for &(m, n) in &sizes {
@@ -357,7 +354,7 @@ pub fn run(ctx: &Context, options: &Options, mut emit: impl FnMut(&BenchRecord))
                 cpu_threads: rayon::current_num_threads(),
                 cpu_sinkhorn_iterations_measured: cpu.map_or(0, |c| c.1),
                 paper_ms: paper_ms(m, n),
-                floor_ms: floor_ms(m, n, &params, state.atomic_shape().is_some_and(|s| s.scaled)),
+                floor_ms: floor_ms(m, n, &params, state.atomic_shape().is_some_and(|s| s.scaled), copy_gb_per_s),
                 sinkhorn_iterations: params.per_temperature(),
                 speedup_vs_paper: paper_ms(m, n).map(|p| p / gpu_ms),
                 speedup_vs_cpu: cpu.map(|c| c.0 / gpu_ms),

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use engine::Context;
+use kit::stats::median;
 use serde::Serialize;
 
 use smoe::cpu::em::em_step_cpu;
@@ -145,11 +146,6 @@ macro_rules! json_display {
 }
 json_display!(RenderBench, TileListBench, FitBench);
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Median GPU ms per pass, median GPU ms in total, median wall ms, tile-list entries.
 struct Timing {
     passes: Vec<(String, f64)>,
@@ -211,9 +207,9 @@ fn time_frames(
         }
     }
     Ok(Timing {
-        passes: passes.into_iter().map(|(n, v)| (n, median(v))).collect(),
-        gpu_ms: median(totals),
-        wall_ms: median(walls),
+        passes: passes.into_iter().map(|(n, v)| (n, median(&v))).collect(),
+        gpu_ms: median(&totals),
+        wall_ms: median(&walls),
         entries,
     })
 }

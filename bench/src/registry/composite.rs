@@ -16,12 +16,7 @@ pub enum Pass {
     Scatter,
 }
 
-fn to_engine(e: composite::CompositeError) -> engine::EngineError {
-    match e {
-        composite::CompositeError::Engine(e) => e,
-        other => engine::EngineError::Unsupported(other.to_string()),
-    }
-}
+to_engine_for!(composite::CompositeError, Unsupported);
 
 /// A frame whose active pixels (depth < 1) form discs over about a third of it.
 fn frame(edge: u32) -> Frame {

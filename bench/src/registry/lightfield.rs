@@ -31,12 +31,7 @@ const SHAPE: PatchShape = PatchShape::PAPER;
 const DICTIONARIES: usize = 8;
 const PARAMS: Params = Params { sparsity: 400, epsilon: 0.02 };
 
-fn to_engine(e: lightfield::LfError) -> engine::EngineError {
-    match e {
-        lightfield::LfError::Engine(e) => e,
-        other => engine::EngineError::Unsupported(other.to_string()),
-    }
-}
+to_engine_for!(lightfield::LfError, Unsupported);
 
 /// Patches whose codes differ between two encodings (float ties of the reductions' order
 /// may flip a choice).

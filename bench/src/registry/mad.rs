@@ -18,12 +18,7 @@ pub enum Strategy {
 /// `mad::gpu`'s block statistics shape: TILE = 8, spec [TILE * TILE, TILE].
 const BLOCK_SPEC: [u32; 2] = [64, 8];
 
-fn to_engine(e: mad::MadError) -> engine::EngineError {
-    match e {
-        mad::MadError::Engine(e) => e,
-        other => engine::EngineError::InvalidInput(other.to_string()),
-    }
-}
+to_engine_for!(mad::MadError, InvalidInput);
 
 impl Kernel for Strategy {
     fn params(&self) -> Vec<Param> {

@@ -7,6 +7,21 @@
 
 use engine::{Context, Result};
 
+/// Defines `to_engine`, an app's error as the engine error a point reports: the engine's own
+/// error (the app error's `Engine` variant) as it is, any other as `EngineError::$other` of
+/// its message: `Unsupported` where the app words device limits in its own errors (the point
+/// is skipped), `InvalidInput` where its errors mean the point failed.
+macro_rules! to_engine_for {
+    ($($app:ident)::+, $other:ident) => {
+        fn to_engine(e: $($app)::+) -> engine::EngineError {
+            match e {
+                $($app)::+::Engine(e) => e,
+                other => engine::EngineError::$other(other.to_string()),
+            }
+        }
+    };
+}
+
 pub mod composite;
 pub mod engine_kernels;
 pub mod lightfield;

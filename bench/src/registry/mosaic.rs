@@ -39,12 +39,7 @@ fn distances(size: u64) -> Result<DistanceMatrix> {
     DistanceMatrix::new(n, n, d).map_err(to_engine)
 }
 
-fn to_engine(e: mosaic::MosaicError) -> engine::EngineError {
-    match e {
-        mosaic::MosaicError::Engine(e) => e,
-        other => engine::EngineError::InvalidInput(other.to_string()),
-    }
-}
+to_engine_for!(mosaic::MosaicError, InvalidInput);
 
 /// A pass of one Sinkhorn iteration.
 pub enum Sinkhorn {

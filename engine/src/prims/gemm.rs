@@ -339,7 +339,13 @@ impl Gemm {
             tiles_m: tiles_m as u32,
             tiles_n: tiles_n as u32,
         };
-        rec.pass(&self.pipes[which]).read(a).read(b).read_write(c).push(&push).dispatch_linear(groups as u32)
+        // Products on disjoint parts of one buffer (a mode product per dictionary) are
+        // independent: each declares the elements it addresses, as `validate` bounds them.
+        let ((ar, ac), (br, bc)) = desc.stored_shapes();
+        let a = part(a, desc.offset_a, desc.extent(ar, ac, desc.lda, desc.stride_a));
+        let b = part(b, desc.offset_b, desc.extent(br, bc, desc.ldb, desc.stride_b));
+        let c = part(c, desc.offset_c, desc.extent(desc.m, desc.n, desc.ldc, desc.stride_c));
+        rec.pass(&self.pipes[which]).read(&a).read(&b).read_write(&c).push(&push).dispatch_linear(groups as u32)
     }
 
     /// Runs the batch of products (records, submits, waits); C is updated in place.
@@ -376,6 +382,15 @@ impl Gemm {
         let mut rec = self.ctx.recorder()?;
         self.record_mode_product_at(&mut rec, product, (x, 0), (u, 0), (y, 0))?;
         rec.submit()?.wait()
+    }
+}
+
+/// Elements `start..start + len` of `buf` as the part a product touches (all of it for none).
+fn part(buf: &Buffer<f32>, start: usize, len: usize) -> crate::memory::Region<'_> {
+    if len == 0 {
+        buf.touching(0, buf.len())
+    } else {
+        buf.touching(start, len)
     }
 }
 
@@ -434,6 +449,35 @@ mod tests {
     use crate::memory::Location;
     use crate::testing;
     use rand::{Rng, SeedableRng};
+
+    /// Two products into disjoint parts of one C (as a mode product per dictionary writes
+    /// them) get no barrier between them, and each part holds its product.
+    #[test]
+    fn products_on_disjoint_parts_of_one_buffer_need_no_barrier_between_them() {
+        let ctx = testing::context();
+        let gemm = Gemm::new(ctx).unwrap();
+        let (m, n, k) = (5, 7, 3);
+        let a_host: Vec<f32> = (0..2 * m * k).map(|i| (i % 7) as f32 - 2.5).collect();
+        let b_host: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 * 0.5 + 0.25).collect();
+        let c_host = vec![0.0f32; 2 * m * n + 3];
+        let (a, b, c) =
+            (ctx.upload(&a_host, "a").unwrap(), ctx.upload(&b_host, "b").unwrap(), ctx.upload(&c_host, "c").unwrap());
+        let first = BatchedGemm::packed(1, m, n, k);
+        let second = first.at(m * k, 0, m * n + 3);
+        let mut rec = ctx.recorder().unwrap();
+        gemm.record(&mut rec, &first, &a, &b, &c).unwrap();
+        gemm.record(&mut rec, &second, &a, &b, &c).unwrap();
+        assert_eq!(rec.barriers_placed(), 0);
+        rec.submit().unwrap().wait().unwrap();
+        let want = batched_gemm_cpu(
+            &second,
+            &a_host,
+            &b_host,
+            &batched_gemm_cpu(&first, &a_host, &b_host, &c_host).iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        );
+        assert!(testing::max_rel_error(&ctx.download(&c).unwrap(), &want, 1.0) < 1e-6);
+        testing::assert_no_validation_messages();
+    }
 
     /// f32 products of length k with inputs in [-1, 1): the error is a few ulps of
     /// sum |a||b| <= k, so it is measured relative to max(|want|, k * 1e-2); 1e-5 leaves

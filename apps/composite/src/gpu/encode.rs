@@ -34,7 +34,9 @@ use crate::cpu::encode::encode_serial;
 use crate::error::{CompositeError, Result};
 use crate::shaders::kernels;
 use crate::spans::{concat, split};
-use crate::timing::{gpu_ms, ms_since};
+use kit::stats::ms_since;
+
+use crate::timing::gpu_ms;
 use crate::types::Roi;
 
 /// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, runs

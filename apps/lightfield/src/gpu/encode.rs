@@ -9,7 +9,9 @@ use std::time::Instant;
 use engine::stream::upload;
 use engine::{Buffer, Location};
 
-use super::{add_times, ms_since, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
+use kit::stats::ms_since;
+
+use super::{add_times, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
 use crate::codes::{Codes, Limit, Params};
 use crate::error::{LfError, Result};
 

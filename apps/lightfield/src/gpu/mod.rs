@@ -24,6 +24,8 @@ use std::time::Instant;
 use engine::stream::{Done, Stream};
 use engine::{Buffer, Context, Kernel, PassTime, Submission};
 
+use kit::stats::ms_since;
+
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::{LfError, Result};
 use crate::patch::PatchShape;
@@ -229,10 +231,6 @@ fn add_times(time: &mut GpuTime, passes: &[PassTime], kernel: &str) {
             time.kernel_ms += p.ms;
         }
     }
-}
-
-fn ms_since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
 }
 
 #[cfg(test)]

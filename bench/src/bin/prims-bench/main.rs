@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::Parser;
 use engine::{Context, Location, Recorder};
+use kit::stats::median;
 
 mod records;
 
@@ -46,14 +47,9 @@ fn random_u32(n: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The median GPU ms of one repetition of `body`, at full clocks.
 fn gpu_median(ctx: &Context, repeats: u32, body: impl FnMut(&mut Recorder) -> engine::Result<()>) -> Result<f64> {
-    Ok(median(tessera_bench::time_repetitions(ctx, repeats, engine::ceilings::WARM_UP, body)?))
+    Ok(median(&tessera_bench::time_repetitions(ctx, repeats, engine::ceilings::WARM_UP, body)?))
 }
 
 fn cpu_ms(f: impl FnOnce()) -> f64 {

@@ -18,7 +18,9 @@ use super::Layout;
 use crate::bitstream;
 use crate::codes::patch_step;
 use crate::error::{LfError, Result};
-use crate::gpu::{ms_since, GpuCodec};
+use kit::stats::ms_since;
+
+use crate::gpu::GpuCodec;
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
 
 /// A decoded light field in device memory, in the layout the renderer reads.

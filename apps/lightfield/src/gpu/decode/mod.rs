@@ -13,7 +13,9 @@ use engine::{Buffer, Location};
 
 use crate::codes::Codes;
 use crate::error::Result;
-use crate::gpu::{add_times, ms_since, GpuCodec, GpuTime};
+use kit::stats::ms_since;
+
+use crate::gpu::{add_times, GpuCodec, GpuTime};
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
