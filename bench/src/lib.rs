@@ -30,8 +30,7 @@ pub fn time_repetitions(
     rec.enable_profiling(repeats + 1)?;
     for _ in 0..repeats {
         body(&mut rec)?;
-        rec.barrier();
-        rec.mark("rep");
+        rec.mark_isolated("rep");
     }
     Ok(rec.submit()?.wait_profiled()?.iter().map(|p| p.ms).collect())
 }

@@ -77,7 +77,7 @@ pub fn copy_ms(ctx: &Context, bytes: u64, workgroup: u32, repeats: u32) -> Resul
 }
 
 /// GPU milliseconds of the best of `repeats` passes that `pass` records after what `rec`
-/// already holds. A full barrier closes each pass, so each timestamp times one pass alone.
+/// already holds. An isolated mark closes each pass, so each timestamp times one pass alone.
 fn best_of_passes(
     mut rec: crate::Recorder,
     repeats: u32,
@@ -86,8 +86,7 @@ fn best_of_passes(
     rec.enable_profiling(repeats + 1)?;
     for _ in 0..repeats {
         pass(&mut rec)?;
-        rec.barrier();
-        rec.mark("pass");
+        rec.mark_isolated("pass");
     }
     Ok(best_ms(&rec.submit()?.wait_profiled()?, "pass"))
 }
@@ -167,19 +166,16 @@ pub fn measure(ctx: &Context, copy_bytes: u64, fma_iterations: u32) -> Result<Ce
 
     let mut rec = ctx.recorder()?;
     rec.fill(&src, 0x3f80_0000);
-    rec.barrier();
     rec.enable_profiling(32)?;
-    // A full barrier closes each timed pass, so each timestamp times one pass alone.
+    // An isolated mark closes each timed pass, so each timestamp times one pass alone.
     for _ in 0..5 {
         rec.pass(&copy).read(&src).write(&dst).push(&(words as u32)).dispatch([copy_groups, 1, 1])?;
-        rec.barrier();
-        rec.mark("copy");
+        rec.mark_isolated("copy");
     }
     for _ in 0..5 {
         let push = FmaPush { iterations: fma_iterations, seed: 1.0 };
         rec.pass(&fma).write(&fma_out).push(&push).dispatch([fma_groups, 1, 1])?;
-        rec.barrier();
-        rec.mark("fma");
+        rec.mark_isolated("fma");
     }
     let passes = rec.submit()?.wait_profiled()?;
     let copy_ms = best_ms(&passes, "copy");

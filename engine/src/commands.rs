@@ -5,7 +5,7 @@
 //! ([`Recorder::pass`], in [`crate::pass`]), copies, fills and host reads: the recorder places
 //! the barriers they need and keeps what they use alive until the submission completes.
 //! [`Recorder::dispatch`] with hand-placed [`Recorder::barrier`]s remains for code not yet
-//! written as passes. [`Recorder::submit`] puts it on its queue and
+//! written as passes (smoe's refinement). [`Recorder::submit`] puts it on its queue and
 //! signals the queue's timeline semaphore with the next value; the returned [`Submission`]
 //! waits for exactly that value. Work on the transfer queue and the compute queue is ordered
 //! with [`Recorder::wait_for`], a timeline wait, never with `vkQueueWaitIdle`.
@@ -41,6 +41,8 @@ pub struct Recorder {
     cmd: vk::CommandBuffer,
     timestamps: Option<Timestamps>,
     waits: Vec<(vk::Semaphore, u64)>,
+    /// Whether the submission waits for everything submitted to its queue before it.
+    after_queue: bool,
     tracker: Tracker,
     /// What the recorded commands use, kept alive until the submission completes.
     keep: Vec<Keep>,
@@ -110,6 +112,7 @@ impl Recorder {
             cmd,
             timestamps: None,
             waits: Vec::new(),
+            after_queue: false,
             tracker: Tracker::default(),
             keep: Vec::new(),
             kept: HashSet::new(),
@@ -155,6 +158,15 @@ impl Recorder {
                 ts.names.push(name.to_string());
             }
         }
+    }
+
+    /// Ends a named pass like [`Recorder::mark`] and keeps every later command from starting
+    /// before the earlier ones have finished (a full barrier), so that consecutive isolated
+    /// marks time sections that do not overlap: benchmark repetitions, whose passes may be
+    /// independent of the repetition before. Without profiling, only the barrier.
+    pub fn mark_isolated(&mut self, name: &str) {
+        self.barrier();
+        self.mark(name);
     }
 
     /// A full memory barrier: every earlier write (shader or transfer) is visible to every
@@ -386,6 +398,14 @@ impl Recorder {
         self.waits.push((other.timeline, other.value));
     }
 
+    /// Makes this submission wait (on the GPU) until everything submitted to its queue before
+    /// it has completed, with its writes visible: for work that follows submissions the
+    /// caller no longer holds (a readback after a stream of kernels). Queue order alone
+    /// orders nothing, and the recorder tracks accesses within its own command buffer only.
+    pub fn after_queue(&mut self) {
+        self.after_queue = true;
+    }
+
     /// Ends recording and submits; the queue's timeline semaphore is signalled on completion.
     pub fn submit(mut self) -> Result<Submission> {
         let device = &self.ctx.shared.device;
@@ -398,9 +418,12 @@ impl Recorder {
             .semaphore(q.timeline)
             .value(value)
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+        // Timeline values complete in order: the one before this submission's covers all earlier.
+        let earlier = self.after_queue.then_some((q.timeline, value - 1));
         let waits: Vec<vk::SemaphoreSubmitInfo> = self
             .waits
             .iter()
+            .chain(earlier.iter())
             .map(|&(s, v)| {
                 vk::SemaphoreSubmitInfo::default()
                     .semaphore(s)

@@ -21,7 +21,8 @@ use gpu_allocator::MemoryLocation;
 use crate::commands::Recorder;
 use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
-use crate::memory::{Bind, Buffer, MemoryBlock};
+use crate::memory::{Bind, Buffer, BufferBinding, MemoryBlock, Resource};
+use crate::pass::Use;
 use crate::pipeline::spirv_words;
 use crate::pipeline::PipelineObject;
 
@@ -437,18 +438,23 @@ impl Recorder {
     }
 
     /// Copies the whole image into `buffer` (texels tightly packed, row 0 first; 4 bytes a
-    /// texel for RGBA8 and D32). Put `rec.barrier()` before shaders read the buffer.
+    /// texel for RGBA8 and D32), a declared transfer write: passes, copies and host reads of
+    /// the buffer after it wait for it.
     pub fn copy_image_to_buffer<T: Pod>(&mut self, image: &Image2D, buffer: &Buffer<T>) {
         self.copy_image_rect_to_buffer(image, [0, 0, image.width, image.height], buffer);
     }
 
     /// Copies the rectangle `[x, y, width, height]` of the image into `buffer`, tightly
-    /// packed (a region of interest read back without the rest of the image).
+    /// packed (a region of interest read back without the rest of the image); a declared
+    /// transfer write of the bytes it fills.
     pub fn copy_image_rect_to_buffer<T: Pod>(&mut self, image: &Image2D, rect: [u32; 4], buffer: &Buffer<T>) {
         let [x, y, w, h] = rect;
         assert!(x + w <= image.width && y + h <= image.height, "rectangle outside the image");
         assert!(buffer.bytes() >= w as u64 * h as u64 * 4, "buffer too small for the rectangle");
         self.transition(image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        let bytes = (w as u64 * h as u64 * 4).max(4);
+        self.declare(&[Use::transfer_write(BufferBinding { raw: buffer.raw(), offset: 0, range: bytes })]);
+        self.keep(Resource::owner(buffer));
         let region = image_region(image)
             .image_offset(vk::Offset3D { x: x as i32, y: y as i32, z: 0 })
             .image_extent(vk::Extent3D { width: w, height: h, depth: 1 });
@@ -464,10 +470,14 @@ impl Recorder {
         };
     }
 
-    /// Copies tightly packed texels from `buffer` into the whole image.
+    /// Copies tightly packed texels from `buffer` into the whole image, a declared transfer
+    /// read of the buffer (after the writes to it before).
     pub fn copy_buffer_to_image<T: Pod>(&mut self, buffer: &Buffer<T>, image: &Image2D) {
-        assert!(buffer.bytes() >= image.width as u64 * image.height as u64 * 4, "buffer too small for the image");
+        let bytes = image.width as u64 * image.height as u64 * 4;
+        assert!(buffer.bytes() >= bytes, "buffer too small for the image");
         self.transition(image, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        self.declare(&[Use::transfer_read(BufferBinding { raw: buffer.raw(), offset: 0, range: bytes.max(4) })]);
+        self.keep(Resource::owner(buffer));
         let region = image_region(image);
         let device = &self.context().shared.device;
         unsafe {
@@ -509,6 +519,31 @@ mod tests {
         })
         .unwrap();
         assert_eq!(ctx.download(&dst).unwrap(), data);
+        testing::assert_no_validation_messages();
+    }
+
+    /// An image copied into a buffer and summed by a pass in the same command buffer: the
+    /// copy is a declared transfer write, so the pass waits for it (the sums are right).
+    #[test]
+    fn a_pass_after_an_image_copy_reads_the_copied_texels() {
+        let ctx = testing::context();
+        let (w, h) = (29u32, 11u32);
+        let data: Vec<u32> = (0..w * h).map(|i| i.wrapping_mul(2654435761) >> 12).collect();
+        let src = ctx.upload(&data, "texels").unwrap();
+        let texels = ctx.buffer::<u32>(data.len(), Location::Device, "texels back").unwrap();
+        let sums = ctx.buffer::<u32>(data.len().div_ceil(64), Location::Device, "sums").unwrap();
+        let image = ctx.image_2d(w, h, COLOR_RGBA8, "test image").unwrap();
+        let kernel =
+            ctx.kernel::<crate::prims::reduce::SumPush>(&crate::shaders::kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        ctx.run(|rec| {
+            rec.copy_buffer_to_image(&src, &image);
+            rec.copy_image_to_buffer(&image, &texels);
+            let push = crate::prims::reduce::SumPush { n: w * h, per_group: 64 };
+            rec.pass(&kernel).read(&texels).write(&sums).push(&push).dispatch_linear(sums.len() as u32)
+        })
+        .unwrap();
+        let want: Vec<u32> = data.chunks(64).map(|c| c.iter().fold(0u32, |a, &b| a.wrapping_add(b))).collect();
+        assert_eq!(ctx.download(&sums).unwrap(), want);
         testing::assert_no_validation_messages();
     }
 }

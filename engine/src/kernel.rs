@@ -111,20 +111,10 @@ impl KernelDesc {
         Ok(())
     }
 
-    /// Refuses specialization values for ids the shader does not declare, and uniform blocks.
-    fn check_spec_and_bindings(&self, spec: &[u32]) -> Result<()> {
+    /// Refuses uniform blocks.
+    fn check_bindings(&self) -> Result<()> {
         if let Some(b) = self.bindings.iter().find(|b| b.uniform) {
             return Err(self.interface_error(Some(b), "is a uniform block; kernels bind storage buffers".into()));
-        }
-        if let Some(id) = (0..spec.len() as u32).find(|id| !self.spec_constants.iter().any(|s| s.id == *id)) {
-            let declared: Vec<u32> = self.spec_constants.iter().map(|s| s.id).collect();
-            return Err(self.interface_error(
-                None,
-                format!(
-                    "{} specialization values given; the shader declares no constant_id {id} (it has {declared:?})",
-                    spec.len()
-                ),
-            ));
         }
         Ok(())
     }
@@ -161,9 +151,10 @@ impl<P> Kernel<P> {
 impl Context {
     /// Creates the kernel `desc` describes, with specialization constant `i` set to `spec[i]`
     /// (floats as bits), taking push constants of type `P` (`()` for none). Refused, naming
-    /// the kernel, when `P`'s size is not the shader's push block, when `spec` sets an id the
-    /// shader lacks, or when the specialized workgroup or its shared memory exceeds the
-    /// device. Creation compiles the shader in the driver: create kernels once, reuse them.
+    /// the kernel, when `P`'s size is not the shader's push block or when the specialized
+    /// workgroup or its shared memory exceeds the device. A value for an id the SPIR-V lacks
+    /// (a constant of a shared header the compiler removed as unused here) is ignored.
+    /// Creation compiles the shader in the driver: create kernels once, reuse them.
     pub fn kernel<P: NoUninit>(&self, desc: &'static KernelDesc, spec: &[u32]) -> Result<Kernel<P>> {
         self.kernel_with(desc, spec, None)
     }
@@ -186,7 +177,7 @@ impl Context {
         subgroup_size: Option<u32>,
     ) -> Result<Kernel<P>> {
         desc.check_push(std::mem::size_of::<P>(), std::any::type_name::<P>())?;
-        desc.check_spec_and_bindings(spec)?;
+        desc.check_bindings()?;
         let info = self.info();
         let shape = reflect::reflect(desc.spirv, spec).map_err(|e| desc.interface_error(None, e))?;
         let workgroup = shape.workgroup;
@@ -254,10 +245,19 @@ mod tests {
         assert!(matches!(err, EngineError::Interface { kernel: "reduce_sum_u32", .. }), "{text}");
         assert!(text.starts_with("reduce_sum_u32: ") && text.contains("12 bytes") && text.contains("is 8"), "{text}");
         assert!(ctx.kernel::<()>(&kernels::REDUCE_SUM_U32, &[64]).is_err());
-        // A specialization id the shader does not declare.
-        let err = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64, 3]).err().unwrap().to_string();
-        assert!(err.contains("reduce_sum_u32") && err.contains("constant_id 1"), "{err}");
         ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        testing::assert_no_validation_messages();
+    }
+
+    /// Kernels that include one header of constants take its whole list, though the
+    /// compiler removes the constants a kernel does not use: values for ids its SPIR-V lacks
+    /// are ignored, and the workgroup still follows constant 0.
+    #[test]
+    fn values_for_constants_the_compiler_removed_are_ignored() {
+        let ctx = testing::context();
+        assert!(!kernels::REDUCE_SUM_U32.spec_constants.iter().any(|s| s.id == 1));
+        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[32, 7, 3]).unwrap();
+        assert_eq!(kernel.workgroup(), [32, 1, 1]);
         testing::assert_no_validation_messages();
     }
 

@@ -509,6 +509,68 @@ mod tests {
         assert_eq!(t.access(&[Use::compute(half(A, true), Access::Read)]), None);
     }
 
+    /// A submission made with `after_queue` starts once everything submitted to its queue
+    /// before it has completed: the readback of a pass submitted earlier (and not waited
+    /// for) holds its result, and that earlier submission is complete once this one is.
+    #[test]
+    fn a_submission_after_its_queue_follows_every_earlier_one() {
+        let ctx = testing::context();
+        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let data: Vec<u32> = (0..3000u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
+        let input = ctx.upload(&data, "input").unwrap();
+        let partials = ctx.buffer::<u32>(12, Location::Device, "partials").unwrap();
+        let readback = ctx.buffer::<u32>(12, Location::Download, "readback").unwrap();
+        let mut rec = ctx.recorder().unwrap();
+        rec.pass(&kernel)
+            .read(&input)
+            .write(&partials)
+            .push(&SumPush { n: 3000, per_group: 250 })
+            .dispatch_linear(12)
+            .unwrap();
+        let earlier = rec.submit().unwrap();
+        let mut rec = ctx.recorder().unwrap();
+        rec.after_queue();
+        rec.copy(&partials, &readback);
+        rec.host_read(&readback);
+        rec.submit().unwrap().wait().unwrap();
+        assert!(earlier.is_complete());
+        assert_eq!(readback.mapped().unwrap(), sums(&data, 250));
+        earlier.wait().unwrap();
+        testing::assert_no_validation_messages();
+    }
+
+    /// Isolated marks time each repetition of independent passes on its own: one time per
+    /// mark, by name, and the passes' results as without them.
+    #[test]
+    fn isolated_marks_close_one_timed_section_each() {
+        let ctx = testing::context();
+        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let data: Vec<u32> = (0..640u32).map(|i| i.wrapping_mul(2654435761) >> 10).collect();
+        let input = ctx.upload(&data, "input").unwrap();
+        let outputs = [0, 1].map(|_| ctx.buffer::<u32>(10, Location::Device, "partials").unwrap());
+        let mut rec = ctx.recorder().unwrap();
+        rec.enable_profiling(2).unwrap();
+        for (out, name) in outputs.iter().zip(["first", "second"]) {
+            rec.pass(&kernel)
+                .read(&input)
+                .write(out)
+                .push(&SumPush { n: 640, per_group: 64 })
+                .dispatch_linear(10)
+                .unwrap();
+            rec.mark_isolated(name);
+        }
+        let passes = rec.submit().unwrap().wait_profiled().unwrap();
+        if ctx.info().timestamps_valid {
+            let names: Vec<&str> = passes.iter().map(|p| p.name.as_str()).collect();
+            assert_eq!(names, ["first", "second"]);
+            assert!(passes.iter().all(|p| p.ms >= 0.0));
+        }
+        for out in &outputs {
+            assert_eq!(ctx.download(out).unwrap(), sums(&data, 64));
+        }
+        testing::assert_no_validation_messages();
+    }
+
     #[test]
     fn untracked_work_is_followed_by_a_full_barrier() {
         let mut t = Tracker { untracked: true, ..Tracker::default() };

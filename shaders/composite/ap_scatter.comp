@@ -42,7 +42,7 @@ void main() {
     // The chunk in batches of BATCH words, so that registers hold one batch's depths and
     // colours while other subgroups' loads are in flight; each batch's depths are loaded
     // while the batch before is written (4 words a batch: 28 registers on the H100, and
-    // 68.3 against 71.1 us without the early loads at 8K, run BB).
+    // 68.3 against 71.1 us without the early loads at 8K).
     uint next_depth[BATCH];
     [[unroll]] for (uint k = 0u; k < BATCH; k++) next_depth[k] = depth_bits[pixel_index(base + k * gl_SubgroupSize + lane)];
     for (uint batch = 0u; batch < PER_LANE; batch += BATCH) {

@@ -100,7 +100,7 @@ impl Rasteriser {
     }
 
     /// Records drawing `geometry` with the camera and copying the result into
-    /// [`Rasteriser::color`] / [`Rasteriser::depth`] (followed by a barrier). Geometry larger
+    /// [`Rasteriser::color`] / [`Rasteriser::depth`] (declared copies: what reads them waits). Geometry larger
     /// than one storage-buffer binding holds is drawn in several draws, in order: the depth
     /// test keeps the first-drawn fragment on equal depths, as with one draw.
     pub fn record(&self, rec: &mut Recorder, geometry: &GpuGeometry, view: Mat4, proj: Mat4) {
@@ -126,7 +126,6 @@ impl Rasteriser {
         rec.end_rendering();
         rec.copy_image_to_buffer(&self.color_image, &self.color);
         rec.copy_image_to_buffer(&self.depth_image, &self.depth);
-        rec.barrier();
     }
 
     /// Records reading the rectangle `[x, y, width, height]` of the last rendered colour and
@@ -134,6 +133,8 @@ impl Rasteriser {
     pub fn record_rect_readback(&self, rec: &mut Recorder, rect: [u32; 4], color: &Buffer<u32>, depth: &Buffer<f32>) {
         rec.copy_image_rect_to_buffer(&self.color_image, rect, color);
         rec.copy_image_rect_to_buffer(&self.depth_image, rect, depth);
+        rec.host_read(color);
+        rec.host_read(depth);
     }
 }
 

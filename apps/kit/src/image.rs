@@ -101,18 +101,26 @@ fn undecodable(error: &image::ImageError) -> String {
 /// Loads an image as [`ImageF32`]: gray stays one channel, colour becomes RGB, alpha is
 /// dropped.
 pub fn load(path: &Path) -> Result<ImageF32> {
-    // The f32 copy, up to 3 channels of 4 bytes, and one intermediate conversion.
-    let img = decode(path, 3 * 4 * 2)?;
+    load_with_alpha(path).map(|(img, _)| img)
+}
+
+/// [`load`], and for an image with an alpha channel the number of its pixels that are not
+/// fully opaque (None without alpha), so that a caller that ignores alpha can say so.
+pub fn load_with_alpha(path: &Path) -> Result<(ImageF32, Option<usize>)> {
+    // The f32 copy, up to 3 channels of 4 bytes, one intermediate conversion, and the
+    // alpha count's 8-bit copy.
+    let img = decode(path, 3 * 4 * 2 + 4)?;
     let (width, height) = (img.width() as usize, img.height() as usize);
     let color = img.color();
     let source_bits = 8 * u32::from(color.bytes_per_pixel() / color.channel_count());
+    let translucent = color.has_alpha().then(|| img.to_rgba8().pixels().filter(|p| p[3] < 255).count());
     let (channels, data) = if color.has_color() {
         (3, img.into_rgb32f().into_raw())
     } else {
         let l = img.into_luma16();
         (1, l.into_raw().into_iter().map(|v| v as f32 / 65535.0).collect())
     };
-    Ok(ImageF32 { width, height, channels, data, source_bits })
+    Ok((ImageF32 { width, height, channels, data, source_bits }, translucent))
 }
 
 /// Loads an image as 8-bit RGBA: (width, height, bytes).

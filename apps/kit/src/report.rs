@@ -59,6 +59,11 @@ pub fn binary() -> &'static str {
     with_state(|s| s.binary).unwrap_or("tessera")
 }
 
+/// Prints `message` as a warning on stderr (`<binary>: warning: ...`): the command goes on.
+pub fn warn(message: &str) {
+    eprintln!("{}: warning: {message}", binary());
+}
+
 /// Milliseconds since the run started.
 pub fn wall_ms() -> f64 {
     with_state(|s| s.start.elapsed().as_secs_f64() * 1e3).unwrap_or(0.0)

@@ -1,7 +1,7 @@
 //! Scores measured with the authors' original release (MAD_index.m from MaxiaoyuHehe/FRIQA,
 //! ical_std.c and ical_stat.c from hanwei0912/SmoothAdversarialExamples at 7db8784, compiled
 //! with `mkoctfile --mex`) under GNU Octave 7.3.0 with the image package, run outside this
-//! repository on 2026-11-22. Two edits were needed to run it there: the three comparisons of
+//! repository. Two edits were needed to run it there: the three comparisons of
 //! `Ci_ref`/`Ci_dst` in `hi_index` wrapped in `real()` (MATLAB compares complex numbers by
 //! their real parts, Octave by magnitude), and `mxDestroyArray(TMP)` removed from
 //! `ical_std.c` (it is handed a `double*` and crashes Octave; removing it only leaks).

@@ -1,7 +1,7 @@
 //! `mosaic bench`: the paper's Table 2 (one cooling iteration = 10 stabilisations x 10
 //! Sinkhorn iterations) on the GPU against the CPU reference, the full 900 x 8192 solve with
 //! 200 cooling iterations (and the other sizes), the exact solver at 2048 x 8192, and
-//! greedy/anneal/SoftAssign costs relative to the optimum. At issue 18's large sizes
+//! greedy/anneal/SoftAssign costs relative to the optimum. At the large target sizes
 //! ([`COMPARED`]) the cooling iteration is timed with every kernel that can run it: the
 //! default, the passes, and the atomic kernel in several shapes.
 //! Data is synthetic and seeded; one [`BenchRecord`] per measurement. [`Options`] narrows a
@@ -39,11 +39,11 @@ const TABLE2: [(usize, usize, f64); 11] = [
     (1800, 7000, 0.487),
     (2048, 8192, 0.643),
 ];
-/// Sizes timed besides Table 2's: the full solve's 900 x 8192 (issue 18's targets are at
+/// Sizes timed besides Table 2's: the full solve's 900 x 8192 (the target sizes are
 /// 100 x 100, 900 x 8192 and 2048 x 8192).
 const EXTRA_SIZES: [(usize, usize); 1] = [(900, 8192)];
 /// Sizes whose cooling iteration is timed with every kernel and the atomic kernel's shapes
-/// ([`variants`]): issue 18's large targets.
+/// ([`variants`]): the large target sizes.
 const COMPARED: [(usize, usize); 2] = [(900, 8192), (2048, 8192)];
 /// The compared size of `--quick` (too large for one workgroup's shared memory).
 const QUICK_COMPARED: (usize, usize) = (60, 250);
@@ -151,7 +151,7 @@ fn gpu_cooling_ms(
         state.reset()?;
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(1)?;
-        state.record_cooling_iteration(&mut rec, t, params, false);
+        state.record_cooling_iteration(&mut rec, t, params, false)?;
         rec.mark("cooling iteration");
         let start = Instant::now();
         let passes = rec.submit()?.wait_profiled()?;
@@ -164,7 +164,7 @@ fn gpu_cooling_ms(
     state.reset()?;
     let mut rec = ctx.recorder()?;
     rec.enable_profiling(state.dispatches_per_cooling_iteration(params))?;
-    state.record_cooling_iteration(&mut rec, t, params, true);
+    state.record_cooling_iteration(&mut rec, t, params, true)?;
     let passes = rec.submit()?.wait_profiled()?;
     let sum = |name: &str| passes.iter().filter(|p| p.name == name).map(|p| p.ms).sum::<f64>();
     Ok(CoolingTimes {

@@ -42,7 +42,7 @@ enum Command {
         after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0\n  mosaic bench --size 2048x8192 --skip-cpu --json"
     )]
     Bench(BenchCmd),
-    /// Generate sample data, build mosaics with SoftAssign, exact and greedy; write PNGs and JSON
+    /// A photomosaic of a sample photo from tiles cut from the others: exact, greedy and (on a GPU) SoftAssign; PNGs and JSON
     #[command(after_help = "Examples:\n  mosaic demo --out demo/\n  mosaic demo --out demo/ --backend cpu --json")]
     Demo(DemoArgs),
 }

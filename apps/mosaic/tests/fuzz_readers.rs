@@ -1,4 +1,4 @@
-//! Mutation tests of mosaic's readers (issue 17): the distance matrix `.npy` path of
+//! Mutation tests of mosaic's readers: the distance matrix `.npy` path of
 //! `mosaic solve` and the tile index cache. Every mutant must give `Ok` or a typed error,
 //! never a panic, and no single allocation may exceed BOUND (the memory budget set here):
 //! a declared size is checked against the bytes present and the budget first.

@@ -1,4 +1,4 @@
-//! Tile libraries of real size (issue 18, item 4): a folder of many small generated photos
+//! Tile libraries of real size: a folder of many small generated photos
 //! of assorted sizes is indexed with a progress bar that counts every file, in parallel,
 //! within bounded memory (the index keeps thumbnails, never the decoded photos), and with
 //! its cache in `$XDG_CACHE_HOME/tessera`, nothing written into the photo folder.

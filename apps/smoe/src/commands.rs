@@ -6,14 +6,15 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use kit::output::{Staged, IMAGE_EXTENSIONS};
 use serde::Serialize;
 use smoe::cpu::render as cpu;
-use smoe::data::sample_image;
-use smoe::fit::{fit_gpu, render_psnr};
+use smoe::data::Grid;
+use smoe::fit::{fit_kernels, FitProgress, FitSettings, Fitted, Init};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::{Model, MODEL_EXTENSIONS};
+use smoe::refine::RefineOptions;
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
@@ -24,9 +25,42 @@ fn render_extensions() -> Vec<&'static str> {
     IMAGE_EXTENSIONS.iter().copied().chain(["npy"]).collect()
 }
 
-/// `size`, or the model's extent (validated: within 1..=16384, so the cast is exact).
-fn output_size(model: &Model, size: Option<(u32, u32)>) -> (u32, u32) {
-    size.unwrap_or((model.extent[0] as u32, model.extent[1] as u32))
+/// The size of a render: the model's extent, an exact size, or the extent scaled.
+#[derive(Clone, Copy, Debug)]
+pub enum OutputSize {
+    Extent,
+    Exact(u32, u32),
+    Scale(f64),
+}
+
+/// The largest side a render may have.
+const MAX_SIDE: u32 = smoe::model::MAX_EXTENT as u32;
+
+/// The pixel size `size` gives for `model` (validated: its extent is within 1..=16384), or
+/// why not; an exact size of another aspect ratio than the model's is rendered stretched,
+/// with a warning.
+fn output_size(model: &Model, size: OutputSize) -> Result<(u32, u32)> {
+    let (ew, eh) = (model.extent[0] as u32, model.extent[1] as u32);
+    match size {
+        OutputSize::Extent => Ok((ew, eh)),
+        OutputSize::Exact(w, h) => {
+            let (got, want) = (w as f64 / h as f64, ew as f64 / eh as f64);
+            if (got / want - 1.0).abs() > 0.01 {
+                kit::report::warn(&format!(
+                    "--size {w}x{h} has aspect ratio {got:.3}, the model's {ew}x{eh} {want:.3}: the render is stretched (--scale keeps the ratio)"
+                ));
+            }
+            Ok((w, h))
+        }
+        OutputSize::Scale(f) => {
+            let side = |e: u32| (e as f64 * f).round();
+            let (w, h) = (side(ew), side(eh));
+            if !(1.0..=MAX_SIDE as f64).contains(&w) || !(1.0..=MAX_SIDE as f64).contains(&h) {
+                bail!("--scale {f} of the model's {ew}x{eh} gives {w}x{h}; each side must be 1 to {MAX_SIDE}");
+            }
+            Ok((w as u32, h as u32))
+        }
+    }
 }
 
 /// The view indices to render: `view` (light fields only, within the captured views) or
@@ -125,14 +159,14 @@ impl fmt::Display for RenderRecord {
 pub fn render(
     model_path: &Path,
     out: &Path,
-    size: Option<(u32, u32)>,
+    size: OutputSize,
     view: Option<(f64, f64)>,
     gpu: GpuRender,
     common: &kit::CommonArgs,
 ) -> Result<()> {
     let format = kit::output::check_file(out, &render_extensions(), &[model_path])?;
     let model = Model::load(model_path)?;
-    let (w, h) = output_size(&model, size);
+    let (w, h) = output_size(&model, size)?;
     let uv = cpu::view_coords(&model, view_position(&model, view)?);
     let on_gpu = common.backend == kit::Backend::Gpu;
     kit::budget::elements(&[h as u64, w as u64, 3], host_bytes_per_sample(on_gpu), "the rendered image")?;
@@ -310,7 +344,7 @@ pub fn view(
         kit::output::check_file(shot, IMAGE_EXTENSIONS, &[model_path])?;
     }
     let model = Model::load(model_path)?;
-    let (width, height) = output_size(&model, size);
+    let (width, height) = output_size(&model, size.map_or(OutputSize::Extent, |(w, h)| OutputSize::Exact(w, h)))?;
     let kernels = model.len();
     let window = kit::viewer::Options {
         title: "smoe".into(),
@@ -342,8 +376,12 @@ struct DemoRecord {
     size: [usize; 2],
     kernels: usize,
     iterations: usize,
+    refine_steps: usize,
+    /// PSNR after EM, and after refinement (the saved model as rendered).
+    em_psnr_db: f64,
     psnr_db: f64,
     em_ms: f64,
+    refine_ms: f64,
     model: &'static str,
     renders: Vec<String>,
 }
@@ -352,15 +390,24 @@ impl fmt::Display for DemoRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "smoe: fitted {} kernels to a {}x{} sample image, PSNR {:.2} dB, rendered 1x and 2x -> {}",
+            "smoe: fitted {} kernels to the {}x{} photo {}, PSNR {:.2} dB after EM, {:.2} dB after {} refinement steps; rendered 1x and 2x -> {}",
             self.kernels,
             self.size[0],
             self.size[1],
+            DEMO_PHOTO.name,
+            self.em_psnr_db,
             self.psnr_db,
+            self.refine_steps,
             self.dir.display()
         )
     }
 }
+
+/// The demo's photo, the size it is fitted at, and its pixels per kernel (GaussianImage's
+/// density on Kodak).
+const DEMO_PHOTO: kit::photos::Photo = kit::photos::CHELSEA;
+const DEMO_SIZE: (usize, usize) = (180, 120);
+const DEMO_PIXELS_PER_KERNEL: usize = 44;
 
 /// The files `smoe demo` writes into its folder.
 const DEMO_FILES: [&str; 5] =
@@ -370,17 +417,19 @@ pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
     kit::output::check_folder(dir, &[])?;
     kit::output::check_files_in(dir, &DEMO_FILES)?;
     let ctx = run.context()?;
-    let (w, h, kernels, iterations) = (96usize, 64usize, 160usize, 20usize);
-    let grid = sample_image(w, h);
+    let (w, h) = DEMO_SIZE;
+    let grid = Grid::from_image(&DEMO_PHOTO.resized(w, h, 3)?);
+    let (kernels, iterations) = (w * h / DEMO_PIXELS_PER_KERNEL, 20);
+    let settings = FitSettings { iterations, init: Init::Kmeans, refine: RefineOptions { steps: 100, lr: 0.01 } };
     // The fit is most of the demo's seconds.
-    let bar = kit::progress::bar(iterations as u64, "EM");
-    let (model, report) = fit_gpu(&ctx, &grid, kernels, iterations, |_, ll| {
-        bar.set_message(format!("ll {ll:.3}"));
-        bar.inc(1);
+    let bar = kit::progress::bar((iterations + settings.refine.steps) as u64, "fit");
+    let fitted = fit_kernels(Some(&ctx), &grid, kernels, &settings, &mut |e| {
+        if !matches!(e, FitProgress::Start { .. }) {
+            bar.inc(1);
+        }
     })?;
     bar.finish_and_clear();
-    model.validate().context("the fit produced a model the readers would refuse")?;
-    let psnr_db = render_psnr(&ctx, &model, &grid)?;
+    let Fitted { model, report, psnr_db, em_psnr_db, refine_ms, .. } = fitted;
     let mut renderer = Renderer::new(&ctx, &model, Mode::Robust)?;
     let mut renders = Vec::new();
     for scale in [1usize, 2] {
@@ -395,8 +444,11 @@ pub fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
         size: [w, h],
         kernels,
         iterations,
+        refine_steps: settings.refine.steps,
+        em_psnr_db,
         psnr_db,
         em_ms: report.em_ms,
+        refine_ms,
         model: "smoe_model.json",
         renders: renders.iter().map(|r| r.0.clone()).collect(),
     };

@@ -102,14 +102,25 @@ impl Grid {
     /// extent limit (1..=16384), every value finite and in [0, 1], and the samples within
     /// the memory budget.
     pub fn load(path: &Path) -> Result<Grid, DataError> {
-        let grid = if is_npy(path)? { load_lightfield(path)? } else { Grid::from_image(&kit::image::load(path)?) };
+        Grid::load_noting_alpha(path).map(|(grid, _)| grid)
+    }
+
+    /// [`Grid::load`], and for an image with alpha the number of pixels that are not fully
+    /// opaque: the fit models every pixel's stored colour, alpha ignored, and a caller says so.
+    pub fn load_noting_alpha(path: &Path) -> Result<(Grid, Option<usize>), DataError> {
+        let (grid, translucent) = if is_npy(path)? {
+            (load_lightfield(path)?, None)
+        } else {
+            let (img, translucent) = kit::image::load_with_alpha(path)?;
+            (Grid::from_image(&img), translucent)
+        };
         if let Some(&e) = grid.extent.iter().find(|&&e| e as u64 > MAX_EXTENT) {
             return Err(DataError::Invalid {
                 path: path.display().to_string(),
                 message: format!("a side of {e} samples; a model's extent is at most {MAX_EXTENT} per axis"),
             });
         }
-        Ok(grid)
+        Ok((grid, translucent))
     }
 }
 

@@ -135,7 +135,14 @@ pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, setti
 
 pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
     kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
-    let grid = Grid::load(input)?;
+    let (grid, translucent) = Grid::load_noting_alpha(input)?;
+    if let Some(n) = translucent.filter(|&n| n > 0) {
+        kit::report::warn(&format!(
+            "{}: {n} of {} pixels are not fully opaque; alpha is ignored, so the fit models the colours stored under them (flatten the image onto a background first to fit what it shows)",
+            input.display(),
+            grid.len()
+        ));
+    }
     let samples = grid.len();
     let largest = match kernels {
         Kernels::Count(k) => k,

@@ -21,7 +21,7 @@ use smoe::refine::RefineOptions;
 enum Command {
     /// Render a view of a model to an image (8-bit RGB) or .npy (float32, H x W x 3)
     #[command(
-        after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu"
+        after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render photo.json --out big.png --scale 2\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu"
     )]
     Render {
         /// The model (.json, .smoe, .bin or .smc; told apart by content)
@@ -29,9 +29,12 @@ enum Command {
         /// Output: .png, .jpg, .tif, .bmp or .webp (8-bit RGB), or .npy (float32, unclamped)
         #[arg(long)]
         out: PathBuf,
-        /// Output size WxH, each side 1..=16384 (default: the model's extent); the model is sampled at the new pixel centres
+        /// Output size WxH, each side 1..=16384 (default: the model's extent); the model is sampled at the new pixel centres, stretched (with a warning) where the aspect ratio differs from the model's
         #[arg(long, value_parser = kit::cli::parse_size)]
         size: Option<(u32, u32)>,
+        /// Output size as the model's extent times F (e.g. 2 for twice the width and height), keeping its aspect ratio
+        #[arg(long, value_name = "F", conflicts_with = "size", value_parser = parse_scale)]
+        scale: Option<f64>,
         /// View position U,V for light fields: view indices, fractional allowed, within the captured views (default: centre)
         #[arg(long, value_parser = parse_view)]
         view: Option<(f64, f64)>,
@@ -150,7 +153,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = bench::Set::All)]
         set: bench::Set,
     },
-    /// Generate a sample image, fit it, render at 1x and 2x, write everything to DIR
+    /// Fit a sample photo (EM and refinement), render it at 1x and 2x, write everything to DIR
     #[command(after_help = "Examples:\n  smoe demo --out demo/")]
     Demo {
         /// The folder to write (created if missing): smoe_input.png, smoe_model.json, two renders, smoe_summary.json
@@ -171,6 +174,14 @@ fn parse_view(text: &str) -> Result<(f64, f64), String> {
         return Err(format!("{text:?}: the view position must be finite"));
     }
     Ok((u, v))
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    let v = kit::cli::parse_finite(text)?;
+    if !(v > 0.0 && v <= 16384.0) {
+        return Err(format!("{v} is not a scale in (0, 16384]"));
+    }
+    Ok(v)
 }
 
 fn parse_window(text: &str) -> Result<f32, String> {
@@ -222,8 +233,13 @@ fn main() -> std::process::ExitCode {
 
 fn run(command: Command) -> Result<()> {
     match command {
-        Command::Render { model, out, size, view, mode, cull, tile, window, common } => {
+        Command::Render { model, out, size, scale, view, mode, cull, tile, window, common } => {
             let gpu = commands::GpuRender { mode, cull, tile, window };
+            let size = match (size, scale) {
+                (Some((w, h)), _) => commands::OutputSize::Exact(w, h),
+                (None, Some(f)) => commands::OutputSize::Scale(f),
+                (None, None) => commands::OutputSize::Extent,
+            };
             commands::render(&model, &out, size, view, gpu, &common)
         }
         Command::Fit {

@@ -585,3 +585,71 @@ fn fit_to_a_target_psnr() {
     assert!(err.contains("not reached with up to 40 kernels"), "{err}");
     assert!(!out.exists());
 }
+
+/// A PNG with transparent pixels is fitted by its stored colours, and `fit` says so; an
+/// opaque RGBA PNG fits without the warning.
+#[test]
+fn fit_warns_of_ignored_alpha() {
+    let dir = tmp();
+    let (w, h) = (23, 17);
+    let grid = smoe::data::sample_image(w, h);
+    let rgba = |alpha: &dyn Fn(usize) -> u8| -> Vec<u8> {
+        grid.rgb
+            .chunks(3)
+            .enumerate()
+            .flat_map(|(i, c)| c.iter().map(|&v| kit::image::to_u8(v)).chain([alpha(i)]))
+            .collect()
+    };
+    let (holes, opaque) = (dir.path().join("holes.png"), dir.path().join("opaque.png"));
+    kit::image::save_rgba8(&holes, w, h, &rgba(&|i| if i % 7 == 0 { 0 } else { 255 })).unwrap();
+    kit::image::save_rgba8(&opaque, w, h, &rgba(&|_| 255)).unwrap();
+    let fit = |png: &Path| {
+        let out = BIN.run(&[
+            "fit",
+            s(png),
+            "--kernels",
+            "6",
+            "--iterations",
+            "2",
+            "--refine-steps",
+            "0",
+            "--backend",
+            "cpu",
+            "--out",
+            s(&dir.path().join("m.json")),
+        ]);
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let warned = fit(&holes);
+    assert!(
+        warned.contains("warning:")
+            && warned.contains(&format!("{} of {} pixels are not fully opaque", (w * h).div_ceil(7), w * h)),
+        "{warned}"
+    );
+    std::fs::remove_file(dir.path().join("m.json")).unwrap();
+    assert!(!fit(&opaque).contains("warning"), "an opaque image warned");
+}
+
+/// `--scale` keeps the model's aspect ratio; `--size` of another ratio renders stretched with
+/// a warning; `--scale` with `--size`, or a scale out of range, is refused.
+#[test]
+fn render_scale_and_aspect_warning() {
+    let dir = tmp();
+    let model = image_model(dir.path());
+    let out = |name: &str| dir.path().join(name);
+    BIN.ok(&["render", s(&model), "--out", s(&out("2x.png")), "--scale", "2"]);
+    let img = kit::image::load(&out("2x.png")).unwrap();
+    assert_eq!((img.width, img.height), (58, 42));
+    let run = BIN.run(&["render", s(&model), "--out", s(&out("wide.png")), "--size", "64x20"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success() && stderr.contains("stretched"), "{stderr}");
+    let run = BIN.run(&["render", s(&model), "--out", s(&out("same.png")), "--size", "87x63"]);
+    assert!(!String::from_utf8_lossy(&run.stderr).contains("warning"));
+    let both = BIN.run(&["render", s(&model), "--out", s(&out("x.png")), "--size", "8x8", "--scale", "2"]);
+    assert_eq!(both.status.code(), Some(2), "{}", String::from_utf8_lossy(&both.stderr));
+    assert!(BIN.fails(&["render", s(&model), "--out", s(&out("x.png")), "--scale", "0"]).contains("scale"));
+    assert!(BIN
+        .fails(&["render", s(&model), "--out", s(&out("x.png")), "--scale", "1000"])
+        .contains("each side must be 1 to 16384"));
+}

@@ -43,11 +43,10 @@ impl Kernel for Copy {
         let src = ctx.upload(&host, "copy source")?;
         let dst = ctx.buffer::<u32>(4 * words, Location::Device, "copy destination")?;
         let spec = vec![wg];
-        let pipe = ctx.compute_pipeline_for::<u32>("ceiling_copy", engine::shaders::CEILING_COPY, 2, &spec)?;
+        let pipe = ctx.kernel::<u32>(&engine::shaders::kernels::CEILING_COPY, &spec)?;
         let groups = (words as u32).div_ceil(wg * 8).clamp(1, 65535);
         let times_ms = time(ctx, reps, |rec| {
-            rec.dispatch(&pipe, &[&src, &dst], &(words as u32), [groups, 1, 1]);
-            Ok(())
+            rec.pass(&pipe).read(&src).write(&dst).push(&(words as u32)).dispatch([groups, 1, 1])
         })?;
         let check = Check::exact(&ctx.download(&dst)?, &host);
         let floor = Floor::Bytes(2 * 16 * words as u64);

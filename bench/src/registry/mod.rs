@@ -317,11 +317,12 @@ pub fn time_pass(
     warm.submit()?.wait()?;
     engine::ceilings::warm_up(ctx, reps.warm_up)?;
     let mut rec = ctx.recorder()?;
-    // Apps mark a handful of passes per run; 16 per repetition is ample.
-    rec.enable_profiling(16 * reps.repeats + 1)?;
+    // Apps mark a handful of passes per run; 16 per repetition is ample, and one more ends
+    // it: no repetition overlaps the next.
+    rec.enable_profiling(17 * reps.repeats + 1)?;
     for _ in 0..reps.repeats {
         body(&mut rec)?;
-        rec.barrier();
+        rec.mark_isolated("repetition");
     }
     let passes = rec.submit()?.wait_profiled()?;
     Ok(passes.into_iter().filter(|p| p.name == pass).map(|p| p.ms).collect())

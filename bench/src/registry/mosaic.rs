@@ -75,7 +75,7 @@ impl Kernel for Sinkhorn {
         let gpu = GpuSoftAssign::with_kernel(ctx, &d, &params, 1, SoftAssignKernel::Passes).map_err(to_engine)?;
         let t = params.temperature(0, gpu.scale());
         let mut rec = ctx.recorder()?;
-        gpu.record_sinkhorn(&mut rec, t, false);
+        gpu.record_sinkhorn(&mut rec, t, false).map_err(to_engine)?;
         rec.submit()?.wait()?;
         let got = gpu.potentials().map_err(to_engine)?;
         let mut cpu = CpuSoftAssign::new(&d, &params, 1);
@@ -91,10 +91,7 @@ impl Kernel for Sinkhorn {
             Sinkhorn::Rows => "rows",
             Sinkhorn::Cols => "columns",
         };
-        let times_ms = time_pass(ctx, reps, pass, |rec| {
-            gpu.record_sinkhorn(rec, t, true);
-            Ok(())
-        })?;
+        let times_ms = time_pass(ctx, reps, pass, |rec| gpu.record_sinkhorn(rec, t, true).map_err(to_engine))?;
         let blocks = n.div_ceil(n.div_ceil(128)) as u64;
         let (floor, shader) = match self {
             // D read once, the column partial sums written once.
@@ -162,7 +159,7 @@ impl Kernel for AtomicSinkhorn {
         let gpu = GpuSoftAssign::with_atomic_shape(ctx, &d, &params, 1, shape).map_err(to_engine)?;
         let t = params.temperature(0, gpu.scale());
         let mut rec = ctx.recorder()?;
-        gpu.record_cooling_iteration(&mut rec, t, &params, false);
+        gpu.record_cooling_iteration(&mut rec, t, &params, false).map_err(to_engine)?;
         rec.submit()?.wait()?;
         let got = gpu.matrix(&d, t).map_err(to_engine)?;
         let mut cpu = CpuSoftAssign::new(&d, &params, 1);
@@ -171,10 +168,7 @@ impl Kernel for AtomicSinkhorn {
         // 1e-6 relative (mosaic's tests bound it by 2e-5), K's f16 by up to SCALED_BOUND.
         let bound = if shape.scaled { mosaic::gpu::softassign::SCALED_BOUND } else { 1e-5 };
         let check = Check::close(got.iter().map(|&v| f64::from(v)), cpu.matrix(t), bound);
-        let times_ms = time(ctx, reps, |rec| {
-            gpu.record_cooling_iteration(rec, t, &params, false);
-            Ok(())
-        })?;
+        let times_ms = time(ctx, reps, |rec| gpu.record_cooling_iteration(rec, t, &params, false).map_err(to_engine))?;
         // D read once per Sinkhorn iteration; scaled, D read and K written in the first, K
         // read in each other (the statistics are then those of `sinkhorn_scaled`).
         let iterations = u64::from(params.per_temperature());
@@ -226,16 +220,14 @@ impl Kernel for Distance {
         fits_workgroup(ctx, wg)?;
         let n = size as usize;
         let (patches, tiles) = (features(n, 1), features(n, 2));
-        let pipe = ctx.compute_pipeline_for::<DistancePush>("distance", mosaic::shaders::DISTANCE, 3, &[wg])?;
+        let pipe = ctx.kernel::<DistancePush>(&mosaic::shaders::kernels::DISTANCE, &[wg])?;
         let p = ctx.upload(&patches.data, "patch features")?;
         let t = ctx.upload(&tiles.data, "tile features")?;
         let d = ctx.buffer::<f32>(n * n, Location::Device, "distance matrix")?;
         let push = DistancePush { m: n as u32, n: n as u32, width: patches.width() as u32, row0: 0 };
         let groups = ((n * n) as u32).div_ceil(wg);
-        let times_ms = time(ctx, reps, |rec| {
-            rec.dispatch_linear(&pipe, &[&p, &t, &d], &push, groups);
-            Ok(())
-        })?;
+        let times_ms =
+            time(ctx, reps, |rec| rec.pass(&pipe).read(&p).read(&t).write(&d).push(&push).dispatch_linear(groups))?;
         let want = mosaic::features::distance_cpu(&patches, &tiles);
         // Distances up to sqrt(48) * 255 in f32: 1e-3 absolute is 1e-6 relative.
         let check = Check::close(ctx.download(&d)?.iter().map(|&v| f64::from(v)), want, 1e-3 * 255.0);

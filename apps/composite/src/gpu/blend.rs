@@ -9,12 +9,12 @@
 //! storage-buffer range are cut into pieces of pixels on the host ([`crate::spans::split`])
 //! and composited piece by piece, one submission each.
 
-use engine::{Buffer, BufferBinding, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder, Region};
 
 use crate::ap::{runs, Encoded};
 use crate::error::{CompositeError, Result};
 use crate::gpu::encode::GpuEncoder;
-use crate::shaders;
+use crate::shaders::kernels;
 use crate::spans::{concat, split};
 use crate::types::Op;
 
@@ -62,8 +62,8 @@ impl Staged {
     }
 
     /// The words of the last copy on the device, as a binding.
-    fn device(&self) -> BufferBinding {
-        self.device.as_ref().unwrap().slice(0, self.len)
+    fn device(&self) -> Region<'_> {
+        self.device.as_ref().unwrap().range(0, self.len)
     }
 }
 
@@ -113,7 +113,7 @@ impl EncodedInputs {
     }
 
     /// The three device buffers, in binding order.
-    fn bindings(&self) -> [BufferBinding; 3] {
+    fn bindings(&self) -> [Region<'_>; 3] {
         [self.payload.device(), self.segments.device(), self.table.device()]
     }
 }
@@ -141,8 +141,8 @@ fn in_pieces(inputs: &[&Encoded], n: usize, piece: usize) -> Vec<(usize, Vec<Enc
 /// The GPU compositing pipelines, the encoder for their results and their buffers.
 pub struct GpuBlender {
     ctx: Context,
-    blend: ComputePipeline,
-    merge: ComputePipeline,
+    blend: Kernel<BlendPush>,
+    merge: Kernel<MergePush>,
     encoder: GpuEncoder,
     inputs: EncodedInputs,
     color: Option<Buffer<u32>>,
@@ -155,8 +155,8 @@ impl GpuBlender {
     pub fn new(ctx: &Context) -> Result<GpuBlender> {
         Ok(GpuBlender {
             ctx: ctx.clone(),
-            blend: ctx.compute_pipeline_for::<BlendPush>("ap_blend", shaders::AP_BLEND, 5, &[WORKGROUP])?,
-            merge: ctx.compute_pipeline_for::<MergePush>("ap_zmerge", shaders::AP_ZMERGE, 5, &[WORKGROUP])?,
+            blend: ctx.kernel(&kernels::AP_BLEND, &[WORKGROUP])?,
+            merge: ctx.kernel(&kernels::AP_ZMERGE, &[WORKGROUP])?,
             encoder: GpuEncoder::new(ctx)?,
             inputs: EncodedInputs::default(),
             color: None,
@@ -218,16 +218,17 @@ impl GpuBlender {
         let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
         self.inputs.record_upload(&ctx, &mut rec, inputs)?;
-        let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?.slice(0, n);
-        let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?.slice(0, n);
-        rec.barrier();
+        let color = ctx.reuse_buffer(&mut self.color, n, Location::Device, "blend colour")?.range(0, n);
+        let depth = ctx.reuse_buffer(&mut self.depth, n, Location::Device, "blend depth")?.range(0, n);
         let [payload, segments, table] = self.inputs.bindings();
-        rec.dispatch_linear(
-            &self.blend,
-            &[&payload, &segments, &table, &color, &depth],
-            &BlendPush { n: n as u32, k: inputs.len() as u32, op: op.code() },
-            n.div_ceil(WORKGROUP as usize) as u32,
-        );
+        rec.pass(&self.blend)
+            .read(&payload)
+            .read(&segments)
+            .read(&table)
+            .write(&color)
+            .write(&depth)
+            .push(&BlendPush { n: n as u32, k: inputs.len() as u32, op: op.code() })
+            .dispatch_linear(n.div_ceil(WORKGROUP as usize) as u32)?;
         rec.submit()?.wait()?;
         Ok(n)
     }
@@ -274,19 +275,20 @@ impl GpuBlender {
         let ctx = self.ctx.clone();
         let mut rec = ctx.recorder()?;
         self.inputs.record_upload(&ctx, &mut rec, received)?;
-        rec.barrier();
         let [payload, segments, table] = self.inputs.bindings();
         // The span's slices start at the aligned pixel at or before it.
         let base = start - start % ctx.info().offset_alignment_words();
-        let (color, depth) = (color.slice(base, start + len - base), depth.slice(base, start + len - base));
+        let (color, depth) = (color.range(base, start + len - base), depth.range(base, start + len - base));
         let origin = (start - base) as u32;
         let push = MergePush { n: len as u32, k: received.len() as u32, own: own as u32, origin };
-        rec.dispatch_linear(
-            &self.merge,
-            &[&payload, &segments, &table, &color, &depth],
-            &push,
-            len.div_ceil(WORKGROUP as usize) as u32,
-        );
+        rec.pass(&self.merge)
+            .read(&payload)
+            .read(&segments)
+            .read(&table)
+            .read_write(&color)
+            .read_write(&depth)
+            .push(&push)
+            .dispatch_linear(len.div_ceil(WORKGROUP as usize) as u32)?;
         rec.submit()?.wait()?;
         Ok(())
     }

@@ -27,12 +27,12 @@
 
 use std::time::Instant;
 
-use engine::{Bind, Buffer, ComputePipeline, Context, DeviceInfo, Location};
+use engine::{Buffer, Context, DeviceInfo, Kernel, Location};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
 use crate::error::{CompositeError, Result};
-use crate::shaders;
+use crate::shaders::kernels;
 use crate::spans::{concat, split};
 use crate::timing::{gpu_ms, ms_since};
 use crate::types::Roi;
@@ -170,8 +170,8 @@ impl std::ops::AddAssign for EncodeTimes {
 /// The encoder's pipelines and buffers (kept from call to call).
 pub struct GpuEncoder {
     ctx: Context,
-    count: ComputePipeline,
-    scatter: ComputePipeline,
+    count: Kernel<ChunkPush>,
+    scatter: Kernel<ChunkPush>,
     config: EncodeConfig,
     subgroup: u32,
     /// The box on the device and its host copy.
@@ -249,11 +249,11 @@ impl GpuEncoder {
             return Err(CompositeError::Invalid(format!("workgroups of {workgroup} are too large here")));
         }
         let (subgroup, required) = plan_subgroups(ctx.info(), workgroup)?;
-        let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
+        let pipe = |desc: &'static engine::KernelDesc, spec: &[u32]| {
             if !required {
-                return ctx.compute_pipeline_for::<ChunkPush>(name, spirv, bindings, spec);
+                return ctx.kernel::<ChunkPush>(desc, spec);
             }
-            ctx.compute_pipeline_for_subgroup::<ChunkPush>(name, spirv, bindings, spec, subgroup)
+            ctx.kernel_for_subgroup::<ChunkPush>(desc, spec, subgroup)
         };
         let finished = ctx.buffer(1, Location::Device, "ap count workgroups finished")?;
         ctx.run(|rec| {
@@ -262,8 +262,8 @@ impl GpuEncoder {
         })?;
         Ok(GpuEncoder {
             ctx: ctx.clone(),
-            count: pipe("ap_count", shaders::AP_COUNT, 5, &[workgroup, per_lane])?,
-            scatter: pipe("ap_scatter", shaders::AP_SCATTER, 6, &[workgroup, per_lane, batch])?,
+            count: pipe(&kernels::AP_COUNT, &[workgroup, per_lane])?,
+            scatter: pipe(&kernels::AP_SCATTER, &[workgroup, per_lane, batch])?,
             config,
             subgroup,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
@@ -293,7 +293,7 @@ impl GpuEncoder {
     /// The driver's compiler statistics of `ap_count` and `ap_scatter` (registers, where
     /// the device reports them).
     pub fn kernel_statistics(&self) -> Result<[engine::PipelineStatistics; 2]> {
-        Ok([self.count.statistics()?, self.scatter.statistics()?])
+        Ok([self.count.pipeline().statistics()?, self.scatter.pipeline().statistics()?])
     }
 
     /// ROI detection, encoding and download of the payload of a rendered `width x height`
@@ -379,7 +379,7 @@ impl GpuEncoder {
         // The slices start at the aligned pixel at or before `origin`; the kernels index
         // them from the rest.
         let base = origin - origin % self.ctx.info().offset_alignment_words();
-        let (color, depth) = (color.slice(base, origin + total - base), depth.slice(base, origin + total - base));
+        let (color, depth) = (color.range(base, origin + total - base), depth.range(base, origin + total - base));
         let origin = origin - base;
         let chunk = (self.subgroup * self.config.per_lane) as usize;
         let group_chunks = (self.config.workgroup / self.subgroup) as usize;
@@ -387,11 +387,11 @@ impl GpuEncoder {
         let groups = chunks.div_ceil(group_chunks);
         // Bound to what this image uses: the buffers keep the size of the largest image yet.
         let out = self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let out = out.slice(0, 2 * total + 4);
+        let out = out.range(0, 2 * total + 4);
         let info = self.ctx.reuse_buffer(&mut self.chunk_info, 4 * chunks, Location::Device, "ap chunks")?;
-        let info = info.slice(0, 4 * chunks);
+        let info = info.range(0, 4 * chunks);
         let groups_data = self.ctx.reuse_buffer(&mut self.group_data, 8 * groups, Location::Device, "ap groups")?;
-        let groups_data = groups_data.slice(0, 8 * groups);
+        let groups_data = groups_data.range(0, 8 * groups);
         let push = ChunkPush {
             n: total as u32,
             origin: origin as u32,
@@ -402,14 +402,28 @@ impl GpuEncoder {
         };
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(3)?;
-        let count: &[&dyn Bind] = &[&depth, &self.roi_box, &info, &groups_data, &self.finished];
-        rec.dispatch_linear(&self.count, count, &push, groups as u32);
+        rec.pass(&self.count)
+            .read(&depth)
+            .write(&self.roi_box)
+            .write(&info)
+            .read_write(&groups_data)
+            .read_write(&self.finished)
+            .push(&push)
+            .dispatch_linear(groups as u32)?;
         rec.mark("roi");
-        rec.barrier();
-        let scatter: &[&dyn Bind] = &[&color, &depth, &info, &groups_data, &out, &self.size];
-        rec.dispatch_linear(&self.scatter, scatter, &push, groups as u32);
+        rec.pass(&self.scatter)
+            .read(&color)
+            .read(&depth)
+            .read(&info)
+            .read(&groups_data)
+            .write(&out)
+            .write(&self.size)
+            .push(&push)
+            .dispatch_linear(groups as u32)?;
         rec.mark("encode");
         rec.copy(&self.roi_box, &self.roi_host);
+        rec.host_read(&self.roi_host);
+        rec.host_read(&self.size);
         let wall = Instant::now();
         let passes = rec.submit()?.wait_profiled()?;
         let wall = ms_since(wall);
@@ -436,6 +450,7 @@ impl GpuEncoder {
         let mut rec = self.ctx.recorder()?;
         rec.enable_profiling(2)?;
         rec.copy_region(out, 0, host, 0, words);
+        rec.host_read(host);
         rec.mark("d2h");
         let passes = rec.submit()?.wait_profiled()?;
         let ms = gpu_ms(&passes, ms_since(wall));

@@ -98,7 +98,6 @@ pub fn mode_products_line(
                 ModeProduct { dims: modes.to_vec(), mode, batch: count, u_rows: modes[mode], transpose_u: true };
             let src = if mode == 0 { &input } else { &bufs[1 - mode % 2] };
             gemm.record_mode_product_at(&mut rec, &product, (src, 0), (&dict, offsets[mode]), (&bufs[mode % 2], 0))?;
-            rec.barrier();
         }
         let t = Instant::now();
         rec.submit()?.wait()?;

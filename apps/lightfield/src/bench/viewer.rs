@@ -74,7 +74,6 @@ fn frame_loop(
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(2)?;
         renderer.record(&mut rec, &view, PixelOrder::Bgra, out)?;
-        rec.barrier();
         rec.copy(out, swapchain);
         rec.mark("frame");
         // The previous frame is waited for once this one is queued, as in the viewer.

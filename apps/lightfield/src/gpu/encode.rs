@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::upload;
-use engine::{Bind, Buffer, Location};
+use engine::{Buffer, Location};
 
 use super::{add_times, ms_since, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
 use crate::codes::{Codes, Limit, Params};
@@ -112,14 +112,22 @@ impl GpuCodec {
                     n_dicts: self.ensemble.k as u32,
                     sparsity: params.sparsity as u32,
                 };
-                let bindings: &[&dyn Bind] =
-                    &[&slot.patches, &self.dicts, &slot.limits, &slot.info, &slot.locations, &slot.levels];
-                rec.dispatch_linear(&self.encode, bindings, &push, len as u32);
-                rec.barrier();
+                rec.pass(&self.encode)
+                    .read(&slot.patches)
+                    .read(&self.dicts)
+                    .read(&slot.limits)
+                    .write(&slot.info)
+                    .write(&slot.locations)
+                    .write(&slot.levels)
+                    .push(&push)
+                    .dispatch_linear(len as u32)?;
                 rec.mark("encode");
                 rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);
                 rec.copy_region(&slot.locations, 0, &slot.read_locations, 0, len * params.sparsity);
                 rec.copy_region(&slot.levels, 0, &slot.read_levels, 0, len * params.sparsity);
+                rec.host_read(&slot.read_info);
+                rec.host_read(&slot.read_locations);
+                rec.host_read(&slot.read_levels);
                 rec.mark("download");
                 Ok(uploads.into_iter().chain([rec.submit()?]).collect())
             },

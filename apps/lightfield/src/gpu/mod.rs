@@ -22,7 +22,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::{Done, Stream};
-use engine::{Buffer, ComputePipeline, Context, PassTime, Submission};
+use engine::{Buffer, Context, Kernel, PassTime, Submission};
 
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::{LfError, Result};
@@ -71,9 +71,9 @@ pub struct GpuTime {
 pub struct GpuCodec {
     ctx: Context,
     ensemble: Ensemble,
-    encode: ComputePipeline,
-    decode: ComputePipeline,
-    decode_views: ComputePipeline,
+    encode: Kernel<EncodePush>,
+    decode: Kernel<DecodePush>,
+    decode_views: Kernel<ViewsPush>,
     dicts: Buffer<f32>,
     max_chunk: usize,
     workgroup: u32,
@@ -115,10 +115,9 @@ impl GpuCodec {
             )));
         }
         let spec = spec(shape, workgroup);
-        let encode = ctx.compute_pipeline_for::<EncodePush>("lightfield_encode", crate::shaders::ENCODE, 6, &spec)?;
-        let decode = ctx.compute_pipeline_for::<DecodePush>("lightfield_decode", crate::shaders::DECODE, 7, &spec)?;
-        let decode_views =
-            ctx.compute_pipeline_for::<ViewsPush>("lightfield_decode_views", crate::shaders::DECODE_VIEWS, 8, &spec)?;
+        let encode = ctx.kernel(&crate::shaders::kernels::ENCODE, &spec)?;
+        let decode = ctx.kernel(&crate::shaders::kernels::DECODE, &spec)?;
+        let decode_views = ctx.kernel(&crate::shaders::kernels::DECODE_VIEWS, &spec)?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
             ctx: ctx.clone(),

@@ -1,7 +1,7 @@
 //! The render stage on the GPU (`render.comp`, one invocation per output pixel in 16 x 16
 //! tiles), the twin of [`crate::cpu::render`], on views held in device memory.
 
-use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder};
 
 use crate::error::{LfError, Result};
 use crate::lightfield::LightField;
@@ -32,7 +32,7 @@ const TILE: u32 = 16;
 /// The render kernel with a light field's views resident in device memory.
 pub struct GpuRenderer {
     ctx: Context,
-    pipeline: ComputePipeline,
+    pipeline: Kernel<RenderPush>,
     views: Buffer<f32>,
     size: [usize; 4],
 }
@@ -50,7 +50,7 @@ impl GpuRenderer {
 
     /// Renders views already in device memory (from [`crate::gpu::decode::device::decode_to_device`]).
     pub fn from_device(ctx: &Context, lf: crate::gpu::decode::device::DeviceLightField) -> Result<GpuRenderer> {
-        let pipeline = ctx.compute_pipeline_for::<RenderPush>("lightfield_render", crate::shaders::RENDER, 2, &[])?;
+        let pipeline = ctx.kernel(&crate::shaders::kernels::RENDER, &[])?;
         Ok(GpuRenderer { ctx: ctx.clone(), pipeline, views: lf.views, size: lf.size })
     }
 
@@ -91,7 +91,7 @@ impl GpuRenderer {
             scale_y,
         };
         let groups = [view.width.div_ceil(TILE), view.height.div_ceil(TILE), 1];
-        rec.dispatch(&self.pipeline, &[&self.views, out], &push, groups);
+        rec.pass(&self.pipeline).read(&self.views).write(out).push(&push).dispatch(groups)?;
         Ok(())
     }
 
@@ -103,8 +103,8 @@ impl GpuRenderer {
         let read = self.ctx.buffer::<u32>(n, Location::Download, "rendered view readback")?;
         let mut rec = self.ctx.recorder()?;
         self.record(&mut rec, view, order, &out)?;
-        rec.barrier();
         rec.copy(&out, &read);
+        rec.host_read(&read);
         rec.submit()?.wait()?;
         Ok(read.mapped()?.to_vec())
     }

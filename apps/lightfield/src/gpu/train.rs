@@ -9,13 +9,14 @@
 //!    small SVDs run too. The CPU twin is [`crate::cpu::train`].
 
 use engine::prims::gemm::{BatchedGemm, Gemm, ModeProduct};
-use engine::{Bind, Buffer, ComputePipeline, Context, Location};
+use engine::{Buffer, Context, Kernel, Location};
 use rayon::prelude::*;
 
 use crate::dictionary::{mode_offsets, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;
 use crate::patch::{PatchShape, MODES};
+use crate::shaders::kernels;
 use crate::train::{Clusters, SlotCodes, Stages};
 
 /// Invocations per workgroup of the unfold and scatter kernels (fixed in their sources).
@@ -35,8 +36,9 @@ pub struct GpuStages {
     ctx: Context,
     shape: PatchShape,
     gemm: Gemm,
-    unfold: ComputePipeline,
-    scatter: ComputePipeline,
+    unfold: Kernel<UnfoldPush>,
+    /// Its push constants are the coefficient count alone.
+    scatter: Kernel<u32>,
     /// The training patches in their original order.
     patches: Buffer<f32>,
     /// Slot -> patch.
@@ -57,9 +59,8 @@ impl GpuStages {
     pub fn new(ctx: &Context, shape: PatchShape, patches: &[f32]) -> Result<GpuStages> {
         let plen = shape.len();
         let slots = patches.len() / plen;
-        let unfold = ctx.compute_pipeline_for::<UnfoldPush>("train_unfold", crate::shaders::TRAIN_UNFOLD, 3, &[])?;
-        // The scatter's push constants are the coefficient count alone.
-        let scatter = ctx.compute_pipeline_for::<u32>("train_scatter", crate::shaders::TRAIN_SCATTER, 3, &[])?;
+        let unfold = ctx.kernel(&kernels::TRAIN_UNFOLD, &[])?;
+        let scatter = ctx.kernel(&kernels::TRAIN_SCATTER, &[])?;
         let dense = |what| ctx.buffer::<f32>(patches.len().max(1), Location::Device, what);
         let largest = shape.modes().into_iter().max().unwrap_or(1);
         Ok(GpuStages {
@@ -80,7 +81,14 @@ impl GpuStages {
     }
 
     /// Records the mode-n unfolding of `src` (through the slot order when `indexed`) into `dst`.
-    fn record_unfold(&self, rec: &mut engine::Recorder, n: usize, src: &Buffer<f32>, indexed: bool, dst: &Buffer<f32>) {
+    fn record_unfold(
+        &self,
+        rec: &mut engine::Recorder,
+        n: usize,
+        src: &Buffer<f32>,
+        indexed: bool,
+        dst: &Buffer<f32>,
+    ) -> Result<()> {
         let plen = self.shape.len();
         let push = UnfoldPush {
             slots: self.clusters.order.len() as u32,
@@ -90,7 +98,8 @@ impl GpuStages {
             indexed: indexed as u32,
         };
         let groups = (self.clusters.order.len() * plen).div_ceil(WORKGROUP as usize) as u32;
-        rec.dispatch_linear(&self.unfold, &[src, &self.index, dst], &push, groups);
+        rec.pass(&self.unfold).read(src).read(&self.index).write(dst).push(&push).dispatch_linear(groups)?;
+        Ok(())
     }
 
     /// Records `C_s = A_s(n) B_s(n)^T` for every slot over the unfoldings `a` and `b`, then
@@ -131,26 +140,24 @@ impl Stages for GpuStages {
         let mut rec = self.ctx.recorder()?;
         rec.fill(&self.coefficients, 0);
         let count = dest.len();
-        let buffers = if count > 0 {
+        if count > 0 {
             let dest = self.ctx.upload(&dest, "training coefficient places")?;
             let values = self.ctx.upload(&codes.values, "training coefficient values")?;
-            rec.barrier();
             let groups = count.div_ceil(WORKGROUP as usize) as u32;
-            let bindings: &[&dyn Bind] = &[&dest, &values, &self.coefficients];
-            rec.dispatch_linear(&self.scatter, bindings, &(count as u32), groups);
-            Some((dest, values))
-        } else {
-            None
-        };
+            rec.pass(&self.scatter)
+                .read(&dest)
+                .read(&values)
+                .write(&self.coefficients)
+                .push(&(count as u32))
+                .dispatch_linear(groups)?;
+        }
         rec.submit()?.wait()?;
-        drop(buffers);
         Ok(())
     }
 
     fn grams(&mut self, n: usize) -> Result<Vec<Mat>> {
         let mut rec = self.ctx.recorder()?;
-        self.record_unfold(&mut rec, n, &self.patches, true, &self.unfolded);
-        rec.barrier();
+        self.record_unfold(&mut rec, n, &self.patches, true, &self.unfolded)?;
         self.grams_of(rec, n, &self.unfolded, &self.unfolded)
     }
 
@@ -185,13 +192,11 @@ impl Stages for GpuStages {
                 let matrix = k * dlen + offsets[mode];
                 self.gemm.record_mode_product_at(&mut rec, &product, (src, first), (dicts, matrix), (dst, first))?;
             }
-            rec.barrier();
             src = dst;
             at = 1 - at;
         }
-        self.record_unfold(&mut rec, n, src, false, &self.z[at]);
-        self.record_unfold(&mut rec, n, &self.patches, true, &self.unfolded);
-        rec.barrier();
+        self.record_unfold(&mut rec, n, src, false, &self.z[at])?;
+        self.record_unfold(&mut rec, n, &self.patches, true, &self.unfolded)?;
         self.grams_of(rec, n, &self.unfolded, &self.z[at])
     }
 }

@@ -9,11 +9,11 @@
 //! goes on; the host reads back only one count (unassigned rows, or columns above lambda)
 //! at the end of each batch, since launch and synchronisation dominate small problems.
 
-use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder};
 
 use crate::auction::{AuctionState, NONE};
 use crate::error::{MosaicError, Result};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Rounds in a phase's first batch; each later batch doubles, up to [`MAX_BATCH`].
 const FIRST_BATCH: u64 = 4;
@@ -49,13 +49,13 @@ pub struct GpuAuction {
     ctx: Context,
     m: usize,
     n: usize,
-    bid_pipe: ComputePipeline,
-    claim_pipe: ComputePipeline,
-    assign_pipe: ComputePipeline,
-    prepare_pipe: ComputePipeline,
-    reverse_pipe: ComputePipeline,
-    reverse_assign_pipe: ComputePipeline,
-    phase_pipe: ComputePipeline,
+    bid_pipe: Kernel<BidPush>,
+    claim_pipe: Kernel<u32>,
+    assign_pipe: Kernel<u32>,
+    prepare_pipe: Kernel<ShapePush>,
+    reverse_pipe: Kernel<BidPush>,
+    reverse_assign_pipe: Kernel<u32>,
+    phase_pipe: Kernel<u32>,
     d: Buffer<f32>,
     prices: Buffer<f32>,
     owner: Buffer<u32>,
@@ -100,16 +100,13 @@ impl GpuAuction {
         let bid_wg = scan_workgroup(n, subgroup, max_wg);
         let reverse_wg = scan_workgroup(m, subgroup, max_wg);
         let linear = LINEAR_WORKGROUP.min(info.max_workgroup_invocations);
-        let bid_pipe = ctx.compute_pipeline_for::<BidPush>("auction_bid", shaders::AUCTION_BID, 6, &[bid_wg])?;
-        let claim_pipe = ctx.compute_pipeline_for::<u32>("auction_claim", shaders::AUCTION_CLAIM, 4, &[linear])?;
-        let assign_pipe = ctx.compute_pipeline_for::<u32>("auction_assign", shaders::AUCTION_ASSIGN, 7, &[linear])?;
-        let prepare_pipe =
-            ctx.compute_pipeline_for::<ShapePush>("auction_prepare", shaders::AUCTION_PREPARE, 6, &[linear])?;
-        let reverse_pipe =
-            ctx.compute_pipeline_for::<BidPush>("auction_reverse", shaders::AUCTION_REVERSE, 10, &[reverse_wg])?;
-        let reverse_assign_pipe =
-            ctx.compute_pipeline_for::<u32>("auction_reverse_assign", shaders::AUCTION_REVERSE_ASSIGN, 7, &[linear])?;
-        let phase_pipe = ctx.compute_pipeline_for::<u32>("auction_phase", shaders::AUCTION_PHASE, 3, &[linear])?;
+        let bid_pipe = ctx.kernel(&kernels::AUCTION_BID, &[bid_wg])?;
+        let claim_pipe = ctx.kernel(&kernels::AUCTION_CLAIM, &[linear])?;
+        let assign_pipe = ctx.kernel(&kernels::AUCTION_ASSIGN, &[linear])?;
+        let prepare_pipe = ctx.kernel(&kernels::AUCTION_PREPARE, &[linear])?;
+        let reverse_pipe = ctx.kernel(&kernels::AUCTION_REVERSE, &[reverse_wg])?;
+        let reverse_assign_pipe = ctx.kernel(&kernels::AUCTION_REVERSE_ASSIGN, &[linear])?;
+        let phase_pipe = ctx.kernel(&kernels::AUCTION_PHASE, &[linear])?;
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
         Ok(GpuAuction {
             ctx: ctx.clone(),
@@ -160,83 +157,112 @@ impl GpuAuction {
             rec.fill(b, NONE);
         }
         rec.fill(&self.free_rows, self.m as u32);
-        rec.barrier();
         rec.submit()?.wait()?;
         Ok(())
     }
 
-    fn record_round(&self, rec: &mut Recorder, eps: f32) {
+    fn record_round(&self, rec: &mut Recorder, eps: f32) -> Result<()> {
         let m = self.m as u32;
-        let push = BidPush { m, n: self.n as u32, eps };
-        let bindings: &[&dyn Bind] =
-            &[&self.d, &self.prices, &self.col4row, &self.bid_col, &self.bid_val, &self.col_bid];
-        rec.dispatch_linear(&self.bid_pipe, bindings, &push, m);
-        rec.barrier();
-        let bindings: &[&dyn Bind] = &[&self.bid_col, &self.bid_val, &self.col_bid, &self.winner];
-        rec.dispatch_linear(&self.claim_pipe, bindings, &m, self.linear_groups(self.m));
-        rec.barrier();
-        let bindings: &[&dyn Bind] =
-            &[&self.bid_col, &self.col_bid, &self.winner, &self.prices, &self.owner, &self.col4row, &self.free_rows];
-        rec.dispatch_linear(&self.assign_pipe, bindings, &m, self.linear_groups(self.m));
-        rec.barrier();
+        rec.pass(&self.bid_pipe)
+            .read(&self.d)
+            .read(&self.prices)
+            .read(&self.col4row)
+            .write(&self.bid_col)
+            .write(&self.bid_val)
+            .read_write(&self.col_bid)
+            .push(&BidPush { m, n: self.n as u32, eps })
+            .dispatch_linear(m)?;
+        rec.pass(&self.claim_pipe)
+            .read(&self.bid_col)
+            .read(&self.bid_val)
+            .read(&self.col_bid)
+            .read_write(&self.winner)
+            .push(&m)
+            .dispatch_linear(self.linear_groups(self.m))?;
+        rec.pass(&self.assign_pipe)
+            .read_write(&self.bid_col)
+            .read_write(&self.col_bid)
+            .read_write(&self.winner)
+            .read_write(&self.prices)
+            .read_write(&self.owner)
+            .read_write(&self.col4row)
+            .read_write(&self.free_rows)
+            .push(&m)
+            .dispatch_linear(self.linear_groups(self.m))?;
+        Ok(())
     }
 
     /// Records lambda and the rows' values (`auction_prepare.comp`).
-    fn record_prepare(&self, rec: &mut Recorder) {
+    fn record_prepare(&self, rec: &mut Recorder) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
         rec.fill(&self.lambda, NONE);
-        rec.barrier();
-        let bindings: &[&dyn Bind] = &[&self.d, &self.prices, &self.owner, &self.col4row, &self.value, &self.lambda];
-        rec.dispatch_linear(&self.prepare_pipe, bindings, &ShapePush { m, n }, self.linear_groups(self.m.max(self.n)));
-        rec.barrier();
+        rec.pass(&self.prepare_pipe)
+            .read(&self.d)
+            .read(&self.prices)
+            .read(&self.owner)
+            .read(&self.col4row)
+            .write(&self.value)
+            .read_write(&self.lambda)
+            .push(&ShapePush { m, n })
+            .dispatch_linear(self.linear_groups(self.m.max(self.n)))?;
+        Ok(())
     }
 
-    fn record_reverse_round(&self, rec: &mut Recorder, eps: f32) {
+    fn record_reverse_round(&self, rec: &mut Recorder, eps: f32) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
         rec.fill(&self.active, 0);
-        self.record_prepare(rec);
-        let bindings: &[&dyn Bind] = &[
-            &self.d,
-            &self.prices,
-            &self.owner,
-            &self.value,
-            &self.lambda,
-            &self.offer_row,
-            &self.offer_val,
-            &self.offer_price,
-            &self.row_offer,
-            &self.active,
-        ];
-        rec.dispatch_linear(&self.reverse_pipe, bindings, &BidPush { m, n, eps }, n);
-        rec.barrier();
-        let bindings: &[&dyn Bind] = &[&self.offer_row, &self.offer_val, &self.row_offer, &self.row_winner];
-        rec.dispatch_linear(&self.claim_pipe, bindings, &n, self.linear_groups(self.n));
-        rec.barrier();
-        let bindings: &[&dyn Bind] = &[
-            &self.offer_row,
-            &self.offer_price,
-            &self.row_winner,
-            &self.row_offer,
-            &self.prices,
-            &self.owner,
-            &self.col4row,
-        ];
-        rec.dispatch_linear(&self.reverse_assign_pipe, bindings, &n, self.linear_groups(self.n));
-        rec.barrier();
+        self.record_prepare(rec)?;
+        rec.pass(&self.reverse_pipe)
+            .read(&self.d)
+            .read_write(&self.prices)
+            .read(&self.owner)
+            .read(&self.value)
+            .read(&self.lambda)
+            .write(&self.offer_row)
+            .write(&self.offer_val)
+            .write(&self.offer_price)
+            .read_write(&self.row_offer)
+            .read_write(&self.active)
+            .push(&BidPush { m, n, eps })
+            .dispatch_linear(n)?;
+        rec.pass(&self.claim_pipe)
+            .read(&self.offer_row)
+            .read(&self.offer_val)
+            .read(&self.row_offer)
+            .read_write(&self.row_winner)
+            .push(&n)
+            .dispatch_linear(self.linear_groups(self.n))?;
+        rec.pass(&self.reverse_assign_pipe)
+            .read_write(&self.offer_row)
+            .read(&self.offer_price)
+            .read_write(&self.row_winner)
+            .read_write(&self.row_offer)
+            .read_write(&self.prices)
+            .read_write(&self.owner)
+            .read_write(&self.col4row)
+            .push(&n)
+            .dispatch_linear(self.linear_groups(self.n))?;
+        Ok(())
     }
 
     /// Records `round` in batches until the count it maintains (read from `count` through
     /// `host`) is 0 after a batch, or the safeguard stops; returns the rounds run, counting
     /// whole batches.
-    fn rounds_until_zero(&self, count: &Buffer<u32>, host: &Buffer<u32>, round: impl Fn(&mut Recorder)) -> Result<u64> {
+    fn rounds_until_zero(
+        &self,
+        count: &Buffer<u32>,
+        host: &Buffer<u32>,
+        round: impl Fn(&mut Recorder) -> Result<()>,
+    ) -> Result<u64> {
         let mut rounds = 0;
         let mut batch = FIRST_BATCH;
         while rounds < MAX_ROUNDS_PER_PHASE {
             let mut rec = self.ctx.recorder()?;
             for _ in 0..batch {
-                round(&mut rec);
+                round(&mut rec)?;
             }
             rec.copy(count, host);
+            rec.host_read(host);
             rec.submit()?.wait()?;
             rounds += batch;
             if host.mapped()?[0] == 0 {
@@ -272,13 +298,15 @@ impl GpuAuction {
     /// released.
     pub fn next_phase(&self) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
-        self.record_prepare(&mut rec);
-        let bindings: &[&dyn Bind] = &[&self.prices, &self.owner, &self.lambda];
-        rec.dispatch_linear(&self.phase_pipe, bindings, &(self.n as u32), self.linear_groups(self.n));
-        rec.barrier();
+        self.record_prepare(&mut rec)?;
+        rec.pass(&self.phase_pipe)
+            .read_write(&self.prices)
+            .read_write(&self.owner)
+            .read(&self.lambda)
+            .push(&(self.n as u32))
+            .dispatch_linear(self.linear_groups(self.n))?;
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);
-        rec.barrier();
         rec.submit()?.wait()?;
         Ok(())
     }

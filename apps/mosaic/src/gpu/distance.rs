@@ -6,7 +6,7 @@ use indicatif::ProgressBar;
 
 use crate::error::{MosaicError, Result};
 use crate::features::Features;
-use crate::shaders;
+use crate::shaders::kernels;
 
 const WORKGROUP: u32 = 256;
 /// The most bytes of D on the device at once: D is computed in blocks of rows, each
@@ -45,7 +45,7 @@ pub fn distance_blocks(
     if block_rows == 0 || n as u64 * block_rows as u64 > u32::MAX as u64 {
         return Err(MosaicError::InvalidInput(format!("a row of {n} tiles is too long for this device")));
     }
-    let pipe = ctx.compute_pipeline_for::<Push>("distance", shaders::DISTANCE, 3, &[WORKGROUP])?;
+    let pipe = ctx.kernel::<Push>(&kernels::DISTANCE, &[WORKGROUP])?;
     let p = ctx.upload(&patches.data, "patch features")?;
     let t = ctx.upload(&tiles.data, "tile features")?;
     let d = ctx.buffer::<f32>(n * block_rows, Location::Device, "distance block")?;
@@ -56,7 +56,7 @@ pub fn distance_blocks(
         let mut rec = ctx.recorder()?;
         let push = Push { m: rows as u32, n: n as u32, width: patches.width() as u32, row0: row0 as u32 };
         let groups = (entries as u32).div_ceil(WORKGROUP);
-        rec.dispatch_linear(&pipe, &[&p, &t, &d], &push, groups);
+        rec.pass(&pipe).read(&p).read(&t).write(&d).push(&push).dispatch_linear(groups)?;
         rec.submit()?.wait()?;
         out.extend(ctx.download_range(&d, 0, entries)?);
         progress.inc(rows as u64);

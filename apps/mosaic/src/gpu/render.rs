@@ -7,7 +7,7 @@ use engine::{Context, Location};
 
 use crate::error::{MosaicError, Result};
 use crate::render::{check, Cells, Layout, Tint};
-use crate::shaders;
+use crate::shaders::kernels;
 
 const WORKGROUP: u32 = 256;
 /// The most bytes one band of the GPU image takes (RGBA8 words).
@@ -47,7 +47,7 @@ fn render_bands(ctx: &Context, layout: &Layout, cells: &Cells, band_bytes: u64) 
             "a {width} pixels wide mosaic is too wide for this device; use a smaller --tile-px"
         )));
     }
-    let pipe = ctx.compute_pipeline_for::<Push>("render", shaders::RENDER, 4, &[WORKGROUP])?;
+    let pipe = ctx.kernel::<Push>(&kernels::RENDER, &[WORKGROUP])?;
     let thumbs = ctx.upload(&pack(cells.thumbs), "thumbnails")?;
     let tiles = ctx.upload(cells.tile, "cell tiles")?;
     let tints = ctx.upload(bytemuck::cast_slice::<Tint, f32>(cells.tint), "cell tints")?;
@@ -66,7 +66,13 @@ fn render_bands(ctx: &Context, layout: &Layout, cells: &Cells, band_bytes: u64) 
         };
         let pixels = width * rows;
         let mut rec = ctx.recorder()?;
-        rec.dispatch_linear(&pipe, &[&thumbs, &tiles, &tints, &image], &push, (pixels as u32).div_ceil(WORKGROUP));
+        rec.pass(&pipe)
+            .read(&thumbs)
+            .read(&tiles)
+            .read(&tints)
+            .write(&image)
+            .push(&push)
+            .dispatch_linear((pixels as u32).div_ceil(WORKGROUP))?;
         rec.submit()?.wait()?;
         let band = ctx.download_range(&image, 0, pixels)?;
         out.extend(band.into_iter().flat_map(|w| w.to_le_bytes().into_iter().take(3)));

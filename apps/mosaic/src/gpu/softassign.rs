@@ -47,12 +47,12 @@ pub mod atomic;
 
 use std::collections::VecDeque;
 
-use engine::{Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel as Compiled, Location, Recorder};
 use indicatif::ProgressBar;
 
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
-use crate::shaders;
+use crate::shaders::kernels;
 use crate::softassign::{capacity, discretise, scale_of, Potentials, SoftAssignParams, CLAMP_F32};
 use atomic::{AtomicKernel, AtomicShape, Temperature};
 
@@ -139,10 +139,10 @@ pub fn workgroup_kernel_fits(ctx: &Context, m: usize, n: usize) -> bool {
 /// SoftAssign state on the GPU for one distance matrix.
 pub struct GpuSoftAssign {
     ctx: Context,
-    rows_pipe: ComputePipeline,
-    cols_pipe: ComputePipeline,
+    rows_pipe: Compiled<RowPush>,
+    cols_pipe: Compiled<ColPush>,
     /// The one-workgroup kernel, where it is the one used.
-    workgroup_pipe: Option<ComputePipeline>,
+    workgroup_pipe: Option<Compiled<WorkgroupPush>>,
     /// The atomic kernel, where it is the one used.
     atomic: Option<AtomicKernel>,
     m: usize,
@@ -222,22 +222,13 @@ impl GpuSoftAssign {
         let column_workgroup =
             COLUMN_WORKGROUP.min(info.max_workgroup_invocations) / COLUMNS_PER_GROUP * COLUMNS_PER_GROUP;
         let blocks = m.div_ceil(rows_per_block);
-        let rows_pipe =
-            ctx.compute_pipeline_for::<RowPush>("sinkhorn_rows", shaders::SINKHORN_ROWS, 4, &[workgroup, per_thread])?;
-        let cols_pipe = ctx.compute_pipeline_for::<ColPush>(
-            "sinkhorn_cols",
-            shaders::SINKHORN_COLS,
-            2,
-            &[column_workgroup, COLUMNS_PER_GROUP],
-        )?;
+        let rows_pipe = ctx.kernel(&kernels::SINKHORN_ROWS, &[workgroup, per_thread])?;
+        let cols_pipe = ctx.kernel(&kernels::SINKHORN_COLS, &[column_workgroup, COLUMNS_PER_GROUP])?;
         let workgroup_pipe = match kernel {
             Kernel::Passes | Kernel::Atomic => None,
-            Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => Some(ctx.compute_pipeline_for::<WorkgroupPush>(
-                "sinkhorn_workgroup",
-                shaders::SINKHORN_WORKGROUP,
-                3,
-                &[workgroup_kernel_size(ctx, m, n), m as u32, n as u32],
-            )?),
+            Kernel::Workgroup if workgroup_kernel_fits(ctx, m, n) => {
+                Some(ctx.kernel(&kernels::SINKHORN_WORKGROUP, &[workgroup_kernel_size(ctx, m, n), m as u32, n as u32])?)
+            }
             Kernel::Workgroup => {
                 return Err(MosaicError::InvalidInput(format!(
                     "a {m} x {n} matrix does not fit one workgroup's shared memory"
@@ -277,7 +268,6 @@ impl GpuSoftAssign {
         if let Some(atomic) = &self.atomic {
             atomic.reset(&mut rec);
         }
-        rec.barrier();
         rec.submit()?.wait()?;
         Ok(())
     }
@@ -290,14 +280,7 @@ impl GpuSoftAssign {
     /// Records one Sinkhorn iteration of the passes kernel at temperature `t`, whichever
     /// kernel cooling iterations use: row pass, column pass; with `mark_passes`, each pass
     /// ends in a profiling mark ("rows", "columns").
-    pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
-        self.record_passes(rec, t, mark_passes);
-        rec.barrier();
-    }
-
-    /// The passes of one Sinkhorn iteration, each followed by a storage barrier (enough
-    /// between dispatches; the caller ends the recording with a full barrier).
-    fn record_passes(&self, rec: &mut Recorder, t: f64, mark_passes: bool) {
+    pub fn record_sinkhorn(&self, rec: &mut Recorder, t: f64, mark_passes: bool) -> Result<()> {
         let push = RowPush {
             m: self.m as u32,
             n: self.n as u32,
@@ -306,8 +289,13 @@ impl GpuSoftAssign {
             alpha: self.alpha,
             clamp: CLAMP_F32,
         };
-        rec.dispatch_linear(&self.rows_pipe, &[&self.d, &self.f, &self.g, &self.partials], &push, self.blocks as u32);
-        rec.storage_barrier();
+        rec.pass(&self.rows_pipe)
+            .read(&self.d)
+            .read_write(&self.f)
+            .read(&self.g)
+            .write(&self.partials)
+            .push(&push)
+            .dispatch_linear(self.blocks as u32)?;
         if mark_passes {
             rec.mark("rows");
         }
@@ -318,16 +306,15 @@ impl GpuSoftAssign {
             clamp: CLAMP_F32,
             log_capacity: self.log_capacity,
         };
-        rec.dispatch_linear(
-            &self.cols_pipe,
-            &[&self.partials, &self.g],
-            &push,
-            (self.n as u32).div_ceil(COLUMNS_PER_GROUP),
-        );
-        rec.storage_barrier();
+        rec.pass(&self.cols_pipe)
+            .read(&self.partials)
+            .read_write(&self.g)
+            .push(&push)
+            .dispatch_linear((self.n as u32).div_ceil(COLUMNS_PER_GROUP))?;
         if mark_passes {
             rec.mark("columns");
         }
+        Ok(())
     }
 
     /// The kernel that runs the Sinkhorn iterations.
@@ -359,11 +346,17 @@ impl GpuSoftAssign {
     /// `mark_passes`, the passes kernel marks every pass ("rows", "columns"), the atomic
     /// kernel every dispatch ("sinkhorn", then "finish") and the one-workgroup kernel its
     /// one dispatch ("workgroup").
-    pub fn record_cooling_iteration(&self, rec: &mut Recorder, t: f64, params: &SoftAssignParams, mark_passes: bool) {
+    pub fn record_cooling_iteration(
+        &self,
+        rec: &mut Recorder,
+        t: f64,
+        params: &SoftAssignParams,
+        mark_passes: bool,
+    ) -> Result<()> {
         if let Some(atomic) = &self.atomic {
             let temp =
                 Temperature { t: t as f32, alpha: self.alpha, clamp: CLAMP_F32, log_capacity: self.log_capacity };
-            atomic.record_cooling_iteration(
+            return atomic.record_cooling_iteration(
                 rec,
                 (&self.d, &self.f, &self.g),
                 (self.m, self.n),
@@ -371,14 +364,12 @@ impl GpuSoftAssign {
                 &temp,
                 mark_passes,
             );
-            return;
         }
         let Some(pipe) = &self.workgroup_pipe else {
             for _ in 0..params.per_temperature() {
-                self.record_passes(rec, t, mark_passes);
+                self.record_sinkhorn(rec, t, mark_passes)?;
             }
-            rec.barrier();
-            return;
+            return Ok(());
         };
         let push = WorkgroupPush {
             iterations: params.per_temperature(),
@@ -387,25 +378,28 @@ impl GpuSoftAssign {
             clamp: CLAMP_F32,
             log_capacity: self.log_capacity,
         };
-        rec.dispatch_linear(pipe, &[&self.d, &self.f, &self.g], &push, 1);
-        rec.barrier();
+        rec.pass(pipe).read(&self.d).read_write(&self.f).read_write(&self.g).push(&push).dispatch_linear(1)?;
         if mark_passes {
             rec.mark("workgroup");
         }
+        Ok(())
     }
 
     /// Runs the whole temperature schedule from the current state; `progress` advances by
     /// the cooling iterations of each command buffer as it finishes. Command buffers are
-    /// submitted as soon as they are recorded, so recording overlaps GPU work; each ends in
-    /// a barrier, which orders it before the next submission on the queue.
+    /// submitted as soon as they are recorded, so recording overlaps GPU work; each waits
+    /// (on the GPU) for the one before, whose potentials it continues from.
     pub fn anneal(&self, params: &SoftAssignParams, progress: &ProgressBar) -> Result<()> {
-        let mut in_flight = VecDeque::new();
+        let mut in_flight: VecDeque<(engine::Submission, u32)> = VecDeque::new();
         let mut k = 0;
         while k < params.iterations {
             let mut rec = self.ctx.recorder()?;
+            if let Some((previous, _)) = in_flight.back() {
+                rec.wait_for(previous);
+            }
             let end = (k + COOLING_PER_SUBMIT).min(params.iterations);
             for level in k..end {
-                self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params, false);
+                self.record_cooling_iteration(&mut rec, params.temperature(level, self.scale), params, false)?;
             }
             in_flight.push_back((rec.submit()?, end - k));
             k = end;
@@ -486,7 +480,7 @@ mod tests {
     fn cooled(ctx: &Context, gpu: &GpuSoftAssign, d: &DistanceMatrix, params: &SoftAssignParams) -> Vec<f32> {
         let t = params.temperature(0, scale_of(d));
         let mut rec = ctx.recorder().unwrap();
-        gpu.record_cooling_iteration(&mut rec, t, params, false);
+        gpu.record_cooling_iteration(&mut rec, t, params, false).unwrap();
         rec.submit().unwrap().wait().unwrap();
         gpu.matrix(d, t).unwrap()
     }

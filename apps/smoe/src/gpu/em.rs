@@ -13,7 +13,7 @@ use engine::{Context, Location};
 use crate::data::Grid;
 use crate::fit::{model_from_raw, regularisation, FitReport};
 use crate::model::{packed_len, Model};
-use crate::shaders;
+use crate::shaders::kernels;
 
 pub(crate) const GROUP: u32 = 256;
 pub(crate) const CHUNK: u32 = 64;
@@ -61,10 +61,9 @@ pub fn fit_gpu_from(
         return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
     }
     let spec = [GROUP, d as u32, CHUNK];
-    let pipe = |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
-    let prepare = pipe("em_prepare", shaders::EM_PREPARE, 2)?;
-    let estep = pipe("em_estep", shaders::EM_ESTEP, 4)?;
-    let mstep = pipe("em_mstep", shaders::EM_MSTEP, 4)?;
+    let prepare = ctx.kernel::<Push>(&kernels::EM_PREPARE, &spec)?;
+    let estep = ctx.kernel::<Push>(&kernels::EM_ESTEP, &spec)?;
+    let mstep = ctx.kernel::<Push>(&kernels::EM_MSTEP, &spec)?;
     let samples = ctx.upload(&grid.samples(), "smoe fit samples")?;
     let raw = ctx.upload(&init.raw_records(), "smoe fit kernels")?;
     let stride = d + packed_len(d) + 1;
@@ -81,11 +80,21 @@ pub fn fit_gpu_from(
     for it in 0..iterations {
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(4)?;
-        rec.dispatch_linear(&prepare, &[&raw, &prep], &push, kernel_groups);
-        rec.barrier();
-        rec.dispatch_linear(&estep, &[&samples, &prep, &lse, &partials], &push, sample_groups);
-        rec.barrier();
-        rec.dispatch_linear(&mstep, &[&samples, &prep, &lse, &raw], &push, k as u32);
+        rec.pass(&prepare).read(&raw).write(&prep).push(&push).dispatch_linear(kernel_groups)?;
+        rec.pass(&estep)
+            .read(&samples)
+            .read(&prep)
+            .write(&lse)
+            .write(&partials)
+            .push(&push)
+            .dispatch_linear(sample_groups)?;
+        rec.pass(&mstep)
+            .read(&samples)
+            .read(&prep)
+            .read(&lse)
+            .read_write(&raw)
+            .push(&push)
+            .dispatch_linear(k as u32)?;
         rec.mark("em iteration");
         let passes = rec.submit()?.wait_profiled()?;
         gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();

@@ -17,13 +17,13 @@
 //! f32 against the twin's f64: a draw or an assignment can differ at a near tie; the
 //! outcome then differs only as much as two equally good starts do.
 
-use engine::{Bind, Buffer, ComputePipeline, Context, Location};
+use engine::{Buffer, Context, Kernel, Location};
 use kit::rng::Rng;
 
 use crate::cpu::kmeans::{below, centres_at, lloyd, model_from_labels};
 use crate::data::Grid;
 use crate::model::Model;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Samples per workgroup of every k-means kernel (the shaders' `local_size_x`).
 const BLOCK: usize = 256;
@@ -61,9 +61,9 @@ pub struct GpuKmeans {
     d: usize,
     n: usize,
     samples: Buffer<f32>,
-    near_pipe: ComputePipeline,
-    draw_pipe: ComputePipeline,
-    assign_pipe: ComputePipeline,
+    near_pipe: Kernel<NearPush>,
+    draw_pipe: Kernel<DrawPush>,
+    assign_pipe: Kernel<AssignPush>,
 }
 
 impl GpuKmeans {
@@ -82,9 +82,9 @@ impl GpuKmeans {
             d,
             n,
             samples: ctx.upload(samples, "k-means samples")?,
-            near_pipe: ctx.compute_pipeline_for::<NearPush>("kmeans_near", shaders::KMEANS_NEAR, 4, &spec)?,
-            draw_pipe: ctx.compute_pipeline_for::<DrawPush>("kmeans_draw", shaders::KMEANS_DRAW, 4, &spec)?,
-            assign_pipe: ctx.compute_pipeline_for::<AssignPush>("kmeans_assign", shaders::KMEANS_ASSIGN, 3, &spec)?,
+            near_pipe: ctx.kernel(&kernels::KMEANS_NEAR, &spec)?,
+            draw_pipe: ctx.kernel(&kernels::KMEANS_DRAW, &spec)?,
+            assign_pipe: ctx.kernel(&kernels::KMEANS_ASSIGN, &spec)?,
         })
     }
 
@@ -111,8 +111,6 @@ impl GpuKmeans {
         let u = ctx.upload(&u, "k-means uniforms")?;
         let near = ctx.buffer::<f32>(n, Location::Device, "k-means D")?;
         let block_sums = ctx.buffer::<f32>(blocks, Location::Device, "k-means block sums")?;
-        let near_bind: &[&dyn Bind] = &[&self.samples, &picks, &near, &block_sums];
-        let draw_bind: &[&dyn Bind] = &[&near, &block_sums, &u, &picks];
         let mut step = 0;
         while step < k {
             let end = (step + STEPS_PER_SUBMIT).min(k);
@@ -120,13 +118,23 @@ impl GpuKmeans {
             for j in step..end {
                 if j > 0 {
                     let push = DrawPush { n: n as u32, blocks: blocks as u32, step: j as u32 };
-                    rec.dispatch(&self.draw_pipe, draw_bind, &push, [1, 1, 1]);
-                    rec.barrier();
+                    rec.pass(&self.draw_pipe)
+                        .read(&near)
+                        .read(&block_sums)
+                        .read(&u)
+                        .read_write(&picks)
+                        .push(&push)
+                        .dispatch([1, 1, 1])?;
                 }
                 // D after the last centre is only for the tests; one more pass is cheap.
                 let push = NearPush { n: n as u32, step: j as u32, first: (j == 0) as u32 };
-                rec.dispatch_linear(&self.near_pipe, near_bind, &push, blocks as u32);
-                rec.barrier();
+                rec.pass(&self.near_pipe)
+                    .read(&self.samples)
+                    .read(&picks)
+                    .read_write(&near)
+                    .write(&block_sums)
+                    .push(&push)
+                    .dispatch_linear(blocks as u32)?;
             }
             rec.submit()?.wait()?;
             (step..end).for_each(|_| tick());
@@ -144,7 +152,12 @@ impl GpuKmeans {
         let labels = ctx.buffer::<u32>(self.n, Location::Device, "k-means labels")?;
         let mut rec = ctx.recorder()?;
         let push = AssignPush { n: self.n as u32, k: k as u32 };
-        rec.dispatch_linear(&self.assign_pipe, &[&self.samples, &c, &labels], &push, self.n.div_ceil(BLOCK) as u32);
+        rec.pass(&self.assign_pipe)
+            .read(&self.samples)
+            .read(&c)
+            .write(&labels)
+            .push(&push)
+            .dispatch_linear(self.n.div_ceil(BLOCK) as u32)?;
         rec.submit()?.wait()?;
         ctx.download(&labels)
     }

@@ -6,10 +6,10 @@
 //! exclusive scan of the counts.
 
 use engine::prims::scan::{ScanConfig, Scanner, TOTAL_INDEX};
-use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder};
 
 use crate::model::Model;
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// How the per-pixel quadratic form and expert are computed (Section 5).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -149,12 +149,12 @@ pub struct Renderer {
     span: f32,
     margin: f32,
     ycbcr: bool,
-    prepare: ComputePipeline,
-    view: ComputePipeline,
-    bin: ComputePipeline,
-    floor: ComputePipeline,
+    prepare: Kernel<Push>,
+    view: Kernel<Push>,
+    bin: Kernel<Push>,
+    floor: Kernel<Push>,
     scanner: Scanner,
-    render: Vec<(u32, ComputePipeline)>,
+    render: Vec<(u32, Kernel<Push>)>,
     mode: Mode,
 }
 
@@ -190,13 +190,10 @@ impl Renderer {
         let p = model.coord_dims;
         let robust = (mode == Mode::Robust) as u32;
         let spec = [LINEAR_GROUP, p as u32, robust];
-        let pipe = |name: &str, spirv: &[u8], bindings: u32, spec: &[u32]| {
-            ctx.compute_pipeline_for::<Push>(name, spirv, bindings, spec)
-        };
-        let prepare = pipe("smoe_prepare", shaders::SMOE_PREPARE, 2, &spec)?;
-        let view = pipe("smoe_view", shaders::SMOE_VIEW, 3, &spec)?;
-        let bin = pipe("smoe_bin", shaders::SMOE_BIN, 7, &spec)?;
-        let floor = pipe("smoe_floor", shaders::SMOE_FLOOR, 2, &[FLOOR_GROUP, p as u32, robust])?;
+        let prepare = ctx.kernel(&kernels::SMOE_PREPARE, &spec)?;
+        let view = ctx.kernel(&kernels::SMOE_VIEW, &spec)?;
+        let bin = ctx.kernel(&kernels::SMOE_BIN, &spec)?;
+        let floor = ctx.kernel(&kernels::SMOE_FLOOR, &[FLOOR_GROUP, p as u32, robust])?;
         let scan = ScanConfig::from_lookup(|key| kit::tuning::param(ctx.info(), "engine.scan", key));
         let scanner = Scanner::with_config(ctx, scan)?;
         let kernels = model.len();
@@ -204,10 +201,9 @@ impl Renderer {
         let prep = ctx.buffer::<f32>(kernels * prep_stride(p), Location::Device, "smoe prepared kernels")?;
         let (span, margin) = culling_constants(model);
         let push = Push { kernels: kernels as u32, ..Default::default() };
-        ctx.run(|rec| {
-            rec.dispatch_linear(&prepare, &[&raw, &prep], &push, groups(kernels));
-            Ok(())
-        })?;
+        // The same pass as [`Renderer::record_prepare`]'s: once it is accepted here, the
+        // kernel count (the only thing that varies) is one the device dispatches.
+        ctx.run(|rec| rec.pass(&prepare).read(&raw).write(&prep).push(&push).dispatch_linear(groups(kernels)))?;
         Ok(Renderer {
             ctx: ctx.clone(),
             p,
@@ -236,10 +232,7 @@ impl Renderer {
         self.ctx.write(&self.raw, 0, &model.raw_records())?;
         let (span, margin) = culling_constants(model);
         (self.span, self.margin) = (span as f32, margin as f32);
-        self.ctx.run(|rec| {
-            self.record_prepare(rec);
-            Ok(())
-        })
+        self.ctx.run(|rec| self.prepare_pass(rec))
     }
 
     /// The raw kernel records (as uploaded; the EM's culled M-step writes them in place).
@@ -249,8 +242,12 @@ impl Renderer {
 
     /// Records the preparation of the raw records again (after a pass changed them).
     pub(crate) fn record_prepare(&self, rec: &mut Recorder) {
+        self.prepare_pass(rec).expect("Renderer::new dispatched the same prepare pass");
+    }
+
+    fn prepare_pass(&self, rec: &mut Recorder) -> engine::Result<()> {
         let push = Push { kernels: self.kernels as u32, ..Default::default() };
-        rec.dispatch_linear(&self.prepare, &[&self.raw, &self.prep], &push, groups(self.kernels));
+        rec.pass(&self.prepare).read(&self.raw).write(&self.prep).push(&push).dispatch_linear(groups(self.kernels))
     }
 
     /// The culling constants (colour deviation bound a, log-margin M) the frames use.
@@ -325,11 +322,11 @@ impl Renderer {
         self.ctx.check_binding(len as u64 * 4, &format!("this frame's {what}"))
     }
 
-    fn render_pipeline(&mut self, tile: u32) -> engine::Result<&ComputePipeline> {
+    fn render_pipeline(&mut self, tile: u32) -> engine::Result<&Kernel<Push>> {
         let edge = tile.min(16);
         if !self.render.iter().any(|(e, _)| *e == edge) {
             let spec = [edge, self.p as u32, (self.mode == Mode::Robust) as u32, edge, CHUNK];
-            let pipe = self.ctx.compute_pipeline_for::<Push>("smoe_render", shaders::SMOE_RENDER, 6, &spec)?;
+            let pipe = self.ctx.kernel(&kernels::SMOE_RENDER, &spec)?;
             self.render.push((edge, pipe));
         }
         Ok(&self.render.iter().find(|(e, _)| *e == edge).expect("just created").1)
@@ -368,8 +365,7 @@ impl Renderer {
     /// Marks passes "view", "bound", "bin", "render" for profiling.
     pub fn record(&self, rec: &mut Recorder, frame: &Frame) -> engine::Result<()> {
         self.record_bins(rec, frame)?;
-        self.record_render(rec, frame);
-        Ok(())
+        self.record_render(rec, frame)
     }
 
     /// Records the culling records for the view and the binning of kernels to the frame's
@@ -381,29 +377,37 @@ impl Renderer {
         for b in [&frame.keys, &frame.counts, &frame.cursor, &frame.floor] {
             rec.fill(b, 0);
         }
-        rec.barrier();
         let k_groups = groups(self.kernels);
-        rec.dispatch_linear(&self.view, &[&self.raw, &self.prep, &frame.cull], &push, k_groups);
-        rec.barrier();
+        rec.pass(&self.view)
+            .read(&self.raw)
+            .read(&self.prep)
+            .write(&frame.cull)
+            .push(&push)
+            .dispatch_linear(k_groups)?;
         rec.mark("view");
-        let bin_bindings: &[&dyn Bind] =
-            &[&frame.cull, &frame.keys, &frame.counts, &frame.offsets, &frame.cursor, &frame.lists, &frame.floor];
+        let bin = |rec: &mut Recorder, push: &Push| {
+            rec.pass(&self.bin)
+                .read(&frame.cull)
+                .read_write(&frame.keys)
+                .read_write(&frame.counts)
+                .read(&frame.offsets)
+                .read_write(&frame.cursor)
+                .write(&frame.lists)
+                .read(&frame.floor)
+                .push(push)
+                .dispatch_linear(k_groups)
+        };
         if s.cull == Cull::Exact {
-            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
-            rec.barrier();
-            rec.dispatch(&self.floor, &[&frame.keys, &frame.floor], &push, [1, 1, 1]);
-            rec.barrier();
+            bin(rec, &push)?;
+            rec.pass(&self.floor).read(&frame.keys).write(&frame.floor).push(&push).dispatch([1, 1, 1])?;
             rec.mark("bound");
         }
         if s.cull != Cull::Off {
             push.phase = 1;
-            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
-            rec.barrier();
+            bin(rec, &push)?;
             self.scanner.record_exclusive(rec, &frame.counts, &frame.offsets, &frame.scan)?;
-            rec.barrier();
             push.phase = 2;
-            rec.dispatch_linear(&self.bin, bin_bindings, &push, k_groups);
-            rec.barrier();
+            bin(rec, &push)?;
             rec.mark("bin");
         }
         Ok(())
@@ -411,17 +415,21 @@ impl Renderer {
 
     /// Records the per-tile blend into `frame.out` (after [`Renderer::record_bins`]; marks
     /// "render").
-    pub(crate) fn record_render(&self, rec: &mut Recorder, frame: &Frame) {
+    pub(crate) fn record_render(&self, rec: &mut Recorder, frame: &Frame) -> engine::Result<()> {
         let (s, push) = (&frame.settings, self.push(frame));
         let edge = s.tile.min(16);
         let pipe = &self.render.iter().find(|(e, _)| *e == edge).expect("frame() created the render pipeline").1;
-        rec.dispatch(
-            pipe,
-            &[&self.prep, &frame.counts, &frame.offsets, &frame.lists, &frame.keys, &frame.out],
-            &push,
-            [frame.tiles_x, frame.tiles_y, 1],
-        );
+        rec.pass(pipe)
+            .read(&self.prep)
+            .read(&frame.counts)
+            .read(&frame.offsets)
+            .read(&frame.lists)
+            .read(&frame.keys)
+            .write(&frame.out)
+            .push(&push)
+            .dispatch([frame.tiles_x, frame.tiles_y, 1])?;
         rec.mark("render");
+        Ok(())
     }
 
     /// Total tile-list entries the last completed frame needed (reads 4 bytes back; 0

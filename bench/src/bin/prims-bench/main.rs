@@ -204,7 +204,6 @@ fn fft(ctx: &Context, floor: &Floor, [width, height]: [usize; 2], batch: usize, 
     let plan = Fft2d::new(ctx, width, height, batch)?;
     let gpu = gpu_median(ctx, repeats, |rec| {
         plan.record(rec, &data, Direction::Forward)?;
-        rec.barrier();
         plan.record(rec, &data, Direction::Inverse)
     })?;
     // The forward + inverse round trip must give the input back.

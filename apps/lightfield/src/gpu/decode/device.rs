@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use engine::stream::{upload_to, Done, Stream};
-use engine::{Bind, Buffer, Location};
+use engine::{Buffer, Location};
 
 use super::Layout;
 use crate::bitstream;
@@ -179,10 +179,18 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
             let part = |i| l.part(inputs, base, i);
-            let bindings: &[&dyn Bind] =
-                &[&codec.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &views, flag];
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            rec.dispatch_linear(&codec.decode_views, bindings, &push, patches.len() as u32);
+            rec.pass(&codec.decode_views)
+                .read(&codec.dicts)
+                .read(&part(0))
+                .read(&part(1))
+                .read(&part(2))
+                .read(&part(3))
+                .read(&part(4))
+                .write(&views)
+                .read_write(flag)
+                .push(&push)
+                .dispatch_linear(patches.len() as u32)?;
             rec.mark("decode");
             account(stream.push(staging, s, [copy, rec.submit()?])?);
         }
@@ -190,9 +198,11 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     })?;
     times.parse_ms = ms_since(t1);
     let t2 = Instant::now();
+    // The flag after every section's kernel, which the stream holds.
     let mut rec = ctx.recorder()?;
-    rec.barrier();
+    rec.after_queue();
     rec.copy(flag, flag_read);
+    rec.host_read(flag_read);
     let read_flag = rec.submit()?;
     while stream.in_flight() > 0 {
         account(stream.wait()?);

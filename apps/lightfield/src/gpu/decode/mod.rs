@@ -9,7 +9,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use engine::stream::upload;
-use engine::{Bind, Buffer, Location};
+use engine::{Buffer, Location};
 
 use crate::codes::Codes;
 use crate::error::Result;
@@ -69,13 +69,19 @@ impl GpuCodec {
                 rec.enable_profiling(3)?;
                 rec.wait_for(&copy);
                 let part = |i| layout.part(&slot.inputs, 0, i);
-                let bindings: &[&dyn Bind] =
-                    &[&self.dicts, &part(0), &part(1), &part(2), &part(3), &part(4), &slot.out];
-                let push = DecodePush { n_patches: range.len() as u32 };
-                rec.dispatch_linear(&self.decode, bindings, &push, range.len() as u32);
-                rec.barrier();
+                rec.pass(&self.decode)
+                    .read(&self.dicts)
+                    .read(&part(0))
+                    .read(&part(1))
+                    .read(&part(2))
+                    .read(&part(3))
+                    .read(&part(4))
+                    .write(&slot.out)
+                    .push(&DecodePush { n_patches: range.len() as u32 })
+                    .dispatch_linear(range.len() as u32)?;
                 rec.mark("decode");
                 rec.copy_region(&slot.out, 0, &slot.read, 0, range.len() * plen);
+                rec.host_read(&slot.read);
                 rec.mark("download");
                 Ok(vec![copy, rec.submit()?])
             },
@@ -150,8 +156,8 @@ impl Layout {
     }
 
     /// The input `i` (0..5) of a buffer laid out by `self` from word `base`.
-    pub fn part(&self, buffer: &Buffer<u32>, base: usize, i: usize) -> engine::BufferBinding {
-        buffer.slice(base + self.parts[i].0, self.parts[i].1.max(1))
+    pub fn part<'a>(&self, buffer: &'a Buffer<u32>, base: usize, i: usize) -> engine::Region<'a> {
+        buffer.range(base + self.parts[i].0, self.parts[i].1.max(1))
     }
 }
 

@@ -19,10 +19,10 @@
 //! Atomic float additions make the order of each column's block sums vary from run to run,
 //! so results differ in the last bits between runs (the tests state the bound).
 
-use engine::{Bind, Buffer, ComputePipeline, Context, DeviceInfo, Location, Recorder};
+use engine::{Buffer, Context, DeviceInfo, Kernel, Location, Recorder, Resource};
 
 use crate::error::{MosaicError, Result};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// The tuning file's kernel name for [`AtomicShape`]'s keys.
 pub const TUNING_KERNEL: &str = "mosaic.sinkhorn_atomic";
@@ -198,7 +198,7 @@ fn slots(s: u32) -> (u32, u32, u32, u32, u32, u32) {
 
 /// `sinkhorn_scaled.comp` and its buffers.
 struct ScaledKernel {
-    pipeline: ComputePipeline,
+    pipeline: Kernel<ScaledPush>,
     /// M after a cooling iteration's first Sinkhorn iteration, f16, four entries a word pair.
     k: Buffer<u32>,
     /// Row scalings (m).
@@ -208,8 +208,8 @@ struct ScaledKernel {
 /// The kernel's pipelines and column-sum slots for one matrix.
 pub struct AtomicKernel {
     shape: AtomicShape,
-    sinkhorn: ComputePipeline,
-    finish: ComputePipeline,
+    sinkhorn: Kernel<SinkhornPush>,
+    finish: Kernel<FinishPush>,
     scaled: Option<ScaledKernel>,
     /// Three slots of n column sums, zero between cooling iterations.
     sums: Buffer<f32>,
@@ -235,27 +235,12 @@ impl AtomicKernel {
             )));
         }
         shape.check(info, m, n)?;
-        let sinkhorn = ctx.compute_pipeline_for::<SinkhornPush>(
-            "sinkhorn_atomic",
-            shaders::SINKHORN_ATOMIC,
-            5,
-            &shape.specialization(n),
-        )?;
-        let finish = ctx.compute_pipeline_for::<FinishPush>(
-            "sinkhorn_atomic_finish",
-            shaders::SINKHORN_ATOMIC_FINISH,
-            4,
-            &[FINISH_WORKGROUP],
-        )?;
+        let sinkhorn = ctx.kernel(&kernels::SINKHORN_ATOMIC, &shape.specialization(n))?;
+        let finish = ctx.kernel(&kernels::SINKHORN_ATOMIC_FINISH, &[FINISH_WORKGROUP])?;
         let scaled = if shape.scaled {
             ctx.check_binding((m * n * 2) as u64, &format!("a {m} x {n} f16 kernel"))?;
             Some(ScaledKernel {
-                pipeline: ctx.compute_pipeline_for::<ScaledPush>(
-                    "sinkhorn_scaled",
-                    shaders::SINKHORN_SCALED,
-                    4,
-                    &shape.scaled_specialization(n),
-                )?,
+                pipeline: ctx.kernel(&kernels::SINKHORN_SCALED, &shape.scaled_specialization(n))?,
                 k: ctx.buffer(m * n / 2, Location::Device, "f16 Sinkhorn kernel")?,
                 u: ctx.buffer(m, Location::Device, "row scalings")?,
             })
@@ -293,7 +278,7 @@ impl AtomicKernel {
         iterations: u32,
         temp: &Temperature,
         mark: bool,
-    ) {
+    ) -> Result<()> {
         for s in 0..iterations {
             let (update, g_in, g_out, sums_read, sums_add, sums_zero) = slots(s);
             // Alternate directions, so each dispatch starts where the L2 cache is warm.
@@ -311,8 +296,13 @@ impl AtomicKernel {
                     sums_zero,
                     reverse,
                 };
-                rec.dispatch_linear(&scaled.pipeline, &[&scaled.k, &scaled.u, g, &self.sums], &push, self.shape.blocks);
-                rec.storage_barrier();
+                rec.pass(&scaled.pipeline)
+                    .read(&scaled.k)
+                    .read_write(&scaled.u)
+                    .read(g)
+                    .read_write(&self.sums)
+                    .push(&push)
+                    .dispatch_linear(self.shape.blocks)?;
                 if mark {
                     rec.mark("sinkhorn");
                 }
@@ -335,9 +325,15 @@ impl AtomicKernel {
                 reverse,
             };
             // Without scaled iterations K is not written; the column sums stand in for it.
-            let k: &dyn Bind = self.scaled.as_ref().map_or(&self.sums, |s| &s.k);
-            rec.dispatch_linear(&self.sinkhorn, &[d, f, g, &self.sums, k], &push, self.shape.blocks);
-            rec.storage_barrier();
+            let k: &dyn Resource = self.scaled.as_ref().map_or(&self.sums, |s| &s.k);
+            rec.pass(&self.sinkhorn)
+                .read(d)
+                .read_write(f)
+                .read_write(g)
+                .read_write(&self.sums)
+                .write(k)
+                .push(&push)
+                .dispatch_linear(self.shape.blocks)?;
             if mark {
                 rec.mark("sinkhorn");
             }
@@ -355,13 +351,19 @@ impl AtomicKernel {
             sums_read: last % 3,
             absorb: u32::from(absorb),
         };
-        let u: &dyn Bind = self.scaled.as_ref().map_or(f, |s| &s.u);
+        let u: &dyn Resource = self.scaled.as_ref().map_or(f, |s| &s.u);
         let invocations = m.max(n) as u32;
-        rec.dispatch_linear(&self.finish, &[g, &self.sums, f, u], &push, invocations.div_ceil(FINISH_WORKGROUP));
-        rec.barrier();
+        rec.pass(&self.finish)
+            .read_write(g)
+            .read_write(&self.sums)
+            .read_write(f)
+            .read(u)
+            .push(&push)
+            .dispatch_linear(invocations.div_ceil(FINISH_WORKGROUP))?;
         if mark {
             rec.mark("finish");
         }
+        Ok(())
     }
 }
 

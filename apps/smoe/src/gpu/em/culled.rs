@@ -16,14 +16,14 @@
 //! listed kernel, the culled step differs from the dense one. On fitted models that share
 //! is negligible; the tests bound the difference against the dense f64 twin.
 
-use engine::{Bind, Context, Location};
+use engine::{Context, Location};
 
 use super::{reg_push, Push, CHUNK, GROUP};
 use crate::data::{psnr, Grid};
 use crate::fit::{model_from_raw, FitReport};
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, Model};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Edge of the tiles of the culled E-step (one workgroup per tile, one invocation per pixel).
 pub const TILE: u32 = 16;
@@ -62,10 +62,9 @@ pub fn fit_gpu_culled(
         return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
     }
     let spec = [GROUP, d as u32, CHUNK, TILE];
-    let pipe = |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
-    let prepare = pipe("em_prepare", shaders::EM_PREPARE, 2)?;
-    let estep = pipe("em_estep_tiles", shaders::EM_ESTEP_TILES, 8)?;
-    let mstep = pipe("em_mstep_boxes", shaders::EM_MSTEP_BOXES, 6)?;
+    let prepare = ctx.kernel::<Push>(&kernels::EM_PREPARE, &spec)?;
+    let estep = ctx.kernel::<Push>(&kernels::EM_ESTEP_TILES, &spec)?;
+    let mstep = ctx.kernel::<Push>(&kernels::EM_MSTEP_BOXES, &spec)?;
     let mut renderer = Renderer::new(ctx, &init, Mode::Robust)?;
     renderer.set_span(renderer.culling().0.max(SPAN));
     let (w, h) = (grid.width() as u32, grid.height() as u32);
@@ -98,19 +97,31 @@ pub fn fit_gpu_culled(
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(8)?;
         renderer.record_prepare(&mut rec);
-        rec.barrier();
         renderer.record_bins(&mut rec, &frame)?;
         if render {
-            renderer.record_render(&mut rec, &frame);
+            renderer.record_render(&mut rec, &frame)?;
         }
-        rec.dispatch_linear(&prepare, &[raw, &prep], &push, (k as u32).div_ceil(GROUP));
-        rec.barrier();
-        let bindings: &[&dyn Bind] =
-            &[&samples, &prep, &frame.counts, &frame.offsets, &frame.lists, &frame.keys, &lse, &partials];
-        rec.dispatch(&estep, bindings, &push, [frame.tiles_x, frame.tiles_y, 1]);
-        rec.barrier();
-        let bindings: &[&dyn Bind] = &[&samples, &prep, &lse, raw, &frame.cull, &frame.floor];
-        rec.dispatch_linear(&mstep, bindings, &push, k as u32);
+        rec.pass(&prepare).read(raw).write(&prep).push(&push).dispatch_linear((k as u32).div_ceil(GROUP))?;
+        rec.pass(&estep)
+            .read(&samples)
+            .read(&prep)
+            .read(&frame.counts)
+            .read(&frame.offsets)
+            .read(&frame.lists)
+            .read(&frame.keys)
+            .write(&lse)
+            .write(&partials)
+            .push(&push)
+            .dispatch([frame.tiles_x, frame.tiles_y, 1])?;
+        rec.pass(&mstep)
+            .read(&samples)
+            .read(&prep)
+            .read(&lse)
+            .read_write(raw)
+            .read(&frame.cull)
+            .read(&frame.floor)
+            .push(&push)
+            .dispatch_linear(k as u32)?;
         rec.mark("em iteration");
         let passes = rec.submit()?.wait_profiled()?;
         gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();
