@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use kit::output::{Staged, IMAGE_EXTENSIONS};
 use serde::Serialize;
 use smoe::cpu::render as cpu;
