@@ -177,6 +177,16 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
     };
     let Fitted { model, report, init_ms, em_psnr_db, refine_ms, psnr_db } = fitted;
     model.save(out)?;
+    // A .smc file holds the model quantised: the PSNR reported is the file's.
+    let psnr_db = if kit::output::format_of(out, MODEL_EXTENSIONS)? == "smc" {
+        let stored = smoe::model::Model::load(out)?;
+        match &ctx {
+            Some(ctx) => smoe::fit::render_psnr(ctx, &stored, &grid)?,
+            None => smoe::fit::render_psnr_cpu(&stored, &grid),
+        }
+    } else {
+        psnr_db
+    };
     let tiles = grid.width().div_ceil(TILE as usize) * grid.height().div_ceil(TILE as usize);
     let record = FitRecord {
         out: out.to_path_buf(),

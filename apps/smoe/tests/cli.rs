@@ -222,6 +222,13 @@ fn smc_convert_render_and_budgets() {
     assert_eq!(smoe::model::Model::load(&back).unwrap().len(), smoe::model::Model::load(&smc).unwrap().len());
     let e = BIN.fails(&["convert", s(&model), s(&back), "--quality", "50"]);
     assert!(e.contains("apply to .smc outputs"), "{e}");
+    // A fit saved as .smc reports the PSNR of the file, rendered.
+    let (png, fitted, npy) = (dir.path().join("in.png"), dir.path().join("f.smc"), dir.path().join("f.npy"));
+    let line =
+        envelope(&BIN.ok(&["fit", s(&png), "--kernels", "24", "--iterations", "8", "--out", s(&fitted), "--json"]));
+    BIN.ok(&["render", s(&fitted), "--out", s(&npy)]);
+    let rendered = psnr_of(&read_npy(&npy).1, &smoe::data::Grid::load(&png).unwrap().rgb);
+    assert!((rendered - line["psnr_db"].as_f64().unwrap()).abs() <= 0.05, "{rendered} {line}");
     let mut cut = std::fs::read(&smc).unwrap();
     cut.truncate(cut.len() - 3);
     std::fs::write(&smc, &cut).unwrap();

@@ -216,7 +216,7 @@ fn choose_predictor(q: &[i64], stride: usize, p: usize, i: usize, sample: &[usiz
 }
 
 /// The most kernels the predictors are chosen on (evenly spaced in Morton order).
-const PREDICTOR_SAMPLE: usize = 4096;
+const PREDICTOR_SAMPLE: usize = 2048;
 
 fn median(values: &[i64]) -> i64 {
     let mut v = values.to_vec();

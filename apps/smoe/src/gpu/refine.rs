@@ -11,18 +11,22 @@
 //! - `refine_adam`: keeps the parameters if they are the best so far, then the Adam step with
 //!   the chain to the optimised parameters and the clamps.
 //!
+//! Every dispatch, the renderer's included, is a declared pass: the recorder places the
+//! barriers. With a quantiser (`.smc` steps), `refine_expand` expands the values as the file
+//! stores them (quantisation-aware refinement, straight through).
+//!
 //! The host reads back the losses and the tile lists' size once per submission (and grows
 //! the lists for the next one where they overflowed: such tiles blend every kernel, which is
 //! correct, only slower), and the best parameters once at the end. The culling's colour
 //! bound is the widest the clamps allow, so it holds for every step's model.
 
-use engine::{Bind, Buffer, ComputePipeline, Context, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder};
 
 use crate::codec::Steps;
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
 use crate::refine::{Adam, Params, RefineOptions, MAX_COLOUR};
-use crate::shaders;
+use crate::shaders::kernels;
 
 /// Steps recorded per command buffer: enough that a round trip per submission is noise
 /// (tens of microseconds against a few milliseconds of work), few enough that the progress
@@ -64,11 +68,12 @@ struct Push {
     qstep: [f32; 6],
 }
 
-struct Pipes {
-    expand: ComputePipeline,
-    loss: ComputePipeline,
-    grad: ComputePipeline,
-    adam: ComputePipeline,
+/// The refinement's own kernels.
+struct Stages {
+    expand: Kernel<Push>,
+    loss: Kernel<Push>,
+    grad: Kernel<crate::gpu::render::Push>,
+    adam: Kernel<Push>,
 }
 
 /// The device state of one refinement.
@@ -76,7 +81,7 @@ pub struct GpuRefine {
     ctx: Context,
     renderer: Renderer,
     frame: Frame,
-    pipes: Pipes,
+    stages: Stages,
     kernels: usize,
     /// (u, v) of every view, in the order of the grid's views.
     views: Vec<[f32; 2]>,
@@ -118,19 +123,12 @@ impl GpuRefine {
         };
         let frame = renderer.frame(settings, 0)?;
         let spec = [0, p as u32];
-        let own =
-            |name: &str, spirv: &[u8], bindings: u32| ctx.compute_pipeline_for::<Push>(name, spirv, bindings, &spec);
-        let pipes = Pipes {
-            expand: own("refine_expand", shaders::REFINE_EXPAND, 4)?,
-            loss: own("refine_loss", shaders::REFINE_LOSS, 5)?,
+        let stages = Stages {
+            expand: ctx.kernel(&kernels::REFINE_EXPAND, &spec)?,
+            loss: ctx.kernel(&kernels::REFINE_LOSS, &spec)?,
             // The backward pass reads the renderer's frame constants.
-            grad: ctx.compute_pipeline_for::<crate::gpu::render::Push>(
-                "refine_grad",
-                shaders::REFINE_GRAD,
-                6,
-                &[64, p as u32, 1],
-            )?,
-            adam: own("refine_adam", shaders::REFINE_ADAM, 8)?,
+            grad: ctx.kernel(&kernels::REFINE_GRAD, &[64, p as u32, 1])?,
+            adam: ctx.kernel(&kernels::REFINE_ADAM, &spec)?,
         };
         let model = &params.template;
         let (nu, nv) = if p == 4 { (grid.extent[2], grid.extent[3]) } else { (1, 1) };
@@ -158,7 +156,7 @@ impl GpuRefine {
         };
         Ok(GpuRefine {
             ctx: ctx.clone(),
-            pipes,
+            stages,
             kernels,
             target: ctx.upload(&grid.rgb, "smoe refine target")?,
             v: ctx.upload(&f32s(&params.v), "smoe refine parameters")?,
@@ -226,10 +224,7 @@ impl GpuRefine {
     /// that grow (a list that overflows later grows after that submission), so the first
     /// steps do not blend every kernel in every tile.
     fn size_lists(&mut self) -> crate::error::Result<()> {
-        self.ctx.run(|rec| {
-            self.record_expand(rec, 0);
-            Ok(())
-        })?;
+        self.ctx.run(|rec| self.record_expand(rec, 0))?;
         let mut entries = 0;
         for view in 0..self.views.len() {
             self.frame.settings.uv = self.views[view];
@@ -242,29 +237,28 @@ impl GpuRefine {
 
     /// Records refine_expand for step `step` (the prior floor from step 1 on) and the
     /// renderer's preparation of its records.
-    fn record_expand(&self, rec: &mut Recorder, step: usize) {
+    fn record_expand(&self, rec: &mut Recorder, step: usize) -> engine::Result<()> {
         let push = Push { step: step as u32, floor_prior: (step > 0) as u32, ..self.base };
-        rec.dispatch_linear(
-            &self.pipes.expand,
-            &[&self.v, &self.resid, &self.thmax, self.renderer.raw()],
-            &push,
-            groups(self.kernels, KERNEL_GROUP),
-        );
-        rec.barrier();
+        rec.pass(&self.stages.expand)
+            .read_write(&self.v)
+            .read(&self.resid)
+            .read(&self.thmax)
+            .write(self.renderer.raw())
+            .push(&push)
+            .dispatch_linear(groups(self.kernels, KERNEL_GROUP))?;
         self.renderer.record_prepare(rec);
-        rec.barrier();
+        Ok(())
     }
 
     /// Records step `step`: the forward and backward passes of the current parameters, their
     /// loss, and (with a learning rate) the Adam step.
     fn record_step(&mut self, rec: &mut Recorder, step: usize, lr: Option<f64>) -> engine::Result<()> {
-        self.record_expand(rec, step);
+        self.record_expand(rec, step)?;
         for view in 0..self.views.len() {
             self.record_view(rec, view)?;
         }
         let push = Push { step: step as u32, phase: 1, count: self.partials.len() as u32, ..self.base };
-        rec.dispatch(&self.pipes.loss, &self.loss_bindings(), &push, [1, 1, 1]);
-        rec.barrier();
+        self.record_loss(rec, &push, [1, 1, 1])?;
         let t = step as i32 + 1;
         let (c1, c2) = Adam::corrections(t);
         let push = Push {
@@ -275,13 +269,20 @@ impl GpuRefine {
             c2: c2 as f32,
             ..self.base
         };
-        self.record_adam(rec, &push);
-        Ok(())
+        self.record_adam(rec, &push)
     }
 
-    /// The buffers `refine_loss.comp` binds, in its order.
-    fn loss_bindings(&self) -> [&dyn Bind; 5] {
-        [&self.frame.out, &self.target, &self.partials, &self.track, &self.best]
+    /// Records refine_loss: phase 0 a view's partial sums, phase 1 the step's loss and the
+    /// best so far.
+    fn record_loss(&self, rec: &mut Recorder, push: &Push, groups: [u32; 3]) -> engine::Result<()> {
+        rec.pass(&self.stages.loss)
+            .read(&self.frame.out)
+            .read(&self.target)
+            .read_write(&self.partials)
+            .read_write(&self.track)
+            .read_write(&self.best)
+            .push(push)
+            .dispatch(groups)
     }
 
     /// Records the forward pass of view `view`, its loss's partial sums and its gradient
@@ -289,26 +290,33 @@ impl GpuRefine {
     fn record_view(&mut self, rec: &mut Recorder, view: usize) -> engine::Result<()> {
         self.frame.settings.uv = self.views[view];
         self.renderer.record(rec, &self.frame)?;
-        rec.barrier();
         let push = Push { view: view as u32, ..self.base };
-        rec.dispatch_linear(&self.pipes.loss, &self.loss_bindings(), &push, self.base.count);
+        self.record_loss(rec, &push, engine::linear_grid(self.base.count))?;
         let mut push = self.renderer.push(&self.frame);
         push.phase = view as u32;
-        let bindings: &[&dyn Bind] =
-            &[self.renderer.prepared(), &self.frame.cull, &self.frame.floor, &self.frame.out, &self.target, &self.grad];
-        rec.dispatch_linear(&self.pipes.grad, bindings, &push, self.kernels as u32);
-        rec.barrier();
-        Ok(())
+        rec.pass(&self.stages.grad)
+            .read(self.renderer.prepared())
+            .read(&self.frame.cull)
+            .read(&self.frame.floor)
+            .read(&self.frame.out)
+            .read(&self.target)
+            .read_write(&self.grad)
+            .push(&push)
+            .dispatch_linear(self.kernels as u32)
     }
 
-    fn record_adam(&self, rec: &mut Recorder, push: &Push) {
-        rec.dispatch_linear(
-            &self.pipes.adam,
-            &[&self.v, &self.m1, &self.m2, &self.grad, &self.keep, &self.track, &self.best, &self.thmax],
-            push,
-            groups(self.kernels, KERNEL_GROUP),
-        );
-        rec.barrier();
+    fn record_adam(&self, rec: &mut Recorder, push: &Push) -> engine::Result<()> {
+        rec.pass(&self.stages.adam)
+            .read_write(&self.v)
+            .read_write(&self.m1)
+            .read_write(&self.m2)
+            .read(&self.grad)
+            .write(&self.keep)
+            .read(&self.track)
+            .read(&self.best)
+            .read_write(&self.thmax)
+            .push(push)
+            .dispatch_linear(groups(self.kernels, KERNEL_GROUP))
     }
 }
 
@@ -359,8 +367,8 @@ mod tests {
             let (c1, c2) = Adam::corrections(step as i32 + 1);
             let push = Push { step: step as u32, update: 1, lr: lr as f32, c1: c1 as f32, c2: c2 as f32, ..self.base };
             let mut rec = self.ctx.recorder()?;
-            self.record_adam(&mut rec, &push);
-            self.record_expand(&mut rec, step + 1);
+            self.record_adam(&mut rec, &push)?;
+            self.record_expand(&mut rec, step + 1)?;
             rec.submit()?.wait()?;
             Ok(self.ctx.download(&self.v)?.iter().map(|&v| v as f64).collect())
         }
