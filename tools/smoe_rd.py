@@ -29,7 +29,7 @@ from scipy.ndimage import gaussian_filter
 
 # scikit-image's colour photos (name -> loader attribute); `motorcycle_left` is the left
 # view of `stereo_motorcycle`.
-SKIMAGE_PHOTOS = ["astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry", "motorcycle_left"]
+SKIMAGE_PHOTOS = ["astronaut", "coffee", "chelsea", "rocket", "immunohistochemistry", "hubble_deep_field", "motorcycle_left"]
 
 
 def skimage_photos(names):
@@ -37,10 +37,13 @@ def skimage_photos(names):
 
     out = []
     for name in names:
-        if name == "motorcycle_left":
-            img = data.stereo_motorcycle()[0]
-        else:
-            img = getattr(data, name)()
+        # Some of scikit-image's photos are fetched on first use: without a network they
+        # are skipped, with a line that says so.
+        try:
+            img = data.stereo_motorcycle()[0] if name == "motorcycle_left" else getattr(data, name)()
+        except Exception as e:
+            print(f"smoe_rd: photo {name} skipped: {type(e).__name__}: {e}", file=sys.stderr)
+            continue
         img = np.asarray(img)
         if img.ndim == 2:
             img = np.repeat(img[:, :, None], 3, axis=2)

@@ -211,7 +211,7 @@ lightfield render scene.lfc --view 4,4 --focus -1.2 --aperture 4 --out refocused
         #[arg(long, conflicts_with = "encode_only")]
         viewer: bool,
     },
-    /// Generate, train, encode and decode a small light field into DIR (on the GPU)
+    /// Render two light fields of photo layers, train on one, encode and decode the other; write the centre view (original, decoded), the decoded corner views, the .lfd, .lfc and a JSON summary into DIR
     #[command(
         after_help = "Examples:\n  lightfield demo --out demo/\n  lightfield demo --out demo/ --device llvmpipe --json"
     )]

@@ -107,7 +107,7 @@ enum Command {
         #[command(flatten)]
         args: kit::BenchArgs,
     },
-    /// Generate a sample scene and distortions, score them, write images, maps and a JSON summary
+    /// Score eight distortions of a sample photo (two strengths each), write images, maps and a JSON summary
     #[command(after_help = "Examples:\n  mad demo --out demo/\n  mad demo --out demo/ --backend cpu --json")]
     Demo {
         /// The folder to write into (created if missing)
