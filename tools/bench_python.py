@@ -127,7 +127,7 @@ def main():
         emit({"what": "mad batch (CLI, PNG files)", "pairs": a.pairs, "wall_s": cli_s, "pairs_per_s": a.pairs / cli_s})
 
     # tessera.mad_batch on the same pairs as arrays, after a warm-up call on a few of them.
-    tessera.mad_batch(refs[:16], dists[:16])
+    tessera.mad_batch(list(refs[:16]), list(dists[:16]))
     best = None
     for run in range(2):
         t = time.perf_counter()

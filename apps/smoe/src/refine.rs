@@ -277,18 +277,24 @@ impl Params {
 
     /// The model these parameters describe, valid: priors normalised, and where a kernel's
     /// joint covariance would not pass validation in f32 its conditional colour covariance
-    /// (which rendering does not use) is widened.
+    /// (which rendering does not use) is widened. A kernel holding a non-finite value (one
+    /// that diverged in f32 on the GPU) is left out: it cannot be rendered, and the others
+    /// are the model; only when none is left is that an error.
     pub fn to_model(&self) -> Result<Model, ModelError> {
         let (lay, p) = (self.layout, self.layout.p);
         let d = p + 3;
         let (_, _, theta) = self.offsets();
-        let thetas: Vec<f64> = (0..self.len()).map(|j| self.v[j * lay.stride() + theta]).collect();
-        let max_theta = thetas.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let total: f64 = thetas.iter().map(|t| (t - max_theta).exp()).sum();
+        let kernel = |j: usize| &self.v[j * lay.stride()..(j + 1) * lay.stride()];
+        let kept: Vec<usize> = (0..self.len()).filter(|&j| kernel(j).iter().all(|v| v.is_finite())).collect();
+        if kept.is_empty() {
+            return Err(ModelError::Invalid("every kernel holds a non-finite parameter".into()));
+        }
+        let max_theta = kept.iter().map(|&j| kernel(j)[theta]).fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = kept.iter().map(|&j| (kernel(j)[theta] - max_theta).exp()).sum();
         let mut m = Model { pi: Vec::new(), mu: Vec::new(), cov: Vec::new(), ..self.template.clone() };
         let mut resid = self.resid.clone();
-        for j in 0..self.len() {
-            let k = &self.v[j * lay.stride()..(j + 1) * lay.stride()];
+        for &j in &kept {
+            let k = kernel(j);
             m.pi.push((k[theta] - max_theta).exp() / total);
             m.mu.extend((0..p).map(|i| k[i] / self.extent[i]));
             m.mu.extend_from_slice(&k[lay.mu_y()..lay.g()]);
@@ -298,16 +304,16 @@ impl Params {
         // kernel that fails has its colour covariance widened, up to 32 times.
         let mut m = m.rounded_to_f32();
         let tri = packed_len(d);
-        for index in 0..m.len() {
+        for (index, &j) in kept.iter().enumerate() {
             for _ in 0..32 {
                 if m.check_kernel(index).is_ok() {
                     break;
                 }
                 for a in 0..3 {
-                    resid[index * 6 + packed_index(a, a)] = resid[index * 6 + packed_index(a, a)].max(1e-4) * 4.0;
+                    resid[j * 6 + packed_index(a, a)] = resid[j * 6 + packed_index(a, a)].max(1e-4) * 4.0;
                 }
                 let mut fixed = Model { cov: Vec::new(), ..m.clone() };
-                self.push_covariance(&mut fixed, index, &resid[index * 6..(index + 1) * 6]);
+                self.push_covariance(&mut fixed, j, &resid[j * 6..(j + 1) * 6]);
                 let fixed = fixed.rounded_to_f32();
                 m.cov[index * tri..(index + 1) * tri].copy_from_slice(&fixed.cov);
             }

@@ -47,3 +47,25 @@ fn refinement_beats_em_at_the_same_k() {
     assert!(psnr >= em_psnr + 5.0, "EM {em_psnr:.2} dB, refined {psnr:.2} dB");
     engine::testing::assert_no_validation_messages();
 }
+
+/// A kernel whose parameters went non-finite is left out of the model; the others are kept
+/// as they were, and a model with no finite kernel is an error.
+#[test]
+fn non_finite_kernels_are_left_out() {
+    let grid = textured(24, 18);
+    let model = Init::Grid.model(&grid, 9, &mut || {});
+    let mut params = Params::from_model(&model).unwrap();
+    let stride = params.layout().stride();
+    let (_, _, theta) = params.offsets();
+    params.v[4 * stride + theta] = f64::NAN;
+    params.v[7 * stride] = f64::INFINITY;
+    let m = params.to_model().unwrap();
+    assert_eq!(m.len(), 7);
+    m.validate().unwrap();
+    let all = Params::from_model(&model).unwrap().to_model().unwrap();
+    let d = all.dims();
+    assert_eq!(&m.mu[..4 * d], &all.mu[..4 * d]);
+    assert_eq!(&m.mu[4 * d..6 * d], &all.mu[5 * d..7 * d]);
+    params.v.iter_mut().for_each(|v| *v = f64::NAN);
+    assert!(params.to_model().is_err());
+}
