@@ -225,13 +225,7 @@ pub fn fit_kernels(
         None => fit_cpu(grid, first, iterations, |s, ll| em_tick(s, ll, None))?,
     };
     model.validate()?;
-    let psnr_of = |model: &Model| -> Result<f64> {
-        Ok(match ctx {
-            Some(ctx) => render_psnr(ctx, model, grid)?,
-            None => render_psnr_cpu(model, grid),
-        })
-    };
-    let em_psnr_db = psnr_of(&model)?;
+    let em_psnr_db = model_psnr(ctx, &model, grid)?;
     let (model, refine_ms) = if refine.steps == 0 {
         (model, 0.0)
     } else {
@@ -243,7 +237,7 @@ pub fn fit_kernels(
         };
         (refined, report.refine_ms)
     };
-    let psnr_db = psnr_of(&model)?;
+    let psnr_db = model_psnr(ctx, &model, grid)?;
     Ok(Fitted { model, report, init_ms, em_psnr_db, refine_ms, psnr_db })
 }
 
@@ -264,6 +258,15 @@ fn psnr_over_views<E>(
         }
     }
     Ok(psnr(&got, &want))
+}
+
+/// PSNR of `model` against `grid` as `smoe render` renders it: on `ctx`'s GPU, or with the
+/// f64 reference when `ctx` is None.
+pub fn model_psnr(ctx: Option<&Context>, model: &Model, grid: &Grid) -> Result<f64> {
+    Ok(match ctx {
+        Some(ctx) => render_psnr(ctx, model, grid)?,
+        None => render_psnr_cpu(model, grid),
+    })
 }
 
 /// PSNR of the model rendered on the GPU (exact culling, robust) against its grid.

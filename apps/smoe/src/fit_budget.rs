@@ -10,12 +10,10 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use smoe::codec::fit::{fit_to_budget, largest_kernels, refine_quantised_cpu, Calls, Trial};
 use smoe::data::Grid;
-use smoe::fit::{render_psnr, render_psnr_cpu, FitSettings};
-use smoe::gpu::em::culled::TILE;
-use smoe::memory::{check_device, fit_memory};
+use smoe::fit::{model_psnr, FitSettings};
 use smoe::refine::{refine_gpu_quantised, RefineOptions};
 
-use crate::fit_command::fit_at;
+use crate::fit_command::{fit_at, prepare, Prepared};
 
 /// The byte budget of a fit.
 #[derive(Clone, Copy, Debug)]
@@ -85,21 +83,20 @@ pub fn fit(
     if format != "smc" {
         bail!("--bpp and --bytes write the compact format: {} must end in .smc", out.display());
     }
-    let grid = Grid::load(input)?;
-    let samples = grid.len();
-    let budget_bytes = match budget.budget {
-        Budget::Bpp(bpp) => (bpp * samples as f64 / 8.0).floor() as usize,
-        Budget::Bytes(n) => n,
+    let mut shape = (0, 0, 0);
+    let largest_of = |grid: &Grid| {
+        let samples = grid.len();
+        let budget_bytes = match budget.budget {
+            Budget::Bpp(bpp) => (bpp * samples as f64 / 8.0).floor() as usize,
+            Budget::Bytes(n) => n,
+        };
+        let max = budget.max_kernels.unwrap_or(samples / 4).clamp(1, samples);
+        shape = (samples, budget_bytes, max);
+        Ok(largest_kernels(budget_bytes, grid.coord_dims(), max, budget.trials))
     };
-    let max = budget.max_kernels.unwrap_or(samples / 4).clamp(1, samples);
+    let Prepared { grid, ctx, .. } = prepare(input, largest_of, common)?;
+    let (samples, budget_bytes, max) = shape;
     let p = grid.coord_dims();
-    let largest = largest_kernels(budget_bytes, p, max, budget.trials);
-    let memory = fit_memory(&grid.extent, largest, TILE);
-    kit::budget::check(memory.host_bytes, format!("fitting {largest} kernels to {}", input.display()))?;
-    let ctx = common.context()?;
-    if let Some(ctx) = &ctx {
-        check_device(ctx, &memory, samples, largest)?;
-    }
     let qat = budget.qat;
     let calls = Calls {
         fit: |k| Ok::<_, anyhow::Error>(fit_at(ctx.as_ref(), &grid, k, &settings)?.model),
@@ -110,12 +107,7 @@ pub fn fit(
                 None => refine_quantised_cpu(model, &grid, steps, qat)?.0,
             })
         },
-        psnr: |model: &smoe::model::Model| {
-            Ok(match &ctx {
-                Some(ctx) => render_psnr(ctx, model, &grid)?,
-                None => render_psnr_cpu(model, &grid),
-            })
-        },
+        psnr: |model: &smoe::model::Model| Ok(model_psnr(ctx.as_ref(), model, &grid)?),
     };
     let found = fit_to_budget(budget_bytes, p, max, budget.trials, calls)?;
     let mut staged = kit::output::Staged::new();

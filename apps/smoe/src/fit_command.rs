@@ -10,9 +10,9 @@ use anyhow::{bail, Result};
 use kit::progress::ProgressBar;
 use serde::Serialize;
 use smoe::data::Grid;
-use smoe::fit::{fit_kernels, FitProgress, FitSettings, Fitted, Init};
+use smoe::fit::{fit_kernels, model_psnr, FitProgress, FitSettings, Fitted, Init};
 use smoe::gpu::em::culled::TILE;
-use smoe::memory::{check_device, fit_memory};
+use smoe::memory::{check_device, fit_memory, FitMemory};
 use smoe::model::MODEL_EXTENSIONS;
 use smoe::target::{smallest_kernels, start_kernels, Trial};
 
@@ -133,8 +133,14 @@ pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, setti
     Ok(fit_kernels(ctx, grid, k, settings, &mut |e| bars.show(e))?)
 }
 
-pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
-    kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
+/// The input of a fit, loaded (with a warning where alpha hides pixels), and the device,
+/// once the largest fit (`largest(samples)` kernels) is known to fit the host budget and the
+/// device's memory, before anything is allocated for it.
+pub fn prepare(
+    input: &Path,
+    largest: impl FnOnce(&Grid) -> Result<usize>,
+    common: &kit::CommonArgs,
+) -> Result<Prepared> {
     let (grid, translucent) = Grid::load_noting_alpha(input)?;
     if let Some(n) = translucent.filter(|&n| n > 0) {
         kit::report::warn(&format!(
@@ -144,19 +150,40 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
         ));
     }
     let samples = grid.len();
-    let largest = match kernels {
-        Kernels::Count(k) => k,
-        Kernels::Psnr { max, .. } => max.unwrap_or((samples / 4).max(1)),
-    };
-    if largest > samples {
-        bail!("--kernels {largest} is more than the {samples} samples of {}", input.display());
-    }
+    let largest = largest(&grid)?;
     let memory = fit_memory(&grid.extent, largest, TILE);
     kit::budget::check(memory.host_bytes, format!("fitting {largest} kernels to {}", input.display()))?;
     let ctx = common.context()?;
     if let Some(ctx) = &ctx {
         check_device(ctx, &memory, samples, largest)?;
     }
+    Ok(Prepared { grid, ctx, largest, memory })
+}
+
+/// What [`prepare`] found: the input, the device (None for `--backend cpu`), the largest K
+/// and its memory estimate.
+pub struct Prepared {
+    pub grid: Grid,
+    pub ctx: Option<engine::Context>,
+    pub largest: usize,
+    pub memory: FitMemory,
+}
+
+pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
+    kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
+    let largest_of = |grid: &Grid| {
+        let samples = grid.len();
+        let largest = match kernels {
+            Kernels::Count(k) => k,
+            Kernels::Psnr { max, .. } => max.unwrap_or((samples / 4).max(1)),
+        };
+        if largest > samples {
+            bail!("--kernels {largest} is more than the {samples} samples of {}", input.display());
+        }
+        Ok(largest)
+    };
+    let Prepared { grid, ctx, largest, memory } = prepare(input, largest_of, common)?;
+    let samples = grid.len();
     let (fitted, target, trials) = match kernels {
         Kernels::Count(k) => (fit_at(ctx.as_ref(), &grid, k, &settings)?, None, Vec::new()),
         Kernels::Psnr { db, .. } => {
@@ -179,11 +206,7 @@ pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, co
     model.save(out)?;
     // A .smc file holds the model quantised: the PSNR reported is the file's.
     let psnr_db = if kit::output::format_of(out, MODEL_EXTENSIONS)? == "smc" {
-        let stored = smoe::model::Model::load(out)?;
-        match &ctx {
-            Some(ctx) => smoe::fit::render_psnr(ctx, &stored, &grid)?,
-            None => smoe::fit::render_psnr_cpu(&stored, &grid),
-        }
+        model_psnr(ctx.as_ref(), &smoe::model::Model::load(out)?, &grid)?
     } else {
         psnr_db
     };

@@ -636,6 +636,28 @@ fn fit_warns_of_ignored_alpha() {
     );
     std::fs::remove_file(dir.path().join("m.json")).unwrap();
     assert!(!fit(&opaque).contains("warning"), "an opaque image warned");
+    // The budget fit reads its input the same way.
+    let smc = dir.path().join("m.smc");
+    let out = BIN.run(&[
+        "fit",
+        s(&holes),
+        "--bytes",
+        "400",
+        "--budget-fits",
+        "1",
+        "--qat-steps",
+        "0",
+        "--iterations",
+        "2",
+        "--refine-steps",
+        "0",
+        "--backend",
+        "cpu",
+        "--out",
+        s(&smc),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("pixels are not fully opaque"), "{stderr}");
 }
 
 /// `--scale` keeps the model's aspect ratio; `--size` of another ratio renders stretched with
