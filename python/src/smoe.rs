@@ -198,7 +198,7 @@ pub fn smoe_fit(
     Ok(SmoeModel { model, psnr_db: Some(psnr_db) })
 }
 
-/// Loads a model file (`.json`, `.smoe` or `.bin`), checked as `smoe render` checks it.
+/// Loads a model file (`.json`, `.smoe`, `.bin` or `.smc`), checked as `smoe render` checks it.
 #[pyfunction]
 pub fn smoe_load(py: Python<'_>, path: PathBuf) -> PyResult<SmoeModel> {
     let model = run(py, || Ok(Model::load(&path)?))?;
@@ -326,7 +326,7 @@ impl SmoeModel {
         PyArray1::from_vec(py, rgb).reshape([h as usize, w as usize, 3])
     }
 
-    /// Saves the model: JSON for `.json`, the binary format for `.smoe` and `.bin`
+    /// Saves the model: JSON for `.json`, the binary format for `.smoe` and `.bin`, `.smc` compact
     /// (written to a temporary file and renamed into place).
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         run(py, || {

@@ -71,7 +71,8 @@ class Model:
         return self._native.render(size, view, backend, device_text(device))
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """Saves the model: JSON for ``.json``, the binary format for ``.smoe`` / ``.bin``."""
+        """Saves the model: JSON for ``.json``, the binary format for ``.smoe`` / ``.bin``, the
+        compact entropy-coded format for ``.smc`` (quantised at the default quality)."""
         self._native.save(os.fspath(path))
 
     def __repr__(self) -> str:
@@ -116,5 +117,5 @@ def fit(
 
 
 def load(path: Union[str, os.PathLike]) -> Model:
-    """Loads a model file (``.json``, ``.smoe``, ``.bin``), checked as the CLI checks it."""
+    """Loads a model file (``.json``, ``.smoe``, ``.bin``, ``.smc``), checked as the CLI checks it."""
     return Model(_tessera.smoe_load(os.fspath(path)))

@@ -25,6 +25,11 @@ def test_fit_render_save_load_and_the_cli_renders_the_same(tmp_path, image):
     cpu = loaded.render(backend="cpu")
     np.testing.assert_allclose(cpu, loaded.render(), atol=1e-4)
     assert loaded.render(size=(64, 48)).shape == (48, 64, 3)
+    # The compact format: quantised, so close to the model, not equal.
+    model.save(tmp_path / "m.smc")
+    compact = tessera.smoe.load(tmp_path / "m.smc")
+    assert 0 < compact.kernels <= 12
+    assert np.abs(compact.render(backend="cpu") - cpu).mean() < 0.05
 
 
 def test_fit_equals_the_cli_fit_of_the_same_file(tmp_path, image):
