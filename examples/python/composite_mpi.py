@@ -47,17 +47,23 @@ def draw(scene: np.ndarray, mine: np.ndarray, w: int, h: int, alpha: float):
     viewport (x, y, w, h) of the pixels drawn."""
     color = np.zeros((h, w, 4))
     depth = np.ones((h, w), np.float32)
-    ys, xs = np.mgrid[0:h, 0:w] + 0.5
     for x, y, z, r, *rgb in scene[mine]:
+        # The sphere's bounding box, clipped to the image.
+        x0, x1 = max(int(x - r), 0), min(int(x + r) + 1, w)
+        y0, y1 = max(int(y - r), 0), min(int(y + r) + 1, h)
+        if x0 >= x1 or y0 >= y1:
+            continue
+        ys, xs = np.mgrid[y0:y1, x0:x1] + 0.5
         d2 = ((xs - x) ** 2 + (ys - y) ** 2) / (r * r)
-        inside = d2 < 1.0
+        front = np.sqrt(np.clip(1.0 - d2, 0.0, 1.0))
         # The sphere's front surface: nearer at its centre, shaded by its normal's z.
-        surface = (z - 0.05 * np.sqrt(np.clip(1.0 - d2, 0.0, 1.0))).astype(np.float32)
-        nearer = inside & (surface < depth)
-        shade = np.sqrt(np.clip(1.0 - d2, 0.0, 1.0))[..., None] * np.array(rgb)
-        color[nearer, :3] = alpha * shade[nearer]
-        color[nearer, 3] = alpha
-        depth[nearer] = surface[nearer]
+        surface = (z - 0.05 * front).astype(np.float32)
+        box = depth[y0:y1, x0:x1]
+        nearer = (d2 < 1.0) & (surface < box)
+        c = color[y0:y1, x0:x1]
+        c[nearer, :3] = alpha * (front[..., None] * np.array(rgb))[nearer]
+        c[nearer, 3] = alpha
+        box[nearer] = surface[nearer]
     rows, cols = np.nonzero(depth < 1.0)
     if rows.size == 0:
         viewport = (0, 0, 0, 0)
