@@ -44,7 +44,7 @@ const TILE_BINDING_BYTES: u64 = 32;
 /// Where a tile's ramped lines are made: on the device, or on the host into this staging
 /// buffer.
 enum LineMaker {
-    Device(SeamLines),
+    Device(Box<SeamLines>),
     Host(engine::Buffer<[f32; 2]>),
 }
 
@@ -121,7 +121,7 @@ impl GpuMad {
         let table = self.ctx.upload(&seams.table(), "mad seams table")?;
         let size = (plan.grid.width, plan.grid.height);
         let mut maker = if SeamLines::binds(&self.ctx, size) {
-            LineMaker::Device(SeamLines::new(&self.ctx, (reference, distorted), means, &seams, plan.window)?)
+            LineMaker::Device(Box::new(SeamLines::new(&self.ctx, (reference, distorted), means, &seams, plan.window)?))
         } else {
             LineMaker::Host(self.ctx.buffer(4 * window.pixels(), Location::Upload, "mad ramped lines staging")?)
         };
