@@ -10,7 +10,6 @@
 //! the decoded model is validated as every model is.
 
 mod binary;
-pub mod fit;
 mod order;
 mod quant;
 
@@ -20,7 +19,7 @@ use binary::{Coder, Contexts, Cost, Decoder, Encoder};
 use order::{bits_for, deinterleave, interleave};
 
 use crate::model::{packed_len, ColorSpace, Model, ModelError, MAX_EXTENT, MAX_KERNELS};
-use crate::refine::{Layout, Params};
+use crate::params::{Layout, Params};
 
 /// Errors encoding or decoding `.smc`.
 #[derive(Debug, thiserror::Error)]
