@@ -6,8 +6,9 @@
 //! - the *optimised* parameters ([`Params`]), chosen so that Adam's steps are of like size
 //!   and every step keeps the model valid: the centre in pixels, the precision factor in
 //!   pixel units as a log-diagonal (positive, so S_XX stays positive definite) and shears
-//!   relative to it, ln pi, mu_Y and G (colour per standard deviation);
-//! Adam's moments ([`Adam`]) and the options of a refinement ([`RefineOptions`]).
+//!   relative to it, ln pi, mu_Y and G (colour per standard deviation).
+//!
+//! Also Adam's moments ([`Adam`]) and the options of a refinement ([`RefineOptions`]).
 
 use crate::model::{cholesky_packed, packed_index, packed_len, ColorSpace, Model, ModelError};
 
