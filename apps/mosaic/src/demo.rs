@@ -18,7 +18,7 @@ use crate::solve::{Method, SolveOptions};
 
 /// The photo the mosaic shows; the tiles are cut from the other photos.
 const TARGET_PHOTO: Photo = photos::ASTRONAUT;
-const GRID: Dims = Dims(36, 36);
+pub const GRID: Dims = Dims(36, 36);
 const CELLS: Dims = Dims(4, 4);
 const TILES: usize = 1400;
 const TILE_IMAGE_PX: usize = 48;

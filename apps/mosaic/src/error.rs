@@ -12,6 +12,27 @@ pub enum MosaicError {
     InvalidInput(String),
     #[error("{path}: {message}")]
     File { path: PathBuf, message: String },
+    /// `--min-distance` on a grid whose cell count is not the matrix's row count.
+    #[error("--grid {cols}x{rows} has {} cells but the distance matrix has {patches} rows (patches)", cols * rows)]
+    GridMismatch { cols: usize, rows: usize, patches: usize },
+    /// `--min-distance` with fewer tiles than one window of the grid holds cells.
+    #[error(
+        "--min-distance {distance} needs at least {needed} tiles (every {side}x{side} block of cells shows distinct tiles), \
+         but there are {tiles}; add tiles or use a smaller --min-distance",
+        side = distance + 1
+    )]
+    SpacingInfeasible { distance: usize, tiles: usize, needed: usize },
+    /// A cell left without a tile it may show under `--min-distance` and `--repeat`.
+    #[error(
+        "cell (col {}, row {}) has no tile left that --min-distance {distance} and the repeat allow ({tiles} tiles); \
+         allow more repeats, add tiles or use a smaller --min-distance",
+        cell.0, cell.1
+    )]
+    SpacingStuck { cell: (usize, usize), distance: usize, tiles: usize },
+    /// An assignment that shows one tile twice within the distance (a solver's bug, caught
+    /// before anything is written).
+    #[error("tile {tile} is shown at {a:?} and {b:?} (col, row), within --min-distance {distance}")]
+    SpacingViolated { tile: usize, a: (usize, usize), b: (usize, usize), distance: usize },
     #[error(transparent)]
     Kit(#[from] kit::KitError),
     #[error(transparent)]

@@ -9,6 +9,7 @@
 //! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
 //!   with [`tint`]'s colour transfer.
 //! - [`likeness`]: what the limit on repeats costs a mosaic's likeness.
+//! - [`spacing`]: `--min-distance`, the same tile never twice within D cells.
 //! - [`demo`]: `mosaic demo`.
 //! - [`synth`]: deterministic synthetic images, tiles and matrices.
 
@@ -30,6 +31,7 @@ pub mod matrix;
 pub mod render;
 pub mod softassign;
 pub mod solve;
+pub mod spacing;
 pub mod synth;
 pub mod tint;
 

@@ -78,17 +78,22 @@ fn check_not_tile(out: &Path, tiles: &Path) -> Result<()> {
 
 fn cmd_solve(args: SolveArgs) -> Result<()> {
     // greedy, anneal and exact have no GPU path: they run on the CPU, and the envelope says so.
-    let backend = args.method.backend(args.common.backend, args.params.repeat);
+    let backend = args.method.backend(args.common.backend, args.params.repeat());
     kit::report::set_backend(backend);
+    let mut options = args.params.options(backend);
+    if args.params.min_distance.is_some() {
+        let grid =
+            args.grid.ok_or_else(|| kit::Usage("--min-distance needs --grid COLSxROWS: the cells' places".into()))?;
+        options.spacing = args.params.spacing(grid);
+    }
     let d = DistanceMatrix::load_npy(&args.distance)?;
-    let options = args.params.options(backend);
     d.check_capacity(options.repeat).map_err(|e| anyhow::anyhow!("{}: {e}", args.distance.display()))?;
     let ctx = match backend {
         Backend::Gpu => Some(kit::cli::open_one(args.common.device())?),
         Backend::Cpu => None,
     };
     let solved = solve::run(args.method, &d, &options, ctx.as_ref())?;
-    kit::emit(&SolveReport::new(&solved, &d, options.repeat), &[]);
+    kit::emit(&SolveReport::new(&solved, &d, &options), &[]);
     Ok(())
 }
 
@@ -116,9 +121,13 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     check_tiles_named(&args.problem.tiles, args.assignment.is_some())?;
     let backend = args.common.backend;
     let ctx = args.common.open_one()?;
-    let options = args.params.options(backend);
+    let mut options = args.params.options(backend);
+    options.spacing = args.params.spacing(args.problem.grid);
     let problem = args.problem.prepare()?;
     problem.check_capacity(options.repeat)?;
+    if let Some(spacing) = &options.spacing {
+        spacing.check_fits(problem.patches.len(), problem.tiles.len())?;
+    }
     let layout = problem.checked_layout(args.tile_px)?;
     kit::image::check_size(&args.out, layout.width() as u64, layout.height() as u64, kit::image::Layout::Rgb8)?;
     let d = problem.distances(backend, ctx.as_ref())?;
@@ -157,7 +166,10 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
         tiles_used: built.solved.assignment.iter().collect::<std::collections::HashSet<_>>().len(),
         width: w,
         height: h,
-        repeat: options.repeat,
+        repeat: mosaic::matrix::effective_repeat(options.repeat, d.rows),
+        min_distance: args.params.min_distance,
+        lower_bound: built.solved.lower_bound,
+        optimal: built.solved.optimal,
         tint: args.tint,
         solve_ms: built.solved.solve_ms,
         render_ms: built.render_ms,
@@ -237,7 +249,8 @@ fn cmd_bench(args: BenchCmd) -> Result<()> {
 fn cmd_demo(args: DemoArgs) -> Result<()> {
     kit::output::check_folder(&args.out, &[])?;
     let ctx = args.common.open_one()?;
-    let options = args.params.options(args.common.backend);
+    let mut options = args.params.options(args.common.backend);
+    options.spacing = args.params.spacing(mosaic::demo::GRID);
     let report = mosaic::demo::run(ctx.as_ref(), &args.out, &options)?;
     let files: Vec<&Path> = report.files.iter().map(|p| p.as_path()).collect();
     kit::emit(&report, &files);

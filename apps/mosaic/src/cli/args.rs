@@ -8,6 +8,7 @@ use mosaic::anneal::AnnealParams;
 use mosaic::compose::{self, Dims, MAX_ASPECT};
 use mosaic::softassign::SoftAssignParams;
 use mosaic::solve::{Method, SolveOptions};
+use mosaic::spacing::Spacing;
 
 /// A number > 0 (clap value parser).
 fn positive(text: &str) -> Result<f64, String> {
@@ -69,9 +70,12 @@ pub struct MethodArgs {
     /// Annealing moves per level, per patch (1-100000)
     #[arg(long, default_value_t = AnnealParams::default().moves_per_patch, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub anneal_moves: u32,
-    /// The most patches one tile may fill (1: no repeated tiles); every method honours it, and a grid of more than N x tiles patches is an error naming the smallest N that works
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = kit::cli::parse_count)]
-    pub repeat: usize,
+    /// The most patches one tile may fill (default 1: no repeated tiles; with --min-distance and no --repeat, as many as the spacing allows); every method honours it, and a grid of more than N x tiles patches is an error naming the smallest N that works
+    #[arg(long, value_name = "N", value_parser = kit::cli::parse_count)]
+    pub repeat: Option<usize>,
+    /// The same tile never twice within D cells (Chebyshev distance: D columns and D rows either way), as metapixel's --distance; lets tiles repeat (no limit unless --repeat gives one); every method honours it, exact as a constrained assignment that reports whether it proved the optimum or its gap to a lower bound
+    #[arg(long, value_name = "D", value_parser = kit::cli::parse_count)]
+    pub min_distance: Option<usize>,
 }
 
 impl MethodArgs {
@@ -92,8 +96,20 @@ impl MethodArgs {
                 cooling: self.anneal_cooling,
                 moves_per_patch: self.anneal_moves,
             },
-            repeat: self.repeat,
+            repeat: self.repeat(),
+            spacing: None,
         }
+    }
+
+    /// `--repeat`, or its default: 1, and no limit with `--min-distance` (the spacing is the
+    /// limit then).
+    pub fn repeat(&self) -> usize {
+        self.repeat.unwrap_or(if self.min_distance.is_some() { usize::MAX } else { 1 })
+    }
+
+    /// `--min-distance` on a grid of patches.
+    pub fn spacing(&self, grid: Dims) -> Option<Spacing> {
+        self.min_distance.map(|distance| Spacing { cols: grid.0, rows: grid.1, distance })
     }
 }
 
@@ -107,6 +123,9 @@ pub struct SolveArgs {
     pub distance: PathBuf,
     #[arg(long, value_enum, help = METHOD_HELP)]
     pub method: Method,
+    /// The patches' grid, COLSxROWS (rows of D row-major over it); needed by --min-distance
+    #[arg(long, value_name = "COLSxROWS")]
+    pub grid: Option<Dims>,
     #[command(flatten)]
     pub params: MethodArgs,
     #[command(flatten)]
