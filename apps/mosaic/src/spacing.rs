@@ -26,7 +26,11 @@ use crate::matrix::{effective_repeat, DistanceMatrix};
 const NONE: usize = usize::MAX;
 
 /// Subgradient iterations of the exact method at most.
-pub const MAX_ROUNDS: usize = 60;
+pub const MAX_ROUNDS: usize = 400;
+/// The search stops when the lower bound rose by less than this fraction of the gap over
+/// the last [`STALL_ROUNDS`] rounds.
+const STALL: f64 = 0.01;
+const STALL_ROUNDS: usize = 40;
 /// Rounds without a better lower bound after which the step is halved.
 const PATIENCE: usize = 4;
 /// Relative gap below which the upper and lower bounds are taken to meet (rounding of f64
@@ -273,6 +277,7 @@ pub fn solve_exact(
     let (mut lower, mut best): (f64, Option<(f64, Vec<usize>)>) = (f64::NEG_INFINITY, None);
     let mut step = 1.0;
     let mut stale = 0;
+    let mut history = Vec::new();
     for round in 0..MAX_ROUNDS {
         let relaxed = exact::solve_repeat(&penalised, repeat, &hidden).assignment;
         let bound = penalised.cost(&relaxed) - multipliers.values().sum::<f64>();
@@ -294,6 +299,10 @@ pub fn solve_exact(
         let upper = best.as_ref().map_or(f64::INFINITY, |b| b.0);
         progress(round, lower, upper);
         if upper - lower <= CERTIFIED_GAP * upper.abs().max(1.0) {
+            break;
+        }
+        history.push(lower);
+        if round >= STALL_ROUNDS && lower - history[round - STALL_ROUNDS] < STALL * (upper - lower) {
             break;
         }
         // Subgradient of each constraint "window w shows tile j at most once": uses - 1.
@@ -346,12 +355,12 @@ pub(crate) mod tests {
             d: &DistanceMatrix,
             s: &Spacing,
             repeat: usize,
-            i: usize,
             a: &mut Vec<usize>,
             uses: &mut [usize],
             acc: f64,
             best: &mut f64,
         ) {
+            let i = a.len();
             if acc >= *best {
                 return;
             }
@@ -363,14 +372,14 @@ pub(crate) mod tests {
                 if uses[j] < repeat && s.neighbours(i).filter(|&k| k < i).all(|k| a[k] != j) {
                     uses[j] += 1;
                     a.push(j);
-                    go(d, s, repeat, i + 1, a, uses, acc + d.at(i, j), best);
+                    go(d, s, repeat, a, uses, acc + d.at(i, j), best);
                     a.pop();
                     uses[j] -= 1;
                 }
             }
         }
         let mut best = f64::INFINITY;
-        go(d, s, repeat, 0, &mut Vec::new(), &mut vec![0; d.cols], 0.0, &mut best);
+        go(d, s, repeat, &mut Vec::new(), &mut vec![0; d.cols], 0.0, &mut best);
         best
     }
 

@@ -780,3 +780,88 @@ fn a_device_list_is_a_usage_error_and_errors_lead_with_the_cause() {
     let want = format!("mosaic: error: {}: 3 patches but only 2 tiles", tall.display());
     assert!(stderr(&o).starts_with(&want) && !stderr(&o).contains("invalid input"), "{}", stderr(&o));
 }
+
+/// `--min-distance 2` on a 24x18 grid from 60 tiles (repeats unlimited): every method's CSV,
+/// checked on every pair of cells, never shows a tile twice within 2 cells; exact says
+/// whether it proved the optimum and never claims a cost below its bound; `solve` needs
+/// `--grid` for the cells' places.
+#[test]
+fn min_distance_holds_in_every_output() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    for k in 0..60 {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    let target = dir.path().join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, 3).render(192, 144, 0.02, &mut rng);
+    kit::image::save_rgb8(&target, 192, 144, &rgb).unwrap();
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+    let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
+    let methods: [(&str, &str, &[&str]); 5] = [
+        ("greedy", "cpu", &[]),
+        ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
+        ("softassign", "gpu", &soft),
+        ("exact", "cpu", &[]),
+        ("exact", "gpu", &[]),
+    ];
+    for (method, backend, extra) in methods {
+        let out = dir.path().join(format!("{method}-{backend}.png"));
+        let csv = dir.path().join(format!("{method}-{backend}.csv"));
+        let mut args = vec!["--backend", backend, "--min-distance", "2", "--json", "--tile-px", "4"];
+        args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--no-cache"]);
+        args.extend_from_slice(extra);
+        let o = build(t, d, "24x18", method, out.to_str().unwrap(), &args);
+        assert!(o.status.success(), "{method}/{backend}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!((v["min_distance"].as_u64(), v["repeat"].as_u64()), (Some(2), Some(24 * 18)));
+        if method == "exact" {
+            let (cost, bound) = (v["cost"].as_f64().unwrap(), v["lower_bound"].as_f64().unwrap());
+            assert!(bound <= cost * (1.0 + 1e-9), "{method}/{backend}: bound {bound} above {cost}");
+            assert_eq!(v["optimal"].as_bool(), Some(cost - bound <= 1e-9 * cost), "{method}/{backend}");
+        }
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let cells: Vec<(i64, i64, String)> = text
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let mut f = line.splitn(3, ',');
+                let (c, r) = (f.next().unwrap().parse().unwrap(), f.next().unwrap().parse().unwrap());
+                (c, r, f.next().unwrap().to_string())
+            })
+            .collect();
+        assert_eq!(cells.len(), 24 * 18);
+        for (a, (ca, ra, ta)) in cells.iter().enumerate() {
+            for (cb, rb, tb) in &cells[a + 1..] {
+                let near = (ca - cb).abs().max((ra - rb).abs()) <= 2;
+                assert!(!(near && ta == tb), "{method}/{backend}: {ta} at ({ca}, {ra}) and ({cb}, {rb})");
+            }
+        }
+    }
+    let npy = dir.path().join("d.npy");
+    write_npy_f64(&npy, 4, 3, &[1.0; 12]);
+    let o = mosaic(&["solve", "--distance", npy.to_str().unwrap(), "--method", "exact", "--min-distance", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--grid"), "{}", stderr(&o));
+    let o = mosaic(&[
+        "solve",
+        "--distance",
+        npy.to_str().unwrap(),
+        "--method",
+        "exact",
+        "--min-distance",
+        "1",
+        "--grid",
+        "2x2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("needs at least 4 tiles"), "{}", stderr(&o));
+    write_npy_f64(&npy, 4, 5, &(0..20).map(|k| (k * 7 % 11) as f64).collect::<Vec<_>>());
+    let v = solve_json(&npy, "greedy", &["--min-distance", "1", "--grid", "2x2"]);
+    let a: Vec<u64> = v["assignment"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let distinct: std::collections::HashSet<_> = a.iter().collect();
+    assert_eq!(distinct.len(), 4, "a 2x2 grid at distance 1: four tiles, {a:?}");
+}

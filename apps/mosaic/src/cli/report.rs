@@ -67,10 +67,12 @@ fn apart(min_distance: Option<usize>) -> String {
     min_distance.map(|d| format!(", the same tile at least {} cells apart", d + 1)).unwrap_or_default()
 }
 
-/// "each used at most once" / "each used at most 4 times".
-fn uses(repeat: usize) -> String {
+/// "each used at most once" / "each used at most 4 times" / "repeats unlimited" (a repeat
+/// as large as the patches' count).
+fn uses(repeat: usize, patches: usize) -> String {
     match repeat {
         1 => "each used at most once".into(),
+        n if n >= patches => "repeats unlimited".into(),
         n => format!("each used at most {n} times"),
     }
 }
@@ -84,7 +86,7 @@ impl fmt::Display for SolveReport {
             self.cost,
             self.patches,
             self.tiles,
-            uses(self.repeat),
+            uses(self.repeat, self.patches),
             apart(self.min_distance),
             self.solve_ms,
             proof(self.method, self.optimal, self.cost, self.lower_bound)
@@ -161,7 +163,7 @@ impl fmt::Display for BuildReport {
             self.method.name(),
             self.patches,
             self.tiles,
-            uses(self.repeat),
+            uses(self.repeat, self.patches),
             apart(self.min_distance),
             self.cost,
             self.solve_ms,
