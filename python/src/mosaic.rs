@@ -238,7 +238,7 @@ pub fn mosaic_build<'py>(
                 dir
             }
         };
-        let spec = ProblemSpec { target: &target_path, tiles: &tiles_dir, grid, cells, cache_dir: None };
+        let spec = ProblemSpec { target: &target_path, tiles: &tiles_dir, grid, cells, metric: Default::default(), cache_dir: None };
         let problem = mosaic::compose::prepare(&spec, |_| {})?;
         problem.check_capacity(options.repeat)?;
         problem.checked_layout(tile_px)?;

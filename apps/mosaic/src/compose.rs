@@ -7,6 +7,7 @@ use std::time::Instant;
 use engine::Context;
 use kit::Backend;
 
+use crate::colour::Metric;
 use crate::cpu::distance::distance_cpu_with;
 use crate::error::{MosaicError, Result};
 use crate::features::{region_features, Features};
@@ -49,6 +50,8 @@ pub struct Problem {
     pub patches: Features,
     pub tiles: TileIndex,
     pub index_stats: IndexStats,
+    /// How patches and tiles are compared.
+    pub metric: Metric,
     /// Patch width / height in target pixels.
     pub aspect: f64,
     /// Each patch's colour mean and deviation (for `--tint`).
@@ -76,13 +79,15 @@ pub struct ProblemSpec<'a> {
     pub tiles: &'a Path,
     pub grid: Dims,
     pub cells: Dims,
+    /// How patches and tiles are compared (`--metric`).
+    pub metric: Metric,
     /// The folder of the tile index cache (`None`: no cache).
     pub cache_dir: Option<&'a Path>,
 }
 
 /// Loads the target, computes its patch features and indexes the tiles (warnings to `warn`).
 pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
-    let ProblemSpec { target, tiles, grid, cells, cache_dir } = *spec;
+    let ProblemSpec { target, tiles, grid, cells, metric, cache_dir } = *spec;
     let img = kit::image::load(target)?;
     if img.width < grid.0 * cells.0 || img.height < grid.1 * cells.1 {
         let largest = (img.width / cells.0, img.height / cells.1);
@@ -140,27 +145,30 @@ pub fn prepare(spec: &ProblemSpec, warn: impl FnMut(&str)) -> Result<Problem> {
     let params = IndexParams { cells: (cells.0, cells.1), thumb: thumb_size(aspect) };
     // A folder without a readable tile is an error of the index, naming it.
     let (tiles, index_stats) = index::index(tiles, &params, cache_dir, warn)?;
-    Ok(Problem { grid, patches, tiles, index_stats, aspect, patch_colours })
+    Ok(Problem { grid, patches, tiles, index_stats, metric, aspect, patch_colours })
 }
 
 impl Problem {
-    /// The distance matrix (Eq. 1) on the GPU (`ctx`) or the CPU, with a progress bar.
+    /// The distance matrix by the problem's metric on the GPU (`ctx`) or the CPU, with a
+    /// progress bar.
     pub fn distances(&self, backend: Backend, ctx: Option<&Context>) -> Result<DistanceMatrix> {
         let (m, n) = (self.patches.len(), self.tiles.len());
         // D in f64, and the f32 copy the GPU path downloads.
         let bytes = (m as u64).saturating_mul(n as u64).saturating_mul(12);
         kit::budget::check(bytes, format!("the {m} x {n} distance matrix"))?;
+        let (patches, tiles) = (self.metric.features(&self.patches), self.metric.features(&self.tiles.features));
+        let formula = self.metric.formula();
         let data = match solve::device(backend, ctx)? {
             Some(ctx) => {
                 let bar = kit::progress::bar(m as u64, "distances");
                 let blocks = crate::gpu::distance::BLOCK_BYTES;
-                let d = crate::gpu::distance::distance_blocks(ctx, &self.patches, &self.tiles.features, blocks, &bar)?;
+                let d = crate::gpu::distance::distance_blocks(ctx, &patches, &tiles, formula, blocks, &bar)?;
                 bar.finish_and_clear();
                 d.into_iter().map(f64::from).collect()
             }
             None => {
                 let bar = kit::progress::bar(m as u64, "distances");
-                let d = distance_cpu_with(&self.patches, &self.tiles.features, &bar);
+                let d = distance_cpu_with(&patches, &tiles, formula, &bar);
                 bar.finish_and_clear();
                 d
             }

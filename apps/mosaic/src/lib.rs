@@ -1,7 +1,7 @@
 //! Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact.
 //!
 //! - [`matrix`]: the distance matrix D, its checks, assignment validity and cost.
-//! - [`features`]: u x v mean-RGB features.
+//! - [`features`]: u x v mean-RGB features; [`colour`]: CIELAB and CIEDE2000 (`--metric`).
 //! - [`gpu`] and [`cpu`]: the stages that run on either, one file each under the same name
 //!   on both sides (distance, softassign, auction, render).
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
@@ -16,6 +16,7 @@
 pub mod anneal;
 pub mod auction;
 pub mod bench;
+pub mod colour;
 pub mod compose;
 pub mod cpu;
 pub mod demo;

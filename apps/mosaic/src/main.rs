@@ -106,7 +106,13 @@ fn cmd_distance(args: DistanceArgs) -> Result<()> {
     let d = problem.distances(args.common.backend, ctx.as_ref())?;
     let distance_ms = start.elapsed().as_secs_f64() * 1e3;
     kit::npy::write_f32(&args.out, &[d.rows, d.cols], &d.to_f32())?;
-    let record = DistanceReport { patches: d.rows, tiles: d.cols, index: problem.index_stats, distance_ms };
+    let record = DistanceReport {
+        metric: problem.metric,
+        patches: d.rows,
+        tiles: d.cols,
+        index: problem.index_stats,
+        distance_ms,
+    };
     kit::emit(&record, &[&args.out]);
     Ok(())
 }
@@ -155,6 +161,7 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     staged.commit()?;
     let record = BuildReport {
         method: args.method,
+        metric: problem.metric,
         distance_backend: backend,
         solve_backend: args.method.backend(backend, options.repeat),
         render_backend: backend,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use kit::Backend;
 use mosaic::anneal::AnnealParams;
+use mosaic::colour::Metric;
 use mosaic::compose::{self, Dims, MAX_ASPECT};
 use mosaic::softassign::SoftAssignParams;
 use mosaic::solve::{Method, SolveOptions};
@@ -144,9 +145,12 @@ pub struct ProblemArgs {
     /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat)
     #[arg(long, value_name = "COLSxROWS")]
     pub grid: Dims,
-    /// Feature cells per patch and tile, UxV
+    /// Feature cells per patch and tile, UxV (the grid of mean colours they are compared by)
     #[arg(long, value_name = "UxV", default_value = "4x4")]
     pub cells: Dims,
+    /// How cells are compared: lab (default: Euclidean in CIELAB of each cell's mean colour), ciede2000 (the CIEDE2000 difference of each cell, slower, closer to what the eye sees) or rgb (the paper's Eq. 1 on mean sRGB values); a cell's differences are combined as the square root of their sum of squares
+    #[arg(long, value_enum, default_value_t = Metric::default())]
+    pub metric: Metric,
     #[command(flatten)]
     pub cache: CacheArgs,
 }
@@ -160,6 +164,7 @@ impl ProblemArgs {
             tiles: &self.tiles,
             grid: self.grid,
             cells: self.cells,
+            metric: self.metric,
             cache_dir: cache_dir.as_deref(),
         };
         Ok(compose::prepare(&spec, crate::warn)?)

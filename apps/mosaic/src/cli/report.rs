@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use kit::Backend;
+use mosaic::colour::Metric;
 use mosaic::index::IndexStats;
 use mosaic::matrix::effective_repeat;
 use mosaic::solve::{Method, SolveOptions, Solved};
@@ -96,6 +97,8 @@ impl fmt::Display for SolveReport {
 
 #[derive(Serialize)]
 pub struct DistanceReport {
+    /// How the cells were compared (`--metric`).
+    pub metric: Metric,
     pub patches: usize,
     pub tiles: usize,
     pub index: IndexStats,
@@ -104,13 +107,22 @@ pub struct DistanceReport {
 
 impl fmt::Display for DistanceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} patches x {} tiles in {:.1} ms", self.patches, self.tiles, self.distance_ms)
+        write!(
+            f,
+            "{} patches x {} tiles ({}) in {:.1} ms",
+            self.patches,
+            self.tiles,
+            self.metric.name(),
+            self.distance_ms
+        )
     }
 }
 
 #[derive(Serialize)]
 pub struct BuildReport {
     pub method: Method,
+    /// How the cells were compared (`--metric`).
+    pub metric: Metric,
     /// Where each step ran: the distances and the render on `--backend`, the solver where the
     /// method runs (greedy and anneal on the CPU, exact on the CPU with `--repeat` above 1).
     pub distance_backend: Backend,
