@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use kit::Backend as KitBackend;
-use mosaic::compose::{Dims, Look, ProblemSpec};
+use mosaic::compose::{CellLayout, Dims, Look, ProblemSpec};
 use mosaic::solve::{Method, SolveOptions, Solved};
 use mosaic::{DistanceMatrix, MosaicError};
 use numpy::ndarray::ArrayView3;
@@ -238,7 +238,7 @@ pub fn mosaic_build<'py>(
                 dir
             }
         };
-        let spec = ProblemSpec { target: &target_path, tiles: &tiles_dir, grid, cells, metric: Default::default(), cache_dir: None };
+        let spec = ProblemSpec { target: &target_path, tiles: &tiles_dir, layout: CellLayout::Grid(grid), cells, metric: Default::default(), cache_dir: None };
         let problem = mosaic::compose::prepare(&spec, |_| {})?;
         problem.check_capacity(options.repeat)?;
         problem.checked_layout(tile_px)?;

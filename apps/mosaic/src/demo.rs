@@ -125,7 +125,7 @@ pub fn run(ctx: Option<&Context>, out: &Path, options: &SolveOptions) -> Result<
     let spec = compose::ProblemSpec {
         target: &target,
         tiles: &tiles,
-        grid: GRID,
+        layout: compose::CellLayout::Grid(GRID),
         cells: CELLS,
         metric: Default::default(),
         cache_dir: None,

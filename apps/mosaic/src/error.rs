@@ -33,6 +33,18 @@ pub enum MosaicError {
     /// before anything is written).
     #[error("tile {tile} is shown at {a:?} and {b:?} (col, row), within --min-distance {distance}")]
     SpacingViolated { tile: usize, a: (usize, usize), b: (usize, usize), distance: usize },
+    /// `--min-cell` and `--max-cell` that no quadtree has.
+    #[error("--min-cell {min} and --max-cell {max}: the largest cell must be the smallest times a power of two (1, 2, 4, ...), and the smallest at least 1 pixel")]
+    CellSizes { min: usize, max: usize },
+    /// A smallest cell with fewer pixels than feature cells.
+    #[error(
+        "--min-cell {min} is smaller than the {}x{} feature cells each cell is measured by; use --min-cell {} or fewer --cells",
+        cells.0, cells.1, cells.0.max(cells.1)
+    )]
+    MinCellTooSmall { min: usize, cells: (usize, usize) },
+    /// A target smaller than one cell of the adaptive layout.
+    #[error("the target ({width}x{height}) is smaller than one --min-cell {min} cell")]
+    TargetTooSmall { width: usize, height: usize, min: usize },
     #[error(transparent)]
     Kit(#[from] kit::KitError),
     #[error(transparent)]

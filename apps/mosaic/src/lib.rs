@@ -6,7 +6,7 @@
 //!   on both sides (distance, softassign, auction, render).
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
-//! - [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
+//! - [`quadtree`]: adaptive cells; [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
 //!   with [`tint`]'s colour transfer.
 //! - [`likeness`]: what the limit on repeats costs a mosaic's likeness.
 //! - [`spacing`]: `--min-distance`, the same tile never twice within D cells.
@@ -29,6 +29,7 @@ pub mod image_ops;
 pub mod index;
 pub mod likeness;
 pub mod matrix;
+pub mod quadtree;
 pub mod render;
 pub mod softassign;
 pub mod solve;

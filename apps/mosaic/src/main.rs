@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use clap::Subcommand;
 use kit::Backend;
-use mosaic::compose;
+use mosaic::compose::{self, CellLayout};
 use mosaic::index::{self, IndexParams};
 use mosaic::solve::{self, Method};
 use mosaic::DistanceMatrix;
@@ -128,7 +128,13 @@ fn cmd_build(args: BuildArgs) -> Result<()> {
     let backend = args.common.backend;
     let ctx = args.common.open_one()?;
     let mut options = args.params.options(backend);
-    options.spacing = args.params.spacing(args.problem.grid);
+    if let CellLayout::Grid(grid) = args.problem.layout()? {
+        options.spacing = args.params.spacing(grid);
+    } else if args.params.min_distance.is_some() {
+        bail!(kit::Usage(
+            "--min-distance is for --layout grid: adaptive cells have no common cell size to count it in".into()
+        ));
+    }
     let problem = args.problem.prepare()?;
     problem.check_capacity(options.repeat)?;
     if let Some(spacing) = &options.spacing {
@@ -204,31 +210,40 @@ fn check_tiles_named(tiles: &Path, csv: bool) -> Result<()> {
 }
 
 /// The tile shown in each cell (row-major), by its path: the tile folder as given, joined
-/// with the tile's path inside it.
+/// with the tile's path inside it; with the cell's place on the grid (for adaptive cells,
+/// its top-left cell of the smallest size) and its rectangle in target pixels.
 fn cell_tiles(problem: &compose::Problem, tiles: &Path, assignment: &[usize]) -> Vec<CellTile> {
     let cols = problem.grid.0;
     assignment
         .iter()
         .enumerate()
-        .map(|(k, &j)| CellTile {
-            col: k % cols,
-            row: k / cols,
-            tile: tiles.join(&problem.tiles.paths[j]).display().to_string(),
+        .map(|(k, &j)| {
+            let (col, row) = match &problem.blocks {
+                Some(blocks) => (blocks[k].col, blocks[k].row),
+                None => (k % cols, k / cols),
+            };
+            CellTile {
+                col,
+                row,
+                rect: problem.rects[k],
+                tile: tiles.join(&problem.tiles.paths[j]).display().to_string(),
+            }
         })
         .collect()
 }
 
-/// `col,row,tile` and one line per cell; a path with a comma, a quote or a line break is
-/// quoted as RFC 4180 says.
+/// `col,row,x,y,w,h,tile` and one line per cell; a path with a comma, a quote or a line
+/// break is quoted as RFC 4180 says.
 fn write_csv(out: &mut impl std::io::Write, cells: &[CellTile]) -> std::io::Result<()> {
-    writeln!(out, "col,row,tile")?;
+    writeln!(out, "col,row,x,y,w,h,tile")?;
     for cell in cells {
         let tile = if cell.tile.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", cell.tile.replace('"', "\"\""))
         } else {
             cell.tile.clone()
         };
-        writeln!(out, "{},{},{tile}", cell.col, cell.row)?;
+        let (x, y, w, h) = cell.rect;
+        writeln!(out, "{},{},{x},{y},{w},{h},{tile}", cell.col, cell.row)?;
     }
     Ok(())
 }

@@ -422,10 +422,12 @@ fn repeat_and_tint_with_every_method() {
         assert_eq!((img.width, img.height), (320, 240));
         let text = std::fs::read_to_string(&csv).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!((lines[0], lines.len()), ("col,row,tile", 1201));
+        assert_eq!((lines[0], lines.len()), ("col,row,x,y,w,h,tile", 1201));
         let mut uses = std::collections::HashMap::new();
         for (cell, line) in lines[1..].iter().enumerate() {
-            let want = format!("{},{},", cell % 40, cell / 40);
+            let (col, row) = (cell % 40, cell / 40);
+            // 320x240 in 40x30 cells: 8 pixels each way.
+            let want = format!("{col},{row},{},{},8,8,", 8 * col, 8 * row);
             assert!(line.starts_with(&want), "{line}");
             let tile = &line[want.len()..];
             assert!(Path::new(tile).is_file() && tile.starts_with(d), "{tile}");
@@ -828,9 +830,9 @@ fn min_distance_holds_in_every_output() {
             .lines()
             .skip(1)
             .map(|line| {
-                let mut f = line.splitn(3, ',');
+                let mut f = line.splitn(7, ',');
                 let (c, r) = (f.next().unwrap().parse().unwrap(), f.next().unwrap().parse().unwrap());
-                (c, r, f.next().unwrap().to_string())
+                (c, r, f.nth(4).unwrap().to_string())
             })
             .collect();
         assert_eq!(cells.len(), 24 * 18);
@@ -864,4 +866,76 @@ fn min_distance_holds_in_every_output() {
     let a: Vec<u64> = v["assignment"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
     let distinct: std::collections::HashSet<_> = a.iter().collect();
     assert_eq!(distinct.len(), 4, "a 2x2 grid at distance 1: four tiles, {a:?}");
+}
+
+/// `--layout adaptive`: square cells from 32 down to 8 pixels over a target that is flat on
+/// one side and detailed on the other; the CSV's rectangles cover the target's 8-pixel
+/// blocks exactly once, the flat side gets larger cells, and no tile fills more than
+/// `--repeat` cells of any sizes together; the flags that do not go together are usage errors.
+#[test]
+fn adaptive_cells_cover_the_target_once_without_extra_repeats() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    for k in 0..80 {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 2).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    // 100x70: flat gray on the left half, noise on the right; 12x8 blocks of 8 pixels.
+    let (w, h) = (100, 70);
+    let rgb: Vec<u8> = (0..w * h)
+        .flat_map(|k| if k % w < w / 2 { [128u8; 3] } else { [(k * 97 % 251) as u8, (k * 31 % 241) as u8, 60] })
+        .collect();
+    let target = dir.path().join("target.png");
+    kit::image::save_rgb8(&target, w, h, &rgb).unwrap();
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+    let (out, csv) = (dir.path().join("a.png"), dir.path().join("a.csv"));
+    let adaptive = ["--layout", "adaptive", "--min-cell", "8", "--max-cell", "32"];
+    let mosaic_args = |method: &str, extra: &[&str]| {
+        let mut args = vec!["build", "--target", t, "--tiles", d, "--method", method, "--out", out.to_str().unwrap()];
+        args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--no-cache", "--backend", "cpu"]);
+        args.extend_from_slice(extra);
+        mosaic(&args)
+    };
+    for method in ["exact", "greedy"] {
+        let o = mosaic_args(method, &[&adaptive[..], &["--repeat", "2", "--json", "--tile-px", "4"]].concat());
+        assert!(o.status.success(), "{method}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut cover = vec![0; 12 * 8];
+        let mut uses = std::collections::HashMap::new();
+        let mut sizes = std::collections::BTreeSet::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.splitn(7, ',').collect();
+            let n: Vec<usize> = f[..6].iter().map(|v| v.parse().unwrap()).collect();
+            let (col, row, x, y, cw, ch) = (n[0], n[1], n[2], n[3], n[4], n[5]);
+            assert_eq!((x, y, cw), (8 * col, 8 * row, ch), "{line}");
+            assert!([8, 16, 32].contains(&cw) && x + cw <= w && y + ch <= h, "{line}");
+            for r in row..row + ch / 8 {
+                for c in col..col + cw / 8 {
+                    cover[r * 12 + c] += 1;
+                }
+            }
+            sizes.insert((cw, x + cw <= w / 2));
+            *uses.entry(f[6].to_string()).or_insert(0) += 1;
+        }
+        assert!(cover.iter().all(|&n| n == 1), "{method}: {cover:?}");
+        assert!(uses.values().all(|&n| n <= 2), "{method}: a tile fills more than 2 cells");
+        assert!(
+            sizes.contains(&(32, true)) && sizes.contains(&(8, false)) && !sizes.contains(&(32, false)),
+            "{sizes:?}"
+        );
+        let img = kit::image::load(&out).unwrap();
+        assert_eq!((img.width, img.height), (12 * 4, 8 * 4));
+    }
+    for (extra, want) in [
+        (&["--layout", "adaptive", "--min-cell", "8"][..], "--max-cell"),
+        (&["--layout", "adaptive", "--min-cell", "8", "--max-cell", "24"][..], "power of two"),
+        (&["--grid", "4x4", "--min-cell", "8", "--max-cell", "16"][..], "--layout adaptive"),
+        (&[&adaptive[..], &["--min-distance", "1"]].concat()[..], "--min-distance"),
+    ] {
+        let o = mosaic_args("greedy", extra);
+        assert!(!o.status.success() && stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
+    }
 }

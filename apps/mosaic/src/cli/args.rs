@@ -6,7 +6,8 @@ use clap::Args;
 use kit::Backend;
 use mosaic::anneal::AnnealParams;
 use mosaic::colour::Metric;
-use mosaic::compose::{self, Dims, MAX_ASPECT};
+use mosaic::compose::{self, CellLayout, Dims, MAX_ASPECT};
+use mosaic::quadtree::Sizes;
 use mosaic::softassign::SoftAssignParams;
 use mosaic::solve::{Method, SolveOptions};
 use mosaic::spacing::Spacing;
@@ -142,9 +143,18 @@ pub struct ProblemArgs {
     /// Folder of tile images (searched recursively)
     #[arg(long)]
     pub tiles: PathBuf,
-    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat)
-    #[arg(long, value_name = "COLSxROWS")]
-    pub grid: Dims,
+    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat); required unless --layout adaptive
+    #[arg(long, value_name = "COLSxROWS", required_unless_present = "min_cell")]
+    pub grid: Option<Dims>,
+    /// grid: equal patches (--grid); adaptive: square cells of a quadtree, from --max-cell where the target is flat down to --min-cell where it has detail (each tile still used at most --repeat times, across every cell size)
+    #[arg(long, value_enum, default_value_t = LayoutKind::Grid)]
+    pub layout: LayoutKind,
+    /// The smallest adaptive cell's side, in target pixels
+    #[arg(long, value_name = "PX", value_parser = kit::cli::parse_count, required_if_eq("layout", "adaptive"))]
+    pub min_cell: Option<usize>,
+    /// The largest adaptive cell's side, in target pixels: --min-cell times a power of two
+    #[arg(long, value_name = "PX", value_parser = kit::cli::parse_count, required_if_eq("layout", "adaptive"))]
+    pub max_cell: Option<usize>,
     /// Feature cells per patch and tile, UxV (the grid of mean colours they are compared by)
     #[arg(long, value_name = "UxV", default_value = "4x4")]
     pub cells: Dims,
@@ -155,14 +165,35 @@ pub struct ProblemArgs {
     pub cache: CacheArgs,
 }
 
+/// How the target is cut (`--layout`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutKind {
+    Grid,
+    Adaptive,
+}
+
 impl ProblemArgs {
+    /// The layout the flags ask for; a usage error where they do not go together.
+    pub fn layout(&self) -> anyhow::Result<CellLayout> {
+        let usage = |text: &str| anyhow::Error::from(kit::Usage(text.into()));
+        match (self.layout, self.grid, self.min_cell, self.max_cell) {
+            (LayoutKind::Grid, Some(grid), None, None) => Ok(CellLayout::Grid(grid)),
+            (LayoutKind::Grid, _, _, _) => Err(usage("--min-cell and --max-cell need --layout adaptive")),
+            (LayoutKind::Adaptive, None, Some(min), Some(max)) => Ok(CellLayout::Adaptive(Sizes { min, max })),
+            (LayoutKind::Adaptive, Some(_), _, _) => Err(usage(
+                "--layout adaptive takes --min-cell and --max-cell, not --grid (--cells stays the feature grid)",
+            )),
+            (LayoutKind::Adaptive, None, _, _) => Err(usage("--layout adaptive needs --min-cell PX and --max-cell PX")),
+        }
+    }
+
     /// Measures the target's patches and indexes the tiles (warnings on stderr).
     pub fn prepare(&self) -> anyhow::Result<compose::Problem> {
         let cache_dir = self.cache.dir();
         let spec = compose::ProblemSpec {
             target: &self.target,
             tiles: &self.tiles,
-            grid: self.grid,
+            layout: self.layout()?,
             cells: self.cells,
             metric: self.metric,
             cache_dir: cache_dir.as_deref(),

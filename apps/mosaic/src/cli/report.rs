@@ -191,6 +191,8 @@ impl fmt::Display for BuildReport {
 pub struct CellTile {
     pub col: usize,
     pub row: usize,
+    /// x, y, w, h in target pixels.
+    pub rect: mosaic::compose::Rect,
     /// The tile's path: the tile folder as given, joined with its path inside it.
     pub tile: String,
 }
