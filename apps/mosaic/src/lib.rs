@@ -5,7 +5,8 @@
 //! - [`gpu`] and [`cpu`]: the stages that run on either, one file each under the same name
 //!   on both sides (distance, softassign, auction, render).
 //! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
-//! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`.
+//! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`, and [`costs`]
+//!   its exact solvers on photo, uniform and integer cost matrices (`--costs DIR`).
 //! - [`quadtree`]: adaptive cells; [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
 //!   with [`tint`]'s colour transfer.
 //! - [`likeness`]: what the limit on repeats costs a mosaic's likeness.
@@ -18,6 +19,7 @@ pub mod auction;
 pub mod bench;
 pub mod colour;
 pub mod compose;
+pub mod costs;
 pub mod cpu;
 pub mod demo;
 pub mod error;

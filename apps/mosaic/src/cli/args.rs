@@ -315,6 +315,9 @@ pub struct BenchCmd {
     /// optimum from the GPU's certified exact solver
     #[arg(long)]
     pub skip_cpu: bool,
+    /// Instead: the exact solvers (GPU auction, CPU) on photo, uniform and integer cost matrices, each written to DIR as float32 .npy for other solvers to solve too (apps/mosaic/scripts/exact_costs.py); sizes from --size (default 2048x8192, 4096x16384, 4096x4096, 10000x10000)
+    #[arg(long, value_name = "DIR")]
+    pub costs: Option<PathBuf>,
 }
 
 /// `MxN` with 1 <= M <= N <= 16384 (every patch needs its own tile).
