@@ -73,7 +73,7 @@ pub fn matrix(kind: Kind, m: usize, n: usize, seed: u64) -> Result<DistanceMatri
 fn photo_features(m: usize, n: usize, rng: &mut ChaCha8Rng) -> Result<(Features, Features)> {
     let cells = (4, 4);
     let mut cols = (m as f64).sqrt().round().max(1.0) as usize;
-    while m % cols != 0 {
+    while !m.is_multiple_of(cols) {
         cols -= 1;
     }
     let rows = m / cols;
