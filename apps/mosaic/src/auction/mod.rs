@@ -16,7 +16,9 @@
 //! Each phase ends with every row within eps of its cheapest column and every unassigned
 //! column at most lambda. Epsilon goes from 2^-3 by factors of 8 to the precision of f32
 //! prices; prices carry over between phases (unassigned ones raised to lambda, which keeps
-//! the next phase's lambda from dropping), the assignment does not.
+//! the next phase's lambda from dropping), the assignment does not. A matrix of whole
+//! numbers stops at one cost level instead ([`epsilons_for`]): below it the rows' many tied
+//! columns make price wars of eps-sized bids, settled faster by the exact repair.
 //!
 //! The auction alone proves nothing (epsilon-optimal, in f32). [`repair::certify_or_repair`]
 //! turns the prices into f64 potentials, lowers the price of each column whose row is not
@@ -43,6 +45,22 @@ pub const NONE: u32 = u32::MAX;
 pub fn epsilons() -> Vec<f32> {
     let mut eps: Vec<f32> = (1..=7).map(|k| (-3.0 * k as f32).exp2()).collect();
     eps.push(LAST_EPSILON);
+    eps
+}
+
+/// The epsilons for `d` scaled by `scale`: [`epsilons`], or for a matrix of whole numbers
+/// (a range of few levels has many ties) those down to one level, 1 / scale, and that level
+/// last. On floor(u n) matrices (1000 x 1000, the CPU twin) this took 1517 forward rounds
+/// instead of 12868, leaving 472 rows to the repair instead of 330.
+pub fn epsilons_for(d: &DistanceMatrix, scale: f64) -> Vec<f32> {
+    use rayon::prelude::*;
+    let level = (1.0 / scale) as f32;
+    let whole = scale >= 1.0 && d.data.par_iter().all(|x| x.fract() == 0.0);
+    if !whole || level <= LAST_EPSILON {
+        return epsilons();
+    }
+    let mut eps: Vec<f32> = epsilons().into_iter().filter(|&e| e > level).collect();
+    eps.push(level);
     eps
 }
 
@@ -101,7 +119,7 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
     let start = Instant::now();
     let scale = scale_of(d);
     let auction = crate::gpu::auction::GpuAuction::new(ctx, d.rows, d.cols)?;
-    let state = auction.run(&normalised(d, scale), &epsilons(), |phase, phases| {
+    let state = auction.run(&normalised(d, scale), &epsilons_for(d, scale), |phase, phases| {
         progress.set_position((d.rows * phase / (phases + 1)) as u64);
     })?;
     let auction_ms = start.elapsed().as_secs_f64() * 1e3;

@@ -205,3 +205,18 @@ fn gpu_exact_timing() {
         );
     }
 }
+
+#[test]
+fn whole_number_matrices_stop_at_one_cost_level() {
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let whole = matrix(30, 40, &mut rng, |r| (r.gen::<f64>() * 40.0).floor());
+    let scale = scale_of(&whole);
+    let eps = epsilons_for(&whole, scale);
+    assert_eq!(*eps.last().unwrap(), (1.0 / scale) as f32);
+    assert!(eps.len() < epsilons().len() && eps.windows(2).all(|p| p[0] > p[1]), "{eps:?}");
+    let fractional = matrix(30, 40, &mut rng, |r| r.gen_range(0.0..40.0));
+    assert_eq!(epsilons_for(&fractional, scale_of(&fractional)), epsilons());
+    // Whole numbers too many for f32 prices to tell one level apart: the full schedule.
+    let wide = matrix(3, 4, &mut rng, |r| (r.gen::<f64>() * 1e9).floor());
+    assert_eq!(epsilons_for(&wide, scale_of(&wide)), epsilons());
+}
