@@ -21,7 +21,7 @@ use cli::report::{BuildReport, CellTile, DistanceReport, IndexReport, SolveRepor
 enum Command {
     /// Solve the assignment for a distance matrix D.npy (rows = patches, columns = tiles)
     #[command(
-        after_help = "Examples:\n  mosaic solve --distance D.npy --method softassign\n  mosaic solve --distance D.npy --method exact --json\n  mosaic solve --distance D.npy --method exact --repeat 4"
+        after_help = "Examples:\n  mosaic solve --distance D.npy --method softassign\n  mosaic solve --distance D.npy --method exact --json\n  mosaic solve --distance D.npy --method exact --repeat 4\n  mosaic solve --distance D.npy --method exact --min-distance 2 --grid 40x30"
     )]
     Solve(SolveArgs),
     /// Distance matrix (Eq. 1) between the patches of a target and the tiles of a folder
@@ -29,7 +29,7 @@ enum Command {
     Distance(DistanceArgs),
     /// Build a mosaic image: index tiles, distances, solve, render
     #[command(
-        after_help = "Examples:\n  mosaic build --target photo.jpg --tiles tiles/ --grid 30x20 --method softassign --out mosaic.png\n  mosaic build --target photo.jpg --tiles tiles/ --grid 16x12 --method exact --backend cpu --out mosaic.jpg --quality 90\n  mosaic build --target photo.jpg --tiles tiles/ --grid 80x60 --repeat 4 --tint 0.3 --method greedy --tile-px 100 --out poster.tif --assignment poster.csv"
+        after_help = "Examples:\n  mosaic build --target photo.jpg --tiles tiles/ --grid 30x20 --method softassign --out mosaic.png\n  mosaic build --target photo.jpg --tiles tiles/ --grid 16x12 --method exact --backend cpu --out mosaic.jpg --quality 90\n  mosaic build --target photo.jpg --tiles tiles/ --grid 80x60 --repeat 4 --tint 0.3 --method greedy --tile-px 100 --out poster.tif --assignment poster.csv\n  mosaic build --target photo.jpg --tiles tiles/ --grid 40x40 --min-distance 3 --method exact --out spaced.png\n  mosaic build --target photo.jpg --tiles tiles/ --layout adaptive --min-cell 8 --max-cell 64 --repeat 8 --metric ciede2000 --method exact --out adaptive.png"
     )]
     Build(BuildArgs),
     /// Index a tile folder (recursively) into its cache file
@@ -39,7 +39,7 @@ enum Command {
     Index(IndexArgs),
     /// Benchmarks on synthetic data (GPU and CPU reference), one line per measurement
     #[command(
-        after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0\n  mosaic bench --size 2048x8192 --skip-cpu --json"
+        after_help = "Examples:\n  mosaic bench --quick\n  mosaic bench --device 0\n  mosaic bench --size 2048x8192 --skip-cpu --json\n  mosaic bench --costs matrices/ --size 4096x4096 --json"
     )]
     Bench(BenchCmd),
     /// A photomosaic of a sample photo from tiles cut from the others: exact, greedy and (on a GPU) SoftAssign; PNGs and JSON

@@ -15,9 +15,10 @@
 //!   cells, every relaxed problem is solved exactly ([`crate::exact`]), its optimum minus the
 //!   multipliers is a lower bound on the constrained optimum, and its repair an upper bound.
 //!   The result is optimal, and said to be, only when the two meet; otherwise it is a
-//!   heuristic whose gap to the best lower bound is reported.
+//!   heuristic whose gap to the best lower bound is reported. Multipliers are kept in
+//!   window order, so the sums of penalties, and the result, are the same on every run.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use crate::error::{MosaicError, Result};
 use crate::exact;
@@ -245,9 +246,13 @@ impl Spacing {
 
     /// How often each (window, tile) pair is used by `assignment`, counting only pairs used
     /// twice or more or in `keep`.
-    fn window_uses(&self, assignment: &[usize], keep: &HashMap<(usize, usize), f64>) -> HashMap<(usize, usize), usize> {
-        let mut count: HashMap<(usize, usize), usize> = keep.keys().map(|&k| (k, 0)).collect();
-        let mut seen: HashMap<(usize, usize), usize> = HashMap::new();
+    fn window_uses(
+        &self,
+        assignment: &[usize],
+        keep: &BTreeMap<(usize, usize), f64>,
+    ) -> BTreeMap<(usize, usize), usize> {
+        let mut count: BTreeMap<(usize, usize), usize> = keep.keys().map(|&k| (k, 0)).collect();
+        let mut seen: BTreeMap<(usize, usize), usize> = BTreeMap::new();
         for (i, &j) in assignment.iter().enumerate() {
             for w in self.windows_of(i) {
                 *seen.entry((w, j)).or_insert(0) += 1;
@@ -272,7 +277,7 @@ pub fn solve_exact(
     mut progress: impl FnMut(usize, f64, f64),
 ) -> Result<Constrained> {
     let hidden = indicatif::ProgressBar::hidden();
-    let mut multipliers: HashMap<(usize, usize), f64> = HashMap::new();
+    let mut multipliers: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     let mut penalised = d.clone();
     let (mut lower, mut best): (f64, Option<(f64, Vec<usize>)>) = (f64::NEG_INFINITY, None);
     let mut step = 1.0;
