@@ -160,7 +160,7 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
             }
             // Callers that only want the optimum's cost pass no device: the CPU solver runs.
             (Backend::Gpu, Some(ctx), None) if repeat == 1 => {
-                let solution = crate::auction::solve(ctx, d, &bar)?;
+                let solution = crate::gpu::auction::solve(ctx, d, &bar)?;
                 lower_bound = Some(d.cost(&solution.assignment) - solution.gap);
                 solution.assignment
             }

@@ -1,5 +1,6 @@
 //! The exact optimum on the GPU: a forward-reverse auction with epsilon scaling in f32
-//! ([`crate::gpu::auction`], twinned on the CPU by [`crate::cpu::auction`]), then a dual certificate in f64 and, where it
+//! ([`crate::gpu::auction`], twinned on the CPU by [`crate::cpu::auction`]; the whole solve
+//! is [`crate::gpu::auction::solve`]), then a dual certificate in f64 and, where it
 //! fails, a repair by shortest augmenting paths from the auction's prices ([`repair`]).
 //!
 //! The auction works on D / C (C = the largest entry, so values lie in [0, 1] whatever the
@@ -29,12 +30,6 @@
 pub mod augment;
 pub mod repair;
 
-use std::time::Instant;
-
-use engine::Context;
-use indicatif::ProgressBar;
-
-use crate::error::Result;
 use crate::matrix::DistanceMatrix;
 
 /// "No row" / "no column" in the auction's u32 arrays (GPU and CPU alike).
@@ -111,43 +106,6 @@ pub struct ExactSolution {
     pub reverse_rounds: u64,
     pub auction_ms: f64,
     pub repair_ms: f64,
-}
-
-/// Solves `d` exactly: auction on the GPU, certificate and repair on the CPU; `progress`
-/// reaches d.rows at the end (it moves once per phase, then through the repair).
-pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
-    let start = Instant::now();
-    let scale = scale_of(d);
-    let auction = crate::gpu::auction::GpuAuction::new(ctx, d.rows, d.cols)?;
-    let state = auction.run(&normalised(d, scale), &epsilons_for(d, scale), |phase, phases| {
-        progress.set_position((d.rows * phase / (phases + 1)) as u64);
-    })?;
-    let auction_ms = start.elapsed().as_secs_f64() * 1e3;
-    let start = Instant::now();
-    let certified = repair::certify_or_repair(d, &state, scale)?;
-    progress.set_position(d.rows as u64);
-    Ok(ExactSolution {
-        cost: d.cost(&certified.assignment),
-        assignment: certified.assignment,
-        gap: certified.gap,
-        repaired_rows: certified.repaired_rows,
-        fallback: certified.fallback,
-        rounds: state.rounds,
-        reverse_rounds: state.reverse_rounds,
-        auction_ms,
-        repair_ms: start.elapsed().as_secs_f64() * 1e3,
-    })
-}
-
-/// Times one exact solve of the seeded photomosaic-like m x n matrix of `mosaic bench`
-/// (after one untimed warm-up solve, which also creates the pipelines): the total
-/// milliseconds (upload, auction, repair, certificate; not building D) with the solution.
-pub fn bench(ctx: &Context, m: usize, n: usize, seed: u64) -> Result<(f64, ExactSolution)> {
-    let d = crate::bench::matrix(m, n, seed);
-    solve(ctx, &d, &ProgressBar::hidden())?;
-    let start = Instant::now();
-    let solution = solve(ctx, &d, &ProgressBar::hidden())?;
-    Ok((start.elapsed().as_secs_f64() * 1e3, solution))
 }
 
 #[cfg(test)]

@@ -1,12 +1,27 @@
+use std::time::Instant;
+
 use engine::testing;
+use engine::Context;
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::cpu::auction::CpuAuction;
+use crate::error::Result;
 use crate::exact;
-use crate::gpu::auction::GpuAuction;
+use crate::gpu::auction::{solve, GpuAuction};
+
+/// Times one exact solve of the seeded photomosaic-like m x n matrix of `mosaic bench`
+/// (after one untimed warm-up solve, which also creates the pipelines): the total
+/// milliseconds (upload, auction, repair, certificate; not building D) with the solution.
+fn bench(ctx: &Context, m: usize, n: usize, seed: u64) -> Result<(f64, ExactSolution)> {
+    let d = crate::bench::matrix(m, n, seed);
+    solve(ctx, &d, &ProgressBar::hidden())?;
+    let start = Instant::now();
+    let solution = solve(ctx, &d, &ProgressBar::hidden())?;
+    Ok((start.elapsed().as_secs_f64() * 1e3, solution))
+}
 
 fn matrix(m: usize, n: usize, rng: &mut ChaCha8Rng, value: impl Fn(&mut ChaCha8Rng) -> f64) -> DistanceMatrix {
     DistanceMatrix::new(m, n, (0..m * n).map(|_| value(rng)).collect()).unwrap()
