@@ -83,8 +83,9 @@ PY
     mosaic-costs)
       sizes=""
       for mn in ${COSTS_SIZES:-2048x8192 4096x4096 10000x10000 4096x16384}; do sizes="$sizes --size $mn"; done
-      STEP_TIMEOUT=${STEP_TIMEOUT:-540} step mosaic-costs all python3 .gpu/exact_costs.py --mosaic $B/mosaic \
-        --hylac .gpu/hylac $sizes ;;
+      # One JSON line per solver as it finishes, so a run cut short keeps what it measured.
+      STEP_TIMEOUT=${STEP_TIMEOUT:-500} step mosaic-costs all python3 .gpu/exact_costs.py --mosaic $B/mosaic \
+        --hylac .gpu/hylac --limit 90 $sizes ;;
     lightfield-files)
       step lightfield-files generate $B/lightfield generate --out "$W/lf.npy" --views 8x8 --size 1024x1024 --json
       step lightfield-files train $B/lightfield train --input "$W/lf.npy" --dictionaries 64 --out "$W/d.lfd" --json

@@ -3,7 +3,8 @@
 # branch Hung-Hybrid) in .gpu/hylac (git-ignored: its code is never committed here) so one
 # device call can build and time it beside ours on the same matrices:
 #   bash tools/hylac-stage.sh [CLONE]      CLONE: a clone or bare mirror of that repository
-#   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-features.sh mosaic-costs")
+#   bash tools/gpu-pack.sh && bash tools/hylac-stage.sh
+#   run(carry: [".gl", ".gpu"], command: "bash .gpu/gpu-bench.sh mosaic-costs")   -> $OUT/results.tar.gz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=${1:-/work/.mirror/researchgroup-zx93920+HyLAC/repo}
