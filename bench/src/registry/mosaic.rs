@@ -5,11 +5,11 @@
 //! distance matrix, checked against `mosaic::cpu::distance::distance_cpu`.
 
 use engine::{Context, Location, Result};
-use mosaic::features::Features;
-use mosaic::matrix::DistanceMatrix;
-use mosaic::gpu::softassign::atomic::AtomicShape;
 use mosaic::cpu::softassign::CpuSoftAssign;
+use mosaic::features::Features;
+use mosaic::gpu::softassign::atomic::AtomicShape;
 use mosaic::gpu::softassign::{GpuSoftAssign, Kernel as SoftAssignKernel};
+use mosaic::matrix::DistanceMatrix;
 use mosaic::softassign::SoftAssignParams;
 
 use super::{
