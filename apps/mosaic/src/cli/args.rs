@@ -198,7 +198,7 @@ impl ProblemArgs {
             metric: self.metric,
             cache_dir: cache_dir.as_deref(),
         };
-        Ok(compose::prepare(&spec, crate::warn)?)
+        Ok(compose::prepare(&spec, super::warn)?)
     }
 }
 
