@@ -39,11 +39,11 @@ for SIZE in 3840x2160 7680x4320; do
     tag() { sed "s/^{/{\"run\":\"$1\",\"gpus\":$GPUS,/"; }
     mkdir -p "$T/p$N$SIZE"
     for st in ${STRATEGIES:-bswap radixk direct}; do
-      mpirun -n "$N" --oversubscribe .gpu-lib/render --size "$SIZE" --spheres 400 --frames "$FRAMES" \
+      mpirun -n "$N" --oversubscribe --bind-to none .gpu-lib/render --size "$SIZE" --spheres 400 --frames "$FRAMES" \
         --strategy "$st" --partials "$T/p$N$SIZE" --out "$T/ours.png" | tag "$N ranks $SIZE tessera $st"
     done
     for st in bswap radixk; do
-      mpirun -n "$N" --oversubscribe "$ICET" --partials "$T/p$N$SIZE" --size "$SIZE" --frames "$FRAMES" \
+      mpirun -n "$N" --oversubscribe --bind-to none "$ICET" --partials "$T/p$N$SIZE" --size "$SIZE" --frames "$FRAMES" \
         --strategy $st --roi --out "$T/icet.rgba" | tag "$N ranks $SIZE icet $st"
     done
   done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tessera.composite.Compositor on the GPU machine: examples/python/composite_mpi.py under
-# mpirun at 4K and 8K, 2 and 4 ranks sharing the GPU, z-buffer and over, checked against an
-# independent composite on the root; one JSON line of per-phase times per frame.
+# mpirun at SIZES (default 4K), 2 and 4 ranks sharing the GPU (not bound to cores: each
+# rank's threads use the machine), z-buffer and over, checked against an independent
+# composite on the root; one JSON line of per-phase times per frame, in $OUT/python-mpi.jsonl.
 # Needs the wheel in .gpu/python (tools/python-pack.sh) and mpi4py in the machine's Python.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -10,11 +11,11 @@ site=$(mktemp -d)
 python3 -c "import zipfile, glob, sys; zipfile.ZipFile(glob.glob('.gpu/python/tessera-*.whl')[0]).extractall(sys.argv[1])" "$site"
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-/tmp/out}
-for size in 3840x2160 7680x4320; do
+for size in ${SIZES:-3840x2160}; do
   for n in 2 4; do
     for mode in zbuffer over; do
-      timeout 240 mpirun -n "$n" --oversubscribe python3 examples/python/composite_mpi.py --size "$size" \
-        --spheres 400 --frames 5 --mode "$mode" --check --out "$( [ "$size$n$mode" = 3840x21604zbuffer ] && echo "$OUT" || echo /tmp )/frame-$size-$n-$mode.png" 2>&1 | tail -7
+      timeout 240 mpirun -n "$n" --oversubscribe --bind-to none python3 examples/python/composite_mpi.py --size "$size" \
+        --spheres 400 --frames 5 --mode "$mode" --check --out "$( [ "$size$n$mode" = 3840x21604zbuffer ] && echo "$OUT" || echo /tmp )/frame-$size-$n-$mode.png" 2>&1 | tail -7 | tee -a "$OUT/python-mpi.jsonl"
     done
   done
 done

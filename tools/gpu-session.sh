@@ -10,6 +10,8 @@
 #             (tools/gpu-composite-lib.sh; .gpu-lib and .gpu-icet)   -> $OUT/composite-lib/lib.jsonl
 #   python-mpi     tessera.composite.Compositor under mpirun at 4K   -> $OUT/python-mpi/
 #   mad-tiled      mad score whole and in tiles under a budget       -> $OUT/mad-tiled/
+#   mosaic-costs   the exact solvers beside scipy and HyLAC (tools/hylac-stage.sh staged
+#             .gpu/hylac; COSTS_SIZES)                                -> $OUT/mosaic-costs/
 # Each part has its own time limit (PART_LIMIT seconds, default 240) and runs even if one
 # before it failed; what finished comes back.
 #   run(carry: [".gl", ".gpu"], command: "bash tools/gpu-session.sh tests smoe-rd python")
@@ -31,6 +33,7 @@ for part in "$@"; do
     composite-lib) FRAMES=${FRAMES:-6} timeout "$limit" bash tools/gpu-composite-lib.sh > "$OUT/lib.jsonl" 2> "$OUT/lib.err"; tail -5 "$OUT/lib.err" ;;
     python-mpi) bash tools/gpu-python-mpi.sh ;;
     mad-tiled) timeout "$limit" bash tools/gpu-mad-tiled.sh ;;
+    mosaic-costs) RES=$OUT STEP_TIMEOUT=$limit bash .gpu/gpu-features.sh mosaic-costs ;;
     env) which mpirun mpicc; python3 -c 'import PIL.features as f; print({k: f.check(k) for k in ["jpg", "jpg_2000", "webp", "avif"]})'; nvidia-smi -L ;;
     *) echo "unknown part $part" ;;
   esac

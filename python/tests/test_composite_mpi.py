@@ -44,6 +44,7 @@ def mpirun(n, *args, timeout=240):
         (2, ["--mode", "over", "--float"]),
         (4, ["--mode", "zbuffer", "--float", "--backend", "cpu"]),
         (3, ["--mode", "zbuffer", "--backend", "cpu"]),
+        (4, ["--mode", "over", "--spheres", "200"]),
     ],
 )
 def test_example_equals_independent_composite(tmp_path, ranks, extra):
