@@ -48,7 +48,14 @@ impl Default for Bit {
 }
 
 impl Bit {
-    fn update(&mut self, bit: bool) {
+    /// Decisions seen, up to [`WINDOW`].
+    pub fn seen(&self) -> u32 {
+        self.seen
+    }
+
+    /// Moves the model towards `bit` as coding it would (for a model that learns from
+    /// decisions coded under another).
+    pub fn update(&mut self, bit: bool) {
         let target = if bit { ONE as i64 } else { 0 };
         let rate = (self.seen + 2).min(WINDOW) as i64;
         let one = self.one as i64 + (target - self.one as i64) / rate;

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::codes::{Codes, Params};
 use crate::dictionary::Ensemble;
+use crate::entropy::Limits;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
@@ -39,9 +40,10 @@ impl Compressed {
         let n = self.codes.len();
         let mut frames = vec![sections::ensemble_frame(&self.ensemble)?];
         let starts: Vec<usize> = (0..n).step_by(SECTION_PATCHES).collect();
+        let limits = section_limits(&self.ensemble, self.params);
         let coded: Vec<Frame> = starts
             .into_par_iter()
-            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n)))
+            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n), limits))
             .collect::<Result<_>>()?;
         frames.extend(coded);
         sections::assemble(fields, &frames)
@@ -86,8 +88,8 @@ impl Compressed {
     }
 
     /// Parses and checks `.lfc` bytes: the header and section table ([`Header::parse`]),
-    /// the ensemble, then every section in parallel (checksum, one zstd frame with its
-    /// content size and checksum, every index and level against its range); see
+    /// the ensemble, then every section in parallel (checksum, the range-coded codes, every
+    /// index and level against its range); see
     /// docs/formats.md. A file this accepts decodes to finite samples.
     pub fn from_bytes(bytes: &[u8]) -> Result<Compressed> {
         let (header, bounds, ensemble) = open(bytes)?;
@@ -110,8 +112,13 @@ impl Compressed {
     }
 }
 
+/// The section coder's limits of an encode with `ensemble` and `params`.
+pub fn section_limits(ensemble: &Ensemble, params: Params) -> Limits {
+    Limits { dictionaries: ensemble.k, patch_len: ensemble.shape.len(), sparsity: params.sparsity }
+}
+
 /// The codes of sections `sections` alone (patches `header.section(first).start` on),
-/// every one decompressed and parsed in parallel; the other frames are not touched.
+/// every one decoded in parallel; the other frames are not touched.
 /// Success flags and errors are not stored: every patch reads as a success.
 pub fn read_sections(header: &Header, bytes: &[u8], bounds: &Bounds, sections: Range<usize>) -> Result<Codes> {
     use rayon::prelude::*;

@@ -13,6 +13,7 @@ use crate::codes::{patch_step, Codes, Limit, Params};
 use crate::cpu::decode::decode_patches_cpu;
 use crate::cpu::encode::encode_patches_cpu;
 use crate::dictionary::Ensemble;
+use crate::entropy::Limits;
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
@@ -195,7 +196,8 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<Codes>();
     let (encoded, written, chunks_ms) = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || compress_sections(rx));
+        let limits = crate::bitstream::section_limits(ens, params);
+        let writer = scope.spawn(move || compress_sections(rx, limits));
         // The sender goes with this call, so the writer ends however the encode ends.
         let encoded = encode_chunks(lf, ens, params, path, progress, move |chunk| {
             // The writer only stops once every sender is gone; it cannot have hung up.
@@ -218,7 +220,7 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
 /// Collects the chunks' codes from `rx` and compresses each section on
 /// [`pools::compression`] as soon as its last patch arrives. Returns the codes, the frames in
 /// patch order, and the CPU ms spent compressing.
-fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
+fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>, limits: Limits) -> (Codes, Result<Vec<Frame>>, f64) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
     let mut codes = Codes::default();
     let mut next = 0;
@@ -229,7 +231,7 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec
             let done = done_tx.clone();
             pool.spawn(move |_| {
                 let t = Instant::now();
-                let frame = sections::section_frame(&section, 0..section.len());
+                let frame = sections::section_frame(&section, 0..section.len(), limits);
                 let _ = done.send((range.start / SECTION_PATCHES, frame, ms_since(t)));
             });
         };
@@ -515,9 +517,10 @@ mod tests {
         }
     }
 
-    /// FNV-1a of the `.lfc` bytes (format version 2, zstd level 4) the CPU path writes for
-    /// this input: a change of the format or the compressor's settings must be deliberate.
-    const FIXED_LFC_HASH: u64 = 11479699223470524388;
+    /// FNV-1a of the `.lfc` bytes (format version 3: range-coded sections, the ensemble at
+    /// zstd level 4) the CPU path writes for this input: a change of the format or the
+    /// coder's models must be deliberate.
+    const FIXED_LFC_HASH: u64 = 10392935520314291665;
 
     #[test]
     fn the_file_of_a_fixed_input_is_unchanged() {
@@ -568,7 +571,7 @@ mod tests {
                 tx.send(c.codes.slice(s..(s + chunk).min(c.codes.len()))).unwrap();
             }
             drop(tx);
-            let (codes, frames, _) = compress_sections(rx);
+            let (codes, frames, _) = compress_sections(rx, crate::bitstream::section_limits(&c.ensemble, c.params));
             assert_eq!(codes, c.codes);
             assert_eq!(c.to_bytes_from(frames.unwrap()).unwrap(), c.to_bytes().unwrap(), "chunks of {chunk}");
         }
