@@ -176,7 +176,7 @@ fn table1(
     engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     // The run of median wall time out of three (the first full-size run has varied by 2x).
     // Each run goes from the light field in memory to the .lfc bytes (the bitstream is
-    // serialised beside the GPU; zstd is the tail).
+    // coded beside the GPU; the last sections' range coding is the tail).
     let mut runs = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();

@@ -1,5 +1,5 @@
 //! Decoding `.lfc` bytes straight into device memory (`lightfield view`, `lightfield
-//! bench`): the sections are decompressed and parsed in parallel on the rayon pool, each
+//! bench`): the sections are entropy-decoded in parallel on the rayon pool, each
 //! into its own host-visible staging buffer laid out as the kernel reads it; as each is
 //! ready the host submits its upload (transfer queue) and its decode (`decode_views.comp`,
 //! which waits for that upload and writes the patches straight into the U x V x H x W x 3
