@@ -48,14 +48,13 @@ impl Default for Bit {
 }
 
 impl Bit {
-    /// Decisions seen, up to [`WINDOW`].
-    pub fn seen(&self) -> u32 {
-        self.seen
+    /// A model that starts at probability `one` / 2^16 of a 1 (within the floor), as if it
+    /// had seen `seen` decisions (at most the window).
+    pub fn prior(one: u32, seen: u32) -> Bit {
+        Bit { one: one.clamp(FLOOR, ONE - FLOOR), seen: seen.min(WINDOW) }
     }
 
-    /// Moves the model towards `bit` as coding it would (for a model that learns from
-    /// decisions coded under another).
-    pub fn update(&mut self, bit: bool) {
+    fn update(&mut self, bit: bool) {
         let target = if bit { ONE as i64 } else { 0 };
         let rate = (self.seen + 2).min(WINDOW) as i64;
         let one = self.one as i64 + (target - self.one as i64) / rate;
