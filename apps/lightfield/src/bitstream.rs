@@ -250,4 +250,52 @@ pub(crate) mod tests {
             assert!(Compressed::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
     }
+
+    /// The section coder's CPU time at the paper's Table 1 size (42,025 patches of 4,800
+    /// samples, K = 64, T = 300) on codes with locations spread uniformly over the patch
+    /// (the significance map's worst case: every patch scans to near its end) and small
+    /// levels, about 250 coefficients a patch. A measurement, not a check:
+    /// `cargo test -p tessera-lightfield --lib -- --ignored --nocapture table_1`.
+    #[test]
+    #[ignore]
+    fn table_1_section_coding_time() {
+        use rand::{Rng, SeedableRng};
+        let shape = crate::patch::PatchShape { my: 5, mx: 5, mu: 8, mv: 8 };
+        let ensemble = Ensemble::random(shape, 64, 1);
+        let params = Params { sparsity: 300, epsilon: 0.005 };
+        let grid = PatchGrid::new(shape, 8, 8, 1024, 1024);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        let mut codes = Codes { offsets: vec![0], ..Default::default() };
+        for _ in 0..grid.len() {
+            codes.membership.push(rng.gen_range(0..64));
+            let mut locs: Vec<u32> = (0..4800).filter(|_| rng.gen_bool(250.0 / 4800.0)).take(300).collect();
+            locs.sort();
+            codes.levels.extend(locs.iter().map(|_| {
+                let m = 1 + (rng.gen::<f64>().ln() / 0.7f64.ln()) as i32;
+                if rng.gen_bool(0.5) {
+                    -m
+                } else {
+                    m
+                }
+            }));
+            codes.locations.extend(locs);
+            codes.offsets.push(codes.locations.len());
+            codes.success.push(true);
+            codes.errors.push(0.0);
+        }
+        let c = Compressed { size: [8, 8, 1024, 1024], params, step: params.base_step(), ensemble, codes };
+        let t = std::time::Instant::now();
+        let bytes = c.to_bytes().unwrap();
+        let encode_ms = kit::stats::ms_since(t);
+        let t = std::time::Instant::now();
+        let back = Compressed::from_bytes(&bytes).unwrap();
+        let decode_ms = kit::stats::ms_since(t);
+        assert_eq!(back.codes, c.codes);
+        println!(
+            "{} coefficients, {} bytes; coded in {encode_ms:.0} ms, decoded in {decode_ms:.0} ms on {} threads",
+            c.codes.locations.len(),
+            bytes.len(),
+            rayon::current_num_threads()
+        );
+    }
 }
