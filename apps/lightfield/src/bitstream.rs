@@ -70,7 +70,10 @@ impl Compressed {
     fn fields(&self) -> Result<Fields> {
         self.params.check(self.ensemble.shape.len())?;
         if self.step != self.params.base_step() {
-            return Err(LfError::Invalid(format!("quantisation step {} is not epsilon's", self.step)));
+            return Err(LfError::Invalid(format!(
+                "quantisation step {} is not {} x epsilon",
+                self.step, self.params.step_scale
+            )));
         }
         let mut size = [0u32; 4];
         for (s, &d) in size.iter_mut().zip(&self.size) {
@@ -93,7 +96,7 @@ impl Compressed {
     /// docs/formats.md. A file this accepts decodes to finite samples.
     pub fn from_bytes(bytes: &[u8]) -> Result<Compressed> {
         let (header, bounds, ensemble) = open(bytes)?;
-        let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
+        let params = header_params(&header);
         let codes = read_sections(&header, bytes, &bounds, 0..header.sections())?;
         Ok(Compressed { size: header.size, params, step: header.step, ensemble, codes })
     }
@@ -156,6 +159,12 @@ pub fn read_sections(header: &Header, bytes: &[u8], bounds: &Bounds, sections: R
     Ok(Codes { membership, success: vec![true; n], errors: vec![0.0; n], offsets, locations, levels })
 }
 
+/// The parameters a header gives: the step scale is step / epsilon (exact when the step is
+/// a power-of-two multiple of epsilon, as the writer makes it; anything else is refused).
+pub fn header_params(header: &Header) -> Params {
+    Params { sparsity: header.sparsity as usize, epsilon: header.epsilon, step_scale: header.step / header.epsilon }
+}
+
 /// The header, the bounds every section is checked against, and the ensemble of `.lfc`
 /// bytes: the parameters checked as the encoder checks them, the patch count against the
 /// size and the patch shape. The CPU reader and the decode to device share it.
@@ -163,11 +172,14 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
     let header = Header::parse(bytes)?;
     let ensemble = header.ensemble(bytes)?;
     let bad = |m: String| LfError::corrupt("light-field bitstream", m);
-    let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
-    params.check(ensemble.shape.len()).map_err(|e| bad(e.to_string()))?;
-    if header.step != params.base_step() {
-        return Err(bad(format!("quantisation step {:e} is not epsilon ({:e})", header.step, header.epsilon)));
+    let params = header_params(&header);
+    if !crate::codes::STEP_SCALES.contains(&params.step_scale) || header.step != params.base_step() {
+        return Err(bad(format!(
+            "quantisation step {:e} is not 1, 2, 4 or 8 x epsilon ({:e})",
+            header.step, header.epsilon
+        )));
     }
+    params.check(ensemble.shape.len()).map_err(|e| bad(e.to_string()))?;
     let [u, v, h, w] = header.size;
     let grid = PatchGrid::new(ensemble.shape, u, v, h, w);
     if header.patches != grid.len() as u64 {
@@ -193,7 +205,7 @@ pub(crate) mod tests {
         use rand::{Rng, SeedableRng};
         let shape = crate::patch::PatchShape { my: 2, mx: 2, mu: 1, mv: 1 };
         let ensemble = Ensemble::random(shape, 3, seed);
-        let params = Params { sparsity: 6, epsilon: 0.05 };
+        let params = Params::new(6, 0.05);
         let grid = PatchGrid::new(shape, 1, 1, h, w);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut codes = Codes { offsets: vec![0], ..Default::default() };
@@ -262,7 +274,7 @@ pub(crate) mod tests {
         use rand::{Rng, SeedableRng};
         let shape = crate::patch::PatchShape { my: 5, mx: 5, mu: 8, mv: 8 };
         let ensemble = Ensemble::random(shape, 64, 1);
-        let params = Params { sparsity: 300, epsilon: 0.005 };
+        let params = Params::new(300, 0.005);
         let grid = PatchGrid::new(shape, 8, 8, 1024, 1024);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         let mut codes = Codes { offsets: vec![0], ..Default::default() };

@@ -439,7 +439,7 @@ mod tests {
         // 5 x 3 views of 23 x 16 pixels: no axis is a multiple of the 4 x 4 x 5 x 5 patch.
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        for params in [Params { sparsity: 1200, epsilon: 0.02 }, Params { sparsity: 900, epsilon: 0.004 }] {
+        for params in [Params::new(1200, 0.02), Params::new(900, 0.004)] {
             let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
             let back = Compressed::from_bytes(&c.to_bytes().unwrap()).unwrap();
             let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
@@ -464,7 +464,7 @@ mod tests {
     fn capped_report_uses_the_encoders_test_and_bounds_the_decoded_rmse() {
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        let params = Params { sparsity: 40, epsilon: 0.004 };
+        let params = Params::new(40, 0.004);
         let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let (decoded, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
         let capped = capped_patches(&c, &lf);
@@ -483,7 +483,7 @@ mod tests {
             assert!(bound <= worst);
         }
         // Nothing capped at all: no bound.
-        let all = Params { sparsity: SHAPE.len(), epsilon: 0.004 };
+        let all = Params::new(SHAPE.len(), 0.004);
         let (c, _) = encode_lightfield(&lf, &ens, all, CodecPath::Cpu).unwrap();
         let none = capped_patches(&c, &lf);
         assert_eq!((none.over_epsilon, none.worst_rmse_bound), (0, None));
@@ -493,7 +493,7 @@ mod tests {
     fn encode_and_decode_are_deterministic_and_the_bitstream_round_trips() {
         let lf = crate::synth::generate((4, 4), (20, 15), 4);
         let ens = Ensemble::random(SHAPE, 2, 2);
-        let params = Params { sparsity: 500, epsilon: 0.01 };
+        let params = Params::new(500, 0.01);
         let (a, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let (b, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let bytes = a.to_bytes().unwrap();
@@ -526,7 +526,7 @@ mod tests {
     fn the_file_of_a_fixed_input_is_unchanged() {
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.004 }, CodecPath::Cpu).unwrap();
+        let (c, _) = encode_lightfield(&lf, &ens, Params::new(900, 0.004), CodecPath::Cpu).unwrap();
         let bytes = c.to_bytes().unwrap();
         assert_eq!(crate::bytes::fnv1a64(&bytes), FIXED_LFC_HASH, "{} bytes", bytes.len());
     }
@@ -535,7 +535,7 @@ mod tests {
     fn streamed_paths_equal_the_one_shot_ones_over_several_chunks() {
         let lf = crate::synth::generate((5, 3), (23, 16), 9);
         let ens = Ensemble::random(SHAPE, 2, 4);
-        let params = Params { sparsity: 900, epsilon: 0.01 };
+        let params = Params::new(900, 0.01);
         let ctx = engine::testing::context();
         let small = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);
         let whole = crate::gpu::GpuCodec::new(ctx, &ens).unwrap();
@@ -578,9 +578,32 @@ mod tests {
     }
 
     #[test]
+    fn a_coarser_step_takes_fewer_bytes_and_keeps_the_bound_where_met() {
+        let lf = crate::synth::generate((5, 3), (23, 16), 12);
+        let ens = Ensemble::random(SHAPE, 3, 1);
+        let fine = Params::new(1200, 0.02);
+        let coarse = Params { step_scale: 4.0, ..fine };
+        let (f, _) = encode_lightfield(&lf, &ens, fine, CodecPath::Cpu).unwrap();
+        let (c, _) = encode_lightfield(&lf, &ens, coarse, CodecPath::Cpu).unwrap();
+        let bytes = c.to_bytes().unwrap();
+        assert!(bytes.len() < f.to_bytes().unwrap().len());
+        let back = Compressed::from_bytes(&bytes).unwrap();
+        assert_eq!((back.step, back.params), (0.08, coarse));
+        let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
+        let grid = c.grid();
+        let met: Vec<usize> = (0..grid.len()).filter(|&p| c.codes.success[p]).collect();
+        assert!(met.len() > grid.len() / 4, "{} of {} patches met epsilon", met.len(), grid.len());
+        for p in met {
+            assert!(patch_rmse(&grid, &lf, &decoded, p) <= 0.02, "patch {p}");
+        }
+        // Only powers of two: the file's step gives the scale back exactly.
+        assert!(encode_lightfield(&lf, &ens, Params { step_scale: 3.0, ..fine }, CodecPath::Cpu).is_err());
+    }
+
+    #[test]
     fn nan_and_out_of_range_inputs_are_refused() {
         let ens = Ensemble::random(SHAPE, 1, 2);
-        let params = Params { sparsity: 100, epsilon: 0.01 };
+        let params = Params::new(100, 0.01);
         let mut lf = crate::synth::generate((4, 4), (10, 10), 4);
         lf.data[17] = f32::NAN;
         let err = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap_err().to_string();
@@ -588,7 +611,7 @@ mod tests {
         lf.data[17] = 1.5;
         assert!(encode_lightfield(&lf, &ens, params, CodecPath::Cpu).is_err());
         lf.data[17] = 0.5;
-        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 0, epsilon: 0.01 }, CodecPath::Cpu).is_err());
-        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 10, epsilon: f32::NAN }, CodecPath::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params::new(0, 0.01), CodecPath::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params::new(10, f32::NAN), CodecPath::Cpu).is_err());
     }
 }

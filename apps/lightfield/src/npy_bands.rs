@@ -428,7 +428,7 @@ mod tests {
         let lf = crate::synth::generate((5, 3), (23, 16), 4);
         lf.write_npy(&path).unwrap();
         let ens = Ensemble::random(SHAPE, 2, 3);
-        let params = Params { sparsity: 900, epsilon: 0.01 };
+        let params = Params::new(900, 0.01);
         let ctx = engine::testing::context();
         let gpu = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(7);
         for path_kind in [CodecPath::Cpu, CodecPath::Gpu(&gpu)] {
@@ -481,7 +481,7 @@ mod tests {
             let err = tiny_bands(&path).read().unwrap_err().to_string();
             assert!(err.contains(&format!("sample {last}")) && err.contains(what), "{err}");
             let ens = Ensemble::random(SHAPE, 1, 3);
-            let params = Params { sparsity: 100, epsilon: 0.01 };
+            let params = Params::new(100, 0.01);
             assert!(encode_npy_to_bytes(tiny_bands(&path), &ens, params, CodecPath::Cpu, |_| {}).is_err());
         }
         // Shapes that are not a light field, and a file shorter than its header says.

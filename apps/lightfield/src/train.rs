@@ -323,7 +323,7 @@ mod tests {
             k: 2,
             shape: PatchShape { my: 5, mx: 5, mu: 4, mv: 4 },
             iterations: 2,
-            params: Params { sparsity: 300, epsilon: 0.02 },
+            params: Params::new(300, 0.02),
             seed: 9,
             ..small_options()
         };
@@ -343,7 +343,7 @@ mod tests {
             k: 3,
             shape: PatchShape { my: 5, mx: 3, mu: 3, mv: 4 },
             iterations: 1,
-            params: Params { sparsity: 90, epsilon: 0.02 },
+            params: Params::new(90, 0.02),
             seed: 4,
             max_patches: 1000,
             precluster: false,
@@ -353,7 +353,7 @@ mod tests {
     /// PSNR of a light field encoded (CPU reference) with `ens` and decoded.
     fn encode_psnr(lf: &LightField, ens: &Ensemble) -> f64 {
         use crate::codec::{decode_lightfield, encode_lightfield, CodecPath};
-        let params = Params { sparsity: 90, epsilon: 0.02 };
+        let params = Params::new(90, 0.02);
         let (compressed, _) = encode_lightfield(lf, ens, params, CodecPath::Cpu).unwrap();
         let (decoded, _) = decode_lightfield(&compressed, CodecPath::Cpu).unwrap();
         crate::lightfield::psnr(&lf.data, &decoded.data)

@@ -32,7 +32,7 @@ const BOUND: usize = 64 << 20;
 fn tiny() -> (Ensemble, Vec<u8>) {
     let lf = lightfield::synth::generate((2, 2), (6, 5), 3);
     let ens = Ensemble::random(PatchShape { my: 3, mx: 3, mu: 2, mv: 1 }, 2, 5);
-    let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 30, epsilon: 0.02 }, CodecPath::Cpu).unwrap();
+    let (c, _) = encode_lightfield(&lf, &ens, Params::new(30, 0.02), CodecPath::Cpu).unwrap();
     (ens, c.to_bytes().unwrap())
 }
 

@@ -259,7 +259,7 @@ mod tests {
             let lf = crate::synth::generate((5, 3), (23, 16), 7);
             let ens =
                 crate::dictionary::Ensemble::random(crate::patch::PatchShape { my: 5, mx: 5, mu: 4, mv: 4 }, 2, 3);
-            let params = crate::codes::Params { sparsity: 900, epsilon: 0.01 };
+            let params = crate::codes::Params::new(900, 0.01);
             crate::codec::encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap().0
         };
         for c in [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)] {
