@@ -19,7 +19,7 @@ PSNR range) is ours against x265: negative means fewer bits than x265 at equal P
 
   tools/lfrd.py --lightfield target/release/lightfield --scene DIR [--scene DIR ...]
                 --work DIR --json OUT.jsonl [--plot OUT.png] [--backend cpu|gpu]
-                [--epsilons 0.2,0.07] [--baseline OLD_BINARY]
+                [--epsilons 0.2,0.07] [--step-scale S] [--baseline OLD_BINARY]
 
 --baseline codes the same views with the same dictionaries by another build (an older
 entropy coder, say) as codec "ours-baseline", with its BD-rates in the summary.
@@ -156,8 +156,10 @@ def ours_points(lightfield, scene, others, views, work, args, codec="ours", trai
     out = []
     for eps in args.epsilons:
         lfc = os.path.join(work, f"{codec}_{eps}.lfc")
+        step = ["--step-scale", args.step_scale] if codec == "ours" and args.step_scale != "1" else []
         enc = json.loads(run([lightfield, "encode", "--input", scene, "--dict", dict_path, "--sparsity", str(sparsity),
-                              "--epsilon", str(eps), "--out", lfc, "--json", "--backend", args.backend]).splitlines()[-1])
+                              "--epsilon", str(eps), *step, "--out", lfc, "--json", "--backend", args.backend])
+                         .splitlines()[-1])
         folder = os.path.join(work, f"{codec}_{eps}")
         dec = json.loads(run([lightfield, "decode", lfc, "--views", folder, "--json", "--backend", args.backend])
                          .splitlines()[-1])
@@ -230,7 +232,7 @@ def plot(results, path):
     for codec, colour in COLOURS.items():
         d.rectangle([x, ph + 4, x + 10, ph + 14], fill=colour)
         d.text((x + 14, ph + 3), codec, fill="black")
-        x += 70
+        x += 30 + 7 * len(codec)
     d.text((x, ph + 3), "RGB PSNR (dB) against bits per pixel (log scale)", fill="black")
     img.save(path, optimize=True)
 
@@ -249,6 +251,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--epsilons", type=lambda t: [float(x) for x in t.split(",")], default=EPSILONS,
                     help="comma-separated epsilons of our points")
+    ap.add_argument("--step-scale", default="1", help="lightfield encode --step-scale of our points (not the baseline's)")
     ap.add_argument("--baseline", help="another lightfield binary (an older coder) coded with the same dictionaries, "
                                        "as codec ours-baseline")
     args = ap.parse_args()

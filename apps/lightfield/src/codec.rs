@@ -390,9 +390,10 @@ pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) ->
 ///
 /// "Reached epsilon" has one meaning, the encoder's test: the patch's squared error in
 /// coefficient space (padding included, before rounding and clamping) is within its budget
-/// ([`crate::codes::budget`]). A patch that misses it keeps exactly T coefficients, but a
-/// patch may also reach it with exactly T; so `patches` (what `info` counts from the file) is
-/// at least `over_epsilon`.
+/// ([`crate::codes::budget`]). At the finest step (`--step-scale 1`) a patch that misses it
+/// keeps exactly T coefficients, but a patch may also reach it with exactly T; so `patches`
+/// (what `info` counts from the file) is at least `over_epsilon`. At a coarser step a patch
+/// may also miss it below T (its small coefficients round to zero).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Capped {
     /// Patches stored with T coefficients.
