@@ -8,14 +8,13 @@
 
 use std::ops::Range;
 
-use crate::bytes::{fnv1a64, ByteReader};
+use crate::bytes::{fnv1a64, ByteReader, LFC_MAGIC};
 use crate::codes::Codes;
 use crate::dictionary::Ensemble;
 use crate::entropy::{Limits, PatchBuf, PatchRef, SectionModels};
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 
-pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
 pub const LFC_VERSION: u32 = 3;
 /// Header bytes before the section table.
 pub const HEADER_LEN: usize = 72;
