@@ -13,7 +13,7 @@ venv="$PWD/target/python-venv"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv" || { echo "test-python.sh: python3 -m venv failed (install python3-venv)" >&2; exit 1; }
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" numpy pytest
+"$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.9,<2" numpy pytest mpi4py
 rm -rf target/python-wheels
 VIRTUAL_ENV="$venv" "$venv/bin/maturin" build --profile dev --interpreter "$venv/bin/python" --out target/python-wheels
 "$venv/bin/pip" install -q --disable-pip-version-check --force-reinstall --no-deps target/python-wheels/tessera-*.whl

@@ -4,8 +4,8 @@
 //! different threads never share a pool). Work is recorded as declared passes
 //! ([`Recorder::pass`], in [`crate::pass`]), copies, fills and host reads: the recorder places
 //! the barriers they need and keeps what they use alive until the submission completes.
-//! [`Recorder::dispatch`] with hand-placed [`Recorder::barrier`]s remains for code not yet
-//! written as passes (smoe's refinement). [`Recorder::submit`] puts it on its queue and
+//! A raw dispatch with a hand-placed full barrier exists only inside the engine, for its own
+//! tests of the pipeline machinery. [`Recorder::submit`] puts it on its queue and
 //! signals the queue's timeline semaphore with the next value; the returned [`Submission`]
 //! waits for exactly that value. Work on the transfer queue and the compute queue is ordered
 //! with [`Recorder::wait_for`], a timeline wait, never with `vkQueueWaitIdle`.
@@ -177,26 +177,9 @@ impl Recorder {
     /// A full memory barrier: every earlier write (shader or transfer) is visible to every
     /// later read or write (sync2).
     /// Declared passes need none: the recorder places theirs.
-    pub fn barrier(&mut self) {
+    pub(crate) fn barrier(&mut self) {
         self.tracker.clear();
         self.memory_barrier(Barrier::FULL);
-    }
-
-    /// Orders one compute dispatch's storage-buffer writes (atomics included) before the
-    /// next dispatch's reads and writes: narrower than [`Recorder::barrier`], for chains of
-    /// dependent dispatches that nothing else reads in between. Measured on an H200: 2.4 us
-    /// less per dispatch than the full barrier (mosaic's Sinkhorn chain, 101 dispatches).
-    pub fn storage_barrier(&mut self) {
-        let b = Barrier {
-            src: (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE),
-            dst: (
-                vk::PipelineStageFlags2::COMPUTE_SHADER,
-                vk::AccessFlags2::SHADER_STORAGE_READ | vk::AccessFlags2::SHADER_STORAGE_WRITE,
-            ),
-        };
-        self.tracker.untracked = false;
-        self.tracker.apply(b);
-        self.memory_barrier(b);
     }
 
     /// One global memory barrier (sync2).
@@ -224,7 +207,7 @@ impl Recorder {
     /// Records a dispatch of `groups` workgroups with the given buffers at bindings 0..n and
     /// `push` as push constants; the caller places the barriers around it. Declared passes
     /// ([`Recorder::pass`]) check the bindings and place the barriers themselves.
-    pub fn dispatch<P: NoUninit>(
+    pub(crate) fn dispatch<P: NoUninit>(
         &mut self,
         pipe: &ComputePipeline,
         bindings: &[&dyn Bind],
@@ -349,19 +332,6 @@ impl Recorder {
                 shared.device.cmd_push_constants(self.cmd, layout, stages, 0, push);
             }
         }
-    }
-
-    /// Dispatches `groups` workgroups laid out over x and y (x at most 65535), for kernels that
-    /// compute their linear group id with `linear_group_id()` from `include/common.glsl` and
-    /// bounds-check their element index.
-    pub fn dispatch_linear<P: NoUninit>(
-        &mut self,
-        pipe: &ComputePipeline,
-        bindings: &[&dyn Bind],
-        push: &P,
-        groups: u32,
-    ) {
-        self.dispatch(pipe, bindings, push, linear_grid(groups));
     }
 
     /// Copies all of `src` into `dst` (which must be at least as long), after the barrier

@@ -160,7 +160,7 @@ pub struct DeviceInfo {
     pub subgroup_operations: Vec<&'static str>,
     pub subgroup_stages_compute: bool,
     /// Subgroup sizes a compute pipeline may require with full subgroups
-    /// ([`Context::compute_pipeline_for_subgroup`]): (min, max), or `None` where the device
+    /// ([`Context::kernel_for_subgroup`]): (min, max), or `None` where the device
     /// cannot (no subgroup size control or no full compute subgroups).
     pub required_subgroup_sizes: Option<(u32, u32)>,
     /// Most subgroups a workgroup may have when it requires a subgroup size.

@@ -160,7 +160,10 @@ impl Context {
     }
 
     /// [`Context::kernel`] whose kernel runs in full subgroups of exactly `subgroup_size`
-    /// invocations (see [`Context::compute_pipeline_for_subgroup`]).
+    /// invocations (Vulkan 1.3's subgroup size control), for kernels whose data layout
+    /// follows the subgroup size the host planned for: without it, a driver may pick another
+    /// size per pipeline (Intel's SIMD8/16/32; AMD's wave32/64). Its workgroup size must be
+    /// a multiple of `subgroup_size`.
     pub fn kernel_for_subgroup<P: NoUninit>(
         &self,
         desc: &'static KernelDesc,

@@ -203,7 +203,7 @@ impl Context {
     /// its size is taken from the type, so the Rust struct and the pipeline layout cannot
     /// drift apart. Creation compiles the shader in the driver (tens of ms on a GPU), so
     /// create pipelines once and reuse them; keep creation out of timings.
-    pub fn compute_pipeline_for<P: bytemuck::NoUninit>(
+    pub(crate) fn compute_pipeline_for<P: bytemuck::NoUninit>(
         &self,
         name: &str,
         spirv: &[u8],
@@ -211,23 +211,6 @@ impl Context {
         spec: &[u32],
     ) -> Result<ComputePipeline> {
         self.create_compute_pipeline(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), None)
-    }
-
-    /// [`Context::compute_pipeline_for`] whose kernel runs in full subgroups of exactly
-    /// `subgroup_size` invocations (Vulkan 1.3's subgroup size control), for kernels whose
-    /// data layout follows the subgroup size the host planned for: without it, a driver may
-    /// pick another size per pipeline (Intel's SIMD8/16/32; AMD's wave32/64). Its workgroup
-    /// size must be a multiple of `subgroup_size`.
-    pub fn compute_pipeline_for_subgroup<P: bytemuck::NoUninit>(
-        &self,
-        name: &str,
-        spirv: &[u8],
-        bindings: u32,
-        spec: &[u32],
-        subgroup_size: u32,
-    ) -> Result<ComputePipeline> {
-        self.check_subgroup_size(name, subgroup_size)?;
-        self.create_compute_pipeline(&PipelineDesc::typed::<P>(name, spirv, bindings, spec), Some(subgroup_size))
     }
 
     /// The driver's compiler statistics ([`ComputePipeline::statistics`]) of a kernel that
@@ -351,13 +334,7 @@ mod tests {
     fn a_required_subgroup_size_builds_where_the_device_allows_it() {
         let ctx = testing::context();
         let build = |subgroup_size| {
-            ctx.compute_pipeline_for_subgroup::<SumPush>(
-                "reduce_sum_u32",
-                crate::shaders::REDUCE_SUM_U32,
-                2,
-                &[64],
-                subgroup_size,
-            )
+            ctx.kernel_for_subgroup::<SumPush>(&crate::shaders::kernels::REDUCE_SUM_U32, &[64], subgroup_size)
         };
         // Not a power of two: never.
         assert!(build(24).is_err());
@@ -368,15 +345,12 @@ mod tests {
         assert!(build(2 * max).is_err());
         // The smallest size the device can require, on a 64-wide kernel whose subgroups
         // then all have that size: the sums are right.
-        let pipe = build(min).unwrap();
+        let sum = build(min).unwrap();
         let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2654435761) >> 12).collect();
         let input = ctx.upload(&data, "input").unwrap();
         let partials = ctx.buffer::<u32>(4, crate::Location::Device, "partials").unwrap();
-        ctx.run(|rec| {
-            rec.dispatch_linear(&pipe, &[&input, &partials], &SumPush { n: 1000, per_group: 250 }, 4);
-            Ok(())
-        })
-        .unwrap();
+        let push = SumPush { n: 1000, per_group: 250 };
+        ctx.run(|rec| rec.pass(&sum).read(&input).write(&partials).push(&push).dispatch_linear(4)).unwrap();
         let got = ctx.download(&partials).unwrap();
         let want: Vec<u32> = data.chunks(250).map(|c| c.iter().sum()).collect();
         assert_eq!(got, want);

@@ -115,7 +115,7 @@ mod tests {
     use super::*;
     use crate::memory::Location;
     use crate::prims::reduce::SumPush;
-    use crate::testing::{assert_no_validation_messages, context, sum_pipeline};
+    use crate::testing::{assert_no_validation_messages, context};
 
     /// A test chunk's buffers: staging input, device input, per-workgroup sums.
     type Slot = (Buffer<u32>, Buffer<u32>, Buffer<u32>);
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn chunks_come_back_in_order_with_their_results() {
         let ctx = context();
-        let pipe = sum_pipeline(ctx);
+        let sum = ctx.kernel::<SumPush>(&crate::shaders::kernels::REDUCE_SUM_U32, &[64]).unwrap();
         let lengths = [1usize, 63, 64, 1000, 4097, 31];
         let capacity = *lengths.iter().max().unwrap();
         let mut stream: Stream<Slot, (usize, u64)> = Stream::new(2);
@@ -156,9 +156,9 @@ mod tests {
             let mut rec = ctx.recorder().unwrap();
             rec.wait_for(&copy);
             rec.fill(&sums, 0);
-            rec.barrier();
             let groups = len.div_ceil(64) as u32;
-            rec.dispatch_linear(&pipe, &[&device, &sums], &SumPush { n: len as u32, per_group: 64 }, groups);
+            let push = SumPush { n: len as u32, per_group: 64 };
+            rec.pass(&sum).read(&device).write(&sums).push(&push).dispatch_linear(groups).unwrap();
             let compute = rec.submit().unwrap();
             let want = values.iter().map(|&v| v as u64).sum();
             let done = stream.push((staging, device, sums), (i, want), [copy, compute]).unwrap();

@@ -34,7 +34,7 @@ pub const AWKWARD_SIZES: [usize; 4] = [1, 31, 1000, (1 << 20) + 7];
 
 /// A small real compute pipeline for tests of the pipeline machinery itself: the 64-wide
 /// u32 sum reduction (two buffers, 8 bytes of push constants).
-pub fn sum_pipeline(ctx: &Context) -> crate::ComputePipeline {
+pub(crate) fn sum_pipeline(ctx: &Context) -> crate::ComputePipeline {
     ctx.compute_pipeline_for::<crate::prims::reduce::SumPush>(
         "reduce_sum_u32",
         crate::shaders::REDUCE_SUM_U32,
@@ -42,4 +42,15 @@ pub fn sum_pipeline(ctx: &Context) -> crate::ComputePipeline {
         &[64],
     )
     .expect("build the test pipeline")
+}
+
+/// Records (and drops unsubmitted) a dispatch whose second binding reaches past the end of
+/// its buffer, bypassing the declared passes' checks: the validation layer must report it.
+/// For the test that proves the validation check can fail, in a process of its own.
+pub fn record_binding_past_the_end(ctx: &Context) {
+    let pipe = sum_pipeline(ctx);
+    let a = ctx.buffer::<u32>(16, crate::Location::Device, "a").expect("a test buffer");
+    let past_the_end = crate::BufferBinding { raw: a.raw(), offset: 0, range: 1 << 20 };
+    let mut rec = ctx.recorder().expect("a recorder");
+    rec.dispatch(&pipe, &[&a, &past_the_end], &[16u32, 64u32], [1, 1, 1]);
 }

@@ -6,7 +6,7 @@
  *
  *   mpirun -n 3 render --size 160x120 --out frame.png [--mode zbuffer|over]
  *          [--empty-rank R] [--order reverse] [--root R] [--float] [--partials DIR]
- *          [--spheres N] [--frames N] [--check-errors]
+ *          [--spheres N] [--frames N] [--strategy auto|bswap|radixk|direct] [--check-errors]
  *
  * --mode over gives every sphere alpha 0.6 (premultiplied) and blends the ranks front to
  * back in rank order (or reversed with --order reverse). --empty-rank R leaves rank R with
@@ -15,8 +15,8 @@
  * DIR/rank{r}.depth (little-endian f32), the layout `composite merge` and the IceT driver
  * read. --check-errors calls the library with bad arguments first and checks that each
  * call fails with a negative code and a message. --frames N composites the same buffers N
- * times (for timing). The root prints one JSON line of the library's per-phase times per
- * frame.
+ * times (for timing); --strategy picks the library's strategy (TC_AUTO by default). The
+ * root prints one JSON line of the library's per-phase times per frame.
  */
 #include <math.h>
 #include <stdint.h>
@@ -111,7 +111,7 @@ static int write_file(const char *path, const void *data, size_t size)
 int main(int argc, char **argv)
 {
     int w = 160, h = 120, over = 0, empty = -1, reverse = 0, root = 0, use_float = 0, nspheres = 24, errors = 0;
-    int frames = 1;
+    int frames = 1, strategy = TC_AUTO;
     const char *out = NULL, *partials = NULL;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -127,6 +127,16 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--partials") && v) partials = argv[++i];
         else if (!strcmp(a, "--spheres") && v) nspheres = atoi(argv[++i]);
         else if (!strcmp(a, "--frames") && v) frames = atoi(argv[++i]);
+        else if (!strcmp(a, "--strategy") && v) {
+            i++;
+            strategy = !strcmp(v, "bswap") ? TC_BINARY_SWAP : !strcmp(v, "radixk") ? TC_RADIX_K
+                     : !strcmp(v, "direct") ? TC_DIRECT_SEND : !strcmp(v, "auto") ? TC_AUTO : -1;
+            if (strategy < 0) {
+                if (rank == 0) fprintf(stderr, "render: --strategy is auto, bswap, radixk or direct\n");
+                MPI_Finalize();
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--float")) use_float = 1;
         else if (!strcmp(a, "--check-errors")) errors = 1;
         else {
@@ -206,7 +216,8 @@ int main(int argc, char **argv)
     if (!ctx) { fail("tc_create", NULL); MPI_Abort(MPI_COMM_WORLD, 1); }
     int *order = malloc(sizeof(int) * (size_t)nranks);
     for (int r = 0; r < nranks; r++) order[r] = reverse ? nranks - 1 - r : r;
-    if (tc_set_order(ctx, order, nranks) || tc_set_root(ctx, root)) status |= fail("settings", ctx);
+    if (tc_set_order(ctx, order, nranks) || tc_set_root(ctx, root) || tc_set_strategy(ctx, strategy))
+        status |= fail("settings", ctx);
     unsigned char *out8 = rank == root ? malloc(n * 4) : NULL;
     float *out32 = rank == root && use_float ? malloc(n * 16) : NULL;
     int rc = 0;
@@ -219,9 +230,9 @@ int main(int argc, char **argv)
         MPI_Reduce(&wall, &wall_max, 1, MPI_DOUBLE, MPI_MAX, root, MPI_COMM_WORLD);
         if (rc == 0 && rank == root)
             printf("{\"tool\":\"tessera\",\"frame\":%d,\"ranks\":%d,\"width\":%d,\"height\":%d,\"mode\":\"%s\","
-                   "\"wall_ms\":%.3f,\"total_ms\":%.3f,\"encode_ms\":%.3f,\"exchange_ms\":%.3f,\"composite_ms\":%.3f,"
+                   "\"strategy\":%d,\"wall_ms\":%.3f,\"total_ms\":%.3f,\"encode_ms\":%.3f,\"exchange_ms\":%.3f,\"composite_ms\":%.3f,"
                    "\"gather_ms\":%.3f,\"bytes_sent\":%lld}\n",
-                   f, nranks, w, h, over ? "over" : "zbuffer", wall_max, tc_last_time_ms(ctx, "total"),
+                   f, nranks, w, h, over ? "over" : "zbuffer", strategy, wall_max, tc_last_time_ms(ctx, "total"),
                    tc_last_time_ms(ctx, "encode"), tc_last_time_ms(ctx, "exchange"),
                    tc_last_time_ms(ctx, "composite"), tc_last_time_ms(ctx, "gather"), tc_last_bytes_sent(ctx));
     }

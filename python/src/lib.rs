@@ -5,6 +5,7 @@
 
 mod arrays;
 mod composite;
+mod compositor;
 mod devices;
 mod errors;
 mod lightfield;
@@ -25,6 +26,7 @@ fn _tessera(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mosaic::mosaic_solve, m)?)?;
     m.add_function(wrap_pyfunction!(mosaic::mosaic_build, m)?)?;
     m.add_function(wrap_pyfunction!(composite::composite_blend, m)?)?;
+    m.add_class::<compositor::PyCompositor>()?;
     m.add_function(wrap_pyfunction!(lightfield::lightfield_train, m)?)?;
     m.add_function(wrap_pyfunction!(lightfield::lightfield_load_ensemble, m)?)?;
     m.add_function(wrap_pyfunction!(lightfield::lightfield_encode, m)?)?;

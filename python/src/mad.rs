@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mad::constants::{MIN_SIDE, RGB_TO_GRAY};
+use mad::constants::MIN_SIDE;
 use mad::gpu::{GpuMad, KEPT_SLOTS};
 use mad::{GrayImage, Maps, Scores};
 use numpy::ndarray::ArrayView3;
@@ -20,77 +20,24 @@ use crate::devices::{open_gpus, Backend};
 use crate::errors::{run, Error, Result};
 use crate::with_view;
 
-/// How far from an integer `255 * v` may be for a float sample `v` to count as an 8-bit
-/// level (`k / 255` in float32 is within 2e-5 of one; 16-bit levels are 0.0039 apart).
-const EIGHT_BIT_TOLERANCE: f64 = 1e-4;
-
-/// Where an image's gray values come from, which decides the rounding the release applies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Source {
-    /// 8-bit integers, or floats that are all exactly 8-bit levels (`k / 255`): the 8-bit
-    /// path (`rgb2gray` rounded to an integer, the uint8 lightness table).
-    Eight { from_float: bool },
-    /// 16-bit integers: `rgb2gray` rounded to a 16-bit integer, then `v / 257`.
-    Sixteen,
-    /// Other floats: `rgb2gray` without rounding, on the 0..255 scale.
-    Float,
-}
-
-impl Source {
-    fn of<T: Sample>(img: &ArrayView3<'_, T>) -> Source {
-        match T::SCALE {
-            Scale::Eight => Source::Eight { from_float: false },
-            Scale::Sixteen => Source::Sixteen,
-            Scale::Unit => {
-                let levels = img.iter().all(|&v| {
-                    let k = v.value() * 255.0;
-                    (k - k.round()).abs() <= EIGHT_BIT_TOLERANCE
-                });
-                if levels {
-                    Source::Eight { from_float: true }
-                } else {
-                    Source::Float
-                }
-            }
-        }
-    }
-
-    /// A sample on the scale `rgb2gray` works in (the source's integers, or 0..255).
-    fn level(self, v: f64) -> f64 {
-        match self {
-            Source::Eight { from_float: true } => (v * 255.0).round(),
-            Source::Eight { from_float: false } | Source::Sixteen => v,
-            Source::Float => v * 255.0,
-        }
-    }
-
-    /// `rgb2gray`'s rounding back to the source's integer type, and the 0..255 scale.
-    fn finish(self, gray: f64) -> f64 {
-        match self {
-            Source::Eight { .. } => gray.round().min(255.0),
-            Source::Sixteen => gray.round().min(65535.0) / 257.0,
-            Source::Float => gray,
-        }
-    }
-}
-
 /// The gray image MAD scores from an image of 1 to 4 channels (a second or fourth channel is
-/// alpha and dropped), as `mad::GrayImage::load` makes it from a file of the same samples.
+/// alpha and dropped): the samples as a file of the same type decodes them (8 or 16 bits, or
+/// floats), converted by `mad::GrayImage::from_image`, the CLI's own rules.
 fn gray<T: Sample>(img: ArrayView3<'_, T>) -> GrayImage {
     let (height, width, channels) = img.dim();
-    let source = Source::of(&img);
-    let mut values = vec![0.0; width * height];
-    values.par_chunks_mut(width).enumerate().for_each(|(y, row)| {
-        for (x, out) in row.iter_mut().enumerate() {
-            let gray = if channels >= 3 {
-                (0..3).map(|c| RGB_TO_GRAY[c] * source.level(img[[y, x, c]].value())).sum::<f64>()
-            } else {
-                source.level(img[[y, x, 0]].value())
-            };
-            *out = source.finish(gray);
+    let (bits, scale) = match T::SCALE {
+        Scale::Eight => (8, 255.0),
+        Scale::Sixteen => (16, 65535.0),
+        Scale::Unit => (32, 1.0),
+    };
+    let kept = if channels >= 3 { 3 } else { 1 };
+    let mut data = vec![0f32; width * height * kept];
+    data.par_chunks_mut(width * kept).enumerate().for_each(|(y, row)| {
+        for (i, out) in row.iter_mut().enumerate() {
+            *out = (img[[y, i / kept, i % kept]].value() / scale) as f32;
         }
     });
-    GrayImage { width, height, values, eight_bit: matches!(source, Source::Eight { .. }) }
+    GrayImage::from_image(&kit::image::ImageF32 { width, height, channels: kept, data, source_bits: bits })
 }
 
 /// One image of the API, checked: 1 to 4 channels, float samples finite and in [0, 1].
@@ -129,7 +76,8 @@ fn check_pair(r: (usize, usize), d: (usize, usize), what: &str) -> Result<(usize
 fn gray_pair(r: &AnyView<'_>, d: &AnyView<'_>) -> Result<(GrayImage, GrayImage)> {
     let (w, h) = check_pair(checked(r, Layout::Hwc, "reference")?, checked(d, Layout::Hwc, "distorted")?, "")?;
     kit::budget::check(
-        (w as u64).saturating_mul(h as u64).saturating_mul(16),
+        // Both gray images (f64), and one image's samples as the loader holds them (3 f32).
+        (w as u64).saturating_mul(h as u64).saturating_mul(28),
         format!("the gray images of a {w}x{h} pair"),
     )?;
     Ok((to_gray(r, Layout::Hwc, "reference")?, to_gray(d, Layout::Hwc, "distorted")?))

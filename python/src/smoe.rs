@@ -15,7 +15,7 @@ use smoe::gpu::em::culled::TILE;
 use smoe::gpu::render::{Cull, Mode, RenderSettings, Renderer};
 use smoe::memory::{check_device, fit_memory};
 use smoe::model::{Model, ModelError, MAX_EXTENT};
-use smoe::refine::RefineOptions;
+use smoe::params::RefineOptions;
 use smoe::target::{smallest_kernels, start_kernels};
 
 use crate::arrays::{check_unit, image3, AnyArray, Layout, Sample, Scale};

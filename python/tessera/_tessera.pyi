@@ -43,6 +43,26 @@ def composite_blend(
     colors: Sequence[np.ndarray], depths: Sequence[np.ndarray], op: str = "zbuffer", backend: str = "gpu", device: Optional[str] = None
 ) -> tuple[np.ndarray, np.ndarray]: ...
 
+class Compositor:
+    rank: int
+    size: int
+    root: int
+    device: Optional[str]
+    last_times: dict[str, float]
+    last_bytes_sent: int
+    def __init__(
+        self, comm: object, width: int, height: int, color: str = "rgba8", depth: bool = True, mode: str = "zbuffer",
+        backend: str = "auto", device: Optional[str] = None,
+    ) -> None: ...
+    def refuse(self, message: str) -> None: ...
+    def set_strategy(self, strategy: str) -> None: ...
+    def set_order(self, ranks_front_to_back: Sequence[int]) -> None: ...
+    def set_root(self, root: int) -> None: ...
+    def set_background(self, rgba: Sequence[float]) -> None: ...
+    def composite(
+        self, color: np.ndarray, depth: Optional[np.ndarray] = None, viewport: Optional[tuple[int, int, int, int]] = None
+    ) -> Optional[tuple[np.ndarray, Optional[np.ndarray]]]: ...
+
 class LfEnsemble:
     dictionaries: int
     patch: str

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import tessera
+from conftest import cli
 
 
 def light_field(u=4, v=4, h=20, w=24, seed=2):
@@ -17,21 +18,29 @@ def ensemble():
     return tessera.lightfield.train([light_field()], 2, patch="4x4x4x4", iterations=1, max_patches=2000)
 
 
-@pytest.mark.xfail(reason="decoded RMSE 0.094 against epsilon 0.02 at full sparsity: the array layout through encode/decode is not yet checked against the CLI", strict=False)
 def test_train_encode_decode_round_trip(tmp_path, ensemble):
     lf = light_field(seed=3)
     assert ensemble.dictionaries == 2 and ensemble.patch == "4x4x3x4x4"  # rows x columns x colours x view rows x view columns
-    data = tessera.lightfield.encode(lf, ensemble, sparsity=192, epsilon=0.02)
+    # Every coefficient allowed (768 a patch): each patch reaches epsilon.
+    data = tessera.lightfield.encode(lf, ensemble, sparsity=768, epsilon=0.02)
     assert isinstance(data, bytes) and 0 < len(data) < lf.nbytes
     out = tessera.lightfield.decode(data)
     assert out.shape == lf.shape and out.dtype == np.float32
     rmse = np.sqrt(np.mean((out - lf) ** 2))
-    assert rmse < 0.03, rmse
+    assert rmse <= 0.02 * 1.001, rmse
     cpu = tessera.lightfield.decode(data, backend="cpu")
     np.testing.assert_allclose(cpu, out, atol=1e-4)
+    # A quarter of them: this noise-like texture stays above epsilon, as the CLI says.
+    capped = tessera.lightfield.encode(lf, ensemble, sparsity=192, epsilon=0.02)
+    assert 0.02 < np.sqrt(np.mean((tessera.lightfield.decode(capped) - lf) ** 2)) < 0.1
     ensemble.save(tmp_path / "d.lfd")
     again = tessera.lightfield.load_ensemble(tmp_path / "d.lfd")
-    assert tessera.lightfield.encode(lf, again, sparsity=192, epsilon=0.02) == data
+    assert tessera.lightfield.encode(lf, again, sparsity=192, epsilon=0.02) == capped
+    # The CLI writes the same bytes from the same array and ensemble.
+    np.save(tmp_path / "lf.npy", lf)
+    cli("lightfield", "encode", "--input", tmp_path / "lf.npy", "--dict", tmp_path / "d.lfd", "--sparsity", 192,
+        "--epsilon", 0.02, "--out", tmp_path / "cli.lfc")
+    assert (tmp_path / "cli.lfc").read_bytes() == capped
 
 
 def test_render_views(ensemble):

@@ -1,9 +1,13 @@
 //! Message passing between ranks: MPI when the process was started by `mpirun`, otherwise a
 //! single rank that needs no MPI at all (so the binary runs anywhere without `mpirun`).
 
+use std::mem::ManuallyDrop;
+
 use mpi::collective::{CommunicatorCollectives, Root};
+use mpi::ffi::MPI_Comm;
 use mpi::point_to_point::{Destination, Source};
-use mpi::topology::Communicator;
+use mpi::raw::FromRaw;
+use mpi::topology::{Communicator, SimpleCommunicator};
 
 use crate::error::{CompositeError, Result};
 
@@ -103,6 +107,52 @@ impl Mpi {
         let world = comm.duplicate();
         let local_rank = world.split_shared(world.rank()).rank() as usize;
         Ok(Mpi { world: std::mem::ManuallyDrop::new(world), local_rank, _universe: None })
+    }
+}
+
+/// A caller's communicator handle, borrowed (never freed here: the compositor works on a
+/// duplicate, [`Mpi::on`]). Refuses MPI_COMM_NULL, an inter-communicator, and a process
+/// where MPI is not initialised or already finalised.
+///
+/// # Safety
+/// `comm` is a live communicator handle of this process's MPI, or MPI_COMM_NULL.
+pub unsafe fn borrow_raw(comm: MPI_Comm) -> Result<ManuallyDrop<SimpleCommunicator>> {
+    let unusable = |m: &str| Err(CompositeError::Mpi(m.into()));
+    if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+        return unusable("MPI is not initialised (call MPI_Init first), or already finalised");
+    }
+    if comm == mpi::ffi::RSMPI_COMM_NULL {
+        return unusable("the communicator is MPI_COMM_NULL");
+    }
+    if comm == mpi::ffi::RSMPI_COMM_WORLD {
+        return Ok(ManuallyDrop::new(SimpleCommunicator::world()));
+    }
+    if comm == mpi::ffi::RSMPI_COMM_SELF {
+        return Ok(ManuallyDrop::new(SimpleCommunicator::self_comm()));
+    }
+    let mut inter: std::ffi::c_int = 0;
+    // SAFETY: a live handle (the caller's contract).
+    if unsafe { mpi::ffi::MPI_Comm_test_inter(comm, &mut inter) } != 0 || inter != 0 {
+        return unusable("the communicator is an inter-communicator; an intra-communicator is needed");
+    }
+    // SAFETY: as above; ManuallyDrop keeps it from being freed.
+    Ok(ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(comm) }))
+}
+
+impl Mpi {
+    /// A duplicate of the communicator whose Fortran handle is `handle` (what mpi4py's
+    /// `Comm.py2f()` returns), checked as [`borrow_raw`] checks a C handle.
+    ///
+    /// # Safety
+    /// `handle` names a live communicator of this process's MPI (MPI_Comm_f2c trusts it
+    /// where the MPI library does not check it).
+    pub unsafe fn on_fortran(handle: i32) -> Result<Mpi> {
+        if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
+            return Err(CompositeError::Mpi("MPI is not initialised, or already finalised".into()));
+        }
+        // SAFETY: MPI is initialised; the handle is the caller's.
+        let comm = unsafe { borrow_raw(mpi::ffi::RSMPI_Comm_f2c(handle)) }?;
+        Mpi::on(&*comm)
     }
 }
 

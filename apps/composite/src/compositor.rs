@@ -141,6 +141,17 @@ pub fn auto_strategy(ranks: usize, pixels: usize) -> Strategy {
     }
 }
 
+/// What a compositor is made with, as each rank reads it from its caller (and the ranks
+/// then agree on: [`Compositor::agreed`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub size: (u32, u32),
+    pub color: ColorFormat,
+    pub depth: DepthFormat,
+    pub op: Op,
+    pub backend: Backend,
+}
+
 /// A rank's share of compositing on one communicator.
 pub struct Compositor {
     comm: Box<dyn Comm>,
@@ -232,6 +243,14 @@ impl Compositor {
             gpu,
             last: Times::default(),
         })
+    }
+
+    /// A compositor from the settings each rank read from its caller (collective): a rank
+    /// whose settings are bad (`Err`) fails every rank's call with its message, so the
+    /// library's callers (C, Python) never leave a rank waiting.
+    pub fn agreed(comm: Box<dyn Comm>, settings: Result<Settings>, device: &DeviceSelector) -> Result<Compositor> {
+        let s = agree(comm.as_ref(), settings)?;
+        Compositor::on_device(comm, s.size, s.color, s.depth, s.op, s.backend, device)
     }
 
     pub fn rank(&self) -> usize {

@@ -82,22 +82,6 @@ pub fn parse_size(text: &str) -> std::result::Result<u64, String> {
     Ok(bytes as u64)
 }
 
-/// A byte count for people: `1.5 GiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +98,5 @@ mod tests {
         let err = elements(&[1 << 20, 1 << 20], 4, "a test array").unwrap_err().to_string();
         assert!(err.contains("a test array needs 4.0 TiB"), "{err}");
         assert_eq!(elements(&[3, 5], 4, "x").unwrap(), 15);
-        assert_eq!(human(1536), "1.5 KiB");
     }
 }

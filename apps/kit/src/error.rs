@@ -11,8 +11,8 @@ pub enum KitError {
     Invalid(String),
     #[error(
         "{what} needs {} but the memory budget is {} (raise it with --max-memory)",
-        crate::budget::human(*bytes),
-        crate::budget::human(*budget)
+        crate::units::human(*bytes),
+        crate::units::human(*budget)
     )]
     OverBudget { what: String, bytes: u64, budget: u64 },
 }

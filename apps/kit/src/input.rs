@@ -28,7 +28,7 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>> {
     if len > limit && limit < crate::budget::get() {
         return Err(KitError::file(
             path,
-            format!("is {} long; at most {} is read", crate::budget::human(len), crate::budget::human(limit)),
+            format!("is {} long; at most {} is read", crate::units::human(len), crate::units::human(limit)),
         ));
     }
     crate::budget::check(len, format!("reading {}", path.display()))?;

@@ -41,6 +41,7 @@ pub mod rng;
 pub mod stats;
 pub mod testing;
 pub mod tuning;
+pub mod units;
 #[cfg(feature = "viewer")]
 pub mod viewer;
 

@@ -279,7 +279,7 @@ fn tiled(
     kit::budget::set(budget);
     let run = || -> Result<_, MadError> {
         let plan = gpu.plan(width as u64, height as u64, false)?.ok_or_else(|| {
-            MadError::TilePlan(format!("{width}x{height} fits whole under {}", kit::budget::human(budget)))
+            MadError::TilePlan(format!("{width}x{height} fits whole under {}", kit::units::human(budget)))
         })?;
         // No warm-up: one tiled score is many tiles, and a user's first pays the same setup.
         let t = Instant::now();
@@ -296,7 +296,7 @@ fn tiled(
     // The CPU's tiles of an 8000x8000 pair take minutes: small pairs only.
     let cpu = if width * height <= CPU_TILED_MAX_PIXELS {
         let t = Instant::now();
-        let (cpu_tiled, _) = crate::tiled::score_cpu(&r, &d, &plan, false)?;
+        let (cpu_tiled, _) = crate::cpu::tiled::score_cpu(&r, &d, &plan, false)?;
         Some((cpu_tiled.mad, ms_since(t)))
     } else {
         None
@@ -305,7 +305,7 @@ fn tiled(
     let line = BenchLine::Tiled {
         bench: name.into(),
         size: format!("{width}x{height}"),
-        budget: kit::budget::human(budget),
+        budget: kit::units::human(budget),
         tiles: plan.tiles().len(),
         window: format!("{}x{}", plan.window.0, plan.window.1),
         halo: plan.halo,
@@ -349,7 +349,7 @@ pub fn run(ctx: &Context, quick: bool) -> Result<(), MadError> {
         tiled(ctx, "tiled_8000_2G", (8000, 8000), 2 << 30, None)?;
         // How far the tiles' scores move with the halo: a larger one, and the CPU tiles'.
         tiled(ctx, "tiled_8000_2G_halo1024", (8000, 8000), 2 << 30, Some(1024))?;
-        tiled(ctx, "tiled_8000_2G_halo512", (8000, 8000), 2 << 30, Some(crate::tiled::CPU_APPEARANCE_HALO))?;
+        tiled(ctx, "tiled_8000_2G_halo512", (8000, 8000), 2 << 30, Some(crate::cpu::tiled::CPU_APPEARANCE_HALO))?;
     }
     Ok(())
 }

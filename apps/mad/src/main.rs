@@ -170,7 +170,7 @@ fn score(
         // Both devices' slots, when they share the host's memory (lavapipe).
         Scorer::Split(gpus) => gpus[0].check_budget(w, h, 1, gpus.len() as u64, want_maps),
         // Over the whole image where that fits the budget, else in tiles (maps assembled).
-        Scorer::Cpu => mad::tiled::check_cpu(w, h, want_maps),
+        Scorer::Cpu => mad::cpu::tiled::check_cpu(w, h, want_maps),
     })?;
     let (scores, maps, stages) = match &scorer {
         Scorer::Gpu(gpu) => {

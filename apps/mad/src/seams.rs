@@ -150,6 +150,12 @@ impl Seams {
         [a, jp + c * tn, kp + c * sn]
     }
 
+    /// The ramps `s` and `t` at the whole image's bins, which [`Seams::lines_into`]
+    /// multiplies the whole rows' and columns' spectra by.
+    pub(crate) fn whole_ramps(&self) -> (&[f64], &[f64]) {
+        (&self.whole_s, &self.whole_t)
+    }
+
     /// The table `gabor_apply.comp` reads (f32): `Jp` (bands x rows), `Kp` (bands x
     /// columns), `c` (bands), `S_n` (columns, complex) and `T_n` (rows, complex).
     pub fn table(&self) -> Vec<f32> {

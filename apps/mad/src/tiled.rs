@@ -45,8 +45,6 @@ use engine::prims::fft::Complex64;
 use rayon::prelude::*;
 
 use crate::constants::{BLOCK, DETECTION_SCALE, STRIDE};
-use crate::cpu;
-pub use crate::cpu::tiled::score_cpu;
 use crate::grid::{Cells, Grid};
 use crate::input::GrayImage;
 use crate::{MadError, Maps, Scores};
@@ -57,20 +55,6 @@ pub const DETECTION_HALO: usize = 64;
 /// 243): [`crate::gpu::GpuMad`]'s default. 6.7e-6 off the whole image at 8000x8000 where
 /// 1024 is 1.2e-7 and 512 is 2.6e-5, in 36 tiles where 1024 takes 90.
 pub const APPEARANCE_HALO: usize = 768;
-/// The CPU's largest halo for the log-Gabor bands: its f64 tiles hold the seams' lines too
-/// (248 bytes per window pixel), so under 2 GiB an 8000x8000 pair's windows are about 2100
-/// pixels a side, which the 1024-pixel halo would leave tiles of 40 pixels (40000 of them).
-/// With 512 the pair takes 64 tiles; the GPU measured 2.6e-5 relative at this halo.
-pub const CPU_APPEARANCE_HALO: usize = 512;
-/// The CPU's halos, largest first ([`plan_cpu`]). Measured on a 1536x1536 pair: 3.8e-5
-/// relative to the whole image at 256, 2.1e-4 at 128; a 512x480 pair's 16 tiles 2.2e-4 at 64.
-pub const CPU_HALOS: [usize; 6] = [CPU_APPEARANCE_HALO, 384, 256, 192, 128, 64];
-/// The most work a CPU plan may take, relative to the whole image's ([`Plan::cost`]),
-/// before a smaller halo is tried.
-pub const MAX_TILED_COST: f64 = 3.0;
-/// Bytes per window pixel of a CPU tile's transforms: both images' spectra (32), one band of
-/// both (32), its transform's buffer (32) and both magnitudes (16), rounded up.
-const CPU_TILE_BYTES: u64 = 120;
 /// The least halo the GPU places: the local MSE's mirror reads up to 8 pixels past the cells
 /// and the detection sums' rows must fit the window's crop.
 pub const MIN_GPU_HALO: usize = 16;
@@ -209,37 +193,6 @@ impl Plan {
     }
 }
 
-/// Bytes per window pixel a CPU tile's seams add: both images' `P` and `Q` in complex f64
-/// (64) and the transpose buffer of their FFT (64).
-const CPU_SEAM_BYTES: u64 = 128;
-
-/// The tiles the CPU path uses for a `width x height` pair within the memory budget: the
-/// pair's images (and the assembled maps) plus one tile's transforms at
-/// [`CPU_TILE_BYTES`] and [`CPU_SEAM_BYTES`] a pixel of its window.
-///
-/// The halo is the largest of [`CPU_HALOS`] whose cheapest tiling costs at most
-/// [`MAX_TILED_COST`] times the whole image's work ([`Plan::cost`]): a budget far under the
-/// whole image's leaves windows so small that a 512-pixel halo would make thousands of them.
-/// Where no halo meets that bound, the cheapest plan of any halo.
-pub fn plan_cpu(width: u64, height: u64, maps: bool) -> Result<Plan, MadError> {
-    let per_tile = |p: &Plan| (p.window.0 as u64) * (p.window.1 as u64) * (CPU_TILE_BYTES + CPU_SEAM_BYTES);
-    let mut cheapest: Option<Plan> = None;
-    let mut refused = None;
-    for halo in CPU_HALOS {
-        let make = |w, h, tile| Plan::with_halos(w, h, tile, halo, DETECTION_HALO);
-        match plan_within(width, height, maps, make, per_tile, "on the CPU") {
-            Ok(plan) if plan.cost() <= MAX_TILED_COST => return Ok(plan),
-            Ok(plan) => {
-                if cheapest.as_ref().is_none_or(|c| plan.cost() < c.cost()) {
-                    cheapest = Some(plan);
-                }
-            }
-            Err(e) => refused = Some(e),
-        }
-    }
-    cheapest.ok_or_else(|| refused.expect("at least one halo was tried"))
-}
-
 /// Plans the cheapest tiles of `make`'s plans ([`Plan::cost`]) whose windows take at most
 /// what the budget leaves beside the pair (and its maps): `per_tile` bytes each.
 pub(crate) fn plan_within(
@@ -267,14 +220,6 @@ pub(crate) fn plan_within(
     }
     let (w, h) = (width as usize, height as usize);
     Plan::cheapest(&Grid::new(w, h), |tile| make(w, h, tile), |p| per_tile(p) <= budget - held).ok_or_else(refuse)
-}
-
-/// Refuses a pair that the CPU path cannot score within the budget, whole or in tiles.
-pub fn check_cpu(width: u64, height: u64, maps: bool) -> Result<(), MadError> {
-    if cpu::whole_fits(width, height) {
-        return Ok(());
-    }
-    plan_cpu(width, height, maps).map(|_| ())
 }
 
 /// A window of the image around a tile's cells: `size` pixels from `origin` (which may lie

@@ -18,8 +18,8 @@ fn bounded(run: impl FnOnce()) {
     let largest = ALLOC.largest();
     println!(
         "largest single allocation: {} (bound {})",
-        kit::budget::human(largest as u64),
-        kit::budget::human(BOUND as u64)
+        kit::units::human(largest as u64),
+        kit::units::human(BOUND as u64)
     );
     assert!(largest < BOUND, "an allocation of {largest} bytes");
 }

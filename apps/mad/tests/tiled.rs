@@ -5,9 +5,10 @@
 //! sizes. How much halo real tiles need is a property of the filters, measured separately
 //! (the module's documentation). The budget decides between the paths.
 
+use mad::cpu::tiled::{plan_cpu, score_cpu};
 use mad::grid::Grid;
 use mad::synth::{distort, scene, Distortion};
-use mad::tiled::{plan_cpu, score_cpu, Plan};
+use mad::tiled::Plan;
 
 /// The memory budget is the process's: tests that set it take turns.
 static BUDGET: std::sync::Mutex<()> = std::sync::Mutex::new(());

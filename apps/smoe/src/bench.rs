@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use smoe::cpu::em::em_step_cpu;
 use smoe::data::{sample_image, tile_model, Grid};
-use smoe::fit::{fit_gpu, grid_init, regularisation, render_psnr};
+use smoe::em::regularisation;
+use smoe::fit::{fit_gpu, grid_init, render_psnr};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::Model;
 

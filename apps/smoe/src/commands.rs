@@ -14,7 +14,7 @@ use smoe::data::Grid;
 use smoe::fit::{fit_kernels, FitProgress, FitSettings, Fitted, Init};
 use smoe::gpu::{Cull, Mode, RenderSettings, Renderer};
 use smoe::model::{Model, MODEL_EXTENSIONS};
-use smoe::refine::RefineOptions;
+use smoe::params::RefineOptions;
 
 fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
@@ -270,7 +270,7 @@ pub fn convert(input: &Path, output: &Path, size: Option<SmcSize>) -> Result<()>
         if model.color_space != smoe::model::ColorSpace::Rgb {
             bail!("{}: the .smc format holds RGB models; this one is {}", output.display(), model.color_space.name());
         }
-        let params = smoe::refine::Params::from_model(&model)?;
+        let params = smoe::params::Params::from_model(&model)?;
         let quality = |q| smoe::codec::Steps::quality_scale(q);
         let (bytes, scale) = match size.unwrap_or(SmcSize::Quality(smoe::codec::DEFAULT_QUALITY)) {
             SmcSize::Quality(q) => (smoe::codec::encode(&params, &smoe::codec::Steps::scaled(quality(q)))?, quality(q)),
@@ -304,7 +304,7 @@ pub fn convert(input: &Path, output: &Path, size: Option<SmcSize>) -> Result<()>
 }
 
 /// The finest `.smc` encoding of `params` within `budget` bytes, and its step scale.
-fn smc_within(params: &smoe::refine::Params, budget: usize, flag: &str) -> Result<(Vec<u8>, f64)> {
+fn smc_within(params: &smoe::params::Params, budget: usize, flag: &str) -> Result<(Vec<u8>, f64)> {
     match smoe::codec::encode_within(params, budget)? {
         Some(found) => Ok(found),
         None => bail!(

@@ -275,3 +275,8 @@ pub fn tile_model(tile: &Model, tile_px: usize, width: usize, height: usize, k: 
         ..out
     }
 }
+
+/// PSNR in dB from a sum of squared errors over `values` values.
+pub fn psnr_of_sse(sse: f64, values: usize) -> f64 {
+    10.0 * (values as f64 / sse.max(1e-30)).log10()
+}

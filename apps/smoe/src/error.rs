@@ -15,8 +15,8 @@ pub enum SmoeError {
     /// A fit the device cannot hold, found before anything is allocated on it.
     #[error(
         "fitting {what} needs about {} of device memory, more than the {} {device} has; use fewer kernels or a smaller input",
-        kit::budget::human(*.needed),
-        kit::budget::human(*.available)
+        kit::units::human(*.needed),
+        kit::units::human(*.available)
     )]
     DeviceMemory { what: String, needed: u64, available: u64, device: String },
     /// An argument out of its range; names it.

@@ -11,22 +11,15 @@ use engine::Context;
 use crate::cpu::em::fit_cpu;
 use crate::cpu::kmeans::kmeans_init;
 use crate::data::{psnr, Grid};
+use crate::em::{regularisation, FitReport};
 use crate::error::Result;
 use crate::gpu::em::culled::fit_gpu_culled;
 use crate::gpu::em::fit_gpu_from;
 use crate::gpu::kmeans::kmeans_init_gpu;
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, ColorSpace, Model};
-use crate::refine::{refine_cpu, refine_gpu, RefineOptions};
-
-/// Variance added to each diagonal entry after every M-step: a twelfth of a squared sample
-/// spacing on each coordinate axis (the variance of a uniform pixel footprint, so no kernel
-/// collapses onto one pixel), and (1/100)^2 on each colour channel.
-pub fn regularisation(grid: &Grid) -> Vec<f64> {
-    let mut reg: Vec<f64> = grid.extent.iter().map(|&e| 1.0 / (12.0 * (e * e) as f64)).collect();
-    reg.extend([1e-4; 3]);
-    reg
-}
+use crate::params::RefineOptions;
+use crate::refine::{refine_cpu, refine_gpu};
 
 /// `k` kernels on a regular grid over the coordinate space (rows of near-equal length, as
 /// many rows as keep cells near square), each with the colour found at its centre (centre
@@ -120,31 +113,6 @@ impl Init {
             Init::Kmeans => crate::cpu::kmeans::steps(k),
             Init::Grid => 1,
         }
-    }
-}
-
-/// Timings and the log-likelihood trace of a fit.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct FitReport {
-    pub kernels: usize,
-    pub samples: usize,
-    pub iterations: usize,
-    /// Mean joint log-likelihood per sample after each E-step.
-    pub loglik: Vec<f64>,
-    /// GPU time of all iterations (timestamps); None on the CPU.
-    pub gpu_ms: Option<f64>,
-    /// Wall-clock time of the iterations (the start is not included).
-    pub em_ms: f64,
-    /// Tile-list entries of the last iteration of the culled EM (kernels per tile times
-    /// tiles); None for the dense passes.
-    pub list_entries: Option<usize>,
-}
-
-impl FitReport {
-    /// The report of `iterations` iterations with `kernels` kernels over `samples` samples,
-    /// before they run.
-    pub(crate) fn new(kernels: usize, samples: usize, iterations: usize) -> FitReport {
-        FitReport { kernels, samples, iterations, loglik: Vec::new(), gpu_ms: None, em_ms: 0.0, list_entries: None }
     }
 }
 
@@ -291,19 +259,6 @@ pub fn render_psnr_cpu(model: &Model, grid: &Grid) -> f64 {
         Ok(v) => v,
         Err(never) => match never {},
     }
-}
-
-/// A model with `template`'s header and the raw f32 records `params`.
-pub fn model_from_raw(template: &Model, params: &[f32]) -> Model {
-    let d = template.dims();
-    let stride = template.raw_stride();
-    let mut m = Model { pi: Vec::new(), mu: Vec::new(), cov: Vec::new(), ..template.clone() };
-    for rec in params.chunks_exact(stride) {
-        m.pi.push(rec[0] as f64);
-        m.mu.extend(rec[1..1 + d].iter().map(|&v| v as f64));
-        m.cov.extend(rec[1 + d..].iter().map(|&v| v as f64));
-    }
-    m
 }
 
 #[cfg(test)]

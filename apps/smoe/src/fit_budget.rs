@@ -1,5 +1,5 @@
 //! `smoe fit --bpp B` / `--bytes N`: the `.smc` file of the smallest error within a byte
-//! budget ([`smoe::codec::fit`]): fits at a few kernel counts, each pruned, its step scale
+//! budget ([`smoe::smc_fit`]): fits at a few kernel counts, each pruned, its step scale
 //! bisected to the budget and refined with the quantiser in the loop.
 //! The record's PSNR is the decoded file's, rendered as `smoe render` renders it.
 
@@ -8,10 +8,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use serde::Serialize;
-use smoe::codec::fit::{fit_to_budget, largest_kernels, refine_quantised_cpu, Calls, Trial};
 use smoe::data::Grid;
 use smoe::fit::{model_psnr, FitSettings};
-use smoe::refine::{refine_gpu_quantised, RefineOptions};
+use smoe::params::RefineOptions;
+use smoe::refine::refine_gpu_quantised;
+use smoe::smc_fit::{fit_to_budget, largest_kernels, refine_quantised_cpu, Calls, Trial};
 
 use crate::fit_command::{fit_at, prepare, Prepared};
 

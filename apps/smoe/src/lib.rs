@@ -12,7 +12,8 @@
 //! Around them:
 //! - [`model`]: the model, its JSON and binary formats, validation.
 //! - [`codec`]: the compact, entropy-coded model format `.smc`, and fitting it to a byte budget.
-//! - [`fit`]: the fitter's start, regularisation and report, shared by both backends.
+//! - [`fit`]: the fitter's start and the fit at one kernel count on either backend; [`em`]:
+//!   the regularisation, report and raw records both backends' EM share.
 //! - [`refine`]: the refinement's parameters and loop, shared by both backends.
 //! - [`memory`]: what `smoe fit` will allocate, estimated before it does.
 //! - [`target`]: the search for the smallest K that reaches a PSNR (`smoe fit --psnr`).
@@ -21,12 +22,16 @@
 pub mod codec;
 pub mod cpu;
 pub mod data;
+pub mod em;
 pub mod error;
+pub mod files;
 pub mod fit;
 pub mod gpu;
 pub mod memory;
 pub mod model;
+pub mod params;
 pub mod refine;
+pub mod smc_fit;
 pub mod target;
 
 /// Embedded SPIR-V of `shaders/smoe/`.

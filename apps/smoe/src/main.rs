@@ -15,7 +15,7 @@ use clap::Subcommand;
 use fit_command::Kernels;
 use smoe::fit::{FitSettings, Init};
 use smoe::gpu::{Cull, Mode};
-use smoe::refine::RefineOptions;
+use smoe::params::RefineOptions;
 
 #[derive(Subcommand)]
 enum Command {

@@ -5,15 +5,15 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use composite::compositor::{Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat, Times, Viewport};
+use composite::compositor::{
+    Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat, Settings, Times, Viewport,
+};
 use composite::schedule::Strategy;
 use composite::types::Op;
+use engine::DeviceSelector;
 use mpi::ffi::MPI_Comm;
-use mpi::raw::FromRaw;
-use mpi::topology::SimpleCommunicator;
 
 /// An argument is invalid (a null pointer, a size, a format, a rank, an order).
 const TC_ERR_ARGUMENT: c_int = -1;
@@ -95,27 +95,6 @@ fn backend_from_env() -> Result<Backend, String> {
     }
 }
 
-/// The caller's communicator, borrowed (never freed here): the compositor duplicates it.
-///
-/// # Safety
-/// `comm` must be a live communicator handle or MPI_COMM_NULL, and MPI initialised.
-unsafe fn borrowed(comm: MPI_Comm) -> Result<ManuallyDrop<SimpleCommunicator>, String> {
-    if comm == mpi::ffi::RSMPI_COMM_NULL {
-        return Err("the communicator is MPI_COMM_NULL".into());
-    }
-    if comm == mpi::ffi::RSMPI_COMM_WORLD {
-        return Ok(ManuallyDrop::new(SimpleCommunicator::world()));
-    }
-    if comm == mpi::ffi::RSMPI_COMM_SELF {
-        return Ok(ManuallyDrop::new(SimpleCommunicator::self_comm()));
-    }
-    let mut inter: c_int = 0;
-    if mpi::ffi::MPI_Comm_test_inter(comm, &mut inter) != 0 || inter != 0 {
-        return Err("the communicator is an inter-communicator; an intra-communicator is needed".into());
-    }
-    Ok(ManuallyDrop::new(SimpleCommunicator::from_raw(comm)))
-}
-
 /// The context, or the reason the communicator is unusable.
 fn create(
     comm: MPI_Comm,
@@ -125,11 +104,8 @@ fn create(
     depth_format: c_int,
     mode: c_int,
 ) -> Result<TcContext, String> {
-    if !mpi::environment::is_initialized() || mpi::environment::is_finalized() {
-        return Err("MPI is not initialised (call MPI_Init first), or already finalised".into());
-    }
-    // SAFETY: MPI is initialised; the handle is the caller's.
-    let comm = unsafe { borrowed(comm)? };
+    // SAFETY: the handle is the caller's.
+    let comm = unsafe { composite::comm::borrow_raw(comm) }.map_err(|e| composite::distributed::message(&e))?;
     // Every rank of the communicator takes part from here on (the duplicate and the
     // agreement on the settings are collective), so a bad argument on one rank is an error
     // on every rank.
@@ -153,15 +129,11 @@ fn create(
             2 => Op::Over,
             m => return Err(format!("mode {m} is neither TC_ZBUFFER (1) nor TC_BLEND_OVER (2)")),
         };
-        Ok((size, color, depth, op, backend_from_env()?))
+        Ok(Settings { size, color, depth, op, backend: backend_from_env()? })
     })();
     let mpi = composite::comm::Mpi::on(&*comm).map_err(|e| composite::distributed::message(&e))?;
-    let agreed = match settings {
-        Ok(s) => Ok(s),
-        Err(m) => Err(composite::CompositeError::Invalid(m)),
-    };
-    let made = composite::distributed::agree(&mpi, agreed)
-        .and_then(|(size, color, depth, op, backend)| Compositor::on(Box::new(mpi), size, color, depth, op, backend));
+    let settings = settings.map_err(composite::CompositeError::Invalid);
+    let made = Compositor::agreed(Box::new(mpi), settings, &DeviceSelector::Auto);
     let (inner, error) = match made {
         Ok(c) => (Some(c), CString::default()),
         Err(e) => (None, c_string(composite::distributed::message(&e))),

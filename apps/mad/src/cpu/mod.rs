@@ -6,7 +6,7 @@
 
 pub(crate) mod appearance;
 pub(crate) mod detection;
-pub(crate) mod tiled;
+pub mod tiled;
 
 use engine::prims::fft::{Complex64, Direction, Fft2dCpu};
 use rayon::prelude::*;
@@ -33,7 +33,7 @@ pub fn whole_fits(width: u64, height: u64) -> bool {
 /// Refuses a `width x height` pair that cannot be scored within the memory budget
 /// (`--max-memory`), whole or in tiles, before anything is allocated for it.
 pub fn check_budget(width: u64, height: u64) -> Result<(), MadError> {
-    crate::tiled::check_cpu(width, height, false)
+    crate::cpu::tiled::check_cpu(width, height, false)
 }
 
 /// Scores one pair and returns the detection and appearance maps: over the whole image
@@ -56,8 +56,8 @@ pub fn score_with(
         let (scores, m) = score_whole(reference, distorted)?;
         return Ok((scores, maps.then_some(m)));
     }
-    let plan = crate::tiled::plan_cpu(w, h, maps)?;
-    crate::tiled::score_cpu(reference, distorted, &plan, maps)
+    let plan = crate::cpu::tiled::plan_cpu(w, h, maps)?;
+    crate::cpu::tiled::score_cpu(reference, distorted, &plan, maps)
 }
 
 /// Scores one pair over the whole image (however large) and returns its maps.

@@ -24,6 +24,7 @@
 
 pub mod appearance;
 mod detection;
+mod seam_lines;
 mod tiled;
 
 use std::borrow::Borrow;

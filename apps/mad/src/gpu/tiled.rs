@@ -8,17 +8,18 @@
 //! Both stages run in one window (the appearance stage's halo; the CPU's detection stage
 //! needs only [`crate::tiled::DETECTION_HALO`], but a second window would cost a second
 //! slot of the budget), and window sides are lengths the engine transforms at their own
-//! size (`2^a 3^b 5^c`). The seams ([`crate::seams`]) are built on the host from whole lines
-//! of the image, in f32 straight into the buffer the device copies them from, and their
-//! spectra taken on the device: with the default halo, an 8000x8000 pair under
-//! `--max-memory 2G` takes 36 windows of 2916x3000 (10.4 s on an H200, 0.29 s a window, most
-//! of it the host's line transforms).
+//! size (`2^a 3^b 5^c`). The seams' ramped lines ([`crate::seams`]) are made on the device
+//! from the pair's gray images, kept there for all the tiles ([`SeamLines`]); where a gray
+//! image does not bind in one piece (lavapipe past about 5800x5800) the host makes them, in
+//! f32 straight into the buffer the device copies them from. Their spectra are taken on the
+//! device.
 
 use rayon::prelude::*;
 
 use engine::prims::fft::{Direction, Fft2d};
 use engine::Location;
 
+use super::seam_lines::SeamLines;
 use super::{GpuMad, Place, SeamInputs, SlotShape, Stages, BANDS};
 use crate::constants::STRIDE;
 use crate::grid::{Cells, Grid};
@@ -27,9 +28,9 @@ use crate::seams::Seams;
 use crate::tiled::{plan_within, MapBuilder, Plan, Sums, Window};
 use crate::{MadError, Maps, Scores};
 
-/// Bytes per window pixel of a tile's seams on the host: both images' `P` and `Q` in
-/// complex f32, written where the device copies them from (the lines' transforms take a
-/// fixed 16 MiB besides).
+/// Bytes per window pixel of a tile's seams on the host where the host makes the lines:
+/// both images' `P` and `Q` in complex f32, written where the device copies them from (the
+/// lines' transforms take a fixed 16 MiB besides).
 const SEAM_HOST_BYTES: u64 = 32;
 /// Bytes per window pixel of the seams on the device: the spectra of both images' `P` and `Q`.
 const SEAM_DEVICE_BYTES: u64 = 32;
@@ -39,6 +40,13 @@ const SEAM_DEVICE_BYTES: u64 = 32;
 /// its four ramped lines.
 const WHOLE_BINDING_BYTES: u64 = 16;
 const TILE_BINDING_BYTES: u64 = 32;
+
+/// Where a tile's ramped lines are made: on the device, or on the host into this staging
+/// buffer.
+enum LineMaker {
+    Device(Box<SeamLines>),
+    Host(engine::Buffer<[f32; 2]>),
+}
 
 impl GpuMad {
     /// Sets the halo of the tiles this GPU plans for pairs over the budget (default
@@ -64,12 +72,18 @@ impl GpuMad {
         {
             return Ok(None);
         }
+        // The lines on the device: the pair's gray images and two chunks there, for every
+        // tile; else on the host, a window's worth of staging a tile.
+        let on_device = SeamLines::binds(&self.ctx, size);
+        let seam_host = if on_device { 0 } else { SEAM_HOST_BYTES };
         let per_tile = |p: &Plan| {
+            let seam_fixed = if on_device { SeamLines::device_bytes(size, p.window) } else { 0 };
             let (host, device) = self.slot_bytes_per_pixel(p.window, 1, maps);
-            let (host, device) = (host + SEAM_HOST_BYTES, device + SEAM_DEVICE_BYTES);
+            let (host, device) = (host + seam_host, device + SEAM_DEVICE_BYTES);
             let pixels = (p.window.0 as u64) * (p.window.1 as u64);
-            if fits_device(p.window, device, TILE_BINDING_BYTES) {
-                pixels.saturating_mul(host + device)
+            let room = pixels.saturating_mul(device).saturating_add(seam_fixed) <= self.device_memory();
+            if room && fits_device(p.window, device, TILE_BINDING_BYTES) {
+                pixels.saturating_mul(host + device).saturating_add(seam_fixed)
             } else {
                 u64::MAX
             }
@@ -105,8 +119,12 @@ impl GpuMad {
         let info = [if reference.eight_bit { 1.0 } else { 0.0 }, means.0 as f32, means.1 as f32, 0.0];
         let seams = Seams::new((plan.grid.width, plan.grid.height), plan.window, plan.halo)?;
         let table = self.ctx.upload(&seams.table(), "mad seams table")?;
-        let mut staged =
-            self.ctx.buffer::<[f32; 2]>(4 * window.pixels(), Location::Upload, "mad ramped lines staging")?;
+        let size = (plan.grid.width, plan.grid.height);
+        let mut maker = if SeamLines::binds(&self.ctx, size) {
+            LineMaker::Device(Box::new(SeamLines::new(&self.ctx, (reference, distorted), means, &seams, plan.window)?))
+        } else {
+            LineMaker::Host(self.ctx.buffer(4 * window.pixels(), Location::Upload, "mad ramped lines staging")?)
+        };
         let lines = self.ctx.buffer::<[f32; 2]>(4 * window.pixels(), Location::Device, "mad ramped lines")?;
         let lines_fft = Fft2d::new(&self.ctx, window.width, window.height, 4)?;
         slot.info.mapped_mut()?[0] = info;
@@ -129,15 +147,20 @@ impl GpuMad {
                 tiled: true,
             };
             // The ramped lines, [P_ref, P_dst, Q_ref, Q_dst], then their window spectra.
-            let (p, q) = staged.mapped_mut()?.split_at_mut(2 * window.pixels());
-            let images = [(reference, means.0), (distorted, means.1)];
-            for ((image, mean), pq) in
-                images.into_iter().zip(p.chunks_mut(window.pixels()).zip(q.chunks_mut(window.pixels())))
-            {
-                seams.lines_into(image, mean, &area, pq, |c| [c.re as f32, c.im as f32])?;
-            }
             let mut rec = self.ctx.recorder()?;
-            rec.copy(&staged, &lines);
+            match &mut maker {
+                LineMaker::Device(device) => device.record(&mut rec, &area, &lines)?,
+                LineMaker::Host(staged) => {
+                    let (p, q) = staged.mapped_mut()?.split_at_mut(2 * window.pixels());
+                    let images = [(reference, means.0), (distorted, means.1)];
+                    for ((image, mean), pq) in
+                        images.into_iter().zip(p.chunks_mut(window.pixels()).zip(q.chunks_mut(window.pixels())))
+                    {
+                        seams.lines_into(image, mean, &area, pq, |c| [c.re as f32, c.im as f32])?;
+                    }
+                    rec.copy(staged, &lines);
+                }
+            }
             lines_fft.record(&mut rec, &lines, Direction::Forward)?;
             let seam_inputs = SeamInputs { lines: &lines, table: &table };
             self.record(&mut rec, &slot, 1, Stages::BOTH, (&place, Some(seam_inputs)))?;

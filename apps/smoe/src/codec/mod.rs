@@ -9,7 +9,6 @@
 //! budget, before anything is allocated; every decoded integer is checked against its range;
 //! the decoded model is validated as every model is.
 
-pub mod fit;
 mod order;
 mod quant;
 
@@ -19,7 +18,7 @@ use kit::entropy::{Coder, Contexts, Cost, Decoder, Encoder, EntropyError};
 use order::{bits_for, deinterleave, interleave};
 
 use crate::model::{packed_len, ColorSpace, Model, ModelError, MAX_EXTENT, MAX_KERNELS};
-use crate::refine::{Layout, Params};
+use crate::params::{Layout, Params};
 
 /// Errors encoding or decoding `.smc`.
 #[derive(Debug, thiserror::Error)]

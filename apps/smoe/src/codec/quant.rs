@@ -2,7 +2,7 @@
 //! group's step, within the range refinement keeps it in, ln pi relative to the largest.
 
 use crate::model::MAX_EXTENT;
-use crate::refine::{Params, MAX_COLOUR, MAX_LOG_DIAG, MAX_SHEAR, MAX_SLOPE, PRIOR_RANGE};
+use crate::params::{Params, MAX_COLOUR, MAX_LOG_DIAG, MAX_SHEAR, MAX_SLOPE, PRIOR_RANGE};
 
 use super::CodecError;
 
@@ -120,7 +120,7 @@ impl Quantiser {
     /// `extent` holds p sizes in 1..=[`MAX_EXTENT`] and `steps` passed [`Steps::check`].
     pub fn new(extent: &[usize], steps: &Steps) -> Quantiser {
         let p = extent.len();
-        let stride = crate::refine::Layout { p }.stride();
+        let stride = crate::params::Layout { p }.stride();
         let (mut step, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..stride {
             let group = Group::of(p, i);

@@ -5,7 +5,7 @@
 use rayon::prelude::*;
 
 use crate::data::Grid;
-use crate::fit::{regularisation, FitReport};
+use crate::em::{regularisation, FitReport};
 use crate::model::{cholesky_packed, packed_index, packed_len, Model, ModelError};
 
 /// Runs `iterations` EM iterations in f64 on all cores from the model `init` (fitted to

@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use crate::data::Grid;
 use crate::model::packed_index;
-use crate::refine::Layout;
+use crate::params::Layout;
 
 /// The squared error sum |clamp(out) - target|^2 over every pixel and view of `grid` of the
 /// model whose natural parameters are `nat` (see [`Layout`]), and its gradient with
@@ -94,7 +94,7 @@ mod tests {
     use crate::cpu::em::fit_cpu;
     use crate::data::sample_lightfield;
     use crate::fit::Init;
-    use crate::refine::Params;
+    use crate::params::Params;
 
     /// Central differences of `f` at `x` along every coordinate, steps `h` times the
     /// coordinate's scale (at least 1).

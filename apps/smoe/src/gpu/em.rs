@@ -11,7 +11,7 @@ pub mod culled;
 use engine::{Context, Location};
 
 use crate::data::Grid;
-use crate::fit::{model_from_raw, regularisation, FitReport};
+use crate::em::{model_from_raw, regularisation, FitReport};
 use crate::model::{packed_len, Model};
 use crate::shaders::kernels;
 

@@ -25,7 +25,7 @@ use engine::{Buffer, Context, Kernel, Location, Recorder};
 use crate::codec::Steps;
 use crate::data::Grid;
 use crate::gpu::{Frame, Mode, OutFormat, RenderSettings, Renderer};
-use crate::refine::{Adam, Params, RefineOptions, MAX_COLOUR};
+use crate::params::{Adam, Params, RefineOptions, MAX_COLOUR};
 use crate::shaders::kernels;
 
 /// Steps recorded per command buffer: enough that a round trip per submission is noise
@@ -207,7 +207,7 @@ impl GpuRefine {
             let losses = self.ctx.download_range(&self.track, done, end - done)?;
             for (i, &sse) in losses.iter().enumerate() {
                 if done + i < options.steps {
-                    progress(done + i, crate::refine::psnr_of_sse(sse as f64, grid.rgb.len()));
+                    progress(done + i, crate::data::psnr_of_sse(sse as f64, grid.rgb.len()));
                 }
             }
             let entries = self.renderer.list_entries(&self.frame)?;
@@ -340,7 +340,7 @@ mod tests {
     use crate::data::{sample_lightfield, Grid};
     use crate::fit::Init;
     use crate::gpu::em::fit_gpu_from;
-    use crate::refine::Layout;
+    use crate::params::Layout;
 
     impl GpuRefine {
         /// The squared error and natural gradient of the parameters on the device (one

@@ -20,7 +20,7 @@ use engine::{Context, Location};
 
 use super::{reg_push, Push, CHUNK, GROUP};
 use crate::data::{psnr, Grid};
-use crate::fit::{model_from_raw, FitReport};
+use crate::em::{model_from_raw, FitReport};
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, Model};
 use crate::shaders::kernels;
@@ -150,7 +150,8 @@ pub fn fit_gpu_culled(
 mod tests {
     use super::*;
     use crate::cpu::em::em_step_cpu;
-    use crate::fit::{regularisation, render_psnr, Init};
+    use crate::em::regularisation;
+    use crate::fit::{render_psnr, Init};
     use crate::gpu::em::fit_gpu_from;
 
     fn random_image(w: usize, h: usize, seed: u64) -> Grid {

@@ -10,10 +10,11 @@
 
 use serde::Serialize;
 
-use super::{decode, encode_within, prune, quantised, CodecError, Steps};
+use crate::codec::{decode, encode_within, prune, quantised, CodecError, Steps};
 use crate::data::Grid;
 use crate::model::{Model, ModelError};
-use crate::refine::{refine, Params, RefineOptions, RefineReport};
+use crate::params::{Params, RefineOptions};
+use crate::refine::{refine, RefineReport};
 
 /// The bits a kernel of `p` coordinates costs at the step scales budgets pick, for the
 /// first K the search tries: on photos at 0.5-2 bpp, 48 bits a kernel gave step scales of
