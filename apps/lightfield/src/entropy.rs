@@ -8,10 +8,15 @@
 //!   model per tree node;
 //! - the coefficient count: Exp-Golomb, the prefix conditioned on the class (log2) of the
 //!   previous patch's count;
-//! - the locations as a significance map: one decision per location from 0 up to the last
-//!   kept one (stopping once the count is reached, and inferring the rest when as many
-//!   locations are left as coefficients), one model per location shared by every
-//!   dictionary, starting from a prior of a rare location ([`LOCATION_PRIOR`]).
+//! - the locations as a significance map in blocks of [`BLOCK`]: per block, from the first
+//!   on until the count is reached, a flag "a location of this block is kept" (one model
+//!   per block), and in a flagged block one decision per location until the count is
+//!   reached (the block's last location inferred when none before it was kept); whenever
+//!   as many locations are left as coefficients they are all kept without a decision. One
+//!   model per location shared by every dictionary, starting from a prior of a rare
+//!   location ([`LOCATION_PRIOR`]). The blocks skip most of a sparse patch's locations:
+//!   on rendered light fields 2-10 times fewer decisions than one per location, and 0-10%
+//!   fewer location bytes.
 //! - the levels: a zero flag, a sign (one model per location), and the magnitude less one
 //!   as Exp-Golomb, the prefix conditioned on the class of the last magnitude coded at this
 //!   location in the section, or where there is none yet on that of the previous magnitude
@@ -30,6 +35,11 @@ use kit::entropy::{exp_golomb, Bit, Coder, EntropyError, Prefix, Suffix};
 /// learning than they gained there.
 const LOCATION_PRIOR: u32 = 512;
 const LOCATION_PRIOR_SEEN: u32 = 16;
+/// Locations per block of the significance map (blocks of 8 and 16 took more location
+/// bytes; 32 the fewest, with about as few decisions).
+const BLOCK: usize = 32;
+/// Every block model starts at this probability of holding a kept location (1/16).
+const BLOCK_PRIOR: u32 = 4096;
 /// Classes of the previous count and of the previous magnitude with prefixes of their own.
 const COUNT_BUCKETS: usize = 12;
 const MAGNITUDE_BUCKETS: usize = 8;
@@ -69,6 +79,7 @@ pub struct SectionModels {
     count_prefix: [Prefix; COUNT_BUCKETS],
     count_suffix: Suffix,
     locations: Vec<Bit>,
+    blocks: Vec<Bit>,
     zero: Bit,
     signs: Vec<Bit>,
     /// Per location: 0 before any magnitude, else 1 + the class of the last one.
@@ -96,6 +107,7 @@ impl SectionModels {
             count_prefix: [[Bit::default(); kit::entropy::CLASSES]; COUNT_BUCKETS],
             count_suffix: Default::default(),
             locations: vec![Bit::prior(LOCATION_PRIOR, LOCATION_PRIOR_SEEN); limits.patch_len],
+            blocks: vec![Bit::prior(BLOCK_PRIOR, LOCATION_PRIOR_SEEN); limits.patch_len.div_ceil(BLOCK)],
             zero: Bit::default(),
             signs: vec![Bit::default(); limits.patch_len],
             last_class: vec![0; limits.patch_len],
@@ -141,14 +153,23 @@ impl SectionModels {
             if loc + left > plen {
                 return Err(corrupt("a patch's locations (past the patch)"));
             }
-            let kept = loc + left == plen || {
-                let is = truth.locations.get(out.locations.len()) == Some(&(loc as u32));
-                coder.bit(&mut self.locations[loc], is)?
-            };
-            if kept {
-                out.locations.push(loc as u32);
+            let end = (loc + BLOCK).min(plen);
+            let next = truth.locations.get(out.locations.len()).map(|&l| l as usize);
+            let any = loc + left == plen || coder.bit(&mut self.blocks[loc / BLOCK], next.is_some_and(|l| l < end))?;
+            let mut seen = false;
+            while any && loc < end && out.locations.len() < count {
+                let left = count - out.locations.len();
+                let kept = loc + left == plen || (loc + 1 == end && !seen) || {
+                    let is = truth.locations.get(out.locations.len()) == Some(&(loc as u32));
+                    coder.bit(&mut self.locations[loc], is)?
+                };
+                if kept {
+                    out.locations.push(loc as u32);
+                    seen = true;
+                }
+                loc += 1;
             }
-            loc += 1;
+            loc = end;
         }
         let max_class = 64 - max_level.leading_zeros();
         for (i, &loc) in out.locations.iter().enumerate() {
