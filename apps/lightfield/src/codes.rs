@@ -40,7 +40,7 @@ pub const MIN_EPSILON: f32 = 1e-3;
 
 impl Params {
     /// Sparsity `sparsity` and threshold `epsilon` at the finest step (s = 1).
-    pub fn new(sparsity: usize, epsilon: f32) -> Params {
+    pub const fn new(sparsity: usize, epsilon: f32) -> Params {
         Params { sparsity, epsilon, step_scale: 1.0 }
     }
 
