@@ -38,7 +38,7 @@ for s in "${sets[@]}"; do
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
     composite-sweep) run composite-sweep $B/composite sweep ;;
     # User-level measurements of the feature issues (tools/gpu-features.sh).
-    smoe-photos|smoe-large|mosaic-exact|lightfield-files) B=$B RES=$RES bash .gpu/gpu-features.sh "$s" ;;
+    smoe-photos|smoe-large|mosaic-exact|mosaic-costs|lightfield-files) B=$B RES=$RES bash .gpu/gpu-features.sh "$s" ;;
     # Each suite on the GPU; output is text (libtest's), one file per suite.
     tests) for t in .gpu/tests/*; do run "test-$(basename "$t")" "$t" --test-threads=4; done ;;
     *) echo "unknown set $s" ;;

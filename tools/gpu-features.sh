@@ -8,6 +8,9 @@
 #                   resized (PIL) to 768x512 at K=9000 and 2048x1365 at K=70000, default fit;
 #                   and the smallest K reaching 32 dB at 768x512 (--psnr 32)
 #   mosaic-exact    exact assignment on the GPU and the CPU (and scipy where installed)
+#   mosaic-costs    `mosaic bench --costs`: photo, uniform and integer matrices, ours (GPU, CPU)
+#                   beside scipy and HyLAC built with nvcc (tools/hylac-stage.sh stages its
+#                   source in .gpu/hylac first); COSTS_SIZES overrides the sizes
 #   lightfield-files generate, train, encode, decode, one-view decode and a still render
 set -uo pipefail
 B=${B:-.gpu/bin}
@@ -77,6 +80,12 @@ t = time.perf_counter(); r, c = linear_sum_assignment(d); ms = (time.perf_counte
 print(json.dumps({"peer": "scipy.linear_sum_assignment", "shape": list(d.shape), "ms": ms, "cost": float(d[r, c].sum())}))
 PY
       done ;;
+    mosaic-costs)
+      sizes=""
+      for mn in ${COSTS_SIZES:-2048x8192 4096x4096 10000x10000 4096x16384}; do sizes="$sizes --size $mn"; done
+      # One JSON line per solver as it finishes, so a run cut short keeps what it measured.
+      STEP_TIMEOUT=${STEP_TIMEOUT:-500} step mosaic-costs all python3 .gpu/exact_costs.py --mosaic $B/mosaic \
+        --hylac .gpu/hylac --limit 90 $sizes ;;
     lightfield-files)
       step lightfield-files generate $B/lightfield generate --out "$W/lf.npy" --views 8x8 --size 1024x1024 --json
       step lightfield-files train $B/lightfield train --input "$W/lf.npy" --dictionaries 64 --out "$W/d.lfd" --json

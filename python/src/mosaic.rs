@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use kit::Backend as KitBackend;
-use mosaic::compose::{Dims, Look, ProblemSpec};
+use mosaic::colour::Metric;
+use mosaic::compose::{CellLayout, Dims, Look, ProblemSpec};
 use mosaic::solve::{Method, SolveOptions, Solved};
 use mosaic::{DistanceMatrix, MosaicError};
 use numpy::ndarray::ArrayView3;
@@ -161,10 +162,10 @@ impl<'py> Source<'py> {
 }
 
 /// Builds a photomosaic: `target` (an image array or file), `tiles` (a folder, or a list
-/// of image arrays), a `grid` of `cols x rows` patches. Returns the image (HxWx3 uint8) and
-/// the solve.
+/// of image arrays), a `grid` of `cols x rows` patches, cells compared by `metric` (lab,
+/// ciede2000 or rgb, as `--metric`). Returns the image (HxWx3 uint8) and the solve.
 #[pyfunction]
-#[pyo3(signature = (target, tiles, grid, method = "exact", repeat = 1, cells = (4, 4), tile_px = 32, tint = 0.0, seed = 0, backend = "gpu", device = None))]
+#[pyo3(signature = (target, tiles, grid, method = "exact", repeat = 1, cells = (4, 4), tile_px = 32, tint = 0.0, seed = 0, backend = "gpu", device = None, metric = "lab"))]
 #[allow(clippy::too_many_arguments)]
 pub fn mosaic_build<'py>(
     py: Python<'py>,
@@ -179,8 +180,15 @@ pub fn mosaic_build<'py>(
     seed: u64,
     backend: &str,
     device: Option<String>,
+    metric: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let method = self::method(method)?;
+    let metric = match metric {
+        "lab" => Metric::Lab,
+        "ciede2000" => Metric::Ciede2000,
+        "rgb" => Metric::Rgb,
+        other => return Err(Error::invalid(format!("metric must be lab, ciede2000 or rgb; got {other:?}")).into()),
+    };
     let options = options(backend, repeat, seed)?;
     let dims = |(a, b): (usize, usize), what: &str| -> Result<Dims> {
         format!("{a}x{b}").parse::<Dims>().map_err(|e| Error::invalid(format!("{what}: {e}")))
@@ -238,7 +246,14 @@ pub fn mosaic_build<'py>(
                 dir
             }
         };
-        let spec = ProblemSpec { target: &target_path, tiles: &tiles_dir, grid, cells, cache_dir: None };
+        let spec = ProblemSpec {
+            target: &target_path,
+            tiles: &tiles_dir,
+            layout: CellLayout::Grid(grid),
+            cells,
+            metric,
+            cache_dir: None,
+        };
         let problem = mosaic::compose::prepare(&spec, |_| {})?;
         problem.check_capacity(options.repeat)?;
         problem.checked_layout(tile_px)?;

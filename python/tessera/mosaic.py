@@ -98,10 +98,12 @@ def build(
     seed: int = 0,
     backend: str = "gpu",
     device: Device = None,
+    metric: str = "lab",
 ) -> Mosaic:
     """Builds a photomosaic of ``target`` (an image array or file) from ``tiles`` (a folder
     of images, or a list of image arrays) on a ``grid`` of (columns, rows) patches, as
-    ``mosaic build`` does: u x v mean-colour ``cells`` per patch, ``tile_px`` pixels per
+    ``mosaic build`` does: u x v mean-colour ``cells`` per patch compared by ``metric``
+    (``"lab"``, ``"ciede2000"`` or ``"rgb"``, as ``--metric``), ``tile_px`` pixels per
     cell in the output, ``tint`` in [0, 1] to move each tile's colours toward its patch.
     Arrays are read as 8-bit RGB.
 
@@ -129,6 +131,7 @@ def build(
         int(seed),
         backend,
         device_text(device),
+        metric,
     )
     return Mosaic(**_solved_fields(d), image=d["image"], render_ms=d["render_ms"])
 

@@ -5,6 +5,8 @@
 //! random patch r and a random other slot w: a free w replaces r's slot (the paper's move);
 //! a w used by patch r2 swaps the slots of r and r2 (the paper's square-matrix move, used for
 //! every size so no proposal is wasted). So a tile never serves more than `repeat` patches.
+//! Under `--min-distance` ([`Spacing`]) the start holds the rule and a move that would break
+//! it is never made.
 //! Moves are accepted by the Metropolis rule of Eq. 8 and the temperature falls
 //! geometrically, tau' = f tau. The best state seen is returned.
 
@@ -12,8 +14,8 @@ use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::greedy;
 use crate::matrix::{DistanceMatrix, Slots};
+use crate::spacing::Spacing;
 
 const FREE: usize = usize::MAX;
 
@@ -46,10 +48,23 @@ fn delta(d: &Slots, a: &[usize], owner: &[usize], r: usize, w: usize) -> (f64, u
     (e, r2)
 }
 
-/// Anneals from the greedy assignment, each tile used at most `repeat` times; `progress`
-/// advances once per temperature level.
-pub fn solve(d: &DistanceMatrix, repeat: usize, params: &AnnealParams, progress: &ProgressBar) -> Vec<usize> {
-    let greedy = greedy::solve(d, repeat);
+/// Whether moving patch `r` to slot `w` (and `w`'s patch `r2` to `r`'s slot) keeps the rule.
+fn spaced(spacing: Option<&Spacing>, d: &Slots, a: &[usize], r: usize, w: usize, r2: usize) -> bool {
+    let Some(s) = spacing else { return true };
+    let tile_of = |k: usize| d.tile(a[k]);
+    s.allows_except(tile_of, r, d.tile(w), r2) && (r2 == FREE || s.allows_except(tile_of, r2, d.tile(a[r]), r))
+}
+
+/// Anneals from `greedy` (the greedy assignment, holding `spacing` where there is one), each
+/// tile used at most `repeat` times; `progress` advances once per temperature level.
+pub fn solve(
+    d: &DistanceMatrix,
+    greedy: Vec<usize>,
+    repeat: usize,
+    spacing: Option<&Spacing>,
+    params: &AnnealParams,
+    progress: &ProgressBar,
+) -> Vec<usize> {
     let slots = Slots::new(d, repeat);
     if slots.count < 2 {
         return greedy;
@@ -89,7 +104,7 @@ pub fn solve(d: &DistanceMatrix, repeat: usize, params: &AnnealParams, progress:
         for _ in 0..moves {
             let (r, w) = propose(&mut rng, &a);
             let (e, r2) = delta(d, &a, &owner, r, w);
-            if e <= 0.0 || rng.gen::<f64>() < (-e / tau).exp() {
+            if (e <= 0.0 || rng.gen::<f64>() < (-e / tau).exp()) && spaced(spacing, d, &a, r, w, r2) {
                 let b = a[r];
                 a[r] = w;
                 owner[w] = r;

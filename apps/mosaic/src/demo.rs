@@ -18,7 +18,7 @@ use crate::solve::{Method, SolveOptions};
 
 /// The photo the mosaic shows; the tiles are cut from the other photos.
 const TARGET_PHOTO: Photo = photos::ASTRONAUT;
-const GRID: Dims = Dims(36, 36);
+pub const GRID: Dims = Dims(36, 36);
 const CELLS: Dims = Dims(4, 4);
 const TILES: usize = 1400;
 const TILE_IMAGE_PX: usize = 48;
@@ -122,7 +122,14 @@ pub fn run(ctx: Option<&Context>, out: &Path, options: &SolveOptions) -> Result<
     write_tiles(&tiles, TILES, &mut rng)?;
 
     // The tiles live only as long as the demo: nothing to cache.
-    let spec = compose::ProblemSpec { target: &target, tiles: &tiles, grid: GRID, cells: CELLS, cache_dir: None };
+    let spec = compose::ProblemSpec {
+        target: &target,
+        tiles: &tiles,
+        layout: compose::CellLayout::Grid(GRID),
+        cells: CELLS,
+        metric: Default::default(),
+        cache_dir: None,
+    };
     let problem = compose::prepare(&spec, |_| {})?;
     let d = problem.distances(options.backend, ctx)?;
     let mut images = vec![("target.png".to_string(), TARGET, target_rgb)];

@@ -76,7 +76,3 @@ pub fn region_features(
         }
     }
 }
-
-// bench/src/registry/mosaic.rs imports the CPU distance from here until it moves to
-// crate::cpu::distance.
-pub use crate::cpu::distance::distance_cpu;

@@ -12,6 +12,7 @@ fn options(backend: Backend) -> SolveOptions {
         softassign: SoftAssignParams { iterations: 30, ..Default::default() },
         anneal: AnnealParams { levels: 20, ..Default::default() },
         repeat: 1,
+        spacing: None,
     }
 }
 
@@ -69,6 +70,53 @@ fn every_method_honours_the_repeat_and_none_beats_exact() {
             assert!(message.contains(&format!("--repeat {} is the smallest", m.div_ceil(n))), "{message}");
         }
     }
+    engine::testing::assert_no_validation_messages();
+}
+
+#[test]
+fn every_method_keeps_tiles_apart_checked_on_every_pair_of_cells() {
+    let ctx = engine::testing::context();
+    // (cols, rows, tiles, distance, repeat): unlimited repeats, a repeat that binds too, a
+    // distance as wide as the grid, and the fewest tiles the distance allows.
+    for (cols, rows, n, distance, repeat) in [
+        (7, 5, 12, 1, usize::MAX),
+        (6, 6, 20, 2, 3),
+        (5, 3, 9, 2, usize::MAX),
+        (4, 4, 4, 1, usize::MAX),
+        (9, 2, 30, 8, 1),
+    ] {
+        let m = cols * rows;
+        // Rows alike (a flat target): every cell wants the same few tiles.
+        let base = crate::bench::matrix(1, n, 7);
+        let noise = crate::bench::matrix(m, n, m as u64);
+        let data = (0..m * n).map(|k| 4.0 * base.data[k % n] + noise.data[k]).collect();
+        let d = DistanceMatrix::new(m, n, data).unwrap();
+        let spacing = crate::spacing::Spacing { cols, rows, distance };
+        let opts = |backend| SolveOptions { repeat, spacing: Some(spacing), ..options(backend) };
+        let exact = run(Method::Exact, &d, &opts(Backend::Cpu), None).unwrap();
+        let bound = exact.lower_bound.expect("exact reports its bound");
+        assert!(bound <= exact.cost + 1e-9 * exact.cost, "bound {bound} above the cost {}", exact.cost);
+        for (method, backend) in [
+            (Method::Exact, Backend::Cpu),
+            (Method::Exact, Backend::Gpu),
+            (Method::Greedy, Backend::Cpu),
+            (Method::Anneal, Backend::Cpu),
+            (Method::Softassign, Backend::Cpu),
+            (Method::Softassign, Backend::Gpu),
+        ] {
+            let solved = run(method, &d, &opts(backend), Some(ctx)).unwrap();
+            let label = format!("{method:?} {backend:?} {cols}x{rows} D{distance} x{repeat}");
+            assert!(crate::spacing::tests::holds_every_pair(&spacing, &solved.assignment), "{label}");
+            d.check_uses(&solved.assignment, repeat).unwrap();
+            assert!(solved.cost >= bound - 1e-9 * bound, "{label}: {} under the lower bound {bound}", solved.cost);
+        }
+    }
+    // Fewer tiles than a window of cells: refused before any solve.
+    let d = crate::bench::matrix(9, 3, 1);
+    let spacing = crate::spacing::Spacing { cols: 3, rows: 3, distance: 1 };
+    let err =
+        run(Method::Greedy, &d, &SolveOptions { repeat: 9, spacing: Some(spacing), ..options(Backend::Cpu) }, None);
+    assert!(err.unwrap_err().to_string().contains("needs at least 4 tiles"));
     engine::testing::assert_no_validation_messages();
 }
 

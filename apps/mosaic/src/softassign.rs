@@ -39,12 +39,6 @@
 //!   and tile are still free (a tile is free until it has N patches); any patch left takes
 //!   its largest entry among free tiles.
 
-// The stage's twins: crate::gpu::softassign and crate::cpu::softassign. These names keep
-// the paths bench/src/registry/mosaic.rs imports until it moves to the new ones.
-pub use crate::cpu::softassign as cpu;
-pub use crate::gpu::softassign as gpu;
-pub use crate::gpu::softassign::atomic;
-
 use rayon::prelude::*;
 
 use crate::matrix::{effective_repeat, DistanceMatrix};

@@ -8,8 +8,9 @@ use kit::Backend;
 
 use crate::anneal::{self, AnnealParams};
 use crate::error::{MosaicError, Result};
-use crate::matrix::{DistanceMatrix, Slots};
+use crate::matrix::{effective_repeat, DistanceMatrix, Slots};
 use crate::softassign::SoftAssignParams;
+use crate::spacing::{self, Spacing};
 use crate::{exact, greedy};
 
 /// An assignment method.
@@ -62,6 +63,8 @@ pub struct SolveOptions {
     pub anneal: AnnealParams,
     /// The most patches one tile may serve (`--repeat`; 1: no repeated tiles).
     pub repeat: usize,
+    /// `--min-distance` on the patches' grid: the same tile never twice that close.
+    pub spacing: Option<Spacing>,
 }
 
 impl Default for SolveOptions {
@@ -71,6 +74,7 @@ impl Default for SolveOptions {
             softassign: SoftAssignParams::default(),
             anneal: AnnealParams::default(),
             repeat: 1,
+            spacing: None,
         }
     }
 }
@@ -86,9 +90,15 @@ pub struct Solved {
     pub assignment: Vec<usize>,
     pub cost: f64,
     pub solve_ms: f64,
-    /// For the exact method: the primal cost minus the dual objective of the potentials that
-    /// certify the optimum (0 up to rounding).
+    /// For the exact method: the primal cost minus the lower bound (0 up to rounding when the
+    /// optimum is certified).
     pub duality_gap: Option<f64>,
+    /// For the exact method: a lower bound on the optimum (the dual objective of the
+    /// potentials, or under `--min-distance` the best Lagrangian bound).
+    pub lower_bound: Option<f64>,
+    /// Whether the assignment is proved optimal (the exact method when the bound meets the
+    /// cost; under `--min-distance` it may not, and is then a heuristic with a known gap).
+    pub optimal: bool,
 }
 
 /// The device `backend` runs on: `ctx` for the GPU (an error when there is none, since no
@@ -121,35 +131,64 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
         Method::Exact => d.rows as u64,
     };
     let bar = if steps > 0 { kit::progress::bar(steps, method.name()) } else { ProgressBar::hidden() };
-    let mut duality_gap = None;
+    let mut lower_bound = None;
+    // The rule binds only where a tile may serve two patches.
+    let spacing = options.spacing.filter(|_| effective_repeat(repeat, d.rows) > 1);
+    if let Some(s) = &options.spacing {
+        s.check_fits(d.rows, d.cols)?;
+    }
+    let spaced = |assignment: Vec<usize>| match &spacing {
+        Some(s) => s.repair(d, &assignment, repeat),
+        None => Ok(assignment),
+    };
     let assignment = match method {
-        Method::Greedy => greedy::solve(d, repeat),
-        Method::Anneal => anneal::solve(d, repeat, &options.anneal, &bar),
-        // Callers that only want the optimum's cost pass no device: the CPU solver runs.
-        Method::Exact => match (options.backend, ctx) {
-            (Backend::Gpu, Some(ctx)) if repeat == 1 => {
-                let solution = crate::auction::solve(ctx, d, &bar)?;
-                duality_gap = Some(solution.gap);
+        Method::Greedy => spaced(greedy::solve(d, repeat))?,
+        Method::Anneal => {
+            let start = spaced(greedy::solve(d, repeat))?;
+            anneal::solve(d, start, repeat, spacing.as_ref(), &options.anneal, &bar)
+        }
+        Method::Exact => match (options.backend, ctx, &spacing) {
+            (_, _, Some(s)) => {
+                bar.set_length(spacing::MAX_ROUNDS as u64);
+                let report = |round: usize, lower: f64, upper: f64| {
+                    bar.set_position(round as u64 + 1);
+                    bar.set_message(format!("gap {:.3}%", 100.0 * (upper - lower) / upper.max(f64::MIN_POSITIVE)));
+                };
+                let solution = spacing::solve_exact(d, s, repeat, report)?;
+                lower_bound = Some(solution.lower_bound);
+                solution.assignment
+            }
+            // Callers that only want the optimum's cost pass no device: the CPU solver runs.
+            (Backend::Gpu, Some(ctx), None) if repeat == 1 => {
+                let solution = crate::gpu::auction::solve(ctx, d, &bar)?;
+                lower_bound = Some(d.cost(&solution.assignment) - solution.gap);
                 solution.assignment
             }
             _ => {
                 let solution = exact::solve_repeat(d, repeat, &bar);
                 // The potentials are dual feasible by construction (see exact.rs).
-                let dual = solution.u.iter().sum::<f64>() + solution.v.iter().sum::<f64>();
-                duality_gap = Some(d.cost(&solution.assignment) - dual);
+                lower_bound = Some(solution.u.iter().sum::<f64>() + solution.v.iter().sum::<f64>());
                 solution.assignment
             }
         },
         Method::Softassign => {
             options.softassign.validate().map_err(MosaicError::InvalidInput)?;
-            match device(options.backend, ctx)? {
+            spaced(match device(options.backend, ctx)? {
                 Some(ctx) => crate::gpu::softassign::solve(ctx, d, &options.softassign, repeat, &bar)?,
                 None => crate::cpu::softassign::solve(d, &options.softassign, repeat, &bar),
-            }
+            })?
         }
     };
     bar.finish_and_clear();
     let solve_ms = start.elapsed().as_secs_f64() * 1e3;
     d.check_uses(&assignment, repeat)?;
-    Ok(Solved { method, cost: d.cost(&assignment), assignment, solve_ms, duality_gap })
+    if let Some(s) = &spacing {
+        s.check(&assignment)?;
+    }
+    let cost = d.cost(&assignment);
+    let duality_gap = lower_bound.map(|bound| cost - bound);
+    let optimal = duality_gap.is_some_and(|gap| {
+        method == Method::Exact && (spacing.is_none() || gap <= spacing::CERTIFIED_GAP * cost.max(1.0))
+    });
+    Ok(Solved { method, cost, assignment, solve_ms, duality_gap, lower_bound, optimal })
 }

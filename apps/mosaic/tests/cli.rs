@@ -422,10 +422,12 @@ fn repeat_and_tint_with_every_method() {
         assert_eq!((img.width, img.height), (320, 240));
         let text = std::fs::read_to_string(&csv).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!((lines[0], lines.len()), ("col,row,tile", 1201));
+        assert_eq!((lines[0], lines.len()), ("col,row,x,y,w,h,tile", 1201));
         let mut uses = std::collections::HashMap::new();
         for (cell, line) in lines[1..].iter().enumerate() {
-            let want = format!("{},{},", cell % 40, cell / 40);
+            let (col, row) = (cell % 40, cell / 40);
+            // 320x240 in 40x30 cells: 8 pixels each way.
+            let want = format!("{col},{row},{},{},8,8,", 8 * col, 8 * row);
             assert!(line.starts_with(&want), "{line}");
             let tile = &line[want.len()..];
             assert!(Path::new(tile).is_file() && tile.starts_with(d), "{tile}");
@@ -779,4 +781,161 @@ fn a_device_list_is_a_usage_error_and_errors_lead_with_the_cause() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let want = format!("mosaic: error: {}: 3 patches but only 2 tiles", tall.display());
     assert!(stderr(&o).starts_with(&want) && !stderr(&o).contains("invalid input"), "{}", stderr(&o));
+}
+
+/// `--min-distance 2` on a 24x18 grid from 60 tiles (repeats unlimited): every method's CSV,
+/// checked on every pair of cells, never shows a tile twice within 2 cells; exact says
+/// whether it proved the optimum and never claims a cost below its bound; `solve` needs
+/// `--grid` for the cells' places.
+#[test]
+fn min_distance_holds_in_every_output() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+    for k in 0..60 {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    let target = dir.path().join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, 3).render(192, 144, 0.02, &mut rng);
+    kit::image::save_rgb8(&target, 192, 144, &rgb).unwrap();
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+    let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
+    let methods: [(&str, &str, &[&str]); 5] = [
+        ("greedy", "cpu", &[]),
+        ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
+        ("softassign", "gpu", &soft),
+        ("exact", "cpu", &[]),
+        ("exact", "gpu", &[]),
+    ];
+    for (method, backend, extra) in methods {
+        let out = dir.path().join(format!("{method}-{backend}.png"));
+        let csv = dir.path().join(format!("{method}-{backend}.csv"));
+        let mut args = vec!["--backend", backend, "--min-distance", "2", "--json", "--tile-px", "4"];
+        args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--no-cache"]);
+        args.extend_from_slice(extra);
+        let o = build(t, d, "24x18", method, out.to_str().unwrap(), &args);
+        assert!(o.status.success(), "{method}/{backend}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!((v["min_distance"].as_u64(), v["repeat"].as_u64()), (Some(2), Some(24 * 18)));
+        if method == "exact" {
+            let (cost, bound) = (v["cost"].as_f64().unwrap(), v["lower_bound"].as_f64().unwrap());
+            assert!(bound <= cost * (1.0 + 1e-9), "{method}/{backend}: bound {bound} above {cost}");
+            assert_eq!(v["optimal"].as_bool(), Some(cost - bound <= 1e-9 * cost), "{method}/{backend}");
+        }
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let cells: Vec<(i64, i64, String)> = text
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let mut f = line.splitn(7, ',');
+                let (c, r) = (f.next().unwrap().parse().unwrap(), f.next().unwrap().parse().unwrap());
+                (c, r, f.nth(4).unwrap().to_string())
+            })
+            .collect();
+        assert_eq!(cells.len(), 24 * 18);
+        for (a, (ca, ra, ta)) in cells.iter().enumerate() {
+            for (cb, rb, tb) in &cells[a + 1..] {
+                let near = (ca - cb).abs().max((ra - rb).abs()) <= 2;
+                assert!(!(near && ta == tb), "{method}/{backend}: {ta} at ({ca}, {ra}) and ({cb}, {rb})");
+            }
+        }
+    }
+    let npy = dir.path().join("d.npy");
+    write_npy_f64(&npy, 4, 3, &[1.0; 12]);
+    let o = mosaic(&["solve", "--distance", npy.to_str().unwrap(), "--method", "exact", "--min-distance", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--grid"), "{}", stderr(&o));
+    let o = mosaic(&[
+        "solve",
+        "--distance",
+        npy.to_str().unwrap(),
+        "--method",
+        "exact",
+        "--min-distance",
+        "1",
+        "--grid",
+        "2x2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("needs at least 4 tiles"), "{}", stderr(&o));
+    write_npy_f64(&npy, 4, 5, &(0..20).map(|k| (k * 7 % 11) as f64).collect::<Vec<_>>());
+    let v = solve_json(&npy, "greedy", &["--min-distance", "1", "--grid", "2x2"]);
+    let a: Vec<u64> = v["assignment"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let distinct: std::collections::HashSet<_> = a.iter().collect();
+    assert_eq!(distinct.len(), 4, "a 2x2 grid at distance 1: four tiles, {a:?}");
+}
+
+/// `--layout adaptive`: square cells from 32 down to 8 pixels over a target that is flat on
+/// one side and detailed on the other; the CSV's rectangles cover the target's 8-pixel
+/// blocks exactly once, the flat side gets larger cells, and no tile fills more than
+/// `--repeat` cells of any sizes together; the flags that do not go together are usage errors.
+#[test]
+fn adaptive_cells_cover_the_target_once_without_extra_repeats() {
+    use rand::SeedableRng;
+    let dir = tempfile::tempdir().unwrap();
+    let tiles = dir.path().join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    for k in 0..80 {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 2).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    // 100x70: flat gray on the left half, noise on the right; 12x8 blocks of 8 pixels.
+    let (w, h) = (100, 70);
+    let rgb: Vec<u8> = (0..w * h)
+        .flat_map(|k| if k % w < w / 2 { [128u8; 3] } else { [(k * 97 % 251) as u8, (k * 31 % 241) as u8, 60] })
+        .collect();
+    let target = dir.path().join("target.png");
+    kit::image::save_rgb8(&target, w, h, &rgb).unwrap();
+    let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
+    let (out, csv) = (dir.path().join("a.png"), dir.path().join("a.csv"));
+    let adaptive = ["--layout", "adaptive", "--min-cell", "8", "--max-cell", "32"];
+    let mosaic_args = |method: &str, extra: &[&str]| {
+        let mut args = vec!["build", "--target", t, "--tiles", d, "--method", method, "--out", out.to_str().unwrap()];
+        args.extend_from_slice(&["--assignment", csv.to_str().unwrap(), "--no-cache", "--backend", "cpu"]);
+        args.extend_from_slice(extra);
+        mosaic(&args)
+    };
+    for method in ["exact", "greedy"] {
+        let o = mosaic_args(method, &[&adaptive[..], &["--repeat", "2", "--json", "--tile-px", "4"]].concat());
+        assert!(o.status.success(), "{method}: {}", stderr(&o));
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut cover = vec![0; 12 * 8];
+        let mut uses = std::collections::HashMap::new();
+        let mut sizes = std::collections::BTreeSet::new();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.splitn(7, ',').collect();
+            let n: Vec<usize> = f[..6].iter().map(|v| v.parse().unwrap()).collect();
+            let (col, row, x, y, cw, ch) = (n[0], n[1], n[2], n[3], n[4], n[5]);
+            assert_eq!((x, y, cw), (8 * col, 8 * row, ch), "{line}");
+            assert!([8, 16, 32].contains(&cw) && x + cw <= w && y + ch <= h, "{line}");
+            for r in row..row + ch / 8 {
+                for c in col..col + cw / 8 {
+                    cover[r * 12 + c] += 1;
+                }
+            }
+            sizes.insert((cw, x + cw <= w / 2));
+            *uses.entry(f[6].to_string()).or_insert(0) += 1;
+        }
+        assert!(cover.iter().all(|&n| n == 1), "{method}: {cover:?}");
+        assert!(uses.values().all(|&n| n <= 2), "{method}: a tile fills more than 2 cells");
+        assert!(
+            sizes.contains(&(32, true)) && sizes.contains(&(8, false)) && !sizes.contains(&(32, false)),
+            "{sizes:?}"
+        );
+        let img = kit::image::load(&out).unwrap();
+        assert_eq!((img.width, img.height), (12 * 4, 8 * 4));
+    }
+    for (extra, want) in [
+        (&["--layout", "adaptive", "--min-cell", "8"][..], "--max-cell"),
+        (&["--layout", "adaptive", "--min-cell", "8", "--max-cell", "24"][..], "power of two"),
+        (&["--grid", "4x4", "--min-cell", "8", "--max-cell", "16"][..], "--layout adaptive"),
+        (&[&adaptive[..], &["--min-distance", "1"]].concat()[..], "--min-distance"),
+    ] {
+        let o = mosaic_args("greedy", extra);
+        assert!(!o.status.success() && stderr(&o).contains(want), "{extra:?}: {}", stderr(&o));
+    }
 }

@@ -1,15 +1,15 @@
 //! Photomosaic kernels on a deterministic square problem of `size` patches and `size` tiles:
-//! the Sinkhorn row and column passes of SoftAssign (`mosaic::softassign::gpu`), checked
+//! the Sinkhorn row and column passes of SoftAssign (`mosaic::gpu::softassign`), checked
 //! against the f64 CPU iteration; the one-dispatch-per-iteration kernel with float-atomic
 //! column sums, a whole cooling iteration checked against the CPU's; and the feature
-//! distance matrix, checked against `mosaic::features::distance_cpu`.
+//! distance matrix, checked against `mosaic::cpu::distance::distance_cpu`.
 
 use engine::{Context, Location, Result};
+use mosaic::cpu::softassign::CpuSoftAssign;
 use mosaic::features::Features;
+use mosaic::gpu::softassign::atomic::AtomicShape;
+use mosaic::gpu::softassign::{GpuSoftAssign, Kernel as SoftAssignKernel};
 use mosaic::matrix::DistanceMatrix;
-use mosaic::softassign::atomic::AtomicShape;
-use mosaic::softassign::cpu::CpuSoftAssign;
-use mosaic::softassign::gpu::{GpuSoftAssign, Kernel as SoftAssignKernel};
 use mosaic::softassign::SoftAssignParams;
 
 use super::{
@@ -17,7 +17,7 @@ use super::{
 };
 
 /// The atomic kernel's registry name: the app reads its tuned shape under it.
-pub use mosaic::softassign::atomic::TUNING_KERNEL as SINKHORN_ATOMIC;
+pub use mosaic::gpu::softassign::atomic::TUNING_KERNEL as SINKHORN_ATOMIC;
 
 /// The square problems (as many patches as tiles) the Sinkhorn passes and the distances
 /// run at.
@@ -223,7 +223,7 @@ impl Kernel for Distance {
         let groups = ((n * n) as u32).div_ceil(wg);
         let times_ms =
             time(ctx, reps, |rec| rec.pass(&pipe).read(&p).read(&t).write(&d).push(&push).dispatch_linear(groups))?;
-        let want = mosaic::features::distance_cpu(&patches, &tiles);
+        let want = mosaic::cpu::distance::distance_cpu(&patches, &tiles);
         // Distances up to sqrt(48) * 255 in f32: 1e-3 absolute is 1e-6 relative.
         let check = Check::close(ctx.download(&d)?.iter().map(|&v| f64::from(v)), want, 1e-3 * 255.0);
         // 48 values per pair: subtract, multiply-add.

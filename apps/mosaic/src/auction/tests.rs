@@ -1,12 +1,27 @@
+use std::time::Instant;
+
 use engine::testing;
+use engine::Context;
 use indicatif::ProgressBar;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::cpu::auction::CpuAuction;
+use crate::error::Result;
 use crate::exact;
-use crate::gpu::auction::GpuAuction;
+use crate::gpu::auction::{solve, GpuAuction};
+
+/// Times one exact solve of the seeded photomosaic-like m x n matrix of `mosaic bench`
+/// (after one untimed warm-up solve, which also creates the pipelines): the total
+/// milliseconds (upload, auction, repair, certificate; not building D) with the solution.
+fn bench(ctx: &Context, m: usize, n: usize, seed: u64) -> Result<(f64, ExactSolution)> {
+    let d = crate::bench::matrix(m, n, seed);
+    solve(ctx, &d, &ProgressBar::hidden())?;
+    let start = Instant::now();
+    let solution = solve(ctx, &d, &ProgressBar::hidden())?;
+    Ok((start.elapsed().as_secs_f64() * 1e3, solution))
+}
 
 fn matrix(m: usize, n: usize, rng: &mut ChaCha8Rng, value: impl Fn(&mut ChaCha8Rng) -> f64) -> DistanceMatrix {
     DistanceMatrix::new(m, n, (0..m * n).map(|_| value(rng)).collect()).unwrap()
@@ -204,4 +219,19 @@ fn gpu_exact_timing() {
             s.auction_ms, s.rounds, s.reverse_rounds, s.repair_ms, s.repaired_rows, s.gap, s.fallback
         );
     }
+}
+
+#[test]
+fn whole_number_matrices_stop_at_one_cost_level() {
+    let mut rng = ChaCha8Rng::seed_from_u64(19);
+    let whole = matrix(30, 40, &mut rng, |r| (r.gen::<f64>() * 40.0).floor());
+    let scale = scale_of(&whole);
+    let eps = epsilons_for(&whole, scale);
+    assert_eq!(*eps.last().unwrap(), (1.0 / scale) as f32);
+    assert!(eps.len() < epsilons().len() && eps.windows(2).all(|p| p[0] > p[1]), "{eps:?}");
+    let fractional = matrix(30, 40, &mut rng, |r| r.gen_range(0.0..40.0));
+    assert_eq!(epsilons_for(&fractional, scale_of(&fractional)), epsilons());
+    // Whole numbers too many for f32 prices to tell one level apart: the full schedule.
+    let wide = matrix(3, 4, &mut rng, |r| (r.gen::<f64>() * 1e9).floor());
+    assert_eq!(epsilons_for(&wide, scale_of(&wide)), epsilons());
 }

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use kit::Backend;
 use mosaic::anneal::AnnealParams;
-use mosaic::compose::{self, Dims, MAX_ASPECT};
+use mosaic::colour::Metric;
+use mosaic::compose::{self, CellLayout, Dims, MAX_ASPECT};
+use mosaic::quadtree::Sizes;
 use mosaic::softassign::SoftAssignParams;
 use mosaic::solve::{Method, SolveOptions};
+use mosaic::spacing::Spacing;
 
 /// A number > 0 (clap value parser).
 fn positive(text: &str) -> Result<f64, String> {
@@ -69,9 +72,12 @@ pub struct MethodArgs {
     /// Annealing moves per level, per patch (1-100000)
     #[arg(long, default_value_t = AnnealParams::default().moves_per_patch, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub anneal_moves: u32,
-    /// The most patches one tile may fill (1: no repeated tiles); every method honours it, and a grid of more than N x tiles patches is an error naming the smallest N that works
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = kit::cli::parse_count)]
-    pub repeat: usize,
+    /// The most patches one tile may fill (default 1: no repeated tiles; with --min-distance and no --repeat, as many as the spacing allows); every method honours it, and a grid of more than N x tiles patches is an error naming the smallest N that works
+    #[arg(long, value_name = "N", value_parser = kit::cli::parse_count)]
+    pub repeat: Option<usize>,
+    /// The same tile never twice within D cells (Chebyshev distance: D columns and D rows either way), as metapixel's --distance; lets tiles repeat (no limit unless --repeat gives one); every method honours it, exact as a constrained assignment that reports whether it proved the optimum or its gap to a lower bound
+    #[arg(long, value_name = "D", value_parser = kit::cli::parse_count)]
+    pub min_distance: Option<usize>,
 }
 
 impl MethodArgs {
@@ -92,8 +98,20 @@ impl MethodArgs {
                 cooling: self.anneal_cooling,
                 moves_per_patch: self.anneal_moves,
             },
-            repeat: self.repeat,
+            repeat: self.repeat(),
+            spacing: None,
         }
+    }
+
+    /// `--repeat`, or its default: 1, and no limit with `--min-distance` (the spacing is the
+    /// limit then).
+    pub fn repeat(&self) -> usize {
+        self.repeat.unwrap_or(if self.min_distance.is_some() { usize::MAX } else { 1 })
+    }
+
+    /// `--min-distance` on a grid of patches.
+    pub fn spacing(&self, grid: Dims) -> Option<Spacing> {
+        self.min_distance.map(|distance| Spacing { cols: grid.0, rows: grid.1, distance })
     }
 }
 
@@ -107,6 +125,9 @@ pub struct SolveArgs {
     pub distance: PathBuf,
     #[arg(long, value_enum, help = METHOD_HELP)]
     pub method: Method,
+    /// The patches' grid, COLSxROWS (rows of D row-major over it); needed by --min-distance
+    #[arg(long, value_name = "COLSxROWS")]
+    pub grid: Option<Dims>,
     #[command(flatten)]
     pub params: MethodArgs,
     #[command(flatten)]
@@ -122,28 +143,62 @@ pub struct ProblemArgs {
     /// Folder of tile images (searched recursively)
     #[arg(long)]
     pub tiles: PathBuf,
-    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat)
-    #[arg(long, value_name = "COLSxROWS")]
-    pub grid: Dims,
-    /// Feature cells per patch and tile, UxV
+    /// Patch grid, COLSxROWS (each 1-65536; patches may not outnumber the tiles times --repeat); required unless --layout adaptive
+    #[arg(long, value_name = "COLSxROWS", required_unless_present = "min_cell")]
+    pub grid: Option<Dims>,
+    /// grid: equal patches (--grid); adaptive: square cells of a quadtree, from --max-cell where the target is flat down to --min-cell where it has detail (each tile still used at most --repeat times, across every cell size)
+    #[arg(long, value_enum, default_value_t = LayoutKind::Grid)]
+    pub layout: LayoutKind,
+    /// The smallest adaptive cell's side, in target pixels
+    #[arg(long, value_name = "PX", value_parser = kit::cli::parse_count, required_if_eq("layout", "adaptive"))]
+    pub min_cell: Option<usize>,
+    /// The largest adaptive cell's side, in target pixels: --min-cell times a power of two
+    #[arg(long, value_name = "PX", value_parser = kit::cli::parse_count, required_if_eq("layout", "adaptive"))]
+    pub max_cell: Option<usize>,
+    /// Feature cells per patch and tile, UxV (the grid of mean colours they are compared by)
     #[arg(long, value_name = "UxV", default_value = "4x4")]
     pub cells: Dims,
+    /// How cells are compared: lab (default: Euclidean in CIELAB of each cell's mean colour), ciede2000 (the CIEDE2000 difference of each cell, slower, closer to what the eye sees) or rgb (the paper's Eq. 1 on mean sRGB values); a cell's differences are combined as the square root of their sum of squares
+    #[arg(long, value_enum, default_value_t = Metric::default())]
+    pub metric: Metric,
     #[command(flatten)]
     pub cache: CacheArgs,
 }
 
+/// How the target is cut (`--layout`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutKind {
+    Grid,
+    Adaptive,
+}
+
 impl ProblemArgs {
+    /// The layout the flags ask for; a usage error where they do not go together.
+    pub fn layout(&self) -> anyhow::Result<CellLayout> {
+        let usage = |text: &str| anyhow::Error::from(kit::Usage(text.into()));
+        match (self.layout, self.grid, self.min_cell, self.max_cell) {
+            (LayoutKind::Grid, Some(grid), None, None) => Ok(CellLayout::Grid(grid)),
+            (LayoutKind::Grid, _, _, _) => Err(usage("--min-cell and --max-cell need --layout adaptive")),
+            (LayoutKind::Adaptive, None, Some(min), Some(max)) => Ok(CellLayout::Adaptive(Sizes { min, max })),
+            (LayoutKind::Adaptive, Some(_), _, _) => Err(usage(
+                "--layout adaptive takes --min-cell and --max-cell, not --grid (--cells stays the feature grid)",
+            )),
+            (LayoutKind::Adaptive, None, _, _) => Err(usage("--layout adaptive needs --min-cell PX and --max-cell PX")),
+        }
+    }
+
     /// Measures the target's patches and indexes the tiles (warnings on stderr).
     pub fn prepare(&self) -> anyhow::Result<compose::Problem> {
         let cache_dir = self.cache.dir();
         let spec = compose::ProblemSpec {
             target: &self.target,
             tiles: &self.tiles,
-            grid: self.grid,
+            layout: self.layout()?,
             cells: self.cells,
+            metric: self.metric,
             cache_dir: cache_dir.as_deref(),
         };
-        Ok(compose::prepare(&spec, crate::warn)?)
+        Ok(compose::prepare(&spec, super::warn)?)
     }
 }
 
@@ -260,6 +315,9 @@ pub struct BenchCmd {
     /// optimum from the GPU's certified exact solver
     #[arg(long)]
     pub skip_cpu: bool,
+    /// Instead: the exact solvers (GPU auction, CPU) on photo, uniform and integer cost matrices, each written to DIR as float32 .npy for other solvers to solve too (apps/mosaic/scripts/exact_costs.py); sizes from --size (default 2048x8192, 4096x16384, 4096x4096, 10000x10000)
+    #[arg(long, value_name = "DIR")]
+    pub costs: Option<PathBuf>,
 }
 
 /// `MxN` with 1 <= M <= N <= 16384 (every patch needs its own tile).

@@ -4,8 +4,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 use kit::Backend;
+use mosaic::colour::Metric;
 use mosaic::index::IndexStats;
-use mosaic::solve::{Method, Solved};
+use mosaic::matrix::effective_repeat;
+use mosaic::solve::{Method, SolveOptions, Solved};
 use mosaic::DistanceMatrix;
 use serde::Serialize;
 
@@ -20,29 +22,58 @@ pub struct SolveReport {
     /// The tile of each patch.
     pub assignment: Vec<usize>,
     pub solve_ms: f64,
-    /// The exact method's certificate: primal cost minus dual objective (null otherwise).
+    /// `--min-distance` (null without).
+    pub min_distance: Option<usize>,
+    /// The exact method's certificate: cost minus the lower bound (null otherwise).
     pub duality_gap: Option<f64>,
+    /// The exact method's lower bound on the optimum (null otherwise).
+    pub lower_bound: Option<f64>,
+    /// Whether the assignment is proved optimal (the exact method without --min-distance
+    /// always; with it only when its bounds met).
+    pub optimal: bool,
 }
 
 impl SolveReport {
-    pub fn new(solved: &Solved, d: &DistanceMatrix, repeat: usize) -> Self {
+    pub fn new(solved: &Solved, d: &DistanceMatrix, options: &SolveOptions) -> Self {
         SolveReport {
             method: solved.method,
             cost: solved.cost,
             patches: d.rows,
             tiles: d.cols,
-            repeat,
+            repeat: effective_repeat(options.repeat, d.rows),
             assignment: solved.assignment.clone(),
             solve_ms: solved.solve_ms,
+            min_distance: options.spacing.map(|s| s.distance),
             duality_gap: solved.duality_gap,
+            lower_bound: solved.lower_bound,
+            optimal: solved.optimal,
         }
     }
 }
 
-/// "each used at most once" / "each used at most 4 times".
-fn uses(repeat: usize) -> String {
+/// What the exact method proved, for the text summaries: nothing for the other methods or
+/// a certified optimum, the gap to the lower bound for a heuristic result.
+fn proof(method: Method, optimal: bool, cost: f64, lower_bound: Option<f64>) -> String {
+    match lower_bound {
+        Some(bound) if method == Method::Exact && !optimal => format!(
+            "; not proved optimal under --min-distance: a heuristic within {:.3}% of the lower bound {bound:.6}",
+            100.0 * (cost - bound) / bound.max(f64::MIN_POSITIVE)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// " at least D+1 cells apart" under --min-distance.
+fn apart(min_distance: Option<usize>) -> String {
+    min_distance.map(|d| format!(", the same tile at least {} cells apart", d + 1)).unwrap_or_default()
+}
+
+/// "each used at most once" / "each used at most 4 times" / "repeats unlimited" (a repeat
+/// as large as the patches' count).
+fn uses(repeat: usize, patches: usize) -> String {
     match repeat {
         1 => "each used at most once".into(),
+        n if n >= patches => "repeats unlimited".into(),
         n => format!("each used at most {n} times"),
     }
 }
@@ -51,19 +82,23 @@ impl fmt::Display for SolveReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{}: cost {:.6} for {} patches from {} tiles ({}) in {:.1} ms",
+            "{}: cost {:.6} for {} patches from {} tiles ({}{}) in {:.1} ms{}",
             self.method.name(),
             self.cost,
             self.patches,
             self.tiles,
-            uses(self.repeat),
-            self.solve_ms
+            uses(self.repeat, self.patches),
+            apart(self.min_distance),
+            self.solve_ms,
+            proof(self.method, self.optimal, self.cost, self.lower_bound)
         )
     }
 }
 
 #[derive(Serialize)]
 pub struct DistanceReport {
+    /// How the cells were compared (`--metric`).
+    pub metric: Metric,
     pub patches: usize,
     pub tiles: usize,
     pub index: IndexStats,
@@ -72,13 +107,22 @@ pub struct DistanceReport {
 
 impl fmt::Display for DistanceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} patches x {} tiles in {:.1} ms", self.patches, self.tiles, self.distance_ms)
+        write!(
+            f,
+            "{} patches x {} tiles ({}) in {:.1} ms",
+            self.patches,
+            self.tiles,
+            self.metric.name(),
+            self.distance_ms
+        )
     }
 }
 
 #[derive(Serialize)]
 pub struct BuildReport {
     pub method: Method,
+    /// How the cells were compared (`--metric`).
+    pub metric: Metric,
     /// Where each step ran: the distances and the render on `--backend`, the solver where the
     /// method runs (greedy and anneal on the CPU, exact on the CPU with `--repeat` above 1).
     pub distance_backend: Backend,
@@ -96,6 +140,12 @@ pub struct BuildReport {
     pub height: usize,
     /// The most patches one tile may fill.
     pub repeat: usize,
+    /// `--min-distance` (null without).
+    pub min_distance: Option<usize>,
+    /// The exact method's lower bound on the optimum (null otherwise).
+    pub lower_bound: Option<f64>,
+    /// Whether the assignment is proved optimal.
+    pub optimal: bool,
     /// The colour transfer's strength (0: tiles as they are).
     pub tint: f64,
     pub solve_ms: f64,
@@ -121,13 +171,15 @@ impl fmt::Display for BuildReport {
         };
         write!(
             f,
-            "{}: {} patches from {} tiles ({}), cost {:.1}{ratio}, solved in {:.1} ms; wrote {} ({}x{})",
+            "{}: {} patches from {} tiles ({}{}), cost {:.1}{ratio}, solved in {:.1} ms{}; wrote {} ({}x{})",
             self.method.name(),
             self.patches,
             self.tiles,
-            uses(self.repeat),
+            uses(self.repeat, self.patches),
+            apart(self.min_distance),
             self.cost,
             self.solve_ms,
+            proof(self.method, self.optimal, self.cost, self.lower_bound),
             self.out.display(),
             self.width,
             self.height
@@ -139,6 +191,8 @@ impl fmt::Display for BuildReport {
 pub struct CellTile {
     pub col: usize,
     pub row: usize,
+    /// x, y, w, h in target pixels.
+    pub rect: mosaic::compose::Rect,
     /// The tile's path: the tile folder as given, joined with its path inside it.
     pub tile: String,
 }

@@ -11,8 +11,13 @@
 
 use engine::{Buffer, Context, Kernel, Location, Recorder};
 
-use crate::auction::{AuctionState, NONE};
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+
+use crate::auction::{epsilons_for, normalised, repair, scale_of, AuctionState, ExactSolution, NONE};
 use crate::error::{MosaicError, Result};
+use crate::matrix::DistanceMatrix;
 use crate::shaders::kernels;
 
 /// Rounds in a phase's first batch; each later batch doubles, up to [`MAX_BATCH`].
@@ -336,4 +341,30 @@ impl GpuAuction {
         }
         self.state(rounds, reverse_rounds)
     }
+}
+
+/// Solves `d` exactly: auction on the GPU, certificate and repair on the CPU; `progress`
+/// reaches d.rows at the end (it moves once per phase, then through the repair).
+pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
+    let start = Instant::now();
+    let scale = scale_of(d);
+    let auction = GpuAuction::new(ctx, d.rows, d.cols)?;
+    let state = auction.run(&normalised(d, scale), &epsilons_for(d, scale), |phase, phases| {
+        progress.set_position((d.rows * phase / (phases + 1)) as u64);
+    })?;
+    let auction_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let certified = repair::certify_or_repair(d, &state, scale)?;
+    progress.set_position(d.rows as u64);
+    Ok(ExactSolution {
+        cost: d.cost(&certified.assignment),
+        assignment: certified.assignment,
+        gap: certified.gap,
+        repaired_rows: certified.repaired_rows,
+        fallback: certified.fallback,
+        rounds: state.rounds,
+        reverse_rounds: state.reverse_rounds,
+        auction_ms,
+        repair_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
 }
