@@ -3,19 +3,18 @@
 //! code of their quantised centres ([`order`]), centres coded as differences of those codes
 //! and every other value as the residual from a prediction (the previous kernel's value or
 //! a constant of the file), all with adaptive binary models under `constriction`'s range
-//! coder ([`binary`]).
+//! coder ([`kit::entropy`]).
 //!
 //! The reader trusts no byte: the CRC and every header field are checked, and the memory
 //! budget, before anything is allocated; every decoded integer is checked against its range;
 //! the decoded model is validated as every model is.
 
-mod binary;
 mod order;
 mod quant;
 
 pub use quant::{quantised, Group, Quantiser, Steps, StepsRecord, GROUPS};
 
-use binary::{Coder, Contexts, Cost, Decoder, Encoder};
+use kit::entropy::{Coder, Contexts, Cost, Decoder, Encoder, EntropyError};
 use order::{bits_for, deinterleave, interleave};
 
 use crate::model::{packed_len, ColorSpace, Model, ModelError, MAX_EXTENT, MAX_KERNELS};
@@ -32,6 +31,15 @@ pub enum CodecError {
     Coder,
     #[error(transparent)]
     Budget(#[from] kit::KitError),
+}
+
+impl From<EntropyError> for CodecError {
+    fn from(e: EntropyError) -> CodecError {
+        match e {
+            EntropyError::Coder => CodecError::Coder,
+            EntropyError::Corrupt(what) => CodecError::Corrupt(what),
+        }
+    }
 }
 
 impl From<CodecError> for ModelError {
