@@ -27,6 +27,9 @@ bash tools/icet/build.sh || echo "tools/icet/build.sh failed: the IceT compariso
 set +e
 cargo test --workspace --no-fail-fast "$@" 2>&1 | tee target/test.log
 status=${PIPESTATUS[0]}
+# No import circles between sibling modules of any crate.
+echo "== import circles (tools/import-circles.py) =="
+python3 tools/import-circles.py || status=1
 # The Python package (python/): its wheel in the dev profile from this target dir, pytest.
 echo "== python package (tools/test-python.sh) =="
 bash tools/test-python.sh || status=1

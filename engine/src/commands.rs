@@ -19,8 +19,8 @@ use bytemuck::{NoUninit, Pod};
 
 use crate::context::{Context, Queue, Shared};
 use crate::error::{EngineError, Result, VkContext};
+use crate::hazards::{Barrier, Tracker, Use};
 use crate::memory::{Bind, Buffer, BufferBinding, Keep};
-use crate::pass::{Barrier, Tracker, Use};
 use crate::pipeline::{ComputePipeline, PipelineHandles};
 use crate::profile::{PassTime, Timestamps};
 

@@ -15,7 +15,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use serde::Serialize;
 
 use crate::error::{EngineError, Result, VkContext};
-use crate::select::DeviceSelector;
+use crate::select::{DeviceRef, DeviceSelector};
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
@@ -599,6 +599,74 @@ pub fn describe_all() -> Result<Vec<DeviceInfo>> {
             describe(&instance.raw, pd, i, family as u32)
         })
         .collect())
+}
+
+/// How the default device is ranked: discrete before integrated before virtual before CPU.
+fn type_rank(kind: vk::PhysicalDeviceType) -> u8 {
+    match kind {
+        vk::PhysicalDeviceType::DISCRETE_GPU => 0,
+        vk::PhysicalDeviceType::INTEGRATED_GPU => 1,
+        vk::PhysicalDeviceType::VIRTUAL_GPU => 2,
+        vk::PhysicalDeviceType::CPU => 3,
+        _ => 4,
+    }
+}
+
+impl Instance {
+    /// The indices (into [`Instance::devices`]) that `selector` names. An index or name that
+    /// matches no device is an error listing the devices there are.
+    pub fn select(&self, selector: &DeviceSelector) -> Result<Vec<usize>> {
+        let devices = self.devices()?;
+        if devices.is_empty() {
+            return Err(EngineError::NoDevice);
+        }
+        let names: Vec<String> = devices.iter().map(|&d| self.device_name(d)).collect();
+        let kinds: Vec<vk::PhysicalDeviceType> =
+            devices.iter().map(|&d| unsafe { self.raw.get_physical_device_properties(d) }.device_type).collect();
+        let not_found = |what: &dyn std::fmt::Display| {
+            let listed = names.iter().enumerate().map(|(i, n)| format!("{i}: {n}")).collect::<Vec<_>>().join(", ");
+            EngineError::DeviceNotFound(what.to_string(), listed)
+        };
+        match selector {
+            DeviceSelector::Auto => Ok(vec![(0..devices.len()).min_by_key(|&i| (type_rank(kinds[i]), i)).unwrap_or(0)]),
+            DeviceSelector::All => {
+                let gpus: Vec<usize> =
+                    (0..devices.len()).filter(|&i| kinds[i] != vk::PhysicalDeviceType::CPU).collect();
+                Ok(if gpus.is_empty() { (0..devices.len()).collect() } else { gpus })
+            }
+            DeviceSelector::Devices(list) => list
+                .iter()
+                .map(|one| match one {
+                    DeviceRef::Index(i) if *i < devices.len() => Ok(*i),
+                    DeviceRef::Index(_) => Err(not_found(one)),
+                    DeviceRef::Name(n) => {
+                        let lower = n.to_lowercase();
+                        names.iter().position(|name| name.to_lowercase().contains(&lower)).ok_or_else(|| not_found(one))
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// The one device `selector` names; a selector of several devices is an error, since
+    /// the caller runs on one.
+    pub fn select_one(&self, selector: &DeviceSelector) -> Result<usize> {
+        let picked = self.select(selector)?;
+        match picked.as_slice() {
+            [one] => Ok(*one),
+            _ => Err(EngineError::SeveralDevices { selector: selector.to_string(), count: picked.len() }),
+        }
+    }
+
+    /// The device of MPI rank (or worker) `rank`: the devices the selector names (every GPU
+    /// for the default), taken in turn, so rank i uses entry i mod their count.
+    pub fn select_for_rank(&self, selector: &DeviceSelector, rank: usize) -> Result<usize> {
+        let pool = match selector {
+            DeviceSelector::Auto => self.select(&DeviceSelector::All)?,
+            other => self.select(other)?,
+        };
+        Ok(pool[rank % pool.len()])
+    }
 }
 
 #[cfg(test)]

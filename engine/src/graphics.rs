@@ -21,8 +21,8 @@ use gpu_allocator::MemoryLocation;
 use crate::commands::Recorder;
 use crate::context::{Context, Shared};
 use crate::error::{EngineError, Result, VkContext};
+use crate::hazards::Use;
 use crate::memory::{Bind, Buffer, BufferBinding, MemoryBlock, Resource};
-use crate::pass::Use;
 use crate::pipeline::spirv_words;
 use crate::pipeline::PipelineObject;
 

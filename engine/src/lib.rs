@@ -35,6 +35,7 @@ pub mod commands;
 pub mod context;
 pub mod error;
 pub mod graphics;
+pub(crate) mod hazards;
 pub mod kernel;
 pub mod memory;
 pub mod pass;

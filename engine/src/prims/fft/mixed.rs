@@ -17,7 +17,7 @@
 //!   sector; rows of 1920 take 128 invocations, 5 passes of radix 8, 4, 4, 5, 3 in shared
 //!   memory. 2.65 GB in all per inverse FFT of the stack: 0.66 ms at 4 TB/s.
 
-use super::gpu::{append, Dispatch, Limits, Lines, LinesPush, Push, COMPLEX_BYTES};
+use super::plan::{append, Dispatch, Limits, Lines, LinesPush, Push, COMPLEX_BYTES};
 use super::tables::twiddles;
 use crate::context::Context;
 use crate::error::Result;

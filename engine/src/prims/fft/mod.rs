@@ -18,12 +18,14 @@
 mod cpu;
 mod gpu;
 mod mixed;
+mod plan;
 mod tables;
 #[cfg(test)]
 mod tests;
 
 pub use cpu::{fft2d_cpu, Fft2dCpu};
-pub use gpu::{Fft2d, FftConfig, FFT_COLUMNS, FFT_ROW_INVOCATIONS, FFT_VALUES};
+pub use gpu::Fft2d;
+pub use plan::{FftConfig, FFT_COLUMNS, FFT_ROW_INVOCATIONS, FFT_VALUES};
 pub use rustfft::num_complex::Complex64;
 
 /// The size of the FFT a line of `n` values takes in a workgroup's shared memory: `n` for
