@@ -19,10 +19,6 @@ PSNR range) is ours against x265: negative means fewer bits than x265 at equal P
 
   tools/lfrd.py --lightfield target/release/lightfield --scene DIR [--scene DIR ...]
                 --work DIR --json OUT.jsonl [--plot OUT.png] [--backend cpu|gpu]
-                [--epsilons 0.2,0.07] [--step-scale S] [--baseline OLD_BINARY]
-
---baseline codes the same views with the same dictionaries by another build (an older
-entropy coder, say) as codec "ours-baseline", with its BD-rates in the summary.
 
 One JSON object per line per (scene, codec, setting), then one per scene with the BD-rate.
 Needs ffmpeg with libx265 (apt-get install ffmpeg), numpy and Pillow.
@@ -137,30 +133,23 @@ def jpeg_points(views):
     return out
 
 
-def ours_points(lightfield, scene, others, views, work, args, codec="ours", trained=None):
-    """Our points; `trained` (a previous call's dictionary path and training record) codes
-    with the same dictionaries instead of training again (how --baseline compares coders)."""
+def ours_points(lightfield, scene, others, views, work, args):
     n, h, w, _ = views.shape
-    if trained is None:
-        dict_path = os.path.join(work, "dict.lfd")
-        t0 = time.time()
-        train = ["--dictionaries", str(args.dictionaries), "--patch", args.patch, "--max-patches",
-                 str(args.max_patches), "--iterations", str(args.iterations), "--epsilon", "0.02"]
-        rec = json.loads(run([lightfield, "train", "--input", *others, *train, "--out", dict_path, "--json",
-                              "--backend", args.backend]).splitlines()[-1])
-        train_ms = (time.time() - t0) * 1e3
-    else:
-        dict_path, rec, train_ms = trained
+    dict_path = os.path.join(work, "dict.lfd")
+    t0 = time.time()
+    train = ["--dictionaries", str(args.dictionaries), "--patch", args.patch, "--max-patches", str(args.max_patches),
+             "--iterations", str(args.iterations), "--epsilon", "0.02"]
+    rec = json.loads(run([lightfield, "train", "--input", *others, *train, "--out", dict_path, "--json",
+                          "--backend", args.backend]).splitlines()[-1])
+    train_ms = (time.time() - t0) * 1e3
     my, mx, mu, mv = (int(x) for x in args.patch.split("x"))
     sparsity = my * mx * mu * mv * 3 // 4
     out = []
-    for eps in args.epsilons:
-        lfc = os.path.join(work, f"{codec}_{eps}.lfc")
-        step = ["--step-scale", args.step_scale] if codec == "ours" and args.step_scale != "1" else []
+    for eps in EPSILONS:
+        lfc = os.path.join(work, f"ours_{eps}.lfc")
         enc = json.loads(run([lightfield, "encode", "--input", scene, "--dict", dict_path, "--sparsity", str(sparsity),
-                              "--epsilon", str(eps), *step, "--out", lfc, "--json", "--backend", args.backend])
-                         .splitlines()[-1])
-        folder = os.path.join(work, f"{codec}_{eps}")
+                              "--epsilon", str(eps), "--out", lfc, "--json", "--backend", args.backend]).splitlines()[-1])
+        folder = os.path.join(work, f"ours_{eps}")
         dec = json.loads(run([lightfield, "decode", lfc, "--views", folder, "--json", "--backend", args.backend])
                          .splitlines()[-1])
         u, v = enc["views"]
@@ -168,11 +157,11 @@ def ours_points(lightfield, scene, others, views, work, args, codec="ours", trai
                         for i in range(u * v)])
         bits = os.path.getsize(lfc) * 8
         rgb, y = quality(views, got)
-        out.append({"codec": codec, "setting": f"epsilon {eps}", "bits": bits, "bpp": bits / (n * h * w),
+        out.append({"codec": "ours", "setting": f"epsilon {eps}", "bits": bits, "bpp": bits / (n * h * w),
                     "psnr_rgb_db": rgb, "psnr_y_db": y, "encode_ms": enc["encode_ms"], "decode_ms": dec["decode_ms"],
                     "mean_coefficients": enc["mean_coefficients"], "train_ms": train_ms, "dictionaries": args.dictionaries,
                     "patch": args.patch, "train_patches": rec["training_patches"]})
-    return out, (dict_path, rec, train_ms)
+    return out
 
 
 def bd_rate(anchor, test):
@@ -200,7 +189,7 @@ def at_bpp(points, bpp):
     return None
 
 
-COLOURS = {"ours": (200, 30, 30), "ours-baseline": (240, 150, 150), "x265": (30, 90, 200), "jpeg": (40, 150, 40)}
+COLOURS = {"ours": (200, 30, 30), "x265": (30, 90, 200), "jpeg": (40, 150, 40)}
 
 
 def plot(results, path):
@@ -232,7 +221,7 @@ def plot(results, path):
     for codec, colour in COLOURS.items():
         d.rectangle([x, ph + 4, x + 10, ph + 14], fill=colour)
         d.text((x + 14, ph + 3), codec, fill="black")
-        x += 30 + 7 * len(codec)
+        x += 70
     d.text((x, ph + 3), "RGB PSNR (dB) against bits per pixel (log scale)", fill="black")
     img.save(path, optimize=True)
 
@@ -249,11 +238,6 @@ def main():
     ap.add_argument("--patch", default="5x5x8x8")
     ap.add_argument("--max-patches", type=int, default=8000)
     ap.add_argument("--iterations", type=int, default=3)
-    ap.add_argument("--epsilons", type=lambda t: [float(x) for x in t.split(",")], default=EPSILONS,
-                    help="comma-separated epsilons of our points")
-    ap.add_argument("--step-scale", default="1", help="lightfield encode --step-scale of our points (not the baseline's)")
-    ap.add_argument("--baseline", help="another lightfield binary (an older coder) coded with the same dictionaries, "
-                                       "as codec ours-baseline")
     args = ap.parse_args()
     if len(args.scene) < 2:
         sys.exit("lfrd.py: give at least two --scene folders (each is coded with dictionaries trained on the others)")
@@ -265,9 +249,7 @@ def main():
             work = tempfile.mkdtemp(prefix=name + ".", dir=args.work)
             views, grid = read_views(scene)
             others = [s for s in args.scene if s != scene]
-            points, trained = ours_points(args.lightfield, scene, others, views, work, args)
-            if args.baseline:
-                points += ours_points(args.baseline, scene, others, views, work, args, "ours-baseline", trained)[0]
+            points = ours_points(args.lightfield, scene, others, views, work, args)
             points += x265_points(views, grid, work)
             points += jpeg_points(views)
             for p in points:
@@ -278,14 +260,10 @@ def main():
             ours = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "ours"]
             x265 = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "x265"]
             jpeg = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "jpeg"]
-            base = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "ours-baseline"]
             summary = {"scene": name, "codec": "summary", "bd_rate_ours_vs_x265_pct": bd_rate(x265, ours),
                        "bd_rate_jpeg_vs_x265_pct": bd_rate(x265, jpeg),
                        "psnr_at_0.3bpp": {c: at_bpp([p for p in points if p["codec"] == c], 0.3)
-                                          for c in ("ours", "ours-baseline", "x265", "jpeg")}}
-            if base:
-                summary["bd_rate_baseline_vs_x265_pct"] = bd_rate(x265, base)
-                summary["bd_rate_ours_vs_baseline_pct"] = bd_rate(base, ours)
+                                          for c in ("ours", "x265", "jpeg")}}
             out.write(json.dumps(summary) + "\n")
             out.flush()
             print(json.dumps(summary), file=sys.stderr)

@@ -134,7 +134,7 @@ pub fn lightfield_train(
     if max_patches == 0 || iterations > 1000 {
         return Err(Error::invalid("max_patches must be at least 1 and iterations at most 1000").into());
     }
-    let params = Params::new(sparsity.unwrap_or((shape.len() / 8).max(1)), epsilon);
+    let params = Params { sparsity: sparsity.unwrap_or((shape.len() / 8).max(1)), epsilon };
     let lfs: Vec<LightField> = light_fields
         .iter()
         .enumerate()
@@ -171,7 +171,7 @@ pub fn lightfield_encode<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let backend = Backend::parse(backend)?;
     let lf = extract_lf(light_field, "light_field")?;
-    let params = Params::new(sparsity, epsilon);
+    let params = Params { sparsity, epsilon };
     let ens = &ensemble.ensemble;
     let bytes = run(py, || {
         params.check(ens.shape.len())?;

@@ -26,7 +26,6 @@
 
 pub mod budget;
 pub mod cli;
-pub mod entropy;
 pub mod error;
 pub mod fuzz;
 pub mod heap;

@@ -124,7 +124,7 @@ pub fn run(
         k: s.k,
         shape: s.shape,
         iterations: s.train_iterations,
-        params: Params::new(s.shape.len() / 8, PAPER_EPSILON),
+        params: Params { sparsity: s.shape.len() / 8, epsilon: PAPER_EPSILON },
         seed: 1,
         max_patches: 20_000,
         precluster: false,
@@ -167,7 +167,7 @@ fn table1(
     device_name: &str,
     emit: &mut impl FnMut(serde_json::Value),
 ) -> Result<()> {
-    let params = Params::new(s.sparsity, PAPER_EPSILON);
+    let params = Params { sparsity: s.sparsity, epsilon: PAPER_EPSILON };
     let lf = generate(s.views, s.full, 11);
     let gpu = GpuCodec::new(ctx, ens)?;
     // Warm-up (driver caches, allocator) on a crop, then the timed run.
@@ -176,7 +176,7 @@ fn table1(
     engine::ceilings::warm_up(ctx, std::time::Duration::from_millis(300))?;
     // The run of median wall time out of three (the first full-size run has varied by 2x).
     // Each run goes from the light field in memory to the .lfc bytes (the bitstream is
-    // coded beside the GPU; the last sections' range coding is the tail).
+    // serialised beside the GPU; zstd is the tail).
     let mut runs = Vec::new();
     for _ in 0..3 {
         let t0 = Instant::now();
@@ -395,7 +395,7 @@ fn rate_distortion(
     let gpu = GpuCodec::new(ctx, ens)?;
     let samples = lf.samples() as f64;
     for &epsilon in s.rd_epsilons {
-        let params = Params::new(s.shape.len() / 4, epsilon);
+        let params = Params { sparsity: s.shape.len() / 4, epsilon };
         let (compressed, _) = encode_lightfield(&lf, ens, params, CodecPath::Gpu(&gpu))?;
         let bytes = compressed.to_bytes()?.len();
         let (decoded, _) = decode_lightfield(&compressed, CodecPath::Gpu(&gpu))?;

@@ -5,14 +5,12 @@
 use std::ops::Range;
 use std::path::Path;
 
-pub use crate::bytes::LFC_MAGIC;
 use crate::codes::{Codes, Params};
 use crate::dictionary::Ensemble;
-use crate::entropy::Limits;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
-pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION};
+pub use crate::sections::{Header, HEADER_LEN, LFC_MAGIC, LFC_VERSION};
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,10 +39,9 @@ impl Compressed {
         let n = self.codes.len();
         let mut frames = vec![sections::ensemble_frame(&self.ensemble)?];
         let starts: Vec<usize> = (0..n).step_by(SECTION_PATCHES).collect();
-        let limits = section_limits(&self.ensemble, self.params);
         let coded: Vec<Frame> = starts
             .into_par_iter()
-            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n), limits))
+            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n)))
             .collect::<Result<_>>()?;
         frames.extend(coded);
         sections::assemble(fields, &frames)
@@ -71,10 +68,7 @@ impl Compressed {
     fn fields(&self) -> Result<Fields> {
         self.params.check(self.ensemble.shape.len())?;
         if self.step != self.params.base_step() {
-            return Err(LfError::Invalid(format!(
-                "quantisation step {} is not {} x epsilon",
-                self.step, self.params.step_scale
-            )));
+            return Err(LfError::Invalid(format!("quantisation step {} is not epsilon's", self.step)));
         }
         let mut size = [0u32; 4];
         for (s, &d) in size.iter_mut().zip(&self.size) {
@@ -92,12 +86,12 @@ impl Compressed {
     }
 
     /// Parses and checks `.lfc` bytes: the header and section table ([`Header::parse`]),
-    /// the ensemble, then every section in parallel (checksum, the range-coded codes, every
-    /// index and level against its range); see
+    /// the ensemble, then every section in parallel (checksum, one zstd frame with its
+    /// content size and checksum, every index and level against its range); see
     /// docs/formats.md. A file this accepts decodes to finite samples.
     pub fn from_bytes(bytes: &[u8]) -> Result<Compressed> {
         let (header, bounds, ensemble) = open(bytes)?;
-        let params = header_params(&header);
+        let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
         let codes = read_sections(&header, bytes, &bounds, 0..header.sections())?;
         Ok(Compressed { size: header.size, params, step: header.step, ensemble, codes })
     }
@@ -116,13 +110,8 @@ impl Compressed {
     }
 }
 
-/// The section coder's limits of an encode with `ensemble` and `params`.
-pub fn section_limits(ensemble: &Ensemble, params: Params) -> Limits {
-    Limits { dictionaries: ensemble.k, patch_len: ensemble.shape.len(), sparsity: params.sparsity }
-}
-
 /// The codes of sections `sections` alone (patches `header.section(first).start` on),
-/// every one decoded in parallel; the other frames are not touched.
+/// every one decompressed and parsed in parallel; the other frames are not touched.
 /// Success flags and errors are not stored: every patch reads as a success.
 pub fn read_sections(header: &Header, bytes: &[u8], bounds: &Bounds, sections: Range<usize>) -> Result<Codes> {
     use rayon::prelude::*;
@@ -160,12 +149,6 @@ pub fn read_sections(header: &Header, bytes: &[u8], bounds: &Bounds, sections: R
     Ok(Codes { membership, success: vec![true; n], errors: vec![0.0; n], offsets, locations, levels })
 }
 
-/// The parameters a header gives: the step scale is step / epsilon (exact when the step is
-/// a power-of-two multiple of epsilon, as the writer makes it; anything else is refused).
-pub fn header_params(header: &Header) -> Params {
-    Params { sparsity: header.sparsity as usize, epsilon: header.epsilon, step_scale: header.step / header.epsilon }
-}
-
 /// The header, the bounds every section is checked against, and the ensemble of `.lfc`
 /// bytes: the parameters checked as the encoder checks them, the patch count against the
 /// size and the patch shape. The CPU reader and the decode to device share it.
@@ -173,14 +156,11 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
     let header = Header::parse(bytes)?;
     let ensemble = header.ensemble(bytes)?;
     let bad = |m: String| LfError::corrupt("light-field bitstream", m);
-    let params = header_params(&header);
-    if !crate::codes::STEP_SCALES.contains(&params.step_scale) || header.step != params.base_step() {
-        return Err(bad(format!(
-            "quantisation step {:e} is not 1, 2, 4 or 8 x epsilon ({:e})",
-            header.step, header.epsilon
-        )));
-    }
+    let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
     params.check(ensemble.shape.len()).map_err(|e| bad(e.to_string()))?;
+    if header.step != params.base_step() {
+        return Err(bad(format!("quantisation step {:e} is not epsilon ({:e})", header.step, header.epsilon)));
+    }
     let [u, v, h, w] = header.size;
     let grid = PatchGrid::new(ensemble.shape, u, v, h, w);
     if header.patches != grid.len() as u64 {
@@ -206,7 +186,7 @@ pub(crate) mod tests {
         use rand::{Rng, SeedableRng};
         let shape = crate::patch::PatchShape { my: 2, mx: 2, mu: 1, mv: 1 };
         let ensemble = Ensemble::random(shape, 3, seed);
-        let params = Params::new(6, 0.05);
+        let params = Params { sparsity: 6, epsilon: 0.05 };
         let grid = PatchGrid::new(shape, 1, 1, h, w);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut codes = Codes { offsets: vec![0], ..Default::default() };
@@ -262,53 +242,5 @@ pub(crate) mod tests {
         for cut in [0, 7, HEADER_LEN, HEADER_LEN + 20, bytes.len() - 1] {
             assert!(Compressed::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-    }
-
-    /// The section coder's CPU time at the paper's Table 1 size (42,025 patches of 4,800
-    /// samples, K = 64, T = 300) on codes with locations spread uniformly over the patch
-    /// (the significance map's worst case: every patch scans to near its end) and small
-    /// levels, about 250 coefficients a patch. A measurement, not a check:
-    /// `cargo test -p tessera-lightfield --lib -- --ignored --nocapture table_1`.
-    #[test]
-    #[ignore]
-    fn table_1_section_coding_time() {
-        use rand::{Rng, SeedableRng};
-        let shape = crate::patch::PatchShape { my: 5, mx: 5, mu: 8, mv: 8 };
-        let ensemble = Ensemble::random(shape, 64, 1);
-        let params = Params::new(300, 0.005);
-        let grid = PatchGrid::new(shape, 8, 8, 1024, 1024);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
-        let mut codes = Codes { offsets: vec![0], ..Default::default() };
-        for _ in 0..grid.len() {
-            codes.membership.push(rng.gen_range(0..64));
-            let mut locs: Vec<u32> = (0..4800).filter(|_| rng.gen_bool(250.0 / 4800.0)).take(300).collect();
-            locs.sort();
-            codes.levels.extend(locs.iter().map(|_| {
-                let m = 1 + (rng.gen::<f64>().ln() / 0.7f64.ln()) as i32;
-                if rng.gen_bool(0.5) {
-                    -m
-                } else {
-                    m
-                }
-            }));
-            codes.locations.extend(locs);
-            codes.offsets.push(codes.locations.len());
-            codes.success.push(true);
-            codes.errors.push(0.0);
-        }
-        let c = Compressed { size: [8, 8, 1024, 1024], params, step: params.base_step(), ensemble, codes };
-        let t = std::time::Instant::now();
-        let bytes = c.to_bytes().unwrap();
-        let encode_ms = kit::stats::ms_since(t);
-        let t = std::time::Instant::now();
-        let back = Compressed::from_bytes(&bytes).unwrap();
-        let decode_ms = kit::stats::ms_since(t);
-        assert_eq!(back.codes, c.codes);
-        println!(
-            "{} coefficients, {} bytes; coded in {encode_ms:.0} ms, decoded in {decode_ms:.0} ms on {} threads",
-            c.codes.locations.len(),
-            bytes.len(),
-            rayon::current_num_threads()
-        );
     }
 }

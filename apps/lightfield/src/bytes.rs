@@ -1,13 +1,7 @@
-//! Little-endian reading with bounds checks, the FNV-1a checksum and the files' magic
-//! numbers: what the `.lfc` and `.lfd` readers share (and the `.npy` reader, which names
-//! a `.lfc` or `.lfd` given in its place).
+//! Little-endian and LEB128 varint reading and writing with bounds checks, and the FNV-1a
+//! checksum: what the `.lfc` and `.lfd` readers share.
 
 use crate::error::{LfError, Result};
-
-/// The first bytes of a `.lfc` file.
-pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
-/// The first bytes of a `.lfd` file.
-pub const LFD_MAGIC: &[u8; 4] = b"TLFD";
 
 /// FNV-1a, 64 bit: the `.lfd` checksum.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
@@ -59,6 +53,19 @@ impl<'a> ByteReader<'a> {
         Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
     }
 
+    /// An unsigned LEB128 varint of at most 64 bits.
+    pub fn varint(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.take(1)?[0];
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(self.error("varint longer than 64 bits"))
+    }
+
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
@@ -70,5 +77,42 @@ impl<'a> ByteReader<'a> {
             return Err(self.error(format!("{} unexpected trailing bytes", self.bytes.len() - self.pos)));
         }
         Ok(())
+    }
+}
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub(crate) fn zigzag(v: i32) -> u64 {
+    ((v << 1) ^ (v >> 31)) as u32 as u64
+}
+
+pub(crate) fn unzigzag(v: u64) -> i32 {
+    ((v >> 1) as i32) ^ -((v & 1) as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_zigzag_round_trip() {
+        let mut out = Vec::new();
+        let values = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX];
+        values.iter().for_each(|&v| put_varint(&mut out, v));
+        let mut r = ByteReader::new(&out, "test");
+        for &v in &values {
+            assert_eq!(r.varint().unwrap(), v);
+        }
+        r.finish().unwrap();
+        for v in [0, 1, -1, 12345, -98765, i32::MAX, i32::MIN] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+        assert!(ByteReader::new(&[0x80, 0x80], "test").varint().is_err());
     }
 }

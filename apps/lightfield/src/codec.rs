@@ -13,7 +13,6 @@ use crate::codes::{patch_step, Codes, Limit, Params};
 use crate::cpu::decode::decode_patches_cpu;
 use crate::cpu::encode::encode_patches_cpu;
 use crate::dictionary::Ensemble;
-use crate::entropy::Limits;
 use crate::error::{LfError, Result};
 use crate::gpu::{GpuCodec, GpuTime};
 use crate::lightfield::LightField;
@@ -196,8 +195,7 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<Codes>();
     let (encoded, written, chunks_ms) = std::thread::scope(|scope| {
-        let limits = crate::bitstream::section_limits(ens, params);
-        let writer = scope.spawn(move || compress_sections(rx, limits));
+        let writer = scope.spawn(move || compress_sections(rx));
         // The sender goes with this call, so the writer ends however the encode ends.
         let encoded = encode_chunks(lf, ens, params, path, progress, move |chunk| {
             // The writer only stops once every sender is gone; it cannot have hung up.
@@ -220,7 +218,7 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
 /// Collects the chunks' codes from `rx` and compresses each section on
 /// [`pools::compression`] as soon as its last patch arrives. Returns the codes, the frames in
 /// patch order, and the CPU ms spent compressing.
-fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>, limits: Limits) -> (Codes, Result<Vec<Frame>>, f64) {
+fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
     let mut codes = Codes::default();
     let mut next = 0;
@@ -231,7 +229,7 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>, limits: Limits) -> (C
             let done = done_tx.clone();
             pool.spawn(move |_| {
                 let t = Instant::now();
-                let frame = sections::section_frame(&section, 0..section.len(), limits);
+                let frame = sections::section_frame(&section, 0..section.len());
                 let _ = done.send((range.start / SECTION_PATCHES, frame, ms_since(t)));
             });
         };
@@ -390,10 +388,9 @@ pub fn patch_rmse(grid: &PatchGrid, a: &LightField, b: &LightField, p: usize) ->
 ///
 /// "Reached epsilon" has one meaning, the encoder's test: the patch's squared error in
 /// coefficient space (padding included, before rounding and clamping) is within its budget
-/// ([`crate::codes::budget`]). At the finest step (`--step-scale 1`) a patch that misses it
-/// keeps exactly T coefficients, but a patch may also reach it with exactly T; so `patches`
-/// (what `info` counts from the file) is at least `over_epsilon`. At a coarser step a patch
-/// may also miss it below T (its small coefficients round to zero).
+/// ([`crate::codes::budget`]). A patch that misses it keeps exactly T coefficients, but a
+/// patch may also reach it with exactly T; so `patches` (what `info` counts from the file) is
+/// at least `over_epsilon`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Capped {
     /// Patches stored with T coefficients.
@@ -440,7 +437,7 @@ mod tests {
         // 5 x 3 views of 23 x 16 pixels: no axis is a multiple of the 4 x 4 x 5 x 5 patch.
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        for params in [Params::new(1200, 0.02), Params::new(900, 0.004)] {
+        for params in [Params { sparsity: 1200, epsilon: 0.02 }, Params { sparsity: 900, epsilon: 0.004 }] {
             let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
             let back = Compressed::from_bytes(&c.to_bytes().unwrap()).unwrap();
             let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
@@ -465,7 +462,7 @@ mod tests {
     fn capped_report_uses_the_encoders_test_and_bounds_the_decoded_rmse() {
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        let params = Params::new(40, 0.004);
+        let params = Params { sparsity: 40, epsilon: 0.004 };
         let (c, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let (decoded, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
         let capped = capped_patches(&c, &lf);
@@ -484,7 +481,7 @@ mod tests {
             assert!(bound <= worst);
         }
         // Nothing capped at all: no bound.
-        let all = Params::new(SHAPE.len(), 0.004);
+        let all = Params { sparsity: SHAPE.len(), epsilon: 0.004 };
         let (c, _) = encode_lightfield(&lf, &ens, all, CodecPath::Cpu).unwrap();
         let none = capped_patches(&c, &lf);
         assert_eq!((none.over_epsilon, none.worst_rmse_bound), (0, None));
@@ -494,7 +491,7 @@ mod tests {
     fn encode_and_decode_are_deterministic_and_the_bitstream_round_trips() {
         let lf = crate::synth::generate((4, 4), (20, 15), 4);
         let ens = Ensemble::random(SHAPE, 2, 2);
-        let params = Params::new(500, 0.01);
+        let params = Params { sparsity: 500, epsilon: 0.01 };
         let (a, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let (b, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
         let bytes = a.to_bytes().unwrap();
@@ -518,16 +515,15 @@ mod tests {
         }
     }
 
-    /// FNV-1a of the `.lfc` bytes (format version 3: range-coded sections, the ensemble at
-    /// zstd level 4) the CPU path writes for this input: a change of the format or the
-    /// coder's models must be deliberate.
-    const FIXED_LFC_HASH: u64 = 8131331417487305418;
+    /// FNV-1a of the `.lfc` bytes (format version 2, zstd level 4) the CPU path writes for
+    /// this input: a change of the format or the compressor's settings must be deliberate.
+    const FIXED_LFC_HASH: u64 = 11479699223470524388;
 
     #[test]
     fn the_file_of_a_fixed_input_is_unchanged() {
         let lf = crate::synth::generate((5, 3), (23, 16), 12);
         let ens = Ensemble::random(SHAPE, 3, 1);
-        let (c, _) = encode_lightfield(&lf, &ens, Params::new(900, 0.004), CodecPath::Cpu).unwrap();
+        let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.004 }, CodecPath::Cpu).unwrap();
         let bytes = c.to_bytes().unwrap();
         assert_eq!(crate::bytes::fnv1a64(&bytes), FIXED_LFC_HASH, "{} bytes", bytes.len());
     }
@@ -536,7 +532,7 @@ mod tests {
     fn streamed_paths_equal_the_one_shot_ones_over_several_chunks() {
         let lf = crate::synth::generate((5, 3), (23, 16), 9);
         let ens = Ensemble::random(SHAPE, 2, 4);
-        let params = Params::new(900, 0.01);
+        let params = Params { sparsity: 900, epsilon: 0.01 };
         let ctx = engine::testing::context();
         let small = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);
         let whole = crate::gpu::GpuCodec::new(ctx, &ens).unwrap();
@@ -572,39 +568,16 @@ mod tests {
                 tx.send(c.codes.slice(s..(s + chunk).min(c.codes.len()))).unwrap();
             }
             drop(tx);
-            let (codes, frames, _) = compress_sections(rx, crate::bitstream::section_limits(&c.ensemble, c.params));
+            let (codes, frames, _) = compress_sections(rx);
             assert_eq!(codes, c.codes);
             assert_eq!(c.to_bytes_from(frames.unwrap()).unwrap(), c.to_bytes().unwrap(), "chunks of {chunk}");
         }
     }
 
     #[test]
-    fn a_coarser_step_takes_fewer_bytes_and_keeps_the_bound_where_met() {
-        let lf = crate::synth::generate((5, 3), (23, 16), 12);
-        let ens = Ensemble::random(SHAPE, 3, 1);
-        let fine = Params::new(1200, 0.02);
-        let coarse = Params { step_scale: 4.0, ..fine };
-        let (f, _) = encode_lightfield(&lf, &ens, fine, CodecPath::Cpu).unwrap();
-        let (c, _) = encode_lightfield(&lf, &ens, coarse, CodecPath::Cpu).unwrap();
-        let bytes = c.to_bytes().unwrap();
-        assert!(bytes.len() < f.to_bytes().unwrap().len());
-        let back = Compressed::from_bytes(&bytes).unwrap();
-        assert_eq!((back.step, back.params), (0.08, coarse));
-        let (decoded, _) = decode_lightfield(&back, CodecPath::Cpu).unwrap();
-        let grid = c.grid();
-        let met: Vec<usize> = (0..grid.len()).filter(|&p| c.codes.success[p]).collect();
-        assert!(met.len() > grid.len() / 4, "{} of {} patches met epsilon", met.len(), grid.len());
-        for p in met {
-            assert!(patch_rmse(&grid, &lf, &decoded, p) <= 0.02, "patch {p}");
-        }
-        // Only powers of two: the file's step gives the scale back exactly.
-        assert!(encode_lightfield(&lf, &ens, Params { step_scale: 3.0, ..fine }, CodecPath::Cpu).is_err());
-    }
-
-    #[test]
     fn nan_and_out_of_range_inputs_are_refused() {
         let ens = Ensemble::random(SHAPE, 1, 2);
-        let params = Params::new(100, 0.01);
+        let params = Params { sparsity: 100, epsilon: 0.01 };
         let mut lf = crate::synth::generate((4, 4), (10, 10), 4);
         lf.data[17] = f32::NAN;
         let err = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap_err().to_string();
@@ -612,7 +585,7 @@ mod tests {
         lf.data[17] = 1.5;
         assert!(encode_lightfield(&lf, &ens, params, CodecPath::Cpu).is_err());
         lf.data[17] = 0.5;
-        assert!(encode_lightfield(&lf, &ens, Params::new(0, 0.01), CodecPath::Cpu).is_err());
-        assert!(encode_lightfield(&lf, &ens, Params::new(10, f32::NAN), CodecPath::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 0, epsilon: 0.01 }, CodecPath::Cpu).is_err());
+        assert!(encode_lightfield(&lf, &ens, Params { sparsity: 10, epsilon: f32::NAN }, CodecPath::Cpu).is_err());
     }
 }

@@ -3,30 +3,21 @@
 
 use crate::error::{LfError, Result};
 
-/// Sparsity, error threshold and quantisation of one encode.
+/// Sparsity and error threshold of one encode.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Params {
     /// Most coefficients a patch may keep (T).
     pub sparsity: usize,
     /// Largest RMSE of a patch, values in [0, 1] (epsilon).
     pub epsilon: f32,
-    /// The quantisation step over epsilon, one of [`STEP_SCALES`].
-    pub step_scale: f32,
 }
 
-/// The quantisation step is tied to epsilon: step = s epsilon sqrt(valid / P), s one of
-/// these (powers of two, so the file's step gives s back exactly). Every coefficient costs
-/// at most (step/2)^2 after quantisation (rounding error if kept, its value if it rounds
-/// to 0), so keeping every non-zero level leaves at most P (step/2)^2 = s^2 valid
-/// epsilon^2 / 4. With s = 1 (the default) that is a quarter of the budget: a patch can
-/// always meet the threshold when T allows enough coefficients, even a border patch with
-/// few real samples. With a coarser step a patch may stop below T without meeting it (its
-/// small coefficients round to zero) and is reported over epsilon; but where patches keep
-/// few of their coefficients the error of those left out dominates, and the coarser levels
-/// cost fewer bits: on rendered light fields (tools/lfrd.py, 9x9 views of 128x128, epsilon
-/// 0.04 to 0.3) s = 4 took 15-21% fewer bytes at the same PSNR (0.3 dB less at one scene's
-/// finest point), s = 8 more at epsilon >= 0.07 and up to 1.5 dB less at 0.04.
-pub const STEP_SCALES: [f32; 4] = [1.0, 2.0, 4.0, 8.0];
+/// The quantisation step is tied to epsilon: with step = epsilon * sqrt(valid / P), every
+/// coefficient costs at most (step/2)^2 after quantisation (rounding error if kept, its
+/// value if it rounds to 0), so keeping every non-zero level leaves at most P (step/2)^2 =
+/// valid * epsilon^2 / 4, a quarter of the budget: a patch can always meet the threshold
+/// when T allows enough coefficients, even a border patch with few real samples.
+pub const STEP_PER_EPSILON: f32 = 1.0;
 
 /// Quantisation step of a patch with `valid` of its `len` samples inside the light field,
 /// from the base step (that of a whole patch). Encoder and decoder compute it alike.
@@ -39,15 +30,7 @@ pub fn patch_step(base: f32, valid: usize, len: usize) -> f32 {
 pub const MIN_EPSILON: f32 = 1e-3;
 
 impl Params {
-    /// Sparsity `sparsity` and threshold `epsilon` at the finest step (s = 1).
-    pub const fn new(sparsity: usize, epsilon: f32) -> Params {
-        Params { sparsity, epsilon, step_scale: 1.0 }
-    }
-
     pub fn check(&self, patch_len: usize) -> Result<()> {
-        if !STEP_SCALES.contains(&self.step_scale) {
-            return Err(LfError::Invalid(format!("--step-scale {}: expected 1, 2, 4 or 8", self.step_scale)));
-        }
         if !(MIN_EPSILON..=1.0).contains(&self.epsilon) || !self.epsilon.is_finite() {
             return Err(LfError::Invalid(format!(
                 "--epsilon {}: expected a value in [{MIN_EPSILON}, 1]",
@@ -65,7 +48,7 @@ impl Params {
 
     /// The quantisation step of a whole patch.
     pub fn base_step(&self) -> f32 {
-        self.epsilon * self.step_scale
+        self.epsilon * STEP_PER_EPSILON
     }
 }
 

@@ -126,7 +126,6 @@ pub fn encode(
     grid: Option<(usize, usize)>,
     dict: &Path,
     sparsity: usize,
-    step_scale: f32,
     rate: Rate,
     out: &Path,
     strict: bool,
@@ -138,7 +137,7 @@ pub fn encode(
         Rate::Epsilon(e) => e,
         Rate::BitsPerPixel(_) => RATE_SEARCH_START,
     };
-    let mut params = Params { sparsity, epsilon, step_scale };
+    let mut params = Params { sparsity, epsilon };
     params.check(ens.shape.len())?;
     let gpu = gpu_codec(common, &ens, "lightfield.encode")?;
     let t0 = Instant::now();
@@ -167,7 +166,7 @@ pub fn encode(
         let mut trial = |epsilon: f32| {
             trials += 1;
             bar.inc(1);
-            encode_to_bytes(&lf, &ens, Params { sparsity, epsilon, step_scale }, codec_path(&gpu), |_| {})
+            encode_to_bytes(&lf, &ens, Params { sparsity, epsilon }, codec_path(&gpu), |_| {})
         };
         // Bisection in log epsilon between an epsilon that fits (hi) and one that does not
         // (lo); the file kept is the best fitting one seen. The file's size falls as epsilon

@@ -188,7 +188,7 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
     let shape = PatchShape::PAPER;
     let views = (8, 8);
     let training = [render_scene(&TRAINING, views, (48, 48))?];
-    let params = Params::new(600, 0.01);
+    let params = Params { sparsity: 600, epsilon: 0.01 };
     let opts = TrainOptions { k: 8, shape, iterations: 2, params, seed: 1, max_patches: 10_000, precluster: false };
     let (ens, _) = train(&training, &opts, TrainDevice::Cpu, |_| {})?;
 

@@ -97,9 +97,6 @@ enum Command {
         /// View grid UxV (rows x columns) of a folder whose names follow no known layout (read in name order)
         #[arg(long, value_name = "UxV", value_parser = parse_grid)]
         grid: Option<(usize, usize)>,
-        /// Quantisation step over epsilon: 1 keeps the RMSE guarantee for every patch below the sparsity cap; 2, 4 or 8 code coarser levels in fewer bits, and a patch may then miss epsilon below the cap (reported as over epsilon)
-        #[arg(long, value_name = "S", default_value_t = 1.0, value_parser = parse_step_scale)]
-        step_scale: f32,
         /// Fail (exit 1, nothing written) when any patch does not reach --epsilon within the sparsity cap
         #[arg(long)]
         strict: bool,
@@ -296,14 +293,6 @@ fn parse_epsilon(text: &str) -> Result<f32, String> {
     Ok(v as f32)
 }
 
-fn parse_step_scale(text: &str) -> Result<f32, String> {
-    let v = kit::cli::parse_finite(text)? as f32;
-    if !lightfield::codes::STEP_SCALES.contains(&v) {
-        return Err(format!("{v} is not 1, 2, 4 or 8"));
-    }
-    Ok(v)
-}
-
 fn parse_bpp(text: &str) -> Result<f64, String> {
     let v = kit::cli::parse_finite(text)?;
     if v <= 0.0 || v > 64.0 {
@@ -334,7 +323,7 @@ fn run(command: Command) -> anyhow::Result<()> {
             precluster,
             common,
         } => {
-            let params = lightfield::codes::Params::new(sparsity.unwrap_or(patch.len() / 8).max(1), epsilon);
+            let params = lightfield::codes::Params { sparsity: sparsity.unwrap_or(patch.len() / 8).max(1), epsilon };
             let opts = lightfield::train::TrainOptions {
                 k: dictionaries as usize,
                 shape: patch,
@@ -346,12 +335,12 @@ fn run(command: Command) -> anyhow::Result<()> {
             };
             commands::train(&input, grid, &out, &opts, &common)
         }
-        Command::Encode { input, dict, sparsity, step_scale, epsilon, bpp, out, grid, strict, common } => {
+        Command::Encode { input, dict, sparsity, epsilon, bpp, out, grid, strict, common } => {
             let rate = match (epsilon, bpp) {
                 (Some(epsilon), _) => commands::Rate::Epsilon(epsilon),
                 (None, bpp) => commands::Rate::BitsPerPixel(anyhow::Context::context(bpp, "give --epsilon or --bpp")?),
             };
-            commands::encode(&input, grid, &dict, sparsity, step_scale, rate, &out, strict, &common)
+            commands::encode(&input, grid, &dict, sparsity, rate, &out, strict, &common)
         }
         Command::Decode { input, out, views, depth, view, common } => match (view, out) {
             (Some(view), Some(out)) => commands::decode_view(&input, view, &out, &common),

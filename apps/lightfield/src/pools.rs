@@ -1,6 +1,6 @@
 //! A thread pool of its own for the work that runs beside an encode's gather. The gather
-//! (rayon's global pool) is what keeps the GPU fed; a section's entropy coding (several ms
-//! of range coding) queued on the same pool would hold the threads it waits for.
+//! (rayon's global pool) is what keeps the GPU fed; a section's compression (about 15 ms of
+//! zstd) queued on the same pool would hold the threads it waits for.
 
 use std::sync::OnceLock;
 

@@ -145,7 +145,7 @@ mod tests {
     fn one_view_decodes_alone_as_in_the_whole_decode() {
         let lf = crate::synth::generate((5, 3), (23, 16), 7);
         let ens = Ensemble::random(SHAPE, 2, 3);
-        let (c, _) = encode_lightfield(&lf, &ens, Params::new(900, 0.01), CodecPath::Cpu).unwrap();
+        let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 900, epsilon: 0.01 }, CodecPath::Cpu).unwrap();
         let (all, _) = decode_lightfield(&c, CodecPath::Cpu).unwrap();
         let ctx = engine::testing::context();
         let gpu = crate::gpu::GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(3);

@@ -108,7 +108,7 @@ pub struct DecodeReport {
     pub decode_ms: f64,
     /// Reading the `.lfc` file.
     pub read_ms: f64,
-    /// Checking the header and decoding the sections' codes.
+    /// Checking the header, zstd decompression and parsing the codes.
     pub parse_ms: f64,
     /// Within `decode_ms`: staging the inputs and waiting on the GPU's uploads, kernels and
     /// downloads (null on the CPU backend).

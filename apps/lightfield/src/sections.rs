@@ -1,36 +1,41 @@
-//! Version 3 of the `.lfc` layout: a fixed header, a section table, then independent
-//! frames: the ensemble first (one zstd frame), then one per run of `section_patches`
-//! patches (the last run may be short), each the range coder's bytes of its patches'
-//! codes under adaptive models ([`crate::entropy`]). Each frame has its size and a checksum
-//! in the table, so the encoder codes a section on the CPU while the GPU encodes the next
-//! ones, and the decoder decodes sections in parallel and uploads each as soon as it is
-//! decoded. docs/formats.md has the byte layout and every check the reader makes.
+//! Version 2 of the `.lfc` layout: a fixed header, a section table, then independent zstd
+//! frames: the ensemble first, then one per run of `section_patches` patches (the last run
+//! may be short). Each frame has its size and a checksum in the table, so the encoder
+//! compresses a section on the CPU while the GPU encodes the next ones, and the decoder
+//! decompresses and parses sections in parallel and uploads each as soon as it is parsed.
+//! A section's payload is four streams (every patch's membership, coefficient count,
+//! coefficient locations delta coded and quantised levels zigzagged, as LEB128 varints) so
+//! zstd sees similar symbols together. docs/formats.md has the byte layout and every check
+//! the reader makes.
 
 use std::ops::Range;
 
-use crate::bytes::{fnv1a64, ByteReader, LFC_MAGIC};
+use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader};
 use crate::codes::Codes;
 use crate::dictionary::Ensemble;
-use crate::entropy::{Limits, PatchBuf, PatchRef, SectionModels};
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 
-pub const LFC_VERSION: u32 = 3;
+pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
+pub const LFC_VERSION: u32 = 2;
 /// Header bytes before the section table.
 pub const HEADER_LEN: usize = 72;
 /// Bytes of one section-table entry.
 pub const ENTRY_LEN: usize = 32;
-/// Patches per section the writer uses: the Table 1 light field (42,025 patches) has 42
-/// sections, several per CPU thread of a 16-core host, and a GPU chunk of 4096 patches
-/// yields four to code at once; and a section's adaptive models see enough patches to learn.
+/// Patches per section the writer uses: 1024 paper-size patches are ~1.5 MB of payload,
+/// so the Table 1 light field (42,025 patches) has 42 sections, several per CPU thread
+/// of a 16-core host, and a GPU chunk of 4096 patches yields four to compress at once.
 pub const SECTION_PATCHES: usize = 1024;
 /// Most patches per section a reader accepts: keeps every section's coefficient count
 /// (at most sparsity x patches, sparsity <= 16^4 x 3) within 32 bits.
 pub const MAX_SECTION_PATCHES: usize = 1 << 14;
-/// zstd level of the ensemble's frame.
+/// zstd level of every frame. At Table 1 size on an H200 host, level 4 against level 6:
+/// 1.4% more bytes (0.5394 against 0.5319 bits per sample), 40% less compression CPU time
+/// (276-323 against 409-532 ms over all threads), and the `.npy` -> `.lfc` encode, where
+/// compression shares the CPU with the `.npy` read and the gather, 231-238 against 244-258 ms.
 const ZSTD_LEVEL: i32 = 4;
-/// Largest payload a reader accepts in all (a corrupt length must not make it allocate
-/// without bound); the memory budget may refuse less.
+/// Largest decompressed payload a reader accepts in all (a corrupt length must not make it
+/// allocate without bound); the memory budget may refuse less.
 const MAX_PAYLOAD: u64 = 1 << 36;
 /// The most a zstd frame can expand: an RLE block of 4 bytes (3 of header) holds 128 KiB.
 const ZSTD_MAX_RATIO: u64 = 32768;
@@ -55,9 +60,9 @@ pub fn hash64(bytes: &[u8]) -> u64 {
 pub struct Entry {
     /// Coefficients in the section (0 for the ensemble).
     pub coefficients: u64,
-    /// Bytes once decompressed (the ensemble); a section's equals its frame's.
+    /// Bytes once decompressed.
     pub payload_len: u64,
-    /// Bytes of the frame in the file.
+    /// Bytes of the zstd frame in the file.
     pub frame_len: u64,
     /// [`hash64`] of the frame.
     pub checksum: u64,
@@ -73,9 +78,9 @@ thread_local! {
     static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Compresses the ensemble's payload into a frame with zstd's content checksum, on this
-/// thread (one compressor kept per thread; the output does not depend on which thread).
-fn compress(payload: &[u8]) -> Result<Frame> {
+/// Compresses one payload into a frame with zstd's content checksum, on this thread (one
+/// compressor kept per thread; the output does not depend on which thread).
+pub fn compress(payload: &[u8], coefficients: u64) -> Result<Frame> {
     let zstd_error = |e: std::io::Error| LfError::Invalid(format!("zstd: {e}"));
     let bytes = COMPRESSOR.with(|cell| -> Result<Vec<u8>> {
         let mut cell = cell.borrow_mut();
@@ -87,7 +92,7 @@ fn compress(payload: &[u8]) -> Result<Frame> {
         cell.as_mut().expect("made above").compress(payload).map_err(zstd_error)
     })?;
     let entry = Entry {
-        coefficients: 0,
+        coefficients,
         payload_len: payload.len() as u64,
         frame_len: bytes.len() as u64,
         checksum: hash64(&bytes),
@@ -99,28 +104,15 @@ fn compress(payload: &[u8]) -> Result<Frame> {
 pub fn ensemble_frame(ensemble: &Ensemble) -> Result<Frame> {
     let mut body = Vec::with_capacity(ensemble.mats.len() * 4 + 32);
     ensemble.write_body(&mut body);
-    compress(&body)
+    compress(&body, 0)
 }
 
-/// The frame of patches `range` of `codes` (one section), range coded under `limits`.
-pub fn section_frame(codes: &Codes, range: Range<usize>, limits: Limits) -> Result<Frame> {
-    let coder_error = |e: kit::entropy::EntropyError| LfError::Invalid(format!("section coder: {e}"));
-    let mut models = SectionModels::new(limits);
-    let mut coder = kit::entropy::Encoder::new();
-    let mut out = PatchBuf::default();
-    for p in range.clone() {
-        let c = codes.offsets[p]..codes.offsets[p + 1];
-        let truth = PatchRef {
-            membership: codes.membership[p],
-            locations: &codes.locations[c.clone()],
-            levels: &codes.levels[c],
-        };
-        models.patch(&mut coder, truth, u32::MAX as u64, &mut out).map_err(coder_error)?;
-    }
-    let bytes = coder.finish().map_err(coder_error)?;
+/// The frame of patches `range` of `codes` (one section).
+pub fn section_frame(codes: &Codes, range: Range<usize>) -> Result<Frame> {
+    let mut streams = Streams::default();
+    streams.push(codes, range.clone());
     let coefficients = (codes.offsets[range.end] - codes.offsets[range.start]) as u64;
-    let len = bytes.len() as u64;
-    Ok(Frame { entry: Entry { coefficients, payload_len: len, frame_len: len, checksum: hash64(&bytes) }, bytes })
+    compress(&streams.concat(), coefficients)
 }
 
 /// The header words the writer fills in.
@@ -194,7 +186,7 @@ pub struct Header {
 impl Header {
     /// Parses the header and the section table and checks every declared size: the hashes,
     /// the section count against the patch count, the frames against the bytes present
-    /// and (the ensemble's) zstd's largest expansion, the coefficients against the sparsity,
+    /// and zstd's largest expansion, the coefficients against the sparsity and the payload,
     /// and the memory budget (the payload, the coefficients, and the decoded light field
     /// of U x V x H x W x 3 f32), in checked u64 arithmetic. `info` and `decode` share it.
     pub fn parse(bytes: &[u8]) -> Result<Header> {
@@ -202,13 +194,11 @@ impl Header {
             return Err(LfError::corrupt(WHAT, "not a .lfc file (bad magic or too short)"));
         }
         let version = u32::from_le_bytes(bytes[4..8].try_into().unwrap());
-        if version == 1 || version == 2 {
+        if version == 1 {
             return Err(LfError::corrupt(
                 WHAT,
-                format!(
-                    "version {version} (zstd-compressed coefficients, before the range-coded sections); \
-                     this build reads version {LFC_VERSION}: encode the light field again"
-                ),
+                "version 1 (one zstd frame, before the sectioned format); this build reads version 2: \
+                 encode the light field again",
             ));
         }
         if version != LFC_VERSION {
@@ -284,18 +274,18 @@ impl Header {
             at = at.checked_add(e.frame_len).filter(|&a| a <= file_len as u64).ok_or_else(|| {
                 bad(i, format!("frame of {} bytes past the end of the {file_len}-byte file (truncated?)", e.frame_len))
             })?;
-            if i == 0 && e.payload_len > e.frame_len.saturating_mul(ZSTD_MAX_RATIO) {
+            if e.payload_len > e.frame_len.saturating_mul(ZSTD_MAX_RATIO) {
                 return Err(bad(i, format!("{} bytes cannot come from a {}-byte frame", e.payload_len, e.frame_len)));
-            }
-            if i > 0 && e.payload_len != e.frame_len {
-                return Err(bad(i, format!("a range-coded section of {} bytes says {}", e.frame_len, e.payload_len)));
             }
             payload = payload.saturating_add(e.payload_len);
             let n = if i == 0 { 0 } else { self.section(i - 1).len() as u64 };
-            if e.coefficients > self.sparsity as u64 * n {
+            // Every patch needs a membership and a count byte, every coefficient a
+            // location and a level byte.
+            let most = (self.sparsity as u64 * n).min(e.payload_len.saturating_sub(2 * n) / 2);
+            if e.coefficients > most || (i > 0 && e.payload_len < 2 * n) {
                 return Err(bad(
                     i,
-                    format!("{} coefficients in {n} patches of at most {}", e.coefficients, self.sparsity),
+                    format!("{} coefficients in {n} patches and {} bytes", e.coefficients, e.payload_len),
                 ));
             }
             coefficients += e.coefficients;
@@ -353,21 +343,47 @@ impl Header {
     }
 }
 
-/// Checks the ensemble frame's checksum and header, then decompresses it (its size was
-/// checked against the budget by [`Header::parse`]).
-fn unpack((e, frame): (&Entry, &[u8]), i: usize) -> Result<Vec<u8>> {
-    let bad = |m: String| LfError::corrupt(WHAT, format!("frame {i}: {m}"));
-    if hash64(frame) != e.checksum {
-        return Err(bad("checksum mismatch (damaged frame)".into()));
+/// Checks a frame's checksum and header, then decompresses it (its size was checked
+/// against the budget by [`Header::parse`]).
+fn unpack(frame: (&Entry, &[u8]), i: usize) -> Result<Vec<u8>> {
+    let mut payload = Unpacker::new()?;
+    payload.unpack(frame, i)?;
+    Ok(payload.bytes)
+}
+
+/// A zstd decompressor and the buffer it fills, reused frame after frame (one per thread):
+/// a fresh context and a fresh allocation of a section's megabytes, with its page faults,
+/// cost more than small sections take to decompress.
+struct Unpacker {
+    zstd: zstd::bulk::Decompressor<'static>,
+    bytes: Vec<u8>,
+}
+
+impl Unpacker {
+    fn new() -> Result<Unpacker> {
+        let zstd = zstd::bulk::Decompressor::new().map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
+        Ok(Unpacker { zstd, bytes: Vec::new() })
     }
-    check_frame(frame, e.payload_len).map_err(|err| bad(err.to_string()))?;
-    let mut zstd = zstd::bulk::Decompressor::new().map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
-    let mut bytes = Vec::with_capacity(e.payload_len as usize);
-    let n = zstd.decompress_to_buffer(frame, &mut bytes).map_err(|err| bad(format!("zstd: {err}")))?;
-    if n as u64 != e.payload_len {
-        return Err(bad("payload shorter than the table says".into()));
+
+    /// Checks frame `i`'s checksum and header, then decompresses it into `self.bytes`.
+    fn unpack(&mut self, (e, frame): (&Entry, &[u8]), i: usize) -> Result<&[u8]> {
+        let bad = |m: String| LfError::corrupt(WHAT, format!("frame {i}: {m}"));
+        if hash64(frame) != e.checksum {
+            return Err(bad("checksum mismatch (damaged frame)".into()));
+        }
+        check_frame(frame, e.payload_len).map_err(|err| bad(err.to_string()))?;
+        self.bytes.clear();
+        self.bytes.reserve(e.payload_len as usize);
+        let n = self.zstd.decompress_to_buffer(frame, &mut self.bytes).map_err(|err| bad(format!("zstd: {err}")))?;
+        if n as u64 != e.payload_len {
+            return Err(bad("payload shorter than the table says".into()));
+        }
+        Ok(&self.bytes)
     }
-    Ok(bytes)
+}
+
+thread_local! {
+    static UNPACKER: std::cell::RefCell<Option<Unpacker>> = const { std::cell::RefCell::new(None) };
 }
 
 /// What a section's values are checked against.
@@ -388,47 +404,81 @@ pub struct SectionOut<'a> {
     pub levels: &'a mut [i32],
 }
 
-impl Bounds {
-    /// The section coder's limits.
-    pub fn limits(&self) -> Limits {
-        Limits { dictionaries: self.dictionaries, patch_len: self.grid.shape.len(), sparsity: self.sparsity }
-    }
-}
-
-/// Checks section `s`'s checksum, then decodes it, checking every value (membership below
-/// K, counts within the sparsity, locations inside the patch, levels within what values in
-/// [0, 1] can hold) and the coefficient count against the table's.
+/// Decompresses and parses section `s`, checking every value (membership below K, counts
+/// within the sparsity, locations inside the patch, levels within what values in [0, 1]
+/// can hold) and that the streams end exactly where the table says.
 ///
 /// `out` may be write-combined staging memory: it is only written, in order, never read.
 pub fn parse_section(header: &Header, bytes: &[u8], s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
-    let (e, frame) = header.section_frame(bytes, s);
-    let bad = |m: String| LfError::corrupt(WHAT, format!("section {s}: {m}"));
-    if hash64(frame) != e.checksum {
-        return Err(LfError::corrupt(WHAT, format!("frame {}: checksum mismatch (damaged frame)", s + 1)));
-    }
-    let mut coder = kit::entropy::Decoder::new(frame).map_err(|e| bad(e.to_string()))?;
-    let mut models = SectionModels::new(b.limits());
-    let plen = b.grid.shape.len();
-    let mut patch = PatchBuf::default();
-    let mut total = 0usize;
-    out.offsets[0] = 0;
-    for (j, p) in header.section(s).enumerate() {
-        let bound = max_level(b.step, b.grid.valid_samples(p), plen);
-        models.patch(&mut coder, PatchRef::NONE, bound, &mut patch).map_err(|e| bad(format!("patch {p}: {e}")))?;
-        out.membership[j] = patch.membership;
-        let end = total + patch.locations.len();
-        if end > out.locations.len() {
-            return Err(bad(format!("more coefficients than the table's {}", out.locations.len())));
+    UNPACKER.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(Unpacker::new()?);
         }
-        out.locations[total..end].copy_from_slice(&patch.locations);
-        out.levels[total..end].copy_from_slice(&patch.levels);
-        total = end;
-        out.offsets[j + 1] = total as u32;
-    }
-    if total != out.locations.len() {
-        return Err(bad(format!("{total} coefficients, the table says {}", out.locations.len())));
-    }
-    Ok(())
+        let payload = cell.as_mut().expect("made above").unpack(header.section_frame(bytes, s), s + 1)?;
+        parse_payload(header, payload, s, b, out)
+    })
+}
+
+fn parse_payload(header: &Header, payload: &[u8], s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
+    let range = header.section(s);
+    let plen = b.grid.shape.len() as u64;
+    let mut r = ByteReader::new(payload, "light-field bitstream section");
+    let in_section = |m: LfError| LfError::corrupt(WHAT, format!("section {s}: {m}"));
+    (|| -> Result<()> {
+        for m in out.membership.iter_mut() {
+            let k = r.varint()?;
+            if k >= b.dictionaries as u64 {
+                return Err(r.error(format!("membership {k} but only {} dictionaries", b.dictionaries)));
+            }
+            *m = k as u32;
+        }
+        // The offsets are kept here too, so `out` is never read back.
+        let mut offsets = Vec::with_capacity(out.offsets.len());
+        offsets.push(0u32);
+        let mut total = 0u64;
+        for _ in 1..out.offsets.len() {
+            let c = r.varint()?;
+            if c > b.sparsity as u64 {
+                return Err(r.error(format!("patch with {c} coefficients, sparsity is {}", b.sparsity)));
+            }
+            total += c;
+            if total > out.locations.len() as u64 {
+                return Err(r.error(format!("more coefficients than the table's {}", out.locations.len())));
+            }
+            offsets.push(total as u32);
+        }
+        if total != out.locations.len() as u64 {
+            return Err(r.error(format!("{total} coefficients, the table says {}", out.locations.len())));
+        }
+        out.offsets.copy_from_slice(&offsets);
+        for (j, _) in range.clone().enumerate() {
+            let mut prev: Option<u64> = None;
+            for loc in &mut out.locations[offsets[j] as usize..offsets[j + 1] as usize] {
+                let d = r.varint()?;
+                let l = prev.map_or(Some(d), |q| q.checked_add(d).and_then(|x| x.checked_add(1)));
+                let l = l
+                    .filter(|&l| l < plen)
+                    .ok_or_else(|| r.error(format!("coefficient location past the patch ({plen} samples)")))?;
+                *loc = l as u32;
+                prev = Some(l);
+            }
+        }
+        for (j, p) in range.clone().enumerate() {
+            let bound = max_level(b.step, b.grid.valid_samples(p), plen as usize);
+            for level in &mut out.levels[offsets[j] as usize..offsets[j + 1] as usize] {
+                let z = r.varint()?;
+                if z > u32::MAX as u64 || unzigzag(z).unsigned_abs() as u64 > bound {
+                    return Err(r.error(format!(
+                        "coefficient level of patch {p} beyond {bound}, more than a patch of values in [0, 1] holds"
+                    )));
+                }
+                *level = unzigzag(z);
+            }
+        }
+        r.finish()
+    })()
+    .map_err(in_section)
 }
 
 /// Splits `slice` into consecutive pieces of `lens` (whose sum must not exceed its length).
@@ -440,6 +490,54 @@ pub fn split_lens<T>(mut slice: &mut [T], lens: impl IntoIterator<Item = usize>)
             head
         })
         .collect()
+}
+
+/// The payload's four per-patch streams (memberships, coefficient counts, locations delta
+/// coded, levels zigzagged; LEB128 varints), appended a run of patches at a time in patch
+/// order: the same bytes however the patches are split.
+#[derive(Clone, Debug, Default)]
+pub struct Streams {
+    membership: Vec<u8>,
+    counts: Vec<u8>,
+    locations: Vec<u8>,
+    levels: Vec<u8>,
+    patches: usize,
+    coefficients: usize,
+}
+
+impl Streams {
+    /// Appends patches `range` of `codes` (the patches that follow those pushed before).
+    pub fn push(&mut self, codes: &Codes, range: std::ops::Range<usize>) {
+        for p in range.clone() {
+            put_varint(&mut self.membership, codes.membership[p] as u64);
+            put_varint(&mut self.counts, codes.count(p) as u64);
+            let mut prev = None;
+            for &loc in &codes.locations[codes.offsets[p]..codes.offsets[p + 1]] {
+                put_varint(&mut self.locations, prev.map_or(loc, |q: u32| loc - q - 1) as u64);
+                prev = Some(loc);
+            }
+        }
+        let (c0, c1) = (codes.offsets[range.start], codes.offsets[range.end]);
+        for &l in &codes.levels[c0..c1] {
+            put_varint(&mut self.levels, zigzag(l));
+        }
+        self.patches += range.len();
+        self.coefficients += c1 - c0;
+    }
+
+    /// The four streams back to back: a section's payload.
+    pub fn concat(&self) -> Vec<u8> {
+        [&self.membership[..], &self.counts, &self.locations, &self.levels].concat()
+    }
+
+    /// Bytes of the four streams.
+    pub fn len(&self) -> usize {
+        self.membership.len() + self.counts.len() + self.locations.len() + self.levels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The largest level magnitude a patch with `valid` of its `plen` samples can hold at base

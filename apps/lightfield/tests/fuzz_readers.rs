@@ -2,8 +2,7 @@
 //! accepted file): valid tiny files are truncated, bit-flipped and have header words set to
 //! edge values, with and without their hashes fixed up (so the checks behind the hash are
 //! reached), the `.lfc` section table is mutated with its hash fixed, and a section's
-//! range-coded bytes are mutated with its table entry and hash fixed (so the section decoder
-//! itself meets the damage). Every
+//! payload is mutated and re-wrapped in a valid zstd frame (table entry and hash fixed). Every
 //! case must end in `Ok` or a typed error, never a panic, never an allocation above
 //! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1]. The `.npy`
 //! light-field reader (read in bands of rows) is mutated the same way.
@@ -18,7 +17,7 @@ use lightfield::codes::Params;
 use lightfield::dictionary::Ensemble;
 use lightfield::lightfield::LightField;
 use lightfield::patch::PatchShape;
-use lightfield::sections::{hash64, ENTRY_LEN};
+use lightfield::sections::{compress, ENTRY_LEN};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -32,7 +31,7 @@ const BOUND: usize = 64 << 20;
 fn tiny() -> (Ensemble, Vec<u8>) {
     let lf = lightfield::synth::generate((2, 2), (6, 5), 3);
     let ens = Ensemble::random(PatchShape { my: 3, mx: 3, mu: 2, mv: 1 }, 2, 5);
-    let (c, _) = encode_lightfield(&lf, &ens, Params::new(30, 0.02), CodecPath::Cpu).unwrap();
+    let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 30, epsilon: 0.02 }, CodecPath::Cpu).unwrap();
     (ens, c.to_bytes().unwrap())
 }
 
@@ -77,17 +76,18 @@ fn rehash_table(mut m: Vec<u8>) -> Vec<u8> {
     m
 }
 
-/// The section's frame of `lfc` replaced by `coded` (its table entry's lengths and
-/// checksum and the table hash fixed, the coefficient count kept).
-fn rewrap(lfc: &[u8], coded: &[u8]) -> Vec<u8> {
+/// The section's frame of `lfc` replaced by `payload` compressed into a new, valid frame
+/// (its table entry and the table hash fixed).
+fn rewrap(lfc: &[u8], payload: &[u8]) -> Vec<u8> {
     let header = Header::parse(lfc).unwrap();
+    let frame = compress(payload, header.entries[1].coefficients).unwrap();
     let mut out = lfc[..header.starts[1]].to_vec();
-    let at = HEADER_LEN + ENTRY_LEN + 8;
-    let len = coded.len() as u64;
-    for (i, w) in [len, len, hash64(coded)].iter().enumerate() {
+    let at = HEADER_LEN + ENTRY_LEN;
+    let e = frame.entry;
+    for (i, w) in [e.coefficients, e.payload_len, e.frame_len, e.checksum].iter().enumerate() {
         out[at + 8 * i..at + 8 * i + 8].copy_from_slice(&w.to_le_bytes());
     }
-    out.extend_from_slice(coded);
+    out.extend_from_slice(&frame.bytes);
     rehash_table(out)
 }
 
@@ -99,7 +99,7 @@ fn lfc_and_lfd_readers_survive_mutation() {
     let (ens, lfc) = tiny();
     let parsed = Header::parse(&lfc).unwrap();
     assert_eq!(parsed.sections(), 1);
-    let coded = &lfc[parsed.starts[1]..];
+    let payload = zstd::decode_all(&lfc[parsed.starts[1]..]).unwrap();
 
     let raw = mutants(&lfc, HEADER_LEN + 16, 200, 2048, 11);
     let t = run_file_reader("raw.lfc", &raw, read_lfc);
@@ -113,7 +113,7 @@ fn lfc_and_lfd_readers_survive_mutation() {
         .collect();
     let t = run_file_reader("table.lfc", &table, read_lfc);
     assert!(t.refused > 0, "{t:?}");
-    let body: Vec<Vec<u8>> = mutants(coded, 136, 300, 0, 13).iter().map(|m| rewrap(&lfc, m)).collect();
+    let body: Vec<Vec<u8>> = mutants(&payload, 136, 300, 0, 13).iter().map(|m| rewrap(&lfc, m)).collect();
     let t = run_file_reader("payload.lfc", &body, read_lfc);
     assert!(t.refused > 0 && t.accepted > 0, "{t:?}");
 

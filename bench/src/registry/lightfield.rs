@@ -29,7 +29,7 @@ pub const DECODE: &str = "lightfield.decode";
 
 const SHAPE: PatchShape = PatchShape::PAPER;
 const DICTIONARIES: usize = 8;
-const PARAMS: Params = Params::new(400, 0.02);
+const PARAMS: Params = Params { sparsity: 400, epsilon: 0.02 };
 
 to_engine_for!(lightfield::LfError, Unsupported);
 

@@ -43,7 +43,7 @@ pub fn trainings(
                 k,
                 shape,
                 iterations,
-                params: Params::new(shape.len() / 8, super::PAPER_EPSILON),
+                params: Params { sparsity: shape.len() / 8, epsilon: super::PAPER_EPSILON },
                 seed: 1,
                 max_patches: count,
                 precluster,

@@ -102,7 +102,7 @@ mod tests {
         patch[3] = 0.9;
         patch[17] = 0.5;
         patch[30] = 0.25;
-        let params = Params::new(plen, 0.01);
+        let params = Params { sparsity: plen, epsilon: 0.01 };
         let limits = [Limit::new(params, plen, plen, 1.0, 10)];
         let codes = encode_patches_cpu(&patch, &limits, &ens, params);
         assert_eq!(codes.membership, vec![1]);
@@ -111,7 +111,7 @@ mod tests {
         assert_eq!(codes.levels, vec![90, 50, 25]);
         // With T = 2 nothing meets the budget: the least error at two coefficients wins, and
         // that is still the identity keeping the two largest spikes.
-        let params = Params::new(2, 0.01);
+        let params = Params { sparsity: 2, epsilon: 0.01 };
         let codes = encode_patches_cpu(&patch, &limits, &ens, params);
         assert_eq!((codes.membership[0], codes.success[0]), (1, false));
         assert_eq!(codes.locations, vec![3, 17]);

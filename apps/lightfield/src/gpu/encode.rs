@@ -247,7 +247,7 @@ pub(super) mod tests {
             }
             // The second codec streams the patches in chunks of 5 (two in flight).
             let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(5);
-            for params in [Params::new(200, 0.05), Params::new(plen, 0.02)] {
+            for params in [Params { sparsity: 200, epsilon: 0.05 }, Params { sparsity: plen, epsilon: 0.02 }] {
                 let limits: Vec<Limit> = patches
                     .chunks(plen)
                     .map(|p| {
@@ -286,7 +286,7 @@ pub(super) mod tests {
         for p in 0..3 {
             patches[(p + 1) * SHAPE.len() - 10..(p + 1) * SHAPE.len()].fill(0.95);
         }
-        let params = Params::new(50, 0.001);
+        let params = Params { sparsity: 50, epsilon: 0.001 };
         let limits: Vec<Limit> = (0..3).map(|_| Limit::new(params, SHAPE.len(), SHAPE.len(), 1.0, 29)).collect();
         let gpu = GpuCodec::new(ctx, &ens).unwrap();
         let cpu = encode_patches_cpu(&patches, &limits, &ens, params);

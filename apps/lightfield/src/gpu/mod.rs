@@ -251,7 +251,7 @@ mod tests {
         let ens = Ensemble::random(SHAPE, 4, 8);
         let gpu = GpuCodec::new(ctx, &ens).unwrap();
         let mut got = None;
-        for params in [Params::new(400, 0.02), Params::new(1200, 0.01)] {
+        for params in [Params { sparsity: 400, epsilon: 0.02 }, Params { sparsity: 1200, epsilon: 0.01 }] {
             let (cpu, _) = encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap();
             let (gpu_codes, time) = encode_lightfield(&lf, &ens, params, CodecPath::Gpu(&gpu)).unwrap();
             assert!(time.is_some());

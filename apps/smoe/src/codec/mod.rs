@@ -3,18 +3,19 @@
 //! code of their quantised centres ([`order`]), centres coded as differences of those codes
 //! and every other value as the residual from a prediction (the previous kernel's value or
 //! a constant of the file), all with adaptive binary models under `constriction`'s range
-//! coder ([`kit::entropy`]).
+//! coder ([`binary`]).
 //!
 //! The reader trusts no byte: the CRC and every header field are checked, and the memory
 //! budget, before anything is allocated; every decoded integer is checked against its range;
 //! the decoded model is validated as every model is.
 
+mod binary;
 mod order;
 mod quant;
 
 pub use quant::{quantised, Group, Quantiser, Steps, StepsRecord, GROUPS};
 
-use kit::entropy::{Coder, Contexts, Cost, Decoder, Encoder, EntropyError};
+use binary::{Coder, Contexts, Cost, Decoder, Encoder};
 use order::{bits_for, deinterleave, interleave};
 
 use crate::model::{packed_len, ColorSpace, Model, ModelError, MAX_EXTENT, MAX_KERNELS};
@@ -31,15 +32,6 @@ pub enum CodecError {
     Coder,
     #[error(transparent)]
     Budget(#[from] kit::KitError),
-}
-
-impl From<EntropyError> for CodecError {
-    fn from(e: EntropyError) -> CodecError {
-        match e {
-            EntropyError::Coder => CodecError::Coder,
-            EntropyError::Corrupt(what) => CodecError::Corrupt(what),
-        }
-    }
 }
 
 impl From<CodecError> for ModelError {

@@ -1,5 +1,5 @@
 //! Decoding `.lfc` bytes straight into device memory (`lightfield view`, `lightfield
-//! bench`): the sections are entropy-decoded in parallel on the rayon pool, each
+//! bench`): the sections are decompressed and parsed in parallel on the rayon pool, each
 //! into its own host-visible staging buffer laid out as the kernel reads it; as each is
 //! ready the host submits its upload (transfer queue) and its decode (`decode_views.comp`,
 //! which waits for that upload and writes the patches straight into the U x V x H x W x 3
@@ -259,7 +259,7 @@ mod tests {
             let lf = crate::synth::generate((5, 3), (23, 16), 7);
             let ens =
                 crate::dictionary::Ensemble::random(crate::patch::PatchShape { my: 5, mx: 5, mu: 4, mv: 4 }, 2, 3);
-            let params = crate::codes::Params::new(900, 0.01);
+            let params = crate::codes::Params { sparsity: 900, epsilon: 0.01 };
             crate::codec::encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap().0
         };
         for c in [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)] {

@@ -1,8 +1,7 @@
 //! Adaptive binary models, the binarisation of integers into binary decisions, and the
 //! coders that run them: `constriction`'s range coder (encoding and decoding) and a cost
 //! counter (the bits the range coder would spend, without coding), all behind [`Coder`] so
-//! that each binarisation is written once for all three. The codecs (smoe's `.smc`,
-//! lightfield's `.lfc` sections) choose their own contexts on top.
+//! that each binarisation is written once for all three.
 
 use std::borrow::Borrow;
 use std::num::NonZeroU32;
@@ -11,16 +10,7 @@ use constriction::stream::model::{DecoderModel, EncoderModel, EntropyModel};
 use constriction::stream::queue::{DefaultRangeDecoder, DefaultRangeEncoder};
 use constriction::stream::{Decode, Encode};
 
-/// Why coding or decoding failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum EntropyError {
-    /// The range coder refused (an internal limit; never seen with these models).
-    #[error("the range coder failed")]
-    Coder,
-    /// The coded data decodes to something its reader refuses; says what.
-    #[error("{0} is corrupt")]
-    Corrupt(&'static str),
-}
+use super::CodecError;
 
 /// Fixed-point bits of every probability.
 const PRECISION: usize = 16;
@@ -48,12 +38,6 @@ impl Default for Bit {
 }
 
 impl Bit {
-    /// A model that starts at probability `one` / 2^16 of a 1 (within the floor), as if it
-    /// had seen `seen` decisions (at most the window).
-    pub fn prior(one: u32, seen: u32) -> Bit {
-        Bit { one: one.clamp(FLOOR, ONE - FLOOR), seen: seen.min(WINDOW) }
-    }
-
     fn update(&mut self, bit: bool) {
         let target = if bit { ONE as i64 } else { 0 };
         let rate = (self.seen + 2).min(WINDOW) as i64;
@@ -104,17 +88,11 @@ impl DecoderModel<PRECISION> for Frozen {
 /// Codes binary decisions with adaptive models: encoders code `bit` and return it, the
 /// decoder ignores it and returns the decoded one; both then update the model.
 pub trait Coder {
-    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, EntropyError>;
+    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, CodecError>;
 }
 
 /// The range encoder.
 pub struct Encoder(DefaultRangeEncoder);
-
-impl Default for Encoder {
-    fn default() -> Encoder {
-        Encoder::new()
-    }
-}
 
 impl Encoder {
     pub fn new() -> Encoder {
@@ -123,8 +101,8 @@ impl Encoder {
 
     /// The coded bytes: the coder's words big-endian, trailing zero bytes dropped (the
     /// decoder reads missing bytes as zeros, so it sees the same words).
-    pub fn finish(self) -> Result<Vec<u8>, EntropyError> {
-        let words = self.0.into_compressed().map_err(|_| EntropyError::Coder)?;
+    pub fn finish(self) -> Result<Vec<u8>, CodecError> {
+        let words = self.0.into_compressed().map_err(|_| CodecError::Coder)?;
         let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_be_bytes()).collect();
         while bytes.last() == Some(&0) {
             bytes.pop();
@@ -134,8 +112,8 @@ impl Encoder {
 }
 
 impl Coder for Encoder {
-    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, EntropyError> {
-        self.0.encode_symbol(bit, Frozen(model.one)).map_err(|_| EntropyError::Coder)?;
+    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, CodecError> {
+        self.0.encode_symbol(bit, Frozen(model.one)).map_err(|_| CodecError::Coder)?;
         model.update(bit);
         Ok(bit)
     }
@@ -145,7 +123,7 @@ impl Coder for Encoder {
 pub struct Decoder(DefaultRangeDecoder);
 
 impl Decoder {
-    pub fn new(bytes: &[u8]) -> Result<Decoder, EntropyError> {
+    pub fn new(bytes: &[u8]) -> Result<Decoder, CodecError> {
         let words: Vec<u32> = bytes
             .chunks(4)
             .map(|c| {
@@ -154,13 +132,13 @@ impl Decoder {
                 u32::from_be_bytes(w)
             })
             .collect();
-        DefaultRangeDecoder::from_compressed(words).map(Decoder).map_err(|_| EntropyError::Coder)
+        DefaultRangeDecoder::from_compressed(words).map(Decoder).map_err(|_| CodecError::Coder)
     }
 }
 
 impl Coder for Decoder {
-    fn bit(&mut self, model: &mut Bit, _: bool) -> Result<bool, EntropyError> {
-        let bit = self.0.decode_symbol(Frozen(model.one)).map_err(|_| EntropyError::Corrupt("the coded data"))?;
+    fn bit(&mut self, model: &mut Bit, _: bool) -> Result<bool, CodecError> {
+        let bit = self.0.decode_symbol(Frozen(model.one)).map_err(|_| CodecError::Corrupt("the coded data"))?;
         model.update(bit);
         Ok(bit)
     }
@@ -171,7 +149,7 @@ impl Coder for Decoder {
 pub struct Cost(pub f64);
 
 impl Coder for Cost {
-    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, EntropyError> {
+    fn bit(&mut self, model: &mut Bit, bit: bool) -> Result<bool, CodecError> {
         self.0 += model.cost(bit);
         model.update(bit);
         Ok(bit)
@@ -180,43 +158,9 @@ impl Coder for Cost {
 
 /// Magnitude classes (Exp-Golomb prefix lengths) with models of their own; longer prefixes
 /// share the last.
-pub const CLASSES: usize = 24;
+const CLASSES: usize = 24;
 /// Suffix bits, from the top, with models of their own per class; lower bits share one.
-pub const TOP_BITS: usize = 2;
-
-/// The models of one order-0 Exp-Golomb code: one per prefix position (class), and per
-/// class one per suffix bit from the top ([`TOP_BITS`]), the lower bits sharing one.
-pub type Prefix = [Bit; CLASSES];
-pub type Suffix = [[Bit; TOP_BITS + 1]; CLASSES];
-
-/// Codes `value` (ignored when decoding) as an order-0 Exp-Golomb code: the class
-/// c = floor(log2(value + 1)) in unary under `prefix`, then the c bits of value + 1 below
-/// its leading one under `suffix[c]`. A class above `max_class` is refused.
-pub fn exp_golomb(
-    coder: &mut impl Coder,
-    prefix: &mut Prefix,
-    suffix: &mut Suffix,
-    value: u128,
-    max_class: u32,
-) -> Result<u128, EntropyError> {
-    let plus = value.saturating_add(1);
-    let class_of = 127 - plus.leading_zeros();
-    let mut class = 0u32;
-    while coder.bit(&mut prefix[(class as usize).min(CLASSES - 1)], class < class_of)? {
-        class += 1;
-        if class > max_class {
-            return Err(EntropyError::Corrupt("a value's length"));
-        }
-    }
-    let models = &mut suffix[(class as usize).min(CLASSES - 1)];
-    let mut rest = 0u128;
-    for i in (0..class).rev() {
-        let from_top = (class - 1 - i) as usize;
-        let bit = coder.bit(&mut models[from_top.min(TOP_BITS)], (plus >> i) & 1 == 1)?;
-        rest |= (bit as u128) << i;
-    }
-    Ok(((1u128 << class) | rest) - 1)
-}
+const TOP_BITS: usize = 2;
 
 /// The models of one stream of integers. The zero flag and the prefix are conditioned on
 /// the magnitude of the stream's previous value (0, 1..=2, more), the suffix bits on
@@ -251,18 +195,35 @@ impl Contexts {
         }
     }
 
-    /// Codes `value` (ignored when decoding) with [`exp_golomb`] under the prefix models of
-    /// the previous value's bucket. A class above `max_class` is refused.
-    pub fn unsigned(&mut self, coder: &mut impl Coder, value: u128, max_class: u32) -> Result<u128, EntropyError> {
+    /// Codes `value` (ignored when decoding) as an order-0 Exp-Golomb code: the class
+    /// c = floor(log2(value + 1)) in unary, then the c bits of value + 1 below its leading
+    /// one. A class above `max_class` is refused.
+    pub fn unsigned(&mut self, coder: &mut impl Coder, value: u128, max_class: u32) -> Result<u128, CodecError> {
         let bucket = self.bucket();
-        let value = exp_golomb(coder, &mut self.prefix[bucket], &mut self.suffix, value, max_class)?;
+        let plus = value.saturating_add(1);
+        let class_of = 127 - plus.leading_zeros();
+        let mut class = 0u32;
+        while coder.bit(&mut self.prefix[bucket][(class as usize).min(CLASSES - 1)], class < class_of)? {
+            class += 1;
+            if class > max_class {
+                return Err(CodecError::Corrupt("a value's length"));
+            }
+        }
+        let models = &mut self.suffix[(class as usize).min(CLASSES - 1)];
+        let mut rest = 0u128;
+        for i in (0..class).rev() {
+            let from_top = (class - 1 - i) as usize;
+            let bit = coder.bit(&mut models[from_top.min(TOP_BITS)], (plus >> i) & 1 == 1)?;
+            rest |= (bit as u128) << i;
+        }
+        let value = ((1u128 << class) | rest) - 1;
         self.previous = value;
         Ok(value)
     }
 
     /// Codes `value` (ignored when decoding): a zero flag, then a sign and the magnitude
     /// less one ([`Contexts::unsigned`]). A magnitude of 2^`max_class` or more is refused.
-    pub fn signed(&mut self, coder: &mut impl Coder, value: i64, max_class: u32) -> Result<i64, EntropyError> {
+    pub fn signed(&mut self, coder: &mut impl Coder, value: i64, max_class: u32) -> Result<i64, CodecError> {
         let bucket = self.bucket();
         if coder.bit(&mut self.zero[bucket], value == 0)? {
             self.previous = 0;
@@ -272,7 +233,7 @@ impl Contexts {
         let magnitude = self.unsigned(coder, value.unsigned_abs().saturating_sub(1) as u128, max_class)? + 1;
         self.previous = magnitude;
         // max_class < 63 keeps the magnitude within i64.
-        let magnitude = i64::try_from(magnitude).map_err(|_| EntropyError::Corrupt("a value's length"))?;
+        let magnitude = i64::try_from(magnitude).map_err(|_| CodecError::Corrupt("a value's length"))?;
         Ok(if negative { -magnitude } else { magnitude })
     }
 }
@@ -283,7 +244,7 @@ mod tests {
 
     #[test]
     fn integers_round_trip_and_cost_what_they_code() {
-        let mut rng = crate::fuzz::Rng::new(5);
+        let mut rng = kit::fuzz::Rng::new(5);
         let values: Vec<i64> = (0..3000)
             .map(|i| {
                 let scale = [0u64, 1, 3, 40, 5000, 1 << 30][i % 6];
@@ -336,7 +297,7 @@ mod tests {
 
     #[test]
     fn garbage_decodes_or_is_refused() {
-        let mut rng = crate::fuzz::Rng::new(9);
+        let mut rng = kit::fuzz::Rng::new(9);
         for _ in 0..200 {
             let bytes: Vec<u8> = (0..rng.below(40)).map(|_| rng.next_u64() as u8).collect();
             let Ok(mut dec) = Decoder::new(&bytes) else { continue };
