@@ -5,12 +5,13 @@
 use std::ops::Range;
 use std::path::Path;
 
+pub use crate::bytes::LFC_MAGIC;
 use crate::codes::{Codes, Params};
 use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
-pub use crate::sections::{Header, HEADER_LEN, LFC_MAGIC, LFC_VERSION};
+pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION};
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]

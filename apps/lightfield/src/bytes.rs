@@ -1,7 +1,13 @@
-//! Little-endian and LEB128 varint reading and writing with bounds checks, and the FNV-1a
-//! checksum: what the `.lfc` and `.lfd` readers share.
+//! Little-endian and LEB128 varint reading and writing with bounds checks, the FNV-1a
+//! checksum and the files' magic numbers: what the `.lfc` and `.lfd` readers share (and the
+//! `.npy` reader, which names a `.lfc` or `.lfd` given in its place).
 
 use crate::error::{LfError, Result};
+
+/// The first bytes of a `.lfc` file.
+pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
+/// The first bytes of a `.lfd` file.
+pub const LFD_MAGIC: &[u8; 4] = b"TLFD";
 
 /// FNV-1a, 64 bit: the `.lfd` checksum.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {

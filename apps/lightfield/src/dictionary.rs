@@ -8,13 +8,12 @@
 
 use std::path::Path;
 
-use crate::bytes::{fnv1a64, ByteReader};
+use crate::bytes::{fnv1a64, ByteReader, LFD_MAGIC};
 use crate::error::{LfError, Result};
 use crate::linalg::{orthonormality_error, svd, Mat};
 use crate::patch::{PatchShape, MODES};
 
-/// `.lfd` magic bytes and version.
-pub const LFD_MAGIC: &[u8; 4] = b"TLFD";
+/// `.lfd` version (its magic is [`LFD_MAGIC`]).
 pub const LFD_VERSION: u32 = 1;
 /// Largest number of dictionaries a file may declare.
 pub const MAX_DICTIONARIES: usize = 65536;

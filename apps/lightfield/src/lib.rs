@@ -49,6 +49,7 @@ pub mod render;
 pub mod samples;
 pub mod sections;
 pub mod select;
+pub mod stages;
 pub mod synth;
 pub mod train;
 pub mod views;

@@ -65,14 +65,6 @@ impl LightField {
         check_samples(&self.data, 0, what)
     }
 
-    /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 (divided by 255), uint16
-    /// (divided by 65535) or float in [0, 1]. The reader checks the declared shape against
-    /// the bytes present and the memory budget before it allocates
-    /// ([`crate::npy_bands::NpyLightField`]).
-    pub fn read_npy(path: &Path) -> Result<LightField> {
-        crate::npy_bands::NpyLightField::open(path)?.read()
-    }
-
     /// Reads a folder of view images (any format [`kit::image::load`] reads, 8 or 16 bits,
     /// EXIF orientation applied), laid out by [`crate::layout::find_views`]: HCI, Stanford
     /// or row/column names, else name order on `grid`. Gray views are repeated into the

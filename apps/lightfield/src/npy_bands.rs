@@ -36,9 +36,9 @@ fn not_another_kind(path: &Path) -> Result<()> {
     let (file, _) = kit::input::open_regular(path)?;
     let mut head = Vec::with_capacity(16);
     file.take(16).read_to_end(&mut head).map_err(|e| LfError::file(path, e))?;
-    let what = if head.starts_with(crate::sections::LFC_MAGIC) {
+    let what = if head.starts_with(crate::bytes::LFC_MAGIC) {
         "is a compressed light field (.lfc); `lightfield decode` makes a .npy of it".to_string()
-    } else if head.starts_with(crate::dictionary::LFD_MAGIC) {
+    } else if head.starts_with(crate::bytes::LFD_MAGIC) {
         "is a dictionary ensemble (.lfd), not a light field".to_string()
     } else if let Ok(format) = image::guess_format(&head) {
         let name = format.extensions_str().first().map_or_else(|| format!("{format:?}"), |e| e.to_uppercase());
@@ -47,6 +47,15 @@ fn not_another_kind(path: &Path) -> Result<()> {
         return Ok(());
     };
     Err(LfError::file(path, what))
+}
+
+impl LightField {
+    /// Reads a `.npy` light field: shape (U, V, H, W, 3), uint8 (divided by 255), uint16
+    /// (divided by 65535) or float in [0, 1]. The reader checks the declared shape against
+    /// the bytes present and the memory budget before it allocates ([`NpyLightField`]).
+    pub fn read_npy(path: &Path) -> Result<LightField> {
+        NpyLightField::open(path)?.read()
+    }
 }
 
 /// A `.npy` light field whose header was read and checked, its data not yet read.
@@ -373,9 +382,7 @@ mod tests {
         std::fs::rename(png.with_extension("png"), &png).unwrap();
         let err = NpyLightField::open(&png).err().unwrap().to_string();
         assert!(err.ends_with("photo.npy: is a single PNG image; a light field is a .npy array (U, V, H, W, 3) or a folder of its views"), "{err}");
-        for (magic, says) in
-            [(crate::sections::LFC_MAGIC, "lightfield decode"), (crate::dictionary::LFD_MAGIC, "(.lfd)")]
-        {
+        for (magic, says) in [(crate::bytes::LFC_MAGIC, "lightfield decode"), (crate::bytes::LFD_MAGIC, "(.lfd)")] {
             let path = dir.path().join("x.npy");
             std::fs::write(&path, [&magic[..], &[0; 12]].concat()).unwrap();
             let err = NpyLightField::open(&path).err().unwrap().to_string();

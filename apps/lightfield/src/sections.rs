@@ -10,13 +10,12 @@
 
 use std::ops::Range;
 
-use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader};
+use crate::bytes::{fnv1a64, put_varint, unzigzag, zigzag, ByteReader, LFC_MAGIC};
 use crate::codes::Codes;
 use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 
-pub const LFC_MAGIC: &[u8; 4] = b"TLFC";
 pub const LFC_VERSION: u32 = 2;
 /// Header bytes before the section table.
 pub const HEADER_LEN: usize = 72;

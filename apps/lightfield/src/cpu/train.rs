@@ -9,7 +9,7 @@ use crate::dictionary::{mode_products_except, Ensemble};
 use crate::error::Result;
 use crate::linalg::Mat;
 use crate::patch::PatchShape;
-use crate::train::{Clusters, SlotCodes, Stages};
+use crate::stages::{Clusters, SlotCodes, Stages};
 
 pub struct CpuStages<'a> {
     shape: PatchShape,

@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::linalg::Mat;
 use crate::patch::{PatchShape, MODES};
 use crate::shaders::kernels;
-use crate::train::{Clusters, SlotCodes, Stages};
+use crate::stages::{Clusters, SlotCodes, Stages};
 
 /// Invocations per workgroup of the unfold and scatter kernels (fixed in their sources).
 const WORKGROUP: u32 = 256;
