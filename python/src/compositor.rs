@@ -3,6 +3,8 @@
 //! offers it. Every call is collective: a rank whose arguments are bad refuses the call on
 //! every rank ([`Compositor::refuse`]), so no rank is left waiting for it.
 
+use std::borrow::Cow;
+
 use composite::comm::Mpi;
 use composite::compositor::{
     Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat, Settings, Times, Viewport,
@@ -88,15 +90,25 @@ fn handle(comm: &Bound<'_, PyAny>) -> Result<i32> {
 /// A buffer's samples as the compositor reads them, or the reason they cannot be.
 enum Samples<'a> {
     Bytes(ArrayViewD<'a, u8>),
-    Floats(Vec<f32>),
+    Floats(Cow<'a, [f32]>),
 }
 
 /// Checks one rank's colour and depth against the compositor's settings.
+/// A float array's samples in row-major order: borrowed where a float32 array lies so in
+/// memory (a 4K frame's colour is 133 MB), else converted.
+fn floats<'a>(v: &AnyView<'a>) -> Option<Cow<'a, [f32]>> {
+    match v {
+        AnyView::F32(v) => Some(v.to_slice().map_or_else(|| Cow::Owned(v.iter().copied().collect()), Cow::Borrowed)),
+        AnyView::F64(v) => Some(Cow::Owned(v.iter().map(|&x| x as f32).collect())),
+        _ => None,
+    }
+}
+
 fn check_inputs<'a>(
     c: &Compositor,
     color: &AnyView<'a>,
-    depth: Option<&AnyView<'_>>,
-) -> Result<(Samples<'a>, Option<Vec<f32>>)> {
+    depth: Option<&AnyView<'a>>,
+) -> Result<(Samples<'a>, Option<Cow<'a, [f32]>>)> {
     let (w, h) = c.image_size();
     let (w, h) = (w as usize, h as usize);
     let shape = color.shape();
@@ -109,11 +121,10 @@ fn check_inputs<'a>(
     let samples = match (c.color_format(), color) {
         (ColorFormat::Rgba8, AnyView::U8(v)) => Samples::Bytes(v.clone()),
         (ColorFormat::Rgba8, _) => return Err(Error::invalid("color: the compositor's colour is rgba8; give uint8")),
-        (ColorFormat::Rgba32F, AnyView::F32(v)) => Samples::Floats(v.iter().copied().collect()),
-        (ColorFormat::Rgba32F, AnyView::F64(v)) => Samples::Floats(v.iter().map(|&x| x as f32).collect()),
-        (ColorFormat::Rgba32F, _) => {
-            return Err(Error::invalid("color: the compositor's colour is rgba32f; give float32 or float64"))
-        }
+        (ColorFormat::Rgba32F, v) => Samples::Floats(
+            floats(v)
+                .ok_or_else(|| Error::invalid("color: the compositor's colour is rgba32f; give float32 or float64"))?,
+        ),
     };
     let depth = match (c.depth_format(), depth) {
         (DepthFormat::None, None) => None,
@@ -128,11 +139,7 @@ fn check_inputs<'a>(
                     shape_text(d.shape())
                 )));
             }
-            Some(match d {
-                AnyView::F32(v) => v.iter().copied().collect(),
-                AnyView::F64(v) => v.iter().map(|&x| x as f32).collect(),
-                _ => return Err(Error::invalid("depth: give float32 or float64")),
-            })
+            Some(floats(d).ok_or_else(|| Error::invalid("depth: give float32 or float64"))?)
         }
     };
     Ok((samples, depth))
