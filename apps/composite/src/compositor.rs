@@ -654,8 +654,8 @@ fn paint_rgba8(piece: &Piece, bytes: &mut [u8], mut depth: Option<&mut [f32]>, b
         }
         Piece::Wide { words, .. } => {
             for (i, px) in words.chunks_exact(WIDE_WORDS).enumerate() {
-                let c = |k: usize| (f32::from_bits(px[k]).clamp(0.0, 1.0) * 255.0).round() as u8;
-                put(i, pack_rgba([c(0), c(1), c(2), c(3)]), f32::from_bits(px[4]));
+                let (color, depth) = crate::piece::wide_as_rgba8(px);
+                put(i, color, depth);
             }
         }
     }

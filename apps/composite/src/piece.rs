@@ -151,9 +151,7 @@ impl Gathered {
                 Piece::Raw { words, .. } => frame.paint_raw(words, *start),
                 Piece::Wide { words, .. } => {
                     for (i, px) in words.chunks_exact(WIDE_WORDS).enumerate() {
-                        let c = |k: usize| (f32::from_bits(px[k]).clamp(0.0, 1.0) * 255.0).round() as u8;
-                        frame.color[start + i] = crate::ap::pack_rgba([c(0), c(1), c(2), c(3)]);
-                        frame.depth[start + i] = f32::from_bits(px[4]);
+                        (frame.color[start + i], frame.depth[start + i]) = wide_as_rgba8(px);
                     }
                 }
             }
@@ -165,4 +163,11 @@ impl Gathered {
     pub fn spans(&self) -> &[(usize, Piece)] {
         &self.spans
     }
+}
+
+/// A wide pixel ([`WIDE_WORDS`] words: RGBA32F then depth) as packed RGBA8 (each channel
+/// clamped to [0, 1]) and its depth.
+pub fn wide_as_rgba8(px: &[u32]) -> (u32, f32) {
+    let c = |k: usize| (f32::from_bits(px[k]).clamp(0.0, 1.0) * 255.0).round() as u8;
+    (crate::ap::pack_rgba([c(0), c(1), c(2), c(3)]), f32::from_bits(px[4]))
 }
