@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use composite::distributed::FrameStats;
+use composite::schedule::Strategy;
 use composite::types::Op;
 use serde::Serialize;
 
@@ -73,5 +74,37 @@ pub struct Rendered {
 impl fmt::Display for Rendered {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}\nwrote {}", self.stats, self.out.display())
+    }
+}
+
+/// `composite merge`, on rank 0.
+#[derive(Serialize)]
+pub struct Merged {
+    #[serde(skip)]
+    pub out: PathBuf,
+    pub ranks: usize,
+    pub op: Op,
+    pub strategy: Strategy,
+    pub width: u32,
+    pub height: u32,
+    pub encode_ms: f64,
+    pub exchange_ms: f64,
+    pub composite_ms: f64,
+    pub gather_ms: f64,
+    pub bytes_sent: u64,
+}
+
+impl fmt::Display for Merged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "wrote {} ({} ranks, {}, {}x{}, {} bytes sent)",
+            self.out.display(),
+            self.ranks,
+            self.op.name(),
+            self.width,
+            self.height,
+            self.bytes_sent
+        )
     }
 }

@@ -4,49 +4,43 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use composite::comm::{Comm, Mpi, Single};
+use clap::Args;
+use composite::comm::Comm;
 use composite::compositor::{Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat};
 use composite::distributed::agree;
 use composite::frame::Frame;
+use composite::schedule::Strategy;
+use composite::types::Op;
 use composite::CompositeError;
 use kit::image::IMAGE_EXTENSIONS;
+use kit::CommonArgs;
 
-use crate::MergeArgs;
+use super::{end_failed_job, world};
+use crate::records::Merged;
 
-/// What rank 0 reports.
-#[derive(serde::Serialize)]
-struct Merged {
-    #[serde(skip)]
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Folder of rank{r}.rgba + rank{r}.depth (with --size) or rank{r}.png + rank{r}.npy
+    #[arg(long, value_name = "DIR")]
+    inputs: PathBuf,
+    /// Image to write on rank 0 (.png, .jpg, .tif, .bmp or .webp)
+    #[arg(long)]
     out: PathBuf,
-    ranks: usize,
-    op: composite::types::Op,
-    strategy: composite::schedule::Strategy,
-    width: u32,
-    height: u32,
-    encode_ms: f64,
-    exchange_ms: f64,
-    composite_ms: f64,
-    gather_ms: f64,
-    bytes_sent: u64,
-}
-
-impl std::fmt::Display for Merged {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "wrote {} ({} ranks, {}, {}x{}, {} bytes sent)",
-            self.out.display(),
-            self.ranks,
-            self.op.name(),
-            self.width,
-            self.height,
-            self.bytes_sent
-        )
-    }
+    /// Size WxH of raw .rgba/.depth partials (each side 1-16384)
+    #[arg(long, value_name = "WxH", value_parser = kit::cli::parse_size)]
+    size: Option<(u32, u32)>,
+    /// zbuffer: nearest depth wins (ties to the lower rank); over: premultiplied alpha, rank 0 in front
+    #[arg(long, value_enum, default_value_t = Op::ZBuffer)]
+    op: Op,
+    /// How the ranks exchange spans (default: by rank count and image size)
+    #[arg(long, value_enum)]
+    strategy: Option<Strategy>,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 pub fn run(args: MergeArgs) -> Result<()> {
-    let comm: Box<dyn Comm> = if Mpi::launched() { Box::new(Mpi::init()?) } else { Box::new(Single) };
+    let comm = world()?;
     let (rank, size) = (comm.rank(), comm.size());
     // Every rank checks and reads before any exchange, and they agree on the outcome: a
     // missing or short file stops every rank with its rank's message.
@@ -58,13 +52,13 @@ pub fn run(args: MergeArgs) -> Result<()> {
     })();
     let frame = match agree(comm.as_ref(), prepared) {
         Ok(frame) => frame,
-        Err(e @ CompositeError::Rank { .. }) => return crate::end_failed_job(comm, e.into()),
+        Err(e @ CompositeError::Rank { .. }) => return end_failed_job(comm, e.into()),
         Err(e) => return Err(e.into()),
     };
     let (w, h) = (frame.width, frame.height);
     let sizes = agree(comm.as_ref(), same_size(comm.as_ref(), w, h));
     if let Err(e @ CompositeError::Rank { .. }) = sizes {
-        return crate::end_failed_job(comm, e.into());
+        return end_failed_job(comm, e.into());
     }
     sizes?;
     let backend = match args.common.backend {
