@@ -23,7 +23,7 @@ impl From<CompositeError> for Error {
         match e {
             CompositeError::Kit(e) => e.into(),
             CompositeError::Engine(e) => e.into(),
-            e @ (CompositeError::SizeMismatch(_) | CompositeError::Invalid(_)) => Error::invalid(e.to_string()),
+            e if e.is_argument() => Error::invalid(e.to_string()),
             other => Error::new(Kind::Failed, other.to_string()),
         }
     }

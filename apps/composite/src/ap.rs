@@ -56,7 +56,7 @@ impl Encoded {
 pub fn same_pixels(inputs: &[&Encoded]) -> Result<usize> {
     let first = inputs.first().ok_or_else(|| CompositeError::Invalid("nothing to composite".into()))?;
     if let Some(other) = inputs.iter().find(|e| e.pixels != first.pixels) {
-        return Err(CompositeError::SizeMismatch(format!("inputs have {} and {} pixels", first.pixels, other.pixels)));
+        return Err(CompositeError::PixelCounts { first: first.pixels, other: other.pixels });
     }
     Ok(first.pixels)
 }
@@ -208,10 +208,7 @@ impl ApImage {
     pub fn new(width: u32, height: u32, background: [u8; 4], encoded: Encoded) -> Result<ApImage> {
         let pixels = pixel_count(width, height)?;
         if encoded.pixels != pixels {
-            return Err(CompositeError::SizeMismatch(format!(
-                "payload covers {} pixels, header says {width}x{height}",
-                encoded.pixels
-            )));
+            return Err(CompositeError::HeaderSize { pixels: encoded.pixels, width, height });
         }
         validate(&encoded.words, pixels)?;
         Ok(ApImage { width, height, background, encoded })
@@ -322,7 +319,7 @@ pub fn max_payload_bytes(pixels: usize) -> u64 {
 pub fn pixel_count(width: u32, height: u32) -> Result<usize> {
     let n = width as u64 * height as u64;
     if n == 0 || n > u32::MAX as u64 {
-        return Err(CompositeError::Invalid(format!("image size {width}x{height} is empty or too large")));
+        return Err(CompositeError::ImageSize { width, height });
     }
     Ok(n as usize)
 }

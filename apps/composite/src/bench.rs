@@ -131,7 +131,8 @@ fn run_size(
             // Every rank's GPU encoding is checked against the CPU encoder, not only the timed one.
             let frame = frames.read_back()?;
             if encode_parallel(&frame) != encoded {
-                return Err(crate::CompositeError::Corrupt(format!("GPU and CPU encodings of rank {rank} differ")));
+                let what = format!("GPU and CPU encodings of rank {rank}");
+                return Err(crate::CompositeError::EncodingsDiffer { what });
             }
             roi_ratios.push(roi.map_or(0, |r| r.pixels()) as f64 / n as f64);
             ap_ratios.push(encoded.bytes() as f64 / (8 * n) as f64);
@@ -251,7 +252,7 @@ fn time_rank(
     for _ in 0..=reps {
         let (again, _, times) = encoder.encode(&raster.color, &raster.depth, width, height)?;
         if again != encoded {
-            return Err(crate::CompositeError::Corrupt("repeated GPU encodings differ".into()));
+            return Err(crate::CompositeError::EncodingsDiffer { what: "repeated GPU encodings".into() });
         }
         gpu.push(times);
     }
@@ -272,7 +273,7 @@ fn time_rank(
         if let Some(r) = &roi {
             let (e, ms) = time_ms(|| encode_roi(&frame, r));
             if e != encoded {
-                return Err(crate::CompositeError::Corrupt("CPU ROI and GPU encodings differ".into()));
+                return Err(crate::CompositeError::EncodingsDiffer { what: "CPU ROI and GPU encodings".into() });
             }
             cpu_roi.push(ms);
         }
@@ -281,7 +282,9 @@ fn time_rank(
         let (par, ms) = time_ms(|| encode_parallel(&frame));
         cpu_par.push(ms);
         if full != encoded || par != encoded {
-            return Err(crate::CompositeError::Corrupt("CPU and GPU encodings differ in the benchmark".into()));
+            return Err(crate::CompositeError::EncodingsDiffer {
+                what: "CPU and GPU encodings in the benchmark".into(),
+            });
         }
     }
     let active = encoded.active_pixels();

@@ -47,7 +47,7 @@ fn render_encode(
         depth: ctx.download(&raster.depth)?,
     };
     if encoded != encode_serial(&frame) {
-        return Err(CompositeError::Corrupt(format!("rank {rank}: GPU and CPU encodings differ")));
+        return Err(CompositeError::EncodingsDiffer { what: format!("rank {rank}: GPU and CPU encodings") });
     }
     Ok((encoded, frame))
 }

@@ -63,6 +63,33 @@ fn save_partial(ctx: &Context, raster: &Rasteriser, dir: &Path, rank: usize) -> 
     Ok(())
 }
 
+/// Rank `rank`'s partial image from `dir`: raw `rank{r}.rgba` + `rank{r}.depth` of `size`
+/// (as [`save_partial`] writes them), or `rank{r}.png` + `rank{r}.npy` ([`Frame::load`]).
+pub fn read_partial(dir: &Path, rank: usize, size: Option<(u32, u32)>) -> Result<Frame> {
+    let path = |ext: &str| dir.join(format!("rank{rank}.{ext}"));
+    let (rgba, depth) = (path("rgba"), path("depth"));
+    let Some((width, height)) = size else {
+        if rgba.exists() {
+            return Err(CompositeError::RawNeedsSize { path: rgba });
+        }
+        return Frame::load(&path("png"), &path("npy"));
+    };
+    let need = 4 * crate::ap::pixel_count(width, height)?;
+    let read = |path: PathBuf| -> Result<Vec<u8>> {
+        let bytes = kit::input::read_bounded(&path, need as u64)?;
+        if bytes.len() != need {
+            return Err(CompositeError::RawLength { path, len: bytes.len(), width, height, need });
+        }
+        Ok(bytes)
+    };
+    let color = read(rgba)?.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
+    let depth: Vec<f32> = read(depth)?.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    if let Some(pixel) = depth.iter().position(|v| v.is_nan()) {
+        return Err(CompositeError::NanDepth { path: path("depth"), pixel });
+    }
+    Ok(Frame { width, height, color, depth })
+}
+
 /// Opens this rank's device (docs/cli.md: rank r uses entry r mod n of the devices the
 /// selector names, every GPU by default), with r the rank on this node, so that the ranks
 /// of each node spread over that node's GPUs.

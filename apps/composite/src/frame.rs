@@ -69,20 +69,18 @@ impl Frame {
     pub fn load(color: &Path, depth: &Path) -> Result<Frame> {
         let header = kit::npy::header(depth)?;
         if !matches!(header.dtype, kit::npy::NpyDtype::F32 | kit::npy::NpyDtype::F64) {
-            return Err(CompositeError::Invalid(format!(
-                "{}: depth must be float32 or float64, not {}",
-                depth.display(),
-                if header.dtype == kit::npy::NpyDtype::U8 { "uint8" } else { "uint16" }
-            )));
+            let dtype = if header.dtype == kit::npy::NpyDtype::U8 { "uint8" } else { "uint16" };
+            return Err(CompositeError::DepthType { path: depth.to_path_buf(), dtype });
         }
         let (w, h, rgba) = kit::image::load_rgba8(color)?;
         if header.shape != [h, w] {
-            return Err(CompositeError::SizeMismatch(format!(
-                "{} is {w}x{h} but {} has shape {:?}, expected ({h}, {w})",
-                color.display(),
-                depth.display(),
-                header.shape
-            )));
+            return Err(CompositeError::DepthShape {
+                color: color.to_path_buf(),
+                depth: depth.to_path_buf(),
+                width: w,
+                height: h,
+                shape: header.shape,
+            });
         }
         crate::ap::pixel_count(w as u32, h as u32)?;
         let npy = kit::npy::read(depth)?;

@@ -37,7 +37,7 @@ pub mod sweep;
 pub mod timing;
 pub mod types;
 
-pub use error::{CompositeError, Result};
+pub use error::{CompositeError, EncoderLimit, Result};
 
 /// Embedded SPIR-V of `shaders/composite/`.
 pub mod shaders {

@@ -93,7 +93,7 @@ pub fn run(ctx: &Context, quick: bool, mut emit: impl FnMut(serde_json::Value)) 
             for encoder in encoders.iter_mut() {
                 got.push(match encoder.encode(color, depth, width, height) {
                     Ok((encoded, _, _)) => Some(encoded),
-                    Err(CompositeError::Corrupt(_)) => None,
+                    Err(CompositeError::PayloadSize { .. }) => None,
                     Err(e) => return Err(e),
                 });
             }

@@ -78,10 +78,7 @@ fn argument(message: impl Into<String>) -> (c_int, String) {
 }
 
 fn failed(error: composite::CompositeError) -> (c_int, String) {
-    let code = match error {
-        composite::CompositeError::Invalid(_) | composite::CompositeError::SizeMismatch(_) => TC_ERR_ARGUMENT,
-        _ => TC_ERR_FAILED,
-    };
+    let code = if error.is_argument() { TC_ERR_ARGUMENT } else { TC_ERR_FAILED };
     (code, composite::distributed::message(&error))
 }
 

@@ -1,13 +1,13 @@
 //! `composite merge`: every rank's partial image from a folder, composited with the library
 //! ([`composite::compositor`]) on MPI's world (one rank without `mpirun`); rank 0 writes it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
 use composite::comm::Comm;
 use composite::compositor::{Backend, Color, ColorFormat, ColorMut, Compositor, DepthFormat};
-use composite::distributed::agree;
+use composite::distributed::{agree, read_partial};
 use composite::frame::Frame;
 use composite::schedule::Strategy;
 use composite::types::Op;
@@ -56,11 +56,9 @@ pub fn run(args: MergeArgs) -> Result<()> {
         Err(e) => return Err(e.into()),
     };
     let (w, h) = (frame.width, frame.height);
-    let sizes = agree(comm.as_ref(), same_size(comm.as_ref(), w, h));
-    if let Err(e @ CompositeError::Rank { .. }) = sizes {
+    if let Err(e) = same_size(comm.as_ref(), w, h) {
         return end_failed_job(comm, e.into());
     }
-    sizes?;
     let backend = match args.common.backend {
         kit::Backend::Gpu => Backend::Gpu,
         kit::Backend::Cpu => Backend::Cpu,
@@ -110,47 +108,16 @@ pub fn run(args: MergeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Every rank's image has rank 0's size.
+/// Every rank's image has rank 0's size: where one has not, every rank fails with rank 0's
+/// [`CompositeError::Rank`] naming it (rank 0 alone sees every size).
 fn same_size(comm: &dyn Comm, w: u32, h: u32) -> Result<(), CompositeError> {
     let all = comm.gather(&[w as f64, h as f64]);
     let first = comm.first_error(all.and_then(|all| {
         let (r, v) = all.iter().enumerate().find(|(_, v)| **v != all[0])?;
-        Some(format!("rank {r}'s image is {}x{}, rank 0's {}x{}", v[0], v[1], all[0][0], all[0][1]))
+        Some(format!("image sizes differ: rank {r}'s image is {}x{}, rank 0's {}x{}", v[0], v[1], all[0][0], all[0][1]))
     }));
     match first {
-        Some((_, message)) => Err(CompositeError::SizeMismatch(message)),
+        Some((rank, message)) => Err(CompositeError::Rank { rank, message }),
         None => Ok(()),
     }
-}
-
-/// Rank `rank`'s partial image from `dir`: raw .rgba + .depth of `size`, or .png + .npy.
-fn read_partial(dir: &Path, rank: usize, size: Option<(u32, u32)>) -> Result<Frame, CompositeError> {
-    let path = |ext: &str| dir.join(format!("rank{rank}.{ext}"));
-    let (rgba, depth) = (path("rgba"), path("depth"));
-    let Some((w, h)) = size else {
-        if rgba.exists() {
-            return Err(CompositeError::Invalid(format!("{} is raw: give --size WxH", rgba.display())));
-        }
-        return Frame::load(&path("png"), &path("npy"));
-    };
-    let n = composite::ap::pixel_count(w, h)?;
-    let read = |p: &Path| -> Result<Vec<u8>, CompositeError> {
-        let bytes = kit::input::read_bounded(p, 4 * n as u64)?;
-        if bytes.len() != 4 * n {
-            return Err(CompositeError::Invalid(format!(
-                "{} holds {} bytes; a {w}x{h} image needs {}",
-                p.display(),
-                bytes.len(),
-                4 * n
-            )));
-        }
-        Ok(bytes)
-    };
-    let (c, d) = (read(&rgba)?, read(&depth)?);
-    let depth: Vec<f32> = d.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
-    if let Some(i) = depth.iter().position(|v| v.is_nan()) {
-        return Err(CompositeError::Invalid(format!("{}: pixel {i} has depth NaN", path("depth").display())));
-    }
-    let color = c.chunks_exact(4).map(|b| u32::from_le_bytes(b.try_into().unwrap())).collect();
-    Ok(Frame { width: w, height: h, color, depth })
 }

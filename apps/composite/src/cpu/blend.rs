@@ -242,6 +242,6 @@ mod tests {
     fn different_sizes_are_refused() {
         let a = encode_serial(&Frame::empty(2, 2));
         let b = encode_serial(&Frame::empty(3, 2));
-        assert!(matches!(composite(&[&a, &b], Op::ZBuffer), Err(CompositeError::SizeMismatch(_))));
+        assert!(matches!(composite(&[&a, &b], Op::ZBuffer), Err(CompositeError::PixelCounts { .. })));
     }
 }

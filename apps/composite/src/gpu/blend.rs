@@ -245,7 +245,7 @@ impl GpuBlender {
         own: usize,
     ) -> Result<()> {
         if let Some(e) = received.iter().find(|e| e.pixels != len) {
-            return Err(CompositeError::SizeMismatch(format!("a span of {} pixels for {len}", e.pixels)));
+            return Err(CompositeError::SpanPixels { got: e.pixels, want: len });
         }
         if start + len > color.len().min(depth.len()) || own > received.len() {
             return Err(CompositeError::Invalid(format!("span {start}+{len} outside the frame")));

@@ -31,7 +31,7 @@ use engine::{Buffer, Context, DeviceInfo, Kernel, Location};
 
 use crate::ap::Encoded;
 use crate::cpu::encode::encode_serial;
-use crate::error::{CompositeError, Result};
+use crate::error::{CompositeError, EncoderLimit, Result};
 use crate::shaders::kernels;
 use crate::spans::{concat, split};
 use kit::stats::ms_since;
@@ -101,10 +101,9 @@ fn plan_subgroups(info: &engine::DeviceInfo, workgroup: u32) -> Result<(u32, boo
         || !workgroup.is_multiple_of(subgroup)
         || workgroup / subgroup > MAX_SUBGROUPS.min(fits)
     {
-        return Err(CompositeError::Invalid(format!(
-            "the GPU encoder needs subgroups of 8, 16 or 32 lanes that divide a workgroup of at most {} subgroups (subgroup {subgroup}, sizes that can be required {sizes:?}, workgroup {workgroup}); the CPU encoder (--backend cpu) works everywhere",
-            MAX_SUBGROUPS.min(fits)
-        )));
+        return Err(
+            EncoderLimit::Subgroups { subgroup, sizes, workgroup, max_subgroups: MAX_SUBGROUPS.min(fits) }.into()
+        );
     }
     Ok((subgroup, required))
 }
@@ -131,11 +130,7 @@ fn piece_pixels(info: &DeviceInfo) -> usize {
 /// Refuses `len` pixels from pixel `start` that run past the colour or depth buffer.
 fn check_fits(color: &Buffer<u32>, depth: &Buffer<f32>, start: usize, len: usize) -> Result<()> {
     if start.checked_add(len).is_none_or(|end| color.len() < end || depth.len() < end) {
-        return Err(CompositeError::Invalid(format!(
-            "{len} pixels at pixel {start} do not fit the colour/depth buffers ({} / {} pixels)",
-            color.len(),
-            depth.len()
-        )));
+        return Err(EncoderLimit::Buffers { start, len, color: color.len(), depth: depth.len() }.into());
     }
     Ok(())
 }
@@ -213,7 +208,7 @@ impl GpuEncoder {
                 Err(e) => failures.push(format!("{config:?}: {e}")),
             }
         }
-        Err(CompositeError::Invalid(format!("no GPU encoder configuration works here: {}", failures.join("; "))))
+        Err(EncoderLimit::NoShape(failures.join("; ")).into())
     }
 
     /// Encodes check frames (random runs; a narrow band) and a span of one at an odd pixel,
@@ -228,12 +223,16 @@ impl GpuEncoder {
             let depth = self.ctx.upload(&frame.depth, "check depth")?;
             let want = encode_serial(&frame);
             if self.encode(&color, &depth, w, h)?.0 != want {
-                return Err(CompositeError::Corrupt(format!("wrong payload on the {name} check frame")));
+                return Err(CompositeError::EncodingsDiffer {
+                    what: format!("the GPU and CPU encodings of the {name} check frame"),
+                });
             }
             let (start, len) = (w as usize + 3, (w * h / 2) as usize);
             let span = split(&want, &[start, start + len]).swap_remove(1);
             if self.encode_span(&color, &depth, start, len)?.0 != span {
-                return Err(CompositeError::Corrupt(format!("wrong payload on a span of the {name} check frame")));
+                return Err(CompositeError::EncodingsDiffer {
+                    what: format!("the GPU and CPU encodings of a span of the {name} check frame"),
+                });
             }
         }
         Ok(())
@@ -243,12 +242,10 @@ impl GpuEncoder {
     pub fn with_config(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
         let EncodeConfig { workgroup, per_lane, batch } = config;
         if per_lane == 0 || !per_lane.is_multiple_of(32) || batch == 0 || !per_lane.is_multiple_of(batch) {
-            return Err(CompositeError::Invalid(format!(
-                "{per_lane} pixels per lane in batches of {batch}: a multiple of 32 in whole batches"
-            )));
+            return Err(EncoderLimit::PerLane { per_lane, batch }.into());
         }
         if workgroup > ctx.info().max_workgroup_invocations {
-            return Err(CompositeError::Invalid(format!("workgroups of {workgroup} are too large here")));
+            return Err(EncoderLimit::Workgroup(workgroup).into());
         }
         let (subgroup, required) = plan_subgroups(ctx.info(), workgroup)?;
         let pipe = |desc: &'static engine::KernelDesc, spec: &[u32]| {
@@ -311,10 +308,7 @@ impl GpuEncoder {
         let total = crate::ap::pixel_count(width, height)?;
         check_fits(color, depth, 0, total)?;
         if width as usize > self.piece {
-            return Err(CompositeError::Invalid(format!(
-                "a row of {width} pixels is more than the {} one GPU encoding binds here; --backend cpu encodes it",
-                self.piece
-            )));
+            return Err(EncoderLimit::RowTooWide { width, piece: self.piece }.into());
         }
         let rows = (self.piece / width as usize).min(height as usize) as u32;
         let (mut pieces, mut roi, mut times) = (Vec::new(), None, EncodeTimes::default());
@@ -431,7 +425,7 @@ impl GpuEncoder {
         let wall = ms_since(wall);
         let words = self.size.mapped()?[0] as usize;
         if words > 2 * total + 4 {
-            return Err(CompositeError::Corrupt(format!("GPU encoder reported {words} words for {total} pixels")));
+            return Err(CompositeError::PayloadSize { words, pixels: total });
         }
         let b = self.roi_host.mapped()?;
         let roi = (b[0] != u32::MAX).then(|| Roi { x0: b[0], y0: b[1], x1: !b[2], y1: !b[3] });
@@ -528,7 +522,8 @@ mod tests {
             }
             // A row wider than a submission is refused, with the CPU encoder named.
             enc.limit_submissions(w as usize - 1);
-            assert!(enc.encode(&color, &depth, w, h).unwrap_err().to_string().contains("--backend cpu"));
+            let refused = enc.encode(&color, &depth, w, h).unwrap_err();
+            assert!(matches!(refused, CompositeError::GpuEncoder(EncoderLimit::RowTooWide { .. })), "{refused}");
         }
         testing::assert_no_validation_messages();
     }
