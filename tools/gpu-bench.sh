@@ -36,7 +36,8 @@ for s in "${sets[@]}"; do
       unset TESSERA_TUNING ;;
     mad|smoe|mosaic|composite|lightfield) run "$s" $B/$s bench ;;
     composite-mpi) run composite-mpi bash .gpu/gpu-composite-mpi.sh ;;
-    composite-sweep) run composite-sweep $B/composite sweep ;;
+    composite-sweep) run composite-sweep $B/sweep --kernel composite.encode --param workgroup=128,256,512,1024 \
+        --param per_lane=32,64 --param batch=4,8,16 --out "$RES/composite-sweep" --json ;;
     # User-level measurements of the feature issues (tools/gpu-features.sh).
     smoe-photos|smoe-large|mosaic-exact|mosaic-costs|lightfield-files) B=$B RES=$RES bash .gpu/gpu-features.sh "$s" ;;
     # Each suite on the GPU; output is text (libtest's), one file per suite.

@@ -28,7 +28,7 @@ use crate::types::Roi;
 /// pixel read, the payload written. With the whole frame as the box, the floor of ROI
 /// detection and encoding together (every input byte read once). At `copy_gb_per_s`, the
 /// device's measured copy bandwidth ([`engine::ceilings::copy_gb_per_s`]).
-pub(crate) fn floor_ms(box_pixels: usize, encoded: &crate::ap::Encoded, copy_gb_per_s: f64) -> f64 {
+fn floor_ms(box_pixels: usize, encoded: &crate::ap::Encoded, copy_gb_per_s: f64) -> f64 {
     let bytes = 4 * box_pixels + 4 * encoded.active_pixels() + encoded.bytes();
     bytes as f64 / (copy_gb_per_s * 1e9) * 1e3
 }
@@ -170,7 +170,7 @@ fn run_size(
 
 /// A scene's frames at one size, as the benchmarks take them: ranks' shares rendered on the
 /// GPU, and read back to the host for the CPU encoders.
-pub(crate) struct FrameSource<'a> {
+struct FrameSource<'a> {
     ctx: &'a Context,
     scene: &'a Scene,
     pub raster: Rasteriser,

@@ -13,8 +13,8 @@
 //! - [`compositor`]: the library: any renderer's colour and depth composited over MPI (the
 //!   C ABI in `capi/` wraps it).
 //! - [`demo`]: the project demo's compositor part.
-//! - [`bench`](mod@bench), [`sweep`]: the paper's Tables 1 and 2 (`composite bench`) and the encoder's
-//!   shapes (`composite sweep`).
+//! - [`bench`](mod@bench): the paper's Tables 1 and 2 (`composite bench`); the encoder's
+//!   shapes are swept by the shared registry (`sweep --kernel composite.encode`).
 
 pub mod ap;
 pub mod bench;
@@ -33,7 +33,6 @@ pub mod raster;
 pub mod scene;
 pub mod schedule;
 pub mod spans;
-pub mod sweep;
 pub mod timing;
 pub mod types;
 

@@ -8,7 +8,7 @@ use clap::Subcommand;
 mod commands;
 mod records;
 
-use commands::{bench, blend, decode, demo, encode, merge, render, sweep};
+use commands::{bench, blend, decode, demo, encode, merge, render};
 
 #[derive(Subcommand)]
 enum Command {
@@ -52,10 +52,6 @@ enum Command {
     /// The paper's Tables 1 and 2 on the GPU (one JSON object per line)
     #[command(after_help = "Examples:\n  composite bench --quick\n  composite bench --device h200")]
     Bench(kit::BenchArgs),
-    /// Every shape of the GPU encoder on rendered 4K and 8K frames: times, copy-bandwidth
-    /// floors, registers, payloads checked (one JSON object per line)
-    #[command(after_help = "Examples:\n  composite sweep --quick\n  composite sweep --device 0")]
-    Sweep(kit::BenchArgs),
 }
 
 fn run(command: Command) -> Result<()> {
@@ -67,7 +63,6 @@ fn run(command: Command) -> Result<()> {
         Command::Merge(args) => merge::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Bench(args) => bench::run(args),
-        Command::Sweep(args) => sweep::run(args),
     }
 }
 

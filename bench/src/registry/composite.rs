@@ -1,8 +1,8 @@
-//! The compositor's active-pixel encoder (`composite::gpu::encode::GpuEncoder`), whose
-//! shapes `composite sweep` measured on its own before this registry: `ap_count` (the
-//! region of interest and per-chunk counts) and `ap_scatter` (the payload), on a
-//! deterministic `size x size` frame with discs of active pixels, its payload checked word
-//! for word against the CPU encoder.
+//! The compositor's active-pixel encoder (`composite::gpu::encode::GpuEncoder`): `ap_count`
+//! (the region of interest and per-chunk counts) and `ap_scatter` (the payload), which run
+//! one shape and are timed together, on a deterministic `size x size` frame with discs of
+//! active pixels, its payload checked word for word against the CPU encoder. The encoder
+//! reads its tuned shape under this entry's name ([`ENCODE`]).
 
 use composite::frame::Frame;
 use composite::gpu::encode::{EncodeConfig, GpuEncoder};
@@ -10,11 +10,11 @@ use engine::{Context, Result};
 
 use super::{pattern, time_calls, Check, Config, Floor, Kernel, Measured, Param, Reps, Shader, Sizes};
 
-/// One of the encoder's two kernels.
-pub enum Pass {
-    Count,
-    Scatter,
-}
+/// The encoder's registry name, the key of its tuned shape in the tuning file.
+pub use composite::gpu::encode::TUNING_KERNEL as ENCODE;
+
+/// Both kernels of the encoder.
+pub struct Encode;
 
 to_engine_for!(composite::CompositeError, Unsupported);
 
@@ -37,12 +37,18 @@ fn frame(edge: u32) -> Frame {
     Frame { width: edge, height: edge, color: colors, depth }
 }
 
-impl Kernel for Pass {
+impl Kernel for Encode {
     fn params(&self) -> Vec<Param> {
+        let default = composite::gpu::encode::ENCODE_SHAPES[0];
         vec![
-            Param::new("workgroup", &[128, 256, 512, 1024], 512, "invocations per workgroup of both kernels"),
-            Param::new("per_lane", &[32, 64], 32, "pixels per lane of a chunk"),
-            Param::new("batch", &[4, 8, 16], 4, "pixels per lane ap_scatter loads at once"),
+            Param::new(
+                "workgroup",
+                &[128, 256, 512, 1024],
+                default.workgroup,
+                "invocations per workgroup of both kernels",
+            ),
+            Param::new("per_lane", &[32, 64], default.per_lane, "pixels per lane of a chunk"),
+            Param::new("batch", &[4, 8, 16], default.batch, "pixels per lane ap_scatter loads at once"),
         ]
     }
     fn sizes(&self) -> Sizes {
@@ -70,26 +76,16 @@ impl Kernel for Pass {
             Err(composite::CompositeError::PayloadSize { .. }) => Check::exact(&[1], &[0]),
             Err(e) => return Err(to_engine(e)),
         };
+        // The GPU times of both kernels (the payload's download is not timed).
         let times_ms = time_calls(ctx, reps, || {
-            let t = encoder.encode_on_device(&color, &depth, edge, edge).map_err(to_engine)?.2;
-            Ok(match self {
-                Pass::Count => t.roi_ms,
-                Pass::Scatter => t.encode_ms,
-            })
+            let t = encoder.encode(&color, &depth, edge, edge).map_err(to_engine)?.2;
+            Ok(t.roi_ms + t.encode_ms)
         })?;
-        let pixels = size * size;
-        let (floor, spirv, spec) = match self {
-            // Depth read once.
-            Pass::Count => {
-                (Floor::Bytes(4 * pixels), composite::shaders::AP_COUNT, vec![shape.workgroup, shape.per_lane])
-            }
-            // Depth read once, the payload written once.
-            Pass::Scatter => (
-                Floor::Bytes(4 * pixels + 4 * want.words.len() as u64),
-                composite::shaders::AP_SCATTER,
-                vec![shape.workgroup, shape.per_lane, shape.batch],
-            ),
-        };
-        Ok(Measured { times_ms, floor, check, shader: Some(Shader { spirv, spec }) })
+        // Every depth read once, the colour of every active pixel read, the payload written.
+        let floor = Floor::Bytes(4 * size * size + 4 * want.active_pixels() as u64 + want.bytes() as u64);
+        // ap_scatter, which writes the payload, is the larger part on dense frames.
+        let shader =
+            Shader { spirv: composite::shaders::AP_SCATTER, spec: vec![shape.workgroup, shape.per_lane, shape.batch] };
+        Ok(Measured { times_ms, floor, check, shader: Some(shader) })
     }
 }

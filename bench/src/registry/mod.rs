@@ -179,7 +179,7 @@ pub struct Entry {
 }
 
 /// Every registered kernel, in `--list` order: the engine's, then each app's.
-pub static ALL: [Entry; 19] = [
+pub static ALL: [Entry; 18] = [
     Entry {
         name: "engine.copy",
         about: "grid-stride copy of u32 elements as uvec4 (the copy-bandwidth ceiling)",
@@ -267,14 +267,10 @@ pub static ALL: [Entry; 19] = [
         kernel: &lightfield::Codec::Decode,
     },
     Entry {
-        name: "composite.ap_count",
-        about: "active-pixel encoding, pass 1: region of interest and per-chunk counts of a size x size frame",
-        kernel: &composite::Pass::Count,
-    },
-    Entry {
-        name: "composite.ap_scatter",
-        about: "active-pixel encoding, pass 2: the payload of a size x size frame",
-        kernel: &composite::Pass::Scatter,
+        name: composite::ENCODE,
+        about: "active-pixel encoding of a size x size frame: region of interest and per-chunk counts (ap_count), \
+                then the payload (ap_scatter), one shape for both",
+        kernel: &composite::Encode,
     },
 ];
 

@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 
-use super::print_fields;
-
 pub fn run(args: kit::BenchArgs) -> Result<()> {
-    Ok(composite::bench::run(&kit::cli::open(&args.device)?, args.quick, print_fields)?)
+    let ctx = kit::cli::open(&args.device)?;
+    // Each JSON line as it comes.
+    Ok(composite::bench::run(&ctx, args.quick, |value| kit::emit(&kit::report::Fields(value), &[]))?)
 }

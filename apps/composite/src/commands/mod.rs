@@ -12,7 +12,6 @@ pub mod demo;
 pub mod encode;
 pub mod merge;
 pub mod render;
-pub mod sweep;
 
 /// The shared flags of a command that runs on the CPU only (no --backend, no --device).
 #[derive(Args)]
@@ -42,9 +41,4 @@ fn end_failed_job(comm: Box<dyn Comm>, error: anyhow::Error) -> Result<()> {
     comm.barrier();
     drop(comm);
     Err(kit::Reported.into())
-}
-
-/// Prints a benchmark's JSON lines as they come.
-fn print_fields(value: serde_json::Value) {
-    kit::emit(&kit::report::Fields(value), &[]);
 }

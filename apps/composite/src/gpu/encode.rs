@@ -39,11 +39,15 @@ use kit::stats::ms_since;
 use crate::timing::gpu_ms;
 use crate::types::Roi;
 
-/// Encoder shapes, best first, from `composite sweep` on the H100 (BENCHMARKS.md, runs
-/// BB-BC): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K, dense and
-/// sparse. Devices that cannot build a shape, or whose result fails the encoder's
-/// self-check, take the next.
-const ENCODE_SHAPES: [EncodeConfig; 3] = [
+/// The tuning file's kernel name for the encoder's shape (`kit::tuning`; keys `workgroup`,
+/// `per_lane` and `batch`): both kernels run one shape, so the sweep's registry times them
+/// together under this name.
+pub const TUNING_KERNEL: &str = "composite.encode";
+/// Built-in encoder shapes, best first, from the sweep on the H100 (BENCHMARKS.md, the
+/// encoder's table): 512 x 32 in batches of 4 had the smallest time of both kernels at 8K,
+/// dense and sparse. A device's tuned shape goes before them; devices that cannot build a
+/// shape, or whose result fails the encoder's self-check, take the next.
+pub const ENCODE_SHAPES: [EncodeConfig; 3] = [
     EncodeConfig { workgroup: 512, per_lane: 32, batch: 4 },
     EncodeConfig { workgroup: 1024, per_lane: 32, batch: 4 },
     EncodeConfig { workgroup: 256, per_lane: 32, batch: 4 },
@@ -53,8 +57,9 @@ const CHECK_SIZE: (u32, u32) = (1031, 517);
 /// Most subgroups per workgroup (`AP_MAX_SUBGROUPS` in `ap_count.comp`).
 const MAX_SUBGROUPS: u32 = 128;
 
-/// Shape of the encoder's kernels (specialization constants). `composite sweep` measures
-/// them.
+/// Shape of the encoder's kernels (specialization constants). The sweep's registry measures
+/// them (kernel [`TUNING_KERNEL`]), and `sweep --tune` writes a device's best into the tuning
+/// file, which [`GpuEncoder::new`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct EncodeConfig {
     /// Invocations per workgroup of both kernels; a workgroup holds one chunk per subgroup.
@@ -63,6 +68,24 @@ pub struct EncodeConfig {
     pub per_lane: u32,
     /// Pixels per lane that `ap_scatter` loads at once (a divisor of `per_lane`).
     pub batch: u32,
+}
+
+impl EncodeConfig {
+    /// The shape the tuning file gives `info`'s device, with the built-in default for a key
+    /// it lacks; `None` where it has none.
+    pub fn tuned(info: &DeviceInfo) -> Option<EncodeConfig> {
+        let tuned = |key: &str| kit::tuning::param(info, TUNING_KERNEL, key);
+        let (workgroup, per_lane, batch) = (tuned("workgroup"), tuned("per_lane"), tuned("batch"));
+        if workgroup.is_none() && per_lane.is_none() && batch.is_none() {
+            return None;
+        }
+        let default = ENCODE_SHAPES[0];
+        Some(EncodeConfig {
+            workgroup: workgroup.unwrap_or(default.workgroup),
+            per_lane: per_lane.unwrap_or(default.per_lane),
+            batch: batch.unwrap_or(default.batch),
+        })
+    }
 }
 
 #[repr(C)]
@@ -189,15 +212,19 @@ pub struct GpuEncoder {
 }
 
 impl GpuEncoder {
-    /// The encoder of the first shape in `ENCODE_SHAPES` that the device builds and whose
-    /// payloads equal the CPU encoder's on check frames.
+    /// The encoder of the first shape that the device builds and whose payloads equal the
+    /// CPU encoder's on check frames: the device's tuned shape ([`EncodeConfig::tuned`]),
+    /// then those of `ENCODE_SHAPES`.
     ///
     /// A kernel right on one driver can be wrong on another (BENCHMARKS.md records payloads
     /// right on lavapipe and wrong on the H100), so a shape is only trusted once it has
     /// encoded known frames correctly on this device. It costs a few ms, once per encoder.
     pub fn new(ctx: &Context) -> Result<GpuEncoder> {
+        let tuned = EncodeConfig::tuned(ctx.info());
+        let mut shapes: Vec<EncodeConfig> = tuned.into_iter().collect();
+        shapes.extend(ENCODE_SHAPES.into_iter().filter(|s| Some(*s) != tuned));
         let mut failures = Vec::new();
-        for config in ENCODE_SHAPES {
+        for config in shapes {
             match GpuEncoder::with_config(ctx, config).and_then(|mut e| e.self_check().map(|()| e)) {
                 Ok(encoder) => {
                     if !failures.is_empty() {
@@ -238,7 +265,7 @@ impl GpuEncoder {
         Ok(())
     }
 
-    /// An encoder with `config`, unchecked (`composite sweep` checks every result itself).
+    /// An encoder with `config`, unchecked (the sweep checks every result itself).
     pub fn with_config(ctx: &Context, config: EncodeConfig) -> Result<GpuEncoder> {
         let EncodeConfig { workgroup, per_lane, batch } = config;
         if per_lane == 0 || !per_lane.is_multiple_of(32) || batch == 0 || !per_lane.is_multiple_of(batch) {
@@ -289,12 +316,6 @@ impl GpuEncoder {
         self.config
     }
 
-    /// The driver's compiler statistics of `ap_count` and `ap_scatter` (registers, where
-    /// the device reports them).
-    pub fn kernel_statistics(&self) -> Result<[engine::PipelineStatistics; 2]> {
-        Ok([self.count.pipeline().statistics()?, self.scatter.pipeline().statistics()?])
-    }
-
     /// ROI detection, encoding and download of the payload of a rendered `width x height`
     /// frame: one submission, or one per band of rows where the frame is larger than one
     /// binds.
@@ -321,19 +342,6 @@ impl GpuEncoder {
             pieces.push(Encoded { pixels: width as usize * band as usize, words });
         }
         Ok((concat(pieces), roi, times))
-    }
-
-    /// ROI detection and encoding of a `width x height` frame, in one submission, into the
-    /// device payload buffer: the payload length in words, the box and the GPU times. A frame
-    /// larger than one submission binds is refused ([`GpuEncoder::encode`] takes it in bands).
-    pub fn encode_on_device(
-        &mut self,
-        color: &Buffer<u32>,
-        depth: &Buffer<f32>,
-        width: u32,
-        height: u32,
-    ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
-        self.encode_image(color, depth, width, height, 0)
     }
 
     /// Encodes and downloads the span of `len` pixels from pixel `start` of the colour and
