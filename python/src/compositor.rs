@@ -37,9 +37,10 @@ struct Here<T>(T);
 // SAFETY: see `Here`: detach runs its closure on the thread that holds the compositor.
 unsafe impl<T> Send for Here<T> {}
 
+/// The settings the constructor's arguments name (the image's width and height, and the
+/// formats, mode and backend as Python spells them), or what is wrong with them.
 fn parse_settings(
-    width: i64,
-    height: i64,
+    size: (i64, i64),
     color: &str,
     depth: bool,
     mode: &str,
@@ -47,7 +48,7 @@ fn parse_settings(
 ) -> std::result::Result<Settings, String> {
     let side =
         |v: i64, what: &str| u32::try_from(v).ok().filter(|&v| v > 0).ok_or(format!("{what} {v} must be positive"));
-    let size = (side(width, "width")?, side(height, "height")?);
+    let size = (side(size.0, "width")?, side(size.1, "height")?);
     let color = match color {
         "rgba8" => ColorFormat::Rgba8,
         "rgba32f" => ColorFormat::Rgba32F,
@@ -188,7 +189,7 @@ impl PyCompositor {
         device: Option<String>,
     ) -> PyResult<PyCompositor> {
         let raw = handle(comm)?;
-        let settings = parse_settings(width, height, color, depth, mode, backend);
+        let settings = parse_settings((width, height), color, depth, mode, backend);
         let inner = run(py, || {
             // SAFETY: a handle of this process's MPI, from mpi4py's py2f.
             let mpi = unsafe { Mpi::on_fortran(raw) }?;

@@ -33,42 +33,18 @@ fn floor_ms(box_pixels: usize, encoded: &crate::ap::Encoded, copy_gb_per_s: f64)
     bytes as f64 / (copy_gb_per_s * 1e9) * 1e3
 }
 
-/// The paper's GPS point-cloud figures (ms) at small (6) and large (192) scale: OGL3 GPU
-/// transfer and compression, OGL3 CPU transfer and compression, generic transfer.
-struct Paper {
-    gpu_d2h: [f64; 2],
-    gpu_encode: [f64; 2],
-    roi_d2h: [f64; 2],
-    cpu_encode: [f64; 2],
-    raw_d2h: [f64; 2],
-}
+/// The paper's GPS point-cloud figures (ms) per size, each at small (6) and large (192)
+/// scale, under the keys of [`PAPER_KEYS`]: OGL3 GPU compression and transfer, OGL3 CPU
+/// transfer and compression, generic transfer.
+const PAPER: [(&str, [[f64; 2]; 5]); 3] = [
+    ("HD", [[0.689, 0.719], [0.044, 0.027], [4.140, 2.256], [2.584, 0.964], [36.539, 43.184]]),
+    ("4K", [[1.809, 1.717], [0.097, 0.031], [15.602, 7.835], [9.994, 3.811], [143.465, 159.966]]),
+    ("8K", [[6.248, 5.669], [0.297, 0.043], [61.075, 29.594], [39.376, 15.239], [574.176, 632.394]]),
+];
 
-fn paper(size: &str) -> Option<Paper> {
-    Some(match size {
-        "HD" => Paper {
-            gpu_d2h: [0.044, 0.027],
-            gpu_encode: [0.689, 0.719],
-            roi_d2h: [4.140, 2.256],
-            cpu_encode: [2.584, 0.964],
-            raw_d2h: [36.539, 43.184],
-        },
-        "4K" => Paper {
-            gpu_d2h: [0.097, 0.031],
-            gpu_encode: [1.809, 1.717],
-            roi_d2h: [15.602, 7.835],
-            cpu_encode: [9.994, 3.811],
-            raw_d2h: [143.465, 159.966],
-        },
-        "8K" => Paper {
-            gpu_d2h: [0.297, 0.043],
-            gpu_encode: [6.248, 5.669],
-            roi_d2h: [61.075, 29.594],
-            cpu_encode: [39.376, 15.239],
-            raw_d2h: [574.176, 632.394],
-        },
-        _ => return None,
-    })
-}
+/// The JSON keys of [`PAPER`]'s columns.
+const PAPER_KEYS: [&str; 5] =
+    ["paper_ms", "paper_d2h_ap_ms", "paper_d2h_roi_ms", "paper_cpu_encode_ms", "paper_d2h_raw_ms"];
 
 /// Table 2, GPS point cloud: min ROI, max ROI, min AP, max AP (% of the raw frame).
 const PAPER_RATIOS: [[f64; 4]; 2] = [[15.452, 75.262, 0.185, 2.433], [0.308, 71.010, 0.002, 0.468]];
@@ -138,8 +114,7 @@ fn run_size(
             ap_ratios.push(encoded.bytes() as f64 / (8 * n) as f64);
             if rank == timed_rank {
                 let line = time_rank(&frames, encoder, reps, cpu_reps)?;
-                let p = paper(size);
-                let pick = |f: fn(&Paper) -> [f64; 2]| p.as_ref().map(|p| f(p)[scale]);
+                let paper = PAPER.iter().find(|(name, _)| *name == size).map(|(_, columns)| columns);
                 let mut v = line;
                 v["bench"] = json!("ap_encode");
                 v["size"] = json!(size);
@@ -148,11 +123,9 @@ fn run_size(
                 v["ranks"] = json!(ranks);
                 v["rank"] = json!(rank);
                 v["render_ms"] = json!(render_ms);
-                v["paper_ms"] = json!(pick(|p| p.gpu_encode));
-                v["paper_d2h_ap_ms"] = json!(pick(|p| p.gpu_d2h));
-                v["paper_d2h_roi_ms"] = json!(pick(|p| p.roi_d2h));
-                v["paper_cpu_encode_ms"] = json!(pick(|p| p.cpu_encode));
-                v["paper_d2h_raw_ms"] = json!(pick(|p| p.raw_d2h));
+                for (k, key) in PAPER_KEYS.into_iter().enumerate() {
+                    v[key] = json!(paper.map(|columns| columns[k][scale]));
+                }
                 v["paper_note"] =
                     json!("paper: GPS point cloud on a K80, 6 / 192 ranks; nuclear plant 8K encode 10.818 ms");
                 emit(v);

@@ -30,6 +30,11 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// The arguments of `composite encode` from `color` and `depth` to `out`, then `extra`.
+fn encode_args<'a>(color: &'a Path, depth: &'a Path, out: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    [&["encode", "--color", s(color), "--depth", s(depth), "--out", s(out)][..], extra].concat()
+}
+
 /// A random partial image with runs, as colour PNG + depth npy.
 fn write_inputs(dir: &Path, name: &str, w: u32, h: u32, seed: u64) -> (PathBuf, PathBuf, Frame) {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
@@ -67,23 +72,9 @@ fn encode_decode_blend_round_trips_on_both_backends() {
     let (c, z, frame) = write_inputs(d, "a", 333, 211, 1);
     let (c2, z2, _) = write_inputs(d, "b", 333, 211, 2);
     let (gpu, cpu, b) = (d.join("gpu.ap"), d.join("cpu.ap"), d.join("b.ap"));
-    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&gpu), "--background", "1,2,3,4"]);
-    BIN.ok(&[
-        "encode",
-        "--color",
-        s(&c),
-        "--depth",
-        s(&z),
-        "--out",
-        s(&cpu),
-        "--background",
-        "1,2,3,4",
-        "--backend",
-        "cpu",
-    ]);
-    let line: serde_json::Value =
-        serde_json::from_str(&BIN.ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&b), "--json"]))
-            .unwrap();
+    BIN.ok(&encode_args(&c, &z, &gpu, &["--background", "1,2,3,4"]));
+    BIN.ok(&encode_args(&c, &z, &cpu, &["--background", "1,2,3,4", "--backend", "cpu"]));
+    let line: serde_json::Value = serde_json::from_str(&BIN.ok(&encode_args(&c2, &z2, &b, &["--json"]))).unwrap();
     assert_eq!(line["command"], "encode");
     assert_eq!(line["out"], serde_json::json!([s(&b)]), "{line}");
     assert!(line["active_pixels"].as_u64().unwrap() > 0, "{line}");
@@ -133,14 +124,14 @@ fn float64_depth_is_read_and_blend_names_its_op() {
     bytes.extend(frame.depth.iter().flat_map(|&v| (v as f64).to_le_bytes()));
     std::fs::write(&z64, bytes).unwrap();
     let (a32, a64) = (d.join("a32.ap"), d.join("a64.ap"));
-    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a32)]);
-    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z64), "--out", s(&a64)]);
+    BIN.ok(&encode_args(&c, &z, &a32, &[]));
+    BIN.ok(&encode_args(&c, &z64, &a64, &[]));
     assert_eq!(std::fs::read(&a32).unwrap(), std::fs::read(&a64).unwrap(), "float64 and float32 depths differ");
     let z8 = d.join("a8.npy");
     let mut bytes = kit::npy::header_bytes("|u1", &[23, 37]);
     bytes.extend(std::iter::repeat_n(0u8, 23 * 37));
     std::fs::write(&z8, bytes).unwrap();
-    let err = fails(&["encode", "--color", s(&c), "--depth", s(&z8), "--out", s(&d.join("x.ap"))]);
+    let err = fails(&encode_args(&c, &z8, &d.join("x.ap"), &[]));
     assert!(err.contains("depth must be float32 or float64, not uint8"), "{err}");
     for op in ["zbuffer", "over"] {
         let out = BIN.ok(&["blend", s(&a32), s(&a64), "--op", op, "--out", s(&d.join("b.png"))]);
@@ -155,8 +146,8 @@ fn bad_ap_files_give_clear_errors() {
     let (c, z, _) = write_inputs(d, "a", 96, 64, 3);
     let (c2, z2, _) = write_inputs(d, "b", 7, 3, 4);
     let (a, small) = (d.join("a.ap"), d.join("small.ap"));
-    BIN.ok(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&a), "--backend", "cpu"]);
-    BIN.ok(&["encode", "--color", s(&c2), "--depth", s(&z2), "--out", s(&small), "--backend", "cpu"]);
+    BIN.ok(&encode_args(&c, &z, &a, &["--backend", "cpu"]));
+    BIN.ok(&encode_args(&c2, &z2, &small, &["--backend", "cpu"]));
     let bytes = std::fs::read(&a).unwrap();
     let out = d.join("out.png");
     let write = |name: &str, b: &[u8]| {
@@ -446,7 +437,7 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
     let img = d.join("a.img");
     std::fs::copy(&c, &img).unwrap();
     let ap = d.join("a.ap");
-    BIN.ok(&["encode", "--color", s(&img), "--depth", s(&z), "--out", s(&ap), "--backend", "cpu"]);
+    BIN.ok(&encode_args(&img, &z, &ap, &["--backend", "cpu"]));
     // Image outputs take any image extension; the format follows it.
     let tif = d.join("a.tif");
     BIN.ok(&["decode", s(&ap), "--color", s(&tif)]);
@@ -468,14 +459,14 @@ fn outputs_are_checked_before_work_and_inputs_read_by_content() {
     // And an image larger than its format holds (WebP's sides end at 16383 pixels).
     let err = fails(&["render", "--scene", "points:1000", "--size", "16384x16", "--out", s(&d.join("wide.webp"))]);
     assert!(err.contains("a 16384x16 image does not fit .webp"), "{err}");
-    fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&d.join("x.png"))]);
-    fails(&["encode", "--color", s(&c), "--depth", s(&z), "--out", s(&z)]);
+    fails(&encode_args(&c, &z, &d.join("x.png"), &[]));
+    fails(&encode_args(&c, &z, &z, &[]));
     // NaN depths are refused.
     let mut depth = vec![0.5f32; 40 * 30];
     depth[7] = f32::NAN;
     let nan = d.join("nan.npy");
     kit::npy::write_f32(&nan, &[30, 40], &depth).unwrap();
-    fails(&["encode", "--color", s(&c), "--depth", s(&nan), "--out", s(&d.join("n.ap"))]);
+    fails(&encode_args(&c, &nan, &d.join("n.ap"), &[]));
     let json = BIN.run(&["decode", s(&d.join("none.ap")), "--color", s(&tif), "--json"]);
     let line: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(line["command"], "decode");

@@ -92,50 +92,28 @@ fn backend_from_env() -> Result<Backend, String> {
     }
 }
 
-/// The context, or the reason the communicator is unusable.
-fn create(
-    comm: MPI_Comm,
-    width: c_int,
-    height: c_int,
-    color_format: c_int,
-    depth_format: c_int,
-    mode: c_int,
-) -> Result<TcContext, String> {
-    // SAFETY: the handle is the caller's.
-    let comm = unsafe { composite::comm::borrow_raw(comm) }.map_err(|e| composite::distributed::message(&e))?;
-    // Every rank of the communicator takes part from here on (the duplicate and the
-    // agreement on the settings are collective), so a bad argument on one rank is an error
-    // on every rank.
-    let settings = (|| {
-        let side = |v: c_int, what: &str| {
-            u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| format!("{what} {v} must be positive"))
-        };
-        let size = (side(width, "width")?, side(height, "height")?);
-        let color = match color_format {
-            1 => ColorFormat::Rgba8,
-            2 => ColorFormat::Rgba32F,
-            c => return Err(format!("colour format {c} is neither TC_RGBA8 (1) nor TC_RGBA32F (2)")),
-        };
-        let depth = match depth_format {
-            0 => DepthFormat::None,
-            1 => DepthFormat::F32,
-            d => return Err(format!("depth format {d} is neither TC_DEPTH_NONE (0) nor TC_DEPTH_F32 (1)")),
-        };
-        let op = match mode {
-            1 => Op::ZBuffer,
-            2 => Op::Over,
-            m => return Err(format!("mode {m} is neither TC_ZBUFFER (1) nor TC_BLEND_OVER (2)")),
-        };
-        Ok(Settings { size, color, depth, op, backend: backend_from_env()? })
-    })();
-    let mpi = composite::comm::Mpi::on(&*comm).map_err(|e| composite::distributed::message(&e))?;
-    let settings = settings.map_err(composite::CompositeError::Invalid);
-    let made = Compositor::agreed(Box::new(mpi), settings, &DeviceSelector::Auto);
-    let (inner, error) = match made {
-        Ok(c) => (Some(c), CString::default()),
-        Err(e) => (None, c_string(composite::distributed::message(&e))),
+/// The settings `tc_create`'s codes name, or what is wrong with them.
+fn settings(size: (c_int, c_int), color: c_int, depth: c_int, mode: c_int) -> Result<Settings, String> {
+    let side = |v: c_int, what: &str| {
+        u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| format!("{what} {v} must be positive"))
     };
-    Ok(TcContext { inner, error, last: Times::default() })
+    let size = (side(size.0, "width")?, side(size.1, "height")?);
+    let color = match color {
+        1 => ColorFormat::Rgba8,
+        2 => ColorFormat::Rgba32F,
+        c => return Err(format!("colour format {c} is neither TC_RGBA8 (1) nor TC_RGBA32F (2)")),
+    };
+    let depth = match depth {
+        0 => DepthFormat::None,
+        1 => DepthFormat::F32,
+        d => return Err(format!("depth format {d} is neither TC_DEPTH_NONE (0) nor TC_DEPTH_F32 (1)")),
+    };
+    let op = match mode {
+        1 => Op::ZBuffer,
+        2 => Op::Over,
+        m => return Err(format!("mode {m} is neither TC_ZBUFFER (1) nor TC_BLEND_OVER (2)")),
+    };
+    Ok(Settings { size, color, depth, op, backend: backend_from_env()? })
 }
 
 /// # Safety
@@ -149,7 +127,26 @@ pub unsafe extern "C" fn tc_create(
     depth_format: c_int,
     mode: c_int,
 ) -> *mut TcContext {
-    let result = catch_unwind(|| create(comm, width, height, color_format, depth_format, mode));
+    // The context, or the reason the communicator is unusable.
+    let result = catch_unwind(|| -> Result<TcContext, String> {
+        // SAFETY: the handle is the caller's.
+        let comm = unsafe { composite::comm::borrow_raw(comm) }.map_err(|e| composite::distributed::message(&e))?;
+        // Every rank of the communicator takes part from here on (the duplicate and the
+        // agreement on the settings are collective), so a bad argument on one rank is an
+        // error on every rank.
+        let settings = settings((width, height), color_format, depth_format, mode);
+        let mpi = composite::comm::Mpi::on(&*comm).map_err(|e| composite::distributed::message(&e))?;
+        let made = Compositor::agreed(
+            Box::new(mpi),
+            settings.map_err(composite::CompositeError::Invalid),
+            &DeviceSelector::Auto,
+        );
+        let (inner, error) = match made {
+            Ok(c) => (Some(c), CString::default()),
+            Err(e) => (None, c_string(composite::distributed::message(&e))),
+        };
+        Ok(TcContext { inner, error, last: Times::default() })
+    });
     let message = match result {
         Ok(Ok(ctx)) => return Box::into_raw(Box::new(ctx)),
         Ok(Err(m)) => m,
