@@ -10,6 +10,10 @@
 #             (tools/gpu-composite-lib.sh; .gpu-lib and .gpu-icet)   -> $OUT/composite-lib/lib.jsonl
 #   python-mpi     tessera.composite.Compositor under mpirun at 4K   -> $OUT/python-mpi/
 #   mad-tiled      mad score whole and in tiles under a budget       -> $OUT/mad-tiled/
+#   smoe-refine    the refinement step per pass and default fits of photos
+#             (tools/gpu-smoe-refine.sh; SMOE_BINS, STEPS)            -> $OUT/smoe-refine/
+#   lf-rd          tools/lfrd.py on the light fields in .gpu-data/lf/ (HCI folders):
+#             .lfc, .smc, JPEG per view, and x265 where ffmpeg has it  -> $OUT/lf-rd/
 #   mosaic-costs   the exact solvers beside scipy and HyLAC (tools/hylac-stage.sh staged
 #             .gpu/hylac; COSTS_SIZES)                                -> $OUT/mosaic-costs/
 # Each part has its own time limit (PART_LIMIT seconds, default 240) and runs even if one
@@ -33,6 +37,11 @@ for part in "$@"; do
     composite-lib) FRAMES=${FRAMES:-6} timeout "$limit" bash tools/gpu-composite-lib.sh > "$OUT/lib.jsonl" 2> "$OUT/lib.err"; tail -5 "$OUT/lib.err" ;;
     python-mpi) bash tools/gpu-python-mpi.sh ;;
     mad-tiled) timeout "$limit" bash tools/gpu-mad-tiled.sh ;;
+    smoe-refine) timeout "$limit" bash tools/gpu-smoe-refine.sh ;;
+    lf-rd) x265=(); ffmpeg -hide_banner -encoders 2>/dev/null | grep -q libx265 || { x265=(--no-x265); echo "no ffmpeg with libx265: x265 left out"; }
+      timeout "$limit" python3 tools/lfrd.py --lightfield .gpu/bin/lightfield --smoe .gpu/bin/smoe --backend gpu \
+        --dictionaries 4 --max-patches 3000 --iterations 2 "${x265[@]}" $(for d in .gpu-data/lf/*/; do echo --scene "$d"; done) $(for o in ${LF_ONLY:-}; do echo --only "$o"; done) \
+        --work /tmp/lfrd --json "$OUT/rd.jsonl" --plot "$OUT/rd.png" 2>&1 | tail -5 ;;
     mosaic-costs) RES=$OUT STEP_TIMEOUT=$limit bash .gpu/gpu-features.sh mosaic-costs ;;
     env) which mpirun mpicc; python3 -c 'import PIL.features as f; print({k: f.check(k) for k in ["jpg", "jpg_2000", "webp", "avif"]})'; nvidia-smi -L ;;
     *) echo "unknown part $part" ;;

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Rate-distortion of the light-field codec against x265 and JPEG on rendered light fields.
+"""Rate-distortion of the light-field codec (and SMoE's `.smc`) against x265 and JPEG on rendered
+light fields.
 
 For every scene (an HCI-layout folder, as tools/lfrender.sh writes), on exactly the same
 views:
@@ -9,7 +10,10 @@ views:
   to left, ...), ffmpeg's libx265 at several QPs, 4:4:4 (yuv444p, BT.601 limited range as
   ffmpeg converts RGB), preset medium, tune psnr, one intra frame then P/B frames as x265
   chooses; decoded by ffmpeg back to RGB;
-- JPEG: each view on its own, Pillow (libjpeg) at several qualities, 4:4:4.
+- JPEG: each view on its own, Pillow (libjpeg) at several qualities, 4:4:4;
+- smc (with --smoe): `smoe fit LF.npy --bpp B --out x.smc` of the whole light field (a 4D
+  Steered Mixture-of-Experts fitted to the byte budget), every view rendered from the file by
+  `smoe render x.smc --views DIR`.
 Rates are bits per pixel: the file's bits (for ours the whole .lfc, dictionaries included;
 for x265 the raw HEVC stream; for JPEG the sum of the views' files) over views x width x
 height. Quality is the mean over views of each view's PSNR on 8-bit RGB (all three
@@ -19,6 +23,7 @@ PSNR range) is ours against x265: negative means fewer bits than x265 at equal P
 
   tools/lfrd.py --lightfield target/release/lightfield --scene DIR [--scene DIR ...]
                 --work DIR --json OUT.jsonl [--plot OUT.png] [--backend cpu|gpu]
+                [--smoe target/release/smoe] [--no-x265]
 
 One JSON object per line per (scene, codec, setting), then one per scene with the BD-rate.
 Needs ffmpeg with libx265 (apt-get install ffmpeg), numpy and Pillow.
@@ -41,6 +46,7 @@ from PIL import Image, ImageDraw
 EPSILONS = [0.2, 0.12, 0.07, 0.04, 0.025, 0.015]
 QPS = [51, 46, 41, 36, 31, 26]
 JPEG_QUALITIES = [2, 5, 10, 20, 40, 70, 90]
+SMC_BPP = [0.1, 0.25, 0.5, 1.0]
 
 
 def read_views(folder):
@@ -164,6 +170,33 @@ def ours_points(lightfield, scene, others, views, work, args):
     return out
 
 
+def smc_points(smoe, views, grid, work, args):
+    """`.smc` files fitted to each budget in SMC_BPP, every view rendered back from the file."""
+    n, h, w, _ = views.shape
+    u, v = grid
+    npy = os.path.join(work, "lightfield.npy")
+    np.save(npy, views.reshape(u, v, h, w, 3))
+    out = []
+    for bpp in SMC_BPP:
+        smc = os.path.join(work, f"smc_{bpp}.smc")
+        t0 = time.time()
+        fit = json.loads(run([smoe, "fit", npy, "--bpp", str(bpp), "--out", smc, "--json", "--backend", args.backend])
+                         .splitlines()[-1])
+        fit_ms = (time.time() - t0) * 1e3
+        t0 = time.time()
+        folder = os.path.join(work, f"smc_{bpp}")
+        run([smoe, "render", smc, "--views", folder, "--backend", args.backend])
+        got = np.stack([np.asarray(Image.open(os.path.join(folder, f"view_{i // v}_{i % v}.png")).convert("RGB"))
+                        for i in range(n)])
+        render_ms = (time.time() - t0) * 1e3
+        bits = os.path.getsize(smc) * 8
+        rgb, y = quality(views, got)
+        out.append({"codec": "smc", "setting": f"bpp {bpp}", "bits": bits, "bpp": bits / (n * h * w), "psnr_rgb_db": rgb,
+                    "psnr_y_db": y, "fit_ms": fit_ms, "render_all_views_ms": render_ms,
+                    "fit_psnr_db": fit.get("psnr_db"), "kernels": fit.get("kernels")})
+    return out
+
+
 def bd_rate(anchor, test):
     """Bjontegaard delta rate of `test` against `anchor` (percent), from (bpp, psnr) points."""
     def fit(points):
@@ -189,7 +222,7 @@ def at_bpp(points, bpp):
     return None
 
 
-COLOURS = {"ours": (200, 30, 30), "x265": (30, 90, 200), "jpeg": (40, 150, 40)}
+COLOURS = {"ours": (200, 30, 30), "x265": (30, 90, 200), "jpeg": (40, 150, 40), "smc": (150, 60, 170)}
 
 
 def plot(results, path):
@@ -238,6 +271,9 @@ def main():
     ap.add_argument("--patch", default="5x5x8x8")
     ap.add_argument("--max-patches", type=int, default=8000)
     ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--smoe", help="the smoe binary: adds `.smc` points")
+    ap.add_argument("--no-x265", action="store_true", help="leave x265 out (no ffmpeg with libx265)")
+    ap.add_argument("--only", action="append", help="code only this scene (by folder name; the others still train)")
     args = ap.parse_args()
     if len(args.scene) < 2:
         sys.exit("lfrd.py: give at least two --scene folders (each is coded with dictionaries trained on the others)")
@@ -246,24 +282,29 @@ def main():
     with open(args.json, "w") as out:
         for scene in args.scene:
             name = os.path.basename(scene.rstrip("/"))
+            if args.only and name not in args.only:
+                continue
             work = tempfile.mkdtemp(prefix=name + ".", dir=args.work)
             views, grid = read_views(scene)
             others = [s for s in args.scene if s != scene]
             points = ours_points(args.lightfield, scene, others, views, work, args)
-            points += x265_points(views, grid, work)
+            if not args.no_x265:
+                points += x265_points(views, grid, work)
             points += jpeg_points(views)
+            if args.smoe:
+                points += smc_points(args.smoe, views, grid, work, args)
             for p in points:
                 p.update(scene=name, views=list(grid), width=views.shape[2], height=views.shape[1])
                 out.write(json.dumps(p) + "\n")
                 out.flush()
             results += points
-            ours = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "ours"]
-            x265 = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "x265"]
-            jpeg = [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == "jpeg"]
-            summary = {"scene": name, "codec": "summary", "bd_rate_ours_vs_x265_pct": bd_rate(x265, ours),
-                       "bd_rate_jpeg_vs_x265_pct": bd_rate(x265, jpeg),
-                       "psnr_at_0.3bpp": {c: at_bpp([p for p in points if p["codec"] == c], 0.3)
-                                          for c in ("ours", "x265", "jpeg")}}
+            curve = {c: [(p["bpp"], p["psnr_rgb_db"]) for p in points if p["codec"] == c] for c in COLOURS}
+            anchor = "jpeg" if args.no_x265 else "x265"
+            summary = {"scene": name, "codec": "summary", "anchor": anchor,
+                       **{f"bd_rate_{c}_vs_{anchor}_pct": bd_rate(curve[anchor], curve[c])
+                          for c in COLOURS if c != anchor and len(curve[c]) >= 4},
+                       "psnr_at_bpp": {str(b): {c: at_bpp([p for p in points if p["codec"] == c], b)
+                                                for c in COLOURS if curve[c]} for b in (0.1, 0.25, 0.3, 0.5, 1.0)}}
             out.write(json.dumps(summary) + "\n")
             out.flush()
             print(json.dumps(summary), file=sys.stderr)

@@ -2,7 +2,8 @@
 //! K = 686,763, made by tiling a fitted model as the paper does, rendered at block sizes
 //! 16..256 in both modes with exact culling, the relevance window, and no culling), the
 //! build of the tile lists alone (`tile_lists` lines), and EM fit time + PSNR at K = 500
-//! and 2000 on a generated 512x512 image. One JSON object per measurement on stdout;
+//! and 2000 on a generated 512x512 image, and the refinement step per pass (`refine_step`).
+//! One JSON object per measurement on stdout;
 //! `--set` picks the render measurements (Table 4 and the tile lists) or the fits alone.
 
 use std::collections::BTreeMap;
@@ -145,7 +146,7 @@ macro_rules! json_display {
         }
     )*};
 }
-json_display!(RenderBench, TileListBench, FitBench);
+json_display!(RenderBench, TileListBench, FitBench, RefineBench);
 
 /// Median GPU ms per pass, median GPU ms in total, median wall ms, tile-list entries.
 struct Timing {
@@ -224,16 +225,21 @@ pub enum Set {
     Render,
     /// The EM fits
     Fit,
+    /// The refinement step's GPU time per pass
+    Refine,
 }
 
 /// Runs the benchmark set on `ctx`, printing one JSON line per measurement.
 pub fn run(ctx: &Context, quick: bool, set: Set) -> anyhow::Result<()> {
     let s = sizes(quick);
-    if set != Set::Fit {
+    if matches!(set, Set::All | Set::Render) {
         render(ctx, &s)?;
     }
-    if set != Set::Render {
+    if matches!(set, Set::All | Set::Fit) {
         fits(ctx, &s)?;
+    }
+    if matches!(set, Set::All | Set::Refine) {
+        refine_passes(ctx, &s)?;
     }
     Ok(())
 }
@@ -404,5 +410,53 @@ fn fits(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
             &[],
         );
     }
+    Ok(())
+}
+
+/// One refinement-step measurement: GPU milliseconds per step of each pass.
+#[derive(Serialize)]
+struct RefineBench {
+    bench: &'static str,
+    size: String,
+    kernels: usize,
+    steps: usize,
+    step_ms: f64,
+    passes_ms: BTreeMap<String, f64>,
+    wall_ms_per_step: f64,
+    device: String,
+}
+
+/// The refinement step's passes at 44 pixels per kernel (GaussianImage's density on Kodak)
+/// on the generated image, after the fits' EM: GPU time of each pass per step, from one
+/// profiled command buffer, and the wall time per step of an unprofiled run of the same
+/// steps.
+fn refine_passes(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
+    let grid = sample_image(s.fit_px, s.fit_px);
+    let k = (grid.len() / 44).max(1);
+    let (model, _) = fit_gpu(ctx, &grid, k, s.fit_iters, |_, _| {})?;
+    let params = smoe::params::Params::from_model(&model)?;
+    let steps = if s.reps > 1 { 64 } else { 4 };
+    let options = smoe::params::RefineOptions { steps, ..Default::default() };
+    let mut gpu = smoe::gpu::refine::GpuRefine::new(ctx, &params, &grid, steps, None)?;
+    let passes = gpu.profile(options, steps)?;
+    let mut gpu = smoe::gpu::refine::GpuRefine::new(ctx, &params, &grid, steps, None)?;
+    let t = Instant::now();
+    gpu.run(&params, options, &grid, |_, _| {})?;
+    let wall = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    let per_step: BTreeMap<String, f64> =
+        passes.iter().filter(|p| p.name != "begin").map(|p| (p.name.clone(), p.ms / steps as f64)).collect();
+    kit::emit(
+        &RefineBench {
+            bench: "refine_step",
+            size: format!("{0}x{0}", s.fit_px),
+            kernels: k,
+            steps,
+            step_ms: per_step.values().sum(),
+            passes_ms: per_step,
+            wall_ms_per_step: wall,
+            device: ctx.info().name.clone(),
+        },
+        &[],
+    );
     Ok(())
 }

@@ -126,6 +126,8 @@ struct RenderRecord {
     out: PathBuf,
     width: u32,
     height: u32,
+    /// Views rendered (1 unless `--views`).
+    views: usize,
     kernels: usize,
     /// The GPU's settings and tile-list entries; absent on the CPU, which blends every kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -144,9 +146,10 @@ struct RenderRecord {
 
 impl fmt::Display for RenderRecord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let views = if self.views > 1 { format!("{} views of ", self.views) } else { String::new() };
         write!(
             f,
-            "smoe: rendered {}x{} from {} kernels to {} in {:.1} ms",
+            "smoe: rendered {views}{}x{} from {} kernels to {} in {:.1} ms",
             self.width,
             self.height,
             self.kernels,
@@ -156,18 +159,42 @@ impl fmt::Display for RenderRecord {
     }
 }
 
+/// Where `render` writes: one image (or `.npy`) of one view, or every captured view of a
+/// light field as `view_U_V.png` in a folder.
+pub enum RenderTarget {
+    File { out: PathBuf, view: Option<(f64, f64)> },
+    Views(PathBuf),
+}
+
 pub fn render(
     model_path: &Path,
-    out: &Path,
+    target: RenderTarget,
     size: OutputSize,
-    view: Option<(f64, f64)>,
     gpu: GpuRender,
     common: &kit::CommonArgs,
 ) -> Result<()> {
-    let format = kit::output::check_file(out, &render_extensions(), &[model_path])?;
+    let format = match &target {
+        RenderTarget::File { out, .. } => kit::output::check_file(out, &render_extensions(), &[model_path])?,
+        RenderTarget::Views(dir) => {
+            kit::output::check_folder(dir, &[model_path])?;
+            "png".to_string()
+        }
+    };
     let model = Model::load(model_path)?;
     let (w, h) = output_size(&model, size)?;
-    let uv = cpu::view_coords(&model, view_position(&model, view)?);
+    // Each view as (file, its view indices).
+    let views: Vec<(PathBuf, [f64; 2])> = match &target {
+        RenderTarget::File { out, view } => vec![(out.clone(), view_position(&model, *view)?)],
+        RenderTarget::Views(dir) => {
+            if model.coord_dims != 4 {
+                bail!("--views writes every view of a light-field model (coord_dims 4); this model is an image");
+            }
+            let (nu, nv) = (model.extent[2] as usize, model.extent[3] as usize);
+            let names: Vec<String> = (0..nu * nv).map(|i| format!("view_{}_{}.png", i / nv, i % nv)).collect();
+            kit::output::check_files_in(dir, &names.iter().map(String::as_str).collect::<Vec<_>>())?;
+            names.iter().enumerate().map(|(i, n)| (dir.join(n), [(i / nv) as f64, (i % nv) as f64])).collect()
+        }
+    };
     let on_gpu = common.backend == kit::Backend::Gpu;
     kit::budget::elements(&[h as u64, w as u64, 3], host_bytes_per_sample(on_gpu), "the rendered image")?;
     let ctx = common.context()?;
@@ -176,36 +203,53 @@ pub fn render(
         (None, Some(tile)) => (tile, "tuning"),
         (None, None) => (RenderSettings::new(w, h).tile, "default"),
     });
+    let mut renderer = ctx.as_ref().map(|ctx| Renderer::new(ctx, &model, gpu.mode)).transpose()?;
+    let bar = kit::progress::bar(if views.len() > 1 { views.len() as u64 } else { h as u64 }, "render");
     let start = Instant::now();
-    let (rgb, entries) = match ctx.as_ref().zip(tile) {
-        None => {
-            let bar = kit::progress::bar(h as u64, "render");
-            let rgb = cpu::render_with_progress(&model, w as usize, h as usize, uv, &|| bar.inc(1));
-            bar.finish_and_clear();
-            (rgb.iter().map(|&v| v as f32).collect(), None)
-        }
-        Some((ctx, (tile, _))) => {
-            let mut renderer = Renderer::new(ctx, &model, gpu.mode)?;
-            let settings = RenderSettings {
-                uv: [uv[0] as f32, uv[1] as f32],
-                cull: gpu.cull,
-                tile,
-                window: gpu.window,
-                ..RenderSettings::new(w, h)
-            };
-            let (rgb, entries) = renderer.render_rgb(settings)?;
-            (rgb, Some(entries))
-        }
-    };
-    let render_ms = ms(start);
-    check_finite(&rgb, w)?;
     let mut staged = Staged::new();
-    stage_rgb(&mut staged, out, &format, w as usize, h as usize, &rgb)?;
+    let mut entries = None;
+    for (path, view) in &views {
+        let uv = cpu::view_coords(&model, *view);
+        let rgb: Vec<f32> = match (renderer.as_mut(), tile) {
+            (Some(renderer), Some((tile, _))) => {
+                let settings = RenderSettings {
+                    uv: [uv[0] as f32, uv[1] as f32],
+                    cull: gpu.cull,
+                    tile,
+                    window: gpu.window,
+                    ..RenderSettings::new(w, h)
+                };
+                let (rgb, n) = renderer.render_rgb(settings)?;
+                entries = Some(entries.unwrap_or(0).max(n));
+                rgb
+            }
+            _ => {
+                let rows = || {
+                    if views.len() == 1 {
+                        bar.inc(1)
+                    }
+                };
+                cpu::render_with_progress(&model, w as usize, h as usize, uv, &rows).iter().map(|&v| v as f32).collect()
+            }
+        };
+        check_finite(&rgb, w)?;
+        stage_rgb(&mut staged, path, &format, w as usize, h as usize, &rgb)?;
+        if views.len() > 1 {
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let render_ms = ms(start);
     staged.commit()?;
+    let out = match &target {
+        RenderTarget::File { out, .. } => out.clone(),
+        RenderTarget::Views(dir) => dir.clone(),
+    };
     let record = RenderRecord {
-        out: out.to_path_buf(),
+        out: out.clone(),
         width: w,
         height: h,
+        views: views.len(),
         kernels: model.len(),
         mode: on_gpu.then_some(gpu.mode),
         cull: on_gpu.then_some(gpu.cull),
@@ -214,7 +258,7 @@ pub fn render(
         list_entries: entries,
         render_ms,
     };
-    kit::emit(&record, &[out]);
+    kit::emit(&record, &[&out]);
     Ok(())
 }
 

@@ -21,14 +21,17 @@ use smoe::params::RefineOptions;
 enum Command {
     /// Render a view of a model to an image (8-bit RGB) or .npy (float32, H x W x 3)
     #[command(
-        after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render photo.json --out big.png --scale 2\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu"
+        after_help = "Examples:\n  smoe render photo.json --out photo.png\n  smoe render photo.json --out big.png --scale 2\n  smoe render lf.smoe --out view.npy --view 1.5,2 --backend cpu\n  smoe render lf.smc --views views/"
     )]
     Render {
         /// The model (.json, .smoe, .bin or .smc; told apart by content)
         model: PathBuf,
         /// Output: .png, .jpg, .tif, .bmp or .webp (8-bit RGB), or .npy (float32, unclamped)
-        #[arg(long)]
-        out: PathBuf,
+        #[arg(long, required_unless_present = "views")]
+        out: Option<PathBuf>,
+        /// Light fields: every captured view into this folder as view_U_V.png (instead of --out)
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "view"])]
+        views: Option<PathBuf>,
         /// Output size WxH, each side 1..=16384 (default: the model's extent); the model is sampled at the new pixel centres, stretched (with a warning) where the aspect ratio differs from the model's
         #[arg(long, value_parser = kit::cli::parse_size)]
         size: Option<(u32, u32)>,
@@ -233,14 +236,19 @@ fn main() -> std::process::ExitCode {
 
 fn run(command: Command) -> Result<()> {
     match command {
-        Command::Render { model, out, size, scale, view, mode, cull, tile, window, common } => {
+        Command::Render { model, out, views, size, scale, view, mode, cull, tile, window, common } => {
             let gpu = commands::GpuRender { mode, cull, tile, window };
             let size = match (size, scale) {
                 (Some((w, h)), _) => commands::OutputSize::Exact(w, h),
                 (None, Some(f)) => commands::OutputSize::Scale(f),
                 (None, None) => commands::OutputSize::Extent,
             };
-            commands::render(&model, &out, size, view, gpu, &common)
+            let target = match (views, out) {
+                (Some(dir), _) => commands::RenderTarget::Views(dir),
+                (None, Some(out)) => commands::RenderTarget::File { out, view },
+                (None, None) => anyhow::bail!("--out FILE or --views DIR is needed"),
+            };
+            commands::render(&model, target, size, gpu, &common)
         }
         Command::Fit {
             input,
