@@ -210,7 +210,7 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
         encode_ms,
         files: Vec::new(),
     };
-    let summary = serde_json::to_string_pretty(&report).map_err(|e| LfError::Invalid(e.to_string()))?;
+    let summary = serde_json::to_string_pretty(&report).map_err(LfError::Json)?;
     let mut staged = Staged::new();
     let mut stage_bytes = |name: &str, bytes: &[u8], staged: &mut Staged| -> Result<()> {
         let path = out.join(name);

@@ -70,15 +70,26 @@ fn main() -> ExitCode {
 }
 
 fn run(command: Command) -> anyhow::Result<()> {
-    match command {
+    let done = match command {
+        // The window's loop (`kit::viewer`) speaks anyhow itself.
+        Command::View(args) => return commands::view::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Encode(args) => commands::encode::run(args),
         Command::Decode(args) => commands::decode::run(args),
-        Command::View(args) => commands::view::run(args),
         Command::Render(args) => commands::render::run(args),
         Command::Info(args) => commands::info::run(args),
         Command::Generate(args) => commands::generate::run(args),
         Command::Bench(args) => commands::bench::run(args),
         Command::Demo(args) => commands::demo::run(args),
+    };
+    done.map_err(reported)
+}
+
+/// A codec error as `kit` reads it: an engine error as itself, so that its kind chooses
+/// the exit status and the JSON error's `kind` and `flag` (docs/cli.md); any other as it is.
+fn reported(error: lightfield::LfError) -> anyhow::Error {
+    match error {
+        lightfield::LfError::Engine(e) => e.into(),
+        other => other.into(),
     }
 }

@@ -4,13 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
 use kit::output::Staged;
 use kit::stats::ms_since;
 use lightfield::bitstream::Compressed;
 use lightfield::codec::decode_lightfield_with;
 use lightfield::random_access::ViewSource;
 use lightfield::views::{stage_views, Depth};
+use lightfield::{LfError, Result};
 
 use super::{codec_path, gpu_codec};
 use crate::records::{DecodeReport, DecodeViewReport};
@@ -53,10 +53,7 @@ pub fn run(args: DecodeArgs) -> Result<()> {
 fn check_array_output(out: &Path, inputs: &[&Path]) -> Result<()> {
     let ext = out.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).unwrap_or_default();
     if kit::image::IMAGE_EXTENSIONS.contains(&ext.as_str()) {
-        bail!(
-            "{}: --out writes a .npy array (the only format it takes); for one image per view use --views DIR",
-            out.display()
-        );
+        return Err(LfError::ArrayOutputIsImage { path: out.into() });
     }
     kit::output::check_file(out, &["npy"], inputs)?;
     Ok(())
@@ -79,7 +76,7 @@ fn decode(
     let bytes = kit::input::read_bounded(input, kit::budget::get())?;
     let read_ms = ms_since(t0);
     let t0 = Instant::now();
-    let compressed = Compressed::from_bytes(&bytes).map_err(|e| lightfield::LfError::file(input, e))?;
+    let compressed = Compressed::from_bytes(&bytes).map_err(|e| LfError::file(input, e))?;
     let parse_ms = ms_since(t0);
     drop(bytes);
     let gpu = gpu_codec(common, &compressed.ensemble, "lightfield.decode")?;
@@ -127,15 +124,12 @@ fn decode_view(input: &Path, (u, v): (usize, usize), out: &Path, common: &kit::C
     accepted.push("npy");
     let format = kit::output::check_file(out, &accepted, &[input])?;
     let bytes = kit::input::read_bounded(input, kit::budget::get())?;
-    let source = ViewSource::open(&bytes).map_err(|e| lightfield::LfError::file(input, e))?;
-    let [nu, nv, h, w] = source.size();
-    if u >= nu || v >= nv {
-        bail!("--view {u},{v} is not one of the {nu}x{nv} views (rows 0 to {}, columns 0 to {})", nu - 1, nv - 1);
-    }
+    let source = ViewSource::open(&bytes).map_err(|e| LfError::file(input, e))?;
+    let [_, _, h, w] = source.size();
+    lightfield::random_access::check_view(source.size(), (u, v))?;
     let gpu = gpu_codec(common, source.ensemble(), "lightfield.decode")?;
     let t0 = Instant::now();
-    let (samples, sections) =
-        source.decode_view(codec_path(&gpu), (u, v)).map_err(|e| lightfield::LfError::file(input, e))?;
+    let (samples, sections) = source.decode_view(codec_path(&gpu), (u, v)).map_err(|e| LfError::file(input, e))?;
     let decode_ms = ms_since(t0);
     if format == "npy" {
         kit::npy::write_f32(out, &[h, w, lightfield::lightfield::COLOURS], &samples)?;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use lightfield::Result;
 
 #[derive(clap::Args)]
 pub struct DemoArgs {

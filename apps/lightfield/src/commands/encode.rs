@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
 use kit::stats::ms_since;
 use lightfield::codec::{capped_patches, decode_lightfield_with, encode_npy_to_bytes, encode_to_bytes};
 use lightfield::codes::{Params, MIN_EPSILON};
 use lightfield::dictionary::Ensemble;
 use lightfield::lightfield::LightField;
 use lightfield::patch::PatchGrid;
+use lightfield::{LfError, Result};
 
 use super::{codec_path, gpu_codec, parse_epsilon, parse_grid, patch_count};
 use crate::records::EncodeReport;
@@ -70,9 +70,10 @@ const RATE_SEARCH_START: f32 = 0.02;
 
 pub fn run(args: EncodeArgs) -> Result<()> {
     let EncodeArgs { input, dict, sparsity, epsilon, bpp, out, grid, strict, common } = args;
+    // clap requires one of the two (`required_unless_present`).
     let rate = match (epsilon, bpp) {
         (Some(epsilon), _) => Rate::Epsilon(epsilon),
-        (None, bpp) => Rate::BitsPerPixel(anyhow::Context::context(bpp, "give --epsilon or --bpp")?),
+        (None, bpp) => Rate::BitsPerPixel(bpp.expect("--epsilon or --bpp")),
     };
     let (input, dict, out) = (input.as_path(), dict.as_path(), out.as_path());
     kit::output::check_file(out, &["lfc"], &[input, dict])?;
@@ -124,12 +125,11 @@ pub fn run(args: EncodeArgs) -> Result<()> {
         } else {
             let coarsest = trial(1.0)?;
             if !fits(&coarsest.1) {
-                bail!(
-                    "--bpp {bpp}: the coarsest encode (--epsilon 1) takes {:.4} bits per pixel \
-                     (the dictionaries alone take {:.4}); give a larger --bpp or a smaller ensemble",
-                    coarsest.1.len() as f64 * 8.0 / pixels,
-                    ensemble_bits(&ens) / pixels
-                );
+                return Err(LfError::RateUnreachable {
+                    bpp,
+                    coarsest: coarsest.1.len() as f64 * 8.0 / pixels,
+                    dictionaries: ensemble_bits(&ens) / pixels,
+                });
             }
             (encoded, lo, hi) = (coarsest, params.epsilon, 1.0);
         }
@@ -158,14 +158,13 @@ pub fn run(args: EncodeArgs) -> Result<()> {
     bar.finish_and_clear();
     let capped = capped_patches(&compressed, &lf);
     if strict && capped.over_epsilon > 0 {
-        bail!(
-            "{} of {n} patches did not reach --epsilon {} within the sparsity cap T = {} (worst RMSE bound {:.5}); \
-             nothing written (raise --sparsity or --epsilon, or drop --strict)",
-            capped.over_epsilon,
-            params.epsilon,
-            params.sparsity,
-            capped.worst_rmse_bound.unwrap_or(0.0)
-        );
+        return Err(LfError::OverEpsilon {
+            over: capped.over_epsilon,
+            patches: n,
+            epsilon: params.epsilon,
+            sparsity: params.sparsity,
+            worst: capped.worst_rmse_bound.unwrap_or(0.0),
+        });
     }
     kit::output::write_bytes(out, &bytes)?;
     let report = EncodeReport {

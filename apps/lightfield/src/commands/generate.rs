@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Result;
 use kit::stats::ms_since;
+use lightfield::Result;
 
 use super::{parse_grid, ReportArgs};
 use crate::records::GenerateReport;

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
 use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
+use lightfield::Result;
 
 use super::ReportArgs;
 use crate::records::InfoReport;

@@ -14,13 +14,13 @@ pub mod train;
 pub mod view;
 pub mod viewpoint;
 
-use anyhow::Result;
 use lightfield::codec::CodecPath;
 use lightfield::codes::MIN_EPSILON;
 use lightfield::dictionary::Ensemble;
 use lightfield::gpu::GpuCodec;
 use lightfield::lightfield::LightField;
 use lightfield::patch::PatchGrid;
+use lightfield::Result;
 
 /// `--json` and `--max-memory` for the commands that read or write files without a GPU.
 #[derive(clap::Args, Clone, Debug, Default)]

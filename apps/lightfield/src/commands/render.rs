@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Result;
 use kit::stats::ms_since;
 use lightfield::bitstream::Compressed;
 use lightfield::codec::CodecPath;
@@ -12,6 +11,7 @@ use lightfield::cpu::render::render_cpu_with;
 use lightfield::gpu::render::GpuRenderer;
 use lightfield::gpu::GpuCodec;
 use lightfield::render::{unpack_rgb8, PixelOrder};
+use lightfield::Result;
 
 use super::viewpoint::{viewpoint, ViewpointArgs};
 use crate::records::{RenderReport, Viewpoint};

@@ -3,13 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::Result;
 use kit::stats::ms_since;
 use lightfield::codes::Params;
 use lightfield::dictionary::MAX_DICTIONARIES;
 use lightfield::lightfield::LightField;
 use lightfield::patch::{PatchGrid, PatchShape};
 use lightfield::train::{TrainDevice, TrainOptions};
+use lightfield::Result;
 
 use super::{parse_epsilon, parse_grid};
 use crate::records::TrainReport;

@@ -1,8 +1,8 @@
 //! Where and how a light field is looked at (`view`, `render`): the flags and the viewpoint
 //! they name.
 
-use anyhow::Result;
 use lightfield::render::View;
+use lightfield::Result;
 
 /// Where and how a light field is looked at (`view`, `render`).
 #[derive(clap::Args, Clone, Copy, Debug)]

@@ -80,7 +80,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let t0 = Instant::now();
     let (header, bounds, ensemble) = bitstream::open(bytes)?;
     if &ensemble != codec.ensemble() {
-        return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+        return Err(LfError::OtherEnsemble);
     }
     let ctx = codec.context();
     let [u, v, h, w] = header.size;
@@ -217,7 +217,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
         return Err(e);
     }
     if flag_read.mapped()?[0] != 0 {
-        return Err(LfError::Invalid("the decoded light field holds a NaN or an infinity".into()));
+        return Err(LfError::DecodedNotFinite);
     }
     times.tail_ms = ms_since(t2);
     times.wall_ms = ms_since(t0);
