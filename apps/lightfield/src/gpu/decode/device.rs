@@ -180,15 +180,8 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // order alone does not order the two; a semaphore wait does, without serialising
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
-            let part = |i| l.part(inputs, base, i);
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            rec.pass(&codec.decode_views)
-                .read(&codec.dicts)
-                .read(&part(0))
-                .read(&part(1))
-                .read(&part(2))
-                .read(&part(3))
-                .read(&part(4))
+            l.read_parts(rec.pass(&codec.decode_views).read(&codec.dicts), inputs, base)
                 .write(&views)
                 .read_write(flag)
                 .push(&push)
