@@ -306,7 +306,7 @@ fn file_to_file(
     emit: &mut impl FnMut(serde_json::Value),
 ) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("lightfield-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| LfError::Invalid(format!("{}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(|e| LfError::file(&dir, e))?;
     let (npy, lfc) = (dir.join("table1.npy"), dir.join("table1.lfc"));
     let result = (|| -> Result<serde_json::Value> {
         lf.write_npy(&npy)?;
@@ -359,9 +359,9 @@ fn jpeg_views(lf: &LightField, quality: u8) -> Result<(usize, Vec<f32>)> {
             let mut bytes = Vec::new();
             image::codecs::jpeg::JpegEncoder::new_with_quality(&mut bytes, quality)
                 .write_image(&rgb, lf.w as u32, lf.h as u32, image::ExtendedColorType::Rgb8)
-                .map_err(|e| LfError::Invalid(format!("JPEG encoder: {e}")))?;
+                .map_err(|error| LfError::Jpeg { step: "encoder", error })?;
             let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
-                .map_err(|e| LfError::Invalid(format!("JPEG decoder: {e}")))?;
+                .map_err(|error| LfError::Jpeg { step: "decoder", error })?;
             Ok((bytes.len(), img.to_rgb8().into_raw().into_iter().map(|b| b as f32 / 255.0).collect()))
         })
         .collect::<Result<_>>()?;

@@ -54,10 +54,7 @@ impl Compressed {
         let fields = self.fields()?;
         let coefficients: u64 = frames.iter().map(|f| f.entry.coefficients).sum();
         if coefficients != fields.coefficients {
-            return Err(LfError::Invalid(format!(
-                "sections hold {coefficients} of {} coefficients",
-                fields.coefficients
-            )));
+            return Err(LfError::SectionCoefficients { held: coefficients, coefficients: fields.coefficients });
         }
         let mut all = Vec::with_capacity(frames.len() + 1);
         all.push(sections::ensemble_frame(&self.ensemble)?);
@@ -69,12 +66,11 @@ impl Compressed {
     fn fields(&self) -> Result<Fields> {
         self.params.check(self.ensemble.shape.len())?;
         if self.step != self.params.base_step() {
-            return Err(LfError::Invalid(format!("quantisation step {} is not epsilon's", self.step)));
+            return Err(LfError::Step { step: self.step });
         }
         let mut size = [0u32; 4];
         for (s, &d) in size.iter_mut().zip(&self.size) {
-            *s = u32::try_from(d)
-                .map_err(|_| LfError::Invalid(format!("light-field size {:?} beyond 32 bits", self.size)))?;
+            *s = u32::try_from(d).map_err(|_| LfError::SizeBeyond32Bits { size: self.size })?;
         }
         Ok(Fields {
             size,

@@ -339,7 +339,7 @@ pub fn decode_lightfield_with(
     let time = match path {
         CodecPath::Gpu(gpu) => {
             if gpu.ensemble() != &c.ensemble {
-                return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+                return Err(LfError::OtherEnsemble);
             }
             let steps = patch_steps(&grid, c.step, 0..grid.len());
             Some(gpu.decode_stream(&c.codes, &steps, |range, samples| {

@@ -32,16 +32,10 @@ pub const MIN_EPSILON: f32 = 1e-3;
 impl Params {
     pub fn check(&self, patch_len: usize) -> Result<()> {
         if !(MIN_EPSILON..=1.0).contains(&self.epsilon) || !self.epsilon.is_finite() {
-            return Err(LfError::Invalid(format!(
-                "--epsilon {}: expected a value in [{MIN_EPSILON}, 1]",
-                self.epsilon
-            )));
+            return Err(LfError::Epsilon { epsilon: self.epsilon, min: MIN_EPSILON });
         }
         if self.sparsity == 0 || self.sparsity > patch_len {
-            return Err(LfError::Invalid(format!(
-                "--sparsity {}: expected 1..={patch_len} (the patch's sample count)",
-                self.sparsity
-            )));
+            return Err(LfError::Sparsity { sparsity: self.sparsity, samples: patch_len });
         }
         Ok(())
     }

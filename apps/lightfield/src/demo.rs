@@ -12,7 +12,6 @@ use std::time::Instant;
 use kit::image::ImageF32;
 use kit::output::Staged;
 use kit::photos::{self, Photo};
-use rayon::prelude::*;
 
 use crate::codec::{decode_lightfield, encode_lightfield, CodecPath, EncodeQuality};
 use crate::codes::Params;
@@ -20,6 +19,7 @@ use crate::error::{LfError, Result};
 use crate::gpu::GpuCodec;
 use crate::lightfield::{LightField, COLOURS};
 use crate::patch::PatchShape;
+use crate::synth::paint;
 use crate::train::{train, TrainDevice, TrainOptions};
 use crate::views::{stage_view, Depth};
 
@@ -146,25 +146,13 @@ impl Layer {
 /// Renders `layers` (farthest first) for a `views` grid of `size` (width x height) views: a
 /// layer at disparity d moves by d pixels per view step, and nearer layers hide farther ones.
 fn render_scene(layers: &[LayerSpec], views: (usize, usize), size: (usize, usize)) -> Result<LightField> {
-    let ((u, v), (w, h)) = (views, size);
+    let (w, h) = size;
     let mut resampled = layers.iter().map(|l| Layer::new(l, w, h)).collect::<Result<Vec<_>>>()?;
     resampled.reverse();
-    let (uc, vc) = ((u as f32 - 1.0) / 2.0, (v as f32 - 1.0) / 2.0);
-    let mut data = vec![0f32; u * v * h * w * COLOURS];
-    data.par_chunks_mut(h * w * COLOURS).enumerate().for_each(|(view, out)| {
-        let (du, dv) = ((view / v) as f32 - uc, (view % v) as f32 - vc);
-        for y in 0..h {
-            for x in 0..w {
-                let (xs, ys) = (x as f32 + 0.5, y as f32 + 0.5);
-                let colour = resampled
-                    .iter()
-                    .find_map(|l| l.sample(xs + l.disparity * dv, ys + l.disparity * du))
-                    .unwrap_or([0.0; 3]);
-                out[(y * w + x) * COLOURS..][..COLOURS].copy_from_slice(&colour);
-            }
-        }
-    });
-    LightField::new(u, v, h, w, data)
+    paint(views, size, |du, dv, x, y| {
+        let (xs, ys) = (x as f32 + 0.5, y as f32 + 0.5);
+        resampled.iter().find_map(|l| l.sample(xs + l.disparity * dv, ys + l.disparity * du)).unwrap_or([0.0; 3])
+    })
 }
 
 /// The four corner views of `lf` in a 2x2 grid with a 2-pixel white gutter, as a one-view
@@ -210,7 +198,7 @@ pub fn run(out: &Path, ctx: &engine::Context) -> Result<DemoReport> {
         encode_ms,
         files: Vec::new(),
     };
-    let summary = serde_json::to_string_pretty(&report).map_err(|e| LfError::Invalid(e.to_string()))?;
+    let summary = serde_json::to_string_pretty(&report).map_err(LfError::Json)?;
     let mut staged = Staged::new();
     let mut stage_bytes = |name: &str, bytes: &[u8], staged: &mut Staged| -> Result<()> {
         let path = out.join(name);

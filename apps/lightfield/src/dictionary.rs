@@ -72,13 +72,13 @@ impl Ensemble {
     pub fn validate(&self) -> Result<()> {
         self.shape.check()?;
         if self.k == 0 || self.k > MAX_DICTIONARIES {
-            return Err(LfError::Invalid(format!("{} dictionaries; expected 1..={MAX_DICTIONARIES}", self.k)));
+            return Err(LfError::EnsembleSize { k: self.k, max: MAX_DICTIONARIES });
         }
         if self.mats.len() != self.k * self.dictionary_len() {
-            return Err(LfError::Invalid("dictionary matrices have the wrong length".into()));
+            return Err(LfError::DictionaryLength);
         }
         if self.mats.iter().any(|x| !x.is_finite()) {
-            return Err(LfError::Invalid("dictionary holds NaN or infinite values".into()));
+            return Err(LfError::DictionaryNotFinite);
         }
         let (offsets, _) = mode_offsets(self.shape);
         for k in 0..self.k {
@@ -86,9 +86,7 @@ impl Ensemble {
                 let q = &self.dictionary(k)[offsets[n]..offsets[n] + m * m];
                 let err = orthonormality_error(q, m);
                 if err > ORTHONORMAL_TOLERANCE {
-                    return Err(LfError::Invalid(format!(
-                        "dictionary {k}, mode {n}: matrix is not orthonormal (|Q^T Q - I| = {err:.2e})"
-                    )));
+                    return Err(LfError::NotOrthonormal { dictionary: k, mode: n, error: err });
                 }
             }
         }

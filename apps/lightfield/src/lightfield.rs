@@ -27,14 +27,14 @@ impl LightField {
     pub fn new(u: usize, v: usize, h: usize, w: usize, data: impl Into<Samples>) -> Result<LightField> {
         let data = data.into();
         if u == 0 || v == 0 || h == 0 || w == 0 {
-            return Err(LfError::Invalid(format!("light field {u}x{v} views of {w}x{h} pixels is empty")));
+            return Err(LfError::EmptyLightField { size: [u, v, h, w] });
         }
         if data.len() != u * v * h * w * COLOURS {
-            return Err(LfError::Invalid(format!(
-                "light field of {u}x{v} views of {w}x{h} pixels needs {} samples, got {}",
-                u * v * h * w * COLOURS,
-                data.len()
-            )));
+            return Err(LfError::SampleCount {
+                size: [u, v, h, w],
+                needed: u * v * h * w * COLOURS,
+                samples: data.len(),
+            });
         }
         Ok(LightField { u, v, h, w, data })
     }
@@ -125,7 +125,7 @@ impl LightField {
     pub fn clamp_to_input_range(&mut self, what: &str) -> Result<()> {
         use rayon::prelude::*;
         if let Some(i) = self.data.par_iter().position_any(|x| !x.is_finite()) {
-            return Err(LfError::Invalid(format!("{what}: sample {i} is {}", self.data[i])));
+            return Err(LfError::NotFinite { what: what.into(), index: i, value: self.data[i] });
         }
         self.data.par_iter_mut().for_each(|x| *x = x.clamp(0.0, 1.0));
         Ok(())
@@ -142,18 +142,10 @@ pub fn check_samples(data: &[f32], first: usize, what: &str) -> Result<()> {
         return Ok(());
     }
     if let Some(i) = data.iter().position(|x| !x.is_finite()) {
-        return Err(LfError::Invalid(format!(
-            "{what}: sample {} is {}; every sample must be finite",
-            first + i,
-            data[i]
-        )));
+        return Err(LfError::NotFinite { what: what.into(), index: first + i, value: data[i] });
     }
     let i = data.iter().position(|&x| !(0.0..=1.0).contains(&x)).expect("a sample outside [0, 1]");
-    Err(LfError::Invalid(format!(
-        "{what}: sample {} is {}; float light fields must hold values in [0, 1]",
-        first + i,
-        data[i]
-    )))
+    Err(LfError::OutOfRange { what: what.into(), index: first + i, value: data[i] })
 }
 
 /// Mean squared error between two sample arrays (f64 accumulation).

@@ -356,9 +356,9 @@ impl PatchSource for Bands<'_> {
         if self.loaded[last].get().is_some() {
             return Ok(());
         }
-        let rx = self.rx.lock().map_err(|_| LfError::Invalid("the .npy reader failed".into()))?;
+        let rx = self.rx.lock().map_err(|_| LfError::ReaderStopped)?;
         while self.loaded[last].get().is_none() {
-            let loaded = rx.recv().map_err(|_| LfError::Invalid("the .npy reader stopped early".into()))??;
+            let loaded = rx.recv().map_err(|_| LfError::ReaderStopped)??;
             let _ = self.loaded[loaded.band].set(loaded.views);
         }
         Ok(())

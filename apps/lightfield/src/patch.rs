@@ -35,11 +35,11 @@ impl PatchShape {
             .split('x')
             .map(|p| p.trim().parse::<usize>())
             .collect::<Result<_, _>>()
-            .map_err(|_| LfError::Invalid(format!("patch {text:?}: expected HxWxUxV, e.g. 5x5x8x8")))?;
+            .map_err(|_| LfError::PatchSyntax { text: text.into() })?;
         let shape = match parts.as_slice() {
             [my, mx, mu, mv] => PatchShape { my: *my, mx: *mx, mu: *mu, mv: *mv },
             [my, mx, c, mu, mv] if *c == COLOURS => PatchShape { my: *my, mx: *mx, mu: *mu, mv: *mv },
-            _ => return Err(LfError::Invalid(format!("patch {text:?}: expected HxWxUxV or HxWx3xUxV"))),
+            _ => return Err(LfError::PatchSyntax { text: text.into() }),
         };
         shape.check()?;
         Ok(shape)
@@ -48,7 +48,7 @@ impl PatchShape {
     /// Checks that every mode has a size in 1..=MAX_MODE.
     pub fn check(&self) -> Result<()> {
         if self.modes().iter().any(|&m| m == 0 || m > MAX_MODE) {
-            return Err(LfError::Invalid(format!("patch {self}: every size must be in 1..={MAX_MODE}")));
+            return Err(LfError::PatchSize { shape: self.to_string(), max: MAX_MODE });
         }
         Ok(())
     }

@@ -66,12 +66,18 @@ pub fn decode_view(c: &Compressed, path: CodecPath<'_>, view: (usize, usize)) ->
     decode_view_codes(&c.grid(), &c.ensemble, c.step, &c.codes, 0, path, view)
 }
 
+/// Refuses a view (u, v) outside the U x V views of a light field of `size` (U, V, H, W).
+pub fn check_view([nu, nv, _, _]: [usize; 4], (u, v): (usize, usize)) -> Result<()> {
+    if u >= nu || v >= nv {
+        return Err(LfError::NoSuchView { view: (u, v), views: (nu, nv) });
+    }
+    Ok(())
+}
+
 /// The patches covering view (u, v): patches are ordered view block, then pixel rows,
 /// then columns, so one view block's patches are contiguous (`1 / (U/mu * V/mv)` of them).
-fn view_patches(grid: &PatchGrid, [nu, nv, _, _]: [usize; 4], (u, v): (usize, usize)) -> Result<Range<usize>> {
-    if u >= nu || v >= nv {
-        return Err(LfError::Invalid(format!("view {u},{v} is not in the {nu}x{nv} views")));
-    }
+fn view_patches(grid: &PatchGrid, size: [usize; 4], (u, v): (usize, usize)) -> Result<Range<usize>> {
+    check_view(size, (u, v))?;
     let s = grid.shape;
     let [_, cv, cy, cx] = grid.count;
     let block = cy * cx;
@@ -97,7 +103,7 @@ fn decode_view_codes(
     let s = grid.shape;
     if let CodecPath::Gpu(gpu) = path {
         if gpu.ensemble() != ensemble {
-            return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+            return Err(LfError::OtherEnsemble);
         }
     }
     // One view of every patch is a hundredth of the patches' synthesis at 8 x 8 views, less
@@ -118,7 +124,7 @@ fn decode_view_codes(
         }
     }
     if let Some(i) = out.iter().position(|x| !x.is_finite()) {
-        return Err(LfError::Invalid(format!("decoded view {u},{v}: sample {i} is {}", out[i])));
+        return Err(LfError::NotFinite { what: format!("decoded view {u},{v}"), index: i, value: out[i] });
     }
     out.iter_mut().for_each(|x| *x = x.clamp(0.0, 1.0));
     Ok(out)

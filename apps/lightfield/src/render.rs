@@ -14,6 +14,8 @@ use crate::error::{LfError, Result};
 pub const MAX_FOCUS: f32 = 1.0e4;
 /// Largest aperture radius in views.
 pub const MAX_APERTURE: f32 = 1024.0;
+/// The widest and tallest output a viewpoint may have, in pixels.
+pub const MAX_SIZE: u32 = 16384;
 
 /// Byte order of packed output pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,18 +59,16 @@ impl View {
         let (last_u, last_v) = (lf_size[0] as f32 - 1.0, lf_size[1] as f32 - 1.0);
         let [u, v] = self.position;
         if !(0.0..=last_u).contains(&u) || !(0.0..=last_v).contains(&v) {
-            return Err(LfError::Invalid(format!(
-                "--view {u},{v} is outside the captured views (rows 0 to {last_u}, columns 0 to {last_v})"
-            )));
+            return Err(LfError::Viewpoint { position: self.position, last: [last_u, last_v] });
         }
         if !(-MAX_FOCUS..=MAX_FOCUS).contains(&self.focus) {
-            return Err(LfError::Invalid(format!("--focus {} is not within +-{MAX_FOCUS}", self.focus)));
+            return Err(LfError::Focus { focus: self.focus, max: MAX_FOCUS });
         }
         if !(1.0..=MAX_APERTURE).contains(&self.aperture) {
-            return Err(LfError::Invalid(format!("--aperture {} is not within 1 to {MAX_APERTURE}", self.aperture)));
+            return Err(LfError::Aperture { aperture: self.aperture, max: MAX_APERTURE });
         }
-        if !(1..=16384).contains(&self.width) || !(1..=16384).contains(&self.height) {
-            return Err(LfError::Invalid(format!("--size {}x{} is not within 1 to 16384", self.width, self.height)));
+        if !(1..=MAX_SIZE).contains(&self.width) || !(1..=MAX_SIZE).contains(&self.height) {
+            return Err(LfError::OutputSize { width: self.width, height: self.height, max: MAX_SIZE });
         }
         Ok(())
     }

@@ -80,15 +80,14 @@ thread_local! {
 /// Compresses one payload into a frame with zstd's content checksum, on this thread (one
 /// compressor kept per thread; the output does not depend on which thread).
 pub fn compress(payload: &[u8], coefficients: u64) -> Result<Frame> {
-    let zstd_error = |e: std::io::Error| LfError::Invalid(format!("zstd: {e}"));
     let bytes = COMPRESSOR.with(|cell| -> Result<Vec<u8>> {
         let mut cell = cell.borrow_mut();
         if cell.is_none() {
-            let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(zstd_error)?;
-            c.include_checksum(true).map_err(zstd_error)?;
+            let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(LfError::Zstd)?;
+            c.include_checksum(true).map_err(LfError::Zstd)?;
             *cell = Some(c);
         }
-        cell.as_mut().expect("made above").compress(payload).map_err(zstd_error)
+        cell.as_mut().expect("made above").compress(payload).map_err(LfError::Zstd)
     })?;
     let entry = Entry {
         coefficients,
@@ -130,11 +129,11 @@ pub struct Fields {
 pub fn assemble(fields: Fields, frames: &[Frame]) -> Result<Vec<u8>> {
     let sections = frames.len() - 1;
     if sections != (fields.patches as usize).div_ceil(SECTION_PATCHES) {
-        return Err(LfError::Invalid(format!("{sections} sections for {} patches", fields.patches)));
+        return Err(LfError::SectionCount { sections, patches: fields.patches });
     }
     let payload: u64 = frames.iter().map(|f| f.entry.payload_len).sum();
     if payload > MAX_PAYLOAD {
-        return Err(LfError::Invalid(format!("payload of {payload} bytes is beyond the {MAX_PAYLOAD}-byte limit")));
+        return Err(LfError::PayloadLimit { bytes: payload, max: MAX_PAYLOAD });
     }
     let frame_bytes: usize = frames.iter().map(|f| f.bytes.len()).sum();
     let mut out = Vec::with_capacity(HEADER_LEN + (sections + 1) * ENTRY_LEN + 8 + frame_bytes);
@@ -360,7 +359,7 @@ struct Unpacker {
 
 impl Unpacker {
     fn new() -> Result<Unpacker> {
-        let zstd = zstd::bulk::Decompressor::new().map_err(|e| LfError::Invalid(format!("zstd: {e}")))?;
+        let zstd = zstd::bulk::Decompressor::new().map_err(LfError::Zstd)?;
         Ok(Unpacker { zstd, bytes: Vec::new() })
     }
 

@@ -7,6 +7,7 @@
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+use crate::error::Result;
 use crate::lightfield::LightField;
 use crate::lightfield::COLOURS;
 
@@ -59,7 +60,6 @@ impl Plane {
 /// Renders a `views.0 x views.1` light field of `size.0 x size.1` (width x height) pixels
 /// from the scene `seed` describes: a background and four planes at increasing depth.
 pub fn generate(views: (usize, usize), size: (usize, usize), seed: u64) -> LightField {
-    let (u, v) = views;
     let (w, h) = size;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut planes: Vec<Plane> = vec![Plane::random(&mut rng, w as f32, h as f32, 0.25, true)];
@@ -68,22 +68,32 @@ pub fn generate(views: (usize, usize), size: (usize, usize), seed: u64) -> Light
         planes.push(Plane::random(&mut rng, w as f32, h as f32, disparity, false));
     }
     planes.reverse(); // nearest (largest disparity) first
+    paint(views, size, |du, dv, x, y| {
+        planes
+            .iter()
+            .find_map(|p| p.sample(x as f32 + p.disparity * dv, y as f32 + p.disparity * du))
+            .unwrap_or([0.0; 3])
+    })
+    .expect("generated sizes match")
+}
+
+/// The light field of `views` (U x V) views of `size` (width x height) pixels whose pixel
+/// (x, y) in the view `du` rows and `dv` columns from the grid's centre is
+/// `colour(du, dv, x, y)`; the views are painted in parallel.
+pub fn paint(
+    (u, v): (usize, usize),
+    (w, h): (usize, usize),
+    colour: impl Fn(f32, f32, usize, usize) -> [f32; COLOURS] + Sync,
+) -> Result<LightField> {
     let (uc, vc) = ((u as f32 - 1.0) / 2.0, (v as f32 - 1.0) / 2.0);
     let mut data = vec![0f32; u * v * h * w * COLOURS];
-    data.par_chunks_mut(h * w * COLOURS).enumerate().for_each(|(view, out)| {
+    data.par_chunks_mut((h * w * COLOURS).max(1)).enumerate().for_each(|(view, out)| {
         let (du, dv) = ((view / v) as f32 - uc, (view % v) as f32 - vc);
-        for y in 0..h {
-            for x in 0..w {
-                let colour = planes
-                    .iter()
-                    .find_map(|p| p.sample(x as f32 + p.disparity * dv, y as f32 + p.disparity * du))
-                    .unwrap_or([0.0; 3]);
-                let i = (y * w + x) * COLOURS;
-                out[i..i + COLOURS].copy_from_slice(&colour);
-            }
+        for (i, pixel) in out.chunks_exact_mut(COLOURS).enumerate() {
+            pixel.copy_from_slice(&colour(du, dv, i % w, i / w));
         }
     });
-    LightField::new(u, v, h, w, data).expect("generated sizes match")
+    LightField::new(u, v, h, w, data)
 }
 
 #[cfg(test)]

@@ -200,10 +200,10 @@ pub fn train(
     opts.shape.check()?;
     opts.params.check(opts.shape.len())?;
     if opts.k == 0 || opts.k > crate::dictionary::MAX_DICTIONARIES {
-        return Err(LfError::Invalid(format!("--dictionaries {}: expected at least 1", opts.k)));
+        return Err(LfError::Dictionaries { k: opts.k, max: crate::dictionary::MAX_DICTIONARIES });
     }
     if lfs.is_empty() {
-        return Err(LfError::Invalid("no training light fields".into()));
+        return Err(LfError::NoTrainingData);
     }
     let t0 = Instant::now();
     let mut times = TrainTimes::default();

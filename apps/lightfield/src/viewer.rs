@@ -6,11 +6,9 @@
 //! widen the aperture, `R` to reset. The title shows the viewpoint and frames per second.
 //! `--frames N --screenshot FILE` renders N frames, saves the last one and exits.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Result;
-use engine::{Buffer, Context, DeviceSelector, Location, Recorder};
+use engine::{Buffer, Context, Location, Recorder};
 use kit::viewer::winit::dpi::PhysicalSize;
 use kit::viewer::winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
 use kit::viewer::winit::keyboard::{Key, NamedKey};
@@ -20,6 +18,9 @@ use lightfield::gpu::decode::device::decode_to_device;
 use lightfield::gpu::render::GpuRenderer;
 use lightfield::gpu::GpuCodec;
 use lightfield::render::{PixelOrder, View, MAX_APERTURE, MAX_FOCUS};
+use lightfield::Result;
+
+use crate::reported;
 
 /// Views moved per arrow-key press.
 const KEY_STEP: f32 = 0.1;
@@ -28,33 +29,16 @@ const WHEEL_STEP: f32 = 0.1;
 /// Views of aperture per `[` or `]`.
 const APERTURE_STEP: f32 = 0.5;
 
-pub struct Options {
-    /// The `.lfc` file's bytes (decoded straight into device memory).
-    pub bytes: Vec<u8>,
-    /// Its size (U, V, H, W) and ensemble, from [`lightfield::bitstream::open`].
-    pub size: [usize; 4],
-    pub ensemble: Ensemble,
-    /// The first viewpoint; its size is the window's.
-    pub view: View,
-    pub frames: Option<u64>,
-    pub screenshot: Option<PathBuf>,
-    pub device: DeviceSelector,
-}
-
-/// What the viewer showed.
-pub struct Shown {
-    pub frames: u64,
-    pub view: View,
-    pub decode_ms: f64,
-}
-
-// Field order is drop order: the pixels before the renderer.
-struct Gpu {
+/// What the scene holds on the device. Field order is drop order: the pixels before the
+/// renderer.
+pub struct Gpu {
     out: Buffer<u32>,
     renderer: GpuRenderer,
 }
 
-struct Viewer {
+/// The window's scene: a compressed light field, decoded into device memory when the
+/// window opens, shown from a viewpoint the mouse and the keys move.
+pub struct Viewer {
     /// The file's bytes until they are decoded.
     bytes: Vec<u8>,
     size: [usize; 4],
@@ -68,26 +52,20 @@ struct Viewer {
 impl Scene for Viewer {
     type Gpu = Gpu;
 
-    fn setup(&mut self, ctx: &Context, target: Target) -> Result<Gpu> {
-        // Decoded once, from the file's bytes straight into device memory.
-        let t0 = Instant::now();
-        let codec = GpuCodec::new(ctx, &self.ensemble)?;
-        let (views, _) = decode_to_device(&codec, &std::mem::take(&mut self.bytes))?;
-        let renderer = GpuRenderer::from_device(ctx, views)?;
-        self.decode_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let out = pixel_buffer(ctx, target)?;
-        Ok(Gpu { out, renderer })
+    // `kit::viewer::Scene` speaks anyhow; the codec's errors cross over as `main` hands
+    // them to kit (`reported`).
+    fn setup(&mut self, ctx: &Context, target: Target) -> anyhow::Result<Gpu> {
+        self.decode(ctx, target).map_err(reported)
     }
 
-    fn record(&mut self, gpu: &mut Gpu, ctx: &Context, target: Target, rec: &mut Recorder) -> Result<()> {
+    fn record(&mut self, gpu: &mut Gpu, ctx: &Context, target: Target, rec: &mut Recorder) -> anyhow::Result<()> {
         if (target.width, target.height) != (self.view.width, self.view.height) {
-            gpu.out = pixel_buffer(ctx, target)?;
+            gpu.out = pixel_buffer(ctx, target).map_err(reported)?;
             self.view.width = target.width;
             self.view.height = target.height;
         }
         let order = if target.bgra { PixelOrder::Bgra } else { PixelOrder::Rgba };
-        gpu.renderer.record(rec, &self.view, order, &gpu.out)?;
-        Ok(())
+        gpu.renderer.record(rec, &self.view, order, &gpu.out).map_err(reported)
     }
 
     fn image<'g>(&self, gpu: &'g Gpu) -> &'g Buffer<u32> {
@@ -134,6 +112,33 @@ impl Scene for Viewer {
 }
 
 impl Viewer {
+    /// The scene of a `.lfc` file's `bytes` of `size` (U, V, H, W) and `ensemble` (from
+    /// [`lightfield::bitstream::open`]), first seen from `view`, whose size is the window's.
+    pub fn new(bytes: Vec<u8>, size: [usize; 4], ensemble: Ensemble, view: View) -> Viewer {
+        Viewer { bytes, size, ensemble, view, decode_ms: 0.0, drag: None, cursor: (0.0, 0.0) }
+    }
+
+    /// The viewpoint now.
+    pub fn view(&self) -> View {
+        self.view
+    }
+
+    /// How long the decode into device memory took.
+    pub fn decode_ms(&self) -> f64 {
+        self.decode_ms
+    }
+
+    /// Decodes the file once, from its bytes straight into device memory.
+    fn decode(&mut self, ctx: &Context, target: Target) -> Result<Gpu> {
+        let t0 = Instant::now();
+        let codec = GpuCodec::new(ctx, &self.ensemble)?;
+        let (views, _) = decode_to_device(&codec, &std::mem::take(&mut self.bytes))?;
+        let renderer = GpuRenderer::from_device(ctx, views)?;
+        self.decode_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let out = pixel_buffer(ctx, target)?;
+        Ok(Gpu { out, renderer })
+    }
+
     /// Moves the viewpoint by (du, dv) views, within the captured ones.
     fn move_by(&mut self, du: f32, dv: f32) {
         self.view = self.view.moved(du, dv, self.size);
@@ -161,14 +166,4 @@ impl Viewer {
 fn pixel_buffer(ctx: &Context, target: Target) -> Result<Buffer<u32>> {
     let pixels = (target.width as usize * target.height as usize).max(1);
     Ok(ctx.buffer::<u32>(pixels, Location::Device, "window pixels")?)
-}
-
-/// Opens the viewer and runs until the window closes (or `frames` were shown).
-pub fn run(opts: Options) -> Result<Shown> {
-    let Options { bytes, size, ensemble, view, frames, screenshot, device } = opts;
-    let (width, height) = (view.width, view.height);
-    let mut viewer = Viewer { bytes, size, ensemble, view, decode_ms: 0.0, drag: None, cursor: (0.0, 0.0) };
-    let window = kit::viewer::Options { title: "lightfield".into(), width, height, frames, screenshot, device };
-    let shown = kit::viewer::run(&mut viewer, window)?;
-    Ok(Shown { frames: shown.frames, view: viewer.view, decode_ms: viewer.decode_ms })
 }

@@ -177,9 +177,7 @@ fn collect(slot: &Slot, range: Range<usize>, sparsity: usize, time: &mut GpuTime
         let [dict, count, success, err] = [info[4 * p], info[4 * p + 1], info[4 * p + 2], info[4 * p + 3]];
         let count = count as usize;
         if count > sparsity {
-            return Err(LfError::Invalid(format!(
-                "GPU encoder returned {count} coefficients for a patch (cap {sparsity})"
-            )));
+            return Err(LfError::EncoderCount { count, sparsity });
         }
         codes.membership.push(dict);
         codes.success.push(success != 0);

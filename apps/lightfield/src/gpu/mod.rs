@@ -111,10 +111,10 @@ impl GpuCodec {
         let mats: usize = shape.modes().iter().map(|&m| m * m.next_multiple_of(4)).sum();
         let shared = 4 * (plen + mats + 4 * 128 + 2 * 64);
         if shared > info.max_shared_memory_bytes as usize {
-            return Err(LfError::Invalid(format!(
+            return Err(LfError::Engine(engine::EngineError::Unsupported(format!(
                 "patch {shape} needs {shared} bytes of shared memory; the device has {}",
                 info.max_shared_memory_bytes
-            )));
+            ))));
         }
         let spec = spec(shape, workgroup);
         let encode = ctx.kernel(&crate::shaders::kernels::ENCODE, &spec)?;

@@ -69,7 +69,7 @@ impl GpuRenderer {
     pub fn record(&self, rec: &mut Recorder, view: &View, order: PixelOrder, out: &Buffer<u32>) -> Result<()> {
         view.check(self.size)?;
         if out.len() < view.width as usize * view.height as usize {
-            return Err(LfError::Invalid(format!("{} pixels for a {}x{} view", out.len(), view.width, view.height)));
+            return Err(LfError::FrameBuffer { pixels: out.len(), width: view.width, height: view.height });
         }
         self.check_output(out.len(), view)?;
         let [n_u, n_v, height, width] = self.size.map(|s| s as u32);

@@ -80,7 +80,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     let t0 = Instant::now();
     let (header, bounds, ensemble) = bitstream::open(bytes)?;
     if &ensemble != codec.ensemble() {
-        return Err(LfError::Invalid("GPU decoder was built for another ensemble".into()));
+        return Err(LfError::OtherEnsemble);
     }
     let ctx = codec.context();
     let [u, v, h, w] = header.size;
@@ -180,15 +180,8 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // order alone does not order the two; a semaphore wait does, without serialising
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
-            let part = |i| l.part(inputs, base, i);
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            rec.pass(&codec.decode_views)
-                .read(&codec.dicts)
-                .read(&part(0))
-                .read(&part(1))
-                .read(&part(2))
-                .read(&part(3))
-                .read(&part(4))
+            l.read_parts(rec.pass(&codec.decode_views).read(&codec.dicts), inputs, base)
                 .write(&views)
                 .read_write(flag)
                 .push(&push)
@@ -217,7 +210,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
         return Err(e);
     }
     if flag_read.mapped()?[0] != 0 {
-        return Err(LfError::Invalid("the decoded light field holds a NaN or an infinity".into()));
+        return Err(LfError::DecodedNotFinite);
     }
     times.tail_ms = ms_since(t2);
     times.wall_ms = ms_since(t0);

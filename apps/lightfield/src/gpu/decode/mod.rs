@@ -70,14 +70,8 @@ impl GpuCodec {
                 let mut rec = self.ctx.recorder()?;
                 rec.enable_profiling(3)?;
                 rec.wait_for(&copy);
-                let part = |i| layout.part(&slot.inputs, 0, i);
-                rec.pass(&self.decode)
-                    .read(&self.dicts)
-                    .read(&part(0))
-                    .read(&part(1))
-                    .read(&part(2))
-                    .read(&part(3))
-                    .read(&part(4))
+                layout
+                    .read_parts(rec.pass(&self.decode).read(&self.dicts), &slot.inputs, 0)
                     .write(&slot.out)
                     .push(&DecodePush { n_patches: range.len() as u32 })
                     .dispatch_linear(range.len() as u32)?;
@@ -157,9 +151,15 @@ impl Layout {
         Layout { parts, words: at }
     }
 
-    /// The input `i` (0..5) of a buffer laid out by `self` from word `base`.
-    pub fn part<'a>(&self, buffer: &'a Buffer<u32>, base: usize, i: usize) -> engine::Region<'a> {
-        buffer.range(base + self.parts[i].0, self.parts[i].1.max(1))
+    /// `pass` reading the five inputs of a buffer laid out by `self` from word `base`, in
+    /// the order both decode kernels bind them.
+    pub fn read_parts<'r, P: bytemuck::NoUninit>(
+        &self,
+        pass: engine::Pass<'r, P>,
+        buffer: &Buffer<u32>,
+        base: usize,
+    ) -> engine::Pass<'r, P> {
+        self.parts.iter().fold(pass, |pass, &(start, len)| pass.read(&buffer.range(base + start, len.max(1))))
     }
 }
 
