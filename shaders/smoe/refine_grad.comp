@@ -1,10 +1,8 @@
 #version 460
 // The backward pass of the renderer: one workgroup per kernel, the gradient of the rendered
 // image's squared error sum_pixels |clamp(out) - target|^2 with respect to the kernel's
-// prepared parameters, over the pixels of the tiles whose lists hold it: the tiles of the
-// support box that pass the binning's per-tile test (smoe_bin.comp, phase 2), the pixels the
-// forward pass blends it in; the whole box (the whole image when no tile has a bound) when the
-// box has more than MAX_TILES tiles. Per pixel, with w = exp(l - lse) the kernel's gate, y its expert,
+// prepared parameters, over the pixels of the box exact culling keeps it in (the whole image
+// when no tile has a bound). Per pixel, with w = exp(l - lse) the kernel's gate, y its expert,
 // z = U d (U = L^-1, d = x - mu_X) and r = 2 (clamp(out) - target) (the clamp passed straight
 // through):
 //   dmu_Y = w r,  dG = w r z^T,  dc = w (y - out).r,  dz = -dc z + G^T w r,
@@ -23,7 +21,6 @@ layout(set = 0, binding = 2) readonly buffer Params { uint params[]; };
 layout(set = 0, binding = 3) readonly buffer State { float state[]; };
 layout(set = 0, binding = 4) readonly buffer Target { float target[]; };
 layout(set = 0, binding = 5) buffer Grad { float grad[]; };
-layout(set = 0, binding = 6) readonly buffer Keys { uint keys[]; };
 
 const uint TRI = P * (P + 1u) / 2u;
 const uint G_U = P;
@@ -33,28 +30,8 @@ const uint G_G = G_MUY + 3u;
 const uint GS = G_G + 3u * P;
 const uint GRAD_STRIDE = P == 2u ? 16u : 32u;
 const uint THREADS = 64u;
-// Tiles of a support box the kept-tile list holds.
-const uint MAX_TILES = 256u;
 
 shared float red[THREADS * 32u];
-shared uint kept[MAX_TILES];
-shared uint kept_count;
-
-// The binning's test (smoe_bin.comp, phase 2): does tile (tx, ty) list the kernel of culling
-// record cb?
-bool tile_lists(uint cb, uint tx, uint ty) {
-    uint key = keys[ty * pc.tiles_x + tx];
-    if (key == 0u) return false;
-    vec2 centre = vec2(cullrec[cb], cullrec[cb + 1u]);
-    float s00 = cullrec[cb + 2u], s11 = cullrec[cb + 4u];
-    float c = cullrec[cb + 8u], s = cullrec[cb + 9u], g = cullrec[cb + 10u];
-    vec4 rect = tile_rect(tx, ty);
-    float dx = max(max(rect.x - centre.x, centre.x - rect.z), 0.0);
-    float dy = max(max(rect.y - centre.y, centre.y - rect.w), 0.0);
-    float rmin2 = s + max(dx * dx / s00, dy * dy / s11);
-    float bound = c - 0.5 * rmin2 + log(pc.span + g * max(sqrt(rmin2), 1.0));
-    return bound >= key_float(key) - pc.margin;
-}
 
 void main() {
     uint k = linear_group_id();
@@ -67,42 +44,11 @@ void main() {
     int x0 = box.x, y0 = box.y, x1 = box.z, y1 = box.w;
     float acc[GS];
     for (uint g = 0u; g < GS; g++) acc[g] = 0.0;
-    // The box's tiles, and which of them list the kernel (in tile order, so the sums run in a
-    // fixed order).
-    uint tx0 = x0 >= 0 ? uint(x0) / pc.tile : 0u, ty0 = y0 >= 0 ? uint(y0) / pc.tile : 0u;
-    uint btw = x1 >= x0 ? uint(x1) / pc.tile - tx0 + 1u : 0u;
-    uint bth = y1 >= y0 ? uint(y1) / pc.tile - ty0 + 1u : 0u;
-    bool by_tiles = params[0] != 0u && btw * bth <= MAX_TILES;
-    if (by_tiles) {
-        for (uint t = lid; t < btw * bth; t += THREADS) {
-            kept[t] = tile_lists(cb, tx0 + t % btw, ty0 + t / btw) ? 1u : 0u;
-        }
-        barrier();
-        if (lid == 0u) {
-            uint n = 0u;
-            for (uint t = 0u; t < btw * bth; t++) {
-                if (kept[t] != 0u) kept[n++] = t;
-            }
-            kept_count = n;
-        }
-        barrier();
-    }
-    uint tile_px = pc.tile * pc.tile;
     uint bw = x1 >= x0 ? uint(x1 - x0 + 1) : 0u;
     uint bh = y1 >= y0 ? uint(y1 - y0 + 1) : 0u;
-    uint total = by_tiles ? kept_count * tile_px : bw * bh;
     uint view = pc.phase * pc.width * pc.height;
-    for (uint e = lid; e < total; e += THREADS) {
-        uint col, row;
-        if (by_tiles) {
-            uint t = kept[e / tile_px], i = e % tile_px;
-            col = (tx0 + t % btw) * pc.tile + i % pc.tile;
-            row = (ty0 + t / btw) * pc.tile + i / pc.tile;
-            if (col >= pc.width || row >= pc.height) continue;
-        } else {
-            col = uint(x0) + e % bw;
-            row = uint(y0) + e / bw;
-        }
+    for (uint e = lid; e < bw * bh; e += THREADS) {
+        uint col = uint(x0) + e % bw, row = uint(y0) + e / bw;
         float x[4] = float[4]((float(col) + 0.5) / float(pc.width), (float(row) + 0.5) / float(pc.height),
                               pc.view_u, pc.view_v);
         float d[4], z[4];

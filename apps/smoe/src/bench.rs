@@ -427,11 +427,11 @@ struct RefineBench {
 }
 
 /// The refinement step's passes at 44 pixels per kernel (GaussianImage's density on Kodak)
-/// on the generated image, after the fits' EM: GPU time of each pass per step, from one
-/// profiled command buffer, and the wall time per step of an unprofiled run of the same
-/// steps.
+/// on the embedded astronaut photo at the fits' size, after their EM: GPU time of each pass
+/// per step, from one profiled command buffer, and the wall time per step of an unprofiled
+/// run of the same steps.
 fn refine_passes(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
-    let grid = sample_image(s.fit_px, s.fit_px);
+    let grid = smoe::data::Grid::from_image(&kit::photos::ASTRONAUT.resized(s.fit_px, s.fit_px, 3)?);
     let k = (grid.len() / 44).max(1);
     let (model, _) = fit_gpu(ctx, &grid, k, s.fit_iters, |_, _| {})?;
     let params = smoe::params::Params::from_model(&model)?;
@@ -448,7 +448,7 @@ fn refine_passes(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
     kit::emit(
         &RefineBench {
             bench: "refine_step",
-            size: format!("{0}x{0}", s.fit_px),
+            size: format!("astronaut {0}x{0}", s.fit_px),
             kernels: k,
             steps,
             step_ms: per_step.values().sum(),

@@ -5,8 +5,8 @@
 //!   maximum the previous step gathered); the renderer prepares them as for a loaded model;
 //! - per view: the renderer's culling records, tile binning and blend (exact culling, robust
 //!   mode) writing each pixel's colour and log-sum-exp, `refine_loss` (partial sums of the
-//!   squared error) and `refine_grad` (one workgroup per kernel over the tiles whose lists
-//!   hold it: the natural gradient);
+//!   squared error) and `refine_grad` (one workgroup per kernel over its culling box: the
+//!   natural gradient);
 //! - `refine_loss` again: the step's loss and the best so far;
 //! - `refine_adam`: keeps the parameters if they are the best so far, then the Adam step with
 //!   the chain to the optimised parameters and the clamps.
@@ -15,10 +15,9 @@
 //! barriers. With a quantiser (`.smc` steps), `refine_expand` expands the values as the file
 //! stores them (quantisation-aware refinement, straight through).
 //!
-//! The host records each submission while the GPU runs the one before, reads back the losses
-//! and the tile lists' size once per submission (and grows the lists where they overflowed:
-//! such tiles blend every kernel, which is correct, only slower), and the best parameters
-//! once at the end. The culling's colour
+//! The host reads back the losses and the tile lists' size once per submission (and grows
+//! the lists for the next one where they overflowed: such tiles blend every kernel, which is
+//! correct, only slower), and the best parameters once at the end. The culling's colour
 //! bound is the widest the clamps allow, so it holds for every step's model.
 
 use engine::{Buffer, Context, Kernel, Location, Recorder};
@@ -97,8 +96,6 @@ pub struct GpuRefine {
     thmax: Buffer<u32>,
     /// Per step: the loss.
     track: Buffer<f32>,
-    /// Per submission: the tile-list entries its last binning needed.
-    entries: Buffer<u32>,
     /// best[s]: the smallest loss of steps before s (best[0] = infinity).
     best: Buffer<f32>,
     partials: Buffer<f32>,
@@ -170,11 +167,6 @@ impl GpuRefine {
             grad: zeros(kernels * grad_stride(p), "smoe refine gradient")?,
             thmax: ctx.upload(&thmax, "smoe refine prior maxima")?,
             track: zeros(steps + 1, "smoe refine losses")?,
-            entries: ctx.buffer(
-                (steps + 1).div_ceil(STEPS_PER_SUBMIT) + 1,
-                Location::Device,
-                "smoe refine list entries",
-            )?,
             best: ctx.upload(&best, "smoe refine best losses")?,
             partials: zeros(loss_groups * views.len(), "smoe refine partial losses")?,
             base: Push {
@@ -204,44 +196,23 @@ impl GpuRefine {
         mut progress: impl FnMut(usize, f64),
     ) -> crate::error::Result<(Params, Vec<f64>)> {
         self.size_lists()?;
-        // Batch n + 1 is recorded while the GPU runs batch n (it waits for n on the GPU), so
-        // the host's recording is hidden; the losses and the tile lists' size are read after
-        // each batch, and lists that overflowed grow for the batch after the next.
-        let mut in_flight: Option<(engine::Submission, std::ops::Range<usize>)> = None;
         let mut done = 0;
-        loop {
-            let next = if done <= options.steps {
-                let end = (done + STEPS_PER_SUBMIT).min(options.steps + 1);
-                let mut rec = self.ctx.recorder()?;
-                if let Some((before, _)) = &in_flight {
-                    rec.wait_for(before);
-                }
-                for step in done..end {
-                    self.record_step(&mut rec, step, (step < options.steps).then(|| options.lr_at(step)))?;
-                }
-                self.renderer.record_list_entries(&mut rec, &self.frame, &self.entries, done / STEPS_PER_SUBMIT);
-                let batch = (rec.submit()?, done..end);
-                done = end;
-                Some(batch)
-            } else {
-                None
-            };
-            if let Some((submission, steps)) = in_flight.take() {
-                submission.wait()?;
-                let slot = steps.start / STEPS_PER_SUBMIT;
-                let losses = self.ctx.download_range(&self.track, steps.start, steps.len())?;
-                for (step, &sse) in steps.zip(&losses) {
-                    if step < options.steps {
-                        progress(step, crate::data::psnr_of_sse(sse as f64, grid.rgb.len()));
-                    }
-                }
-                let entries = self.ctx.download_range(&self.entries, slot, 1)?[0];
-                self.renderer.fit_capacity(&mut self.frame, entries as usize)?;
+        while done <= options.steps {
+            let end = (done + STEPS_PER_SUBMIT).min(options.steps + 1);
+            let mut rec = self.ctx.recorder()?;
+            for step in done..end {
+                self.record_step(&mut rec, step, (step < options.steps).then(|| options.lr_at(step)))?;
             }
-            match next {
-                Some(batch) => in_flight = Some(batch),
-                None => break,
+            rec.submit()?.wait()?;
+            let losses = self.ctx.download_range(&self.track, done, end - done)?;
+            for (i, &sse) in losses.iter().enumerate() {
+                if done + i < options.steps {
+                    progress(done + i, crate::data::psnr_of_sse(sse as f64, grid.rgb.len()));
+                }
             }
+            let entries = self.renderer.list_entries(&self.frame)?;
+            self.renderer.fit_capacity(&mut self.frame, entries)?;
+            done = end;
         }
         let sse = self.ctx.download(&self.track)?.iter().map(|&v| v as f64).collect();
         let mut best = start.clone();
@@ -350,7 +321,6 @@ impl GpuRefine {
             .read(&self.frame.out)
             .read(&self.target)
             .read_write(&self.grad)
-            .read(&self.frame.keys)
             .push(&push)
             .dispatch_linear(self.kernels as u32)?;
         rec.mark("backward");
@@ -430,7 +400,7 @@ mod tests {
     /// (37x29, 11 kernels; 101x83, 190 kernels) and on a light field (9x7 pixels, 3x2 views,
     /// 7 kernels).
     /// Bound: every component within 2e-4 of the largest gradient of its kind (f32 against
-    /// f64, and the tiles that do not list a kernel, where its share is below 1/65536; 8e-6
+    /// f64, and pixels beyond a kernel's culling box, where its share is below 1/65536; 1.2e-5
     /// is the worst seen on lavapipe).
     #[test]
     fn gpu_gradient_matches_cpu() {
@@ -455,8 +425,7 @@ mod tests {
                 .for_each(|v| *v = (*v + 0.1 * ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)).min(1.0));
             g
         };
-        // The third case has tiles enough (7x6) that many of a kernel's support box do not
-        // list it, so the backward pass skips them as the forward pass does.
+        // The third case has many kernels over several tiles (7x6 at 16 pixels).
         let cases: [(Grid, usize); 3] =
             [(noisy(37, 29), 11), (sample_lightfield(9, 7, 3, 2, 1.0), 7), (noisy(101, 83), 190)];
         for (grid, k) in cases {

@@ -441,13 +441,6 @@ impl Renderer {
         Ok(self.ctx.download_range(&frame.scan, TOTAL_INDEX, 1)?[0] as usize)
     }
 
-    /// Records a copy of the total tile-list entries the frame's last recorded binning needs
-    /// into `dst[slot]`, for a host that reads it while later work runs (with culling: a
-    /// frame without it keeps no lists).
-    pub(crate) fn record_list_entries(&self, rec: &mut Recorder, frame: &Frame, dst: &Buffer<u32>, slot: usize) {
-        rec.copy_region(&frame.scan, TOTAL_INDEX, dst, slot, 1);
-    }
-
     /// Grows the frame's tile lists to `entries` if they were too short; true if it grew
     /// (the frame then needs rendering again to use lists everywhere).
     pub fn fit_capacity(&self, frame: &mut Frame, entries: usize) -> engine::Result<bool> {
