@@ -36,6 +36,20 @@ fn shape(rng: &mut ChaCha8Rng, most: usize) -> (usize, usize) {
     (m, if rng.gen_bool(0.34) { m } else { rng.gen_range(m..=most + 2) })
 }
 
+/// A repeat up to `most_repeat` and a matrix of `tiles` columns with at most 6 rows that
+/// the repeat can cover, with few levels half the time.
+fn with_repeats(
+    rng: &mut ChaCha8Rng,
+    most_repeat: usize,
+    tiles: std::ops::RangeInclusive<usize>,
+) -> (usize, DistanceMatrix) {
+    let repeat = rng.gen_range(1..=most_repeat);
+    let n = rng.gen_range(tiles);
+    let m = rng.gen_range(1..=(n * repeat).min(6));
+    let levels = if rng.gen() { 3 } else { 1000 };
+    (repeat, random(m, n, levels, rng))
+}
+
 /// Every way the solver runs: with and without the initialisation, lazy, dense, adaptive
 /// and lazy for the first `switch` searches then dense.
 fn plans(switch: usize) -> Vec<Plan> {
@@ -78,10 +92,8 @@ fn every_plan_matches_brute_force_on_tiny_cases_with_ties() {
 fn repeats_match_brute_force_and_one_repeat_is_the_plain_problem() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     for _ in 0..300 {
-        let repeat = rng.gen_range(1..=3);
-        let n = rng.gen_range(1..=4);
-        let m = rng.gen_range(1..=(n * repeat).min(6));
-        let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
+        let (repeat, d) = with_repeats(&mut rng, 3, 1..=4);
+        let (m, n) = (d.rows, d.cols);
         let want = brute_force(&d, repeat);
         for plan in plans(rng.gen_range(0..=m)) {
             let got = solved(&d, repeat, plan);
@@ -148,10 +160,8 @@ fn short_lists_grow_to_the_optimum() {
     // the optimum is still the brute force's, and certified.
     let mut rng = ChaCha8Rng::seed_from_u64(12);
     for _ in 0..300 {
-        let repeat = rng.gen_range(1..=2);
-        let n = rng.gen_range(4..=9);
-        let m = rng.gen_range(1..=(n * repeat).min(6));
-        let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
+        let (repeat, d) = with_repeats(&mut rng, 2, 4..=9);
+        let (m, n) = (d.rows, d.cols);
         let first_list = rng.gen_range(1..=2);
         let plan = Plan { initialise: rng.gen(), first_list, dense_after: usize::MAX, adaptive: false };
         let (got, want) = (solved(&d, repeat, plan), brute_force(&d, repeat));
