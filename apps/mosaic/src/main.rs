@@ -1,13 +1,13 @@
 //! `mosaic`: photomosaics without repeated tiles (see `mosaic --help`).
 
-mod cli;
+mod commands;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Subcommand;
 
-use cli::args::{BenchCmd, BuildArgs, DemoArgs, DistanceArgs, IndexArgs, SolveArgs};
+use commands::args::{BenchCmd, BuildArgs, DemoArgs, DistanceArgs, IndexArgs, SolveArgs};
 
 #[derive(Subcommand)]
 enum Command {
@@ -47,11 +47,11 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<()> {
     match command {
-        Command::Solve(args) => cli::solve::run(args),
-        Command::Distance(args) => cli::distance::run(args),
-        Command::Build(args) => cli::build::run(args),
-        Command::Index(args) => cli::index::run(args),
-        Command::Bench(args) => cli::bench::run(args),
-        Command::Demo(args) => cli::demo::run(args),
+        Command::Solve(args) => commands::solve::run(args),
+        Command::Distance(args) => commands::distance::run(args),
+        Command::Build(args) => commands::build::run(args),
+        Command::Index(args) => commands::index::run(args),
+        Command::Bench(args) => commands::bench::run(args),
+        Command::Demo(args) => commands::demo::run(args),
     }
 }

@@ -166,7 +166,7 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
             }
             _ => {
                 let solution = exact::solve_repeat(d, repeat, &bar);
-                // The potentials are dual feasible by construction (see exact.rs).
+                // The potentials are dual feasible by construction (see crate::exact).
                 lower_bound = Some(solution.u.iter().sum::<f64>() + solution.v.iter().sum::<f64>());
                 solution.assignment
             }

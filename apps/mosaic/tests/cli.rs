@@ -365,23 +365,36 @@ fn tree(dir: &Path) -> Vec<String> {
     found
 }
 
+/// `count` smooth 16x16 tiles in `dir/tiles` and a `size` target beside them (a smooth
+/// field of `blobs` blobs), from `seed`; returns the target's and the folder's paths.
+fn tiles_and_target(
+    dir: &Path,
+    seed: u64,
+    count: usize,
+    blobs: usize,
+    size: (usize, usize),
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    use rand::SeedableRng;
+    let tiles = dir.join("tiles");
+    std::fs::create_dir_all(&tiles).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    for k in 0..count {
+        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
+        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
+    }
+    let target = dir.join("target.png");
+    let rgb = mosaic::synth::SmoothField::random(&mut rng, blobs).render(size.0, size.1, 0.02, &mut rng);
+    kit::image::save_rgb8(&target, size.0, size.1, &rgb).unwrap();
+    (target, tiles)
+}
+
 /// The acceptance run: 300 tiles, a 40x30 grid, --repeat 4 and --tint 0.3 with every
 /// method; nothing is written into the tile folder; the CSV and the JSON name each cell's
 /// tile, and no tile fills more than 4 cells.
 #[test]
 fn repeat_and_tint_with_every_method() {
-    use rand::SeedableRng;
     let dir = tempfile::tempdir().unwrap();
-    let tiles = dir.path().join("tiles");
-    std::fs::create_dir_all(&tiles).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
-    for k in 0..300 {
-        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
-        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
-    }
-    let target = dir.path().join("target.png");
-    let rgb = mosaic::synth::SmoothField::random(&mut rng, 6).render(320, 240, 0.02, &mut rng);
-    kit::image::save_rgb8(&target, 320, 240, &rgb).unwrap();
+    let (target, tiles) = tiles_and_target(dir.path(), 7, 300, 6, (320, 240));
     let before = tree(&tiles);
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
     let build_40x30 = |method: &str, out: &Path, extra: &[&str]| {
@@ -789,18 +802,8 @@ fn a_device_list_is_a_usage_error_and_errors_lead_with_the_cause() {
 /// `--grid` for the cells' places.
 #[test]
 fn min_distance_holds_in_every_output() {
-    use rand::SeedableRng;
     let dir = tempfile::tempdir().unwrap();
-    let tiles = dir.path().join("tiles");
-    std::fs::create_dir_all(&tiles).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
-    for k in 0..60 {
-        let rgb = mosaic::synth::SmoothField::random(&mut rng, 1).render(16, 16, 0.05, &mut rng);
-        kit::image::save_rgb8(&tiles.join(format!("t{k:03}.png")), 16, 16, &rgb).unwrap();
-    }
-    let target = dir.path().join("target.png");
-    let rgb = mosaic::synth::SmoothField::random(&mut rng, 3).render(192, 144, 0.02, &mut rng);
-    kit::image::save_rgb8(&target, 192, 144, &rgb).unwrap();
+    let (target, tiles) = tiles_and_target(dir.path(), 8, 60, 3, (192, 144));
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
     let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
     let methods: [(&str, &str, &[&str]); 5] = [

@@ -2,7 +2,7 @@
 //! n - m implicit dummy rows of cost 0 everywhere (the rectangular problem's unused columns
 //! are the dummies' columns). The step is the row insertion of [`crate::exact`]'s
 //! Jonker-Volgenant solver (Dijkstra over reduced costs d - u - v to the nearest free
-//! column, then the potential update and the path flip); exact.rs runs it inside its own
+//! column, then the potential update and the path flip); the exact solver runs it inside its own
 //! cold-start loop, while here it starts from the auction's potentials, where a column freed
 //! by a row may keep a negative potential (in the square problem every column's potential
 //! is free).

@@ -120,7 +120,7 @@ pub struct Potentials {
 
 /// Checks the LP certificate of `s` in f64 over every entry, within `tol` (absolute):
 /// reduced costs d - u - v >= 0, = 0 on the assignment, v <= 0, v = 0 on unused columns.
-/// Returns the duality gap. Parallel over rows (the test of exact.rs's `certify`).
+/// Returns the duality gap. Parallel over rows (the test of `exact::Solution::certify`).
 pub fn check(d: &DistanceMatrix, s: &Potentials, tol: f64) -> std::result::Result<f64, String> {
     let mut used = vec![false; d.cols];
     for (i, &j) in s.assignment.iter().enumerate() {
