@@ -189,7 +189,7 @@ pub fn render(
             if model.coord_dims != 4 {
                 bail!("--views writes every view of a light-field model (coord_dims 4); this model is an image");
             }
-            let (nu, nv) = (model.extent[2] as usize, model.extent[3] as usize);
+            let (nu, nv) = (model.extent[2], model.extent[3]);
             let names: Vec<String> = (0..nu * nv).map(|i| format!("view_{}_{}.png", i / nv, i % nv)).collect();
             kit::output::check_files_in(dir, &names.iter().map(String::as_str).collect::<Vec<_>>())?;
             names.iter().enumerate().map(|(i, n)| (dir.join(n), [(i / nv) as f64, (i % nv) as f64])).collect()

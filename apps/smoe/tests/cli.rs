@@ -140,6 +140,18 @@ fn light_field_fit_and_fractional_view() {
     assert!(std::fs::metadata(&smc).unwrap().len() <= budget, "{line}");
     assert!(line["psnr_db"].as_f64().unwrap() > 15.0, "{line}");
     BIN.ok(&["render", s(&smc), "--out", s(&out), "--view", "2,1"]);
+    // --views writes every view, each the image --view renders of it.
+    let views = dir.path().join("views");
+    let line = envelope(&BIN.ok(&["render", s(&smc), "--views", s(&views), "--json"]));
+    assert_eq!(line["views"], 6, "{line}");
+    let one = dir.path().join("one.png");
+    BIN.ok(&["render", s(&smc), "--out", s(&one), "--view", "2,1"]);
+    assert_eq!(std::fs::read(views.join("view_2_1.png")).unwrap(), std::fs::read(&one).unwrap());
+    assert_eq!(std::fs::read_dir(&views).unwrap().count(), 6);
+    assert!(BIN.fails(&["render", s(&smc), "--views", s(&views), "--view", "1,1"]).contains("--view"));
+    assert!(BIN.fails(&["render", s(&model), "--views", s(&views), "--out", s(&one)]).contains("--out"));
+    let image = image_model(dir.path());
+    assert!(BIN.fails(&["render", s(&image), "--views", s(&views)]).contains("light-field"));
 }
 
 #[test]
