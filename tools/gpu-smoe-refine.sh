@@ -4,7 +4,8 @@
 # scikit-image's natural photos at native size at 44 pixels per kernel (process wall time,
 # start / EM / refinement, PSNR of the fit), for each smoe binary named in SMOE_BINS
 # (default .gpu/bin/smoe; e.g. "old=.gpu/old-bin/smoe new=.gpu/bin/smoe" for a comparison
-# in one call, old and new alternating per photo).
+# in one call, old and new alternating per photo). STEPS lists the fits per photo and binary:
+# "default", a refinement step count, or ITERSxSTEPS (EM iterations and steps).
 # Output: $OUT/refine.jsonl (one JSON line per measurement, each with "binary").
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -34,7 +35,13 @@ for img in "$W"/*.png; do
   for nb in $BINS; do
     name=${nb%%=*} bin=${nb#*=}
     for steps in ${STEPS:-default}; do
-      extra=(); [ "$steps" = default ] || extra=(--refine-steps "$steps")
+      # "default", a step count, or EM iterations and steps as ITERSxSTEPS (e.g. 20x400).
+      extra=()
+      case "$steps" in
+        default) ;;
+        *x*) extra=(--iterations "${steps%%x*}" --refine-steps "${steps#*x}") ;;
+        *) extra=(--refine-steps "$steps") ;;
+      esac
       t0=$(date +%s%N)
       timeout 120 "$bin" fit "$img" --kernels $((px / 44)) "${extra[@]}" --out "$W/$photo-$name.smoe" --json >"$W/fit.json" 2>>"$OUT/refine.err"
       wall=$(( ($(date +%s%N) - t0) / 1000000 ))

@@ -15,11 +15,13 @@ export TESSERA_FUZZ_LOG="$PWD/target/fuzz-cases.log"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMPI_MCA_plm_rsh_agent=
 mkdir -p target
 rm -f "$TESSERA_FUZZ_LOG"
-# The end-to-end tests (tests/) run the built binaries; build every one of them first.
-cargo build --workspace --bins
-# The compositing library's cdylib and the C example renderer built against it through its
-# pkg-config file (apps/composite/tests/c_api.rs runs it under mpirun).
-cargo build -p tessera-composite-capi
+# The end-to-end tests (tests/) run the built binaries, and the C example links the
+# compositing library's cdylib: build every target once, with the features `cargo test`
+# resolves (a narrower selection such as --bins or -p would resolve the shared dependencies'
+# features differently and compile them a second time).
+cargo build --workspace --all-targets
+# The C example renderer, built against the cdylib through its pkg-config file
+# (apps/composite/tests/c_api.rs runs it under mpirun).
 sh examples/c/build.sh debug
 # IceT's driver (Debian's ParaView packages, about 72 MB, ~15 s), which the C example is
 # compared with; without it (no network) that comparison is skipped.

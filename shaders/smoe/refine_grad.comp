@@ -1,16 +1,20 @@
 #version 460
-// The backward pass of the renderer: one workgroup per kernel, the gradient of the rendered
-// image's squared error sum_pixels |clamp(out) - target|^2 with respect to the kernel's
-// prepared parameters, over the pixels of the box exact culling keeps it in (the whole image
-// when no tile has a bound). Per pixel, with w = exp(l - lse) the kernel's gate, y its expert,
-// z = U d (U = L^-1, d = x - mu_X) and r = 2 (clamp(out) - target) (the clamp passed straight
+// The backward pass of the renderer: the gradient of the rendered image's squared error
+// sum_pixels |clamp(out) - target|^2 with respect to each kernel's prepared parameters, over
+// the pixels of the box exact culling keeps it in (the whole image when no tile has a
+// bound). Per pixel, with w = exp(l - lse) the kernel's gate, y its expert, z = U d
+// (U = L^-1, d = x - mu_X) and r = 2 (clamp(out) - target) (the clamp passed straight
 // through):
 //   dmu_Y = w r,  dG = w r z^T,  dc = w (y - out).r,  dz = -dc z + G^T w r,
 //   dU = dz d^T (lower triangle),  dmu_X = -U^T dz.
-// Each thread sums its pixels, then the workgroup reduces in shared memory in a fixed order
-// (deterministic; no float atomics). Record layout (GRAD_STRIDE floats per kernel):
-// dmu_X[P], dU packed lower, dc, dmu_Y[3], dG[3][P]. pc.phase is the view's index: the
-// target is read at that view, and views after the first add to the gradient.
+// SPLITS workgroups per kernel: a box of more than MIN_SPLIT pixels is cut into up to SPLITS
+// equal runs of its pixels, one per workgroup, so that the widest kernels do not leave the
+// GPU waiting on one workgroup's long loop. Each workgroup sums its pixels (each thread,
+// then shared memory in a fixed order) into its partial record; refine_grad_sum adds a
+// kernel's partials in order (deterministic; no float atomics). Record layout (GRAD_STRIDE
+// floats): dmu_X[P], dU packed lower, dc, dmu_Y[3], dG[3][P], then the pixels walked (the
+// bench reads the box sizes from it). pc.phase is the view's index: the target is read at
+// that view.
 #include "common.glsl"
 #include "smoe.glsl"
 
@@ -20,7 +24,8 @@ layout(set = 0, binding = 1) readonly buffer Cull { float cullrec[]; };
 layout(set = 0, binding = 2) readonly buffer Params { uint params[]; };
 layout(set = 0, binding = 3) readonly buffer State { float state[]; };
 layout(set = 0, binding = 4) readonly buffer Target { float target[]; };
-layout(set = 0, binding = 5) buffer Grad { float grad[]; };
+layout(set = 0, binding = 5) writeonly buffer Partial { float partial[]; };
+layout(constant_id = 3) const uint SPLITS = 8;
 
 const uint TRI = P * (P + 1u) / 2u;
 const uint G_U = P;
@@ -30,11 +35,14 @@ const uint G_G = G_MUY + 3u;
 const uint GS = G_G + 3u * P;
 const uint GRAD_STRIDE = P == 2u ? 16u : 32u;
 const uint THREADS = 64u;
+// Pixels per workgroup below which a box is not cut further.
+const uint MIN_SPLIT = 1024u;
 
 shared float red[THREADS * 32u];
 
 void main() {
-    uint k = linear_group_id();
+    uint group = linear_group_id();
+    uint k = group / SPLITS, part = group % SPLITS;
     if (k >= pc.kernels) return;
     uint lid = gl_LocalInvocationIndex;
     uint b = k * PREP_STRIDE;
@@ -47,7 +55,12 @@ void main() {
     uint bw = x1 >= x0 ? uint(x1 - x0 + 1) : 0u;
     uint bh = y1 >= y0 ? uint(y1 - y0 + 1) : 0u;
     uint view = pc.phase * pc.width * pc.height;
-    for (uint e = lid; e < bw * bh; e += THREADS) {
+    uint area = bw * bh;
+    uint parts = clamp((area + MIN_SPLIT - 1u) / MIN_SPLIT, 1u, SPLITS);
+    uint run = (area + parts - 1u) / parts;
+    // Empty for the workgroups past `parts` (their partial is zero).
+    uint lo = min(part * run, area), hi = min(lo + run, area);
+    for (uint e = lo + lid; e < hi; e += THREADS) {
         uint col = uint(x0) + e % bw, row = uint(y0) + e / bw;
         float x[4] = float[4]((float(col) + 0.5) / float(pc.width), (float(row) + 0.5) / float(pc.height),
                               pc.view_u, pc.view_v);
@@ -96,8 +109,9 @@ void main() {
         float s = 0.0;
         if (lid < GS) {
             for (uint i = 0u; i < THREADS; i++) s += red[lid * THREADS + i];
+        } else if (lid == GS) {
+            s = float(hi - lo);
         }
-        uint o = k * GRAD_STRIDE + lid;
-        grad[o] = pc.phase == 0u ? s : grad[o] + s;
+        partial[group * GRAD_STRIDE + lid] = s;
     }
 }

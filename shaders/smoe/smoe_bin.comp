@@ -1,6 +1,7 @@
 #version 460
-// Per kernel: bins kernels to screen tiles (one thread per kernel, looping over the tiles
-// of its support box). phase 0 (exact culling only): each kernel raises the lower bound
+// Per kernel: bins kernels to screen tiles (one workgroup per kernel, its invocations
+// striding over the tiles of its support box, so a wide kernel's many tiles are spread over
+// the workgroup instead of one thread's loop). phase 0 (exact culling only): each kernel raises the lower bound
 // B_T of the best log-weight in nearby tiles (atomicMax on order-preserving keys).
 // phase 1: counts, per tile, the kernels it keeps; phase 2: writes their indices at the
 // tile's offset (the engine's exclusive scan of the counts).
@@ -42,8 +43,19 @@ ivec2 tile_range(float a, float b, uint n, uint extent) {
     return ivec2(clamp(lo, 0, int(n) - 1), clamp(hi, 0, int(n) - 1));
 }
 
+// Tiles in the column range xr and row range yr (inclusive; empty when lo > hi).
+uint tiles_in(ivec2 xr, ivec2 yr) {
+    return xr.y >= xr.x && yr.y >= yr.x ? uint(xr.y - xr.x + 1) * uint(yr.y - yr.x + 1) : 0u;
+}
+
+// The e-th tile (column, row) of those ranges, row by row.
+ivec2 tile_at(uint e, ivec2 xr, ivec2 yr) {
+    uint nx = uint(xr.y - xr.x + 1);
+    return ivec2(xr.x + int(e % nx), yr.x + int(e / nx));
+}
+
 void main() {
-    uint k = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    uint k = linear_group_id();
     if (k >= pc.kernels) return;
     uint cb = k * CULL_STRIDE;
     vec2 centre = vec2(cullrec[cb], cullrec[cb + 1u]);
@@ -56,8 +68,10 @@ void main() {
         // `window` pixels on every side.
         ivec2 xr = tile_range(centre.x - pc.window, centre.x + pc.window, pc.tiles_x, pc.width);
         ivec2 yr = tile_range(centre.y - pc.window, centre.y + pc.window, pc.tiles_y, pc.height);
-        for (int ty = yr.x; ty <= yr.y; ty++)
-            for (int tx = xr.x; tx <= xr.y; tx++) emit(k, uint(ty) * pc.tiles_x + uint(tx));
+        for (uint e = gl_LocalInvocationID.x; e < tiles_in(xr, yr); e += gl_WorkGroupSize.x) {
+            ivec2 tt = tile_at(e, xr, yr);
+            emit(k, uint(tt.y) * pc.tiles_x + uint(tt.x));
+        }
         return;
     }
 
@@ -68,16 +82,15 @@ void main() {
         ivec2 ct = ivec2(floor(centre / float(pc.tile)));
         xr = ivec2(max(xr.x, ct.x - BOUND_REACH), min(xr.y, ct.x + BOUND_REACH));
         yr = ivec2(max(yr.x, ct.y - BOUND_REACH), min(yr.y, ct.y + BOUND_REACH));
-        for (int ty = yr.x; ty <= yr.y; ty++) {
-            for (int tx = xr.x; tx <= xr.y; tx++) {
-                vec4 r = tile_rect(uint(tx), uint(ty));
-                float qmax = 0.0;
-                for (uint corner = 0u; corner < 4u; corner++) {
-                    vec2 d = vec2((corner & 1u) == 0u ? r.x : r.z, (corner & 2u) == 0u ? r.y : r.w) - centre;
-                    qmax = max(qmax, prec.x * d.x * d.x + 2.0 * prec.y * d.x * d.y + prec.z * d.y * d.y);
-                }
-                atomicMax(keys[uint(ty) * pc.tiles_x + uint(tx)], float_key(c - 0.5 * (s + qmax)));
+        for (uint e = gl_LocalInvocationID.x; e < tiles_in(xr, yr); e += gl_WorkGroupSize.x) {
+            ivec2 tt = tile_at(e, xr, yr);
+            vec4 r = tile_rect(uint(tt.x), uint(tt.y));
+            float qmax = 0.0;
+            for (uint corner = 0u; corner < 4u; corner++) {
+                vec2 d = vec2((corner & 1u) == 0u ? r.x : r.z, (corner & 2u) == 0u ? r.y : r.w) - centre;
+                qmax = max(qmax, prec.x * d.x * d.x + 2.0 * prec.y * d.x * d.y + prec.z * d.y * d.y);
             }
+            atomicMax(keys[uint(tt.y) * pc.tiles_x + uint(tt.x)], float_key(c - 0.5 * (s + qmax)));
         }
         return;
     }
@@ -89,17 +102,16 @@ void main() {
     float hx = half_box.x, hy = half_box.y;
     ivec2 xr = tile_range(centre.x - hx, centre.x + hx, pc.tiles_x, pc.width);
     ivec2 yr = tile_range(centre.y - hy, centre.y + hy, pc.tiles_y, pc.height);
-    for (int ty = yr.x; ty <= yr.y; ty++) {
-        for (int tx = xr.x; tx <= xr.y; tx++) {
-            uint t = uint(ty) * pc.tiles_x + uint(tx);
-            uint key = keys[t];
-            if (key == 0u) continue;
-            vec4 rect = tile_rect(uint(tx), uint(ty));
-            float dx = max(max(rect.x - centre.x, centre.x - rect.z), 0.0);
-            float dy = max(max(rect.y - centre.y, centre.y - rect.w), 0.0);
-            float rmin2 = s + max(dx * dx / s00, dy * dy / s11);
-            float bound = c - 0.5 * rmin2 + log(pc.span + g * max(sqrt(rmin2), 1.0));
-            if (bound >= key_float(key) - pc.margin) emit(k, t);
-        }
+    for (uint e = gl_LocalInvocationID.x; e < tiles_in(xr, yr); e += gl_WorkGroupSize.x) {
+        ivec2 tt = tile_at(e, xr, yr);
+        uint t = uint(tt.y) * pc.tiles_x + uint(tt.x);
+        uint key = keys[t];
+        if (key == 0u) continue;
+        vec4 rect = tile_rect(uint(tt.x), uint(tt.y));
+        float dx = max(max(rect.x - centre.x, centre.x - rect.z), 0.0);
+        float dy = max(max(rect.y - centre.y, centre.y - rect.w), 0.0);
+        float rmin2 = s + max(dx * dx / s00, dy * dy / s11);
+        float bound = c - 0.5 * rmin2 + log(pc.span + g * max(sqrt(rmin2), 1.0));
+        if (bound >= key_float(key) - pc.margin) emit(k, t);
     }
 }

@@ -423,6 +423,12 @@ struct RefineBench {
     step_ms: f64,
     passes_ms: BTreeMap<String, f64>,
     wall_ms_per_step: f64,
+    /// Pixel-kernel pairs per step: the backward pass's support boxes and the blend's tile lists.
+    backward_pixels: usize,
+    blend_pixels: usize,
+    /// The largest support box (pixels) and the mean.
+    box_max: f32,
+    box_mean: f64,
     device: String,
 }
 
@@ -443,6 +449,8 @@ fn refine_passes(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
     let t = Instant::now();
     gpu.run(&params, options, &grid, |_, _| {})?;
     let wall = t.elapsed().as_secs_f64() * 1e3 / steps as f64;
+    let (boxes, blend_pixels) = gpu.work()?;
+    let backward_pixels: f64 = boxes.iter().map(|&b| b as f64).sum();
     let per_step: BTreeMap<String, f64> =
         passes.iter().filter(|p| p.name != "begin").map(|p| (p.name.clone(), p.ms / steps as f64)).collect();
     kit::emit(
@@ -454,6 +462,10 @@ fn refine_passes(ctx: &Context, s: &Sizes) -> anyhow::Result<()> {
             step_ms: per_step.values().sum(),
             passes_ms: per_step,
             wall_ms_per_step: wall,
+            backward_pixels: backward_pixels as usize,
+            blend_pixels,
+            box_max: boxes.iter().copied().fold(0.0, f32::max),
+            box_mean: backward_pixels / boxes.len().max(1) as f64,
             device: ctx.info().name.clone(),
         },
         &[],

@@ -62,14 +62,14 @@ pub fn fit_memory(extent: &[usize], k: usize, tile: u32) -> FitMemory {
     } else {
         samples.saturating_add(k.saturating_mul(raw + em_prep)).saturating_add(n).saturating_add(n / 256 + 1)
     };
-    // Refinement: the renderer, the target, and per kernel the gradient record, the
-    // parameters, Adam's two moments and the best parameters (4 x `opt` values) and the
-    // colour covariance; per pixel group a partial loss. Left out: three words per step
+    // Refinement: the renderer, the target, and per kernel the gradient record and its
+    // partial records, the parameters, Adam's two moments and the best parameters (4 x `opt`
+    // values) and the colour covariance; per pixel group a partial loss. Left out: three words per step
     // (losses, prior maxima), 1.2 MB at the largest --refine-steps.
     let opt = p + packed_len(p as usize) as u64 + 4 + 3 * p;
     let refine = renderer(4)
         .saturating_add(n.saturating_mul(3))
-        .saturating_add(k.saturating_mul(prep + 4 * opt + 6))
+        .saturating_add(k.saturating_mul(prep * (1 + crate::gpu::refine::splits(k as usize) as u64) + 4 * opt + 6))
         .saturating_add(pixels / 256 + 1);
     let device_words = kmeans.max(em).max(refine);
     // Host: the pixels, the joint samples (built twice at most at once), one view's

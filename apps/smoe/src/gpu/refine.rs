@@ -5,8 +5,8 @@
 //!   maximum the previous step gathered); the renderer prepares them as for a loaded model;
 //! - per view: the renderer's culling records, tile binning and blend (exact culling, robust
 //!   mode) writing each pixel's colour and log-sum-exp, `refine_loss` (partial sums of the
-//!   squared error) and `refine_grad` (one workgroup per kernel over its culling box: the
-//!   natural gradient);
+//!   squared error), `refine_grad` (up to [`splits`] workgroups per kernel over its culling
+//!   box: partial natural gradients) and `refine_grad_sum` (their sum, in order);
 //! - `refine_loss` again: the step's loss and the best so far;
 //! - `refine_adam`: keeps the parameters if they are the best so far, then the Adam step with
 //!   the chain to the optimised parameters and the clamps.
@@ -36,6 +36,10 @@ pub const STEPS_PER_SUBMIT: usize = 16;
 const LOSS_GROUP: usize = 256;
 /// Kernels per workgroup of refine_expand and refine_adam.
 const KERNEL_GROUP: usize = 64;
+/// The most partial gradient records refine_grad writes (their indices stay within 32 bits).
+const MAX_PARTIALS: usize = 1 << 22;
+/// Invocations per workgroup of refine_grad_sum.
+const SUM_GROUP: usize = 256;
 
 /// Floats per kernel of the GPU's gradient record (the natural layout, padded).
 fn grad_stride(p: usize) -> usize {
@@ -73,6 +77,7 @@ struct Stages {
     expand: Kernel<Push>,
     loss: Kernel<Push>,
     grad: Kernel<crate::gpu::render::Push>,
+    grad_sum: Kernel<Push>,
     adam: Kernel<Push>,
 }
 
@@ -83,6 +88,8 @@ pub struct GpuRefine {
     frame: Frame,
     stages: Stages,
     kernels: usize,
+    /// Coordinate dimensions (2 or 4).
+    p: usize,
     /// (u, v) of every view, in the order of the grid's views.
     views: Vec<[f32; 2]>,
     target: Buffer<f32>,
@@ -92,6 +99,9 @@ pub struct GpuRefine {
     keep: Buffer<f32>,
     resid: Buffer<f32>,
     grad: Buffer<f32>,
+    /// refine_grad's partial gradients: `splits` records per kernel.
+    partial_grad: Buffer<f32>,
+    splits: usize,
     /// Per step: the largest ln pi (float keys; slot 0 from the host).
     thmax: Buffer<u32>,
     /// Per step: the loss.
@@ -127,7 +137,9 @@ impl GpuRefine {
             expand: ctx.kernel(&kernels::REFINE_EXPAND, &spec)?,
             loss: ctx.kernel(&kernels::REFINE_LOSS, &spec)?,
             // The backward pass reads the renderer's frame constants.
-            grad: ctx.kernel(&kernels::REFINE_GRAD, &[64, p as u32, 1])?,
+            grad: ctx.kernel(&kernels::REFINE_GRAD, &[64, p as u32, 1, splits(kernels) as u32])?,
+            grad_sum: ctx
+                .kernel(&kernels::REFINE_GRAD_SUM, &[SUM_GROUP as u32, p as u32, 0, splits(kernels) as u32])?,
             adam: ctx.kernel(&kernels::REFINE_ADAM, &spec)?,
         };
         let model = &params.template;
@@ -158,6 +170,7 @@ impl GpuRefine {
             ctx: ctx.clone(),
             stages,
             kernels,
+            p,
             target: ctx.upload(&grid.rgb, "smoe refine target")?,
             v: ctx.upload(&f32s(&params.v), "smoe refine parameters")?,
             m1: zeros(n, "smoe refine first moments")?,
@@ -165,6 +178,8 @@ impl GpuRefine {
             keep: zeros(n, "smoe refine best parameters")?,
             resid: ctx.upload(&f32s(&params.resid), "smoe refine colour covariances")?,
             grad: zeros(kernels * grad_stride(p), "smoe refine gradient")?,
+            partial_grad: zeros(kernels * splits(kernels) * grad_stride(p), "smoe refine partial gradients")?,
+            splits: splits(kernels),
             thmax: ctx.upload(&thmax, "smoe refine prior maxima")?,
             track: zeros(steps + 1, "smoe refine losses")?,
             best: ctx.upload(&best, "smoe refine best losses")?,
@@ -320,11 +335,29 @@ impl GpuRefine {
             .read(&self.frame.floor)
             .read(&self.frame.out)
             .read(&self.target)
-            .read_write(&self.grad)
+            .write(&self.partial_grad)
             .push(&push)
-            .dispatch_linear(self.kernels as u32)?;
+            .dispatch_linear((self.kernels * self.splits) as u32)?;
+        let sum = Push { view: view as u32, ..self.base };
+        rec.pass(&self.stages.grad_sum)
+            .read(&self.partial_grad)
+            .read_write(&self.grad)
+            .push(&sum)
+            .dispatch_linear(groups(self.kernels * grad_stride(self.p), SUM_GROUP))?;
         rec.mark("backward");
         Ok(())
+    }
+
+    /// Per kernel, the pixels the last step's backward pass walked (its support boxes' areas,
+    /// summed over the views), and the pixel-kernel pairs the last view's blend evaluated
+    /// (tile-list entries times the tile's pixels): the two passes' work.
+    pub fn work(&self) -> crate::error::Result<(Vec<f32>, usize)> {
+        let p = self.p;
+        let slot = p + p * (p + 1) / 2 + 4 + 3 * p;
+        let stride = grad_stride(p);
+        let boxes = self.ctx.download(&self.grad)?.chunks_exact(stride).map(|g| g[slot]).collect();
+        let tile = self.frame.settings.tile as usize;
+        Ok((boxes, self.renderer.list_entries(&self.frame)? * tile * tile))
     }
 
     fn record_adam(&self, rec: &mut Recorder, push: &Push) -> engine::Result<()> {
@@ -340,6 +373,13 @@ impl GpuRefine {
             .push(push)
             .dispatch_linear(groups(self.kernels, KERNEL_GROUP))
     }
+}
+
+/// Workgroups of refine_grad per kernel: the most runs a wide kernel's support box is cut
+/// into (8; fewer for models so large that the partial records would pass
+/// [`MAX_PARTIALS`]).
+pub fn splits(kernels: usize) -> usize {
+    (MAX_PARTIALS / kernels.max(1)).clamp(1, 8)
 }
 
 fn groups(n: usize, per: usize) -> u32 {
@@ -425,7 +465,8 @@ mod tests {
                 .for_each(|v| *v = (*v + 0.1 * ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32)).min(1.0));
             g
         };
-        // The third case has many kernels over several tiles (7x6 at 16 pixels).
+        // The third case has many kernels over several tiles (7x6 at 16 pixels), and support
+        // boxes of more than two of refine_grad's runs.
         let cases: [(Grid, usize); 3] =
             [(noisy(37, 29), 11), (sample_lightfield(9, 7, 3, 2, 1.0), 7), (noisy(101, 83), 190)];
         for (grid, k) in cases {
@@ -442,6 +483,15 @@ mod tests {
             eprintln!("p = {}: sse gpu {sse:.6} cpu {want_sse:.6}, worst gradient error {worst:.2e}", layout.p);
             assert!((sse - want_sse).abs() <= 1e-4 * want_sse, "{sse} vs {want_sse}");
             assert!(worst < 2e-4, "{worst}");
+            if k == 190 {
+                // Some boxes are cut over several workgroups (refine_grad's MIN_SPLIT pixels).
+                let (boxes, _) = gpu.work().unwrap();
+                assert!(
+                    boxes.iter().any(|&b| b > 2048.0),
+                    "no box cut: {:?}",
+                    boxes.iter().fold(0f32, |a, &b| a.max(b))
+                );
+            }
         }
         engine::testing::assert_no_validation_messages();
     }

@@ -395,7 +395,7 @@ impl Renderer {
                 .write(&frame.lists)
                 .read(&frame.floor)
                 .push(push)
-                .dispatch_linear(k_groups)
+                .dispatch_linear(self.kernels.max(1) as u32)
         };
         if s.cull == Cull::Exact {
             bin(rec, &push)?;
