@@ -23,6 +23,7 @@ PSNR range) is ours against x265: negative means fewer bits than x265 at equal P
 
   tools/lfrd.py --lightfield target/release/lightfield --scene DIR [--scene DIR ...]
                 --work DIR --json OUT.jsonl [--plot OUT.png] [--backend cpu|gpu]
+                [--patch auto|HxWxUxV] [--dictionaries K] [--max-patches N] [--iterations I]
                 [--smoe target/release/smoe] [--no-x265]
 
 One JSON object per line per (scene, codec, setting), then one per scene with the BD-rate.
@@ -43,7 +44,7 @@ import time
 import numpy as np
 from PIL import Image, ImageDraw
 
-EPSILONS = [0.2, 0.12, 0.07, 0.04, 0.025, 0.015]
+EPSILONS = [0.2, 0.12, 0.09, 0.07, 0.055, 0.04, 0.025, 0.015]
 QPS = [51, 46, 41, 36, 31, 26]
 JPEG_QUALITIES = [2, 5, 10, 20, 40, 70, 90]
 SMC_BPP = [0.1, 0.25, 0.5, 1.0]
@@ -163,7 +164,9 @@ def ours_points(lightfield, scene, others, views, work, args):
                         for i in range(u * v)])
         bits = os.path.getsize(lfc) * 8
         rgb, y = quality(views, got)
+        info = json.loads(run([lightfield, "info", lfc, "--json"]).splitlines()[-1])
         out.append({"codec": "ours", "setting": f"epsilon {eps}", "bits": bits, "bpp": bits / (n * h * w),
+                    "format_version": info["format_version"], "breakdown": info["breakdown"],
                     "psnr_rgb_db": rgb, "psnr_y_db": y, "encode_ms": enc["encode_ms"], "decode_ms": dec["decode_ms"],
                     "mean_coefficients": enc["mean_coefficients"], "train_ms": train_ms, "dictionaries": args.dictionaries,
                     "patch": args.patch, "train_patches": rec["training_patches"]})
@@ -268,7 +271,10 @@ def main():
     ap.add_argument("--plot")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--dictionaries", type=int, default=8)
-    ap.add_argument("--patch", default="5x5x8x8")
+    ap.add_argument("--patch", default="auto",
+                    help="HxWxUxV, or auto (the default): the scene's whole view grid, 8x8 pixels on the CPU, 5x5 on "
+                         "the GPU (whose encode kernel holds a patch in 48 KB of shared memory); patches whose views "
+                         "do not divide the grid pad it (8x8-view patches code a 9x9 grid as 16x16 views)")
     ap.add_argument("--max-patches", type=int, default=8000)
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--smoe", help="the smoe binary: adds `.smc` points")
@@ -287,6 +293,9 @@ def main():
             work = tempfile.mkdtemp(prefix=name + ".", dir=args.work)
             views, grid = read_views(scene)
             others = [s for s in args.scene if s != scene]
+            if args.patch == "auto":
+                side = 8 if args.backend == "cpu" else 5
+                args.patch = f"{side}x{side}x{grid[0]}x{grid[1]}"
             points = ours_points(args.lightfield, scene, others, views, work, args)
             if not args.no_x265:
                 points += x265_points(views, grid, work)

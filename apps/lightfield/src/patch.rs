@@ -127,6 +127,38 @@ impl PatchGrid {
         PatchGrid { shape, size: [u, v, h, w], count }
     }
 
+    /// Samples the patches cover, padding included, over the light field's samples.
+    pub fn coded_over_real(&self) -> f64 {
+        let coded = self.len() * self.shape.len();
+        coded as f64 / (self.size.iter().product::<usize>() * COLOURS) as f64
+    }
+
+    /// A warning when the patch's views do not tile the view grid and the padding makes the
+    /// patches cover at least a quarter more samples than the light field holds (a 9 x 9
+    /// grid in 8 x 8-view patches codes 16 x 16 views): every padded view costs bits, and
+    /// a border patch is quantised more finely (its step scales with its real samples).
+    pub fn padding_warning(&self) -> Option<String> {
+        let [u, v, _, _] = self.size;
+        let ratio = self.coded_over_real();
+        if ratio < 1.25 || (u % self.shape.mu == 0 && v % self.shape.mv == 0) {
+            return None;
+        }
+        let fit = |n: usize, m: usize| if n % m == 0 || n > MAX_MODE { m } else { n };
+        let better = PatchShape { mu: fit(u, self.shape.mu), mv: fit(v, self.shape.mv), ..self.shape };
+        Some(format!(
+            "{}x{}-view patches do not tile the {u}x{v} views: the patches cover {ratio:.2}x the light field's \
+             samples (padding, which costs bits); a patch whose views divide the grid, e.g. --patch {}x{}x{}x{}, \
+             covers {:.2}x",
+            self.shape.mu,
+            self.shape.mv,
+            better.my,
+            better.mx,
+            better.mu,
+            better.mv,
+            PatchGrid::new(better, u, v, self.size[2], self.size[3]).coded_over_real()
+        ))
+    }
+
     /// Number of patches.
     pub fn len(&self) -> usize {
         self.count.iter().product()

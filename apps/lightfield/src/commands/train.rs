@@ -88,7 +88,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let lfs = input.iter().map(|p| LightField::read(p, grid)).collect::<lightfield::Result<Vec<_>>>()?;
     let ctx = common.context()?;
     let device = ctx.as_ref().map_or(TrainDevice::Cpu, TrainDevice::Gpu);
-    let all: usize = lfs.iter().map(|lf| PatchGrid::new(opts.shape, lf.u, lf.v, lf.h, lf.w).len()).sum();
+    let grids: Vec<PatchGrid> = lfs.iter().map(|lf| PatchGrid::new(opts.shape, lf.u, lf.v, lf.h, lf.w)).collect();
+    if let Some(w) = grids.iter().find_map(PatchGrid::padding_warning) {
+        kit::report::warn(&w);
+    }
+    let all: usize = grids.iter().map(PatchGrid::len).sum();
     // One step per assignment: after the initial dictionaries and after each update.
     let bar = kit::progress::bar(opts.iterations as u64 + 1, "train");
     let t0 = Instant::now();
