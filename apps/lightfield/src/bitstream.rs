@@ -248,6 +248,29 @@ pub(crate) mod tests {
         }
     }
 
+    #[test]
+    fn the_breakdown_accounts_for_every_fixed_byte_and_each_stream() {
+        let c = random_compressed(70, 64, 5);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        let b = sections::Breakdown::new(&header, &c.codes, &c.grid()).unwrap();
+        assert_eq!(b.header + b.table + b.dictionaries + b.sections, bytes.len() as u64);
+        let mut s = sections::Streams::default();
+        s.push(&c.codes, 0..c.codes.len());
+        let raw = b.raw;
+        assert_eq!((raw.membership + raw.counts + raw.locations + raw.levels) as usize, s.len());
+        assert_eq!(raw.membership, c.codes.len() as u64, "K = 3: one byte a patch");
+        assert!(b.compressed_alone.levels > 0 && b.compressed_alone.locations > 0);
+        // 70 x 64 pixels in 2 x 2 patches: no padding.
+        assert_eq!((b.padded_patches, b.coded_over_real_samples), (0, 1.0));
+        let odd = random_compressed(71, 64, 5);
+        let b = sections::Breakdown::new(&Header::parse(&odd.to_bytes().unwrap()).unwrap(), &odd.codes, &odd.grid())
+            .unwrap();
+        assert_eq!(b.padded_patches, 32);
+        let held: usize = (odd.codes.len() - 32..odd.codes.len()).map(|p| odd.codes.count(p)).sum();
+        assert_eq!(b.padded_patch_coefficients, held as u64);
+    }
+
     /// The header with its version set to `version` and its hash fixed.
     fn with_version(bytes: &[u8], version: u32) -> Vec<u8> {
         let mut b = bytes.to_vec();

@@ -263,6 +263,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn view_padding_is_measured_and_warned_about_with_a_patch_that_tiles() {
+        // 9 x 9 views of 128 x 128 in 8 x 8-view patches of 5 x 5 pixels: 16 x 16 views of
+        // 130 x 130 coded.
+        let grid = PatchGrid::new(PatchShape::PAPER, 9, 9, 128, 128);
+        let expected = (16.0 * 16.0 * 130.0 * 130.0) / (81.0 * 128.0 * 128.0);
+        assert!((grid.coded_over_real() - expected).abs() < 1e-12);
+        let w = grid.padding_warning().expect("3.3x the samples");
+        assert!(w.contains("9x9 views") && w.contains("--patch 5x5x9x9"), "{w}");
+        // Views that tile: no warning, whatever the pixel padding.
+        assert_eq!(
+            PatchGrid::new(PatchShape { mu: 9, mv: 9, ..PatchShape::PAPER }, 9, 9, 128, 128).padding_warning(),
+            None
+        );
+        assert_eq!(PatchGrid::new(PatchShape::PAPER, 8, 16, 100, 100).padding_warning(), None);
+        // 33 views in 16-view patches code 48: a warning, though no patch mode can hold 33.
+        let big = PatchShape { mu: 16, mv: 1, ..PatchShape::PAPER };
+        let w = PatchGrid::new(big, 33, 1, 10, 10).padding_warning().expect("48 of 33 views");
+        assert!(w.contains("--patch 5x5x16x1"), "{w}");
+    }
+
+    #[test]
     fn parses_shapes_and_strides() {
         let s = PatchShape::parse("5x5x8x8").unwrap();
         assert_eq!(s, PatchShape::PAPER);
