@@ -37,6 +37,19 @@ impl fmt::Display for TrainReport {
     }
 }
 
+/// `train --dct`: the fixed DCT ensemble written.
+#[derive(Serialize)]
+pub struct DctReport {
+    pub dictionaries: usize,
+    pub patch: String,
+}
+
+impl fmt::Display for DctReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wrote {} dictionary of DCT-II bases for {} patches", self.dictionaries, self.patch)
+    }
+}
+
 #[derive(Serialize)]
 pub struct EncodeReport {
     #[serde(flatten)]
