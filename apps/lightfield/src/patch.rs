@@ -140,10 +140,10 @@ impl PatchGrid {
     pub fn padding_warning(&self) -> Option<String> {
         let [u, v, _, _] = self.size;
         let ratio = self.coded_over_real();
-        if ratio < 1.25 || (u % self.shape.mu == 0 && v % self.shape.mv == 0) {
+        if ratio < 1.25 || (u.is_multiple_of(self.shape.mu) && v.is_multiple_of(self.shape.mv)) {
             return None;
         }
-        let fit = |n: usize, m: usize| if n % m == 0 || n > MAX_MODE { m } else { n };
+        let fit = |n: usize, m: usize| if n.is_multiple_of(m) || n > MAX_MODE { m } else { n };
         let better = PatchShape { mu: fit(u, self.shape.mu), mv: fit(v, self.shape.mv), ..self.shape };
         Some(format!(
             "{}x{}-view patches do not tile the {u}x{v} views: the patches cover {ratio:.2}x the light field's \
