@@ -5,7 +5,8 @@ light fields.
 For every scene (an HCI-layout folder, as tools/lfrender.sh writes), on exactly the same
 views:
 - ours: `lightfield train` on the *other* scenes (the scene coded is never seen in
-  training), then `lightfield encode` at several epsilons and `lightfield decode --views`;
+  training; with --dct, `lightfield train --dct`, one fixed DCT dictionary), then
+  `lightfield encode` at several epsilons and `lightfield decode --views`;
 - x265: the views as one pseudo-video in serpentine order (row 0 left to right, row 1 right
   to left, ...), ffmpeg's libx265 at several QPs, 4:4:4 (yuv444p, BT.601 limited range as
   ffmpeg converts RGB), preset medium, tune psnr, one intra frame then P/B frames as x265
@@ -23,6 +24,7 @@ PSNR range) is ours against x265: negative means fewer bits than x265 at equal P
 
   tools/lfrd.py --lightfield target/release/lightfield --scene DIR [--scene DIR ...]
                 --work DIR --json OUT.jsonl [--plot OUT.png] [--backend cpu|gpu]
+                [--patch auto|HxWxUxV] [--dictionaries K] [--max-patches N] [--iterations I] [--dct]
                 [--smoe target/release/smoe] [--no-x265]
 
 One JSON object per line per (scene, codec, setting), then one per scene with the BD-rate.
@@ -43,7 +45,7 @@ import time
 import numpy as np
 from PIL import Image, ImageDraw
 
-EPSILONS = [0.2, 0.12, 0.07, 0.04, 0.025, 0.015]
+EPSILONS = [0.2, 0.12, 0.09, 0.07, 0.055, 0.04, 0.025, 0.015]
 QPS = [51, 46, 41, 36, 31, 26]
 JPEG_QUALITIES = [2, 5, 10, 20, 40, 70, 90]
 SMC_BPP = [0.1, 0.25, 0.5, 1.0]
@@ -145,8 +147,12 @@ def ours_points(lightfield, scene, others, views, work, args):
     t0 = time.time()
     train = ["--dictionaries", str(args.dictionaries), "--patch", args.patch, "--max-patches", str(args.max_patches),
              "--iterations", str(args.iterations), "--epsilon", "0.02"]
-    rec = json.loads(run([lightfield, "train", "--input", *others, *train, "--out", dict_path, "--json",
-                          "--backend", args.backend]).splitlines()[-1])
+    if args.dct:
+        train = ["--dct", "--patch", args.patch]
+    else:
+        train = ["--input", *others, *train]
+    rec = json.loads(run([lightfield, "train", *train, "--out", dict_path, "--json", "--backend", args.backend])
+                     .splitlines()[-1])
     train_ms = (time.time() - t0) * 1e3
     my, mx, mu, mv = (int(x) for x in args.patch.split("x"))
     sparsity = my * mx * mu * mv * 3 // 4
@@ -163,10 +169,13 @@ def ours_points(lightfield, scene, others, views, work, args):
                         for i in range(u * v)])
         bits = os.path.getsize(lfc) * 8
         rgb, y = quality(views, got)
+        info = json.loads(run([lightfield, "info", lfc, "--json"]).splitlines()[-1])
         out.append({"codec": "ours", "setting": f"epsilon {eps}", "bits": bits, "bpp": bits / (n * h * w),
+                    "format_version": info["format_version"], "breakdown": info["breakdown"],
                     "psnr_rgb_db": rgb, "psnr_y_db": y, "encode_ms": enc["encode_ms"], "decode_ms": dec["decode_ms"],
-                    "mean_coefficients": enc["mean_coefficients"], "train_ms": train_ms, "dictionaries": args.dictionaries,
-                    "patch": args.patch, "train_patches": rec["training_patches"]})
+                    "mean_coefficients": enc["mean_coefficients"], "train_ms": train_ms, "dictionaries": 1 if args.dct else args.dictionaries,
+                    "patch": args.patch, "train_patches": rec.get("training_patches", 0),
+                    "ensemble": "dct" if args.dct else "trained"})
     return out
 
 
@@ -268,9 +277,14 @@ def main():
     ap.add_argument("--plot")
     ap.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
     ap.add_argument("--dictionaries", type=int, default=8)
-    ap.add_argument("--patch", default="5x5x8x8")
+    ap.add_argument("--patch", default="auto",
+                    help="HxWxUxV, or auto (the default): the scene's whole view grid, 8x8 pixels on the CPU, 5x5 on "
+                         "the GPU (whose encode kernel holds a patch in 48 KB of shared memory); patches whose views "
+                         "do not divide the grid pad it (8x8-view patches code a 9x9 grid as 16x16 views)")
     ap.add_argument("--max-patches", type=int, default=8000)
     ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--dct", action="store_true",
+                    help="code with `lightfield train --dct` (one fixed DCT-II dictionary) instead of training")
     ap.add_argument("--smoe", help="the smoe binary: adds `.smc` points")
     ap.add_argument("--no-x265", action="store_true", help="leave x265 out (no ffmpeg with libx265)")
     ap.add_argument("--only", action="append", help="code only this scene (by folder name; the others still train)")
@@ -287,6 +301,9 @@ def main():
             work = tempfile.mkdtemp(prefix=name + ".", dir=args.work)
             views, grid = read_views(scene)
             others = [s for s in args.scene if s != scene]
+            if args.patch == "auto":
+                side = 8 if args.backend == "cpu" else 5
+                args.patch = f"{side}x{side}x{grid[0]}x{grid[1]}"
             points = ours_points(args.lightfield, scene, others, views, work, args)
             if not args.no_x265:
                 points += x265_points(views, grid, work)

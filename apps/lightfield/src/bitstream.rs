@@ -11,7 +11,7 @@ use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
-pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION};
+pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION, LFC_VERSION_STEP_EPSILON};
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,14 +65,17 @@ impl Compressed {
     /// Checks what the reader checks of the parameters; returns the header's words.
     fn fields(&self) -> Result<Fields> {
         self.params.check(self.ensemble.shape.len())?;
-        if self.step != self.params.base_step() {
-            return Err(LfError::Step { step: self.step });
-        }
+        // A file read from version 2 is written back as version 2 (its levels are at its step).
+        let version = [sections::LFC_VERSION, sections::LFC_VERSION_STEP_EPSILON]
+            .into_iter()
+            .find(|&v| sections::version_step(v, self.params.epsilon) == Some(self.step))
+            .ok_or(LfError::Step { step: self.step })?;
         let mut size = [0u32; 4];
         for (s, &d) in size.iter_mut().zip(&self.size) {
             *s = u32::try_from(d).map_err(|_| LfError::SizeBeyond32Bits { size: self.size })?;
         }
         Ok(Fields {
+            version,
             size,
             sparsity: self.params.sparsity as u32,
             epsilon: self.params.epsilon,
@@ -155,8 +158,12 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
     let bad = |m: String| LfError::corrupt("light-field bitstream", m);
     let params = Params { sparsity: header.sparsity as usize, epsilon: header.epsilon };
     params.check(ensemble.shape.len()).map_err(|e| bad(e.to_string()))?;
-    if header.step != params.base_step() {
-        return Err(bad(format!("quantisation step {:e} is not epsilon ({:e})", header.step, header.epsilon)));
+    let step = sections::version_step(header.version, params.epsilon).expect("a version the header accepted");
+    if header.step != step {
+        return Err(bad(format!(
+            "quantisation step {:e} is not {:e} (epsilon {:e} in version {})",
+            header.step, step, header.epsilon, header.version
+        )));
     }
     let [u, v, h, w] = header.size;
     let grid = PatchGrid::new(ensemble.shape, u, v, h, w);
@@ -239,5 +246,63 @@ pub(crate) mod tests {
         for cut in [0, 7, HEADER_LEN, HEADER_LEN + 20, bytes.len() - 1] {
             assert!(Compressed::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn the_breakdown_accounts_for_every_fixed_byte_and_each_stream() {
+        let c = random_compressed(70, 64, 5);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        let b = sections::Breakdown::new(&header, &c.codes, &c.grid()).unwrap();
+        assert_eq!(b.header + b.table + b.dictionaries + b.sections, bytes.len() as u64);
+        let mut s = sections::Streams::default();
+        s.push(&c.codes, 0..c.codes.len());
+        let raw = b.raw;
+        assert_eq!((raw.membership + raw.counts + raw.locations + raw.levels) as usize, s.len());
+        assert_eq!(raw.membership, c.codes.len() as u64, "K = 3: one byte a patch");
+        assert!(b.compressed_alone.levels > 0 && b.compressed_alone.locations > 0);
+        // 70 x 64 pixels in 2 x 2 patches: no padding.
+        assert_eq!((b.padded_patches, b.coded_over_real_samples), (0, 1.0));
+        let odd = random_compressed(71, 64, 5);
+        let b = sections::Breakdown::new(&Header::parse(&odd.to_bytes().unwrap()).unwrap(), &odd.codes, &odd.grid())
+            .unwrap();
+        assert_eq!(b.padded_patches, 32);
+        let held: usize = (odd.codes.len() - 32..odd.codes.len()).map(|p| odd.codes.count(p)).sum();
+        assert_eq!(b.padded_patch_coefficients, held as u64);
+    }
+
+    /// The header with its version set to `version` and its hash fixed.
+    fn with_version(bytes: &[u8], version: u32) -> Vec<u8> {
+        let mut b = bytes.to_vec();
+        b[4..8].copy_from_slice(&version.to_le_bytes());
+        let sum = fnv1a64(&b[..HEADER_LEN - 8]);
+        b[HEADER_LEN - 8..HEADER_LEN].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn version_2_files_read_at_their_step_and_each_version_holds_its_own() {
+        let c = random_compressed(70, 64, 3);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        assert_eq!((header.version, header.step), (LFC_VERSION, c.params.epsilon * crate::codes::STEP_PER_EPSILON));
+        // A version 2 file (step = epsilon) reads, and is written back byte for byte.
+        let old = Compressed { step: c.params.epsilon * crate::codes::STEP_PER_EPSILON_V2, ..c.clone() };
+        let old_bytes = old.to_bytes().unwrap();
+        assert_eq!(Header::parse(&old_bytes).unwrap().version, LFC_VERSION_STEP_EPSILON);
+        let back = Compressed::from_bytes(&old_bytes).unwrap();
+        assert_eq!(back, old);
+        assert_eq!(back.to_bytes().unwrap(), old_bytes);
+        // Each version's step is the only one it holds; version 3 (dropped) is refused.
+        let refused = |b: &[u8]| Compressed::from_bytes(b).unwrap_err().to_string();
+        let swapped = with_version(&bytes, LFC_VERSION_STEP_EPSILON);
+        assert!(refused(&swapped).contains("quantisation step"), "{}", refused(&swapped));
+        let swapped = with_version(&old_bytes, LFC_VERSION);
+        assert!(refused(&swapped).contains("quantisation step"), "{}", refused(&swapped));
+        let v3 = with_version(&bytes, 3);
+        assert!(refused(&v3).contains("version 3"), "{}", refused(&v3));
+        // The writer refuses a step of neither version.
+        let odd = Compressed { step: c.params.epsilon * 1.5, ..c };
+        assert!(matches!(odd.to_bytes(), Err(LfError::Step { .. })));
     }
 }

@@ -85,7 +85,7 @@ pub enum LfError {
     OverEpsilon { over: usize, patches: usize, epsilon: f32, sparsity: usize, worst: f64 },
 
     /// What the writer refuses because the reader would (sizes, steps, totals).
-    #[error("quantisation step {step} is not epsilon's")]
+    #[error("quantisation step {step} is that of no .lfc version for this epsilon")]
     Step { step: f32 },
     #[error("light-field size {size:?} beyond 32 bits")]
     SizeBeyond32Bits { size: [usize; 4] },

@@ -127,6 +127,38 @@ impl PatchGrid {
         PatchGrid { shape, size: [u, v, h, w], count }
     }
 
+    /// Samples the patches cover, padding included, over the light field's samples.
+    pub fn coded_over_real(&self) -> f64 {
+        let coded = self.len() * self.shape.len();
+        coded as f64 / (self.size.iter().product::<usize>() * COLOURS) as f64
+    }
+
+    /// A warning when the patch's views do not tile the view grid and the padding makes the
+    /// patches cover at least a quarter more samples than the light field holds (a 9 x 9
+    /// grid in 8 x 8-view patches codes 16 x 16 views): every padded view costs bits, and
+    /// a border patch is quantised more finely (its step scales with its real samples).
+    pub fn padding_warning(&self) -> Option<String> {
+        let [u, v, _, _] = self.size;
+        let ratio = self.coded_over_real();
+        if ratio < 1.25 || (u.is_multiple_of(self.shape.mu) && v.is_multiple_of(self.shape.mv)) {
+            return None;
+        }
+        let fit = |n: usize, m: usize| if n.is_multiple_of(m) || n > MAX_MODE { m } else { n };
+        let better = PatchShape { mu: fit(u, self.shape.mu), mv: fit(v, self.shape.mv), ..self.shape };
+        Some(format!(
+            "{}x{}-view patches do not tile the {u}x{v} views: the patches cover {ratio:.2}x the light field's \
+             samples (padding, which costs bits); a patch whose views divide the grid, e.g. --patch {}x{}x{}x{}, \
+             covers {:.2}x",
+            self.shape.mu,
+            self.shape.mv,
+            better.my,
+            better.mx,
+            better.mu,
+            better.mv,
+            PatchGrid::new(better, u, v, self.size[2], self.size[3]).coded_over_real()
+        ))
+    }
+
     /// Number of patches.
     pub fn len(&self) -> usize {
         self.count.iter().product()
@@ -229,6 +261,27 @@ impl PatchGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn view_padding_is_measured_and_warned_about_with_a_patch_that_tiles() {
+        // 9 x 9 views of 128 x 128 in 8 x 8-view patches of 5 x 5 pixels: 16 x 16 views of
+        // 130 x 130 coded.
+        let grid = PatchGrid::new(PatchShape::PAPER, 9, 9, 128, 128);
+        let expected = (16.0 * 16.0 * 130.0 * 130.0) / (81.0 * 128.0 * 128.0);
+        assert!((grid.coded_over_real() - expected).abs() < 1e-12);
+        let w = grid.padding_warning().expect("3.3x the samples");
+        assert!(w.contains("9x9 views") && w.contains("--patch 5x5x9x9"), "{w}");
+        // Views that tile: no warning, whatever the pixel padding.
+        assert_eq!(
+            PatchGrid::new(PatchShape { mu: 9, mv: 9, ..PatchShape::PAPER }, 9, 9, 128, 128).padding_warning(),
+            None
+        );
+        assert_eq!(PatchGrid::new(PatchShape::PAPER, 8, 16, 100, 100).padding_warning(), None);
+        // 33 views in 16-view patches code 48: a warning, though no patch mode can hold 33.
+        let big = PatchShape { mu: 16, mv: 1, ..PatchShape::PAPER };
+        let w = PatchGrid::new(big, 33, 1, 10, 10).padding_warning().expect("48 of 33 views");
+        assert!(w.contains("--patch 5x5x16x1"), "{w}");
+    }
 
     #[test]
     fn parses_shapes_and_strides() {

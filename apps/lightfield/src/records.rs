@@ -37,6 +37,19 @@ impl fmt::Display for TrainReport {
     }
 }
 
+/// `train --dct`: the fixed DCT ensemble written.
+#[derive(Serialize)]
+pub struct DctReport {
+    pub dictionaries: usize,
+    pub patch: String,
+}
+
+impl fmt::Display for DctReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "wrote {} dictionary of DCT-II bases for {} patches", self.dictionaries, self.patch)
+    }
+}
+
 #[derive(Serialize)]
 pub struct EncodeReport {
     #[serde(flatten)]
@@ -154,11 +167,16 @@ pub struct InfoReport {
     pub bits_per_sample: f64,
     pub payload_bytes: u64,
     pub compressed_payload_bytes: u64,
+    /// Where the file's bytes go (dictionaries, header, table, each stream of the sections).
+    pub breakdown: lightfield::sections::Breakdown,
 }
 
 impl fmt::Display for InfoReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows: [(&str, String); 19] = [
+        let b = &self.breakdown;
+        let (raw, alone) = (&b.raw, &b.compressed_alone);
+        let stream = |r: u64, a: u64| format!("{r} raw, {a} compressed alone");
+        let rows: [(&str, String); 27] = [
             ("file", self.file.clone()),
             ("bytes", self.bytes.to_string()),
             ("format_version", self.format_version.to_string()),
@@ -178,6 +196,20 @@ impl fmt::Display for InfoReport {
             ("bits_per_sample", format!("{:.4}", self.bits_per_sample)),
             ("payload_bytes", self.payload_bytes.to_string()),
             ("compressed_payload_bytes", self.compressed_payload_bytes.to_string()),
+            ("header + table bytes", format!("{} + {}", b.header, b.table)),
+            ("dictionary bytes", b.dictionaries.to_string()),
+            ("section bytes", b.sections.to_string()),
+            ("  memberships", stream(raw.membership, alone.membership)),
+            ("  counts", stream(raw.counts, alone.counts)),
+            ("  locations", stream(raw.locations, alone.locations)),
+            ("  levels", stream(raw.levels, alone.levels)),
+            (
+                "padded patches",
+                format!(
+                    "{} holding {} coefficients; coded / real samples {:.2}",
+                    b.padded_patches, b.padded_patch_coefficients, b.coded_over_real_samples
+                ),
+            ),
         ];
         let lines: Vec<String> = rows.iter().map(|(k, v)| format!("{k:>24}: {v}")).collect();
         write!(f, "{}", lines.join("\n"))

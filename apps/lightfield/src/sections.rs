@@ -16,7 +16,22 @@ use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 
-pub const LFC_VERSION: u32 = 2;
+/// The version the writer writes: version 2's layout with the quantisation step at
+/// [`crate::codes::STEP_PER_EPSILON`] times epsilon. Version 3 was a range-coded layout
+/// that was dropped and is refused.
+pub const LFC_VERSION: u32 = 4;
+/// The older version still read: the same layout, the step equal to epsilon.
+pub const LFC_VERSION_STEP_EPSILON: u32 = 2;
+
+/// The step a file of `version` must hold for `epsilon`, if the version is one this
+/// build reads.
+pub fn version_step(version: u32, epsilon: f32) -> Option<f32> {
+    match version {
+        LFC_VERSION => Some(epsilon * crate::codes::STEP_PER_EPSILON),
+        LFC_VERSION_STEP_EPSILON => Some(epsilon * crate::codes::STEP_PER_EPSILON_V2),
+        _ => None,
+    }
+}
 /// Header bytes before the section table.
 pub const HEADER_LEN: usize = 72;
 /// Bytes of one section-table entry.
@@ -116,6 +131,7 @@ pub fn section_frame(codes: &Codes, range: Range<usize>) -> Result<Frame> {
 /// The header words the writer fills in.
 #[derive(Clone, Copy, Debug)]
 pub struct Fields {
+    pub version: u32,
     pub size: [u32; 4],
     pub sparsity: u32,
     pub epsilon: f32,
@@ -138,7 +154,7 @@ pub fn assemble(fields: Fields, frames: &[Frame]) -> Result<Vec<u8>> {
     let frame_bytes: usize = frames.iter().map(|f| f.bytes.len()).sum();
     let mut out = Vec::with_capacity(HEADER_LEN + (sections + 1) * ENTRY_LEN + 8 + frame_bytes);
     out.extend_from_slice(LFC_MAGIC);
-    out.extend_from_slice(&LFC_VERSION.to_le_bytes());
+    out.extend_from_slice(&fields.version.to_le_bytes());
     fields.size.iter().for_each(|s| out.extend_from_slice(&s.to_le_bytes()));
     out.extend_from_slice(&fields.sparsity.to_le_bytes());
     out.extend_from_slice(&fields.epsilon.to_le_bytes());
@@ -164,6 +180,8 @@ pub fn assemble(fields: Fields, frames: &[Frame]) -> Result<Vec<u8>> {
 /// The `.lfc` header and section table, every size checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
+    /// [`LFC_VERSION`] or [`LFC_VERSION_STEP_EPSILON`].
+    pub version: u32,
     pub size: [usize; 4],
     pub sparsity: u32,
     pub epsilon: f32,
@@ -199,8 +217,11 @@ impl Header {
                  encode the light field again",
             ));
         }
-        if version != LFC_VERSION {
-            return Err(LfError::corrupt(WHAT, format!("version {version}, this build reads {LFC_VERSION}")));
+        if version_step(version, 1.0).is_none() {
+            return Err(LfError::corrupt(
+                WHAT,
+                format!("version {version}, this build reads {LFC_VERSION_STEP_EPSILON} and {LFC_VERSION}"),
+            ));
         }
         if bytes.len() < HEADER_LEN {
             return Err(LfError::corrupt(WHAT, "header truncated"));
@@ -247,6 +268,7 @@ impl Header {
             });
         }
         let h = Header {
+            version,
             size: size.map(|s| s as usize),
             sparsity,
             epsilon,
@@ -535,6 +557,72 @@ impl Streams {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Where a `.lfc` file's bytes go, for `info`: the fixed parts exactly, the coefficient
+/// sections split by stream. The streams of a section share one zstd frame, so a stream's
+/// share is estimated by compressing that stream alone over the whole file (same level);
+/// the estimates need not sum to `sections`, which is exact.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Breakdown {
+    /// The fixed header (with its hash).
+    pub header: u64,
+    /// The section table (with its hash).
+    pub table: u64,
+    /// The ensemble's frame (the dictionaries).
+    pub dictionaries: u64,
+    /// Every coefficient section's frame.
+    pub sections: u64,
+    /// Per stream, bytes before compression.
+    pub raw: StreamBytes,
+    /// Per stream, bytes compressed alone.
+    pub compressed_alone: StreamBytes,
+    /// Patches with samples past the light field's edge (padding), and coefficients in them.
+    pub padded_patches: u64,
+    pub padded_patch_coefficients: u64,
+    /// Samples the patches cover (padding included) over the light field's samples.
+    pub coded_over_real_samples: f64,
+}
+
+/// Bytes of each of a section's four streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct StreamBytes {
+    /// Dictionary choice per patch.
+    pub membership: u64,
+    /// Coefficients per patch.
+    pub counts: u64,
+    /// Coefficient locations (delta coded).
+    pub locations: u64,
+    /// Quantised values (zigzagged).
+    pub levels: u64,
+}
+
+impl Breakdown {
+    /// The breakdown of a file `header` parsed from `bytes`, whose codes are `codes` on
+    /// patch grid `grid`.
+    pub fn new(header: &Header, codes: &Codes, grid: &PatchGrid) -> Result<Breakdown> {
+        let mut s = Streams::default();
+        s.push(codes, 0..codes.len());
+        let streams = [&s.membership, &s.counts, &s.locations, &s.levels];
+        let alone: Vec<u64> =
+            streams.iter().map(|b| compress(b, 0).map(|f| f.entry.frame_len)).collect::<Result<_>>()?;
+        let bytes = |v: &[u64]| StreamBytes { membership: v[0], counts: v[1], locations: v[2], levels: v[3] };
+        let raw: Vec<u64> = streams.iter().map(|b| b.len() as u64).collect();
+        let plen = grid.shape.len();
+        let padded: Vec<usize> = (0..grid.len()).filter(|&p| grid.valid_samples(p) < plen).collect();
+        let real = grid.size.iter().product::<usize>() * crate::lightfield::COLOURS;
+        Ok(Breakdown {
+            header: HEADER_LEN as u64,
+            table: (header.entries.len() * ENTRY_LEN + 8) as u64,
+            dictionaries: header.entries[0].frame_len,
+            sections: header.entries[1..].iter().map(|e| e.frame_len).sum(),
+            raw: bytes(&raw),
+            compressed_alone: bytes(&alone),
+            padded_patches: padded.len() as u64,
+            padded_patch_coefficients: padded.iter().map(|&p| codes.count(p) as u64).sum(),
+            coded_over_real_samples: (grid.len() * plen) as f64 / real as f64,
+        })
     }
 }
 

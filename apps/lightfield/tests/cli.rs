@@ -602,3 +602,38 @@ fn messages_name_the_flag_or_file_once_and_info_keeps_the_envelope() {
     assert_eq!((&rec["view"], &rec["focus"]), (&serde_json::json!([0.3, 1.0]), &serde_json::json!(1.1)), "{rec}");
     assert!(BIN.ok(&["info", &lfc]).contains("format_version: "));
 }
+
+/// `train --dct` needs no inputs and writes one DCT dictionary; a file coded with it has its
+/// bytes broken down by `info`, which also counts the padding that `encode` warns about.
+#[test]
+fn dct_dictionary_and_info_breakdown_and_the_padding_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    BIN.ok(&["generate", "--out", &p(d, "lf.npy"), "--views", "3x3", "--size", "16x12", "--seed", "3"]);
+    let rec = json(&BIN.ok(&["train", "--dct", "--patch", "4x4x3x3", "--out", &p(d, "dct.lfd"), "--json"]));
+    assert_eq!((rec["dictionaries"].as_u64(), rec["patch"].as_str()), (Some(1), Some("4x4x3x3x3")), "{rec}");
+    assert!(BIN
+        .fails(&["train", "--dct", "--dictionaries", "2", "--patch", "4x4x3x3", "--out", "x.lfd"])
+        .contains("cannot be used with"));
+    // Views that tile the grid: no warning on stderr.
+    let out = BIN.run(&encode(&p(d, "lf.npy"), &p(d, "dct.lfd"), "100", "0.02", &p(d, "a.lfc"), &["--backend", "cpu"]));
+    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info = json(&BIN.ok(&["info", &p(d, "a.lfc"), "--json"]));
+    let b = &info["breakdown"];
+    let part = |k: &str| b[k].as_u64().unwrap();
+    assert_eq!(
+        part("header") + part("table") + part("dictionaries") + part("sections"),
+        info["bytes"].as_u64().unwrap()
+    );
+    assert_eq!((part("padded_patches"), b["coded_over_real_samples"].as_f64()), (0, Some(1.0)), "{info}");
+    // 2 x 2-view patches on 3 x 3 views code 4 x 4: warned, and counted by info.
+    BIN.ok(&["train", "--dct", "--patch", "4x4x2x2", "--out", &p(d, "dct2.lfd")]);
+    let out =
+        BIN.run(&encode(&p(d, "lf.npy"), &p(d, "dct2.lfd"), "100", "0.02", &p(d, "b.lfc"), &["--backend", "cpu"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.contains("warning: 2x2-view patches do not tile the 3x3 views"), "{stderr}");
+    assert!(stderr.contains("--patch 4x4x3x3"), "{stderr}");
+    let info = json(&BIN.ok(&["info", &p(d, "b.lfc"), "--json"]));
+    let ratio = info["breakdown"]["coded_over_real_samples"].as_f64().unwrap();
+    assert!((ratio - 16.0 / 9.0).abs() < 1e-9, "{info}");
+}

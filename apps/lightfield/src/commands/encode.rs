@@ -103,6 +103,9 @@ pub fn run(args: EncodeArgs) -> Result<()> {
         bar.finish_and_clear();
         (lf, encoded)
     };
+    if let Some(w) = PatchGrid::new(ens.shape, lf.u, lf.v, lf.h, lf.w).padding_warning() {
+        kit::report::warn(&w);
+    }
     let pixels = (lf.u * lf.v * lf.h * lf.w) as f64;
     let mut trials = 1;
     if let Rate::BitsPerPixel(bpp) = rate {

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use lightfield::bitstream::{Compressed, Header, LFC_VERSION};
+use lightfield::bitstream::{Compressed, Header};
+use lightfield::sections::Breakdown;
 use lightfield::Result;
 
 use super::ReportArgs;
@@ -30,7 +31,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     let report = InfoReport {
         file: path.display().to_string(),
         bytes: bytes.len(),
-        format_version: LFC_VERSION,
+        format_version: header.version,
         views: [c.size[0], c.size[1]],
         height: c.size[2],
         width: c.size[3],
@@ -47,6 +48,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
         bits_per_sample: bytes.len() as f64 * 8.0 / samples as f64,
         payload_bytes: header.payload_len,
         compressed_payload_bytes: header.frame_len,
+        breakdown: Breakdown::new(&header, &c.codes, &c.grid())?,
     };
     kit::emit(&report, &[]);
     Ok(())

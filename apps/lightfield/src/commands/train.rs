@@ -17,11 +17,14 @@ use crate::records::TrainReport;
 #[derive(clap::Args)]
 pub struct TrainArgs {
     /// Training light fields: .npy files of shape (U, V, H, W, 3) or folders of view images (HCI input_CamNNN, Stanford out_YY_XX_*, ROW_COL names; else with --grid)
-    #[arg(long, value_name = "PATH", num_args = 1.., required = true)]
+    #[arg(long, value_name = "PATH", num_args = 1.., required_unless_present = "dct")]
     input: Vec<PathBuf>,
     /// Number of dictionaries K in the ensemble
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_DICTIONARIES as i64))]
-    dictionaries: u32,
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=MAX_DICTIONARIES as i64), required_unless_present = "dct")]
+    dictionaries: Option<u32>,
+    /// Instead of training: write one dictionary of separable DCT-II bases for --patch (no inputs; at low rates on light fields unlike any training set, its fewer dictionary bytes and generic atoms beat a trained ensemble)
+    #[arg(long, conflicts_with_all = ["input", "dictionaries", "precluster"])]
+    dct: bool,
     /// Patch size HxWxUxV: pixel rows, pixel columns, view rows, view columns (each 1..=16)
     #[arg(long, default_value = "5x5x8x8", value_parser = parse_patch)]
     patch: PatchShape,
@@ -70,8 +73,17 @@ pub fn run(args: TrainArgs) -> Result<()> {
         seed,
         max_patches,
         precluster,
+        dct,
         common,
     } = args;
+    if dct {
+        kit::output::check_file(&out, &["lfd"], &[])?;
+        let ens = lightfield::dictionary::Ensemble::dct(patch);
+        ens.write(&out)?;
+        kit::emit(&crate::records::DctReport { dictionaries: ens.k, patch: patch.to_string() }, &[&out]);
+        return Ok(());
+    }
+    let dictionaries = dictionaries.expect("clap requires --dictionaries without --dct");
     let params = Params { sparsity: sparsity.unwrap_or(patch.len() / 8).max(1), epsilon };
     let opts = TrainOptions {
         k: dictionaries as usize,
@@ -88,7 +100,11 @@ pub fn run(args: TrainArgs) -> Result<()> {
     let lfs = input.iter().map(|p| LightField::read(p, grid)).collect::<lightfield::Result<Vec<_>>>()?;
     let ctx = common.context()?;
     let device = ctx.as_ref().map_or(TrainDevice::Cpu, TrainDevice::Gpu);
-    let all: usize = lfs.iter().map(|lf| PatchGrid::new(opts.shape, lf.u, lf.v, lf.h, lf.w).len()).sum();
+    let grids: Vec<PatchGrid> = lfs.iter().map(|lf| PatchGrid::new(opts.shape, lf.u, lf.v, lf.h, lf.w)).collect();
+    if let Some(w) = grids.iter().find_map(PatchGrid::padding_warning) {
+        kit::report::warn(&w);
+    }
+    let all: usize = grids.iter().map(PatchGrid::len).sum();
     // One step per assignment: after the initial dictionaries and after each update.
     let bar = kit::progress::bar(opts.iterations as u64 + 1, "train");
     let t0 = Instant::now();

@@ -108,7 +108,8 @@ mod tests {
         assert_eq!(codes.membership, vec![1]);
         assert!(codes.success[0]);
         assert_eq!(codes.locations, vec![3, 17, 30]);
-        assert_eq!(codes.levels, vec![90, 50, 25]);
+        // Step 2 epsilon = 0.02: 0.25 / 0.02 = 12.5 rounds up.
+        assert_eq!(codes.levels, vec![45, 25, 13]);
         // With T = 2 nothing meets the budget: the least error at two coefficients wins, and
         // that is still the identity keeping the two largest spikes.
         let params = Params { sparsity: 2, epsilon: 0.01 };
