@@ -116,7 +116,7 @@ fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, s: &FitSettings)
 /// Fits a model to an image or light field: `kernels` of them, or the smallest count
 /// (within 10%, up to `kernels` or a quarter of the samples) whose fit reaches `psnr` dB.
 #[pyfunction]
-#[pyo3(signature = (data, kernels = None, psnr = None, iterations = 40, init = "kmeans", refine_steps = 200, refine_lr = 0.01, backend = "gpu", device = None))]
+#[pyo3(signature = (data, kernels = None, psnr = None, iterations = 40, init = "kmeans", refine_steps = smoe::params::DEFAULT_REFINE_STEPS, refine_lr = 0.01, backend = "gpu", device = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn smoe_fit(
     py: Python<'_>,

@@ -86,7 +86,7 @@ def fit(
     *,
     iterations: int = 40,
     init: str = "kmeans",
-    refine_steps: int = 200,
+    refine_steps: int = 400,
     refine_lr: float = 0.01,
     backend: str = "gpu",
     device: Device = None,
