@@ -2,29 +2,34 @@
 //! the distributed exchange sends around, and how the multithreaded encoder joins its
 //! bands. Both work on the run headers; no pixel is decoded.
 
-use crate::ap::{runs, ApWriter, Encoded};
+use crate::ap::{runs_of, ApWriter, Encoded, PIXEL_WORDS};
 
-/// Splits an encoded span at the given pixel boundaries (`bounds` ascending, each at most
-/// `encoded.pixels`): piece `k` covers `bounds[k-1]..bounds[k]`, with 0 and `pixels` as the
-/// outer ends, so there are `bounds.len() + 1` pieces.
+/// Splits an encoded RGBA8 span at the given pixel boundaries (`bounds` ascending, each at
+/// most `encoded.pixels`): piece `k` covers `bounds[k-1]..bounds[k]`, with 0 and `pixels` as
+/// the outer ends, so there are `bounds.len() + 1` pieces.
 pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
+    split_of(encoded, bounds, PIXEL_WORDS)
+}
+
+/// [`split`] for a payload of `stride` words per active pixel.
+pub fn split_of(encoded: &Encoded, bounds: &[usize], stride: usize) -> Vec<Encoded> {
     let mut ends: Vec<usize> = bounds.to_vec();
     ends.push(encoded.pixels);
     let mut pieces = Vec::with_capacity(ends.len());
     // Sized for an even share of the words, so a writer rarely grows (each growth copies).
     let share = encoded.words.len() / ends.len() + encoded.words.len() / (4 * ends.len()) + 4;
-    let mut writer = ApWriter::with_capacity(share);
+    let mut writer = ApWriter::of(share, stride);
     let mut start = 0usize;
     let mut k = 0usize;
     let mut pos = 0usize;
     let mut close = |writer: &mut ApWriter, start: &mut usize, end: usize| {
         pieces.push(Encoded {
             pixels: end - *start,
-            words: std::mem::replace(writer, ApWriter::with_capacity(share)).finish(),
+            words: std::mem::replace(writer, ApWriter::of(share, stride)).finish(),
         });
         *start = end;
     };
-    for run in runs(&encoded.words) {
+    for run in runs_of(&encoded.words, stride) {
         let mut inactive = run.inactive as usize;
         while inactive > 0 {
             while pos == ends[k] {
@@ -42,10 +47,10 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
                 close(&mut writer, &mut start, ends[k]);
                 k += 1;
             }
-            let n = (px.len() / 2).min(ends[k] - pos);
-            writer.push_active(&px[..2 * n]);
+            let n = (px.len() / stride).min(ends[k] - pos);
+            writer.push_active(&px[..stride * n]);
             pos += n;
-            px = &px[2 * n..];
+            px = &px[stride * n..];
         }
     }
     while k < ends.len() {
@@ -55,12 +60,17 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
     pieces
 }
 
-/// Joins encoded spans that follow each other into one.
-pub fn concat(mut pieces: Vec<Encoded>) -> Encoded {
+/// Joins encoded RGBA8 spans that follow each other into one.
+pub fn concat(pieces: Vec<Encoded>) -> Encoded {
+    concat_of(pieces, PIXEL_WORDS)
+}
+
+/// [`concat`] for payloads of `stride` words per active pixel.
+pub fn concat_of(mut pieces: Vec<Encoded>, stride: usize) -> Encoded {
     if pieces.len() == 1 {
         return pieces.remove(0);
     }
-    let mut writer = ApWriter::with_capacity(pieces.iter().map(|p| p.words.len()).sum());
+    let mut writer = ApWriter::of(pieces.iter().map(|p| p.words.len()).sum(), stride);
     for p in &pieces {
         writer.push_runs(&p.words);
     }

@@ -7,7 +7,9 @@
 //! active are copied as they are, and only where inputs overlap are pixels combined one by
 //! one.
 
-use crate::ap::{runs, ApWriter, Encoded, Run, BACKGROUND_DEPTH};
+use rayon::prelude::*;
+
+use crate::ap::{runs_of, ApWriter, Encoded, BACKGROUND_DEPTH, PIXEL_WORDS};
 use crate::error::Result;
 use crate::types::Op;
 
@@ -31,38 +33,76 @@ pub fn over_rgba(front: u32, back: u32) -> u32 {
 pub(crate) fn combine(op: Op, pixels: &[[u32; 2]]) -> [u32; 2] {
     let mut acc = pixels[0];
     for px in &pixels[1..] {
-        match op {
-            Op::ZBuffer => {
-                if f32::from_bits(px[1]) < f32::from_bits(acc[1]) {
-                    acc = *px;
-                }
-            }
-            Op::Over => acc[0] = over_rgba(acc[0], px[0]),
-        }
+        combine_into(op, &mut acc, px);
     }
     acc
 }
 
+/// Combines the active pixel `px` behind `acc` (both RGBA8 (colour, depth bits), or both
+/// RGBA32F ([`crate::ap::WIDE_WORDS`]: the channels' bits, then the depth bits)): the z-buffer keeps the
+/// nearer, `acc` on a tie; "over" keeps `acc`'s depth, in RGBA8 by [`over_rgba`] and in f32
+/// as `acc + px * (1 - acc.a)` per channel.
+pub(crate) fn combine_into(op: Op, acc: &mut [u32], px: &[u32]) {
+    let d = acc.len() - 1;
+    match op {
+        Op::ZBuffer => {
+            if f32::from_bits(px[d]) < f32::from_bits(acc[d]) {
+                acc.copy_from_slice(px);
+            }
+        }
+        Op::Over if d == 1 => acc[0] = over_rgba(acc[0], px[0]),
+        Op::Over => {
+            let transparency = 1.0 - f32::from_bits(acc[3]);
+            for k in 0..4 {
+                acc[k] = (f32::from_bits(acc[k]) + f32::from_bits(px[k]) * transparency).to_bits();
+            }
+        }
+    }
+}
+
 /// Where one input stands in its run stream.
+#[derive(Clone)]
 struct Cursor<'a> {
-    runs: Box<dyn Iterator<Item = Run<'a>> + 'a>,
+    words: &'a [u32],
+    /// Word index of the next run header.
+    next: usize,
     inactive_left: u32,
     active: &'a [u32],
+    /// Words per active pixel.
+    stride: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(words: &'a [u32]) -> Cursor<'a> {
-        Cursor { runs: Box::new(runs(words)), inactive_left: 0, active: &[] }
+    /// Cursors at pixels `bounds` (ascending, each below the payload's pixel count) of a
+    /// payload, found by one walk over its run headers.
+    fn at(words: &'a [u32], stride: usize, bounds: &[usize]) -> Vec<Cursor<'a>> {
+        let mut cursors = Vec::with_capacity(bounds.len());
+        let mut bounds = bounds.iter().copied().peekable();
+        let (mut p, mut next) = (0usize, 0usize);
+        for run in runs_of(words, stride) {
+            let (inactive, active) = (run.inactive as usize, run.active as usize);
+            next += 2 + stride * active;
+            while let Some(b) = bounds.next_if(|&b| b < p + inactive + active) {
+                let (inactive_left, active) = match b < p + inactive {
+                    true => ((p + inactive - b) as u32, run.pixels),
+                    false => (0, &run.pixels[stride * (b - p - inactive)..]),
+                };
+                cursors.push(Cursor { words, next, inactive_left, active, stride });
+            }
+            p += inactive + active;
+        }
+        cursors
     }
 
     /// Makes sure the cursor holds a non-empty segment (the payload covers the pixels still
     /// to come, so a next run exists).
     fn refill(&mut self) {
-        if self.inactive_left == 0 && self.active.is_empty() {
-            if let Some(r) = self.runs.next() {
-                self.inactive_left = r.inactive;
-                self.active = r.pixels;
-            }
+        if self.inactive_left == 0 && self.active.is_empty() && self.next + 2 <= self.words.len() {
+            let (inactive, active) = (self.words[self.next], self.words[self.next + 1] as usize);
+            let start = self.next + 2;
+            self.next = start + self.stride * active;
+            self.inactive_left = inactive;
+            self.active = &self.words[start..self.next];
         }
     }
 
@@ -71,7 +111,7 @@ impl<'a> Cursor<'a> {
         if self.inactive_left > 0 {
             (self.inactive_left, false)
         } else {
-            ((self.active.len() / 2) as u32, true)
+            ((self.active.len() / self.stride) as u32, true)
         }
     }
 
@@ -79,18 +119,49 @@ impl<'a> Cursor<'a> {
         if self.inactive_left > 0 {
             self.inactive_left -= n;
         } else {
-            self.active = &self.active[2 * n as usize..];
+            self.active = &self.active[self.stride * n as usize..];
         }
     }
 }
 
-/// Composites encoded inputs of equal pixel count with `op`, giving an encoded result.
+/// Composites encoded RGBA8 inputs of equal pixel count with `op`, giving an encoded result.
 pub fn composite(inputs: &[&Encoded], op: Op) -> Result<Encoded> {
+    composite_of(inputs, op, PIXEL_WORDS)
+}
+
+/// Pixels below which [`composite_of`] runs on one thread.
+const PARALLEL_PIXELS: usize = 1 << 16;
+
+/// [`composite`] for payloads of `stride` words per active pixel ([`PIXEL_WORDS`], or
+/// [`crate::ap::WIDE_WORDS`] for RGBA32F). Large spans are cut into parts at the same pixels of every
+/// input (cursors found by walking the run headers, no pixel copied), the parts composited
+/// in parallel and joined.
+pub fn composite_of(inputs: &[&Encoded], op: Op, stride: usize) -> Result<Encoded> {
     let pixels = crate::ap::same_pixels(inputs)?;
-    let mut cursors: Vec<Cursor> = inputs.iter().map(|e| Cursor::new(&e.words)).collect();
-    let mut out = ApWriter::with_capacity(inputs.iter().map(|e| e.words.len()).max().unwrap_or(0));
+    if pixels == 0 {
+        return Ok(Encoded { pixels, words: Vec::new() });
+    }
+    let parts = (pixels / PARALLEL_PIXELS).clamp(1, 4 * rayon::current_num_threads());
+    let bounds: Vec<usize> = (0..parts).map(|k| k * pixels / parts).collect();
+    let cursors: Vec<Vec<Cursor>> = inputs.iter().map(|e| Cursor::at(&e.words, stride, &bounds)).collect();
+    let capacity = inputs.iter().map(|e| e.words.len()).max().unwrap_or(0) / parts + 16;
+    let composited: Vec<Encoded> = (0..parts)
+        .into_par_iter()
+        .map(|k| {
+            let end = bounds.get(k + 1).copied().unwrap_or(pixels);
+            let part: Vec<Cursor> = cursors.iter().map(|c| c[k].clone()).collect();
+            composite_part(part, end - bounds[k], op, ApWriter::of(capacity, stride))
+        })
+        .collect();
+    Ok(crate::spans::concat_of(composited, stride))
+}
+
+/// Composites `pixels` pixels of the inputs from their cursors into `out`: stretches where
+/// every input is inactive as one count, where one is active copied, where several are
+/// combined input by input over the whole stretch.
+fn composite_part(mut cursors: Vec<Cursor>, pixels: usize, op: Op, mut out: ApWriter) -> Encoded {
+    let stride = out.stride();
     let mut left = pixels as u64;
-    let mut gathered: Vec<[u32; 2]> = Vec::with_capacity(inputs.len());
     while left > 0 {
         let mut len = u32::MAX;
         let mut active_inputs = 0usize;
@@ -104,16 +175,17 @@ pub fn composite(inputs: &[&Encoded], op: Op) -> Result<Encoded> {
                 last_active = k;
             }
         }
+        let len = len.min(u32::try_from(left).unwrap_or(u32::MAX));
+        let words = stride * len as usize;
         match active_inputs {
             0 => out.push_inactive(len),
-            1 => out.push_active(&cursors[last_active].active[..2 * len as usize]),
+            1 => out.push_active(&cursors[last_active].active[..words]),
             _ => {
-                for i in 0..len as usize {
-                    gathered.clear();
-                    gathered.extend(
-                        cursors.iter().filter(|c| c.inactive_left == 0).map(|c| [c.active[2 * i], c.active[2 * i + 1]]),
-                    );
-                    out.push_active(&combine(op, &gathered));
+                let acc = out.active_mut(len as usize);
+                let mut active = cursors.iter().filter(|c| c.inactive_left == 0);
+                acc.copy_from_slice(&active.next().expect("two active inputs").active[..words]);
+                for c in active {
+                    combine_span(op, acc, &c.active[..words], stride);
                 }
             }
         }
@@ -122,7 +194,22 @@ pub fn composite(inputs: &[&Encoded], op: Op) -> Result<Encoded> {
         }
         left -= len as u64;
     }
-    Ok(Encoded { pixels, words: out.finish() })
+    Encoded { pixels, words: out.finish() }
+}
+
+/// [`combine_into`] for every pixel of a stretch of `stride` words a pixel, the loops of
+/// RGBA8 and of the z-buffer without a branch on the format per pixel.
+fn combine_span(op: Op, acc: &mut [u32], px: &[u32], stride: usize) {
+    let pairs = acc.chunks_exact_mut(stride).zip(px.chunks_exact(stride));
+    match (op, stride) {
+        (Op::Over, PIXEL_WORDS) => pairs.for_each(|(a, p)| a[0] = over_rgba(a[0], p[0])),
+        (Op::ZBuffer, _) => pairs.for_each(|(a, p)| {
+            if f32::from_bits(p[stride - 1]) < f32::from_bits(a[stride - 1]) {
+                a.copy_from_slice(p);
+            }
+        }),
+        _ => pairs.for_each(|(a, p)| combine_into(op, a, p)),
+    }
 }
 
 /// Composites raw spans of `pixels` pixels ((colour, depth bits) per pixel) in order: the
@@ -140,54 +227,10 @@ pub fn composite_raw(inputs: &[&[u32]], pixels: usize, op: Op) -> Vec<u32> {
     out
 }
 
-/// Words per pixel of a raw RGBA32F span: the four channels' bits, then the depth bits.
-pub const WIDE_WORDS: usize = 5;
-
-/// [`combine`] for RGBA32F pixels: the z-buffer as for RGBA8, and "over" in f32,
-/// `acc = acc + next * (1 - acc.a)` per channel, front to back.
-fn combine_wide(op: Op, acc: &mut [u32], px: &[u32]) {
-    match op {
-        Op::ZBuffer => {
-            if f32::from_bits(px[4]) < f32::from_bits(acc[4]) {
-                acc.copy_from_slice(px);
-            }
-        }
-        Op::Over => {
-            let transparency = 1.0 - f32::from_bits(acc[3]);
-            for k in 0..4 {
-                acc[k] = (f32::from_bits(acc[k]) + f32::from_bits(px[k]) * transparency).to_bits();
-            }
-        }
-    }
-}
-
-/// Composites raw RGBA32F spans of `pixels` pixels ([`WIDE_WORDS`] per pixel) in order, as
-/// [`composite_raw`] does; an input without words has no active pixel, and so does the
-/// result when no input has words.
-pub fn composite_wide(inputs: &[&[u32]], pixels: usize, op: Op) -> Vec<u32> {
-    let drawn: Vec<&[u32]> = inputs.iter().copied().filter(|w| !w.is_empty()).collect();
-    if drawn.is_empty() {
-        return Vec::new();
-    }
-    let background = BACKGROUND_DEPTH.to_bits();
-    let mut out = vec![0u32; WIDE_WORDS * pixels];
-    for (i, acc) in out.chunks_exact_mut(WIDE_WORDS).enumerate() {
-        acc[4] = background;
-        let at = WIDE_WORDS * i..WIDE_WORDS * (i + 1);
-        for px in drawn.iter().map(|w| &w[at.clone()]).filter(|px| px[4] != background) {
-            if acc[4] == background {
-                acc.copy_from_slice(px);
-            } else {
-                combine_wide(op, acc, px);
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ap::WIDE_WORDS;
     use crate::cpu::encode::encode_serial;
     use crate::error::CompositeError;
     use crate::frame::{raw_words, Frame};
@@ -214,6 +257,34 @@ mod tests {
                     let want = reference(&frames, op);
                     assert_eq!(Frame::decode(&got, w, h), want, "{name} {op:?} {w}x{h}");
                     assert_eq!(got, encode_serial(&want), "canonical bytes: {name} {op:?}");
+                }
+            }
+        }
+    }
+
+    /// Spans large enough to be composited in parallel parts give the bytes of one serial
+    /// walk, RGBA8 and RGBA32F, three inputs, both ops.
+    #[test]
+    fn parallel_parts_equal_one_serial_walk() {
+        let (w, h) = (1031, 517);
+        for (name, fa, fb) in patterns::tied_pairs(w, h, 3, 7) {
+            let frames = [fb.clone(), fa, fb];
+            for stride in [PIXEL_WORDS, WIDE_WORDS] {
+                let encoded: Vec<Encoded> = frames
+                    .iter()
+                    .enumerate()
+                    .map(|(k, f)| {
+                        let colors = if stride == WIDE_WORDS { patterns::widen(f, k as u64) } else { f.color.clone() };
+                        crate::cpu::encode::encode_planes(&colors, &f.depth, 0, f.pixels())
+                    })
+                    .collect();
+                let refs: Vec<&Encoded> = encoded.iter().collect();
+                for op in [Op::ZBuffer, Op::Over] {
+                    let cursors = refs.iter().map(|e| Cursor::at(&e.words, stride, &[0]).remove(0)).collect();
+                    let serial = composite_part(cursors, frames[0].pixels(), op, ApWriter::of(0, stride));
+                    let parallel = composite_of(&refs, op, stride).unwrap();
+                    crate::ap::validate_of(&parallel.words, parallel.pixels, stride).unwrap();
+                    assert!(parallel == serial, "{name} {op:?} stride {stride}");
                 }
             }
         }
