@@ -1,8 +1,16 @@
 //! Cutting an encoded span into pieces at pixel boundaries and joining pieces back: what
 //! the distributed exchange sends around, and how the multithreaded encoder joins its
-//! bands. Both work on the run headers; no pixel is decoded.
+//! bands. Both work on the run headers; no pixel is decoded. [`Cursor`]s stand at any pixel
+//! of a payload, so that large spans are cut (and composited, [`crate::cpu::blend`]) in
+//! parallel parts.
+
+use rayon::prelude::*;
 
 use crate::ap::{runs_of, ApWriter, Encoded, PIXEL_WORDS};
+
+/// Pixels below which spans are cut and composited on one thread.
+pub(crate) const PARALLEL_PIXELS: usize = 1 << 16;
+
 
 /// Splits an encoded RGBA8 span at the given pixel boundaries (`bounds` ascending, each at
 /// most `encoded.pixels`): piece `k` covers `bounds[k-1]..bounds[k]`, with 0 and `pixels` as
@@ -11,8 +19,34 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
     split_of(encoded, bounds, PIXEL_WORDS)
 }
 
-/// [`split`] for a payload of `stride` words per active pixel.
+/// [`split`] for a payload of `stride` words per active pixel; large spans are cut into
+/// their pieces in parallel.
 pub fn split_of(encoded: &Encoded, bounds: &[usize], stride: usize) -> Vec<Encoded> {
+    if encoded.pixels < PARALLEL_PIXELS || encoded.words.is_empty() {
+        return split_serial(encoded, bounds, stride);
+    }
+    let starts: Vec<usize> = std::iter::once(0).chain(bounds.iter().copied()).collect();
+    let ends: Vec<usize> = bounds.iter().copied().chain(std::iter::once(encoded.pixels)).collect();
+    let firsts: Vec<usize> = starts.iter().zip(&ends).filter(|(s, e)| s < e).map(|(s, _)| *s).collect();
+    let mut cursors = Cursor::at(&encoded.words, stride, &firsts).into_iter();
+    let parts: Vec<(usize, Option<Cursor>)> =
+        starts.iter().zip(&ends).map(|(&s, &e)| (e - s, (s < e).then(|| cursors.next()).flatten())).collect();
+    parts
+        .into_par_iter()
+        .map(|(pixels, cursor)| {
+            // Sized for the part's share of the words, and a little more.
+            let share = (encoded.words.len() as u64 * pixels as u64 / encoded.pixels as u64) as usize;
+            let mut out = ApWriter::of(share + share / 8 + 16, stride);
+            if let Some(mut c) = cursor {
+                c.copy_into(pixels, &mut out);
+            }
+            Encoded { pixels, words: out.finish() }
+        })
+        .collect()
+}
+
+/// [`split_of`] in one walk.
+fn split_serial(encoded: &Encoded, bounds: &[usize], stride: usize) -> Vec<Encoded> {
     let mut ends: Vec<usize> = bounds.to_vec();
     ends.push(encoded.pixels);
     let mut pieces = Vec::with_capacity(ends.len());
@@ -75,6 +109,86 @@ pub fn concat_of(mut pieces: Vec<Encoded>, stride: usize) -> Encoded {
         writer.push_runs(&p.words);
     }
     Encoded { pixels: pieces.iter().map(|p| p.pixels).sum(), words: writer.finish() }
+}
+
+/// Where one input stands in its run stream.
+#[derive(Clone)]
+pub(crate) struct Cursor<'a> {
+    words: &'a [u32],
+    /// Word index of the next run header.
+    next: usize,
+    pub(crate) inactive_left: u32,
+    pub(crate) active: &'a [u32],
+    /// Words per active pixel.
+    stride: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// Cursors at pixels `bounds` (ascending, each below the payload's pixel count) of a
+    /// payload, found by one walk over its run headers.
+    pub(crate) fn at(words: &'a [u32], stride: usize, bounds: &[usize]) -> Vec<Cursor<'a>> {
+        let mut cursors = Vec::with_capacity(bounds.len());
+        let mut bounds = bounds.iter().copied().peekable();
+        let (mut p, mut next) = (0usize, 0usize);
+        for run in runs_of(words, stride) {
+            let (inactive, active) = (run.inactive as usize, run.active as usize);
+            next += 2 + stride * active;
+            while let Some(b) = bounds.next_if(|&b| b < p + inactive + active) {
+                let (inactive_left, active) = match b < p + inactive {
+                    true => ((p + inactive - b) as u32, run.pixels),
+                    false => (0, &run.pixels[stride * (b - p - inactive)..]),
+                };
+                cursors.push(Cursor { words, next, inactive_left, active, stride });
+            }
+            p += inactive + active;
+        }
+        cursors
+    }
+
+    /// Makes sure the cursor holds a non-empty segment (the payload covers the pixels still
+    /// to come, so a next run exists).
+    pub(crate) fn refill(&mut self) {
+        if self.inactive_left == 0 && self.active.is_empty() && self.next + 2 <= self.words.len() {
+            let (inactive, active) = (self.words[self.next], self.words[self.next + 1] as usize);
+            let start = self.next + 2;
+            self.next = start + self.stride * active;
+            self.inactive_left = inactive;
+            self.active = &self.words[start..self.next];
+        }
+    }
+
+    /// Length of the current uniform segment and whether it is active.
+    pub(crate) fn segment(&self) -> (u32, bool) {
+        if self.inactive_left > 0 {
+            (self.inactive_left, false)
+        } else {
+            ((self.active.len() / self.stride) as u32, true)
+        }
+    }
+
+    /// Copies the next `pixels` pixels into `out`.
+    fn copy_into(&mut self, mut pixels: usize, out: &mut ApWriter) {
+        while pixels > 0 {
+            self.refill();
+            let (n, active) = self.segment();
+            let len = (n as usize).min(pixels);
+            if active {
+                out.push_active(&self.active[..self.stride * len]);
+            } else {
+                out.push_inactive(len as u32);
+            }
+            self.advance(len as u32);
+            pixels -= len;
+        }
+    }
+
+    pub(crate) fn advance(&mut self, n: u32) {
+        if self.inactive_left > 0 {
+            self.inactive_left -= n;
+        } else {
+            self.active = &self.active[self.stride * n as usize..];
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,23 +9,28 @@
 
 use rayon::prelude::*;
 
-use crate::ap::{runs_of, ApWriter, Encoded, BACKGROUND_DEPTH, PIXEL_WORDS};
+use crate::ap::{ApWriter, Encoded, BACKGROUND_DEPTH, PIXEL_WORDS};
+use crate::spans::{Cursor, PARALLEL_PIXELS};
 use crate::error::Result;
 use crate::types::Op;
 
-fn div255(x: u32) -> u32 {
-    (x + 127) / 255
-}
-
-/// `front over back` for premultiplied RGBA8 words (R in the low byte).
+/// `front over back` for premultiplied RGBA8 words (R in the low byte): per channel
+/// `min(255, front + (back * (255 - front.a) + 127) / 255)`, the four channels at once in
+/// 16-bit lanes of a u64 (the division by 255 as `(y + (y >> 8) + 1) >> 8`, exact for
+/// y = x + 127 <= 65152).
 pub fn over_rgba(front: u32, back: u32) -> u32 {
-    let transparency = 255 - (front >> 24);
-    let mut out = 0u32;
-    for shift in [0, 8, 16, 24] {
-        let c = ((front >> shift) & 255) + div255(((back >> shift) & 255) * transparency);
-        out |= c.min(255) << shift;
-    }
-    out
+    const LOW: u64 = 0x00FF_00FF_00FF_00FF;
+    let lanes = |c: u32| {
+        let c = c as u64;
+        (c & 0xFF) | (c & 0xFF00) << 8 | (c & 0xFF_0000) << 16 | (c & 0xFF00_0000) << 24
+    };
+    let transparency = 255 - (front >> 24) as u64;
+    let y = lanes(back) * transparency + 0x007F_007F_007F_007F;
+    let sum = (((y + ((y >> 8) & LOW) + 0x0001_0001_0001_0001) >> 8) & LOW) + lanes(front);
+    // Lanes past 255 have bit 8 set: they become 255.
+    let over = sum & 0x0100_0100_0100_0100;
+    let c = (sum | (over - (over >> 8))) & LOW;
+    (c & 0xFF | (c >> 8) & 0xFF00 | (c >> 16) & 0xFF_0000 | (c >> 24) & 0xFF00_0000) as u32
 }
 
 /// Combines active pixels (colour, depth bits) of several inputs at one position, given in
@@ -60,77 +65,10 @@ pub(crate) fn combine_into(op: Op, acc: &mut [u32], px: &[u32]) {
     }
 }
 
-/// Where one input stands in its run stream.
-#[derive(Clone)]
-struct Cursor<'a> {
-    words: &'a [u32],
-    /// Word index of the next run header.
-    next: usize,
-    inactive_left: u32,
-    active: &'a [u32],
-    /// Words per active pixel.
-    stride: usize,
-}
-
-impl<'a> Cursor<'a> {
-    /// Cursors at pixels `bounds` (ascending, each below the payload's pixel count) of a
-    /// payload, found by one walk over its run headers.
-    fn at(words: &'a [u32], stride: usize, bounds: &[usize]) -> Vec<Cursor<'a>> {
-        let mut cursors = Vec::with_capacity(bounds.len());
-        let mut bounds = bounds.iter().copied().peekable();
-        let (mut p, mut next) = (0usize, 0usize);
-        for run in runs_of(words, stride) {
-            let (inactive, active) = (run.inactive as usize, run.active as usize);
-            next += 2 + stride * active;
-            while let Some(b) = bounds.next_if(|&b| b < p + inactive + active) {
-                let (inactive_left, active) = match b < p + inactive {
-                    true => ((p + inactive - b) as u32, run.pixels),
-                    false => (0, &run.pixels[stride * (b - p - inactive)..]),
-                };
-                cursors.push(Cursor { words, next, inactive_left, active, stride });
-            }
-            p += inactive + active;
-        }
-        cursors
-    }
-
-    /// Makes sure the cursor holds a non-empty segment (the payload covers the pixels still
-    /// to come, so a next run exists).
-    fn refill(&mut self) {
-        if self.inactive_left == 0 && self.active.is_empty() && self.next + 2 <= self.words.len() {
-            let (inactive, active) = (self.words[self.next], self.words[self.next + 1] as usize);
-            let start = self.next + 2;
-            self.next = start + self.stride * active;
-            self.inactive_left = inactive;
-            self.active = &self.words[start..self.next];
-        }
-    }
-
-    /// Length of the current uniform segment and whether it is active.
-    fn segment(&self) -> (u32, bool) {
-        if self.inactive_left > 0 {
-            (self.inactive_left, false)
-        } else {
-            ((self.active.len() / self.stride) as u32, true)
-        }
-    }
-
-    fn advance(&mut self, n: u32) {
-        if self.inactive_left > 0 {
-            self.inactive_left -= n;
-        } else {
-            self.active = &self.active[self.stride * n as usize..];
-        }
-    }
-}
-
 /// Composites encoded RGBA8 inputs of equal pixel count with `op`, giving an encoded result.
 pub fn composite(inputs: &[&Encoded], op: Op) -> Result<Encoded> {
     composite_of(inputs, op, PIXEL_WORDS)
 }
-
-/// Pixels below which [`composite_of`] runs on one thread.
-const PARALLEL_PIXELS: usize = 1 << 16;
 
 /// [`composite`] for payloads of `stride` words per active pixel ([`PIXEL_WORDS`], or
 /// [`crate::ap::WIDE_WORDS`] for RGBA32F). Large spans are cut into parts at the same pixels of every
@@ -307,6 +245,29 @@ mod tests {
         let front = u32::from_le_bytes([128, 0, 0, 128]);
         let back = u32::from_le_bytes([0, 0, 255, 255]);
         assert_eq!(over_rgba(front, back).to_le_bytes(), [128, 0, 127, 255]);
+    }
+
+    /// Every front alpha, front channel and back channel: the lanes of [`over_rgba`] give
+    /// the scalar rule.
+    #[test]
+    fn over_rgba_is_the_scalar_rule_for_every_channel() {
+        let scalar = |f: u32, b: u32, a: u32| (f + (b * (255 - a) + 127) / 255).min(255);
+        for a in 0..=255u32 {
+            for f in 0..=255u32 {
+                for b in (0..=255u32).step_by(3).chain([254, 255]) {
+                    let front = u32::from_le_bytes([f as u8, (255 - f) as u8, (f / 2) as u8, a as u8]);
+                    let back = u32::from_le_bytes([b as u8, (255 - b) as u8, (b ^ 0x5A) as u8, (255 - b) as u8]);
+                    let got = over_rgba(front, back).to_le_bytes();
+                    let want = [
+                        scalar(f, b, a),
+                        scalar(255 - f, 255 - b, a),
+                        scalar(f / 2, b ^ 0x5A, a),
+                        scalar(a, 255 - b, a),
+                    ];
+                    assert_eq!(got.map(u32::from), want, "front {front:08x} back {back:08x}");
+                }
+            }
+        }
     }
 
     #[test]
