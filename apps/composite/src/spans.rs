@@ -99,16 +99,113 @@ pub fn concat(pieces: Vec<Encoded>) -> Encoded {
     concat_of(pieces, PIXEL_WORDS)
 }
 
-/// [`concat`] for payloads of `stride` words per active pixel.
+/// [`concat`] for payloads of `stride` words per active pixel; large payloads are copied in
+/// parallel ([`concat_parallel`]).
 pub fn concat_of(mut pieces: Vec<Encoded>, stride: usize) -> Encoded {
     if pieces.len() == 1 {
         return pieces.remove(0);
+    }
+    if pieces.iter().map(|p| p.words.len()).sum::<usize>() >= PARALLEL_PIXELS {
+        return concat_parallel(&pieces, stride);
     }
     let mut writer = ApWriter::of(pieces.iter().map(|p| p.words.len()).sum(), stride);
     for p in &pieces {
         writer.push_runs(&p.words);
     }
     Encoded { pixels: pieces.iter().map(|p| p.pixels).sum(), words: writer.finish() }
+}
+
+/// [`concat_of`] with every piece's words copied in parallel into their place: a walk over
+/// the pieces' first and last run headers plans where each piece's words go and which
+/// headers join across the seams (a piece ending inactive and the next one's first run; a
+/// piece ending active and the next one starting active), then the copies run at once and
+/// the joined headers' counts are written.
+fn concat_parallel(pieces: &[Encoded], stride: usize) -> Encoded {
+    // Per piece with active pixels, in order: the header written before its words (none
+    // where its first run joins the open one), and its words but the first and a trailing
+    // inactive header.
+    struct Plan<'a> {
+        head: Option<[u32; 2]>,
+        words: &'a [u32],
+    }
+    let mut plans = Vec::with_capacity(pieces.len());
+    let mut counts: Vec<(usize, u32)> = Vec::new();
+    // Inactive pixels not yet written; the output index and active count of the run still
+    // open at the end of the pieces so far.
+    let (mut pending, mut open, mut at) = (0u32, None::<(usize, u32)>, 0usize);
+    let mut close = |open: &mut Option<(usize, u32)>| {
+        if let Some((h, count)) = open.take() {
+            counts.push((h + 1, count));
+        }
+    };
+    for p in pieces.iter().filter(|p| !p.words.is_empty()) {
+        let w = &p.words[..];
+        let mut last = 0;
+        let mut pos = 0;
+        while pos + 2 <= w.len() {
+            last = pos;
+            pos += 2 + stride * w[pos + 1] as usize;
+        }
+        let trailing = w[last + 1] == 0;
+        if trailing && last == 0 {
+            pending += w[0];
+            close(&mut open);
+            continue;
+        }
+        let body = &w[2..if trailing { last } else { w.len() }];
+        let (inactive, active) = (w[0], w[1]);
+        let head = match open.as_mut() {
+            Some((_, count)) if inactive == 0 && pending == 0 => {
+                *count += active;
+                None
+            }
+            _ => {
+                close(&mut open);
+                open = Some((at, active));
+                Some([pending + inactive, active])
+            }
+        };
+        pending = 0;
+        let head_words = if head.is_some() { 2 } else { 0 };
+        if trailing {
+            close(&mut open);
+            pending = w[last];
+        } else if last > 0 {
+            close(&mut open);
+            open = Some((at + head_words + last - 2, w[last + 1]));
+        }
+        plans.push(Plan { head, words: body });
+        at += head_words + body.len();
+    }
+    close(&mut open);
+    let tail = if pending > 0 { 2 } else { 0 };
+    // Zeroed by the allocator's fresh pages: the copies touch them, in parallel.
+    let mut out = vec![0u32; at + tail];
+    let mut regions = Vec::with_capacity(plans.len());
+    let mut rest = &mut out[..at];
+    for plan in &plans {
+        let len = plan.words.len() + if plan.head.is_some() { 2 } else { 0 };
+        let (mine, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        regions.push((mine, plan));
+        rest = tail;
+    }
+    regions.into_par_iter().for_each(|(region, plan)| {
+        let body = match plan.head {
+            Some(head) => {
+                region[..2].copy_from_slice(&head);
+                &mut region[2..]
+            }
+            None => region,
+        };
+        body.copy_from_slice(plan.words);
+    });
+    for (i, count) in counts {
+        out[i] = count;
+    }
+    if pending > 0 {
+        out[at..].copy_from_slice(&[pending, 0]);
+    }
+    Encoded { pixels: pieces.iter().map(|p| p.pixels).sum(), words: out }
 }
 
 /// Where one input stands in its run stream.
