@@ -22,21 +22,27 @@ pub fn split(encoded: &Encoded, bounds: &[usize]) -> Vec<Encoded> {
 /// [`split`] for a payload of `stride` words per active pixel; large spans are cut into
 /// their pieces in parallel.
 pub fn split_of(encoded: &Encoded, bounds: &[usize], stride: usize) -> Vec<Encoded> {
-    if encoded.pixels < PARALLEL_PIXELS || encoded.words.is_empty() {
+    if encoded.pixels < PARALLEL_PIXELS || encoded.words.is_empty() || rayon::current_num_threads() == 1 {
         return split_serial(encoded, bounds, stride);
     }
     let starts: Vec<usize> = std::iter::once(0).chain(bounds.iter().copied()).collect();
     let ends: Vec<usize> = bounds.iter().copied().chain(std::iter::once(encoded.pixels)).collect();
     let firsts: Vec<usize> = starts.iter().zip(&ends).filter(|(s, e)| s < e).map(|(s, _)| *s).collect();
     let mut cursors = Cursor::at(&encoded.words, stride, &firsts).into_iter();
-    let parts: Vec<(usize, Option<Cursor>)> =
-        starts.iter().zip(&ends).map(|(&s, &e)| (e - s, (s < e).then(|| cursors.next()).flatten())).collect();
+    // The writers are made here, not on the pool's threads: the caller's allocator arena
+    // reuses a frame's buffers for the next frame, where other threads' arenas map fresh
+    // pages (page faults) for buffers this large.
+    let parts: Vec<(usize, Option<Cursor>, ApWriter)> = starts
+        .iter()
+        .zip(&ends)
+        .map(|(&s, &e)| {
+            let share = (encoded.words.len() as u64 * (e - s) as u64 / encoded.pixels as u64) as usize;
+            (e - s, (s < e).then(|| cursors.next()).flatten(), ApWriter::of(share + share / 8 + 16, stride))
+        })
+        .collect();
     parts
         .into_par_iter()
-        .map(|(pixels, cursor)| {
-            // Sized for the part's share of the words, and a little more.
-            let share = (encoded.words.len() as u64 * pixels as u64 / encoded.pixels as u64) as usize;
-            let mut out = ApWriter::of(share + share / 8 + 16, stride);
+        .map(|(pixels, cursor, mut out)| {
             if let Some(mut c) = cursor {
                 c.copy_into(pixels, &mut out);
             }

@@ -79,16 +79,20 @@ pub fn composite_of(inputs: &[&Encoded], op: Op, stride: usize) -> Result<Encode
     if pixels == 0 {
         return Ok(Encoded { pixels, words: Vec::new() });
     }
-    let parts = (pixels / PARALLEL_PIXELS).clamp(1, 4 * rayon::current_num_threads());
+    let threads = rayon::current_num_threads();
+    let parts = if threads == 1 { 1 } else { (pixels / PARALLEL_PIXELS).clamp(1, 4 * threads) };
     let bounds: Vec<usize> = (0..parts).map(|k| k * pixels / parts).collect();
     let cursors: Vec<Vec<Cursor>> = inputs.iter().map(|e| Cursor::at(&e.words, stride, &bounds)).collect();
+    // The writers are made on this thread (see spans::split_of).
     let capacity = inputs.iter().map(|e| e.words.len()).max().unwrap_or(0) / parts + 16;
-    let composited: Vec<Encoded> = (0..parts)
+    let writers: Vec<ApWriter> = (0..parts).map(|_| ApWriter::of(capacity, stride)).collect();
+    let composited: Vec<Encoded> = writers
         .into_par_iter()
-        .map(|k| {
+        .enumerate()
+        .map(|(k, writer)| {
             let end = bounds.get(k + 1).copied().unwrap_or(pixels);
             let part: Vec<Cursor> = cursors.iter().map(|c| c[k].clone()).collect();
-            composite_part(part, end - bounds[k], op, ApWriter::of(capacity, stride))
+            composite_part(part, end - bounds[k], op, writer)
         })
         .collect();
     Ok(crate::spans::concat_of(composited, stride))
