@@ -65,7 +65,7 @@ pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
 /// RGBA32F colour for `frame`: four finite f32 a pixel (their bits), random over every
 /// exponent and both signs, whatever the pixel's depth (encoders copy only active pixels').
 pub fn widen(frame: &Frame, seed: u64) -> Vec<u32> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x5745_4944_45);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x0057_4549_4445);
     (0..4 * frame.pixels())
         .map(|_| loop {
             let bits: u32 = rng.gen();

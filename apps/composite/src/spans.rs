@@ -11,7 +11,6 @@ use crate::ap::{runs_of, ApWriter, Encoded, PIXEL_WORDS};
 /// Pixels below which spans are cut and composited on one thread.
 pub(crate) const PARALLEL_PIXELS: usize = 1 << 16;
 
-
 /// Splits an encoded RGBA8 span at the given pixel boundaries (`bounds` ascending, each at
 /// most `encoded.pixels`): piece `k` covers `bounds[k-1]..bounds[k]`, with 0 and `pixels` as
 /// the outer ends, so there are `bounds.len() + 1` pieces.

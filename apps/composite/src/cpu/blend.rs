@@ -10,8 +10,8 @@
 use rayon::prelude::*;
 
 use crate::ap::{ApWriter, Encoded, BACKGROUND_DEPTH, PIXEL_WORDS};
-use crate::spans::{Cursor, PARALLEL_PIXELS};
 use crate::error::Result;
+use crate::spans::{Cursor, PARALLEL_PIXELS};
 use crate::types::Op;
 
 /// `front over back` for premultiplied RGBA8 words (R in the low byte): per channel
