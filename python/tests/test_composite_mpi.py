@@ -42,6 +42,7 @@ def mpirun(n, *args, timeout=240):
         (3, ["--mode", "zbuffer", "--empty-rank", "1"]),
         (3, ["--mode", "over", "--order", "reverse", "--empty-rank", "2", "--root", "1"]),
         (2, ["--mode", "over", "--float"]),
+        (3, ["--mode", "zbuffer", "--float", "--empty-rank", "1"]),
         (4, ["--mode", "zbuffer", "--float", "--backend", "cpu"]),
         (3, ["--mode", "zbuffer", "--backend", "cpu"]),
         (4, ["--mode", "over", "--spheres", "200"]),

@@ -5,13 +5,15 @@
 // nothing (unless it holds the sequence's last pixel) and reads nothing but its prefix, so
 // only the active parts of a frame are read twice. Per pixel, from its word's running prefix
 // (a actives before it, r run starts up to it):
-// - an active pixel writes (colour, depth bits) at ap_offset(a, r);
+// - an active pixel writes (colour, depth bits) at ap_offset(a, r, STRIDE): one colour word
+//   (RGBA8) or four (RGBA32F, the channels' bits), as specialization constant 3 says;
 // - the first pixel of an active run writes the run header's inactive count (from the start
 //   of the inactive run before it), the last one its active count;
 // - the sequence's last pixel writes the payload size, and the final (inactive count, 0)
 //   header when the image ends inactive.
 layout(local_size_x_id = 0) in;
 layout(set = 0, binding = 0) restrict readonly buffer Color { uint color[]; };
+layout(set = 0, binding = 0) restrict readonly buffer Color4 { uvec4 color4[]; };
 layout(set = 0, binding = 1) restrict readonly buffer Depth { uint depth_bits[]; };
 layout(set = 0, binding = 2) restrict readonly buffer Chunks { uvec4 chunk_info[]; };
 // Per ap_count workgroup g: its exclusive prefix at 2 g (its box at 2 g + 1).
@@ -24,6 +26,10 @@ layout(set = 0, binding = 5) restrict writeonly buffer Size { uint ap_words[]; }
 
 // Pixels per lane loaded at once (a divisor of PER_LANE).
 layout(constant_id = 2) const uint BATCH = 4u;
+// Colour words per pixel: 1 (RGBA8, `color`) or 4 (RGBA32F, `color4`).
+layout(constant_id = 3) const uint COLOR_WORDS = 1u;
+// Payload words per active pixel.
+const uint STRIDE = COLOR_WORDS + 1u;
 
 void main() {
     uint chunk = chunk_index();
@@ -56,11 +62,13 @@ void main() {
         }
         uint after = pixel_active(start + BATCH * gl_SubgroupSize);
         uint words[BATCH];
-        uint colour[BATCH];
+        uvec4 colour[BATCH];
         [[unroll]] for (uint k = 0u; k < BATCH; k++) {
             uint first = start + k * gl_SubgroupSize;
             words[k] = active_word(first, depth[k]);
-            colour[k] = color[(words[k] & bit) != 0u ? origin + first + lane : origin];
+            uint at = (words[k] & bit) != 0u ? origin + first + lane : origin;
+            if (COLOR_WORDS == 4u) colour[k] = color4[at];
+            else colour[k] = uvec4(color[at], 0u, 0u, 0u);
         }
         [[unroll]] for (uint k = 0u; k < BATCH; k++) {
             uint first = start + k * gl_SubgroupSize;
@@ -71,8 +79,13 @@ void main() {
             uint r = pre.x + bitCount(starts & upto);
             uint mine = starts & upto;  // run starts in this word up to this pixel
             if ((m & bit) != 0u) {
-                uint pos = ap_offset(a, r);
-                ap2[pos >> 1] = uvec2(colour[k], depth[k]);
+                uint pos = ap_offset(a, r, STRIDE);
+                if (COLOR_WORDS == 4u) {
+                    [[unroll]] for (uint c = 0u; c < 4u; c++) ap[pos + c] = colour[k][c];
+                    ap[pos + 4u] = depth[k];
+                } else {
+                    ap2[pos >> 1] = uvec2(colour[k].x, depth[k]);
+                }
                 if ((starts & bit) != 0u) {
                     uint earlier = starts & below;
                     uint previous = r <= 2u ? 0u : (earlier != 0u ? first + uint(findMSB(earlier)) : pre.z - 1u);
@@ -82,13 +95,13 @@ void main() {
                 uint next = lane + 1u < gl_SubgroupSize ? ((m >> lane) >> 1) & 1u : next_first;
                 if (next == 0u) {
                     uint len = e + 1u - (mine != 0u ? first + uint(findMSB(mine)) : pre.z - 1u);
-                    ap[ap_offset(a + 1u - len, r) - 1u] = len;
+                    ap[ap_offset(a + 1u - len, r, STRIDE) - 1u] = len;
                 }
-                if (e + 1u == n) ap_words[0] = pos + 2u;
+                if (e + 1u == n) ap_words[0] = pos + STRIDE;
             } else if (e + 1u == n) {
                 // The image ends inactive: the last header counts from this run's first pixel.
                 uint from = r <= 1u ? 0u : (mine != 0u ? first + uint(findMSB(mine)) : pre.z - 1u);
-                uint pos = ap_offset(a, r - 1u);
+                uint pos = ap_offset(a, r - 1u, STRIDE);
                 ap[pos] = n - from;
                 ap[pos + 1u] = 0u;
                 ap_words[0] = pos + 2u;

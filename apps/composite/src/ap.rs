@@ -3,7 +3,8 @@
 //!
 //! A payload is a sequence of runs, each a header of two little-endian u32 (inactive count,
 //! active count) followed by the active pixels, two u32 each (RGBA8 colour with R in the low
-//! byte, then the f32 depth bits). Pixels run in row-major order, row 0 at the top. The
+//! byte, then the f32 depth bits), or [`WIDE_WORDS`] each for RGBA32F colour (the four
+//! channels' f32 bits, then the depth bits; the compositing library's RGBA32F images). Pixels run in row-major order, row 0 at the top. The
 //! encoding is canonical: only the first header may have an inactive count of 0, only the
 //! last may have an active count of 0 (when the image ends with inactive pixels), and no
 //! header is (0, 0). Every producer in this crate (CPU and GPU encoders, compositing, split
@@ -25,6 +26,10 @@ pub const HEADER_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 8;
 pub const DECODED_BYTES_PER_PIXEL: u64 = 4 + 4 + 4;
 /// Depth of a pixel no fragment reached; such pixels are inactive.
 pub const BACKGROUND_DEPTH: f32 = 1.0;
+/// Words per active pixel of an RGBA8 payload: the colour, then the depth bits.
+pub const PIXEL_WORDS: usize = 2;
+/// Words per active pixel of an RGBA32F payload: the four channels' bits, then the depth bits.
+pub const WIDE_WORDS: usize = 5;
 
 /// An encoded run of `pixels` consecutive pixels (a whole image or a span of one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +76,7 @@ pub struct ApImage {
 }
 
 /// One run of a payload: `inactive` background pixels, then `active` pixels whose words
-/// (colour, depth bits) are `pixels`.
+/// (colour, depth bits; the colour of RGBA32F payloads is four words) are `pixels`.
 #[derive(Clone, Copy, Debug)]
 pub struct Run<'a> {
     pub inactive: u32,
@@ -79,8 +84,14 @@ pub struct Run<'a> {
     pub pixels: &'a [u32],
 }
 
-/// Walks the runs of a payload that [`validate`] accepted.
+/// Walks the runs of an RGBA8 payload that [`validate`] accepted.
 pub fn runs(words: &[u32]) -> impl Iterator<Item = Run<'_>> {
+    runs_of(words, PIXEL_WORDS)
+}
+
+/// Walks the runs of a payload of `stride` words per active pixel ([`PIXEL_WORDS`] or
+/// [`WIDE_WORDS`]) that [`validate_of`] accepted.
+pub fn runs_of(words: &[u32], stride: usize) -> impl Iterator<Item = Run<'_>> {
     let mut pos = 0usize;
     std::iter::from_fn(move || {
         if pos + 2 > words.len() {
@@ -88,14 +99,19 @@ pub fn runs(words: &[u32]) -> impl Iterator<Item = Run<'_>> {
         }
         let (inactive, active) = (words[pos], words[pos + 1]);
         let start = pos + 2;
-        pos = start + 2 * active as usize;
+        pos = start + stride * active as usize;
         Some(Run { inactive, active, pixels: &words[start..pos] })
     })
 }
 
-/// Checks that `words` is a canonical payload of exactly `pixels` pixels whose active
+/// Checks that `words` is a canonical RGBA8 payload of exactly `pixels` pixels whose active
 /// pixels have finite depths other than the background depth 1.0.
 pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
+    validate_of(words, pixels, PIXEL_WORDS)
+}
+
+/// [`validate`] for a payload of `stride` words per active pixel (the depth is the last).
+pub fn validate_of(words: &[u32], pixels: usize, stride: usize) -> Result<()> {
     let corrupt = |m: String| Err(CompositeError::Corrupt(m));
     let mut pos = 0usize;
     let mut total = 0u64;
@@ -111,7 +127,7 @@ pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
         if inactive == 0 && headers > 0 {
             return corrupt(format!("run at byte {} has no inactive pixels but is not the first", pos * 4));
         }
-        let end = pos + 2 + 2 * active as usize;
+        let end = (pos + 2).saturating_add((active as usize).saturating_mul(stride));
         if end > words.len() {
             return corrupt(format!(
                 "run at byte {} claims {active} active pixels but the payload ends after {} more bytes",
@@ -122,8 +138,8 @@ pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
         if active == 0 && end != words.len() {
             return corrupt(format!("run at byte {} has no active pixels but is not the last", pos * 4));
         }
-        for (k, px) in words[pos + 2..end].chunks_exact(2).enumerate() {
-            let d = f32::from_bits(px[1]);
+        for (k, px) in words[pos + 2..end].chunks_exact(stride).enumerate() {
+            let d = f32::from_bits(px[stride - 1]);
             if !d.is_finite() || d == BACKGROUND_DEPTH {
                 return corrupt(format!(
                     "active pixel {} of the run at byte {} has depth {d}; active depths are finite and not 1.0",
@@ -146,17 +162,30 @@ pub fn validate(words: &[u32], pixels: usize) -> Result<()> {
 }
 
 /// Builds a canonical payload from pushed inactive counts and active pixels.
-#[derive(Default)]
 pub struct ApWriter {
     words: Vec<u32>,
     pending_inactive: u32,
     /// Index of the header of the active run being extended, if the last push was active.
     open: Option<usize>,
+    /// Words per active pixel.
+    stride: usize,
+}
+
+impl Default for ApWriter {
+    fn default() -> ApWriter {
+        ApWriter::with_capacity(0)
+    }
 }
 
 impl ApWriter {
+    /// A writer of RGBA8 payloads.
     pub fn with_capacity(words: usize) -> ApWriter {
-        ApWriter { words: Vec::with_capacity(words), ..Default::default() }
+        ApWriter::of(words, PIXEL_WORDS)
+    }
+
+    /// A writer of payloads of `stride` words per active pixel.
+    pub fn of(words: usize, stride: usize) -> ApWriter {
+        ApWriter { words: Vec::with_capacity(words), pending_inactive: 0, open: None, stride }
     }
 
     /// Appends `n` inactive pixels.
@@ -167,11 +196,29 @@ impl ApWriter {
         }
     }
 
-    /// Appends active pixels given as (colour, depth bits) word pairs.
+    /// Appends active pixels given as their words (colour, depth bits), `stride` a pixel.
     pub fn push_active(&mut self, pixel_words: &[u32]) {
         if pixel_words.is_empty() {
             return;
         }
+        self.extend_run(pixel_words.len() / self.stride);
+        self.words.extend_from_slice(pixel_words);
+    }
+
+    /// Appends `pixels` active pixels whose words the caller writes into the slice returned
+    /// (zeroed).
+    pub fn active_mut(&mut self, pixels: usize) -> &mut [u32] {
+        if pixels > 0 {
+            self.extend_run(pixels);
+        }
+        let at = self.words.len();
+        self.words.resize(at + self.stride * pixels, 0);
+        &mut self.words[at..]
+    }
+
+    /// Counts `pixels` more active pixels in the open run's header, opening a run after the
+    /// pending inactive pixels where none is open.
+    fn extend_run(&mut self, pixels: usize) {
         let header = match self.open {
             Some(h) => h,
             None => {
@@ -182,13 +229,17 @@ impl ApWriter {
                 h
             }
         };
-        self.words[header + 1] += (pixel_words.len() / 2) as u32;
-        self.words.extend_from_slice(pixel_words);
+        self.words[header + 1] += pixels as u32;
+    }
+
+    /// Words per active pixel.
+    pub fn stride(&self) -> usize {
+        self.stride
     }
 
     /// Appends every run of another payload.
     pub fn push_runs(&mut self, words: &[u32]) {
-        for run in runs(words) {
+        for run in runs_of(words, self.stride) {
             self.push_inactive(run.inactive);
             self.push_active(run.pixels);
         }

@@ -231,3 +231,80 @@ impl Comm for Mpi {
         self.world.abort(code)
     }
 }
+
+/// Ranks as threads of one process, for tests of what runs on every rank.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::mpsc::{channel, Receiver, Sender};
+    use std::sync::{Arc, Barrier};
+
+    use super::Comm;
+    use crate::error::Result;
+
+    /// One rank of [`threads`]: a channel to and from every rank.
+    pub struct Threads {
+        rank: usize,
+        size: usize,
+        to: Vec<Sender<Vec<u32>>>,
+        from: Vec<Receiver<Vec<u32>>>,
+        barrier: Arc<Barrier>,
+    }
+
+    /// `size` ranks, to be moved each into its thread.
+    pub fn threads(size: usize) -> Vec<Threads> {
+        let barrier = Arc::new(Barrier::new(size));
+        let mut to: Vec<Vec<Sender<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
+        let mut from: Vec<Vec<Receiver<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
+        for sender in to.iter_mut() {
+            for receiver in from.iter_mut() {
+                let (tx, rx) = channel();
+                sender.push(tx);
+                receiver.push(rx);
+            }
+        }
+        let comms = to.into_iter().zip(from).enumerate();
+        comms.map(|(rank, (to, from))| Threads { rank, size, to, from, barrier: barrier.clone() }).collect()
+    }
+
+    impl Comm for Threads {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn local_rank(&self) -> usize {
+            self.rank
+        }
+        fn first_error(&self, error: Option<String>) -> Option<(usize, String)> {
+            // Every rank tells every rank (itself included) its message, as UTF-8 bytes a
+            // word each after a failed flag.
+            let mine: Vec<u32> = match &error {
+                Some(m) => std::iter::once(1).chain(m.bytes().map(u32::from)).collect(),
+                None => vec![0],
+            };
+            let all: Vec<usize> = (0..self.size).collect();
+            let sends: Vec<(usize, &[u32])> = all.iter().map(|&r| (r, &mine[..])).collect();
+            let told = self.exchange(&sends, &all).expect("threads exchange");
+            told.iter()
+                .enumerate()
+                .find(|(_, m)| m[0] == 1)
+                .map(|(r, m)| (r, String::from_utf8(m[1..].iter().map(|&b| b as u8).collect()).expect("UTF-8")))
+        }
+        fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
+            for &(to, words) in sends {
+                self.to[to].send(words.to_vec()).unwrap();
+            }
+            Ok(from.iter().map(|&src| self.from[src].recv().unwrap()).collect())
+        }
+        fn gather(&self, _: &[f64]) -> Option<Vec<Vec<f64>>> {
+            unimplemented!("the compositor gathers by exchange")
+        }
+        fn barrier(&self) {
+            self.barrier.wait();
+        }
+        fn abort(&self, _: i32) -> ! {
+            unimplemented!("the compositor aborts nothing")
+        }
+    }
+}

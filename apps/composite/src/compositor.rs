@@ -9,11 +9,12 @@
 //! returns the image on the root and nothing elsewhere, recording this rank's per-phase
 //! times and bytes sent ([`Times`]).
 //!
-//! Where the image is: RGBA8 images are Active Pixel encoded; with a Vulkan device
-//! ([`Backend::Gpu`]) the z-buffer runs the paper's path (the frame uploaded once, spans
-//! encoded and merged on the GPU), blending encodes on the GPU and merges on the CPU;
-//! without one everything runs on the CPU. Both give the same bytes. RGBA32F images travel
-//! raw on the CPU ([`Piece::Wide`]); a rank whose viewport is empty sends no pixels.
+//! Where the image is: images are Active Pixel encoded (RGBA32F with four colour words a
+//! pixel, [`Piece::Wide`]). With a Vulkan device ([`Backend::Gpu`]) the RGBA8 z-buffer runs
+//! the paper's path (the frame uploaded once, spans encoded and merged on the GPU); blending,
+//! and RGBA32F in both modes, encode on the GPU and merge on the CPU; without one everything
+//! runs on the CPU. Both give the same bytes ([`Route`] says which ran). A rank whose
+//! viewport is empty encodes on the CPU (one run header) and sends no pixels.
 //!
 //! Inputs are checked on every rank and the ranks agree on the outcome before any message
 //! ([`crate::distributed::agree`]), so a bad argument on one rank is an error on all of them,
@@ -25,9 +26,9 @@ use engine::{Buffer, Context, DeviceSelector, Location};
 use mpi::topology::Communicator;
 use rayon::prelude::*;
 
-use crate::ap::{pack_rgba, BACKGROUND_DEPTH};
+use crate::ap::{pack_rgba, runs_of, BACKGROUND_DEPTH, WIDE_WORDS};
 use crate::comm::{Comm, Mpi};
-use crate::cpu::blend::WIDE_WORDS;
+use crate::cpu::encode::{encode_parallel, encode_planes_parallel};
 use crate::distributed::agree;
 use crate::error::{CompositeError, Result};
 use crate::exchange::{composite_frame, composite_frame_gpu, ExchangeStats, GpuFrame};
@@ -62,6 +63,21 @@ pub enum Backend {
     /// The GPU when a Vulkan device opens, else the CPU.
     Auto,
     Gpu,
+    Cpu,
+}
+
+/// Where a call's image was Active Pixel encoded and merged ([`Compositor::last_route`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Route {
+    /// Nothing composited yet.
+    #[default]
+    None,
+    /// Uploaded once; spans encoded and z-buffered on the GPU (RGBA8 z-buffer).
+    GpuResident,
+    /// Encoded on the GPU, merged on the CPU (RGBA8 blending; RGBA32F).
+    GpuEncoded,
+    /// Encoded and merged on the CPU (no device, or an empty viewport).
     Cpu,
 }
 
@@ -168,7 +184,10 @@ pub struct Compositor {
     gpu: Option<Gpu>,
     /// The masked RGBA8 frame of the last call, reused by the next.
     scratch: Option<Frame>,
+    /// The masked RGBA32F colour (the channels' bits) and depth of the last call.
+    scratch_wide: Option<(Vec<u32>, Vec<f32>)>,
     last: Times,
+    route: Route,
 }
 
 /// The device, its compositing pipelines and the frame's buffers, kept from call to call.
@@ -220,10 +239,10 @@ impl Compositor {
             if op == Op::ZBuffer && depth == DepthFormat::None {
                 return Err(CompositeError::Invalid("the z-buffer needs a depth format".into()));
             }
-            if color == ColorFormat::Rgba32F || backend == Backend::Cpu {
+            if backend == Backend::Cpu {
                 return Ok(None);
             }
-            match Gpu::open(comm.as_ref(), device) {
+            match Gpu::open(comm.as_ref(), device, color) {
                 Ok(gpu) => Ok(Some(gpu)),
                 Err(_) if backend == Backend::Auto => Ok(None),
                 Err(e) => Err(e),
@@ -244,7 +263,9 @@ impl Compositor {
             background: [0.0; 4],
             gpu,
             scratch: None,
+            scratch_wide: None,
             last: Times::default(),
+            route: Route::None,
         })
     }
 
@@ -341,6 +362,11 @@ impl Compositor {
     /// The last call's times and bytes on this rank.
     pub fn last(&self) -> Times {
         self.last
+    }
+
+    /// Where the last call encoded and merged this rank's image.
+    pub fn last_route(&self) -> Route {
+        self.route
     }
 
     /// Takes part in a call that this rank cannot make (a bad argument found before the
@@ -510,29 +536,42 @@ impl Compositor {
                 held
             }
             Color::Rgba32F(channels) => {
-                if empty {
-                    return Ok(Held::Host(Piece::Wide { pixels: n, words: Vec::new() }));
-                }
-                let mut words = vec![0u32; WIDE_WORDS * n];
-                let mut drawn = false;
-                for (i, px) in words.chunks_exact_mut(WIDE_WORDS).enumerate() {
-                    let c = &channels[4 * i..4 * i + 4];
-                    if let Some(bad) = c.iter().find(|c| !c.is_finite()) {
-                        return Err(CompositeError::Invalid(format!("colour {bad} at pixel {i} is not finite")));
-                    }
-                    let d = depth_at(i, c.iter().any(|&c| c != 0.0))?;
-                    if d != BACKGROUND_DEPTH {
-                        drawn = true;
-                        for k in 0..4 {
-                            px[k] = c[k].to_bits();
+                let (mut colors, mut depths) = self
+                    .scratch_wide
+                    .take()
+                    .filter(|(_, d)| d.len() == n)
+                    .unwrap_or_else(|| (vec![0; 4 * n], vec![BACKGROUND_DEPTH; n]));
+                let (x0, x1) = (v.x as usize, (v.x + v.w) as usize);
+                let rows = v.y as usize..(v.y + v.h) as usize;
+                // Only active pixels' colour is read by the encoders: the rest is left as is.
+                let filled = colors.par_chunks_mut(4 * w).zip(depths.par_chunks_mut(w)).enumerate().try_for_each(
+                    |(y, (colors, depths))| {
+                        depths.fill(BACKGROUND_DEPTH);
+                        if empty || !rows.contains(&y) {
+                            return Ok(());
                         }
-                    }
-                    px[4] = d.to_bits();
-                }
-                if !drawn {
-                    words.clear();
-                }
-                Ok(Held::Host(Piece::Wide { pixels: n, words }))
+                        for x in x0..x1 {
+                            let i = y * w + x;
+                            let c = &channels[4 * i..4 * i + 4];
+                            if let Some(bad) = c.iter().find(|c| !c.is_finite()) {
+                                return Err(CompositeError::Invalid(format!(
+                                    "colour {bad} at pixel {i} is not finite"
+                                )));
+                            }
+                            let d = depth_at(i, c.iter().any(|&c| c != 0.0))?;
+                            if d != BACKGROUND_DEPTH {
+                                depths[x] = d;
+                                for k in 0..4 {
+                                    colors[4 * x + k] = c[k].to_bits();
+                                }
+                            }
+                        }
+                        Ok::<(), CompositeError>(())
+                    },
+                );
+                let held = filled.and_then(|()| self.encode_wide(&colors, &depths, empty));
+                self.scratch_wide = Some((colors, depths));
+                held
             }
         }
     }
@@ -541,26 +580,32 @@ impl Compositor {
     /// the GPU for blending, encoded on the CPU without a device (or with nothing drawn).
     fn encode(&mut self, frame: &Frame, empty: bool) -> Result<Held> {
         let Some(gpu) = self.gpu.as_mut().filter(|_| !empty) else {
-            return Ok(Held::Host(Piece::Encoded(crate::cpu::encode::encode_parallel(frame))));
+            self.route = Route::Cpu;
+            return Ok(Held::Host(Piece::Encoded(encode_parallel(frame))));
         };
-        let n = frame.pixels();
-        let ctx = gpu.ctx.clone();
-        {
-            let (c, d) = reuse_pair(&ctx, &mut gpu.staging, n, Location::Upload, "compositor input")?;
-            parallel_copy(&mut c.mapped_mut()?[..n], &frame.color);
-            parallel_copy(&mut d.mapped_mut()?[..n], &frame.depth);
-        }
-        reuse_pair(&ctx, &mut gpu.frame, n, Location::Device, "compositor frame")?;
-        let ((sc, sd), (fc, fd)) = (gpu.staging.as_ref().unwrap(), gpu.frame.as_ref().unwrap());
-        let mut rec = ctx.recorder()?;
-        rec.copy_region(sc, 0, fc, 0, n);
-        rec.copy_region(sd, 0, fd, 0, n);
-        rec.submit()?.wait()?;
+        gpu.upload(&frame.color, &frame.depth)?;
+        let (fc, fd) = gpu.frame.as_ref().expect("uploaded");
         if self.op == Op::ZBuffer {
-            return Ok(Held::Device(n));
+            self.route = Route::GpuResident;
+            return Ok(Held::Device(frame.pixels()));
         }
         let (encoded, _, _) = gpu.blender.encoder().encode(fc, fd, self.width, self.height)?;
+        self.route = Route::GpuEncoded;
         Ok(Held::Host(Piece::Encoded(encoded)))
+    }
+
+    /// An RGBA32F image (four words a pixel, and depth) as it enters the exchange: encoded
+    /// on the GPU in both modes, on the CPU without a device (or with nothing drawn).
+    fn encode_wide(&mut self, colors: &[u32], depths: &[f32], empty: bool) -> Result<Held> {
+        let Some(gpu) = self.gpu.as_mut().filter(|_| !empty) else {
+            self.route = Route::Cpu;
+            return Ok(Held::Host(Piece::Wide(encode_planes_parallel(colors, depths, self.width))));
+        };
+        gpu.upload(colors, depths)?;
+        let (fc, fd) = gpu.frame.as_ref().expect("uploaded");
+        let (encoded, _, _) = gpu.blender.encoder().encode_of(fc, fd, self.width, self.height, WIDE_WORDS)?;
+        self.route = Route::GpuEncoded;
+        Ok(Held::Host(Piece::Wide(encoded)))
     }
 
     /// Writes the gathered image into the root's buffers, the background where no rank drew.
@@ -596,23 +641,38 @@ impl Compositor {
             ColorMut::Rgba32F(channels) => {
                 let mut depth = out_depth;
                 for (start, piece) in gathered.spans() {
-                    let words = piece.words();
-                    for i in 0..piece.pixels() {
-                        let px = words.get(WIDE_WORDS * i..WIDE_WORDS * (i + 1));
-                        let d = px.map_or(BACKGROUND_DEPTH, |px| f32::from_bits(px[4]));
-                        let at = start + i;
-                        for k in 0..4 {
-                            channels[4 * at + k] = match px {
-                                Some(px) if d != BACKGROUND_DEPTH => f32::from_bits(px[k]),
-                                _ => bg[k],
-                            };
-                        }
-                        if let Some(depth) = depth.as_deref_mut() {
-                            depth[at] = d;
-                        }
-                    }
+                    let (start, end) = (*start, start + piece.pixels());
+                    paint_rgba32f(
+                        piece,
+                        &mut channels[4 * start..4 * end],
+                        depth.as_deref_mut().map(|d| &mut d[start..end]),
+                        bg,
+                    );
                 }
             }
+        }
+    }
+}
+
+/// Paints one gathered RGBA32F span into its part of the root's image (and depth): active
+/// pixels get their colour and depth, the others the background and 1.0.
+fn paint_rgba32f(piece: &Piece, channels: &mut [f32], mut depth: Option<&mut [f32]>, bg: [f32; 4]) {
+    channels.par_chunks_mut(4 * COPY_CHUNK).for_each(|c| c.chunks_exact_mut(4).for_each(|px| px.copy_from_slice(&bg)));
+    if let Some(d) = depth.as_deref_mut() {
+        d.par_chunks_mut(COPY_CHUNK).for_each(|d| d.fill(BACKGROUND_DEPTH));
+    }
+    let Piece::Wide(e) = piece else { return };
+    let mut p = 0;
+    for run in runs_of(&e.words, WIDE_WORDS) {
+        p += run.inactive as usize;
+        for px in run.pixels.chunks_exact(WIDE_WORDS) {
+            for k in 0..4 {
+                channels[4 * p + k] = f32::from_bits(px[k]);
+            }
+            if let Some(d) = depth.as_deref_mut() {
+                d[p] = f32::from_bits(px[4]);
+            }
+            p += 1;
         }
     }
 }
@@ -652,10 +712,15 @@ fn paint_rgba8(piece: &Piece, bytes: &mut [u8], mut depth: Option<&mut [f32]>, b
                 put(i, px[0], f32::from_bits(px[1]));
             }
         }
-        Piece::Wide { words, .. } => {
-            for (i, px) in words.chunks_exact(WIDE_WORDS).enumerate() {
-                let (color, depth) = crate::piece::wide_as_rgba8(px);
-                put(i, color, depth);
+        Piece::Wide(e) => {
+            let mut p = 0;
+            for run in runs_of(&e.words, WIDE_WORDS) {
+                p += run.inactive as usize;
+                for px in run.pixels.chunks_exact(WIDE_WORDS) {
+                    let (color, depth) = crate::piece::wide_as_rgba8(px);
+                    put(p, color, depth);
+                    p += 1;
+                }
             }
         }
     }
@@ -669,26 +734,50 @@ enum Held {
     Device(usize),
 }
 
+/// The colour (`colors` words) and depth (`n` f32) buffers in `slot`, made larger where
+/// they are smaller.
 fn reuse_pair<'a>(
     ctx: &Context,
     slot: &'a mut Option<(Buffer<u32>, Buffer<f32>)>,
-    n: usize,
+    (colors, n): (usize, usize),
     location: Location,
     what: &str,
 ) -> Result<&'a mut (Buffer<u32>, Buffer<f32>)> {
-    if slot.as_ref().is_none_or(|(c, _)| c.len() < n) {
+    if slot.as_ref().is_none_or(|(c, d)| c.len() < colors || d.len() < n) {
         *slot = None;
-        *slot = Some((ctx.buffer(n, location, what)?, ctx.buffer(n, location, what)?));
+        *slot = Some((ctx.buffer(colors, location, what)?, ctx.buffer(n, location, what)?));
     }
     Ok(slot.as_mut().unwrap())
 }
 
 impl Gpu {
-    /// This rank's device (every GPU by default, rank r on entry r mod n of its node's).
-    fn open(comm: &dyn Comm, device: &DeviceSelector) -> Result<Gpu> {
+    /// This rank's device (every GPU by default, rank r on entry r mod n of its node's),
+    /// with the encoder of `color` checked on it.
+    fn open(comm: &dyn Comm, device: &DeviceSelector, color: ColorFormat) -> Result<Gpu> {
         let ctx = Context::open_for_rank(device, comm.local_rank())?;
-        let blender = GpuBlender::new(&ctx)?;
+        let mut blender = GpuBlender::new(&ctx)?;
+        if color == ColorFormat::Rgba32F {
+            blender.encoder().prepare_wide()?;
+        }
         Ok(Gpu { ctx, blender, staging: None, frame: None })
+    }
+
+    /// Copies the colour words and depths into the device frame, through the staging buffers.
+    fn upload(&mut self, colors: &[u32], depths: &[f32]) -> Result<()> {
+        let (c, n) = (colors.len(), depths.len());
+        let ctx = self.ctx.clone();
+        {
+            let (sc, sd) = reuse_pair(&ctx, &mut self.staging, (c, n), Location::Upload, "compositor input")?;
+            parallel_copy(&mut sc.mapped_mut()?[..c], colors);
+            parallel_copy(&mut sd.mapped_mut()?[..n], depths);
+        }
+        reuse_pair(&ctx, &mut self.frame, (c, n), Location::Device, "compositor frame")?;
+        let ((sc, sd), (fc, fd)) = (self.staging.as_ref().unwrap(), self.frame.as_ref().unwrap());
+        let mut rec = ctx.recorder()?;
+        rec.copy_region(sc, 0, fc, 0, c);
+        rec.copy_region(sd, 0, fd, 0, n);
+        rec.submit()?.wait()?;
+        Ok(())
     }
 }
 
@@ -750,5 +839,195 @@ impl Comm for Ordered<'_> {
     }
     fn abort(&self, code: i32) -> ! {
         self.comm.abort(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::comm::testing::threads;
+
+    const SIZE: (u32, u32) = (61, 37);
+    const STRATEGIES: [Strategy; 3] = [Strategy::BinarySwap, Strategy::RadixK, Strategy::DirectSend];
+    const BACKGROUND: [f32; 4] = [0.25, 0.5, 0.75, 1.0];
+
+    /// One rank's buffers.
+    struct Input {
+        rgba8: Vec<u8>,
+        rgba32f: Vec<f32>,
+        depth: Option<Vec<f32>>,
+        viewport: Option<Viewport>,
+    }
+
+    /// Random premultiplied colour (a quarter of the pixels all zero) and depths (a quarter
+    /// background, as 1.0 or +inf) for every rank, with viewports: the whole image, empty,
+    /// one touching the right and bottom edges (NaN depths and colours outside it, which
+    /// must be ignored), one inside.
+    fn inputs(ranks: usize, depth: DepthFormat, seed: u64) -> Vec<Input> {
+        let (w, h) = SIZE;
+        let n = (w * h) as usize;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..ranks)
+            .map(|r| {
+                let viewport = match r {
+                    0 => None,
+                    1 => Some(Viewport { x: 5, y: 3, w: 0, h: 9 }),
+                    2 => Some(Viewport { x: w / 3, y: h / 4, w: w - w / 3, h: h - h / 4 }),
+                    _ => Some(Viewport { x: 2, y: 5, w: w - 9, h: h - 11 }),
+                };
+                let v = viewport.unwrap_or(Viewport { x: 0, y: 0, w, h });
+                let (mut rgba8, mut rgba32f, mut depths) = (vec![0u8; 4 * n], vec![0f32; 4 * n], vec![1f32; n]);
+                for i in 0..n {
+                    let (x, y) = ((i % w as usize) as u32, (i / w as usize) as u32);
+                    let inside = x >= v.x && x < v.x + v.w && y >= v.y && y < v.y + v.h;
+                    if !inside && r == 2 {
+                        rgba32f[4 * i..4 * i + 4].fill(f32::NAN);
+                        depths[i] = f32::NAN;
+                        continue;
+                    }
+                    let alpha: f32 = if rng.gen_bool(0.25) { 0.0 } else { rng.gen_range(0.05..1.0) };
+                    for k in 0..4 {
+                        let c = if k == 3 { alpha } else { alpha * rng.gen_range(0.0f32..1.0) };
+                        rgba32f[4 * i + k] = c;
+                        rgba8[4 * i + k] = (c * 255.0).round() as u8;
+                    }
+                    depths[i] = match rng.gen_range(0..8) {
+                        0 => 1.0,
+                        1 => f32::INFINITY,
+                        _ => rng.gen_range(0.0f32..0.999),
+                    };
+                }
+                let depth = (depth == DepthFormat::F32).then_some(depths);
+                Input { rgba8, rgba32f, depth, viewport }
+            })
+            .collect()
+    }
+
+    /// Every rank composites `inputs` with every strategy (order back to front, root the
+    /// last rank): the root's image per strategy, and every rank's route.
+    fn run(
+        inputs: &[Input],
+        color: ColorFormat,
+        depth: DepthFormat,
+        op: Op,
+        backend: Backend,
+    ) -> (Vec<Image>, Vec<Route>) {
+        let ranks = inputs.len();
+        let results: Vec<(Vec<Option<Image>>, Route)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = threads(ranks)
+                .into_iter()
+                .zip(inputs)
+                .map(|(comm, input)| {
+                    scope.spawn(move || {
+                        let mut c = Compositor::on(Box::new(comm), SIZE, color, depth, op, backend).unwrap();
+                        c.set_order(&(0..ranks).rev().collect::<Vec<_>>()).unwrap();
+                        c.set_root(ranks - 1).unwrap();
+                        c.set_background(BACKGROUND).unwrap();
+                        let images = STRATEGIES
+                            .iter()
+                            .map(|&s| {
+                                c.set_strategy(Some(s));
+                                let colors = match color {
+                                    ColorFormat::Rgba8 => Color::Rgba8(&input.rgba8),
+                                    ColorFormat::Rgba32F => Color::Rgba32F(&input.rgba32f),
+                                };
+                                c.composite(colors, input.depth.as_deref(), input.viewport).unwrap()
+                            })
+                            .collect();
+                        (images, c.last_route())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let routes = results.iter().map(|r| r.1).collect();
+        let images = results.into_iter().last().unwrap().0.into_iter().map(Option::unwrap).collect();
+        (images, routes)
+    }
+
+    /// The independent composite of the RGBA32F inputs, back to front order given as front
+    /// to back `order`: the z-buffer (ties to the earlier) or "over" in f64.
+    fn reference(inputs: &[Input], order: &[usize], op: Op) -> Vec<f64> {
+        let (w, h) = SIZE;
+        let n = (w * h) as usize;
+        let mut out = vec![0f64; 4 * n];
+        for (i, px) in out.chunks_exact_mut(4).enumerate() {
+            let (x, y) = ((i % w as usize) as u32, (i / w as usize) as u32);
+            let drawn: Vec<(f32, &[f32])> = order
+                .iter()
+                .map(|&r| &inputs[r])
+                .filter(|inp| inp.viewport.is_none_or(|v| x >= v.x && x < v.x + v.w && y >= v.y && y < v.y + v.h))
+                .map(|inp| {
+                    let c = &inp.rgba32f[4 * i..4 * i + 4];
+                    (inp.depth.as_ref().map_or(if c.iter().any(|&c| c != 0.0) { 0.0 } else { 1.0 }, |d| d[i]), c)
+                })
+                .filter(|(d, _)| *d < 1.0)
+                .collect();
+            match op {
+                Op::ZBuffer => {
+                    let near = drawn.iter().fold(None, |best: Option<&(f32, &[f32])>, p| match best {
+                        Some(b) if b.0 <= p.0 => Some(b),
+                        _ => Some(p),
+                    });
+                    for k in 0..4 {
+                        px[k] = near.map_or(BACKGROUND[k], |p| p.1[k]) as f64;
+                    }
+                }
+                Op::Over => {
+                    if drawn.is_empty() {
+                        px.iter_mut().zip(BACKGROUND).for_each(|(p, b)| *p = b as f64);
+                    }
+                    for (_, c) in &drawn {
+                        let t = 1.0 - px[3];
+                        px.iter_mut().zip(c.iter()).for_each(|(p, &c)| *p += c as f64 * t);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The GPU path (lavapipe here) against the CPU path, at 1, 3 and 4 ranks (one with an
+    /// empty viewport, one with its viewport at the image's edge), every strategy, RGBA8 and
+    /// RGBA32F, the z-buffer and "over" with and without depth: identical images, RGBA32F
+    /// also against an independent composite (exact for the z-buffer), and the route each
+    /// rank's image took.
+    #[test]
+    fn gpu_and_cpu_paths_give_identical_images() {
+        for ranks in [1, 3, 4] {
+            for (op, depth) in
+                [(Op::ZBuffer, DepthFormat::F32), (Op::Over, DepthFormat::F32), (Op::Over, DepthFormat::None)]
+            {
+                let inputs = inputs(ranks, depth, 7 + ranks as u64);
+                let order: Vec<usize> = (0..ranks).rev().collect();
+                let want = reference(&inputs, &order, op);
+                for color in [ColorFormat::Rgba8, ColorFormat::Rgba32F] {
+                    let what = format!("{ranks} ranks, {op:?}, depth {depth:?}, {color:?}");
+                    let (gpu, gpu_routes) = run(&inputs, color, depth, op, Backend::Gpu);
+                    let (cpu, cpu_routes) = run(&inputs, color, depth, op, Backend::Cpu);
+                    for (r, route) in gpu_routes.iter().enumerate() {
+                        let expect = match (r, color, op) {
+                            (1, _, _) => Route::Cpu,
+                            (_, ColorFormat::Rgba8, Op::ZBuffer) => Route::GpuResident,
+                            _ => Route::GpuEncoded,
+                        };
+                        assert_eq!(*route, expect, "rank {r}: {what}");
+                    }
+                    assert!(cpu_routes.iter().all(|&r| r == Route::Cpu), "{what}");
+                    for (s, (g, c)) in STRATEGIES.iter().zip(gpu.iter().zip(&cpu)) {
+                        assert!(g == c, "{s:?}: {what}");
+                        if color == ColorFormat::Rgba32F {
+                            let worst =
+                                g.rgba32f.iter().zip(&want).map(|(&g, &w)| (g as f64 - w).abs()).fold(0.0, f64::max);
+                            let bound = if op == Op::ZBuffer { 0.0 } else { 1e-5 };
+                            assert!(worst <= bound, "{s:?}: {what}: off by {worst} from the independent composite");
+                        }
+                    }
+                }
+            }
+        }
+        engine::testing::assert_no_validation_messages();
     }
 }

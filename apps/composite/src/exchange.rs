@@ -308,69 +308,13 @@ fn gather(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc::{channel, Receiver, Sender};
-    use std::sync::{Arc, Barrier};
-
     use engine::testing;
 
     use super::*;
+    use crate::comm::testing::threads;
     use crate::cpu::encode::encode_serial;
     use crate::frame::{raw_words, Frame};
     use crate::patterns;
-
-    /// Ranks as threads of one process, a channel for every ordered pair of ranks.
-    struct Threads {
-        rank: usize,
-        size: usize,
-        to: Vec<Sender<Vec<u32>>>,
-        from: Vec<Receiver<Vec<u32>>>,
-        barrier: Arc<Barrier>,
-    }
-
-    fn threads(size: usize) -> Vec<Threads> {
-        let barrier = Arc::new(Barrier::new(size));
-        let mut to: Vec<Vec<Sender<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
-        let mut from: Vec<Vec<Receiver<Vec<u32>>>> = (0..size).map(|_| Vec::new()).collect();
-        for sender in to.iter_mut() {
-            for receiver in from.iter_mut() {
-                let (tx, rx) = channel();
-                sender.push(tx);
-                receiver.push(rx);
-            }
-        }
-        let comms = to.into_iter().zip(from).enumerate();
-        comms.map(|(rank, (to, from))| Threads { rank, size, to, from, barrier: barrier.clone() }).collect()
-    }
-
-    impl Comm for Threads {
-        fn rank(&self) -> usize {
-            self.rank
-        }
-        fn size(&self) -> usize {
-            self.size
-        }
-        fn local_rank(&self) -> usize {
-            self.rank
-        }
-        fn first_error(&self, _: Option<String>) -> Option<(usize, String)> {
-            unimplemented!("the exchange agrees on nothing")
-        }
-        fn exchange(&self, sends: &[(usize, &[u32])], from: &[usize]) -> Result<Vec<Vec<u32>>> {
-            for &(to, words) in sends {
-                self.to[to].send(words.to_vec()).unwrap();
-            }
-            Ok(from.iter().map(|&src| self.from[src].recv().unwrap()).collect())
-        }
-        fn gather(&self, _: &[f64]) -> Option<Vec<Vec<f64>>> {
-            unimplemented!("the exchange gathers by exchange")
-        }
-        fn barrier(&self) {
-            self.barrier.wait();
-        }
-        fn abort(&self, _: i32) -> ! {
-            unimplemented!("the exchange aborts nothing")
-        }
-    }
 
     /// Where the ranks hold their images.
     #[derive(Clone, Copy, Debug)]

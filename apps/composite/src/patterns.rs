@@ -62,6 +62,20 @@ pub fn all(width: u32, height: u32, seed: u64) -> Vec<(String, Frame)> {
     out
 }
 
+/// RGBA32F colour for `frame`: four finite f32 a pixel (their bits), random over every
+/// exponent and both signs, whatever the pixel's depth (encoders copy only active pixels').
+pub fn widen(frame: &Frame, seed: u64) -> Vec<u32> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x0057_4549_4445);
+    (0..4 * frame.pixels())
+        .map(|_| loop {
+            let bits: u32 = rng.gen();
+            if f32::from_bits(bits).is_finite() && bits != 0 {
+                break bits;
+            }
+        })
+        .collect()
+}
+
 /// Pairs of patterns at one size (each of seed `seed` with one of seed `seed + 1`, named
 /// "front + back"), the back one given the front's depth at every `every`-th pixel where
 /// both are active, so that compositing them exercises the tie rule.

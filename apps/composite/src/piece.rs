@@ -1,8 +1,8 @@
-//! The spans of partial images that travel between ranks ([`Piece`]: Active Pixel encoded,
-//! raw, or raw RGBA32F) and the final image that the root gathers from them ([`Gathered`]).
+//! The spans of partial images that travel between ranks ([`Piece`]: Active Pixel encoded
+//! with RGBA8 or RGBA32F colour, or raw) and the final image that the root gathers from them ([`Gathered`]).
 
-use crate::ap::Encoded;
-use crate::cpu::blend::{composite, composite_raw, composite_wide, WIDE_WORDS};
+use crate::ap::{runs_of, Encoded, WIDE_WORDS};
+use crate::cpu::blend::{composite, composite_of, composite_raw};
 use crate::error::{CompositeError, Result};
 use crate::frame::Frame;
 use crate::spans;
@@ -15,10 +15,9 @@ pub enum Piece {
     Encoded(Encoded),
     /// Raw: (colour, depth bits) per pixel.
     Raw { pixels: usize, words: Vec<u32> },
-    /// Raw with RGBA32F colour: [`WIDE_WORDS`] words per pixel (the four colour channels'
-    /// bits, then the depth bits); no words at all for a span with no active pixel, so a
-    /// rank with nothing drawn sends nothing.
-    Wide { pixels: usize, words: Vec<u32> },
+    /// Active Pixel encoded with RGBA32F colour: [`WIDE_WORDS`] words per active pixel (the
+    /// four colour channels' bits, then the depth bits).
+    Wide(Encoded),
 }
 
 /// What form a [`Piece`] has, so that what is received is rebuilt in the same form.
@@ -32,8 +31,8 @@ pub enum Kind {
 impl Piece {
     pub fn pixels(&self) -> usize {
         match self {
-            Piece::Encoded(e) => e.pixels,
-            Piece::Raw { pixels, .. } | Piece::Wide { pixels, .. } => *pixels,
+            Piece::Encoded(e) | Piece::Wide(e) => e.pixels,
+            Piece::Raw { pixels, .. } => *pixels,
         }
     }
 
@@ -41,34 +40,38 @@ impl Piece {
         match self {
             Piece::Encoded(_) => Kind::Encoded,
             Piece::Raw { .. } => Kind::Raw,
-            Piece::Wide { .. } => Kind::Wide,
+            Piece::Wide(_) => Kind::Wide,
         }
     }
 
     pub fn words(&self) -> &[u32] {
         match self {
-            Piece::Encoded(e) => &e.words,
-            Piece::Raw { words, .. } | Piece::Wide { words, .. } => words,
+            Piece::Encoded(e) | Piece::Wide(e) => &e.words,
+            Piece::Raw { words, .. } => words,
         }
     }
 
     /// The words, as they are sent.
     pub fn into_words(self) -> Vec<u32> {
         match self {
-            Piece::Encoded(e) => e.words,
-            Piece::Raw { words, .. } | Piece::Wide { words, .. } => words,
+            Piece::Encoded(e) | Piece::Wide(e) => e.words,
+            Piece::Raw { words, .. } => words,
         }
     }
 
     /// Rebuilds a received piece of `pixels` pixels of form `kind`, checking it before
     /// trusting it.
     pub fn received(kind: Kind, pixels: usize, words: Vec<u32>) -> Result<Piece> {
-        let size = |per: usize| words.len() == per * pixels || (kind == Kind::Wide && words.is_empty());
         match kind {
             Kind::Encoded => Ok(Piece::Encoded(Encoded::checked(pixels, words)?)),
-            Kind::Raw if size(2) => Ok(Piece::Raw { pixels, words }),
-            Kind::Wide if size(WIDE_WORDS) => Ok(Piece::Wide { pixels, words }),
-            _ => Err(CompositeError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len()))),
+            Kind::Wide => {
+                crate::ap::validate_of(&words, pixels, WIDE_WORDS)?;
+                Ok(Piece::Wide(Encoded { pixels, words }))
+            }
+            Kind::Raw if words.len() == 2 * pixels => Ok(Piece::Raw { pixels, words }),
+            Kind::Raw => {
+                Err(CompositeError::Corrupt(format!("raw piece of {} words for {pixels} pixels", words.len())))
+            }
         }
     }
 
@@ -76,7 +79,7 @@ impl Piece {
         match kind {
             Kind::Encoded => Piece::Encoded(Encoded { pixels: 0, words: Vec::new() }),
             Kind::Raw => Piece::Raw { pixels: 0, words: Vec::new() },
-            Kind::Wide => Piece::Wide { pixels: 0, words: Vec::new() },
+            Kind::Wide => Piece::Wide(Encoded { pixels: 0, words: Vec::new() }),
         }
     }
 
@@ -84,50 +87,45 @@ impl Piece {
     pub fn split(&self, bounds: &[usize]) -> Vec<Piece> {
         match self {
             Piece::Encoded(e) => spans::split(e, bounds).into_iter().map(Piece::Encoded).collect(),
+            Piece::Wide(e) => spans::split_of(e, bounds, WIDE_WORDS).into_iter().map(Piece::Wide).collect(),
             Piece::Raw { pixels, words } => {
-                raw_parts(*pixels, bounds, words, 2).map(|(pixels, words)| Piece::Raw { pixels, words }).collect()
+                raw_parts(*pixels, bounds, words).map(|(pixels, words)| Piece::Raw { pixels, words }).collect()
             }
-            Piece::Wide { pixels, words } => raw_parts(*pixels, bounds, words, WIDE_WORDS)
-                .map(|(pixels, words)| Piece::Wide { pixels, words })
-                .collect(),
         }
     }
 
-    /// Composites pieces of one span in order, on the CPU (all encoded or all raw, as the
-    /// exchange sends them).
+    /// Composites pieces of one span in order, on the CPU (all of one kind, as the exchange
+    /// sends them).
     pub fn composite(pieces: &[&Piece], op: Op) -> Result<Piece> {
-        if let Some(Piece::Encoded(_)) = pieces.first() {
-            let encoded: Vec<&Encoded> = pieces
+        let encoded = |wide: bool| -> Vec<&Encoded> {
+            pieces
                 .iter()
                 .filter_map(|p| match p {
-                    Piece::Encoded(e) => Some(e),
-                    Piece::Raw { .. } | Piece::Wide { .. } => None,
+                    Piece::Encoded(e) if !wide => Some(e),
+                    Piece::Wide(e) if wide => Some(e),
+                    _ => None,
                 })
-                .collect();
-            return Ok(Piece::Encoded(composite(&encoded, op)?));
-        }
-        let pixels = pieces[0].pixels();
-        let words: Vec<&[u32]> = pieces.iter().map(|p| p.words()).collect();
-        match pieces[0] {
-            Piece::Wide { .. } => Ok(Piece::Wide { pixels, words: composite_wide(&words, pixels, op) }),
-            _ => Ok(Piece::Raw { pixels, words: composite_raw(&words, pixels, op) }),
+                .collect()
+        };
+        match pieces.first() {
+            Some(Piece::Encoded(_)) => Ok(Piece::Encoded(composite(&encoded(false), op)?)),
+            Some(Piece::Wide(_)) => Ok(Piece::Wide(composite_of(&encoded(true), op, WIDE_WORDS)?)),
+            _ => {
+                let pixels = pieces[0].pixels();
+                let words: Vec<&[u32]> = pieces.iter().map(|p| p.words()).collect();
+                Ok(Piece::Raw { pixels, words: composite_raw(&words, pixels, op) })
+            }
         }
     }
 }
 
-/// The parts of a raw span of `pixels` pixels of `per` words each, cut at `bounds`, as
-/// (pixels, words); a span without words (a [`Piece::Wide`] with nothing drawn) gives parts
-/// without words.
-fn raw_parts<'a>(
-    pixels: usize,
-    bounds: &'a [usize],
-    words: &'a [u32],
-    per: usize,
-) -> impl Iterator<Item = (usize, Vec<u32>)> + 'a {
+/// The parts of a raw span of `pixels` pixels of two words each, cut at `bounds`, as
+/// (pixels, words).
+fn raw_parts<'a>(pixels: usize, bounds: &'a [usize], words: &'a [u32]) -> impl Iterator<Item = (usize, Vec<u32>)> + 'a {
     let ends = bounds.iter().copied().chain(std::iter::once(pixels));
     let mut start = 0;
     ends.map(move |end| {
-        let part = if words.is_empty() { Vec::new() } else { words[per * start..per * end].to_vec() };
+        let part = words[2 * start..2 * end].to_vec();
         let p = (end - start, part);
         start = end;
         p
@@ -149,9 +147,14 @@ impl Gathered {
             match piece {
                 Piece::Encoded(e) => frame.paint(e, *start),
                 Piece::Raw { words, .. } => frame.paint_raw(words, *start),
-                Piece::Wide { words, .. } => {
-                    for (i, px) in words.chunks_exact(WIDE_WORDS).enumerate() {
-                        (frame.color[start + i], frame.depth[start + i]) = wide_as_rgba8(px);
+                Piece::Wide(e) => {
+                    let mut p = *start;
+                    for run in runs_of(&e.words, WIDE_WORDS) {
+                        p += run.inactive as usize;
+                        for px in run.pixels.chunks_exact(WIDE_WORDS) {
+                            (frame.color[p], frame.depth[p]) = wide_as_rgba8(px);
+                            p += 1;
+                        }
                     }
                 }
             }

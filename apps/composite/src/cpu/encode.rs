@@ -11,25 +11,47 @@ use crate::types::Roi;
 
 /// Serial Active Pixel encoding of `frame` pixels `begin..end`.
 pub fn encode_range(frame: &Frame, begin: usize, end: usize) -> Encoded {
-    let mut w = ApWriter::with_capacity(64);
+    encode_planes(&frame.color, &frame.depth, begin, end)
+}
+
+/// Serial Active Pixel encoding of pixels `begin..end` of a colour plane of `color.len() /
+/// depth.len()` words a pixel (1: RGBA8; 4: RGBA32F, the channels' bits) and its depth plane.
+/// An active pixel's words are its colour words, then its depth bits.
+pub fn encode_planes(color: &[u32], depth: &[f32], begin: usize, end: usize) -> Encoded {
+    let per = color.len() / depth.len().max(1);
+    let mut w = ApWriter::of(64, per + 1);
+    let mut words = Vec::new();
     let mut i = begin;
     while i < end {
         let start = i;
-        if frame.depth[i] == BACKGROUND_DEPTH {
-            while i < end && frame.depth[i] == BACKGROUND_DEPTH {
+        if depth[i] == BACKGROUND_DEPTH {
+            while i < end && depth[i] == BACKGROUND_DEPTH {
                 i += 1;
             }
             w.push_inactive((i - start) as u32);
         } else {
-            let mut words = Vec::new();
-            while i < end && frame.depth[i] != BACKGROUND_DEPTH {
-                words.extend_from_slice(&[frame.color[i], frame.depth[i].to_bits()]);
+            words.clear();
+            while i < end && depth[i] != BACKGROUND_DEPTH {
+                words.extend_from_slice(&color[per * i..per * (i + 1)]);
+                words.push(depth[i].to_bits());
                 i += 1;
             }
             w.push_active(&words);
         }
     }
     Encoded { pixels: end - begin, words: w.finish() }
+}
+
+/// Multithreaded [`encode_planes`] of whole planes of `width`-pixel rows: bands of rows
+/// encoded in parallel, then joined.
+pub fn encode_planes_parallel(color: &[u32], depth: &[f32], width: u32) -> Encoded {
+    let n = depth.len();
+    let band = (width as usize * 16).max(1 << 16);
+    let bands: Vec<Encoded> = (0..n.div_ceil(band))
+        .into_par_iter()
+        .map(|b| encode_planes(color, depth, b * band, ((b + 1) * band).min(n)))
+        .collect();
+    crate::spans::concat_of(bands, color.len() / n.max(1) + 1)
 }
 
 /// Serial encoding of a frame whose pixels outside the box `roi` are all inactive, reading
@@ -56,11 +78,7 @@ pub fn encode_serial(frame: &Frame) -> Encoded {
 
 /// Multithreaded encoding: bands of rows encoded in parallel, then joined.
 pub fn encode_parallel(frame: &Frame) -> Encoded {
-    let n = frame.pixels();
-    let band = (frame.width as usize * 16).max(1 << 16);
-    let bands: Vec<Encoded> =
-        (0..n.div_ceil(band)).into_par_iter().map(|b| encode_range(frame, b * band, ((b + 1) * band).min(n))).collect();
-    crate::spans::concat(bands)
+    encode_planes_parallel(&frame.color, &frame.depth, frame.width)
 }
 
 /// The region of interest: the bounding box of the pixels whose depth is not the

@@ -14,6 +14,11 @@
 //! with its CPU twin [`crate::cpu::encode::encode_serial`], and only its bytes are copied to
 //! the host.
 //!
+//! Colour is RGBA8 (one word a pixel) or RGBA32F (four: the channels' bits), the second
+//! a variant of `ap_scatter` (specialization constant 3) built and checked against the CPU
+//! encoder when first asked for ([`GpuEncoder::prepare_wide`]); `ap_count` reads only
+//! depths, so it serves both. The payloads are those of [`crate::cpu::encode::encode_planes`].
+//!
 //! A frame whose payload or colour and depth would not bind within the device's
 //! storage-buffer range (`maxStorageBufferRange`: 128 MiB on lavapipe, where a 4096x4096
 //! frame's worst-case payload is 128 MiB and 16 bytes) is encoded in bands of rows, or a span
@@ -29,11 +34,11 @@ use std::time::Instant;
 
 use engine::{Buffer, Context, DeviceInfo, Kernel, Location};
 
-use crate::ap::Encoded;
-use crate::cpu::encode::encode_serial;
+use crate::ap::{Encoded, PIXEL_WORDS, WIDE_WORDS};
+use crate::cpu::encode::encode_planes;
 use crate::error::{CompositeError, EncoderLimit, Result};
 use crate::shaders::kernels;
-use crate::spans::{concat, split};
+use crate::spans::{concat_of, split_of};
 use kit::stats::ms_since;
 
 use crate::timing::gpu_ms;
@@ -141,18 +146,20 @@ fn copy_parallel(src: &[u32]) -> Vec<u32> {
     out
 }
 
-/// The most pixels one encoder submission covers: its payload (at most 2 words a pixel and 4
-/// more) must bind within the device's storage-buffer range, and so must its colour and depth
-/// slices, which start up to one offset alignment before its first pixel.
-fn piece_pixels(info: &DeviceInfo) -> usize {
+/// The most pixels one encoder submission covers: its payload (at most `stride` words a pixel
+/// and 4 more) must bind within the device's storage-buffer range, and so must its colour and
+/// depth slices, which start up to one offset alignment before its first pixel.
+fn piece_pixels(info: &DeviceInfo, stride: usize) -> usize {
     let range = usize::try_from(info.max_storage_buffer_range).unwrap_or(usize::MAX);
     let align = info.offset_alignment_words();
-    (range.saturating_sub(16) / 8).saturating_sub(align).max(align)
+    (range.saturating_sub(16) / (4 * stride)).saturating_sub(align).max(align)
 }
 
-/// Refuses `len` pixels from pixel `start` that run past the colour or depth buffer.
-fn check_fits(color: &Buffer<u32>, depth: &Buffer<f32>, start: usize, len: usize) -> Result<()> {
-    if start.checked_add(len).is_none_or(|end| color.len() < end || depth.len() < end) {
+/// Refuses `len` pixels from pixel `start` that run past the colour (of `stride - 1` words a
+/// pixel) or depth buffer.
+fn check_fits(color: &Buffer<u32>, depth: &Buffer<f32>, start: usize, len: usize, stride: usize) -> Result<()> {
+    let past = |end: usize| color.len() / (stride - 1) < end || depth.len() < end;
+    if start.checked_add(len).is_none_or(past) {
         return Err(EncoderLimit::Buffers { start, len, color: color.len(), depth: depth.len() }.into());
     }
     Ok(())
@@ -192,8 +199,12 @@ pub struct GpuEncoder {
     ctx: Context,
     count: Kernel<ChunkPush>,
     scatter: Kernel<ChunkPush>,
+    /// `ap_scatter` for RGBA32F colour, once asked for ([`GpuEncoder::prepare_wide`]).
+    scatter_wide: Option<Kernel<ChunkPush>>,
     config: EncodeConfig,
     subgroup: u32,
+    /// Whether the pipelines require `subgroup` ([`plan_subgroups`]).
+    required: bool,
     /// The box on the device and its host copy.
     roi_box: Buffer<u32>,
     roi_host: Buffer<u32>,
@@ -207,8 +218,9 @@ pub struct GpuEncoder {
     out: Option<Buffer<u32>>,
     host: Option<Buffer<u32>>,
     size: Buffer<u32>,
-    /// The most pixels one submission covers ([`piece_pixels`]).
+    /// The most pixels one submission covers ([`piece_pixels`]), RGBA8 and RGBA32F.
     piece: usize,
+    wide_piece: usize,
 }
 
 impl GpuEncoder {
@@ -225,7 +237,7 @@ impl GpuEncoder {
         shapes.extend(ENCODE_SHAPES.into_iter().filter(|s| Some(*s) != tuned));
         let mut failures = Vec::new();
         for config in shapes {
-            match GpuEncoder::with_config(ctx, config).and_then(|mut e| e.self_check().map(|()| e)) {
+            match GpuEncoder::with_config(ctx, config).and_then(|mut e| e.self_check(PIXEL_WORDS).map(|()| e)) {
                 Ok(encoder) => {
                     if !failures.is_empty() {
                         eprintln!("tessera: GPU encoder falls back to {config:?}: {}", failures.join("; "));
@@ -239,24 +251,26 @@ impl GpuEncoder {
     }
 
     /// Encodes check frames (random runs; a narrow band) and a span of one at an odd pixel,
-    /// and compares the payloads with the CPU encoder's.
-    fn self_check(&mut self) -> Result<()> {
+    /// with colour of `stride - 1` words a pixel, and compares the payloads with the CPU
+    /// encoder's.
+    fn self_check(&mut self, stride: usize) -> Result<()> {
         let (w, h) = CHECK_SIZE;
         for (name, frame) in crate::patterns::all(w, h, 3) {
             if !matches!(name.as_str(), "random runs" | "band") {
                 continue;
             }
-            let color = self.ctx.upload(&frame.color, "check colour")?;
+            let colors = if stride == WIDE_WORDS { crate::patterns::widen(&frame, 3) } else { frame.color.clone() };
+            let color = self.ctx.upload(&colors, "check colour")?;
             let depth = self.ctx.upload(&frame.depth, "check depth")?;
-            let want = encode_serial(&frame);
-            if self.encode(&color, &depth, w, h)?.0 != want {
+            let want = encode_planes(&colors, &frame.depth, 0, frame.pixels());
+            if self.encode_of(&color, &depth, w, h, stride)?.0 != want {
                 return Err(CompositeError::EncodingsDiffer {
                     what: format!("the GPU and CPU encodings of the {name} check frame"),
                 });
             }
             let (start, len) = (w as usize + 3, (w * h / 2) as usize);
-            let span = split(&want, &[start, start + len]).swap_remove(1);
-            if self.encode_span(&color, &depth, start, len)?.0 != span {
+            let span = split_of(&want, &[start, start + len], stride).swap_remove(1);
+            if self.encode_span_of(&color, &depth, start, len, stride)?.0 != span {
                 return Err(CompositeError::EncodingsDiffer {
                     what: format!("the GPU and CPU encodings of a span of the {name} check frame"),
                 });
@@ -289,9 +303,11 @@ impl GpuEncoder {
         Ok(GpuEncoder {
             ctx: ctx.clone(),
             count: pipe(&kernels::AP_COUNT, &[workgroup, per_lane])?,
-            scatter: pipe(&kernels::AP_SCATTER, &[workgroup, per_lane, batch])?,
+            scatter: pipe(&kernels::AP_SCATTER, &[workgroup, per_lane, batch, 1])?,
+            scatter_wide: None,
             config,
             subgroup,
+            required,
             roi_box: ctx.buffer(4, Location::Device, "roi box")?,
             roi_host: ctx.buffer(4, Location::Download, "roi box (host)")?,
             finished,
@@ -300,8 +316,30 @@ impl GpuEncoder {
             out: None,
             host: None,
             size: ctx.buffer(1, Location::Download, "ap size")?,
-            piece: piece_pixels(ctx.info()),
+            piece: piece_pixels(ctx.info(), PIXEL_WORDS),
+            wide_piece: piece_pixels(ctx.info(), WIDE_WORDS),
         })
+    }
+
+    /// Builds the RGBA32F variant of `ap_scatter` (once) and checks its payloads against the
+    /// CPU encoder's on check frames, as [`GpuEncoder::new`] checks the RGBA8 ones; an error
+    /// leaves the encoder without it.
+    pub fn prepare_wide(&mut self) -> Result<()> {
+        if self.scatter_wide.is_some() {
+            return Ok(());
+        }
+        let EncodeConfig { workgroup, per_lane, batch } = self.config;
+        let spec = [workgroup, per_lane, batch, 4];
+        self.scatter_wide = Some(if self.required {
+            self.ctx.kernel_for_subgroup::<ChunkPush>(&kernels::AP_SCATTER, &spec, self.subgroup)?
+        } else {
+            self.ctx.kernel::<ChunkPush>(&kernels::AP_SCATTER, &spec)?
+        });
+        let checked = self.self_check(WIDE_WORDS);
+        if checked.is_err() {
+            self.scatter_wide = None;
+        }
+        checked
     }
 
     /// Covers at most `pixels` per submission, as a device with a smaller storage-buffer
@@ -309,6 +347,17 @@ impl GpuEncoder {
     #[cfg(test)]
     pub(crate) fn limit_submissions(&mut self, pixels: usize) {
         self.piece = pixels;
+        self.wide_piece = pixels;
+    }
+
+    /// The most pixels a submission covers for payloads of `stride` words a pixel, and that
+    /// colour and depth format's scatter kernel is ready (RGBA32F: [`GpuEncoder::prepare_wide`]).
+    fn piece_of(&mut self, stride: usize) -> Result<usize> {
+        match stride {
+            PIXEL_WORDS => Ok(self.piece),
+            WIDE_WORDS => self.prepare_wide().map(|()| self.wide_piece),
+            _ => Err(CompositeError::Invalid(format!("no GPU encoder for {stride} words a pixel"))),
+        }
     }
 
     /// The configuration the encoder runs.
@@ -317,8 +366,8 @@ impl GpuEncoder {
     }
 
     /// ROI detection, encoding and download of the payload of a rendered `width x height`
-    /// frame: one submission, or one per band of rows where the frame is larger than one
-    /// binds.
+    /// RGBA8 frame: one submission, or one per band of rows where the frame is larger than
+    /// one binds.
     pub fn encode(
         &mut self,
         color: &Buffer<u32>,
@@ -326,26 +375,41 @@ impl GpuEncoder {
         width: u32,
         height: u32,
     ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
+        self.encode_of(color, depth, width, height, PIXEL_WORDS)
+    }
+
+    /// [`GpuEncoder::encode`] for payloads of `stride` words per active pixel: RGBA8 colour
+    /// ([`PIXEL_WORDS`]), or RGBA32F ([`WIDE_WORDS`]: `color` holds four words a pixel).
+    pub fn encode_of(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        width: u32,
+        height: u32,
+        stride: usize,
+    ) -> Result<(Encoded, Option<Roi>, EncodeTimes)> {
         let total = crate::ap::pixel_count(width, height)?;
-        check_fits(color, depth, 0, total)?;
-        if width as usize > self.piece {
-            return Err(EncoderLimit::RowTooWide { width, piece: self.piece }.into());
+        let piece = self.piece_of(stride)?;
+        check_fits(color, depth, 0, total, stride)?;
+        if width as usize > piece {
+            return Err(EncoderLimit::RowTooWide { width, piece }.into());
         }
-        let rows = (self.piece / width as usize).min(height as usize) as u32;
+        let rows = (piece / width as usize).min(height as usize) as u32;
         let (mut pieces, mut roi, mut times) = (Vec::new(), None, EncodeTimes::default());
         for y0 in (0..height).step_by(rows as usize) {
             let band = rows.min(height - y0);
-            let (words, band_roi, t) = self.encode_image(color, depth, width, band, y0 as usize * width as usize)?;
+            let origin = y0 as usize * width as usize;
+            let (words, band_roi, t) = self.encode_image(color, depth, width, band, origin, stride)?;
             let (words, d2h_ms) = self.download(words)?;
             times += EncodeTimes { d2h_ms, ..t };
             roi = union(roi, band_roi.map(|r| Roi { y0: r.y0 + y0, y1: r.y1 + y0, ..r }));
             pieces.push(Encoded { pixels: width as usize * band as usize, words });
         }
-        Ok((concat(pieces), roi, times))
+        Ok((concat_of(pieces, stride), roi, times))
     }
 
-    /// Encodes and downloads the span of `len` pixels from pixel `start` of the colour and
-    /// depth buffers (as an image of one row), in as many submissions as its size needs.
+    /// Encodes and downloads the span of `len` pixels from pixel `start` of the RGBA8 colour
+    /// and depth buffers (as an image of one row), in as many submissions as its size needs.
     pub fn encode_span(
         &mut self,
         color: &Buffer<u32>,
@@ -353,22 +417,37 @@ impl GpuEncoder {
         start: usize,
         len: usize,
     ) -> Result<(Encoded, EncodeTimes)> {
-        check_fits(color, depth, start, len)?;
+        self.encode_span_of(color, depth, start, len, PIXEL_WORDS)
+    }
+
+    /// [`GpuEncoder::encode_span`] for payloads of `stride` words per active pixel (as
+    /// [`GpuEncoder::encode_of`]).
+    pub fn encode_span_of(
+        &mut self,
+        color: &Buffer<u32>,
+        depth: &Buffer<f32>,
+        start: usize,
+        len: usize,
+        stride: usize,
+    ) -> Result<(Encoded, EncodeTimes)> {
+        let piece = self.piece_of(stride)?;
+        check_fits(color, depth, start, len, stride)?;
         let (mut pieces, mut times) = (Vec::new(), EncodeTimes::default());
         let mut at = start;
         while at < start + len || pieces.is_empty() {
-            let n = self.piece.min(start + len - at);
-            let (words, _, t) = self.encode_image(color, depth, n as u32, 1, at)?;
+            let n = piece.min(start + len - at);
+            let (words, _, t) = self.encode_image(color, depth, n as u32, 1, at, stride)?;
             let (words, d2h_ms) = self.download(words)?;
             times += EncodeTimes { d2h_ms, ..t };
             pieces.push(Encoded { pixels: n, words });
             at += n;
         }
-        Ok((concat(pieces), times))
+        Ok((concat_of(pieces, stride), times))
     }
 
     /// Both kernels over the `width x height` image at pixel `origin` of the buffers, in one
-    /// submission.
+    /// submission, with the scatter kernel of `stride` words a pixel (made ready by
+    /// [`GpuEncoder::piece_of`]).
     fn encode_image(
         &mut self,
         color: &Buffer<u32>,
@@ -376,22 +455,26 @@ impl GpuEncoder {
         width: u32,
         height: u32,
         origin: usize,
+        stride: usize,
     ) -> Result<(usize, Option<Roi>, EncodeTimes)> {
         let total = crate::ap::pixel_count(width, height)?;
-        check_fits(color, depth, origin, total)?;
-        self.ctx.check_binding(4 * (2 * total as u64 + 4), "the Active Pixel payload")?;
+        check_fits(color, depth, origin, total, stride)?;
+        let most = stride * total + 4;
+        self.ctx.check_binding(4 * most as u64, "the Active Pixel payload")?;
         // The slices start at the aligned pixel at or before `origin`; the kernels index
         // them from the rest.
         let base = origin - origin % self.ctx.info().offset_alignment_words();
-        let (color, depth) = (color.range(base, origin + total - base), depth.range(base, origin + total - base));
+        let cw = stride - 1;
+        let color = color.range(cw * base, cw * (origin + total - base));
+        let depth = depth.range(base, origin + total - base);
         let origin = origin - base;
         let chunk = (self.subgroup * self.config.per_lane) as usize;
         let group_chunks = (self.config.workgroup / self.subgroup) as usize;
         let chunks = total.div_ceil(chunk);
         let groups = chunks.div_ceil(group_chunks);
         // Bound to what this image uses: the buffers keep the size of the largest image yet.
-        let out = self.ctx.reuse_buffer(&mut self.out, 2 * total + 4, Location::Device, "ap payload")?;
-        let out = out.range(0, 2 * total + 4);
+        let out = self.ctx.reuse_buffer(&mut self.out, most, Location::Device, "ap payload")?;
+        let out = out.range(0, most);
         let info = self.ctx.reuse_buffer(&mut self.chunk_info, 4 * chunks, Location::Device, "ap chunks")?;
         let info = info.range(0, 4 * chunks);
         let groups_data = self.ctx.reuse_buffer(&mut self.group_data, 8 * groups, Location::Device, "ap groups")?;
@@ -415,7 +498,11 @@ impl GpuEncoder {
             .push(&push)
             .dispatch_linear(groups as u32)?;
         rec.mark("roi");
-        rec.pass(&self.scatter)
+        let scatter = match stride {
+            WIDE_WORDS => self.scatter_wide.as_ref().expect("made ready by piece_of"),
+            _ => &self.scatter,
+        };
+        rec.pass(scatter)
             .read(&color)
             .read(&depth)
             .read(&info)
@@ -432,7 +519,7 @@ impl GpuEncoder {
         let passes = rec.submit()?.wait_profiled()?;
         let wall = ms_since(wall);
         let words = self.size.mapped()?[0] as usize;
-        if words > 2 * total + 4 {
+        if words > most {
             return Err(CompositeError::PayloadSize { words, pixels: total });
         }
         let b = self.roi_host.mapped()?;
@@ -465,8 +552,9 @@ impl GpuEncoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::encode::roi as roi_cpu;
+    use crate::cpu::encode::{encode_planes_parallel, encode_serial, roi as roi_cpu};
     use crate::patterns;
+    use crate::spans::split;
     use engine::testing;
 
     #[test]
@@ -499,6 +587,65 @@ mod tests {
                 );
             }
         }
+        testing::assert_no_validation_messages();
+    }
+
+    /// RGBA32F colour (four random finite words a pixel, of every exponent and sign) through
+    /// the wide variant of `ap_scatter`: payloads and boxes bit-identical with the CPU
+    /// encoder's, for whole images and spans, at sizes no multiple of a workgroup, every
+    /// pattern (all-background "empty" and all-active "full" among them), every shape the
+    /// encoder may pick and one of several batches per chunk; then in bands and pieces.
+    #[test]
+    fn wide_gpu_encoding_is_bit_identical_with_the_cpu_reference() {
+        let ctx = testing::context();
+        let mut configs = ENCODE_SHAPES.to_vec();
+        configs.push(EncodeConfig { workgroup: 64, per_lane: 96, batch: 12 });
+        for config in configs {
+            let mut enc = GpuEncoder::with_config(ctx, config).unwrap();
+            enc.prepare_wide().unwrap();
+            for (w, h) in [(1, 1), (7, 3), (37, 19), (257, 131)] {
+                for (name, frame) in patterns::all(w, h, 21) {
+                    let colors = patterns::widen(&frame, 22);
+                    let color = ctx.upload(&colors, "color").unwrap();
+                    let depth = ctx.upload(&frame.depth, "depth").unwrap();
+                    let n = frame.pixels();
+                    let want = encode_planes(&colors, &frame.depth, 0, n);
+                    crate::ap::validate_of(&want.words, n, WIDE_WORDS).unwrap();
+                    assert!(encode_planes_parallel(&colors, &frame.depth, w) == want, "parallel {name} {w}x{h}");
+                    let (got, roi, _) = enc.encode_of(&color, &depth, w, h, WIDE_WORDS).unwrap();
+                    assert_eq!(roi, roi_cpu(&frame.depth, w), "ROI of {name} {w}x{h} {config:?}");
+                    assert!(got == want, "{name} {w}x{h} {config:?}");
+                    for (start, len) in [(n / 3, (n / 2).max(1)), (n - 1, 1), (0, n), (1.min(n - 1), n - 1.min(n - 1))]
+                    {
+                        let span = split_of(&want, &[start, start + len], WIDE_WORDS).swap_remove(1);
+                        let got = enc.encode_span_of(&color, &depth, start, len, WIDE_WORDS).unwrap().0;
+                        assert!(got == span, "span {start}+{len} of {name} {w}x{h} {config:?}");
+                    }
+                }
+            }
+        }
+        let mut enc = GpuEncoder::new(ctx).unwrap();
+        enc.prepare_wide().unwrap();
+        let (w, h) = (203u32, 97u32);
+        for (name, frame) in patterns::all(w, h, 23) {
+            let colors = patterns::widen(&frame, 24);
+            let color = ctx.upload(&colors, "color").unwrap();
+            let depth = ctx.upload(&frame.depth, "depth").unwrap();
+            let n = frame.pixels();
+            let want = encode_planes(&colors, &frame.depth, 0, n);
+            let (start, len) = (n / 3 + 1, n / 2);
+            let span = split_of(&want, &[start, start + len], WIDE_WORDS).swap_remove(1);
+            for piece in [w as usize, 3 * w as usize + 7, 4099, n - 1] {
+                enc.limit_submissions(piece);
+                assert!(enc.encode_of(&color, &depth, w, h, WIDE_WORDS).unwrap().0 == want, "{name}, {piece} bands");
+                let got = enc.encode_span_of(&color, &depth, start, len, WIDE_WORDS).unwrap().0;
+                assert!(got == span, "{name}, {piece}-pixel pieces");
+            }
+        }
+        // An RGBA8-sized colour buffer is too short for RGBA32F.
+        let short = ctx.upload(&[0u32; 10], "short").unwrap();
+        let depth = ctx.upload(&[0.5f32; 10], "depth").unwrap();
+        assert!(enc.encode_of(&short, &depth, 5, 2, WIDE_WORDS).is_err());
         testing::assert_no_validation_messages();
     }
 
