@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 use kit::output::IMAGE_EXTENSIONS;
+use kit::viewer::ViewerError;
 use serde::Serialize;
+use smoe::error::SmoeError;
 use smoe::gpu::Mode;
 use smoe::model::Model;
 
@@ -32,11 +34,6 @@ pub struct ViewArgs {
     run: kit::cli::RunArgs,
 }
 
-pub fn run(args: ViewArgs) -> Result<()> {
-    let ViewArgs { model, frames, screenshot, mode, size, run } = args;
-    view(&model, frames, screenshot, mode, size, &run)
-}
-
 #[derive(Serialize)]
 struct ViewRecord {
     frames: u64,
@@ -55,14 +52,9 @@ impl fmt::Display for ViewRecord {
     }
 }
 
-fn view(
-    model_path: &Path,
-    frames: Option<u64>,
-    screenshot: Option<PathBuf>,
-    mode: Mode,
-    size: Option<(u32, u32)>,
-    run: &kit::cli::RunArgs,
-) -> Result<()> {
+pub fn run(args: ViewArgs) -> Result<()> {
+    let ViewArgs { model: model_path, frames, screenshot, mode, size, run } = args;
+    let model_path = model_path.as_path();
     if let Some(shot) = &screenshot {
         kit::output::check_file(shot, IMAGE_EXTENSIONS, &[model_path])?;
     }
@@ -75,9 +67,9 @@ fn view(
         height,
         frames,
         screenshot: screenshot.clone(),
-        device: run.device.clone(),
+        device: run.device,
     };
-    let shown = crate::viewer::run(model, mode, window)?;
+    let shown = crate::viewer::run(model, mode, window).map_err(reported)?;
     let record = ViewRecord {
         frames: shown.frames,
         requested_frames: frames,
@@ -88,4 +80,14 @@ fn view(
     let outs: Vec<&Path> = screenshot.iter().map(PathBuf::as_path).collect();
     kit::emit(&record, &outs);
     Ok(())
+}
+
+/// The viewer's error as `kit::main` reads it: an engine error as itself, so that its kind
+/// chooses the exit status (the window's device is opened inside the loop); any other as it is.
+fn reported(error: ViewerError<SmoeError>) -> anyhow::Error {
+    match error {
+        ViewerError::Engine(e) | ViewerError::Scene(SmoeError::Engine(e)) => e.into(),
+        ViewerError::Kit(e) => e.into(),
+        ViewerError::Scene(e) => e.into(),
+    }
 }
