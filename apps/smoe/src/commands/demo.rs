@@ -24,10 +24,6 @@ pub struct DemoArgs {
     run: kit::cli::RunArgs,
 }
 
-pub fn run(args: DemoArgs) -> Result<()> {
-    demo(&args.out, &args.run)
-}
-
 /// The demo's record, also written as `smoe_summary.json`.
 #[derive(Serialize)]
 struct DemoRecord {
@@ -74,7 +70,9 @@ const DEMO_PIXELS_PER_KERNEL: usize = 44;
 const DEMO_FILES: [&str; 5] =
     ["smoe_input.png", "smoe_model.json", "smoe_summary.json", "smoe_render_1x.png", "smoe_render_2x.png"];
 
-fn demo(dir: &Path, run: &kit::cli::RunArgs) -> Result<()> {
+pub fn run(args: DemoArgs) -> Result<()> {
+    let DemoArgs { out, run } = args;
+    let dir = out.as_path();
     kit::output::check_folder(dir, &[])?;
     kit::output::check_files_in(dir, &DEMO_FILES)?;
     let ctx = run.context()?;
