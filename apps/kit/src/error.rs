@@ -15,6 +15,10 @@ pub enum KitError {
         crate::units::human(*budget)
     )]
     OverBudget { what: String, bytes: u64, budget: u64 },
+    /// No window could be opened, or the window system's event loop failed (the viewers'
+    /// window, `viewer`).
+    #[error("cannot open a window: {0}")]
+    Window(String),
 }
 
 pub type Result<T, E = KitError> = std::result::Result<T, E>;

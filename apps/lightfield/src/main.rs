@@ -71,8 +71,7 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<()> {
     let done = match command {
-        // The window's loop (`kit::viewer`) speaks anyhow itself.
-        Command::View(args) => return commands::view::run(args),
+        Command::View(args) => commands::view::run(args),
         Command::Train(args) => commands::train::run(args),
         Command::Encode(args) => commands::encode::run(args),
         Command::Decode(args) => commands::decode::run(args),

@@ -18,9 +18,7 @@ use lightfield::gpu::decode::device::decode_to_device;
 use lightfield::gpu::render::GpuRenderer;
 use lightfield::gpu::GpuCodec;
 use lightfield::render::{PixelOrder, View, MAX_APERTURE, MAX_FOCUS};
-use lightfield::Result;
-
-use crate::reported;
+use lightfield::{LfError, Result};
 
 /// Views moved per arrow-key press.
 const KEY_STEP: f32 = 0.1;
@@ -51,21 +49,20 @@ pub struct Viewer {
 
 impl Scene for Viewer {
     type Gpu = Gpu;
+    type Error = LfError;
 
-    // `kit::viewer::Scene` speaks anyhow; the codec's errors cross over as `main` hands
-    // them to kit (`reported`).
-    fn setup(&mut self, ctx: &Context, target: Target) -> anyhow::Result<Gpu> {
-        self.decode(ctx, target).map_err(reported)
+    fn setup(&mut self, ctx: &Context, target: Target) -> Result<Gpu> {
+        self.decode(ctx, target)
     }
 
-    fn record(&mut self, gpu: &mut Gpu, ctx: &Context, target: Target, rec: &mut Recorder) -> anyhow::Result<()> {
+    fn record(&mut self, gpu: &mut Gpu, ctx: &Context, target: Target, rec: &mut Recorder) -> Result<()> {
         if (target.width, target.height) != (self.view.width, self.view.height) {
-            gpu.out = pixel_buffer(ctx, target).map_err(reported)?;
+            gpu.out = pixel_buffer(ctx, target)?;
             self.view.width = target.width;
             self.view.height = target.height;
         }
         let order = if target.bgra { PixelOrder::Bgra } else { PixelOrder::Rgba };
-        gpu.renderer.record(rec, &self.view, order, &gpu.out).map_err(reported)
+        gpu.renderer.record(rec, &self.view, order, &gpu.out)
     }
 
     fn image<'g>(&self, gpu: &'g Gpu) -> &'g Buffer<u32> {

@@ -3,11 +3,11 @@
 //! fields the mouse position picks the view.
 //! `--frames N --screenshot FILE` renders N frames, saves the last one and exits.
 
-use anyhow::Result;
 use engine::{Buffer, Context, Recorder};
 use kit::viewer::winit::dpi::PhysicalSize;
 use kit::viewer::winit::event::WindowEvent;
-use kit::viewer::{InFlight, Scene, Target};
+use kit::viewer::{InFlight, Scene, Target, ViewerError};
+use smoe::error::{Result, SmoeError};
 use smoe::gpu::Mode;
 use smoe::gpu::{Frame, OutFormat, RenderSettings, Renderer};
 use smoe::model::Model;
@@ -45,6 +45,7 @@ impl Viewer {
 
 impl Scene for Viewer {
     type Gpu = Gpu;
+    type Error = SmoeError;
 
     fn setup(&mut self, ctx: &Context, target: Target) -> Result<Gpu> {
         self.tile = kit::tuning::param(ctx.info(), "smoe.render", "block");
@@ -100,7 +101,7 @@ impl Scene for Viewer {
 
 /// Opens the viewer on `model` and runs until the window closes (or `window.frames` were
 /// shown).
-pub fn run(model: Model, mode: Mode, window: kit::viewer::Options) -> Result<Shown> {
+pub fn run(model: Model, mode: Mode, window: kit::viewer::Options) -> Result<Shown, ViewerError<SmoeError>> {
     let (width, height) = (window.width, window.height);
     let centre = if model.coord_dims == 4 {
         [(model.extent[2] as f64 - 1.0) / 2.0, (model.extent[3] as f64 - 1.0) / 2.0]

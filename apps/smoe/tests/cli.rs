@@ -410,6 +410,17 @@ fn demo_writes_outputs_and_viewer_runs_under_xvfb() {
     let want = kit::image::load(&want).unwrap();
     let max = img.data.iter().zip(&want.data).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
     assert!(max <= 1.5 / 255.0, "screenshot differs from render by {max}");
+    // The window's device is opened inside the viewer's loop; a --device that names none is
+    // still the engine's device-selection error (its kind in the JSON error), said once.
+    let run = Command::new("xvfb-run")
+        .args(["-a", BIN.0, "view", s(&model), "--frames", "1", "--device", "nosuch", "--json"])
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    let error = envelope(&String::from_utf8_lossy(&run.stdout));
+    assert_eq!(error["kind"], "device_selection", "{error}");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(stderr.matches("no device matches --device").count(), 1, "{stderr}");
 }
 
 #[test]

@@ -3,13 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use kit::viewer::ViewerError;
 use lightfield::render::MAX_SIZE;
-use lightfield::LfError;
+use lightfield::{LfError, Result};
 
 use super::viewpoint::{viewpoint, ViewpointArgs};
 use crate::records::{ViewReport, Viewpoint};
-use crate::reported;
 use crate::viewer::Viewer;
 
 #[derive(clap::Args)]
@@ -32,31 +31,27 @@ pub struct ViewArgs {
 /// The shortest window side `view` opens by default: tiny light fields are scaled up.
 const MIN_WINDOW: u32 = 512;
 
-/// Returns anyhow's error, as `kit::viewer::run` does; the codec's errors are handed over
-/// as `main` hands them (`reported`).
 pub fn run(args: ViewArgs) -> Result<()> {
     let ViewArgs { input, viewpoint: args, frames, screenshot, run } = args;
     let input = input.as_path();
     if let Some(shot) = &screenshot {
-        kit::output::check_file(shot, kit::image::IMAGE_EXTENSIONS, &[input])
-            .map_err(LfError::from)
-            .map_err(reported)?;
+        kit::output::check_file(shot, kit::image::IMAGE_EXTENSIONS, &[input])?;
     }
     // The header, table and ensemble are checked before a window opens; the sections are
     // parsed while the views decode into device memory.
     let bytes = kit::input::read_bounded(input, kit::budget::get())?;
-    let (header, _, ensemble) = lightfield::bitstream::open(&bytes).map_err(|e| reported(LfError::file(input, e)))?;
+    let (header, _, ensemble) = lightfield::bitstream::open(&bytes).map_err(|e| LfError::file(input, e))?;
     let size = header.size;
     let [_, _, h, w] = size;
     let scale = MIN_WINDOW.div_ceil(w.max(h) as u32).max(1);
     let window = ((w as u32 * scale).min(MAX_SIZE), (h as u32 * scale).min(MAX_SIZE));
-    let view = viewpoint(&args, size, window).map_err(reported)?;
+    let view = viewpoint(&args, size, window)?;
     let shot = screenshot.clone();
     let mut viewer = Viewer::new(bytes, size, ensemble, view);
     let (width, height) = (view.width, view.height);
     let window =
         kit::viewer::Options { title: "lightfield".into(), width, height, frames, screenshot, device: run.device };
-    let shown = kit::viewer::run(&mut viewer, window)?;
+    let shown = kit::viewer::run(&mut viewer, window).map_err(ViewerError::into_app)?;
     let report =
         ViewReport { frames: shown.frames, viewpoint: Viewpoint::from(&viewer.view()), decode_ms: viewer.decode_ms() };
     let outs: Vec<&Path> = shot.as_deref().into_iter().collect();

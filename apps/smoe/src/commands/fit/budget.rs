@@ -14,7 +14,7 @@ use smoe::params::RefineOptions;
 use smoe::refine::refine_gpu_quantised;
 use smoe::smc_fit::{fit_to_budget, largest_kernels, refine_quantised_cpu, Calls, Trial};
 
-use crate::fit_command::{fit_at, prepare, Prepared};
+use super::{fit_at, prepare, Prepared};
 
 /// The byte budget of a fit.
 #[derive(Clone, Copy, Debug)]

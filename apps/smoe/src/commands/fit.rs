@@ -1,12 +1,15 @@
 //! `smoe fit`: the start, EM (culled for images, with the PSNR in the progress bar) and
-//! refinement at a given K, or the search for the smallest K that reaches `--psnr`. Memory
-//! is estimated for the largest K before anything is allocated, and a fit the device cannot
-//! hold is refused.
+//! refinement at a given K, or the search for the smallest K that reaches `--psnr`; to a
+//! byte budget (`--bpp`, `--bytes`) in [`budget`]. Memory is estimated for the largest K
+//! before anything is allocated, and a fit the device cannot hold is refused.
+
+mod budget;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use clap::Args;
 use kit::progress::ProgressBar;
 use serde::Serialize;
 use smoe::data::Grid;
@@ -14,10 +17,113 @@ use smoe::fit::{fit_kernels, model_psnr, FitProgress, FitSettings, Fitted, Init}
 use smoe::gpu::em::culled::TILE;
 use smoe::memory::{check_device, fit_memory, FitMemory};
 use smoe::model::MODEL_EXTENSIONS;
+use smoe::params::RefineOptions;
 use smoe::target::{smallest_kernels, start_kernels, Trial};
 
+use super::{parse_bpp, parse_within};
+
+#[derive(Args)]
+pub struct FitArgs {
+    /// The input: an image (PNG, JPEG, TIFF, WebP or BMP) or a light field .npy (U, V, H, W, 3): float32/float64 in [0, 1], or uint8/uint16 scaled to it
+    input: PathBuf,
+    /// Number of kernels K (at most the number of samples, and 2^24); with --psnr, --bpp or --bytes, the most the search may use (default: a quarter of the samples)
+    #[arg(long, value_parser = parse_kernels, required_unless_present_any = ["psnr", "bpp", "bytes"])]
+    kernels: Option<usize>,
+    /// Fit to a quality instead of a count: the smallest K (within 10%) whose fit reaches this PSNR in dB, 1..=100, found by fits at doubling K, then halving the gap
+    #[arg(long, value_parser = parse_psnr, conflicts_with_all = ["bpp", "bytes"])]
+    psnr: Option<f64>,
+    /// Fit to a file size instead: the .smc file (--out must end in .smc) of the smallest error within this many bits per pixel (of every view), in (0, 64]; the kernel count and the quantisation are searched
+    #[arg(long, value_parser = parse_bpp, conflicts_with = "bytes")]
+    bpp: Option<f64>,
+    /// Like --bpp, a budget in bytes
+    #[arg(long, value_parser = kit::cli::parse_count)]
+    bytes: Option<usize>,
+    /// --bpp/--bytes: fits of the kernel-count search (each at 1.5x or 1/1.5x the best so far), 1..=20
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    budget_fits: u32,
+    /// --bpp/--bytes: steps of refinement with the quantiser in the loop (loss and gradient of the quantised model, applied to the unquantised one) after each fit, 0..=100000
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    qat_steps: u32,
+    /// The model file: .json, or the binary format for .smoe/.bin
+    #[arg(long)]
+    out: PathBuf,
+    /// EM iterations, 1..=100000
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    iterations: u32,
+    /// Starting kernels
+    #[arg(long, value_enum, default_value_t = Init::Kmeans)]
+    init: Init,
+    /// Steps of gradient descent (Adam) on the rendered image's error after EM, 0..=100000; 0 switches refinement off
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    refine_steps: u32,
+    /// Refinement's learning rate (centres move up to 20x this in pixels per step), in (0, 1]
+    #[arg(long, default_value_t = 0.01, value_parser = parse_rate)]
+    refine_lr: f64,
+    #[command(flatten)]
+    common: kit::CommonArgs,
+}
+
+/// The learning rate of quantisation-aware refinement: a third of refinement's default, as
+/// it starts from a refined model.
+const QAT_LR: f64 = 0.003;
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    parse_within(text, |v| v > 0.0 && v <= 1.0, |v| format!("{v} is not in (0, 1]"))
+}
+
+fn parse_psnr(text: &str) -> Result<f64, String> {
+    parse_within(text, |v| (1.0..=100.0).contains(&v), |v| format!("{v} dB is not in 1..=100"))
+}
+
+fn parse_kernels(text: &str) -> Result<usize, String> {
+    let k = kit::cli::parse_count(text)?;
+    if k as u64 > smoe::model::MAX_KERNELS {
+        return Err(format!("{k} kernels; a model holds at most {}", smoe::model::MAX_KERNELS));
+    }
+    Ok(k)
+}
+
+pub fn run(args: FitArgs) -> Result<()> {
+    let FitArgs {
+        input,
+        kernels,
+        psnr,
+        bpp,
+        bytes,
+        budget_fits,
+        qat_steps,
+        out,
+        iterations,
+        init,
+        refine_steps,
+        refine_lr,
+        common,
+    } = args;
+    let refine = RefineOptions { steps: refine_steps as usize, lr: refine_lr };
+    let settings = FitSettings { iterations: iterations as usize, init, refine };
+    let budget = match (bpp, bytes) {
+        (Some(b), _) => Some(budget::Budget::Bpp(b)),
+        (_, Some(n)) => Some(budget::Budget::Bytes(n)),
+        _ => None,
+    };
+    if let Some(budget) = budget {
+        let budget = budget::BudgetSettings {
+            budget,
+            max_kernels: kernels,
+            trials: budget_fits as usize,
+            qat: RefineOptions { steps: qat_steps as usize, lr: QAT_LR },
+        };
+        return budget::fit(&input, &out, settings, budget, &common);
+    }
+    let kernels = match (psnr, kernels) {
+        (Some(db), max) => Kernels::Psnr { db, max },
+        (None, k) => Kernels::Count(k.ok_or_else(|| anyhow::anyhow!("--kernels or --psnr is needed"))?),
+    };
+    fit(&input, kernels, &out, settings, &common)
+}
+
 /// How many kernels to fit.
-pub enum Kernels {
+enum Kernels {
     /// Exactly this many.
     Count(usize),
     /// The smallest count (up to `max`, default a quarter of the samples) whose fit
@@ -128,7 +234,7 @@ impl Drop for Bars {
 }
 
 /// Fits `k` kernels to `grid`, with progress bars.
-pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
+fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, settings: &FitSettings) -> Result<Fitted> {
     let mut bars = Bars::default();
     Ok(fit_kernels(ctx, grid, k, settings, &mut |e| bars.show(e))?)
 }
@@ -136,11 +242,7 @@ pub(crate) fn fit_at(ctx: Option<&engine::Context>, grid: &Grid, k: usize, setti
 /// The input of a fit, loaded (with a warning where alpha hides pixels), and the device,
 /// once the largest fit (`largest(samples)` kernels) is known to fit the host budget and the
 /// device's memory, before anything is allocated for it.
-pub fn prepare(
-    input: &Path,
-    largest: impl FnOnce(&Grid) -> Result<usize>,
-    common: &kit::CommonArgs,
-) -> Result<Prepared> {
+fn prepare(input: &Path, largest: impl FnOnce(&Grid) -> Result<usize>, common: &kit::CommonArgs) -> Result<Prepared> {
     let (grid, translucent) = Grid::load_noting_alpha(input)?;
     if let Some(n) = translucent.filter(|&n| n > 0) {
         kit::report::warn(&format!(
@@ -162,14 +264,14 @@ pub fn prepare(
 
 /// What [`prepare`] found: the input, the device (None for `--backend cpu`), the largest K
 /// and its memory estimate.
-pub struct Prepared {
-    pub grid: Grid,
-    pub ctx: Option<engine::Context>,
-    pub largest: usize,
-    pub memory: FitMemory,
+struct Prepared {
+    grid: Grid,
+    ctx: Option<engine::Context>,
+    largest: usize,
+    memory: FitMemory,
 }
 
-pub fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
+fn fit(input: &Path, kernels: Kernels, out: &Path, settings: FitSettings, common: &kit::CommonArgs) -> Result<()> {
     kit::output::check_file(out, MODEL_EXTENSIONS, &[input])?;
     let largest_of = |grid: &Grid| {
         let samples = grid.len();
