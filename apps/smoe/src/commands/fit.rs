@@ -54,7 +54,7 @@ pub struct FitArgs {
     #[arg(long, value_enum, default_value_t = Init::Kmeans)]
     init: Init,
     /// Steps of gradient descent (Adam) on the rendered image's error after EM, 0..=100000; 0 switches refinement off
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    #[arg(long, default_value_t = smoe::params::DEFAULT_REFINE_STEPS as u32, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     refine_steps: u32,
     /// Refinement's learning rate (centres move up to 20x this in pixels per step), in (0, 1]
     #[arg(long, default_value_t = 0.01, value_parser = parse_rate)]
