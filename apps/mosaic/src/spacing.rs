@@ -23,7 +23,7 @@
 //!   each violated window-and-tile constraint gets a multiplier added to the cost of its
 //!   cells, every relaxed problem is solved exactly ([`crate::exact`]), and its optimum minus
 //!   the multipliers is a lower bound on the constrained optimum. Each relaxed solution is
-//!   repaired into a feasible one and the best of those is polished: each window's cells,
+//!   repaired into a feasible one and those near the best are polished: each window's cells,
 //!   which take distinct tiles, are re-solved as an exact assignment with the rest held,
 //!   until no window improves. The result is optimal, and said to be, only when the best
 //!   feasible cost meets the best lower bound; otherwise it is a heuristic whose gap to that
@@ -457,16 +457,25 @@ impl Spacing {
     /// so they take distinct tiles, each one that no neighbour outside the window shows and
     /// with a use left, which is an assignment problem, solved exactly (each cell's k
     /// cheapest allowed tiles suffice for k cells). Sweeps over the windows until one
-    /// changes nothing; every change lowers the cost. `tiles` must hold the rule and the
-    /// repeat, and still does.
+    /// changes nothing, each sweep solving only the windows near a change since they were
+    /// last solved (under a repeat limit a change far away can free a use too; those are
+    /// left: this is a heuristic); every change lowers the cost. `tiles` must hold the rule
+    /// and the repeat, and still does.
     fn polish(&self, d: &DistanceMatrix, tiles: &mut [usize], repeat: usize) -> Result<()> {
         let repeat = effective_repeat(repeat, d.rows);
         let mut uses = vec![0usize; d.cols];
         tiles.iter().for_each(|&j| uses[j] += 1);
         let hidden = indicatif::ProgressBar::hidden();
+        // Windows whose cells or their neighbours changed since they were last solved; only
+        // those can improve.
+        let mut dirty = vec![true; self.windows()];
         for _ in 0..MAX_SWEEPS {
             let mut changed = false;
             for w in 0..self.windows() {
+                if !dirty[w] {
+                    continue;
+                }
+                dirty[w] = false;
                 let cells = self.cells_of(w);
                 let k = cells.len();
                 if k < 2 {
@@ -503,7 +512,12 @@ impl Spacing {
                 let new: f64 = best.iter().enumerate().map(|(r, &c)| sub.at(r, c)).sum();
                 if new < old - 1e-12 * old {
                     for (r, &i) in cells.iter().enumerate() {
-                        tiles[i] = columns[best[r]];
+                        if tiles[i] != columns[best[r]] {
+                            tiles[i] = columns[best[r]];
+                            for k in self.neighbours(i).chain([i]) {
+                                self.windows_of(k).for_each(|v| dirty[v] = true);
+                            }
+                        }
                     }
                     changed = true;
                 }
@@ -643,8 +657,10 @@ pub fn solve_exact(
     Ok(Constrained { assignment, lower_bound: lower.min(cost), rounds })
 }
 
-/// A round's repair is polished when its cost is within this fraction of the best so far.
-const POLISH_WITHIN: f64 = 0.002;
+/// A round's repair is polished when its cost is within this fraction of the best so far
+/// (on the astronaut photo at 40x40 cells and D 3: 0.5% gave a gap of 0.92% in 21 s, 2%
+/// 0.88% in 208 s).
+const POLISH_WITHIN: f64 = 0.005;
 
 #[cfg(test)]
 pub(crate) mod tests {
