@@ -15,10 +15,11 @@ pub enum MosaicError {
     /// `--min-distance` on a grid whose cell count is not the matrix's row count.
     #[error("--grid {cols}x{rows} has {} cells but the distance matrix has {patches} rows (patches)", cols * rows)]
     GridMismatch { cols: usize, rows: usize, patches: usize },
-    /// `--min-distance` with fewer tiles than one window of the grid holds cells.
+    /// `--min-distance` with fewer tiles than the most cells one window of the grid meets.
     #[error(
-        "--min-distance {distance} needs at least {needed} tiles (every {side}x{side} block of cells shows distinct tiles), \
-         but there are {tiles}; add tiles or use a smaller --min-distance",
+        "--min-distance {distance} needs at least {needed} tiles (the cells over any {side}x{side} block of the grid, of \
+         --min-cell squares for adaptive cells, show distinct tiles), but there are {tiles}; add tiles or use a smaller \
+         --min-distance",
         side = distance + 1
     )]
     SpacingInfeasible { distance: usize, tiles: usize, needed: usize },

@@ -91,8 +91,8 @@ fn every_method_keeps_tiles_apart_checked_on_every_pair_of_cells() {
         let noise = crate::bench::matrix(m, n, m as u64);
         let data = (0..m * n).map(|k| 4.0 * base.data[k % n] + noise.data[k]).collect();
         let d = DistanceMatrix::new(m, n, data).unwrap();
-        let spacing = crate::spacing::Spacing { cols, rows, distance };
-        let opts = |backend| SolveOptions { repeat, spacing: Some(spacing), ..options(backend) };
+        let spacing = crate::spacing::Spacing::grid(cols, rows, distance);
+        let opts = |backend| SolveOptions { repeat, spacing: Some(spacing.clone()), ..options(backend) };
         let exact = run(Method::Exact, &d, &opts(Backend::Cpu), None).unwrap();
         let bound = exact.lower_bound.expect("exact reports its bound");
         assert!(bound <= exact.cost + 1e-9 * exact.cost, "bound {bound} above the cost {}", exact.cost);
@@ -113,7 +113,7 @@ fn every_method_keeps_tiles_apart_checked_on_every_pair_of_cells() {
     }
     // Fewer tiles than a window of cells: refused before any solve.
     let d = crate::bench::matrix(9, 3, 1);
-    let spacing = crate::spacing::Spacing { cols: 3, rows: 3, distance: 1 };
+    let spacing = crate::spacing::Spacing::grid(3, 3, 1);
     let err =
         run(Method::Greedy, &d, &SolveOptions { repeat: 9, spacing: Some(spacing), ..options(Backend::Cpu) }, None);
     assert!(err.unwrap_err().to_string().contains("needs at least 4 tiles"));

@@ -133,11 +133,11 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
     let bar = if steps > 0 { kit::progress::bar(steps, method.name()) } else { ProgressBar::hidden() };
     let mut lower_bound = None;
     // The rule binds only where a tile may serve two patches.
-    let spacing = options.spacing.filter(|_| effective_repeat(repeat, d.rows) > 1);
+    let spacing = options.spacing.as_ref().filter(|_| effective_repeat(repeat, d.rows) > 1);
     if let Some(s) = &options.spacing {
         s.check_fits(d.rows, d.cols)?;
     }
-    let spaced = |assignment: Vec<usize>| match &spacing {
+    let spaced = |assignment: Vec<usize>| match spacing {
         Some(s) => s.repair(d, &assignment, repeat),
         None => Ok(assignment),
     };
@@ -145,9 +145,9 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
         Method::Greedy => spaced(greedy::solve(d, repeat))?,
         Method::Anneal => {
             let start = spaced(greedy::solve(d, repeat))?;
-            anneal::solve(d, start, repeat, spacing.as_ref(), &options.anneal, &bar)
+            anneal::solve(d, start, repeat, spacing, &options.anneal, &bar)
         }
-        Method::Exact => match (options.backend, ctx, &spacing) {
+        Method::Exact => match (options.backend, ctx, spacing) {
             (_, _, Some(s)) => {
                 bar.set_length(spacing::MAX_ROUNDS as u64);
                 let report = |round: usize, lower: f64, upper: f64| {
@@ -182,7 +182,7 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
     bar.finish_and_clear();
     let solve_ms = start.elapsed().as_secs_f64() * 1e3;
     d.check_uses(&assignment, repeat)?;
-    if let Some(s) = &spacing {
+    if let Some(s) = spacing {
         s.check(&assignment)?;
     }
     let cost = d.cost(&assignment);

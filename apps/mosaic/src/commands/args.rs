@@ -111,7 +111,7 @@ impl MethodArgs {
 
     /// `--min-distance` on a grid of patches.
     pub fn spacing(&self, grid: Dims) -> Option<Spacing> {
-        self.min_distance.map(|distance| Spacing { cols: grid.0, rows: grid.1, distance })
+        self.min_distance.map(|distance| Spacing::grid(grid.0, grid.1, distance))
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use mosaic::compose::{self, CellLayout};
 use mosaic::solve::{self, Method};
+use mosaic::spacing::Spacing;
 
 use super::args::BuildArgs;
 use super::report::{BuildReport, CellTile};
@@ -21,14 +22,18 @@ pub fn run(args: BuildArgs) -> Result<()> {
     let backend = args.common.backend;
     let ctx = args.common.open_one()?;
     let mut options = args.params.options(backend);
-    if let CellLayout::Grid(grid) = args.problem.layout()? {
-        options.spacing = args.params.spacing(grid);
-    } else if args.params.min_distance.is_some() {
-        bail!(kit::Usage(
-            "--min-distance is for --layout grid: adaptive cells have no common cell size to count it in".into()
-        ));
-    }
+    let layout = args.problem.layout()?;
     let problem = args.problem.prepare()?;
+    options.spacing = match (layout, &problem.blocks) {
+        (CellLayout::Grid(grid), _) => args.params.spacing(grid),
+        // Counted in --min-cell squares, on the grid the adaptive cells cover.
+        (CellLayout::Adaptive(_), Some(blocks)) => args
+            .params
+            .min_distance
+            .map(|distance| Spacing::adaptive(problem.grid.0, problem.grid.1, blocks, distance))
+            .transpose()?,
+        (CellLayout::Adaptive(_), None) => None,
+    };
     problem.check_capacity(options.repeat)?;
     if let Some(spacing) = &options.spacing {
         spacing.check_fits(problem.patches.len(), problem.tiles.len())?;
@@ -76,6 +81,7 @@ pub fn run(args: BuildArgs) -> Result<()> {
         min_distance: args.params.min_distance,
         lower_bound: built.solved.lower_bound,
         optimal: built.solved.optimal,
+        gap: super::report::gap(built.solved.cost, built.solved.lower_bound),
         tint: args.tint,
         solve_ms: built.solved.solve_ms,
         render_ms: built.render_ms,

@@ -31,6 +31,9 @@ pub struct SolveReport {
     /// Whether the assignment is proved optimal (the exact method without --min-distance
     /// always; with it only when its bounds met).
     pub optimal: bool,
+    /// The exact method's gap: (cost - lower_bound) / lower_bound, the most the cost may be
+    /// above the optimum as a fraction of it (null otherwise).
+    pub gap: Option<f64>,
 }
 
 impl SolveReport {
@@ -43,23 +46,43 @@ impl SolveReport {
             repeat: effective_repeat(options.repeat, d.rows),
             assignment: solved.assignment.clone(),
             solve_ms: solved.solve_ms,
-            min_distance: options.spacing.map(|s| s.distance),
+            min_distance: options.spacing.as_ref().map(|s| s.distance),
             duality_gap: solved.duality_gap,
             lower_bound: solved.lower_bound,
             optimal: solved.optimal,
+            gap: gap(solved.cost, solved.lower_bound),
         }
     }
 }
 
-/// What the exact method proved, for the text summaries: nothing for the other methods or
-/// a certified optimum, the gap to the lower bound for a heuristic result.
-fn proof(method: Method, optimal: bool, cost: f64, lower_bound: Option<f64>) -> String {
+/// (cost - bound) / bound: 0 for a cost equal to its bound, none without a bound or with a
+/// bound of 0 under a positive cost.
+pub fn gap(cost: f64, lower_bound: Option<f64>) -> Option<f64> {
+    let bound = lower_bound?;
+    if cost <= bound {
+        Some(0.0)
+    } else if bound > 0.0 {
+        Some((cost - bound) / bound)
+    } else {
+        None
+    }
+}
+
+/// What the exact method proved under --min-distance, for the text summaries (nothing for
+/// the other methods, or without the rule, where exact is always certified): that the
+/// optimum is certified, or the most the cost may be above it.
+fn proof(method: Method, min_distance: Option<usize>, optimal: bool, cost: f64, lower_bound: Option<f64>) -> String {
     match lower_bound {
-        Some(bound) if method == Method::Exact && !optimal => format!(
-            "; not proved optimal under --min-distance: a heuristic within {:.3}% of the lower bound {bound:.6}",
-            100.0 * (cost - bound) / bound.max(f64::MIN_POSITIVE)
-        ),
-        _ => String::new(),
+        _ if method != Method::Exact || min_distance.is_none() => String::new(),
+        Some(_) if optimal => "; proved optimal under --min-distance (it meets its lower bound)".into(),
+        Some(bound) => match gap(cost, Some(bound)) {
+            Some(g) => format!(
+                "; not proved optimal under --min-distance: at most {:.3}% above the optimum (lower bound {bound:.6})",
+                100.0 * g
+            ),
+            None => format!("; not proved optimal under --min-distance (lower bound {bound:.6})"),
+        },
+        None => String::new(),
     }
 }
 
@@ -90,7 +113,7 @@ impl fmt::Display for SolveReport {
             uses(self.repeat, self.patches),
             apart(self.min_distance),
             self.solve_ms,
-            proof(self.method, self.optimal, self.cost, self.lower_bound)
+            proof(self.method, self.min_distance, self.optimal, self.cost, self.lower_bound)
         )
     }
 }
@@ -146,6 +169,9 @@ pub struct BuildReport {
     pub lower_bound: Option<f64>,
     /// Whether the assignment is proved optimal.
     pub optimal: bool,
+    /// The exact method's gap: (cost - lower_bound) / lower_bound, the most the cost may be
+    /// above the optimum as a fraction of it (null otherwise).
+    pub gap: Option<f64>,
     /// The colour transfer's strength (0: tiles as they are).
     pub tint: f64,
     pub solve_ms: f64,
@@ -179,7 +205,7 @@ impl fmt::Display for BuildReport {
             apart(self.min_distance),
             self.cost,
             self.solve_ms,
-            proof(self.method, self.optimal, self.cost, self.lower_bound),
+            proof(self.method, self.min_distance, self.optimal, self.cost, self.lower_bound),
             self.out.display(),
             self.width,
             self.height
