@@ -796,6 +796,15 @@ fn a_device_list_is_a_usage_error_and_errors_lead_with_the_cause() {
     assert!(stderr(&o).starts_with(&want) && !stderr(&o).contains("invalid input"), "{}", stderr(&o));
 }
 
+/// Every method that honours `--min-distance`, its backend and its quick settings.
+const SPACING_METHODS: [(&str, &str, &[&str]); 5] = [
+    ("greedy", "cpu", &[]),
+    ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
+    ("softassign", "gpu", &["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"]),
+    ("exact", "cpu", &[]),
+    ("exact", "gpu", &[]),
+];
+
 /// `--min-distance 2` on a 24x18 grid from 60 tiles (repeats unlimited): every method's CSV,
 /// checked on every pair of cells, never shows a tile twice within 2 cells; exact says
 /// whether it proved the optimum and never claims a cost below its bound; `solve` needs
@@ -805,14 +814,7 @@ fn min_distance_holds_in_every_output() {
     let dir = tempfile::tempdir().unwrap();
     let (target, tiles) = tiles_and_target(dir.path(), 8, 60, 3, (192, 144));
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
-    let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
-    let methods: [(&str, &str, &[&str]); 5] = [
-        ("greedy", "cpu", &[]),
-        ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
-        ("softassign", "gpu", &soft),
-        ("exact", "cpu", &[]),
-        ("exact", "gpu", &[]),
-    ];
+    let methods = SPACING_METHODS;
     for (method, backend, extra) in methods {
         let out = dir.path().join(format!("{method}-{backend}.png"));
         let csv = dir.path().join(format!("{method}-{backend}.csv"));
@@ -921,14 +923,7 @@ fn min_distance_holds_on_adaptive_cells_of_a_photo() {
     let dir = tempfile::tempdir().unwrap();
     let (target, tiles) = photo_and_tiles(dir.path(), 31, 150, 192);
     let (t, d) = (target.to_str().unwrap(), tiles.to_str().unwrap());
-    let soft = ["--iterations", "10", "--stabilisations", "2", "--sinkhorn", "5"];
-    let methods: [(&str, &str, &[&str]); 5] = [
-        ("greedy", "cpu", &[]),
-        ("anneal", "cpu", &["--anneal-levels", "10", "--anneal-moves", "5"]),
-        ("softassign", "gpu", &soft),
-        ("exact", "cpu", &[]),
-        ("exact", "gpu", &[]),
-    ];
+    let methods = SPACING_METHODS;
     let mut sizes = std::collections::BTreeSet::new();
     for distance in [1i64, 2] {
         for (method, backend, extra) in methods {
