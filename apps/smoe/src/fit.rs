@@ -192,7 +192,10 @@ pub fn fit_kernels(
         Some(ctx) => fit_gpu_from(ctx, grid, first, iterations, |s, ll| em_tick(s, ll, None))?,
         None => fit_cpu(grid, first, iterations, |s, ll| em_tick(s, ll, None))?,
     };
-    model.validate()?;
+    // A kernel whose statistics went non-finite in the EM's f32 arithmetic (seen once in a
+    // budget search of a photo: a NaN prior) cannot be rendered or refined: it is left out,
+    // as refinement leaves out one that diverges, and the others are the model.
+    let (model, _) = model.without_invalid_kernels()?;
     let em_psnr_db = model_psnr(ctx, &model, grid)?;
     let (model, refine_ms) = if refine.steps == 0 {
         (model, 0.0)

@@ -286,6 +286,24 @@ impl Model {
         }
     }
 
+    /// This model without the kernels that fail [`Model::check_kernel`] (the priors of the
+    /// others renormalised), and how many were left out; an error naming the first kernel
+    /// when none passes.
+    pub fn without_invalid_kernels(self) -> Result<(Model, usize)> {
+        let keep: Vec<usize> = (0..self.len()).filter(|&k| self.check_kernel(k).is_ok()).collect();
+        if keep.len() == self.len() || keep.is_empty() {
+            return self.validate().map(|()| (self, 0));
+        }
+        let (d, tri, dropped) = (self.dims(), packed_len(self.dims()), self.len() - keep.len());
+        let total: f64 = keep.iter().map(|&k| self.pi[k]).sum();
+        let pi = keep.iter().map(|&k| self.pi[k] / total).collect();
+        let mu = keep.iter().flat_map(|&k| self.mu[k * d..(k + 1) * d].iter().copied()).collect();
+        let cov = keep.iter().flat_map(|&k| self.cov[k * tri..(k + 1) * tri].iter().copied()).collect();
+        let model = Model { pi, mu, cov, ..self };
+        model.validate()?;
+        Ok((model, dropped))
+    }
+
     /// One kernel, in the precision each backend computes in: `pi` a positive normal f32;
     /// every mean and covariance entry within [`MAX_VALUE`] (so finite in f32); the
     /// covariance positive definite both in f64 (the CPU backend) and, rounded to f32, in f32
@@ -611,6 +629,22 @@ mod tests {
             }
         }
         m
+    }
+
+    /// A kernel with a NaN prior is left out and the other's prior renormalised; a model of
+    /// no valid kernel is refused, naming the first.
+    #[test]
+    fn invalid_kernels_are_left_out() {
+        let mut m = tiny();
+        m.pi[1] = f64::NAN;
+        let (kept, dropped) = m.clone().without_invalid_kernels().unwrap();
+        assert_eq!((kept.len(), dropped, kept.pi[0]), (1, 1, 1.0));
+        assert_eq!(kept.mu, m.mu[..5]);
+        m.pi[0] = f64::NAN;
+        let e = m.without_invalid_kernels().unwrap_err().to_string();
+        assert!(e.contains("kernel 0") && e.contains("NaN"), "{e}");
+        let (same, none) = tiny().without_invalid_kernels().unwrap();
+        assert_eq!((same, none), (tiny(), 0));
     }
 
     #[test]
