@@ -22,6 +22,40 @@ void add_sample(inout float acc[STATS], float r, float z[7], uint pb) {
     }
 }
 
+// Every Cholesky pivot of (a PSD matrix + diag(reg)) is at least reg_i in exact arithmetic.
+// The f32 statistics of a wide, thin kernel (its spread across near the regulariser, below
+// the rounding of the sums along it) can still come out indefinite, and one such kernel
+// would turn the next E-step's log-sum-exp into NaN wherever it reaches. A covariance with
+// a pivot under half its regulariser is replaced by L L^T with that pivot raised to the
+// regulariser; any other is kept bit for bit. The CPU twin is em::keep_factorable.
+void keep_factorable(inout float cov[28]) {
+    float L[28];
+    bool repaired = false;
+    for (uint i = 0u; i < D; i++) {
+        for (uint j = 0u; j <= i; j++) {
+            float s = cov[packed_index(i, j)];
+            for (uint m = 0u; m < j; m++) s -= L[packed_index(i, m)] * L[packed_index(j, m)];
+            if (i == j) {
+                if (!(s >= 0.5 * pc.reg[i])) {
+                    s = pc.reg[i];
+                    repaired = true;
+                }
+                L[packed_index(i, i)] = sqrt(s);
+            } else {
+                L[packed_index(i, j)] = s / L[packed_index(j, j)];
+            }
+        }
+    }
+    if (!repaired) return;
+    for (uint i = 0u; i < D; i++) {
+        for (uint j = 0u; j <= i; j++) {
+            float v = 0.0;
+            for (uint m = 0u; m <= j; m++) v += L[packed_index(i, m)] * L[packed_index(j, m)];
+            cov[packed_index(i, j)] = v;
+        }
+    }
+}
+
 // Reduces every invocation's statistics (a fixed order: subgroups, then their sums) and
 // writes kernel k's new pi, mu and regularised covariance over its raw record. Called by
 // the whole workgroup.
@@ -52,13 +86,16 @@ void finish_kernel(float acc[STATS], uint k, uint pb) {
         delta[i] = total[1u + i] / nk;
         raw[rb + 1u + i] = rec[pb + i] + delta[i];
     }
+    float cov[28];
     for (uint i = 0u; i < D; i++) {
         for (uint j = 0u; j <= i; j++) {
             float v = total[1u + D + packed_index(i, j)] / nk - delta[i] * delta[j];
             if (i == j) v = max(v, 0.0) + pc.reg[i];
-            raw[rb + 1u + D + packed_index(i, j)] = v;
+            cov[packed_index(i, j)] = v;
         }
     }
+    keep_factorable(cov);
+    for (uint e = 0u; e < D * (D + 1u) / 2u; e++) raw[rb + 1u + D + e] = cov[e];
 }
 
 #endif

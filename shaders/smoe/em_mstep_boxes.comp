@@ -37,7 +37,7 @@ void main() {
         float q;
         EM_LOG_DENSITY(rec, pb, z, q);
         float r = exp(c - 0.5 * q - lse[n]);
-        if (r < 1e-30) continue;
+        if (!(r >= 1e-30)) continue;  // NaN too: never summed
         add_sample(acc, r, z, pb);
     }
     finish_kernel(acc, k, pb);

@@ -35,10 +35,10 @@ pub fn fit_cpu(
 /// Samples per rayon task of the CPU E-step.
 const CPU_CHUNK: usize = 1024;
 
-/// One EM iteration in f64 on all cores (the twin of the GPU passes: the same
-/// log-sum-exp E-step, responsibilities below 1e-30 skipped, the same M-step with its
-/// floor on a kernel's weight and its regularisation): returns the updated model and the
-/// mean joint log-likelihood of the E-step.
+/// One EM iteration in f64 on all cores (the twin of the GPU passes: the same log-sum-exp
+/// E-step, responsibilities below 1e-30 (or NaN) skipped, the same M-step with its floor on a
+/// kernel's weight, its regularisation and its repair of an indefinite covariance): returns
+/// the updated model and the mean joint log-likelihood of the E-step.
 pub fn em_step_cpu(model: &Model, samples: &[f32], reg: &[f64]) -> Result<(Model, f64), ModelError> {
     let d = model.dims();
     let k = model.len();
@@ -79,7 +79,7 @@ pub fn em_step_cpu(model: &Model, samples: &[f32], reg: &[f64]) -> Result<(Model
                 ll += lse;
                 for j in 0..k {
                     let r = (logs[j] - lse).exp();
-                    if r < 1e-30 {
+                    if r.is_nan() || r < 1e-30 {
                         continue;
                     }
                     let s = &mut stats[j * stride..(j + 1) * stride];
@@ -121,6 +121,7 @@ pub fn em_step_cpu(model: &Model, samples: &[f32], reg: &[f64]) -> Result<(Model
                 out.cov[j * tri + packed_index(a, b)] = v;
             }
         }
+        crate::em::keep_factorable(&mut out.cov[j * tri..(j + 1) * tri], reg, d);
     }
     Ok((out, ll / n as f64))
 }
