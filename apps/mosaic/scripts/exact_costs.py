@@ -34,6 +34,13 @@ DRIVER = r"""
 #include <cstdlib>
 #include <vector>
 #include <cuda.h>
+#include <cub/cub.cuh>
+// CCCL 3 (CUDA 13) removed cub::Min, which HyLAC's reductions name; cuda::minimum is its
+// replacement. CCCL 3 also needs C++17 (the build below asks for it).
+#if defined(CCCL_MAJOR_VERSION) && CCCL_MAJOR_VERSION >= 3
+#include <cuda/functional>
+namespace cub { using Min = ::cuda::minimum<>; }
+#endif
 #include "../include/defs.cuh"
 #include "../include/config.h"
 #include "../include/cost_generator.h"
@@ -95,10 +102,10 @@ def build_hylac(src, work):
         with open(driver, "w") as f:
             f.write(DRIVER.replace("HEADER", header).replace("SOLVER", solver))
         exe = os.path.join(tree, "driver")
-        cmd = ["nvcc", "-O3", "-std=c++14", f"-arch=sm_{sm}", "-Xcompiler", "-fopenmp", driver, "-o", exe,
+        cmd = ["nvcc", "-O3", "-std=c++17", f"-arch=sm_{sm}", "-Xcompiler", "-fopenmp", driver, "-o", exe,
                "-lcuda", "-lgomp"]
         r = subprocess.run(cmd, capture_output=True, text=True)
-        built[name] = exe if r.returncode == 0 else "nvcc failed: " + r.stderr[-600:]
+        built[name] = exe if r.returncode == 0 else "nvcc failed: " + r.stderr[-1500:]
     return built
 
 
