@@ -8,7 +8,9 @@
 # STRATEGIES: default "bswap radixk direct") writing its partials, then IceT's driver
 # composites the very same partials (bswap and radixk, with its valid-pixel viewport,
 # --roi). One JSON line per frame, tagged "run"; image checks on stderr. The per-strategy
-# lines at several rank counts are what tools/composite_model.py fits.
+# lines at several rank counts are what tools/composite_model.py fits. RENDER_ARGS passes
+# more of the example's options (e.g. "--mode over", "--float"; the IceT driver composites
+# the RGBA8 partials by z-buffer only, so it runs only when RENDER_ARGS is empty).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = pack ]; then
@@ -40,8 +42,9 @@ for SIZE in 3840x2160 7680x4320; do
     mkdir -p "$T/p$N$SIZE"
     for st in ${STRATEGIES:-bswap radixk direct}; do
       mpirun -n "$N" --oversubscribe --bind-to none .gpu-lib/render --size "$SIZE" --spheres 400 --frames "$FRAMES" \
-        --strategy "$st" --partials "$T/p$N$SIZE" --out "$T/ours.png" | tag "$N ranks $SIZE tessera $st"
+        --strategy "$st" --partials "$T/p$N$SIZE" --out "$T/ours.png" ${RENDER_ARGS:-} | tag "$N ranks $SIZE tessera $st${RENDER_ARGS:+ $RENDER_ARGS}"
     done
+    [ -z "${RENDER_ARGS:-}" ] || continue
     for st in bswap radixk; do
       mpirun -n "$N" --oversubscribe --bind-to none "$ICET" --partials "$T/p$N$SIZE" --size "$SIZE" --frames "$FRAMES" \
         --strategy $st --roi --out "$T/icet.rgba" | tag "$N ranks $SIZE icet $st"
