@@ -19,9 +19,11 @@ def test_fit_render_save_load_and_the_cli_renders_the_same(tmp_path, image):
     model.save(tmp_path / "m.json")
     loaded = tessera.smoe.load(tmp_path / "m.json")
     assert loaded.kernels == 12
-    np.testing.assert_array_equal(loaded.render(), tessera.smoe.load(tmp_path / "m.json").render())
+    # The GPU render adds each tile's kernels in the order binning listed them (atomic
+    # cursors, so the order of a run), hence renders agree to f32 rounding, not bit for bit.
+    np.testing.assert_allclose(loaded.render(), tessera.smoe.load(tmp_path / "m.json").render(), rtol=0, atol=1e-6)
     cli("smoe", "render", tmp_path / "m.json", "--out", tmp_path / "r.npy")
-    np.testing.assert_array_equal(np.load(tmp_path / "r.npy"), loaded.render())
+    np.testing.assert_allclose(np.load(tmp_path / "r.npy"), loaded.render(), rtol=0, atol=1e-6)
     cpu = loaded.render(backend="cpu")
     np.testing.assert_allclose(cpu, loaded.render(), atol=1e-4)
     assert loaded.render(size=(64, 48)).shape == (48, 64, 3)
