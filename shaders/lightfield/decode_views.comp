@@ -3,18 +3,6 @@
 // renderer reads it): each patch's samples inside the light field are written clamped to
 // [0, 1], the padding dropped; a NaN or infinity sets `bad` (the host refuses the decode).
 // Patch `pid` of this dispatch is patch `first + pid` of the grid. See decode.glsl.
-#extension GL_EXT_control_flow_attributes : require
-#include "common.glsl"
-
-layout(local_size_x_id = 0) in;
-layout(constant_id = 2) const uint P = 1u;
-layout(constant_id = 3) const uint D = 1u;
-layout(constant_id = 4) const uint M0 = 1u;
-layout(constant_id = 5) const uint M1 = 1u;
-layout(constant_id = 6) const uint M2 = 1u;
-layout(constant_id = 7) const uint M3 = 1u;
-layout(constant_id = 8) const uint M4 = 1u;
-
 #include "decode.glsl"
 
 layout(set = 0, binding = 6) writeonly buffer Views { float views[]; };
@@ -45,7 +33,7 @@ void main() {
         uint v = bv * M1 + (j / (M4 * M3 * M2)) % M1;
         uint u = bu * M0 + j / (M4 * M3 * M2 * M1);
         if (u < size_u && v < size_v && y < size_h && x < size_w) {
-            float s = X[j];
+            float s = X_AT(j);
             // By its bits: a compiler may assume no NaN in isnan().
             finite = finite && (floatBitsToUint(s) & 0x7f800000u) != 0x7f800000u;
             views[(((u * size_v + v) * size_h + y) * size_w + x) * M4 + c] = clamp(s, 0.0, 1.0);

@@ -8,6 +8,8 @@
 //! any sample was not finite. Part of the decode stage: `decode_views.comp` is
 //! `decode.comp` writing into the light field instead of patches; its test holds it bit for
 //! bit to `decode.comp`'s file decode, which the stage's twin test holds to the CPU's.
+//! It holds each patch's tensor in shared memory: a codec for patches that do not fit
+//! ([`crate::gpu::PatchMemory::Global`]) refuses this decode.
 
 use std::time::Instant;
 
@@ -82,6 +84,13 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     if &ensemble != codec.ensemble() {
         return Err(LfError::OtherEnsemble);
     }
+    // Patches too large for shared memory decode on the GPU only into patch-major samples.
+    let decode_views = codec.decode_views.as_ref().ok_or_else(|| {
+        LfError::Engine(engine::EngineError::Unsupported(format!(
+            "decoding patches of {} into device memory: they do not fit the device's shared memory",
+            ensemble.shape
+        )))
+    })?;
     let ctx = codec.context();
     let [u, v, h, w] = header.size;
     let samples = u * v * h * w * crate::lightfield::COLOURS;
@@ -181,7 +190,7 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            l.read_parts(rec.pass(&codec.decode_views).read(&codec.dicts), inputs, base)
+            l.read_parts(rec.pass(decode_views).read(&codec.dicts), inputs, base)
                 .write(&views)
                 .read_write(flag)
                 .push(&push)
