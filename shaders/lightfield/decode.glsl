@@ -37,10 +37,10 @@ void decode_patch(uint pid) {
     uint k = membership[pid];
     float step = steps[pid];
     for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) X_AT(j) = 0.0;
+    // load_matrices ends with a barrier, which puts the zeros before any coefficient lands
+    // on them; the fence makes that hold for a tensor in a buffer too.
+    patch_fence();
     load_matrices(k, false);
-    // The zeros before any coefficient lands on them (load_matrices' barrier orders shared
-    // memory only, not a tensor in a buffer).
-    patch_barrier();
     for (uint i = offsets[pid] + gl_LocalInvocationID.x; i < offsets[pid + 1u]; i += gl_WorkGroupSize.x) {
         X_AT(locations[i]) = float(levels[i]) * step;
     }

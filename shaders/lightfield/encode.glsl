@@ -7,7 +7,7 @@
 // squared-error budget, and keeps the sparsest dictionary (ties by error, then by index).
 //
 // Why fused rather than the engine's batched GEMM: each product is a 4800 x m by m x m
-// multiply with m <= 8, far too thin to be worth a round trip through global memory, and
+// multiply with m <= 16, far too thin to be worth a round trip through global memory, and
 // the selection needs the whole coefficient tensor of one (patch, dictionary) pair at once.
 // Kept in shared memory (encode.comp), the tensor never leaves the workgroup: the only
 // global traffic is the patch (read once per dictionary, from L2) and the chosen

@@ -3,7 +3,8 @@
 //   spec constants P (samples per patch), D (floats per dictionary), M0..M4 (mode sizes);
 //   where the tensor lives (patch_shared.glsl or patch_global.glsl): a macro X_AT(i), element
 //   i of this workgroup's tensor (an lvalue), and patch_barrier(), after which every
-//   invocation's writes to it are visible to the whole workgroup;
+//   invocation's writes to it are visible to the whole workgroup (patch_fence(): the same
+//   without the barrier, for a barrier that follows);
 //   and a macro MODE_INPUT(i) giving sample i of the kernel's input for the first product.
 // In the dictionaries (global memory) matrices are m x m row-major with basis vectors in the
 // columns, modes in storage order (view row, view column, pixel row, pixel column, colour).

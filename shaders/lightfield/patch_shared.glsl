@@ -11,6 +11,9 @@ shared float X[P];
 // Nothing to locate: the workgroup's tensor is its shared array.
 void bind_patch(uint pid) {}
 
+// Nothing to make visible beyond what a workgroup barrier orders.
+void patch_fence() {}
+
 void patch_barrier() {
     barrier();
 }
