@@ -10,6 +10,6 @@ layout(push_constant) uniform Push {
 void main() {
     uint pid = linear_group_id();
     if (pid >= n_patches) return;
-    decode_patch(pid);
+    decode_patch(pid, pid);
     for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) samples[pid * P + j] = X_AT(j);
 }

@@ -1,9 +1,10 @@
 // The decoder's common part: one workgroup per patch scatters the patch's dequantised
 // coefficients into a zeroed tensor and applies the five synthesis n-mode products of its
 // dictionary (X x_n U). decode.comp writes the patch patch-major, decode_views.comp straight
-// into the light field; both hold the tensor in shared memory. decode_global.comp holds it
-// in its output buffer instead (patches too large for shared memory: define PATCH_BINDING,
-// the binding of that buffer, before including).
+// into the light field; both hold the tensor in shared memory. For patches too large for
+// shared memory, decode_global.comp holds it in its output buffer instead and
+// decode_views_global.comp in a buffer of its own (define PATCH_BINDING, the binding of
+// that buffer, before including).
 #extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 
@@ -31,9 +32,10 @@ layout(set = 0, binding = 5) readonly buffer Steps { float steps[]; };  // per p
 #define MODE_INPUT(i) X_AT(i)
 #include "modes.glsl"
 
-// Leaves patch `pid`'s samples in the tensor (X_AT).
-void decode_patch(uint pid) {
-    bind_patch(pid);
+// Leaves patch `pid`'s samples in the tensor (X_AT), with a tensor in a buffer at region
+// `region`.
+void decode_patch(uint pid, uint region) {
+    bind_patch(region);
     uint k = membership[pid];
     float step = steps[pid];
     for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) X_AT(j) = 0.0;

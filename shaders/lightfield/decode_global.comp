@@ -12,5 +12,5 @@ layout(push_constant) uniform Push {
 void main() {
     uint pid = linear_group_id();
     if (pid >= n_patches) return;
-    decode_patch(pid);
+    decode_patch(pid, pid);
 }

@@ -86,8 +86,8 @@ pub enum PatchMemory {
     /// memory beside the kernels' other shared arrays.
     Shared,
     /// A device buffer, one region of the patch's samples per patch of a chunk
-    /// (`encode_global.comp`, `decode_global.comp`): any patch size. Decoding straight into
-    /// device memory ([`decode::device`]) is not available this way.
+    /// (`encode_global.comp`, `decode_global.comp`; `decode_views_global.comp`, one per patch
+    /// of the light field): any patch size.
     Global,
 }
 
@@ -98,8 +98,7 @@ pub struct GpuCodec {
     memory: PatchMemory,
     encode: Kernel<EncodePush>,
     decode: Kernel<DecodePush>,
-    /// `decode_views.comp`, which only exists with the tensor in shared memory.
-    decode_views: Option<Kernel<ViewsPush>>,
+    decode_views: Kernel<ViewsPush>,
     dicts: Buffer<f32>,
     max_chunk: usize,
     workgroup: u32,
@@ -158,11 +157,13 @@ impl GpuCodec {
             PatchMemory::Shared => (
                 ctx.kernel(&kernels::ENCODE, &spec)?,
                 ctx.kernel(&kernels::DECODE, &spec)?,
-                Some(ctx.kernel(&kernels::DECODE_VIEWS, &spec)?),
+                ctx.kernel(&kernels::DECODE_VIEWS, &spec)?,
             ),
-            PatchMemory::Global => {
-                (ctx.kernel(&kernels::ENCODE_GLOBAL, &spec)?, ctx.kernel(&kernels::DECODE_GLOBAL, &spec)?, None)
-            }
+            PatchMemory::Global => (
+                ctx.kernel(&kernels::ENCODE_GLOBAL, &spec)?,
+                ctx.kernel(&kernels::DECODE_GLOBAL, &spec)?,
+                ctx.kernel(&kernels::DECODE_VIEWS_GLOBAL, &spec)?,
+            ),
         };
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
