@@ -1,7 +1,22 @@
 // The decoder's common part: one workgroup per patch scatters the patch's dequantised
-// coefficients into a zeroed tensor in shared memory and applies the five synthesis n-mode
-// products of its dictionary (X x_n U). decode.comp writes the patch patch-major,
-// decode_views.comp straight into the light field. Needs P, D and M0..M4 defined.
+// coefficients into a zeroed tensor and applies the five synthesis n-mode products of its
+// dictionary (X x_n U). decode.comp writes the patch patch-major, decode_views.comp straight
+// into the light field; both hold the tensor in shared memory. For patches too large for
+// shared memory, decode_global.comp holds it in its output buffer instead and
+// decode_views_global.comp in a buffer of its own (define PATCH_BINDING, the binding of
+// that buffer, before including).
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 2) const uint P = 1u;
+layout(constant_id = 3) const uint D = 1u;
+layout(constant_id = 4) const uint M0 = 1u;
+layout(constant_id = 5) const uint M1 = 1u;
+layout(constant_id = 6) const uint M2 = 1u;
+layout(constant_id = 7) const uint M3 = 1u;
+layout(constant_id = 8) const uint M4 = 1u;
+
 layout(set = 0, binding = 0) readonly buffer Dicts { float dicts[]; };
 layout(set = 0, binding = 1) readonly buffer Membership { uint membership[]; };
 layout(set = 0, binding = 2) readonly buffer Offsets { uint offsets[]; };
@@ -9,19 +24,28 @@ layout(set = 0, binding = 3) readonly buffer Locations { uint locations[]; };
 layout(set = 0, binding = 4) readonly buffer Levels { int levels[]; };
 layout(set = 0, binding = 5) readonly buffer Steps { float steps[]; };  // per patch quantisation step
 
-shared float X[P];
-#define MODE_INPUT(i) X[i]
+#ifdef PATCH_BINDING
+#include "patch_global.glsl"
+#else
+#include "patch_shared.glsl"
+#endif
+#define MODE_INPUT(i) X_AT(i)
 #include "modes.glsl"
 
-// Leaves patch `pid`'s samples in X.
-void decode_patch(uint pid) {
+// Leaves patch `pid`'s samples in the tensor (X_AT), with a tensor in a buffer at region
+// `region`.
+void decode_patch(uint pid, uint region) {
+    bind_patch(region);
     uint k = membership[pid];
     float step = steps[pid];
-    for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) X[j] = 0.0;
+    for (uint j = gl_LocalInvocationID.x; j < P; j += gl_WorkGroupSize.x) X_AT(j) = 0.0;
+    // load_matrices ends with a barrier, which puts the zeros before any coefficient lands
+    // on them; the fence makes that hold for a tensor in a buffer too.
+    patch_fence();
     load_matrices(k, false);
     for (uint i = offsets[pid] + gl_LocalInvocationID.x; i < offsets[pid + 1u]; i += gl_WorkGroupSize.x) {
-        X[locations[i]] = float(levels[i]) * step;
+        X_AT(locations[i]) = float(levels[i]) * step;
     }
-    barrier();
+    patch_barrier();
     all_modes(false, 0u);
 }

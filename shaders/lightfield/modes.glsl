@@ -1,8 +1,11 @@
-// In-place n-mode products of one 5D patch held in shared memory, shared by the light-field
-// encode and decode kernels. The includer declares (before including):
-//   spec constants P (samples per patch), D (floats per dictionary), M0..M4 (mode sizes),
-//   shared float X[P] (the patch), and a macro MODE_INPUT(i) giving sample i of the
-//   kernel's input for the first product.
+// In-place n-mode products of one 5D patch tensor, shared by the light-field encode and
+// decode kernels. The includer declares (before including):
+//   spec constants P (samples per patch), D (floats per dictionary), M0..M4 (mode sizes);
+//   where the tensor lives (patch_shared.glsl or patch_global.glsl): a macro X_AT(i), element
+//   i of this workgroup's tensor (an lvalue), and patch_barrier(), after which every
+//   invocation's writes to it are visible to the whole workgroup (patch_fence(): the same
+//   without the barrier, for a barrier that follows);
+//   and a macro MODE_INPUT(i) giving sample i of the kernel's input for the first product.
 // In the dictionaries (global memory) matrices are m x m row-major with basis vectors in the
 // columns, modes in storage order (view row, view column, pixel row, pixel column, colour).
 // In shared memory (Mats, loaded by load_matrices) each matrix is stored the way its product
@@ -69,7 +72,7 @@ void mode_product(uint m, uint s, uint v, uint r, bool from_input, uint input_ba
         uint base = outer * m * s + (f - outer * s);
         float x[MAX_MODE];
         [[unroll]] for (uint t = 0u; t < m; t++) {
-            x[t] = from_input ? MODE_INPUT(input_base + base + t * s) : X[base + t * s];
+            x[t] = from_input ? MODE_INPUT(input_base + base + t * s) : X_AT(base + t * s);
         }
         [[unroll]] for (uint i = 0u; i < m; i++) {
             float acc = 0.0;
@@ -79,10 +82,10 @@ void mode_product(uint m, uint s, uint v, uint r, bool from_input, uint input_ba
                     if (4u * q + c < m) acc += w[c] * x[4u * q + c];
                 }
             }
-            X[base + i * s] = acc;
+            X_AT(base + i * s) = acc;
         }
     }
-    barrier();
+    patch_barrier();
 }
 
 // All five products with the matrices in Mats, mode 0 first (the CPU reference uses the

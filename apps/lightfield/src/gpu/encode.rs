@@ -1,7 +1,10 @@
 //! The encode stage on the GPU (`encode.comp`, one workgroup per patch), the twin of
 //! [`crate::cpu::encode`]: chunks of patches gathered by the host into a slot's staging,
 //! uploaded on the transfer queue, encoded against every dictionary and read back as codes,
-//! [`ENCODE_DEPTH`] chunks in flight on `GpuCodec::ring`.
+//! [`ENCODE_DEPTH`] chunks in flight on `GpuCodec::ring`. Patches too large for shared
+//! memory run `encode_global.comp` instead ([`super::PatchMemory::Global`]), whose patch
+//! tensors live in a slot's `tensors` buffer (one region per patch of the chunk, as large
+//! as the chunk's patches): the same codes.
 
 use std::ops::Range;
 use std::time::Instant;
@@ -11,7 +14,7 @@ use engine::{Buffer, Location};
 
 use kit::stats::ms_since;
 
-use super::{add_times, GpuCodec, GpuTime, DEPTH, ENCODE_DEPTH};
+use super::{add_times, GpuCodec, GpuTime, PatchMemory, DEPTH, ENCODE_DEPTH};
 use crate::codes::{Codes, Limit, Params};
 use crate::error::{LfError, Result};
 
@@ -38,6 +41,8 @@ pub(super) struct Slot {
     read_info: Buffer<u32>,
     read_locations: Buffer<u32>,
     read_levels: Buffer<i32>,
+    /// The patch tensors of `encode_global.comp` (none with the tensor in shared memory).
+    tensors: Option<Buffer<f32>>,
 }
 
 impl GpuCodec {
@@ -57,6 +62,10 @@ impl GpuCodec {
             read_info: ctx.buffer(n * 4, Location::Download, "patch results readback")?,
             read_locations: ctx.buffer(n * sparsity, Location::Download, "location readback")?,
             read_levels: ctx.buffer(n * sparsity, Location::Download, "level readback")?,
+            tensors: match self.memory {
+                PatchMemory::Shared => None,
+                PatchMemory::Global => Some(ctx.buffer(n * plen, Location::Device, "patch tensors")?),
+            },
         })
     }
 
@@ -114,15 +123,19 @@ impl GpuCodec {
                     n_dicts: self.ensemble.k as u32,
                     sparsity: params.sparsity as u32,
                 };
-                rec.pass(&self.encode)
+                let pass = rec
+                    .pass(&self.encode)
                     .read(&slot.patches)
                     .read(&self.dicts)
                     .read(&slot.limits)
                     .write(&slot.info)
                     .write(&slot.locations)
-                    .write(&slot.levels)
-                    .push(&push)
-                    .dispatch_linear(len as u32)?;
+                    .write(&slot.levels);
+                let pass = match &slot.tensors {
+                    Some(tensors) => pass.write(tensors),
+                    None => pass,
+                };
+                pass.push(&push).dispatch_linear(len as u32)?;
                 rec.mark("encode");
                 rec.copy_region(&slot.info, 0, &slot.read_info, 0, len * 4);
                 rec.copy_region(&slot.locations, 0, &slot.read_locations, 0, len * params.sparsity);
@@ -220,6 +233,43 @@ pub(super) mod tests {
         n
     }
 
+    /// `n` random patches of `shape`, patch-major, each around a random smooth base, so that
+    /// some meet the budget and some fail.
+    pub(in crate::gpu) fn random_patches(rng: &mut impl Rng, shape: PatchShape, n: usize) -> Vec<f32> {
+        let mut patches = Vec::with_capacity(n * shape.len());
+        for _ in 0..n {
+            let base: f32 = rng.gen_range(0.2..0.8);
+            let noise: f32 = rng.gen_range(0.0..0.2);
+            patches.extend((0..shape.len()).map(|_| (base + noise * rng.gen_range(-1.0f32..1.0)).clamp(0.0, 1.0)));
+        }
+        patches
+    }
+
+    /// Encodes `patches` with `gpu` and with `chunked` (the same ensemble, streamed in small
+    /// chunks) at two settings (T = 200 at epsilon 0.05, T = every sample at 0.02) and
+    /// returns both settings' GPU and CPU codes, after checking that the two codecs agree
+    /// exactly and that some patch meets its budget.
+    pub(in crate::gpu) fn encode_both(gpu: &GpuCodec, chunked: &GpuCodec, patches: &[f32]) -> Vec<(Codes, Codes)> {
+        let ens = gpu.ensemble();
+        let (plen, mode_sum) = (ens.shape.len(), ens.shape.modes().iter().sum());
+        let mut out = Vec::new();
+        for params in [Params { sparsity: 200.min(plen), epsilon: 0.05 }, Params { sparsity: plen, epsilon: 0.02 }] {
+            let limits: Vec<Limit> = patches
+                .chunks(plen)
+                .map(|p| {
+                    Limit::new(params, plen, plen, p.iter().map(|&x| (x * x) as f64).sum::<f64>().sqrt(), mode_sum)
+                })
+                .collect();
+            let cpu = encode_patches_cpu(patches, &limits, ens, params);
+            let (got, _) = gpu.encode_patches(patches, &limits, params).unwrap();
+            assert_eq!(chunked.encode_patches(patches, &limits, params).unwrap().0, got);
+            let successes = cpu.success.iter().filter(|&&s| s).count();
+            assert!(successes > 0 || params.sparsity < plen, "test data should meet the budget sometimes");
+            out.push((got, cpu));
+        }
+        out
+    }
+
     /// `encode.comp` against [`encode_patches_cpu`] on random non-zero patches, at the
     /// tests' shape and at an awkward one (3 x 2 views of 7 x 3 pixels: 378 samples, not a
     /// multiple of the workgroup), whole and in chunks of 5: the same codes for every patch
@@ -231,34 +281,17 @@ pub(super) mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         let n = 37;
         for shape in [SHAPE, PatchShape { my: 7, mx: 3, mu: 3, mv: 2 }] {
-            let (plen, mode_sum) = (shape.len(), shape.modes().iter().sum());
             // Twelve dictionaries, so that failed patches see the pruned searches (a
             // dictionary proved unable to beat the best so far) many times.
             let ens = Ensemble::random(shape, 12, 5);
             let gpu = GpuCodec::new(ctx, &ens).unwrap();
-            // Random patches around a random smooth base, so some meet the budget and some fail.
-            let mut patches = Vec::new();
-            for _ in 0..n {
-                let base: f32 = rng.gen_range(0.2..0.8);
-                let noise: f32 = rng.gen_range(0.0..0.2);
-                patches.extend((0..plen).map(|_| (base + noise * rng.gen_range(-1.0f32..1.0)).clamp(0.0, 1.0)));
-            }
+            assert_eq!(gpu.patch_memory(), PatchMemory::Shared);
+            let patches = random_patches(&mut rng, shape, n);
             // The second codec streams the patches in chunks of 5 (two in flight).
             let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(5);
-            for params in [Params { sparsity: 200, epsilon: 0.05 }, Params { sparsity: plen, epsilon: 0.02 }] {
-                let limits: Vec<Limit> = patches
-                    .chunks(plen)
-                    .map(|p| {
-                        Limit::new(params, plen, plen, p.iter().map(|&x| (x * x) as f64).sum::<f64>().sqrt(), mode_sum)
-                    })
-                    .collect();
-                let cpu = encode_patches_cpu(&patches, &limits, &ens, params);
-                let (got, _) = gpu.encode_patches(&patches, &limits, params).unwrap();
+            for (got, cpu) in encode_both(&gpu, &chunked, &patches) {
                 let bad = mismatches(&got, &cpu);
-                assert!(bad <= 1, "{shape}: {bad} of {n} patches differ ({params:?})");
-                assert_eq!(chunked.encode_patches(&patches, &limits, params).unwrap().0, got);
-                let successes = cpu.success.iter().filter(|&&s| s).count();
-                assert!(successes > 0 || params.sparsity < plen, "test data should meet the budget sometimes");
+                assert!(bad <= 1, "{shape}: {bad} of {n} patches differ");
             }
         }
         testing::assert_no_validation_messages();

@@ -12,9 +12,17 @@
 //! thousands of patches streamed through the engine's ring ([`engine::stream::Stream`], two
 //! chunks in flight): the CPU prepares chunk i+1 into host-visible staging and the transfer
 //! queue uploads it while the GPU works on chunk i.
+//!
+//! The encode and decode kernels hold each patch's tensor in workgroup shared memory when it
+//! fits the device's `maxComputeSharedMemorySize` ([`PatchMemory::Shared`], the fused
+//! kernels), else in a device buffer, one region per patch of a chunk
+//! ([`PatchMemory::Global`]): the same products in the same order and the same selection,
+//! so the same codes.
 
 pub mod decode;
 pub mod encode;
+#[cfg(test)]
+mod global_tests;
 pub mod render;
 pub mod train;
 
@@ -69,10 +77,25 @@ pub struct GpuTime {
     pub host_stage_ms: f64,
 }
 
+/// Where each workgroup of the encode and decode kernels holds its patch tensor while it
+/// applies the mode products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchMemory {
+    /// Workgroup shared memory (`encode.comp`, `decode.comp`, `decode_views.comp`): the
+    /// tensor never leaves the workgroup. Only for patches that fit the device's shared
+    /// memory beside the kernels' other shared arrays.
+    Shared,
+    /// A device buffer, one region of the patch's samples per patch of a chunk
+    /// (`encode_global.comp`, `decode_global.comp`; `decode_views_global.comp`, one per patch
+    /// of the light field): any patch size.
+    Global,
+}
+
 /// Pipelines and device-resident dictionaries for one ensemble.
 pub struct GpuCodec {
     ctx: Context,
     ensemble: Ensemble,
+    memory: PatchMemory,
     encode: Kernel<EncodePush>,
     decode: Kernel<DecodePush>,
     decode_views: Kernel<ViewsPush>,
@@ -89,16 +112,29 @@ pub struct GpuCodec {
 
 impl GpuCodec {
     pub fn new(ctx: &Context, ensemble: &Ensemble) -> Result<GpuCodec> {
-        let workgroup = (WORKGROUP_SUBGROUPS * ctx.info().subgroup_size).clamp(WORKGROUP_RANGE.0, WORKGROUP_RANGE.1);
-        GpuCodec::with_workgroup(ctx, ensemble, workgroup)
+        GpuCodec::with_options(ctx, ensemble, None, None)
     }
 
     /// Like [`GpuCodec::new`] with at most `workgroup` invocations per patch (the benchmark
     /// sweeps this; the choices are the same up to float ties of the reductions' order).
     pub fn with_workgroup(ctx: &Context, ensemble: &Ensemble, workgroup: u32) -> Result<GpuCodec> {
+        GpuCodec::with_options(ctx, ensemble, Some(workgroup), None)
+    }
+
+    /// Like [`GpuCodec::new`] with at most `workgroup` invocations per patch (default: the
+    /// built-in choice) and the patch tensor in `memory` (default: shared memory when the
+    /// patch fits the device's, else global; tests force global to run that path on small
+    /// patches). Shared memory for a patch that does not fit is refused.
+    pub fn with_options(
+        ctx: &Context,
+        ensemble: &Ensemble,
+        workgroup: Option<u32>,
+        memory: Option<PatchMemory>,
+    ) -> Result<GpuCodec> {
         let info = ctx.info();
         let shape = ensemble.shape;
-        let plen = shape.len();
+        let workgroup = workgroup
+            .unwrap_or_else(|| (WORKGROUP_SUBGROUPS * info.subgroup_size).clamp(WORKGROUP_RANGE.0, WORKGROUP_RANGE.1));
         let workgroup = workgroup.max(1).min(info.max_workgroup_invocations).min(info.max_workgroup_size[0]);
         if workgroup / info.subgroup_size.max(1) > 64 {
             return Err(LfError::Engine(engine::EngineError::Unsupported(format!(
@@ -106,24 +142,34 @@ impl GpuCodec {
                 info.subgroup_size
             ))));
         }
-        // X, Mats (each mode's m rows padded to a multiple of 4), the reduction's 2 x 64
-        // vec4s, two compaction count arrays of 64.
-        let mats: usize = shape.modes().iter().map(|&m| m * m.next_multiple_of(4)).sum();
-        let shared = 4 * (plen + mats + 4 * 128 + 2 * 64);
-        if shared > info.max_shared_memory_bytes as usize {
+        let shared = shared_bytes(shape);
+        let fits = shared <= info.max_shared_memory_bytes as usize;
+        let memory = memory.unwrap_or(if fits { PatchMemory::Shared } else { PatchMemory::Global });
+        if memory == PatchMemory::Shared && !fits {
             return Err(LfError::Engine(engine::EngineError::Unsupported(format!(
                 "patch {shape} needs {shared} bytes of shared memory; the device has {}",
                 info.max_shared_memory_bytes
             ))));
         }
         let spec = spec(shape, workgroup);
-        let encode = ctx.kernel(&crate::shaders::kernels::ENCODE, &spec)?;
-        let decode = ctx.kernel(&crate::shaders::kernels::DECODE, &spec)?;
-        let decode_views = ctx.kernel(&crate::shaders::kernels::DECODE_VIEWS, &spec)?;
+        use crate::shaders::kernels;
+        let (encode, decode, decode_views) = match memory {
+            PatchMemory::Shared => (
+                ctx.kernel(&kernels::ENCODE, &spec)?,
+                ctx.kernel(&kernels::DECODE, &spec)?,
+                ctx.kernel(&kernels::DECODE_VIEWS, &spec)?,
+            ),
+            PatchMemory::Global => (
+                ctx.kernel(&kernels::ENCODE_GLOBAL, &spec)?,
+                ctx.kernel(&kernels::DECODE_GLOBAL, &spec)?,
+                ctx.kernel(&kernels::DECODE_VIEWS_GLOBAL, &spec)?,
+            ),
+        };
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
             ctx: ctx.clone(),
             ensemble: ensemble.clone(),
+            memory,
             encode,
             decode,
             decode_views,
@@ -142,6 +188,11 @@ impl GpuCodec {
 
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// Where the kernels hold the patch tensor.
+    pub fn patch_memory(&self) -> PatchMemory {
+        self.memory
     }
 
     /// Invocations per workgroup (one workgroup per patch).
@@ -214,8 +265,16 @@ impl GpuCodec {
     }
 }
 
-/// The specialization constants shared by `encode.comp`, `decode.comp` and
-/// `decode_views.comp` for patches of `shape` and `workgroup` invocations per patch: the
+/// Bytes of shared memory the encode kernel needs with the patch tensor in it (the decode
+/// kernels need less): the tensor, the matrices (each mode's m rows padded to a multiple of
+/// 4), the reduction's 2 x 64 vec4s and the compaction's two count arrays of 64.
+fn shared_bytes(shape: PatchShape) -> usize {
+    let mats: usize = shape.modes().iter().map(|&m| m * m.next_multiple_of(4)).sum();
+    4 * (shape.len() + mats + 4 * 128 + 2 * 64)
+}
+
+/// The specialization constants shared by the encode and decode kernels (both placements
+/// of the tensor, [`PatchMemory`]) for patches of `shape` and `workgroup` invocations per patch: the
 /// workgroup, samples per invocation, patch and dictionary lengths, and the five modes.
 pub fn spec(shape: PatchShape, workgroup: u32) -> [u32; 9] {
     let plen = shape.len();

@@ -8,6 +8,9 @@
 //! any sample was not finite. Part of the decode stage: `decode_views.comp` is
 //! `decode.comp` writing into the light field instead of patches; its test holds it bit for
 //! bit to `decode.comp`'s file decode, which the stage's twin test holds to the CPU's.
+//! Patches too large for shared memory ([`crate::gpu::PatchMemory::Global`]) run
+//! `decode_views_global.comp`, whose tensors lie in one more device buffer, a region per
+//! patch of the light field.
 
 use std::time::Instant;
 
@@ -20,7 +23,7 @@ use crate::codes::patch_step;
 use crate::error::{LfError, Result};
 use kit::stats::ms_since;
 
-use crate::gpu::GpuCodec;
+use crate::gpu::{GpuCodec, PatchMemory};
 use crate::sections::{parse_section, split_lens, Bounds, Header, SectionOut};
 
 /// A decoded light field in device memory, in the layout the renderer reads.
@@ -70,6 +73,9 @@ pub(in crate::gpu) struct DecodeScratch {
     pub stagings: Vec<Buffer<u32>>,
     /// Every section's decode inputs on the device.
     pub inputs: Option<Buffer<u32>>,
+    /// The patch tensors of `decode_views_global.comp`, one region per patch of the light
+    /// field (with the tensor in shared memory: none).
+    pub tensors: Option<Buffer<f32>>,
     /// Whether any decoded sample was not finite, and its readback.
     pub flag: Option<Buffer<u32>>,
     pub flag_read: Option<Buffer<u32>>,
@@ -116,6 +122,14 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
     drop(spare);
     let inputs = &*ctx.reuse_buffer(&mut scratch.inputs, total_words, Location::Device, "decode inputs")?;
     let views = ctx.buffer::<f32>(samples, Location::Device, "decoded views")?;
+    let tensors = match codec.patch_memory() {
+        PatchMemory::Shared => None,
+        PatchMemory::Global => {
+            let len = bounds.grid.len() * bounds.grid.shape.len();
+            ctx.check_binding(len as u64 * 4, "the decode's patch tensors")?;
+            Some(&*ctx.reuse_buffer(&mut scratch.tensors, len, Location::Device, "patch tensors")?)
+        }
+    };
     let flag = &*ctx.reuse_buffer(&mut scratch.flag, 1, Location::Device, "decode flag")?;
     let flag_read = &*ctx.reuse_buffer(&mut scratch.flag_read, 1, Location::Download, "decode flag readback")?;
     let mut rec = ctx.recorder()?;
@@ -181,11 +195,14 @@ pub fn decode_to_device(codec: &GpuCodec, bytes: &[u8]) -> Result<(DeviceLightFi
             // the sections' kernels as a barrier at the head of each would.
             rec.wait_for(&fill);
             let push = ViewsPush { n_patches: patches.len() as u32, first: patches.start as u32, ..push_base };
-            l.read_parts(rec.pass(&codec.decode_views).read(&codec.dicts), inputs, base)
-                .write(&views)
-                .read_write(flag)
-                .push(&push)
-                .dispatch_linear(patches.len() as u32)?;
+            let pass = l.read_parts(rec.pass(&codec.decode_views).read(&codec.dicts), inputs, base);
+            let pass = pass.write(&views).read_write(flag);
+            // Each section's patches have regions of their own: no hazard between sections.
+            let pass = match tensors {
+                Some(tensors) => pass.write(tensors),
+                None => pass,
+            };
+            pass.push(&push).dispatch_linear(patches.len() as u32)?;
             rec.mark("decode");
             account(stream.push(staging, s, [copy, rec.submit()?])?);
         }
@@ -244,7 +261,8 @@ mod tests {
     use crate::codec::{decode_lightfield, CodecPath};
 
     /// The views decoded into device memory equal the file decode's on the GPU path, bit
-    /// for bit, for one section and for three with the last one short.
+    /// for bit, for one section and for three with the last one short, with the patch
+    /// tensors in shared memory and in a buffer.
     #[test]
     fn decoded_on_the_device_equals_the_file_decode() {
         let ctx = engine::testing::context();
@@ -255,9 +273,10 @@ mod tests {
             let params = crate::codes::Params { sparsity: 900, epsilon: 0.01 };
             crate::codec::encode_lightfield(&lf, &ens, params, CodecPath::Cpu).unwrap().0
         };
-        for c in [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)] {
+        let files = [encoded, crate::bitstream::tests::random_compressed(80, 120, 9)];
+        for (c, memory) in files.iter().flat_map(|c| [(c, PatchMemory::Shared), (c, PatchMemory::Global)]) {
             let bytes = c.to_bytes().unwrap();
-            let codec = GpuCodec::new(ctx, &c.ensemble).unwrap();
+            let codec = GpuCodec::with_options(ctx, &c.ensemble, None, Some(memory)).unwrap();
             let (on_device, times) = decode_to_device(&codec, &bytes).unwrap();
             assert_eq!(times.sections, c.codes.len().div_ceil(crate::sections::SECTION_PATCHES));
             let (want, _) =

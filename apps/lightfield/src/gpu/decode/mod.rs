@@ -164,7 +164,7 @@ impl Layout {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::gpu) mod tests {
     use super::*;
     use crate::cpu::decode::decode_patches_cpu;
     use crate::dictionary::Ensemble;
@@ -174,7 +174,7 @@ mod tests {
 
     /// Random codes of `n` patches of `shape` against `k` dictionaries: 1 to 40 coefficients
     /// each at distinct ascending locations, every level non-zero.
-    fn random_codes(shape: PatchShape, k: u32, n: usize, seed: u64) -> Codes {
+    pub(in crate::gpu) fn random_codes(shape: PatchShape, k: u32, n: usize, seed: u64) -> Codes {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let mut codes = Codes { offsets: vec![0], ..Default::default() };
         for _ in 0..n {
@@ -191,23 +191,18 @@ mod tests {
         codes
     }
 
-    /// `decode.comp` against [`decode_patches_cpu`] on random codes at an awkward patch shape
-    /// (3 x 2 views of 5 x 3 pixels), over the whole set, over a range (random access) and in
-    /// chunks of 4: every sample within 1e-5 of its patch's largest magnitude (the f32 mode
-    /// products summed in another order).
-    #[test]
-    fn the_decode_kernel_matches_its_cpu_twin_on_random_codes() {
-        let ctx = testing::context();
-        let shape = PatchShape { my: 5, mx: 3, mu: 3, mv: 2 };
-        let ens = Ensemble::random(shape, 3, 11);
-        let n = 29;
-        let codes = random_codes(shape, 3, n, 5);
+    /// Decodes random codes of 29 patches of `ens` (three dictionaries) with `whole` and
+    /// `chunked` (the same ensemble in chunks of 4) over the whole set and over ranges
+    /// (random access), and compares each with [`decode_patches_cpu`]: every sample within
+    /// 1e-5 of its patch's largest magnitude (the f32 mode products summed in another order).
+    pub(in crate::gpu) fn check_decode_against_cpu(whole: &GpuCodec, chunked: &GpuCodec) {
+        let ens = whole.ensemble();
+        let (shape, n) = (ens.shape, 29);
+        let codes = random_codes(shape, ens.k as u32, n, 5);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(6);
         let steps: Vec<f32> = (0..n).map(|_| rng.gen_range(0.003..0.05)).collect();
         let plen = shape.len();
-        let whole = GpuCodec::new(ctx, &ens).unwrap();
-        let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(4);
-        for (gpu, range) in [(&whole, 0..n), (&whole, 7..23), (&chunked, 0..n), (&chunked, 3..n)] {
+        for (gpu, range) in [(whole, 0..n), (whole, 7..23), (chunked, 0..n), (chunked, 3..n)] {
             let mut got = vec![0f32; range.len() * plen];
             let mut next = range.start;
             gpu.decode_range(&codes, range.clone(), &steps, |r, samples| {
@@ -218,7 +213,7 @@ mod tests {
             })
             .unwrap();
             assert_eq!(next, range.end);
-            let want = decode_patches_cpu(&codes, &ens, &steps[range.clone()], range.clone());
+            let want = decode_patches_cpu(&codes, ens, &steps[range.clone()], range.clone());
             for (p, (a, b)) in got.chunks(plen).zip(want.chunks(plen)).enumerate() {
                 let scale = b.iter().fold(0f32, |m, v| m.max(v.abs()));
                 assert!(scale > 0.0, "patch {p} decodes to zeros");
@@ -226,6 +221,17 @@ mod tests {
                 assert!(worst <= 1e-5, "patch {} of {range:?}: {worst:.1e} relative", range.start + p);
             }
         }
+    }
+
+    /// `decode.comp` against [`decode_patches_cpu`] on random codes at an awkward patch shape
+    /// (3 x 2 views of 5 x 3 pixels); see [`check_decode_against_cpu`].
+    #[test]
+    fn the_decode_kernel_matches_its_cpu_twin_on_random_codes() {
+        let ctx = testing::context();
+        let ens = Ensemble::random(PatchShape { my: 5, mx: 3, mu: 3, mv: 2 }, 3, 11);
+        let whole = GpuCodec::new(ctx, &ens).unwrap();
+        let chunked = GpuCodec::new(ctx, &ens).unwrap().with_max_chunk(4);
+        check_decode_against_cpu(&whole, &chunked);
         testing::assert_no_validation_messages();
     }
 }
