@@ -192,7 +192,9 @@ fn refined_fit_renders_to_its_reported_psnr() {
         let (psnr, em) = (line["psnr_db"].as_f64().unwrap(), line["em_psnr_db"].as_f64().unwrap());
         assert!(line["refine_ms"].as_f64().is_some(), "{line}");
         if steps == "0" {
-            assert_eq!(psnr, em);
+            // Two renders of one model: the GPU adds a tile's kernels in the order binning
+            // listed them (atomic cursors), so they agree to f32 rounding, not bit for bit.
+            assert!((psnr - em).abs() < 1e-5, "EM {em} dB, final {psnr} dB");
         } else {
             assert!(psnr > em + 1.0, "EM {em} dB, refined {psnr} dB");
         }
