@@ -11,7 +11,7 @@ use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
-pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION, LFC_VERSION_STEP_EPSILON};
+pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION, LFC_VERSION_STEP_EPSILON, LFC_VERSION_ZSTD};
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,9 +40,11 @@ impl Compressed {
         let n = self.codes.len();
         let mut frames = vec![sections::ensemble_frame(&self.ensemble)?];
         let starts: Vec<usize> = (0..n).step_by(SECTION_PATCHES).collect();
+        let bounds = self.bounds();
+        let ranged = sections::version_ranges(fields.version).then_some(&bounds);
         let coded: Vec<Frame> = starts
             .into_par_iter()
-            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n)))
+            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n), s, ranged))
             .collect::<Result<_>>()?;
         frames.extend(coded);
         sections::assemble(fields, &frames)
@@ -60,6 +62,11 @@ impl Compressed {
         all.push(sections::ensemble_frame(&self.ensemble)?);
         all.extend(frames);
         sections::assemble(fields, &all)
+    }
+
+    /// What the sections are coded against (and the reader checks them against).
+    pub fn bounds(&self) -> Bounds {
+        Bounds::new(self.grid(), self.step, &self.ensemble, self.params.sparsity)
     }
 
     /// Checks what the reader checks of the parameters; returns the header's words.
@@ -174,7 +181,7 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
             grid.len()
         )));
     }
-    let bounds = Bounds { grid, step: header.step, dictionaries: ensemble.k, sparsity: params.sparsity };
+    let bounds = Bounds::new(grid, header.step, &ensemble, params.sparsity);
     Ok((header, bounds, ensemble))
 }
 
@@ -199,7 +206,9 @@ pub(crate) mod tests {
             let mut locs: Vec<u32> = (0..12).filter(|_| rng.gen_bool(0.4)).take(6).collect();
             locs.sort();
             let bound = max_level(params.base_step(), grid.valid_samples(p), 12) as i32;
-            codes.levels.extend(locs.iter().map(|_| rng.gen_range(-bound..=bound) / 4));
+            // Non-zero levels, as the encoders keep, so sections may be range coded.
+            let level = |rng: &mut rand_chacha::ChaCha8Rng| rng.gen_range(1..=bound / 4) * [-1, 1][rng.gen_range(0..2)];
+            codes.levels.extend(locs.iter().map(|_| level(&mut rng)));
             codes.locations.extend(locs);
             codes.offsets.push(codes.locations.len());
             codes.success.push(true);

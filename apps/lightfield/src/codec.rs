@@ -194,8 +194,11 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
 ) -> Result<Encoded> {
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<Codes>();
+    let [u, v, h, w] = lf.size();
+    let grid = PatchGrid::new(ens.shape, u, v, h, w);
+    let bounds = std::sync::Arc::new(sections::Bounds::new(grid, params.base_step(), ens, params.sparsity));
     let (encoded, written, chunks_ms) = std::thread::scope(|scope| {
-        let writer = scope.spawn(move || compress_sections(rx));
+        let writer = scope.spawn(move || compress_sections(rx, bounds));
         // The sender goes with this call, so the writer ends however the encode ends.
         let encoded = encode_chunks(lf, ens, params, path, progress, move |chunk| {
             // The writer only stops once every sender is gone; it cannot have hung up.
@@ -218,7 +221,10 @@ fn encode_source_to_bytes<S: PatchSource + ?Sized>(
 /// Collects the chunks' codes from `rx` and compresses each section on
 /// [`pools::compression`] as soon as its last patch arrives. Returns the codes, the frames in
 /// patch order, and the CPU ms spent compressing.
-fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec<Frame>>, f64) {
+fn compress_sections(
+    rx: std::sync::mpsc::Receiver<Codes>,
+    bounds: std::sync::Arc<sections::Bounds>,
+) -> (Codes, Result<Vec<Frame>>, f64) {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(usize, Result<Frame>, f64)>();
     let mut codes = Codes::default();
     let mut next = 0;
@@ -227,9 +233,10 @@ fn compress_sections(rx: std::sync::mpsc::Receiver<Codes>) -> (Codes, Result<Vec
         let spawn = |codes: &Codes, range: std::ops::Range<usize>| {
             let section = codes.slice(range.clone());
             let done = done_tx.clone();
+            let bounds = bounds.clone();
             pool.spawn(move |_| {
                 let t = Instant::now();
-                let frame = sections::section_frame(&section, 0..section.len());
+                let frame = sections::section_frame(&section, 0..section.len(), range.start, Some(&bounds));
                 let _ = done.send((range.start / SECTION_PATCHES, frame, ms_since(t)));
             });
         };
@@ -568,7 +575,7 @@ mod tests {
                 tx.send(c.codes.slice(s..(s + chunk).min(c.codes.len()))).unwrap();
             }
             drop(tx);
-            let (codes, frames, _) = compress_sections(rx);
+            let (codes, frames, _) = compress_sections(rx, std::sync::Arc::new(c.bounds()));
             assert_eq!(codes, c.codes);
             assert_eq!(c.to_bytes_from(frames.unwrap()).unwrap(), c.to_bytes().unwrap(), "chunks of {chunk}");
         }
