@@ -280,6 +280,65 @@ pub(crate) mod tests {
         assert_eq!(b.padded_patch_coefficients, held as u64);
     }
 
+    #[test]
+    fn version_5_range_codes_sections_and_version_4_files_still_read() {
+        let c = random_compressed(80, 120, 7);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        assert_eq!(header.version, LFC_VERSION);
+        let ranged = (0..header.sections())
+            .filter(|&s| header.section_frame(&bytes, s).1.starts_with(sections::RANGED_MAGIC))
+            .count();
+        assert!(ranged > 0, "no section was range coded");
+        assert_eq!(Compressed::from_bytes(&bytes).unwrap(), c);
+        // The same codes as version 4 wrote them (every section zstd) read back alike.
+        let mut frames = vec![sections::ensemble_frame(&c.ensemble).unwrap()];
+        let n = c.codes.len();
+        for s in (0..n).step_by(SECTION_PATCHES) {
+            frames.push(sections::section_frame(&c.codes, s..(s + SECTION_PATCHES).min(n), s, None).unwrap());
+        }
+        let v4 = sections::assemble(Fields { version: LFC_VERSION_ZSTD, ..c.fields().unwrap() }, &frames).unwrap();
+        assert_eq!(Header::parse(&v4).unwrap().version, LFC_VERSION_ZSTD);
+        assert_eq!(Compressed::from_bytes(&v4).unwrap(), c);
+        assert!(bytes.len() < v4.len(), "range coding chosen only where smaller: {} >= {}", bytes.len(), v4.len());
+        // Version 4 holds no range-coded section.
+        let refused = Compressed::from_bytes(&with_version(&bytes, LFC_VERSION_ZSTD)).unwrap_err().to_string();
+        assert!(refused.contains("not one zstd frame"), "{refused}");
+    }
+
+    #[test]
+    fn damaged_range_coded_sections_are_refused_never_misread() {
+        let c = random_compressed(64, 64, 9);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        let (entry, frame) = header.section_frame(&bytes, 0);
+        assert!(frame.starts_with(sections::RANGED_MAGIC));
+        let (start, entry) = (header.starts[1], *entry);
+        let at = HEADER_LEN + sections::ENTRY_LEN;
+        let mut rng = kit::fuzz::Rng::new(5);
+        let (mut refused, mut accepted) = (0, 0);
+        for _ in 0..200 {
+            // A byte of the coded stream changed, the frame's checksum and the table's hash fixed.
+            let mut bad = bytes.clone();
+            let i = start + sections::RANGED_MAGIC.len() + 1 + rng.below(entry.frame_len as usize - 5);
+            bad[i] ^= 1 << rng.below(8);
+            let sum = sections::hash64(&bad[start..start + entry.frame_len as usize]);
+            bad[at + 24..at + 32].copy_from_slice(&sum.to_le_bytes());
+            let table = 2 * sections::ENTRY_LEN;
+            let hash = fnv1a64(&bad[HEADER_LEN..HEADER_LEN + table]);
+            bad[HEADER_LEN + table..HEADER_LEN + table + 8].copy_from_slice(&hash.to_le_bytes());
+            // A change in the coder's last bytes may leave every decision as it was.
+            match Compressed::from_bytes(&bad) {
+                Ok(_) => accepted += 1,
+                Err(e) => {
+                    refused += 1;
+                    assert!(e.to_string().contains("range-coded"), "{e}");
+                }
+            }
+        }
+        assert!(refused > 100, "{refused} refused, {accepted} accepted");
+    }
+
     /// The header with its version set to `version` and its hash fixed.
     fn with_version(bytes: &[u8], version: u32) -> Vec<u8> {
         let mut b = bytes.to_vec();
