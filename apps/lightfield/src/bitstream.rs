@@ -262,7 +262,8 @@ pub(crate) mod tests {
         let c = random_compressed(70, 64, 5);
         let bytes = c.to_bytes().unwrap();
         let header = Header::parse(&bytes).unwrap();
-        let b = sections::Breakdown::new(&header, &c.codes, &c.grid()).unwrap();
+        let b = sections::Breakdown::new(&header, &bytes, &c.codes, &c.grid()).unwrap();
+        assert!(b.range_coded_sections > 0, "random non-zero levels range code smaller");
         assert_eq!(b.header + b.table + b.dictionaries + b.sections, bytes.len() as u64);
         let mut s = sections::Streams::default();
         s.push(&c.codes, 0..c.codes.len());
@@ -273,8 +274,9 @@ pub(crate) mod tests {
         // 70 x 64 pixels in 2 x 2 patches: no padding.
         assert_eq!((b.padded_patches, b.coded_over_real_samples), (0, 1.0));
         let odd = random_compressed(71, 64, 5);
-        let b = sections::Breakdown::new(&Header::parse(&odd.to_bytes().unwrap()).unwrap(), &odd.codes, &odd.grid())
-            .unwrap();
+        let odd_bytes = odd.to_bytes().unwrap();
+        let b =
+            sections::Breakdown::new(&Header::parse(&odd_bytes).unwrap(), &odd_bytes, &odd.codes, &odd.grid()).unwrap();
         assert_eq!(b.padded_patches, 32);
         let held: usize = (odd.codes.len() - 32..odd.codes.len()).map(|p| odd.codes.count(p)).sum();
         assert_eq!(b.padded_patch_coefficients, held as u64);

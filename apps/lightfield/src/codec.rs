@@ -425,7 +425,8 @@ pub fn capped_patches(c: &Compressed, original: &LightField) -> Capped {
 /// `bound <= epsilon`.
 pub fn rmse_bound(c: &Compressed, original: &LightField, p: usize) -> f64 {
     let grid = c.grid();
-    c.params.epsilon as f64 * (c.codes.errors[p] as f64 / full_budget(c, &grid, original, p).max(f64::MIN_POSITIVE)).sqrt()
+    c.params.epsilon as f64
+        * (c.codes.errors[p] as f64 / full_budget(c, &grid, original, p).max(f64::MIN_POSITIVE)).sqrt()
 }
 
 /// Whether patch `p` (of the encoder's codes, with their errors) is over epsilon's whole

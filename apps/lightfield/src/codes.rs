@@ -15,8 +15,8 @@ pub struct Params {
 /// The quantisation step is tied to epsilon: step = 2 epsilon sqrt(valid / P). A kept
 /// coefficient costs at most (step/2)^2 after quantisation, a dropped one its value
 /// squared, and only coefficients of magnitude at least step/2 are ever kept (a dead zone
-/// of half a step each side). The encoder meets a patch's budget of valid * epsilon^2 by
-/// dropping its smallest coefficients, so a step finer than the errors it is held to only
+/// of half a step each side). The encoder meets a patch's budget of valid * epsilon^2 (or
+/// its [`BUDGET_FRACTION`]) by dropping its smallest coefficients, so a step finer than the errors it is held to only
 /// spends bits on levels: at 2 epsilon, against epsilon, the levels of the rendered 9x9
 /// scenes take 14-18% fewer bytes and the file 7-8% at the same PSNR (BENCHMARKS.md).
 /// Keeping every non-zero level leaves at most P (step/2)^2 = valid * epsilon^2: the whole

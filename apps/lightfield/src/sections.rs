@@ -154,7 +154,14 @@ pub fn section_frame(codes: &Codes, range: Range<usize>, first: usize, ranged: O
 /// reader checks the decoded codes against). `None` where the coder cannot hold the codes
 /// (a level of 0, a value beyond the reader's bounds) or the frame would expand beyond
 /// what the table allows; the section is then zstd coded.
-fn ranged_frame(codes: &Codes, range: Range<usize>, first: usize, b: &Bounds, payload_len: u64, coefficients: u64) -> Option<Frame> {
+fn ranged_frame(
+    codes: &Codes,
+    range: Range<usize>,
+    first: usize,
+    b: &Bounds,
+    payload_len: u64,
+    coefficients: u64,
+) -> Option<Frame> {
     let plen = b.grid.shape.len();
     let mut models = entropy::SectionModels::new(b.limits());
     let mut enc = entropy::Encoder::default();
@@ -600,7 +607,8 @@ fn parse_payload(header: &Header, payload: &[u8], s: usize, b: &Bounds, out: Sec
 fn parse_ranged(header: &Header, coded: &[u8], payload_len: u64, s: usize, b: &Bounds, out: SectionOut) -> Result<()> {
     let bad = |m: String| LfError::corrupt(WHAT, format!("section {s}: range-coded {m}"));
     let plen = b.grid.shape.len();
-    let mut dec = entropy::Decoder::new(coded).ok_or_else(|| bad("frame too short or without its leading zero".into()))?;
+    let mut dec =
+        entropy::Decoder::new(coded).ok_or_else(|| bad("frame too short or without its leading zero".into()))?;
     let mut models = entropy::SectionModels::new(b.limits());
     let (mut pairs, mut sorted) = (Vec::new(), Vec::new());
     let (mut total, mut varints) = (0usize, 0u64);
@@ -720,6 +728,8 @@ pub struct Breakdown {
     pub dictionaries: u64,
     /// Every coefficient section's frame.
     pub sections: u64,
+    /// Sections range coded (version 5), the others zstd.
+    pub range_coded_sections: u64,
     /// Per stream, bytes before compression.
     pub raw: StreamBytes,
     /// Per stream, bytes compressed alone.
@@ -747,7 +757,8 @@ pub struct StreamBytes {
 impl Breakdown {
     /// The breakdown of a file `header` parsed from `bytes`, whose codes are `codes` on
     /// patch grid `grid`.
-    pub fn new(header: &Header, codes: &Codes, grid: &PatchGrid) -> Result<Breakdown> {
+    pub fn new(header: &Header, bytes: &[u8], codes: &Codes, grid: &PatchGrid) -> Result<Breakdown> {
+        let ranged = (0..header.sections()).filter(|&s| header.section_frame(bytes, s).1.starts_with(RANGED_MAGIC));
         let mut s = Streams::default();
         s.push(codes, 0..codes.len());
         let streams = [&s.membership, &s.counts, &s.locations, &s.levels];
@@ -763,6 +774,7 @@ impl Breakdown {
             table: (header.entries.len() * ENTRY_LEN + 8) as u64,
             dictionaries: header.entries[0].frame_len,
             sections: header.entries[1..].iter().map(|e| e.frame_len).sum(),
+            range_coded_sections: ranged.count() as u64,
             raw: bytes(&raw),
             compressed_alone: bytes(&alone),
             padded_patches: padded.len() as u64,
