@@ -45,7 +45,7 @@ import time
 import numpy as np
 from PIL import Image, ImageDraw
 
-EPSILONS = [0.2, 0.12, 0.09, 0.07, 0.055, 0.04, 0.025, 0.015]
+EPSILONS = [0.3, 0.25, 0.2, 0.15, 0.12, 0.09, 0.07, 0.055, 0.04, 0.025]
 QPS = [51, 46, 41, 36, 31, 26]
 JPEG_QUALITIES = [2, 5, 10, 20, 40, 70, 90]
 SMC_BPP = [0.1, 0.25, 0.5, 1.0]

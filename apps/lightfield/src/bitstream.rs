@@ -11,7 +11,7 @@ use crate::dictionary::Ensemble;
 use crate::error::{LfError, Result};
 use crate::patch::PatchGrid;
 use crate::sections::{self, Bounds, Fields, Frame, SectionOut, SECTION_PATCHES};
-pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION, LFC_VERSION_STEP_EPSILON};
+pub use crate::sections::{Header, HEADER_LEN, LFC_VERSION, LFC_VERSION_STEP_EPSILON, LFC_VERSION_ZSTD};
 
 /// Everything a `.lfc` file holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,9 +40,11 @@ impl Compressed {
         let n = self.codes.len();
         let mut frames = vec![sections::ensemble_frame(&self.ensemble)?];
         let starts: Vec<usize> = (0..n).step_by(SECTION_PATCHES).collect();
+        let bounds = self.bounds();
+        let ranged = sections::version_ranges(fields.version).then_some(&bounds);
         let coded: Vec<Frame> = starts
             .into_par_iter()
-            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n)))
+            .map(|s| sections::section_frame(&self.codes, s..(s + SECTION_PATCHES).min(n), s, ranged))
             .collect::<Result<_>>()?;
         frames.extend(coded);
         sections::assemble(fields, &frames)
@@ -60,6 +62,11 @@ impl Compressed {
         all.push(sections::ensemble_frame(&self.ensemble)?);
         all.extend(frames);
         sections::assemble(fields, &all)
+    }
+
+    /// What the sections are coded against (and the reader checks them against).
+    pub fn bounds(&self) -> Bounds {
+        Bounds::new(self.grid(), self.step, &self.ensemble, self.params.sparsity)
     }
 
     /// Checks what the reader checks of the parameters; returns the header's words.
@@ -174,7 +181,7 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
             grid.len()
         )));
     }
-    let bounds = Bounds { grid, step: header.step, dictionaries: ensemble.k, sparsity: params.sparsity };
+    let bounds = Bounds::new(grid, header.step, &ensemble, params.sparsity);
     Ok((header, bounds, ensemble))
 }
 
@@ -199,7 +206,9 @@ pub(crate) mod tests {
             let mut locs: Vec<u32> = (0..12).filter(|_| rng.gen_bool(0.4)).take(6).collect();
             locs.sort();
             let bound = max_level(params.base_step(), grid.valid_samples(p), 12) as i32;
-            codes.levels.extend(locs.iter().map(|_| rng.gen_range(-bound..=bound) / 4));
+            // Non-zero levels, as the encoders keep, so sections may be range coded.
+            let level = |rng: &mut rand_chacha::ChaCha8Rng| rng.gen_range(1..=bound / 4) * [-1, 1][rng.gen_range(0..2)];
+            codes.levels.extend(locs.iter().map(|_| level(&mut rng)));
             codes.locations.extend(locs);
             codes.offsets.push(codes.locations.len());
             codes.success.push(true);
@@ -253,7 +262,8 @@ pub(crate) mod tests {
         let c = random_compressed(70, 64, 5);
         let bytes = c.to_bytes().unwrap();
         let header = Header::parse(&bytes).unwrap();
-        let b = sections::Breakdown::new(&header, &c.codes, &c.grid()).unwrap();
+        let b = sections::Breakdown::new(&header, &bytes, &c.codes, &c.grid()).unwrap();
+        assert!(b.range_coded_sections > 0, "random non-zero levels range code smaller");
         assert_eq!(b.header + b.table + b.dictionaries + b.sections, bytes.len() as u64);
         let mut s = sections::Streams::default();
         s.push(&c.codes, 0..c.codes.len());
@@ -264,11 +274,71 @@ pub(crate) mod tests {
         // 70 x 64 pixels in 2 x 2 patches: no padding.
         assert_eq!((b.padded_patches, b.coded_over_real_samples), (0, 1.0));
         let odd = random_compressed(71, 64, 5);
-        let b = sections::Breakdown::new(&Header::parse(&odd.to_bytes().unwrap()).unwrap(), &odd.codes, &odd.grid())
-            .unwrap();
+        let odd_bytes = odd.to_bytes().unwrap();
+        let b =
+            sections::Breakdown::new(&Header::parse(&odd_bytes).unwrap(), &odd_bytes, &odd.codes, &odd.grid()).unwrap();
         assert_eq!(b.padded_patches, 32);
         let held: usize = (odd.codes.len() - 32..odd.codes.len()).map(|p| odd.codes.count(p)).sum();
         assert_eq!(b.padded_patch_coefficients, held as u64);
+    }
+
+    #[test]
+    fn version_5_range_codes_sections_and_version_4_files_still_read() {
+        let c = random_compressed(80, 120, 7);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        assert_eq!(header.version, LFC_VERSION);
+        let ranged = (0..header.sections())
+            .filter(|&s| header.section_frame(&bytes, s).1.starts_with(sections::RANGED_MAGIC))
+            .count();
+        assert!(ranged > 0, "no section was range coded");
+        assert_eq!(Compressed::from_bytes(&bytes).unwrap(), c);
+        // The same codes as version 4 wrote them (every section zstd) read back alike.
+        let mut frames = vec![sections::ensemble_frame(&c.ensemble).unwrap()];
+        let n = c.codes.len();
+        for s in (0..n).step_by(SECTION_PATCHES) {
+            frames.push(sections::section_frame(&c.codes, s..(s + SECTION_PATCHES).min(n), s, None).unwrap());
+        }
+        let v4 = sections::assemble(Fields { version: LFC_VERSION_ZSTD, ..c.fields().unwrap() }, &frames).unwrap();
+        assert_eq!(Header::parse(&v4).unwrap().version, LFC_VERSION_ZSTD);
+        assert_eq!(Compressed::from_bytes(&v4).unwrap(), c);
+        assert!(bytes.len() < v4.len(), "range coding chosen only where smaller: {} >= {}", bytes.len(), v4.len());
+        // Version 4 holds no range-coded section.
+        let refused = Compressed::from_bytes(&with_version(&bytes, LFC_VERSION_ZSTD)).unwrap_err().to_string();
+        assert!(refused.contains("not one zstd frame"), "{refused}");
+    }
+
+    #[test]
+    fn damaged_range_coded_sections_are_refused_never_misread() {
+        let c = random_compressed(64, 64, 9);
+        let bytes = c.to_bytes().unwrap();
+        let header = Header::parse(&bytes).unwrap();
+        let (entry, frame) = header.section_frame(&bytes, 0);
+        assert!(frame.starts_with(sections::RANGED_MAGIC));
+        let (start, entry) = (header.starts[1], *entry);
+        let at = HEADER_LEN + sections::ENTRY_LEN;
+        let mut rng = kit::fuzz::Rng::new(5);
+        let (mut refused, mut accepted) = (0, 0);
+        for _ in 0..200 {
+            // A byte of the coded stream changed, the frame's checksum and the table's hash fixed.
+            let mut bad = bytes.clone();
+            let i = start + sections::RANGED_MAGIC.len() + 1 + rng.below(entry.frame_len as usize - 5);
+            bad[i] ^= 1 << rng.below(8);
+            let sum = sections::hash64(&bad[start..start + entry.frame_len as usize]);
+            bad[at + 24..at + 32].copy_from_slice(&sum.to_le_bytes());
+            let table = 2 * sections::ENTRY_LEN;
+            let hash = fnv1a64(&bad[HEADER_LEN..HEADER_LEN + table]);
+            bad[HEADER_LEN + table..HEADER_LEN + table + 8].copy_from_slice(&hash.to_le_bytes());
+            // A change in the coder's last bytes may leave every decision as it was.
+            match Compressed::from_bytes(&bad) {
+                Ok(_) => accepted += 1,
+                Err(e) => {
+                    refused += 1;
+                    assert!(e.to_string().contains("range-coded"), "{e}");
+                }
+            }
+        }
+        assert!(refused > 100, "{refused} refused, {accepted} accepted");
     }
 
     /// The header with its version set to `version` and its hash fixed.

@@ -15,8 +15,8 @@ pub struct Params {
 /// The quantisation step is tied to epsilon: step = 2 epsilon sqrt(valid / P). A kept
 /// coefficient costs at most (step/2)^2 after quantisation, a dropped one its value
 /// squared, and only coefficients of magnitude at least step/2 are ever kept (a dead zone
-/// of half a step each side). The encoder meets a patch's budget of valid * epsilon^2 by
-/// dropping its smallest coefficients, so a step finer than the errors it is held to only
+/// of half a step each side). The encoder meets a patch's budget of valid * epsilon^2 (or
+/// its [`BUDGET_FRACTION`]) by dropping its smallest coefficients, so a step finer than the errors it is held to only
 /// spends bits on levels: at 2 epsilon, against epsilon, the levels of the rendered 9x9
 /// scenes take 14-18% fewer bytes and the file 7-8% at the same PSNR (BENCHMARKS.md).
 /// Keeping every non-zero level leaves at most P (step/2)^2 = valid * epsilon^2: the whole
@@ -35,6 +35,17 @@ pub const STEP_PER_EPSILON_V2: f32 = 1.0;
 pub fn patch_step(base: f32, valid: usize, len: usize) -> f32 {
     base * (valid as f32 / len as f32).sqrt()
 }
+
+/// The share of a patch's error budget the encoder spends ([`Limit::budget`]): it keeps the
+/// largest coefficients until the error is within a quarter of the budget (RMSE half of
+/// epsilon), and epsilon still bounds every patch below T (keeping every non-zero level
+/// leaves at most the whole budget, see [`STEP_PER_EPSILON`]). Dropping coefficients up to
+/// the whole budget spends the bits where they gain least: it fills every patch's error to
+/// epsilon, however little its dropped coefficients save, where a uniform quantiser
+/// distributes the error by what each coefficient costs. On the rendered 9x9 scenes (DCT,
+/// 8x8x9x9) a quarter against the whole: BD-rate -6..-9% and +0.2..0.3 dB at 0.3 bits per
+/// pixel; a tenth or none (every non-zero level kept) lose at low rates (BENCHMARKS.md).
+pub const BUDGET_FRACTION: f32 = 0.25;
 
 /// Smallest epsilon accepted: below it the f32 rounding margin of [`budget`] can exceed
 /// the budget of a border patch.
@@ -122,7 +133,7 @@ impl Codes {
     }
 }
 
-/// Per-patch limits: squared-error budget and quantisation step (with its reciprocal, so
+/// Per-patch limits: squared-error budget ([`BUDGET_FRACTION`] of [`budget`]) and quantisation step (with its reciprocal, so
 /// both encoders quantise with bit-identical arithmetic). 16 bytes, as the GPU reads them.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -137,6 +148,7 @@ impl Limit {
     /// Limits of a patch with `valid` of its `len` samples inside the light field.
     pub fn new(params: Params, valid: usize, len: usize, norm: f64, mode_sum: usize) -> Limit {
         let step = patch_step(params.base_step(), valid, len);
-        Limit { budget: budget(params.epsilon, valid, norm, mode_sum), step, inv_step: 1.0 / step, pad: 0.0 }
+        let budget = BUDGET_FRACTION * budget(params.epsilon, valid, norm, mode_sum);
+        Limit { budget, step, inv_step: 1.0 / step, pad: 0.0 }
     }
 }

@@ -36,6 +36,7 @@ pub mod codes;
 pub mod cpu;
 pub mod demo;
 pub mod dictionary;
+pub mod entropy;
 pub mod error;
 pub mod gpu;
 pub mod layout;

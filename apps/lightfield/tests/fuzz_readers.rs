@@ -2,7 +2,8 @@
 //! accepted file): valid tiny files are truncated, bit-flipped and have header words set to
 //! edge values, with and without their hashes fixed up (so the checks behind the hash are
 //! reached), the `.lfc` section table is mutated with its hash fixed, and a section's
-//! payload is mutated and re-wrapped in a valid zstd frame (table entry and hash fixed). Every
+//! payload is mutated and re-wrapped in a valid zstd frame (table entry and hash fixed; a
+//! range-coded section's own mutations are in `bitstream`'s tests). Every
 //! case must end in `Ok` or a typed error, never a panic, never an allocation above
 //! `BOUND`, and every accepted `.lfc` must decode to finite samples in [0, 1]. The `.npy`
 //! light-field reader (read in bands of rows) is mutated the same way.
@@ -17,7 +18,7 @@ use lightfield::codes::Params;
 use lightfield::dictionary::Ensemble;
 use lightfield::lightfield::LightField;
 use lightfield::patch::PatchShape;
-use lightfield::sections::{compress, ENTRY_LEN};
+use lightfield::sections::{compress, Streams, ENTRY_LEN};
 
 #[global_allocator]
 static ALLOC: CountingAllocator = CountingAllocator::new();
@@ -28,11 +29,14 @@ const BUDGET: u64 = 32 << 20;
 const BOUND: usize = 64 << 20;
 
 /// A tiny encoded light field: 2 x 2 views of 6 x 5 pixels, 3x3x2x1 patches, K = 2.
-fn tiny() -> (Ensemble, Vec<u8>) {
+/// Returns the ensemble, the file, and its section's payload as zstd would hold it.
+fn tiny() -> (Ensemble, Vec<u8>, Vec<u8>) {
     let lf = lightfield::synth::generate((2, 2), (6, 5), 3);
     let ens = Ensemble::random(PatchShape { my: 3, mx: 3, mu: 2, mv: 1 }, 2, 5);
     let (c, _) = encode_lightfield(&lf, &ens, Params { sparsity: 30, epsilon: 0.02 }, CodecPath::Cpu).unwrap();
-    (ens, c.to_bytes().unwrap())
+    let mut streams = Streams::default();
+    streams.push(&c.codes, 0..c.codes.len());
+    (ens, c.to_bytes().unwrap(), streams.concat())
 }
 
 /// What `info` and `decode --backend cpu` do with a file.
@@ -96,10 +100,8 @@ fn lfc_and_lfd_readers_survive_mutation() {
     kit::budget::set(BUDGET);
     ALLOC.set_limit(BOUND);
     ALLOC.reset();
-    let (ens, lfc) = tiny();
-    let parsed = Header::parse(&lfc).unwrap();
-    assert_eq!(parsed.sections(), 1);
-    let payload = zstd::decode_all(&lfc[parsed.starts[1]..]).unwrap();
+    let (ens, lfc, payload) = tiny();
+    assert_eq!(Header::parse(&lfc).unwrap().sections(), 1);
 
     let raw = mutants(&lfc, HEADER_LEN + 16, 200, 2048, 11);
     let t = run_file_reader("raw.lfc", &raw, read_lfc);

@@ -48,7 +48,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
         bits_per_sample: bytes.len() as f64 * 8.0 / samples as f64,
         payload_bytes: header.payload_len,
         compressed_payload_bytes: header.frame_len,
-        breakdown: Breakdown::new(&header, &c.codes, &c.grid())?,
+        breakdown: Breakdown::new(&header, &bytes, &c.codes, &c.grid())?,
     };
     kit::emit(&report, &[]);
     Ok(())
