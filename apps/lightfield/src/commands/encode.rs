@@ -64,8 +64,8 @@ enum Rate {
 
 /// Most trials of the search for the smallest epsilon whose file fits `--bpp`, after the two
 /// ends. The file's size is steep in epsilon (on the rendered 9x9 scenes around 0.3 bits per
-/// pixel, 3% of epsilon is 15-20% of the size), so 7 trials left files 6-13% under the
-/// target; the search now stops once the file is within [`RATE_SEARCH_CLOSE`] of it.
+/// pixel, 3% of epsilon is 15-20% of the size): 7 trials would leave files 6-13% under the
+/// target, so the search runs until a fitting file is within [`RATE_SEARCH_CLOSE`] of it.
 const RATE_SEARCH_STEPS: usize = 14;
 
 /// The search stops once a fitting file is at least this share of the target.
