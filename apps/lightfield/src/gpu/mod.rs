@@ -97,6 +97,8 @@ pub struct GpuCodec {
     ensemble: Ensemble,
     memory: PatchMemory,
     encode: Kernel<EncodePush>,
+    /// Packs an encoded chunk's kept coefficients into the readback (`encode_pack.comp`).
+    pack: Kernel<encode::PackPush>,
     decode: Kernel<DecodePush>,
     decode_views: Kernel<ViewsPush>,
     dicts: Buffer<f32>,
@@ -165,12 +167,14 @@ impl GpuCodec {
                 ctx.kernel(&kernels::DECODE_VIEWS_GLOBAL, &spec)?,
             ),
         };
+        let pack = ctx.kernel(&kernels::ENCODE_PACK, &[workgroup])?;
         let dicts = ctx.upload(&ensemble.mats, "dictionary ensemble")?;
         Ok(GpuCodec {
             ctx: ctx.clone(),
             ensemble: ensemble.clone(),
             memory,
             encode,
+            pack,
             decode,
             decode_views,
             dicts,
