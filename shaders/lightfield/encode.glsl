@@ -31,13 +31,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint PER_THREAD = 1u;  // ceil(P / workgroup size)
-layout(constant_id = 2) const uint P = 1u;
-layout(constant_id = 3) const uint D = 1u;
-layout(constant_id = 4) const uint M0 = 1u;
-layout(constant_id = 5) const uint M1 = 1u;
-layout(constant_id = 6) const uint M2 = 1u;
-layout(constant_id = 7) const uint M3 = 1u;
-layout(constant_id = 8) const uint M4 = 1u;
+#include "patch_spec.glsl"
 
 layout(set = 0, binding = 0) readonly buffer Patches { float patches[]; };
 layout(set = 0, binding = 1) readonly buffer Dicts { float dicts[]; };
