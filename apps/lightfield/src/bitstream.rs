@@ -189,7 +189,7 @@ pub fn open(bytes: &[u8]) -> Result<(Header, Bounds, Ensemble)> {
 pub(crate) mod tests {
     use super::*;
     use crate::bytes::fnv1a64;
-    use crate::sections::max_level;
+    use crate::sections::{max_level, RANGED_MOST_SHARE};
 
     /// Random valid codes for a light field of 1 x 1 views of `h` x `w` pixels in 2 x 2
     /// pixel patches (12 samples), K = 3: as many patches as a test wants, cheaply.
@@ -306,6 +306,31 @@ pub(crate) mod tests {
         // Version 4 holds no range-coded section.
         let refused = Compressed::from_bytes(&with_version(&bytes, LFC_VERSION_ZSTD)).unwrap_err().to_string();
         assert!(refused.contains("not one zstd frame"), "{refused}");
+    }
+
+    #[test]
+    fn the_trial_keeps_every_section_that_range_coding_clearly_wins() {
+        // Sections of 1024 patches get a trial on an eighth of them first; where coding the
+        // whole section is clearly under the share that wins, the trial must not stop it.
+        let mut checked = 0;
+        for seed in 0..4 {
+            let c = random_compressed(96, 88, seed);
+            let b = c.bounds();
+            let n = c.codes.len();
+            for s in (0..n).step_by(SECTION_PATCHES) {
+                let range = s..(s + SECTION_PATCHES).min(n);
+                let chosen = sections::section_frame(&c.codes, range.clone(), s, Some(&b)).unwrap();
+                let zstd = sections::section_frame(&c.codes, range.clone(), s, None).unwrap();
+                let full = sections::range_coded(&c.codes, range.clone(), 0, &b).unwrap().len();
+                let full = (full + sections::RANGED_MAGIC.len()) as f64;
+                if range.len() == SECTION_PATCHES && full <= 0.97 * RANGED_MOST_SHARE * zstd.entry.frame_len as f64 {
+                    assert!(chosen.bytes.starts_with(sections::RANGED_MAGIC), "seed {seed}, section at {s}");
+                    assert_eq!(chosen.entry.frame_len as f64, full);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 0, "no full section that range coding wins");
     }
 
     #[test]

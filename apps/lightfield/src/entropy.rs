@@ -265,9 +265,12 @@ impl Scan {
         let strides = ens.shape.strides();
         let atom = |j: usize, n: usize| changes[n][j / strides[n] % modes[n]];
         let plane = |j: usize| (atom(j, MODES - 1) as usize).min(PLANES - 1);
-        let key = |j: usize| (plane(j), (0..MODES - 1).map(|n| atom(j, n)).sum::<u32>(), j);
+        // Each entry's key once (a comparison sort would rebuild it a dozen times an entry);
+        // the key ends in the entry itself, so an unstable sort gives the one order.
+        let keys: Vec<(usize, u32)> =
+            (0..len).map(|j| (plane(j), (0..MODES - 1).map(|n| atom(j, n)).sum::<u32>())).collect();
         let mut order: Vec<u32> = (0..len as u32).collect();
-        order.sort_by_key(|&j| key(j as usize));
+        order.sort_unstable_by_key(|&j| (keys[j as usize], j));
         let mut position = vec![0u32; len];
         let mut context = Vec::with_capacity(len);
         let mut start = 0;
@@ -290,7 +293,8 @@ impl Scan {
 
 /// Every dictionary's scan order.
 pub fn scans(ens: &Ensemble) -> Vec<Scan> {
-    (0..ens.k).map(|k| Scan::new(ens, k)).collect()
+    use rayon::prelude::*;
+    (0..ens.k).into_par_iter().map(|k| Scan::new(ens, k)).collect()
 }
 
 /// The limits every decoded value is checked against.
