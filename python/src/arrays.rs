@@ -19,38 +19,39 @@ pub enum Scale {
     Unit,
 }
 
-/// A sample type the package reads.
-pub trait Sample: Copy + Send + Sync + numpy::Element + 'static {
+/// A sample type the package reads (each converts to f64 exactly).
+pub trait Sample: Copy + Send + Sync + numpy::Element + Into<f64> + 'static {
     const SCALE: Scale;
-    fn value(self) -> f64;
+
+    fn value(self) -> f64 {
+        self.into()
+    }
+
+    /// The sample as an 8-bit value (16-bit and float rounded).
+    fn to_u8(self) -> u8 {
+        let v = self.value();
+        match Self::SCALE {
+            Scale::Eight => v as u8,
+            Scale::Sixteen => (v / 257.0).round() as u8,
+            Scale::Unit => kit::image::to_u8(v as f32),
+        }
+    }
 }
 
 impl Sample for u8 {
     const SCALE: Scale = Scale::Eight;
-    fn value(self) -> f64 {
-        self as f64
-    }
 }
 
 impl Sample for u16 {
     const SCALE: Scale = Scale::Sixteen;
-    fn value(self) -> f64 {
-        self as f64
-    }
 }
 
 impl Sample for f32 {
     const SCALE: Scale = Scale::Unit;
-    fn value(self) -> f64 {
-        self as f64
-    }
 }
 
 impl Sample for f64 {
     const SCALE: Scale = Scale::Unit;
-    fn value(self) -> f64 {
-        self
-    }
 }
 
 /// A borrowed numpy array of one of the sample types.

@@ -13,7 +13,7 @@ use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::arrays::{check_unit, image3, AnyArray, AnyView, Layout, Sample, Scale};
+use crate::arrays::{check_unit, image3, AnyArray, AnyView, Layout, Sample};
 use crate::devices::{shared_context, Backend};
 use crate::errors::{run, Error, Kind, Result};
 use crate::with_view;
@@ -32,15 +32,10 @@ impl From<CompositeError> for Error {
 /// Packed RGBA8 words of a colour image (RGB gets alpha 255, gray is repeated).
 fn rgba_words<T: Sample>(img: ArrayView3<'_, T>) -> Vec<u32> {
     let (h, w, c) = img.dim();
-    let to8 = |v: f64| match T::SCALE {
-        Scale::Eight => v as u8,
-        Scale::Sixteen => (v / 257.0).round() as u8,
-        Scale::Unit => kit::image::to_u8(v as f32),
-    };
     let mut out = Vec::with_capacity(h * w);
     for y in 0..h {
         for x in 0..w {
-            let s = |k: usize| to8(img[[y, x, k]].value());
+            let s = |k: usize| img[[y, x, k]].to_u8();
             let px = match c {
                 1 => [s(0), s(0), s(0), 255],
                 2 => [s(0), s(0), s(0), s(1)],

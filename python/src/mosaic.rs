@@ -14,7 +14,7 @@ use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrays::{check_unit, image3, AnyArray, AnyView, Layout, Sample, Scale};
+use crate::arrays::{check_unit, image3, AnyArray, AnyView, Layout, Sample};
 use crate::devices::{shared_context, Backend};
 use crate::errors::{run, Error, Kind, Result};
 use crate::with_view;
@@ -118,17 +118,12 @@ pub fn mosaic_solve<'py>(
 /// An image as 8-bit RGB bytes (gray repeated, alpha dropped, 16-bit and float rounded).
 fn rgb8<T: Sample>(img: ArrayView3<'_, T>) -> Vec<u8> {
     let (h, w, c) = img.dim();
-    let to8 = |v: f64| match T::SCALE {
-        Scale::Eight => v as u8,
-        Scale::Sixteen => (v / 257.0).round() as u8,
-        Scale::Unit => kit::image::to_u8(v as f32),
-    };
     let mut out = Vec::with_capacity(h * w * 3);
     for y in 0..h {
         for x in 0..w {
             for k in 0..3 {
                 let ch = if c >= 3 { k } else { 0 };
-                out.push(to8(img[[y, x, ch]].value()));
+                out.push(img[[y, x, ch]].to_u8());
             }
         }
     }

@@ -139,11 +139,21 @@ pub fn run(
         "final": last,
     }));
 
-    table1(&ctx, &ens, &s, &device_name, &mut emit)?;
+    let trained = Trained { ctx: &ctx, ens: &ens, s: &s, device_name: &device_name };
+    table1(&trained, &mut emit)?;
     if set == Set::EncodeOnly {
         return Ok(());
     }
-    rate_distortion(&ctx, &ens, &s, &device_name, &mut emit)
+    rate_distortion(&trained, &mut emit)
+}
+
+/// What the Table 1 and rate-distortion measurements share: the device, the ensemble
+/// trained on it, the run's sizes and the device's name for the records.
+struct Trained<'a> {
+    ctx: &'a engine::Context,
+    ens: &'a Ensemble,
+    s: &'a Sizes,
+    device_name: &'a str,
 }
 
 fn crop(lf: &LightField, w: usize, h: usize) -> LightField {
@@ -160,13 +170,8 @@ fn crop(lf: &LightField, w: usize, h: usize) -> LightField {
     LightField::new(lf.u, lf.v, h, w, data).expect("crop sizes")
 }
 
-fn table1(
-    ctx: &engine::Context,
-    ens: &Ensemble,
-    s: &Sizes,
-    device_name: &str,
-    emit: &mut impl FnMut(serde_json::Value),
-) -> Result<()> {
+fn table1(trained: &Trained<'_>, emit: &mut impl FnMut(serde_json::Value)) -> Result<()> {
+    let Trained { ctx, ens, s, device_name } = *trained;
     let params = Params { sparsity: s.sparsity, epsilon: PAPER_EPSILON };
     let lf = generate(s.views, s.full, 11);
     let gpu = GpuCodec::new(ctx, ens)?;
@@ -384,13 +389,8 @@ fn jpeg_at_size(lf: &LightField, target: usize) -> Result<(u8, usize, Vec<f32>)>
     Ok(if a.0.abs_diff(target) <= b.0.abs_diff(target) { (lo, a.0, a.1) } else { (hi, b.0, b.1) })
 }
 
-fn rate_distortion(
-    ctx: &engine::Context,
-    ens: &Ensemble,
-    s: &Sizes,
-    device_name: &str,
-    emit: &mut impl FnMut(serde_json::Value),
-) -> Result<()> {
+fn rate_distortion(trained: &Trained<'_>, emit: &mut impl FnMut(serde_json::Value)) -> Result<()> {
+    let Trained { ctx, ens, s, device_name } = *trained;
     let lf = generate(s.views, s.rd, 21);
     let gpu = GpuCodec::new(ctx, ens)?;
     let samples = lf.samples() as f64;

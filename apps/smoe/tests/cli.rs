@@ -635,21 +635,11 @@ fn fit_warns_of_ignored_alpha() {
     let (holes, opaque) = (dir.path().join("holes.png"), dir.path().join("opaque.png"));
     kit::image::save_rgba8(&holes, w, h, &rgba(&|i| if i % 7 == 0 { 0 } else { 255 })).unwrap();
     kit::image::save_rgba8(&opaque, w, h, &rgba(&|_| 255)).unwrap();
+    // A short CPU fit: two EM iterations and no refinement.
+    let quick = ["--iterations", "2", "--refine-steps", "0", "--backend", "cpu"];
     let fit = |png: &Path| {
-        let out = BIN.run(&[
-            "fit",
-            s(png),
-            "--kernels",
-            "6",
-            "--iterations",
-            "2",
-            "--refine-steps",
-            "0",
-            "--backend",
-            "cpu",
-            "--out",
-            s(&dir.path().join("m.json")),
-        ]);
+        let out = BIN
+            .run(&[&["fit", s(png), "--kernels", "6"][..], &quick, &["--out", s(&dir.path().join("m.json"))]].concat());
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -663,24 +653,8 @@ fn fit_warns_of_ignored_alpha() {
     assert!(!fit(&opaque).contains("warning"), "an opaque image warned");
     // The budget fit reads its input the same way.
     let smc = dir.path().join("m.smc");
-    let out = BIN.run(&[
-        "fit",
-        s(&holes),
-        "--bytes",
-        "400",
-        "--budget-fits",
-        "1",
-        "--qat-steps",
-        "0",
-        "--iterations",
-        "2",
-        "--refine-steps",
-        "0",
-        "--backend",
-        "cpu",
-        "--out",
-        s(&smc),
-    ]);
+    let budget = ["fit", s(&holes), "--bytes", "400", "--budget-fits", "1", "--qat-steps", "0"];
+    let out = BIN.run(&[&budget[..], &quick, &["--out", s(&smc)]].concat());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && stderr.contains("pixels are not fully opaque"), "{stderr}");
 }
