@@ -321,7 +321,7 @@ pub(crate) mod tests {
                 let range = s..(s + SECTION_PATCHES).min(n);
                 let chosen = sections::section_frame(&c.codes, range.clone(), s, Some(&b)).unwrap();
                 let zstd = sections::section_frame(&c.codes, range.clone(), s, None).unwrap();
-                let full = sections::range_coded(&c.codes, range.clone(), 0, &b).unwrap().len();
+                let full = sections::range_coded(&c.codes, range.clone().zip(range.clone()), &b).unwrap().len();
                 let full = (full + sections::RANGED_MAGIC.len()) as f64;
                 if range.len() == SECTION_PATCHES && full <= 0.97 * RANGED_MOST_SHARE * zstd.entry.frame_len as f64 {
                     assert!(chosen.bytes.starts_with(sections::RANGED_MAGIC), "seed {seed}, section at {s}");

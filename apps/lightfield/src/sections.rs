@@ -176,16 +176,16 @@ fn ranged_frame(
     // scaled to the section, is clearly over the share that would win is not coded in
     // full. The trial's models learn from an eighth of the patches, which are also less
     // alike than neighbours: it comes out 3-4% larger than the whole section's share.
-    let offset = first as isize - range.start as isize;
+    let patches = || range.clone().zip(first..);
     if range.len() >= TRIAL_MIN_PATCHES {
-        let trial = range_coded(codes, range.clone().step_by(TRIAL_STRIDE), offset, b)?;
-        let patches = range.clone().step_by(TRIAL_STRIDE).len();
-        let estimate = trial.len() as f64 * range.len() as f64 / patches as f64;
+        let trial = range_coded(codes, patches().step_by(TRIAL_STRIDE), b)?;
+        let sampled = range.len().div_ceil(TRIAL_STRIDE);
+        let estimate = trial.len() as f64 * range.len() as f64 / sampled as f64;
         if estimate > RANGED_MOST_SHARE * TRIAL_SLACK * zstd_len as f64 {
             return None;
         }
     }
-    let bytes = [&RANGED_MAGIC[..], &range_coded(codes, range, offset, b)?].concat();
+    let bytes = [&RANGED_MAGIC[..], &range_coded(codes, patches(), b)?].concat();
     let frame_len = bytes.len() as u64;
     if payload_len > frame_len.saturating_mul(ZSTD_MAX_RATIO) {
         return None;
@@ -200,20 +200,14 @@ const TRIAL_MIN_PATCHES: usize = 128;
 /// How far over [`RANGED_MOST_SHARE`] a trial may come out and the section still be coded.
 const TRIAL_SLACK: f64 = 1.05;
 
-/// The range coder's bytes of `patches` of `codes`, or `None` where the coder cannot hold
-/// them. Patch `p` of `codes` is patch `p + light_field_offset` of the light field (for its
-/// bound).
-pub(crate) fn range_coded(
-    codes: &Codes,
-    patches: impl Iterator<Item = usize>,
-    light_field_offset: isize,
-    b: &Bounds,
-) -> Option<Vec<u8>> {
+/// The range coder's bytes of `patches` of `codes`, each given as (its index in `codes`,
+/// its index in the light field, for its bound), or `None` where the coder cannot hold them.
+pub(crate) fn range_coded(codes: &Codes, patches: impl Iterator<Item = (usize, usize)>, b: &Bounds) -> Option<Vec<u8>> {
     let plen = b.grid.shape.len();
     let mut models = entropy::SectionModels::new(b.limits());
     let mut enc = entropy::Encoder::default();
     let (mut truth, mut out) = (Vec::new(), Vec::new());
-    for p in patches {
+    for (p, in_light_field) in patches {
         let k = codes.membership[p];
         let span = codes.offsets[p]..codes.offsets[p + 1];
         truth.clear();
@@ -224,7 +218,7 @@ pub(crate) fn range_coded(
             truth.push((b.scan_position(k, loc), level));
         }
         truth.sort_unstable_by_key(|t| t.0);
-        let bound = max_level(b.step, b.grid.valid_samples(p.wrapping_add_signed(light_field_offset)), plen);
+        let bound = max_level(b.step, b.grid.valid_samples(in_light_field), plen);
         models.membership(&mut enc, k).ok()?;
         models.coefficients(&mut enc, b.scans.get(k as usize), &truth, bound, &mut out).ok()?;
     }
