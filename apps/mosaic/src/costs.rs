@@ -154,9 +154,9 @@ pub fn run(
             let file = dir.join(format!("{}-{m}x{n}.npy", kind.name()));
             kit::npy::write_f32(&file, &[m, n], &d.to_f32())?;
             // One untimed solve first, so the pipelines exist and the clocks are up.
-            crate::gpu::auction::solve(ctx, &d, &ProgressBar::hidden())?;
+            crate::solve::exact_on_gpu(ctx, &d, &ProgressBar::hidden())?;
             let start = Instant::now();
-            let gpu = crate::gpu::auction::solve(ctx, &d, &ProgressBar::hidden())?;
+            let gpu = crate::solve::exact_on_gpu(ctx, &d, &ProgressBar::hidden())?;
             let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
             let gpu_cost = d.cost(&gpu.assignment);
             let cpu = (!skip_cpu).then(|| {

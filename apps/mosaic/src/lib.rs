@@ -3,8 +3,9 @@
 //! - [`matrix`]: the distance matrix D, its checks, assignment validity and cost.
 //! - [`features`]: u x v mean-RGB features; [`colour`]: CIELAB and CIEDE2000 (`--metric`).
 //! - [`gpu`] and [`cpu`]: the stages that run on either, one file each under the same name
-//!   on both sides (distance, softassign, auction, render).
-//! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`].
+//!   on both sides (distance, softassign, auction, hungarian, render).
+//! - Solvers: [`greedy`] (3.2), [`anneal`] (3.3), [`softassign`] (3.4, 5), [`exact`] (CPU),
+//!   and on the GPU [`auction`] and [`hungarian`] (square matrices of few levels).
 //! - [`solve`]: one entry point for every method; [`bench`]: `mosaic bench`, and [`costs`]
 //!   its exact solvers on photo, uniform and integer cost matrices (`--costs DIR`).
 //! - [`quadtree`]: adaptive cells; [`index`]: the cached tile library; [`compose`]: target + tiles -> mosaic; [`render`],
@@ -27,6 +28,7 @@ pub mod exact;
 pub mod features;
 pub mod gpu;
 pub mod greedy;
+pub mod hungarian;
 pub mod image_ops;
 pub mod index;
 pub mod likeness;

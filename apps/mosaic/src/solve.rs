@@ -8,6 +8,7 @@ use kit::Backend;
 
 use crate::anneal::{self, AnnealParams};
 use crate::error::{MosaicError, Result};
+use crate::auction::ExactSolution;
 use crate::matrix::{effective_repeat, DistanceMatrix, Slots};
 use crate::softassign::SoftAssignParams;
 use crate::spacing::{self, Spacing};
@@ -23,8 +24,9 @@ pub enum Method {
     Anneal,
     /// Section 5: SoftAssign (GPU, or the CPU reference with --backend cpu).
     Softassign,
-    /// The optimum: an auction on the GPU with an f64 certificate and repair (--repeat 1), or
-    /// shortest augmenting paths on the CPU (f64).
+    /// The optimum: on the GPU (--repeat 1) the Hungarian method for square matrices of few
+    /// levels, an auction with repair otherwise, both with an f64 certificate; or shortest
+    /// augmenting paths on the CPU (f64).
     Exact,
 }
 
@@ -101,6 +103,19 @@ pub struct Solved {
     pub optimal: bool,
 }
 
+/// The exact optimum on the GPU: the Hungarian method where it suits the matrix (square,
+/// whole numbers, few levels: [`crate::hungarian::integer_costs`]), else (or should its zero
+/// list overflow) the auction; both certified in f64.
+pub fn exact_on_gpu(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
+    if let Some(costs) = crate::hungarian::integer_costs(d) {
+        if let Some(solution) = crate::gpu::hungarian::solve(ctx, d, &costs)? {
+            progress.set_position(d.rows as u64);
+            return Ok(solution);
+        }
+    }
+    crate::gpu::auction::solve(ctx, d, progress)
+}
+
 /// The device `backend` runs on: `ctx` for the GPU (an error when there is none, since no
 /// other device may be opened behind the caller's back), `None` for the CPU.
 pub fn device(backend: Backend, ctx: Option<&Context>) -> Result<Option<&Context>> {
@@ -160,7 +175,7 @@ pub fn run(method: Method, d: &DistanceMatrix, options: &SolveOptions, ctx: Opti
             }
             // Callers that only want the optimum's cost pass no device: the CPU solver runs.
             (Backend::Gpu, Some(ctx), None) if repeat == 1 => {
-                let solution = crate::gpu::auction::solve(ctx, d, &bar)?;
+                let solution = exact_on_gpu(ctx, d, &bar)?;
                 lower_bound = Some(d.cost(&solution.assignment) - solution.gap);
                 solution.assignment
             }

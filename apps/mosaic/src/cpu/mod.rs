@@ -3,5 +3,6 @@
 
 pub mod auction;
 pub mod distance;
+pub mod hungarian;
 pub mod render;
 pub mod softassign;

@@ -4,9 +4,11 @@
 //! - [`distance`]: D from patch and tile features (Eq. 1).
 //! - [`softassign`]: SoftAssign's Sinkhorn iterations (its atomic kernel in a submodule).
 //! - [`auction`]: the exact solver's forward/reverse auction.
+//! - [`hungarian`]: the exact solver's Hungarian method (square matrices of few levels).
 //! - [`render`]: the mosaic image from the assigned thumbnails.
 
 pub mod auction;
 pub mod distance;
+pub mod hungarian;
 pub mod render;
 pub mod softassign;

@@ -1,0 +1,385 @@
+//! The Hungarian method on the GPU ([`crate::hungarian`] has the steps). The host records
+//! the start (reductions, zero list, first stars, covers), then ticks: a tick is the prime
+//! pass, the dual update (min, potentials, zero list) and the augmentation (mark, flip,
+//! covers), with `hungarian_control.comp` between them choosing the next step in a control
+//! block on the device; every kernel returns at once unless the block's mode is its step. So
+//! a tick does one pass of step 4 and, when that pass says so, a step 6 or a step 5, with no
+//! host round trip: the host records ticks in batches that double while the machine runs and
+//! reads back only the control block after each.
+
+use engine::{Buffer, Context, Kernel, Location, Recorder};
+
+use std::time::Instant;
+
+use crate::auction::ExactSolution;
+use crate::error::{MosaicError, Result};
+use crate::hungarian::{certify, HungarianState, NONE};
+use crate::matrix::DistanceMatrix;
+use crate::shaders::kernels;
+
+/// Ticks in the first batch; each later batch doubles, up to [`MAX_BATCH`].
+const FIRST_BATCH: u64 = 8;
+/// Most ticks per submission (ticks after the end cost only empty launches).
+const MAX_BATCH: u64 = 256;
+/// Ticks after which the solve gives up (a safeguard: the steps end far sooner).
+const MAX_TICKS: u64 = 1 << 22;
+/// Invocations per workgroup of every kernel but the control's.
+const WORKGROUP: u32 = 256;
+/// Workgroups of the kernels that stride over rows or over the zero list.
+const STRIDING_GROUPS: u32 = 1024;
+/// Rows each workgroup of the column reduction folds.
+const COLUMN_MIN_ROWS: u32 = 64;
+/// First-matching passes over the zero list (step 2).
+const STAR_PASSES: usize = 3;
+/// Sweeps of its slice a workgroup of the prime pass makes while it primes.
+const PRIME_SWEEPS: u32 = 16;
+
+/// Words of the control block (`Control` in hungarian_common.glsl).
+const CONTROL_WORDS: usize = 10;
+const MODE_DONE: u32 = 4;
+const MODE_FAULT: u32 = 5;
+const FAULT_ZEROS: u32 = 1;
+/// The control kernel's points (its push constant).
+const AFTER_PRIME: u32 = 0;
+const AFTER_DUAL: u32 = 1;
+const AFTER_COVER: u32 = 2;
+/// The compress kernel's modes: the start, and step 6.
+const MODE_START: u32 = 0;
+const MODE_DUAL: u32 = 2;
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct N {
+    n: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ColumnPush {
+    n: u32,
+    rows: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct CompressPush {
+    n: u32,
+    capacity: u32,
+    when: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ListPush {
+    n: u32,
+    capacity: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct PrimePush {
+    n: u32,
+    capacity: u32,
+    sweeps: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ControlPush {
+    n: u32,
+    point: u32,
+}
+
+/// Why the GPU solve stopped without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// More zeros than the list holds (a matrix of many ties): the auction solves it.
+    Zeros,
+    /// A step found the state inconsistent (a bug, never seen): the code says which.
+    Internal(u32),
+    /// The tick safeguard.
+    Ticks,
+}
+
+/// The pipelines and buffers of one n x n solve.
+pub struct GpuHungarian {
+    ctx: Context,
+    n: usize,
+    capacity: u32,
+    row_min: Kernel<N>,
+    col_min: Kernel<ColumnPush>,
+    compress: Kernel<CompressPush>,
+    star: Kernel<ListPush>,
+    cover: Kernel<N>,
+    control: Kernel<ControlPush>,
+    prime: Kernel<PrimePush>,
+    min: Kernel<N>,
+    dual: Kernel<N>,
+    mark: Kernel<N>,
+    flip: Kernel<N>,
+    d: Buffer<i32>,
+    u: Buffer<i32>,
+    v: Buffer<i32>,
+    zeros: Buffer<u32>,
+    star_col: Buffer<u32>,
+    star_row: Buffer<u32>,
+    prime_col: Buffer<u32>,
+    green: Buffer<u32>,
+    cover_row: Buffer<u32>,
+    cover_col: Buffer<u32>,
+    ctl: Buffer<u32>,
+    ctl_host: Buffer<u32>,
+}
+
+/// The zero list's length for an n x n matrix: an eighth of the entries, at least 64 a row.
+fn zero_capacity(n: usize) -> usize {
+    let entries = n * n;
+    entries.min((entries / 8).max(64 * n))
+}
+
+impl GpuHungarian {
+    /// Creates the pipelines and buffers for an n x n problem.
+    pub fn new(ctx: &Context, n: usize) -> Result<GpuHungarian> {
+        let entries = (n as u64).saturating_mul(n as u64);
+        if n == 0 || entries > u32::MAX as u64 {
+            return Err(MosaicError::InvalidInput(format!(
+                "a {n} x {n} Hungarian solve needs 1 <= n and at most 2^32 - 1 entries (32-bit indices)"
+            )));
+        }
+        let capacity = zero_capacity(n);
+        ctx.check_binding(entries * 4, &format!("a {n} x {n} Hungarian solve's costs"))?;
+        ctx.check_binding(capacity as u64 * 4, &format!("a {n} x {n} Hungarian solve's zero list"))?;
+        let info = ctx.info();
+        let wg = WORKGROUP.min(info.max_workgroup_invocations).min(64 * info.subgroup_size.max(1));
+        let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
+        Ok(GpuHungarian {
+            ctx: ctx.clone(),
+            n,
+            capacity: capacity as u32,
+            row_min: ctx.kernel(&kernels::HUNGARIAN_ROW_MIN, &[wg])?,
+            col_min: ctx.kernel(&kernels::HUNGARIAN_COL_MIN, &[wg])?,
+            compress: ctx.kernel(&kernels::HUNGARIAN_COMPRESS, &[wg])?,
+            star: ctx.kernel(&kernels::HUNGARIAN_STAR, &[wg])?,
+            cover: ctx.kernel(&kernels::HUNGARIAN_COVER, &[wg])?,
+            control: ctx.kernel(&kernels::HUNGARIAN_CONTROL, &[])?,
+            prime: ctx.kernel(&kernels::HUNGARIAN_PRIME, &[wg])?,
+            min: ctx.kernel(&kernels::HUNGARIAN_MIN, &[wg])?,
+            dual: ctx.kernel(&kernels::HUNGARIAN_DUAL, &[wg])?,
+            mark: ctx.kernel(&kernels::HUNGARIAN_AUGMENT_MARK, &[wg])?,
+            flip: ctx.kernel(&kernels::HUNGARIAN_AUGMENT_FLIP, &[wg])?,
+            d: ctx.buffer(n * n, Location::Device, "Hungarian costs")?,
+            u: ctx.buffer(n, Location::Device, "Hungarian row potentials")?,
+            v: ctx.buffer(n, Location::Device, "Hungarian column potentials")?,
+            zeros: device(capacity, "Hungarian zero list")?,
+            star_col: device(n, "Hungarian star column of each row")?,
+            star_row: device(n, "Hungarian star row of each column")?,
+            prime_col: device(n, "Hungarian prime of each row")?,
+            green: device(n, "Hungarian path marks")?,
+            cover_row: device(n, "Hungarian row covers")?,
+            cover_col: device(n, "Hungarian column covers")?,
+            ctl: device(CONTROL_WORDS, "Hungarian control block")?,
+            ctl_host: ctx.buffer(CONTROL_WORDS, Location::Download, "Hungarian control block (host)")?,
+        })
+    }
+
+    fn per_index(&self) -> u32 {
+        (self.n as u32).div_ceil(self.wg())
+    }
+
+    fn wg(&self) -> u32 {
+        WORKGROUP.min(self.ctx.info().max_workgroup_invocations).min(64 * self.ctx.info().subgroup_size.max(1))
+    }
+
+    fn striding(&self) -> u32 {
+        STRIDING_GROUPS.min(self.n as u32)
+    }
+
+    fn n(&self) -> u32 {
+        self.n as u32
+    }
+
+    fn record_control(&self, rec: &mut Recorder, point: u32) -> Result<()> {
+        rec.pass(&self.control).read_write(&self.ctl).push(&ControlPush { n: self.n(), point }).dispatch_linear(1)?;
+        Ok(())
+    }
+
+    fn record_compress(&self, rec: &mut Recorder, when: u32) -> Result<()> {
+        rec.pass(&self.compress)
+            .read_write(&self.ctl)
+            .read(&self.d)
+            .read(&self.u)
+            .read(&self.v)
+            .write(&self.zeros)
+            .push(&CompressPush { n: self.n(), capacity: self.capacity, when })
+            .dispatch_linear(self.striding())?;
+        Ok(())
+    }
+
+    fn record_cover(&self, rec: &mut Recorder) -> Result<()> {
+        rec.pass(&self.cover)
+            .read_write(&self.ctl)
+            .read(&self.star_row)
+            .write(&self.cover_row)
+            .write(&self.cover_col)
+            .write(&self.prime_col)
+            .write(&self.green)
+            .push(&N { n: self.n() })
+            .dispatch_linear(self.per_index())?;
+        self.record_control(rec, AFTER_COVER)
+    }
+
+    /// Uploads `d` (n x n, row-major) and records the start: reductions, the zero list, the
+    /// first stars, the covers.
+    fn record_start(&self, rec: &mut Recorder) -> Result<()> {
+        let n = self.n();
+        rec.fill(&self.ctl, 0);
+        rec.fill(&self.v, i32::MAX as u32);
+        rec.fill(&self.star_col, NONE);
+        rec.fill(&self.star_row, NONE);
+        rec.pass(&self.row_min).read(&self.d).write(&self.u).push(&N { n }).dispatch_linear(n)?;
+        rec.pass(&self.col_min)
+            .read(&self.d)
+            .read(&self.u)
+            .read_write(&self.v)
+            .push(&ColumnPush { n, rows: COLUMN_MIN_ROWS })
+            .dispatch([self.per_index(), n.div_ceil(COLUMN_MIN_ROWS), 1])?;
+        self.record_compress(rec, MODE_START)?;
+        for _ in 0..STAR_PASSES {
+            rec.pass(&self.star)
+                .read_write(&self.ctl)
+                .read(&self.zeros)
+                .read_write(&self.star_col)
+                .read_write(&self.star_row)
+                .push(&ListPush { n, capacity: self.capacity })
+                .dispatch_linear(self.striding())?;
+        }
+        self.record_cover(rec)
+    }
+
+    fn record_tick(&self, rec: &mut Recorder) -> Result<()> {
+        let n = self.n();
+        rec.pass(&self.prime)
+            .read_write(&self.ctl)
+            .read(&self.zeros)
+            .read(&self.star_col)
+            .read_write(&self.prime_col)
+            .read_write(&self.cover_row)
+            .read_write(&self.cover_col)
+            .push(&PrimePush { n, capacity: self.capacity, sweeps: PRIME_SWEEPS })
+            .dispatch_linear(self.striding())?;
+        self.record_control(rec, AFTER_PRIME)?;
+        rec.pass(&self.min)
+            .read_write(&self.ctl)
+            .read(&self.d)
+            .read(&self.u)
+            .read(&self.v)
+            .read(&self.cover_row)
+            .read(&self.cover_col)
+            .push(&N { n })
+            .dispatch_linear(self.striding())?;
+        rec.pass(&self.dual)
+            .read_write(&self.ctl)
+            .read_write(&self.u)
+            .read_write(&self.v)
+            .read(&self.cover_row)
+            .read(&self.cover_col)
+            .push(&N { n })
+            .dispatch_linear(self.per_index())?;
+        self.record_compress(rec, MODE_DUAL)?;
+        self.record_control(rec, AFTER_DUAL)?;
+        rec.pass(&self.mark)
+            .read_write(&self.ctl)
+            .read(&self.star_col)
+            .read(&self.star_row)
+            .read(&self.prime_col)
+            .write(&self.green)
+            .push(&N { n })
+            .dispatch_linear(self.per_index())?;
+        rec.pass(&self.flip)
+            .read_write(&self.ctl)
+            .read_write(&self.star_col)
+            .read_write(&self.star_row)
+            .read(&self.green)
+            .push(&N { n })
+            .dispatch_linear(self.per_index())?;
+        self.record_cover(rec)
+    }
+
+    /// Reads the control block back after what `rec` recorded; returns it.
+    fn submit_and_read(&self, mut rec: Recorder) -> Result<[u32; CONTROL_WORDS]> {
+        rec.copy(&self.ctl, &self.ctl_host);
+        rec.host_read(&self.ctl_host);
+        rec.submit()?.wait()?;
+        let mut words = [0; CONTROL_WORDS];
+        words.copy_from_slice(self.ctl_host.mapped()?);
+        Ok(words)
+    }
+
+    /// The start alone, for the stage tests: (u, v, the zero list in increasing order).
+    pub fn start(&self, d: &[i32]) -> Result<(Vec<i32>, Vec<i32>, Vec<u32>)> {
+        self.upload(d)?;
+        let mut rec = self.ctx.recorder()?;
+        self.record_start(&mut rec)?;
+        let words = self.submit_and_read(rec)?;
+        let mut zeros = self.ctx.download(&self.zeros)?;
+        zeros.truncate((words[5] as usize).min(zeros.len()));
+        zeros.sort_unstable();
+        Ok((self.ctx.download(&self.u)?, self.ctx.download(&self.v)?, zeros))
+    }
+
+    fn upload(&self, d: &[i32]) -> Result<()> {
+        if d.len() != self.n * self.n {
+            return Err(MosaicError::InvalidInput(format!("{} costs for a {n} x {n} solve", d.len(), n = self.n)));
+        }
+        self.ctx.write(&self.d, 0, d)?;
+        Ok(())
+    }
+
+    /// Solves `d` (n x n, row-major, whole numbers): the stars and potentials, or why not.
+    pub fn solve(&self, d: &[i32]) -> Result<std::result::Result<HungarianState, Fault>> {
+        self.upload(d)?;
+        let mut rec = self.ctx.recorder()?;
+        self.record_start(&mut rec)?;
+        let mut batch = FIRST_BATCH;
+        let mut ticks = 0;
+        let words = loop {
+            for _ in 0..batch {
+                self.record_tick(&mut rec)?;
+            }
+            ticks += batch;
+            let words = self.submit_and_read(rec)?;
+            if words[0] == MODE_DONE || words[0] == MODE_FAULT {
+                break words;
+            }
+            if ticks >= MAX_TICKS {
+                return Ok(Err(Fault::Ticks));
+            }
+            batch = (batch * 2).min(MAX_BATCH);
+            rec = self.ctx.recorder()?;
+        };
+        if words[0] == MODE_FAULT {
+            return Ok(Err(if words[6] == FAULT_ZEROS { Fault::Zeros } else { Fault::Internal(words[6]) }));
+        }
+        Ok(Ok(HungarianState {
+            col4row: self.ctx.download(&self.star_col)?,
+            u: self.ctx.download(&self.u)?,
+            v: self.ctx.download(&self.v)?,
+            passes: words[7] as u64,
+            dual_updates: words[8] as u64,
+            augmentations: words[9] as u64,
+        }))
+    }
+}
+
+/// Solves the square whole-number `d` (its i32 costs `costs`, from
+/// [`crate::hungarian::integer_costs`]) on the GPU and certifies the result; `None` when
+/// the machine stopped without an answer (a zero list too long for its buffer; the tests
+/// check that nothing else stops it), and the caller runs the auction instead.
+pub fn solve(ctx: &Context, d: &DistanceMatrix, costs: &[i32]) -> Result<Option<ExactSolution>> {
+    let start = Instant::now();
+    let solver = GpuHungarian::new(ctx, d.rows)?;
+    match solver.solve(costs)? {
+        Ok(state) => certify(d, &state, start.elapsed().as_secs_f64() * 1e3).map(Some),
+        Err(_) => Ok(None),
+    }
+}

@@ -1,0 +1,144 @@
+//! The exact optimum of a square matrix of whole numbers with few levels: the Hungarian
+//! method (Munkres' steps) over the zeros of the reduced costs d - u - v, in i32, so every
+//! step is exact. On such matrices (floor(u n): about one level per column) most rows have
+//! several zero-cost columns after the row and column reductions, and a dual update makes
+//! many new zeros at once, so few updates are needed; an auction instead meets price wars
+//! between the many tied columns ([`crate::auction`]). The GPU runs it
+//! ([`crate::gpu::hungarian`]); [`crate::cpu::hungarian`] is its sequential twin.
+//!
+//! The steps, on the zeros (kept as a list of entries, rebuilt after each dual update):
+//! 1. Reductions: u[i] = min_j d[i][j], v[j] = min_i d[i][j] - u[i].
+//! 2. A first matching: each zero whose row and column are free is starred.
+//! 3. Every starred column is covered; with n covered the stars are the optimum.
+//! 4. Prime: an uncovered zero in an uncovered row is primed, once per row. If its row has
+//!    a star, the row is covered and the star's column uncovered; if not, the row is free
+//!    and step 5 follows once this pass over the zeros ends. Passes repeat while they prime;
+//!    a pass that primes nothing leads to step 6.
+//! 5. Augment: from every free primed row, the path prime, star in the prime's column, that
+//!    star row's prime, ... ends at a column without a star; the columns on the paths
+//!    remember which row primed them (one row each, where paths join). From each such end
+//!    column the remembered rows are walked back, each starring its prime and giving up its
+//!    star, until a free row. Walks from different ends never share a row or a column (each
+//!    row primes one column, stars are a matching), so they run in parallel. Back to 3.
+//! 6. Dual update: delta = the least d - u - v over uncovered rows and columns (> 0);
+//!    covered rows u -= delta, uncovered columns v += delta; the zero list is rebuilt and
+//!    step 4 goes on with the covers and primes it had.
+//!
+//! Priming runs in parallel on the GPU: a row takes its prime with one compare-and-swap, so
+//! each row primes once per step 4, and a column is uncovered only after the row whose star
+//! it holds has primed. Which optimum is found may differ between runs where the matrix has
+//! several; its cost does not. The final potentials are checked as the LP certificate over
+//! every entry in f64 ([`certify`]), as the auction's are.
+
+use crate::auction::repair::{check, Potentials};
+use crate::auction::ExactSolution;
+use crate::error::Result;
+use crate::exact;
+use crate::matrix::DistanceMatrix;
+
+/// "No row" / "no column" (GPU and CPU alike).
+pub const NONE: u32 = u32::MAX;
+
+/// The most levels per column for which the Hungarian method is chosen over the auction:
+/// the largest entry at most this many times n. floor(u n) has one level per column; a
+/// photomosaic's squared colour distances have millions of levels, and there every dual
+/// update makes few zeros.
+pub const LEVELS_PER_COLUMN: f64 = 4.0;
+
+/// The largest entry taken: whole numbers below 2^24 are exact in f32 (the matrix files'
+/// type) and leave i32 room for the potentials' sums.
+const LARGEST: f64 = (1u32 << 24) as f64;
+
+/// The matrix as i32 costs when the Hungarian method suits it: square, whole numbers, at
+/// most [`LEVELS_PER_COLUMN`] x n levels. `None` otherwise.
+pub fn integer_costs(d: &DistanceMatrix) -> Option<Vec<i32>> {
+    use rayon::prelude::*;
+    let n = d.rows;
+    let limit = (LEVELS_PER_COLUMN * n as f64).min(LARGEST);
+    if d.rows != d.cols || !d.data.par_iter().all(|&x| x.fract() == 0.0 && x <= limit) {
+        return None;
+    }
+    Some(d.data.par_iter().map(|&x| x as i32).collect())
+}
+
+/// The method's end state: stars (the column of each row) and the potentials.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HungarianState {
+    pub col4row: Vec<u32>,
+    pub u: Vec<i32>,
+    pub v: Vec<i32>,
+    /// Passes of step 4 over the zeros.
+    pub passes: u64,
+    /// Dual updates (step 6).
+    pub dual_updates: u64,
+    /// Augmentations (step 5; each may flip many paths).
+    pub augmentations: u64,
+}
+
+/// Row reductions: the least entry of each row of the n x n `d`.
+pub fn row_minima(d: &[i32], n: usize) -> Vec<i32> {
+    d.chunks(n).map(|row| row.iter().copied().min().unwrap_or(0)).collect()
+}
+
+/// Column reductions: the least d[i][j] - u[i] of each column.
+pub fn column_minima(d: &[i32], n: usize, u: &[i32]) -> Vec<i32> {
+    let mut v = vec![i32::MAX; n];
+    for (row, &ui) in d.chunks(n).zip(u) {
+        for (vj, &x) in v.iter_mut().zip(row) {
+            *vj = (*vj).min(x - ui);
+        }
+    }
+    v
+}
+
+/// The entries i n + j where d - u - v is 0, in increasing order.
+pub fn zeros(d: &[i32], n: usize, u: &[i32], v: &[i32]) -> Vec<u32> {
+    let mut zeros = Vec::new();
+    for (i, (row, &ui)) in d.chunks(n).zip(u).enumerate() {
+        for (j, (&x, &vj)) in row.iter().zip(v).enumerate() {
+            if x - ui - vj == 0 {
+                zeros.push((i * n + j) as u32);
+            }
+        }
+    }
+    zeros
+}
+
+/// The certified solution from a finished state: the potentials in f64, shifted so that
+/// v <= 0 (the rectangular dual the check expects), checked over every entry. Should the
+/// check ever fail (a bug, not an input), the CPU exact solver runs instead.
+pub fn certify(d: &DistanceMatrix, state: &HungarianState, gpu_ms: f64) -> Result<ExactSolution> {
+    let start = std::time::Instant::now();
+    let top = state.v.iter().copied().max().unwrap_or(0) as f64;
+    let solution = Potentials {
+        assignment: state.col4row.iter().map(|&j| j as usize).collect(),
+        u: state.u.iter().map(|&u| u as f64 + top).collect(),
+        v: state.v.iter().map(|&v| v as f64 - top).collect(),
+    };
+    let tol = 1e-9 * d.data.iter().copied().fold(1.0, f64::max);
+    let (solution, gap, fallback) = match check(d, &solution, tol) {
+        Ok(gap) => (solution, gap, false),
+        Err(_) => {
+            let exact = exact::solve_with_duals(d, &indicatif::ProgressBar::hidden());
+            let solution = Potentials { assignment: exact.assignment, u: exact.u, v: exact.v };
+            let gap = check(d, &solution, tol).map_err(|e| {
+                crate::error::MosaicError::InvalidInput(format!("the exact solver's certificate failed: {e}"))
+            })?;
+            (solution, gap, true)
+        }
+    };
+    Ok(ExactSolution {
+        cost: d.cost(&solution.assignment),
+        assignment: solution.assignment,
+        gap,
+        repaired_rows: 0,
+        fallback,
+        rounds: state.passes,
+        reverse_rounds: state.dual_updates,
+        auction_ms: gpu_ms,
+        repair_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+#[cfg(test)]
+mod tests;
