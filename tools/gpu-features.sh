@@ -10,7 +10,8 @@
 #   mosaic-exact    exact assignment on the GPU and the CPU (and scipy where installed)
 #   mosaic-costs    `mosaic bench --costs`: photo, uniform and integer matrices, ours (GPU, CPU)
 #                   beside scipy and HyLAC built with nvcc (tools/hylac-stage.sh stages its
-#                   source in .gpu/hylac first); COSTS_SIZES overrides the sizes
+#                   source in .gpu/hylac first); COSTS_SIZES overrides the sizes, COSTS_KINDS
+#                   the kinds the peers also solve
 #   lightfield-files generate, train, encode, decode, one-view decode and a still render
 set -uo pipefail
 B=${B:-.gpu/bin}
@@ -85,7 +86,7 @@ PY
       for mn in ${COSTS_SIZES:-2048x8192 4096x4096 10000x10000 4096x16384}; do sizes="$sizes --size $mn"; done
       # One JSON line per solver as it finishes, so a run cut short keeps what it measured.
       STEP_TIMEOUT=${STEP_TIMEOUT:-500} step mosaic-costs all python3 .gpu/exact_costs.py --mosaic $B/mosaic \
-        --hylac .gpu/hylac --limit 90 $sizes ;;
+        --hylac .gpu/hylac --limit 90 --kinds "${COSTS_KINDS:-photo,uniform,integer}" $sizes ;;
     lightfield-files)
       step lightfield-files generate $B/lightfield generate --out "$W/lf.npy" --views 8x8 --size 1024x1024 --json
       step lightfield-files train $B/lightfield train --input "$W/lf.npy" --dictionaries 64 --out "$W/d.lfd" --json

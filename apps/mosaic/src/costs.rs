@@ -102,6 +102,10 @@ fn photo_features(m: usize, n: usize, rng: &mut ChaCha8Rng) -> Result<(Features,
     Ok((patches, tiles))
 }
 
+/// The most levels per column of the matrices the Hungarian method is also timed on alone
+/// (to show where [`crate::hungarian::LEVELS_PER_COLUMN`] should lie).
+pub const HUNGARIAN_LEVELS: f64 = 512.0;
+
 /// One matrix solved exactly on the GPU (the certified auction) and the CPU.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CostRecord {
@@ -115,6 +119,9 @@ pub struct CostRecord {
     pub gpu_cost: f64,
     /// The GPU solution's f64 duality gap.
     pub gpu_gap: f64,
+    /// The GPU Hungarian method alone, whichever solver the GPU exact chose, on square
+    /// matrices of at most [`HUNGARIAN_LEVELS`] x n levels (where it finished).
+    pub hungarian_ms: Option<f64>,
     /// The CPU exact solver (None with `--skip-cpu`).
     pub cpu_ms: Option<f64>,
     pub cpu_cost: Option<f64>,
@@ -124,7 +131,8 @@ pub struct CostRecord {
 
 impl std::fmt::Display for CostRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let cpu = self.cpu_ms.map_or(String::new(), |ms| format!(", CPU exact {ms:.1} ms"));
+        let hungarian = self.hungarian_ms.map_or(String::new(), |ms| format!(" (Hungarian alone {ms:.1} ms)"));
+        let cpu = self.cpu_ms.map_or(String::new(), |ms| format!("{hungarian}, CPU exact {ms:.1} ms"));
         write!(
             f,
             "exact {} {} ({} levels): GPU {:.1} ms{cpu}, cost {:.0}{}; {}",
@@ -159,6 +167,15 @@ pub fn run(
             let gpu = crate::solve::exact_on_gpu(ctx, &d, &ProgressBar::hidden())?;
             let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
             let gpu_cost = d.cost(&gpu.assignment);
+            let hungarian_ms = match crate::hungarian::whole_costs(&d, HUNGARIAN_LEVELS * n as f64) {
+                Some(costs) => {
+                    let start = Instant::now();
+                    let solution = crate::gpu::hungarian::solve(ctx, &d, &costs)?;
+                    let ms = start.elapsed().as_secs_f64() * 1e3;
+                    solution.map(|s| (ms, d.cost(&s.assignment)))
+                }
+                None => None,
+            };
             let cpu = (!skip_cpu).then(|| {
                 let start = Instant::now();
                 let solution = crate::exact::solve(&d, &ProgressBar::hidden());
@@ -173,9 +190,11 @@ pub fn run(
                 gpu_ms,
                 gpu_cost,
                 gpu_gap: gpu.gap,
+                hungarian_ms: hungarian_ms.map(|h| h.0),
                 cpu_ms: cpu.map(|c| c.0),
                 cpu_cost: cpu.map(|c| c.1),
-                equal: cpu.is_none_or(|c| (c.1 - gpu_cost).abs() <= 1e-9 * gpu_cost.max(1.0)),
+                equal: cpu.is_none_or(|c| (c.1 - gpu_cost).abs() <= 1e-9 * gpu_cost.max(1.0))
+                    && hungarian_ms.is_none_or(|h| h.1 == gpu_cost),
             });
         }
     }

@@ -52,9 +52,14 @@ const LARGEST: f64 = (1u32 << 24) as f64;
 /// The matrix as i32 costs when the Hungarian method suits it: square, whole numbers, at
 /// most [`LEVELS_PER_COLUMN`] x n levels. `None` otherwise.
 pub fn integer_costs(d: &DistanceMatrix) -> Option<Vec<i32>> {
+    whole_costs(d, LEVELS_PER_COLUMN * d.rows as f64)
+}
+
+/// The square matrix `d` as i32 costs if its entries are whole numbers of at most
+/// `largest` (and below 2^24).
+pub fn whole_costs(d: &DistanceMatrix, largest: f64) -> Option<Vec<i32>> {
     use rayon::prelude::*;
-    let n = d.rows;
-    let limit = (LEVELS_PER_COLUMN * n as f64).min(LARGEST);
+    let limit = largest.min(LARGEST);
     if d.rows != d.cols || !d.data.par_iter().all(|&x| x.fract() == 0.0 && x <= limit) {
         return None;
     }

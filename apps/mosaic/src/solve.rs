@@ -7,8 +7,8 @@ use indicatif::ProgressBar;
 use kit::Backend;
 
 use crate::anneal::{self, AnnealParams};
-use crate::error::{MosaicError, Result};
 use crate::auction::ExactSolution;
+use crate::error::{MosaicError, Result};
 use crate::matrix::{effective_repeat, DistanceMatrix, Slots};
 use crate::softassign::SoftAssignParams;
 use crate::spacing::{self, Spacing};

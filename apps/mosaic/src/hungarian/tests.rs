@@ -38,7 +38,10 @@ fn integer_costs_are_taken_from_square_matrices_of_few_whole_levels_only() {
     assert!(integer_costs(&rectangular).is_none());
     let fraction = DistanceMatrix::new(2, 2, vec![0.0, 1.5, 2.0, 3.0]).unwrap();
     assert!(integer_costs(&fraction).is_none());
-    assert_eq!(integer_costs(&whole(3, 9, 2)).unwrap(), whole(3, 9, 2).data.iter().map(|&x| x as i32).collect::<Vec<_>>());
+    assert_eq!(
+        integer_costs(&whole(3, 9, 2)).unwrap(),
+        whole(3, 9, 2).data.iter().map(|&x| x as i32).collect::<Vec<_>>()
+    );
 }
 
 #[test]
