@@ -56,7 +56,7 @@ def solve(
 ) -> Solved:
     """Assigns each of m patches (rows) one of n tiles (columns) of ``distance`` (m x n,
     float32 or float64, finite, >= 0), each tile used at most ``repeat`` times, minimising
-    the total distance. ``method`` is "exact" (the optimum: a GPU auction certified in f64),
+    the total distance. ``method`` is "exact" (the optimum: a GPU solver certified in f64),
     "softassign" (the paper's GPU method), "greedy" or "anneal" (CPU, seeded by ``seed``).
 
     >>> import numpy as np, tessera

@@ -90,7 +90,8 @@ pub struct AuctionState {
     pub reverse_rounds: u64,
 }
 
-/// An exact solve on the GPU with its certificate.
+/// An exact solve on the GPU with its certificate (by the auction, or by the Hungarian
+/// method of [`crate::hungarian`], whose figures are named in brackets).
 #[derive(Clone, Debug)]
 pub struct ExactSolution {
     pub assignment: Vec<usize>,
@@ -98,13 +99,17 @@ pub struct ExactSolution {
     /// Primal cost minus the dual objective of the final potentials (0 up to rounding).
     pub gap: f64,
     /// Rows the auction left with a column that is not exactly their cheapest, re-inserted
-    /// by shortest augmenting paths.
+    /// by shortest augmenting paths (0).
     pub repaired_rows: usize,
-    /// Whether the repair's certificate failed and the CPU exact solver ran instead.
+    /// Whether the certificate failed and the CPU exact solver ran instead.
     pub fallback: bool,
+    /// Forward rounds (prime passes).
     pub rounds: u64,
+    /// Reverse rounds (dual updates).
     pub reverse_rounds: u64,
+    /// The GPU part (the whole GPU solve).
     pub auction_ms: f64,
+    /// Certificate and repair on the host (the certificate).
     pub repair_ms: f64,
 }
 

@@ -116,7 +116,7 @@ impl MethodArgs {
 }
 
 /// The help of `--method` and `--backend` together: which method runs where.
-const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); exact runs on the GPU (an auction, certified in f64) with --repeat 1 and otherwise on the CPU (shortest augmenting paths, all cores); greedy and anneal are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` of solve, `solve_backend` of build, names where the solver ran). Which to pick (a 40x30 photo mosaic from 1200 tiles, 2-core CPU): exact for the best mosaic (optimal, 5.4 s; 0.9 s for 2048x8192 on an H200 GPU); greedy for a preview (8 ms, 1.18x the optimal cost); anneal is the paper's baseline (9.8 s, 1.0055x); softassign is the paper's method, for the GPU (on the CPU it was 20-200x slower than exact and a little worse); docs/cli.md has the figures";
+const METHOD_HELP: &str = "Assignment method. softassign runs on the GPU (--backend gpu) or the CPU reference (--backend cpu); exact runs on the GPU (the Hungarian method on square matrices of few whole-number levels, an auction otherwise; certified in f64) with --repeat 1 and otherwise on the CPU (shortest augmenting paths, all cores); greedy and anneal are sequential by nature and run on the CPU whatever --backend says (the JSON `backend` of solve, `solve_backend` of build, names where the solver ran). Which to pick (a 40x30 photo mosaic from 1200 tiles, 2-core CPU): exact for the best mosaic (optimal, 5.4 s; 0.9 s for 2048x8192 on an H200 GPU); greedy for a preview (8 ms, 1.18x the optimal cost); anneal is the paper's baseline (9.8 s, 1.0055x); softassign is the paper's method, for the GPU (on the CPU it was 20-200x slower than exact and a little worse); docs/cli.md has the figures";
 
 #[derive(Args)]
 pub struct SolveArgs {
@@ -315,7 +315,7 @@ pub struct BenchCmd {
     /// optimum from the GPU's certified exact solver
     #[arg(long)]
     pub skip_cpu: bool,
-    /// Instead: the exact solvers (GPU auction, CPU) on photo, uniform and integer cost matrices, each written to DIR as float32 .npy for other solvers to solve too (apps/mosaic/scripts/exact_costs.py); sizes from --size (default 2048x8192, 4096x16384, 4096x4096, 10000x10000)
+    /// Instead: the exact solvers (GPU exact, the GPU Hungarian method alone where it applies, CPU) on photo, uniform and integer cost matrices, each written to DIR as float32 .npy for other solvers to solve too (apps/mosaic/scripts/exact_costs.py); sizes from --size (default 2048x8192, 4096x16384, 4096x4096, 10000x10000)
     #[arg(long, value_name = "DIR")]
     pub costs: Option<PathBuf>,
 }
