@@ -12,6 +12,7 @@ layout(set = 0, binding = 1) buffer StarCol { uint star_col[]; };
 layout(set = 0, binding = 2) buffer StarRow { uint star_row[]; };
 layout(set = 0, binding = 3) readonly buffer Green { uint green[]; };
 layout(push_constant) uniform Push {
+    uint m;
     uint n;
 };
 
@@ -20,7 +21,7 @@ void main() {
     uint j = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     if (j >= n || green[j] == NONE || star_row[j] != NONE) return;
     uint col = j;
-    for (uint step = 0u; step < n; step++) {
+    for (uint step = 0u; step <= m; step++) {
         uint r = green[col];
         if (r == NONE) break;
         uint old = star_col[r];

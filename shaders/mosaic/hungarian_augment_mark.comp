@@ -12,17 +12,18 @@ layout(set = 0, binding = 2) readonly buffer StarRow { uint star_row[]; };
 layout(set = 0, binding = 3) readonly buffer Prime { uint prime[]; };
 layout(set = 0, binding = 4) writeonly buffer Green { uint green[]; };
 layout(push_constant) uniform Push {
+    uint m;
     uint n;
 };
 
 void main() {
     if (ctl.mode != MODE_AUGMENT) return;
     uint i = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-    if (i >= n || star_col[i] != NONE) return;
+    if (i >= m || star_col[i] != NONE) return;
     uint c = prime[i];
     if (c == NONE) return;
     green[c] = i;
-    for (uint step = 0u; step < n; step++) {
+    for (uint step = 0u; step < m; step++) {
         uint r = star_row[c];
         if (r == NONE) return;
         c = prime[r];

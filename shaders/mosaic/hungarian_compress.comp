@@ -14,6 +14,7 @@ layout(set = 0, binding = 2) readonly buffer RowPotentials { int u[]; };
 layout(set = 0, binding = 3) readonly buffer ColumnPotentials { int v[]; };
 layout(set = 0, binding = 4) writeonly buffer Zeros { uint zeros[]; };
 layout(push_constant) uniform Push {
+    uint m;
     uint n;
     uint capacity;
     uint when;
@@ -22,7 +23,7 @@ layout(push_constant) uniform Push {
 void main() {
     if (ctl.mode != when) return;
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-    for (uint i = linear_group_id(); i < n; i += groups) {
+    for (uint i = linear_group_id(); i < m; i += groups) {
         int ui = u[i];
         for (uint first = 0u; first < n; first += gl_WorkGroupSize.x) {
             uint j = first + gl_LocalInvocationID.x;

@@ -4,13 +4,14 @@
 //   after the prime pass: a free row primed -> augment; something primed -> another pass;
 //     nothing -> dual update;
 //   after the dual update: -> prime;
-//   after the covers (first stars, or an augmentation): n stars -> done; else -> prime.
+//   after the covers (first stars, or an augmentation): m stars (one a row) -> done; else
+//     -> prime.
 #include "hungarian_common.glsl"
 
 layout(local_size_x = 1) in;
 
 layout(push_constant) uniform Push {
-    uint n;
+    uint m;
     uint point;
 };
 
@@ -36,7 +37,7 @@ void main() {
         ctl.mode = MODE_PRIME;
         ctl.found = 0u;
     } else if (point == AFTER_COVER && (mode == MODE_START || mode == MODE_AUGMENT)) {
-        ctl.mode = ctl.matches == n ? MODE_DONE : MODE_PRIME;
+        ctl.mode = ctl.matches == m ? MODE_DONE : MODE_PRIME;
         ctl.matches = 0u;
         ctl.found = 0u;
         ctl.free_row = 0u;

@@ -1,8 +1,11 @@
 #version 460
-// Hungarian method, step 6 second half: covered rows u -= delta, uncovered columns
-// v += delta (the reduced costs of covered rows rise, of uncovered columns fall); the zero
-// list is emptied for hungarian_compress.comp to rebuild. No positive delta (nothing left
-// uncovered, or a bug) stops the machine.
+// Hungarian method, step 6 second half: uncovered rows u += delta, covered columns
+// v -= delta, so reduced costs fall by delta where row and column are uncovered and rise
+// where both are covered. Column potentials only fall, and a column never starred is
+// never covered: v stays <= 0 with v = 0 on unused columns, the rectangular problem's dual.
+// The zero list is emptied for hungarian_compress.comp to rebuild. No positive delta
+// (nothing left uncovered, or a bug) stops the machine. One invocation per index below
+// max(m, n).
 #include "common.glsl"
 #include "hungarian_common.glsl"
 
@@ -13,6 +16,7 @@ layout(set = 0, binding = 2) buffer ColumnPotentials { int v[]; };
 layout(set = 0, binding = 3) readonly buffer CoverRow { uint cover_row[]; };
 layout(set = 0, binding = 4) readonly buffer CoverCol { uint cover_col[]; };
 layout(push_constant) uniform Push {
+    uint m;
     uint n;
 };
 
@@ -25,7 +29,7 @@ void main() {
         ctl.zeros = 0u;
         if (!valid) fault(FAULT_DELTA);
     }
-    if (!valid || k >= n) return;
-    if (cover_row[k] != 0u) u[k] -= delta;
-    if (cover_col[k] == 0u) v[k] += delta;
+    if (!valid) return;
+    if (k < m && cover_row[k] == 0u) u[k] += delta;
+    if (k < n && cover_col[k] != 0u) v[k] -= delta;
 }

@@ -15,20 +15,21 @@ layout(set = 0, binding = 3) readonly buffer ColumnPotentials { int v[]; };
 layout(set = 0, binding = 4) readonly buffer CoverRow { uint cover_row[]; };
 layout(set = 0, binding = 5) readonly buffer CoverCol { uint cover_col[]; };
 layout(push_constant) uniform Push {
+    uint m;
     uint n;
 };
 
 void main() {
     if (ctl.mode != MODE_DUAL) return;
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
-    int m = INT_MAX;
-    for (uint i = linear_group_id(); i < n; i += groups) {
+    int lowest = INT_MAX;
+    for (uint i = linear_group_id(); i < m; i += groups) {
         if (cover_row[i] != 0u) continue;
         int ui = u[i];
         for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
-            if (cover_col[j] == 0u) m = min(m, d[i * n + j] - ui - v[j]);
+            if (cover_col[j] == 0u) lowest = min(lowest, d[i * n + j] - ui - v[j]);
         }
     }
-    m = workgroup_min(m);
-    if (gl_LocalInvocationID.x == 0u && m != INT_MAX) atomicMin(ctl.delta, m);
+    lowest = workgroup_min(lowest);
+    if (gl_LocalInvocationID.x == 0u && lowest != INT_MAX) atomicMin(ctl.delta, lowest);
 }

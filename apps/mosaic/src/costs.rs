@@ -106,6 +106,18 @@ fn photo_features(m: usize, n: usize, rng: &mut ChaCha8Rng) -> Result<(Features,
 /// (to show where [`crate::hungarian::LEVELS_PER_COLUMN`] should lie).
 pub const HUNGARIAN_LEVELS: f64 = 512.0;
 
+/// One run of the GPU Hungarian method: its times (ms), its steps and the cost it reached.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HungarianRun {
+    pub total_ms: f64,
+    pub upload_ms: f64,
+    pub device_ms: f64,
+    pub certify_ms: f64,
+    pub passes: u64,
+    pub dual_updates: u64,
+    pub cost: f64,
+}
+
 /// One matrix solved exactly on the GPU (the certified auction) and the CPU.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CostRecord {
@@ -119,9 +131,11 @@ pub struct CostRecord {
     pub gpu_cost: f64,
     /// The GPU solution's f64 duality gap.
     pub gpu_gap: f64,
-    /// The GPU Hungarian method alone, whichever solver the GPU exact chose, on square
-    /// matrices of at most [`HUNGARIAN_LEVELS`] x n levels (where it finished).
-    pub hungarian_ms: Option<f64>,
+    /// The GPU exact's upload, GPU solve and host certificate (ms).
+    pub gpu_split: (f64, f64, f64),
+    /// The GPU Hungarian method alone, whichever solver the GPU exact chose, on matrices of
+    /// at most [`HUNGARIAN_LEVELS`] x n levels (where it finished).
+    pub hungarian: Option<HungarianRun>,
     /// The CPU exact solver (None with `--skip-cpu`).
     pub cpu_ms: Option<f64>,
     pub cpu_cost: Option<f64>,
@@ -131,7 +145,8 @@ pub struct CostRecord {
 
 impl std::fmt::Display for CostRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hungarian = self.hungarian_ms.map_or(String::new(), |ms| format!(" (Hungarian alone {ms:.1} ms)"));
+        let hungarian =
+            self.hungarian.as_ref().map_or(String::new(), |h| format!(" (Hungarian alone {:.1} ms)", h.total_ms));
         let cpu = self.cpu_ms.map_or(String::new(), |ms| format!("{hungarian}, CPU exact {ms:.1} ms"));
         write!(
             f,
@@ -167,14 +182,22 @@ pub fn run(
             let gpu = crate::solve::exact_on_gpu(ctx, &d, &ProgressBar::hidden())?;
             let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
             let gpu_cost = d.cost(&gpu.assignment);
-            let hungarian_ms = match crate::hungarian::whole_costs(&d, HUNGARIAN_LEVELS * n as f64) {
-                Some(costs) => {
+            let hungarian = match crate::hungarian::whole_within(&d, HUNGARIAN_LEVELS * n as f64) {
+                true => {
                     let start = Instant::now();
-                    let solution = crate::gpu::hungarian::solve(ctx, &d, &costs)?;
-                    let ms = start.elapsed().as_secs_f64() * 1e3;
-                    solution.map(|s| (ms, d.cost(&s.assignment)))
+                    let solution = crate::gpu::hungarian::solve(ctx, &d)?;
+                    let total_ms = start.elapsed().as_secs_f64() * 1e3;
+                    solution.map(|s| HungarianRun {
+                        total_ms,
+                        upload_ms: s.upload_ms,
+                        device_ms: s.auction_ms,
+                        certify_ms: s.repair_ms,
+                        passes: s.rounds,
+                        dual_updates: s.reverse_rounds,
+                        cost: d.cost(&s.assignment),
+                    })
                 }
-                None => None,
+                false => None,
             };
             let cpu = (!skip_cpu).then(|| {
                 let start = Instant::now();
@@ -190,11 +213,12 @@ pub fn run(
                 gpu_ms,
                 gpu_cost,
                 gpu_gap: gpu.gap,
-                hungarian_ms: hungarian_ms.map(|h| h.0),
+                gpu_split: (gpu.upload_ms, gpu.auction_ms, gpu.repair_ms),
                 cpu_ms: cpu.map(|c| c.0),
                 cpu_cost: cpu.map(|c| c.1),
                 equal: cpu.is_none_or(|c| (c.1 - gpu_cost).abs() <= 1e-9 * gpu_cost.max(1.0))
-                    && hungarian_ms.is_none_or(|h| h.1 == gpu_cost),
+                    && hungarian.as_ref().is_none_or(|h| h.cost == gpu_cost),
+                hungarian,
             });
         }
     }

@@ -1,15 +1,16 @@
-//! The exact optimum of a square matrix of whole numbers with few levels: the Hungarian
-//! method (Munkres' steps) over the zeros of the reduced costs d - u - v, in i32, so every
-//! step is exact. On such matrices (floor(u n): about one level per column) most rows have
+//! The exact optimum of an m x n matrix (m <= n) of whole numbers with few levels: the
+//! Hungarian method (Munkres' steps, with Bourgeois and Lassalle's rectangular case) over
+//! the zeros of the reduced costs d - u - v, in i32, so every step is exact. On such matrices (floor(u n): about one level per column) most rows have
 //! several zero-cost columns after the row and column reductions, and a dual update makes
 //! many new zeros at once, so few updates are needed; an auction instead meets price wars
 //! between the many tied columns ([`crate::auction`]). The GPU runs it
 //! ([`crate::gpu::hungarian`]); [`crate::cpu::hungarian`] is its sequential twin.
 //!
 //! The steps, on the zeros (kept as a list of entries, rebuilt after each dual update):
-//! 1. Reductions: u[i] = min_j d[i][j], v[j] = min_i d[i][j] - u[i].
+//! 1. Reductions: u[i] = min_j d[i][j]; on a square matrix also v[j] = min_i d[i][j] - u[i]
+//!    (else v = 0: with unused columns, the dual needs v <= 0).
 //! 2. A first matching: each zero whose row and column are free is starred.
-//! 3. Every starred column is covered; with n covered the stars are the optimum.
+//! 3. Every starred column is covered; with m covered the stars are the optimum.
 //! 4. Prime: an uncovered zero in an uncovered row is primed, once per row. If its row has
 //!    a star, the row is covered and the star's column uncovered; if not, the row is free
 //!    and step 5 follows once this pass over the zeros ends. Passes repeat while they prime;
@@ -21,8 +22,12 @@
 //!    star, until a free row. Walks from different ends never share a row or a column (each
 //!    row primes one column, stars are a matching), so they run in parallel. Back to 3.
 //! 6. Dual update: delta = the least d - u - v over uncovered rows and columns (> 0);
-//!    covered rows u -= delta, uncovered columns v += delta; the zero list is rebuilt and
-//!    step 4 goes on with the covers and primes it had.
+//!    uncovered rows u += delta, covered columns v -= delta (reduced costs fall where row
+//!    and column are uncovered, rise where both are covered); the zero list is rebuilt and
+//!    step 4 goes on with the covers and primes it had. Only starred columns are ever
+//!    covered and a starred column stays starred, so v only falls and stays 0 on columns
+//!    never used: the final u, v are the rectangular dual (v <= 0, 0 where unused), shifted
+//!    by a constant on a square matrix.
 //!
 //! Priming runs in parallel on the GPU: a row takes its prime with one compare-and-swap, so
 //! each row primes once per step 4, and a column is uncovered only after the row whose star
@@ -45,25 +50,36 @@ pub const NONE: u32 = u32::MAX;
 /// update makes few zeros.
 pub const LEVELS_PER_COLUMN: f64 = 4.0;
 
+/// The first potentials (step 1) of the m x n `d`: row minima, and column minima of what
+/// remains on a square matrix (0 otherwise).
+pub fn reductions(d: &[i32], m: usize, n: usize) -> (Vec<i32>, Vec<i32>) {
+    let u = row_minima(d, n);
+    let v = if m == n { column_minima(d, n, &u) } else { vec![0; n] };
+    (u, v)
+}
+
 /// The largest entry taken: whole numbers below 2^24 are exact in f32 (the matrix files'
 /// type) and leave i32 room for the potentials' sums.
 const LARGEST: f64 = (1u32 << 24) as f64;
 
-/// The matrix as i32 costs when the Hungarian method suits it: square, whole numbers, at
-/// most [`LEVELS_PER_COLUMN`] x n levels. `None` otherwise.
-pub fn integer_costs(d: &DistanceMatrix) -> Option<Vec<i32>> {
-    whole_costs(d, LEVELS_PER_COLUMN * d.rows as f64)
+/// Whether the Hungarian method suits `d`: m <= n, whole numbers, at most
+/// [`LEVELS_PER_COLUMN`] x n levels.
+pub fn suits(d: &DistanceMatrix) -> bool {
+    whole_within(d, LEVELS_PER_COLUMN * d.cols as f64)
 }
 
-/// The square matrix `d` as i32 costs if its entries are whole numbers of at most
-/// `largest` (and below 2^24).
-pub fn whole_costs(d: &DistanceMatrix, largest: f64) -> Option<Vec<i32>> {
+/// Whether `d` has m <= n and entries that are whole numbers of at most `largest` (and
+/// below 2^24), which [`costs`] holds exactly.
+pub fn whole_within(d: &DistanceMatrix, largest: f64) -> bool {
     use rayon::prelude::*;
     let limit = largest.min(LARGEST);
-    if d.rows != d.cols || !d.data.par_iter().all(|&x| x.fract() == 0.0 && x <= limit) {
-        return None;
-    }
-    Some(d.data.par_iter().map(|&x| x as i32).collect())
+    d.rows <= d.cols && d.data.par_iter().all(|&x| x.fract() == 0.0 && x <= limit)
+}
+
+/// `d`'s entries as i32 (exact where [`whole_within`] holds).
+pub fn costs(d: &DistanceMatrix) -> Vec<i32> {
+    use rayon::prelude::*;
+    d.data.par_iter().map(|&x| x as i32).collect()
 }
 
 /// The method's end state: stars (the column of each row) and the potentials.
@@ -80,12 +96,12 @@ pub struct HungarianState {
     pub augmentations: u64,
 }
 
-/// Row reductions: the least entry of each row of the n x n `d`.
+/// Row reductions: the least entry of each row of `d` (rows of n).
 pub fn row_minima(d: &[i32], n: usize) -> Vec<i32> {
     d.chunks(n).map(|row| row.iter().copied().min().unwrap_or(0)).collect()
 }
 
-/// Column reductions: the least d[i][j] - u[i] of each column.
+/// Column reductions: the least d[i][j] - u[i] of each column (square matrices).
 pub fn column_minima(d: &[i32], n: usize, u: &[i32]) -> Vec<i32> {
     let mut v = vec![i32::MAX; n];
     for (row, &ui) in d.chunks(n).zip(u) {
@@ -96,7 +112,7 @@ pub fn column_minima(d: &[i32], n: usize, u: &[i32]) -> Vec<i32> {
     v
 }
 
-/// The entries i n + j where d - u - v is 0, in increasing order.
+/// The entries i n + j where d - u - v is 0, in increasing order (rows of n).
 pub fn zeros(d: &[i32], n: usize, u: &[i32], v: &[i32]) -> Vec<u32> {
     let mut zeros = Vec::new();
     for (i, (row, &ui)) in d.chunks(n).zip(u).enumerate() {
@@ -109,12 +125,13 @@ pub fn zeros(d: &[i32], n: usize, u: &[i32], v: &[i32]) -> Vec<u32> {
     zeros
 }
 
-/// The certified solution from a finished state: the potentials in f64, shifted so that
-/// v <= 0 (the rectangular dual the check expects), checked over every entry. Should the
+/// The certified solution from a finished state: the potentials in f64 (on a square matrix
+/// shifted so that v <= 0, the form the check expects), checked over every entry. Should the
 /// check ever fail (a bug, not an input), the CPU exact solver runs instead.
-pub fn certify(d: &DistanceMatrix, state: &HungarianState, gpu_ms: f64) -> Result<ExactSolution> {
+/// `upload_ms` and `gpu_ms` are the times of the costs' upload and of the GPU solve.
+pub fn certify(d: &DistanceMatrix, state: &HungarianState, upload_ms: f64, gpu_ms: f64) -> Result<ExactSolution> {
     let start = std::time::Instant::now();
-    let top = state.v.iter().copied().max().unwrap_or(0) as f64;
+    let top = if d.rows == d.cols { state.v.iter().copied().max().unwrap_or(0) as f64 } else { 0.0 };
     let solution = Potentials {
         assignment: state.col4row.iter().map(|&j| j as usize).collect(),
         u: state.u.iter().map(|&u| u as f64 + top).collect(),
@@ -140,6 +157,7 @@ pub fn certify(d: &DistanceMatrix, state: &HungarianState, gpu_ms: f64) -> Resul
         fallback,
         rounds: state.passes,
         reverse_rounds: state.dual_updates,
+        upload_ms,
         auction_ms: gpu_ms,
         repair_ms: start.elapsed().as_secs_f64() * 1e3,
     })

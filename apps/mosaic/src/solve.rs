@@ -103,12 +103,12 @@ pub struct Solved {
     pub optimal: bool,
 }
 
-/// The exact optimum on the GPU: the Hungarian method where it suits the matrix (square,
-/// whole numbers, few levels: [`crate::hungarian::integer_costs`]), else (or should its zero
+/// The exact optimum on the GPU: the Hungarian method where it suits the matrix (m <= n,
+/// whole numbers, few levels: [`crate::hungarian::suits`]), else (or should its zero
 /// list overflow) the auction; both certified in f64.
 pub fn exact_on_gpu(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
-    if let Some(costs) = crate::hungarian::integer_costs(d) {
-        if let Some(solution) = crate::gpu::hungarian::solve(ctx, d, &costs)? {
+    if crate::hungarian::suits(d) {
+        if let Some(solution) = crate::gpu::hungarian::solve(ctx, d)? {
             progress.set_position(d.rows as u64);
             return Ok(solution);
         }

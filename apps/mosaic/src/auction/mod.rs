@@ -107,7 +107,9 @@ pub struct ExactSolution {
     pub rounds: u64,
     /// Reverse rounds (dual updates).
     pub reverse_rounds: u64,
-    /// The GPU part (the whole GPU solve).
+    /// The costs' upload to the device.
+    pub upload_ms: f64,
+    /// The GPU part after the upload (the whole GPU solve).
     pub auction_ms: f64,
     /// Certificate and repair on the host (the certificate).
     pub repair_ms: f64,

@@ -2,15 +2,14 @@
 //! solver is checked against. A pass of step 4 visits the zeros in list order; everything
 //! else is as on the GPU.
 
-use crate::hungarian::{column_minima, row_minima, zeros, HungarianState, NONE};
+use crate::hungarian::{reductions, zeros, HungarianState, NONE};
 
-/// Solves the n x n whole-number problem `d` (row-major).
-pub fn solve(d: &[i32], n: usize) -> HungarianState {
-    let u = row_minima(d, n);
-    let v = column_minima(d, n, &u);
-    let mut s = Steps { d, n, zeros: zeros(d, n, &u, &v), u, v, ..Steps::new(n) };
+/// Solves the m x n (m <= n) whole-number problem `d` (row-major).
+pub fn solve(d: &[i32], m: usize, n: usize) -> HungarianState {
+    let (u, v) = reductions(d, m, n);
+    let mut s = Steps { d, n, zeros: zeros(d, n, &u, &v), u, v, ..Steps::new(m, n) };
     s.star();
-    while s.cover() < n {
+    while s.cover() < m {
         loop {
             match s.prime_pass() {
                 Pass::Free => break,
@@ -58,18 +57,18 @@ struct Steps<'a> {
 }
 
 impl<'a> Steps<'a> {
-    fn new(n: usize) -> Steps<'a> {
+    fn new(m: usize, n: usize) -> Steps<'a> {
         Steps {
             d: &[],
             n,
             u: Vec::new(),
             v: Vec::new(),
             zeros: Vec::new(),
-            star_col: vec![NONE; n],
+            star_col: vec![NONE; m],
             star_row: vec![NONE; n],
-            prime: vec![NONE; n],
+            prime: vec![NONE; m],
             green: vec![NONE; n],
-            cover_row: vec![false; n],
+            cover_row: vec![false; m],
             cover_col: vec![false; n],
             passes: 0,
             dual_updates: 0,
@@ -143,13 +142,11 @@ impl<'a> Steps<'a> {
             }
         }
         assert!(delta > 0 && delta < i32::MAX, "step 6 found no positive uncovered cost");
-        for i in 0..n {
-            if self.cover_row[i] {
-                self.u[i] -= delta;
-            }
-            if !self.cover_col[i] {
-                self.v[i] += delta;
-            }
+        for (u, _) in self.u.iter_mut().zip(&self.cover_row).filter(|(_, &c)| !c) {
+            *u += delta;
+        }
+        for (v, _) in self.v.iter_mut().zip(&self.cover_col).filter(|(_, &c)| c) {
+            *v -= delta;
         }
         self.zeros = zeros(self.d, n, &self.u, &self.v);
     }
@@ -158,7 +155,7 @@ impl<'a> Steps<'a> {
     /// where paths join).
     fn augment(&mut self) {
         self.augmentations += 1;
-        for i in 0..self.n {
+        for i in 0..self.prime.len() {
             if self.prime[i] == NONE || self.star_col[i] != NONE {
                 continue;
             }

@@ -326,9 +326,9 @@ impl GpuAuction {
         })
     }
 
-    /// The whole schedule on `d` (normalised); `on_phase(k, phases)` after phase k (1-based).
-    pub fn run(&self, d: &[f32], epsilons: &[f32], mut on_phase: impl FnMut(usize, usize)) -> Result<AuctionState> {
-        self.load(d)?;
+    /// The whole schedule on the distances [`GpuAuction::load`] uploaded; `on_phase(k,
+    /// phases)` after phase k (1-based).
+    pub fn run(&self, epsilons: &[f32], mut on_phase: impl FnMut(usize, usize)) -> Result<AuctionState> {
         let (mut rounds, mut reverse_rounds) = (0, 0);
         for (k, &eps) in epsilons.iter().enumerate() {
             if k > 0 {
@@ -349,7 +349,10 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
     let start = Instant::now();
     let scale = scale_of(d);
     let auction = GpuAuction::new(ctx, d.rows, d.cols)?;
-    let state = auction.run(&normalised(d, scale), &epsilons_for(d, scale), |phase, phases| {
+    auction.load(&normalised(d, scale))?;
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    let state = auction.run(&epsilons_for(d, scale), |phase, phases| {
         progress.set_position((d.rows * phase / (phases + 1)) as u64);
     })?;
     let auction_ms = start.elapsed().as_secs_f64() * 1e3;
@@ -364,6 +367,7 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
         fallback: certified.fallback,
         rounds: state.rounds,
         reverse_rounds: state.reverse_rounds,
+        upload_ms,
         auction_ms,
         repair_ms: start.elapsed().as_secs_f64() * 1e3,
     })

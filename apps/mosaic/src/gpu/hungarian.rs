@@ -49,7 +49,8 @@ const MODE_DUAL: u32 = 2;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct N {
+struct Shape {
+    m: u32,
     n: u32,
 }
 
@@ -63,6 +64,7 @@ struct ColumnPush {
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct CompressPush {
+    m: u32,
     n: u32,
     capacity: u32,
     when: u32,
@@ -86,7 +88,7 @@ struct PrimePush {
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct ControlPush {
-    n: u32,
+    m: u32,
     point: u32,
 }
 
@@ -101,22 +103,23 @@ pub enum Fault {
     Ticks,
 }
 
-/// The pipelines and buffers of one n x n solve.
+/// The pipelines and buffers of one m x n solve.
 pub struct GpuHungarian {
     ctx: Context,
+    m: usize,
     n: usize,
     capacity: u32,
-    row_min: Kernel<N>,
+    row_min: Kernel<Shape>,
     col_min: Kernel<ColumnPush>,
     compress: Kernel<CompressPush>,
     star: Kernel<ListPush>,
-    cover: Kernel<N>,
+    cover: Kernel<Shape>,
     control: Kernel<ControlPush>,
     prime: Kernel<PrimePush>,
-    min: Kernel<N>,
-    dual: Kernel<N>,
-    mark: Kernel<N>,
-    flip: Kernel<N>,
+    min: Kernel<Shape>,
+    dual: Kernel<Shape>,
+    mark: Kernel<Shape>,
+    flip: Kernel<Shape>,
     d: Buffer<i32>,
     u: Buffer<i32>,
     v: Buffer<i32>,
@@ -131,29 +134,30 @@ pub struct GpuHungarian {
     ctl_host: Buffer<u32>,
 }
 
-/// The zero list's length for an n x n matrix: an eighth of the entries, at least 64 a row.
-fn zero_capacity(n: usize) -> usize {
-    let entries = n * n;
-    entries.min((entries / 8).max(64 * n))
+/// The zero list's length for an m x n matrix: an eighth of the entries, at least 64 a row.
+fn zero_capacity(m: usize, n: usize) -> usize {
+    let entries = m * n;
+    entries.min((entries / 8).max(64 * m))
 }
 
 impl GpuHungarian {
-    /// Creates the pipelines and buffers for an n x n problem.
-    pub fn new(ctx: &Context, n: usize) -> Result<GpuHungarian> {
-        let entries = (n as u64).saturating_mul(n as u64);
-        if n == 0 || entries > u32::MAX as u64 {
+    /// Creates the pipelines and buffers for an m x n problem (m <= n).
+    pub fn new(ctx: &Context, m: usize, n: usize) -> Result<GpuHungarian> {
+        let entries = (m as u64).saturating_mul(n as u64);
+        if m == 0 || m > n || entries > u32::MAX as u64 {
             return Err(MosaicError::InvalidInput(format!(
-                "a {n} x {n} Hungarian solve needs 1 <= n and at most 2^32 - 1 entries (32-bit indices)"
+                "a {m} x {n} Hungarian solve needs 1 <= m <= n and at most 2^32 - 1 entries (32-bit indices)"
             )));
         }
-        let capacity = zero_capacity(n);
-        ctx.check_binding(entries * 4, &format!("a {n} x {n} Hungarian solve's costs"))?;
-        ctx.check_binding(capacity as u64 * 4, &format!("a {n} x {n} Hungarian solve's zero list"))?;
+        let capacity = zero_capacity(m, n);
+        ctx.check_binding(entries * 4, &format!("a {m} x {n} Hungarian solve's costs"))?;
+        ctx.check_binding(capacity as u64 * 4, &format!("a {m} x {n} Hungarian solve's zero list"))?;
         let info = ctx.info();
         let wg = WORKGROUP.min(info.max_workgroup_invocations).min(64 * info.subgroup_size.max(1));
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
         Ok(GpuHungarian {
             ctx: ctx.clone(),
+            m,
             n,
             capacity: capacity as u32,
             row_min: ctx.kernel(&kernels::HUNGARIAN_ROW_MIN, &[wg])?,
@@ -167,21 +171,22 @@ impl GpuHungarian {
             dual: ctx.kernel(&kernels::HUNGARIAN_DUAL, &[wg])?,
             mark: ctx.kernel(&kernels::HUNGARIAN_AUGMENT_MARK, &[wg])?,
             flip: ctx.kernel(&kernels::HUNGARIAN_AUGMENT_FLIP, &[wg])?,
-            d: ctx.buffer(n * n, Location::Device, "Hungarian costs")?,
-            u: ctx.buffer(n, Location::Device, "Hungarian row potentials")?,
+            d: ctx.buffer(m * n, Location::Device, "Hungarian costs")?,
+            u: ctx.buffer(m, Location::Device, "Hungarian row potentials")?,
             v: ctx.buffer(n, Location::Device, "Hungarian column potentials")?,
             zeros: device(capacity, "Hungarian zero list")?,
-            star_col: device(n, "Hungarian star column of each row")?,
+            star_col: device(m, "Hungarian star column of each row")?,
             star_row: device(n, "Hungarian star row of each column")?,
-            prime_col: device(n, "Hungarian prime of each row")?,
+            prime_col: device(m, "Hungarian prime of each row")?,
             green: device(n, "Hungarian path marks")?,
-            cover_row: device(n, "Hungarian row covers")?,
+            cover_row: device(m, "Hungarian row covers")?,
             cover_col: device(n, "Hungarian column covers")?,
             ctl: device(CONTROL_WORDS, "Hungarian control block")?,
             ctl_host: ctx.buffer(CONTROL_WORDS, Location::Download, "Hungarian control block (host)")?,
         })
     }
 
+    /// Workgroups of the kernels with one invocation per row or column.
     fn per_index(&self) -> u32 {
         (self.n as u32).div_ceil(self.wg())
     }
@@ -191,15 +196,18 @@ impl GpuHungarian {
     }
 
     fn striding(&self) -> u32 {
-        STRIDING_GROUPS.min(self.n as u32)
+        STRIDING_GROUPS.min(self.m as u32)
     }
 
-    fn n(&self) -> u32 {
-        self.n as u32
+    fn shape(&self) -> Shape {
+        Shape { m: self.m as u32, n: self.n as u32 }
     }
 
     fn record_control(&self, rec: &mut Recorder, point: u32) -> Result<()> {
-        rec.pass(&self.control).read_write(&self.ctl).push(&ControlPush { n: self.n(), point }).dispatch_linear(1)?;
+        rec.pass(&self.control)
+            .read_write(&self.ctl)
+            .push(&ControlPush { m: self.m as u32, point })
+            .dispatch_linear(1)?;
         Ok(())
     }
 
@@ -210,7 +218,7 @@ impl GpuHungarian {
             .read(&self.u)
             .read(&self.v)
             .write(&self.zeros)
-            .push(&CompressPush { n: self.n(), capacity: self.capacity, when })
+            .push(&CompressPush { m: self.m as u32, n: self.n as u32, capacity: self.capacity, when })
             .dispatch_linear(self.striding())?;
         Ok(())
     }
@@ -223,26 +231,29 @@ impl GpuHungarian {
             .write(&self.cover_col)
             .write(&self.prime_col)
             .write(&self.green)
-            .push(&N { n: self.n() })
+            .push(&self.shape())
             .dispatch_linear(self.per_index())?;
         self.record_control(rec, AFTER_COVER)
     }
 
-    /// Uploads `d` (n x n, row-major) and records the start: reductions, the zero list, the
-    /// first stars, the covers.
+    /// Records the start: reductions, the zero list, the first stars, the covers.
     fn record_start(&self, rec: &mut Recorder) -> Result<()> {
-        let n = self.n();
+        let Shape { m, n } = self.shape();
         rec.fill(&self.ctl, 0);
-        rec.fill(&self.v, i32::MAX as u32);
         rec.fill(&self.star_col, NONE);
         rec.fill(&self.star_row, NONE);
-        rec.pass(&self.row_min).read(&self.d).write(&self.u).push(&N { n }).dispatch_linear(n)?;
-        rec.pass(&self.col_min)
-            .read(&self.d)
-            .read(&self.u)
-            .read_write(&self.v)
-            .push(&ColumnPush { n, rows: COLUMN_MIN_ROWS })
-            .dispatch([self.per_index(), n.div_ceil(COLUMN_MIN_ROWS), 1])?;
+        rec.pass(&self.row_min).read(&self.d).write(&self.u).push(&self.shape()).dispatch_linear(m)?;
+        if m == n {
+            rec.fill(&self.v, i32::MAX as u32);
+            rec.pass(&self.col_min)
+                .read(&self.d)
+                .read(&self.u)
+                .read_write(&self.v)
+                .push(&ColumnPush { n, rows: COLUMN_MIN_ROWS })
+                .dispatch([self.per_index(), n.div_ceil(COLUMN_MIN_ROWS), 1])?;
+        } else {
+            rec.fill(&self.v, 0);
+        }
         self.record_compress(rec, MODE_START)?;
         for _ in 0..STAR_PASSES {
             rec.pass(&self.star)
@@ -257,7 +268,7 @@ impl GpuHungarian {
     }
 
     fn record_tick(&self, rec: &mut Recorder) -> Result<()> {
-        let n = self.n();
+        let n = self.n as u32;
         rec.pass(&self.prime)
             .read_write(&self.ctl)
             .read(&self.zeros)
@@ -275,7 +286,7 @@ impl GpuHungarian {
             .read(&self.v)
             .read(&self.cover_row)
             .read(&self.cover_col)
-            .push(&N { n })
+            .push(&self.shape())
             .dispatch_linear(self.striding())?;
         rec.pass(&self.dual)
             .read_write(&self.ctl)
@@ -283,7 +294,7 @@ impl GpuHungarian {
             .read_write(&self.v)
             .read(&self.cover_row)
             .read(&self.cover_col)
-            .push(&N { n })
+            .push(&self.shape())
             .dispatch_linear(self.per_index())?;
         self.record_compress(rec, MODE_DUAL)?;
         self.record_control(rec, AFTER_DUAL)?;
@@ -293,14 +304,14 @@ impl GpuHungarian {
             .read(&self.star_row)
             .read(&self.prime_col)
             .write(&self.green)
-            .push(&N { n })
+            .push(&self.shape())
             .dispatch_linear(self.per_index())?;
         rec.pass(&self.flip)
             .read_write(&self.ctl)
             .read_write(&self.star_col)
             .read_write(&self.star_row)
             .read(&self.green)
-            .push(&N { n })
+            .push(&self.shape())
             .dispatch_linear(self.per_index())?;
         self.record_cover(rec)
     }
@@ -315,9 +326,9 @@ impl GpuHungarian {
         Ok(words)
     }
 
-    /// The start alone, for the stage tests: (u, v, the zero list in increasing order).
-    pub fn start(&self, d: &[i32]) -> Result<(Vec<i32>, Vec<i32>, Vec<u32>)> {
-        self.upload(d)?;
+    /// The start alone on the costs uploaded last, for the stage tests: (u, v, the zero
+    /// list in increasing order).
+    pub fn start(&self) -> Result<(Vec<i32>, Vec<i32>, Vec<u32>)> {
         let mut rec = self.ctx.recorder()?;
         self.record_start(&mut rec)?;
         let words = self.submit_and_read(rec)?;
@@ -327,17 +338,42 @@ impl GpuHungarian {
         Ok((self.ctx.download(&self.u)?, self.ctx.download(&self.v)?, zeros))
     }
 
+    /// Uploads `d` (whole numbers, [`crate::hungarian::whole_within`]) as i32, converted on
+    /// all cores straight into the staging buffer.
+    pub fn upload_matrix(&self, d: &DistanceMatrix) -> Result<()> {
+        use rayon::prelude::*;
+        if (d.rows, d.cols) != (self.m, self.n) {
+            return Err(MosaicError::InvalidInput(format!(
+                "a {} x {} matrix for a {} x {} solve",
+                d.rows, d.cols, self.m, self.n
+            )));
+        }
+        let mut staging = self.ctx.buffer::<i32>(self.m * self.n, Location::Upload, "Hungarian costs (staging)")?;
+        staging.mapped_mut()?.par_chunks_mut(self.n).zip(d.data.par_chunks(self.n)).for_each(|(to, from)| {
+            to.iter_mut().zip(from).for_each(|(t, &x)| *t = x as i32);
+        });
+        let mut rec = self.ctx.transfer_recorder()?;
+        rec.copy(&staging, &self.d);
+        rec.submit()?.wait()?;
+        Ok(())
+    }
+
     fn upload(&self, d: &[i32]) -> Result<()> {
-        if d.len() != self.n * self.n {
-            return Err(MosaicError::InvalidInput(format!("{} costs for a {n} x {n} solve", d.len(), n = self.n)));
+        if d.len() != self.m * self.n {
+            return Err(MosaicError::InvalidInput(format!("{} costs for a {} x {} solve", d.len(), self.m, self.n)));
         }
         self.ctx.write(&self.d, 0, d)?;
         Ok(())
     }
 
-    /// Solves `d` (n x n, row-major, whole numbers): the stars and potentials, or why not.
+    /// Solves `d` (m x n, row-major, whole numbers): the stars and potentials, or why not.
     pub fn solve(&self, d: &[i32]) -> Result<std::result::Result<HungarianState, Fault>> {
         self.upload(d)?;
+        self.run()
+    }
+
+    /// Solves the costs uploaded last.
+    fn run(&self) -> Result<std::result::Result<HungarianState, Fault>> {
         let mut rec = self.ctx.recorder()?;
         self.record_start(&mut rec)?;
         let mut batch = FIRST_BATCH;
@@ -371,15 +407,18 @@ impl GpuHungarian {
     }
 }
 
-/// Solves the square whole-number `d` (its i32 costs `costs`, from
-/// [`crate::hungarian::integer_costs`]) on the GPU and certifies the result; `None` when
-/// the machine stopped without an answer (a zero list too long for its buffer; the tests
-/// check that nothing else stops it), and the caller runs the auction instead.
-pub fn solve(ctx: &Context, d: &DistanceMatrix, costs: &[i32]) -> Result<Option<ExactSolution>> {
+/// Solves the whole-number `d` ([`crate::hungarian::whole_within`]) on the GPU and
+/// certifies the result; `None` when the machine stopped without an answer (a zero list too
+/// long for its buffer; the tests check that nothing else stops it), and the caller runs the
+/// auction instead.
+pub fn solve(ctx: &Context, d: &DistanceMatrix) -> Result<Option<ExactSolution>> {
     let start = Instant::now();
-    let solver = GpuHungarian::new(ctx, d.rows)?;
-    match solver.solve(costs)? {
-        Ok(state) => certify(d, &state, start.elapsed().as_secs_f64() * 1e3).map(Some),
+    let solver = GpuHungarian::new(ctx, d.rows, d.cols)?;
+    solver.upload_matrix(d)?;
+    let upload_ms = start.elapsed().as_secs_f64() * 1e3;
+    let start = Instant::now();
+    match solver.run()? {
+        Ok(state) => certify(d, &state, upload_ms, start.elapsed().as_secs_f64() * 1e3).map(Some),
         Err(_) => Ok(None),
     }
 }
