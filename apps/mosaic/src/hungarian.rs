@@ -137,7 +137,10 @@ pub fn certify(d: &DistanceMatrix, state: &HungarianState, upload_ms: f64, gpu_m
         u: state.u.iter().map(|&u| u as f64 + top).collect(),
         v: state.v.iter().map(|&v| v as f64 - top).collect(),
     };
-    let tol = 1e-9 * d.data.iter().copied().fold(1.0, f64::max);
+    // Whole numbers below 2^24 and their sums are exact in f64, so any tolerance below 1
+    // would do; this one scales with the potentials, as the auction's does with D.
+    let largest = solution.u.iter().chain(&solution.v).fold(1.0f64, |a, &x| a.max(x.abs()));
+    let tol = 1e-9 * largest;
     let (solution, gap, fallback) = match check(d, &solution, tol) {
         Ok(gap) => (solution, gap, false),
         Err(_) => {
