@@ -2,8 +2,8 @@
 //! `--help` with examples everywhere; usage mistakes exit 2 and runtime failures exit 1, in
 //! one error format, with a JSON object under `--json` and never a stack trace; outputs
 //! checked before any work (a folder under a regular file, an unknown extension, an input as
-//! output), written with the umask's mode; an unknown `--device` is an error; one JSON
-//! envelope per line. Each case is one row of a table over the binaries.
+//! output), written with the umask's mode; an unknown `--device` is an error of the engine's
+//! kind; one JSON envelope per line. Each case is one row of a table over the binaries.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -228,6 +228,11 @@ fn an_unknown_device_is_an_error_everywhere() {
         let r = run_case(&f, case, &out, &["--device", "no-such-device-anywhere"], None);
         r.expect_code(1, &format!("{} --device no-such-device-anywhere", case.bin));
         assert!(r.stderr.contains("no device matches"), "{}: {}", case.bin, r.stderr);
+        // The JSON error names the engine's kind, also where the device is opened inside an
+        // app's library (composite render's ranks).
+        let errors = r.json_lines();
+        let error = errors.last().unwrap_or_else(|| panic!("{}: no JSON error", case.bin));
+        assert_eq!(error["kind"], "device_selection", "{}: {error}", case.bin);
     }
 }
 

@@ -97,4 +97,6 @@ impl CompositeError {
     }
 }
 
+kit::app_error!(CompositeError);
+
 pub type Result<T, E = CompositeError> = std::result::Result<T, E>;

@@ -68,5 +68,5 @@ fn run(command: Command) -> Result<()> {
 
 fn main() -> std::process::ExitCode {
     let app = clap::Command::new("composite").about("Sort-last compositing with GPU Active Pixel encoding, over MPI");
-    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
+    kit::main_subcommands::<_, composite::CompositeError>(app, env!("CARGO_PKG_VERSION"), run)
 }

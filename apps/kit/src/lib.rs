@@ -3,7 +3,8 @@
 //! - [`main`]: parses the command line, runs the command, and reports errors in one format
 //!   (`<binary>: error: ...`, exit 1; usage errors exit 2, [`Usage`] for those found after
 //!   parsing; a JSON object under `--json`);
-//!   [`main_subcommands`] for a binary whose work is all in subcommands.
+//!   [`main_subcommands`] for a binary whose work is all in subcommands, which names its
+//!   library's error type ([`AppError`]) so that the engine errors it holds keep their kind.
 //! - [`cli`]: the flags every command shares (`--backend`, `--device`, `--json`,
 //!   `--max-memory`) and value parsers for the rest.
 //! - [`output`]: outputs checked before any work starts, format from the extension, written
@@ -49,4 +50,10 @@ mod run;
 pub use cli::{Backend, BenchArgs, CommonArgs};
 pub use error::{KitError, Result};
 pub use report::emit;
-pub use run::{main, main_subcommands, print_error, Reported, Usage};
+pub use run::{main, main_subcommands, print_error, AppError, Reported, Usage};
+
+/// What kit's macros name; not part of its API.
+#[doc(hidden)]
+pub mod __private {
+    pub use engine::EngineError;
+}

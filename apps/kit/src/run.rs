@@ -5,6 +5,7 @@
 //! whatever RUST_BACKTRACE says: errors are printed through `Display`, not `Debug`.
 
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use clap::ArgMatches;
 
@@ -35,16 +36,55 @@ pub fn main<C: clap::Parser>(version: &'static str, run: impl FnOnce(C) -> anyho
 }
 
 /// Runs a binary whose work is all in the subcommands `C` (`mad score`, `composite blend`),
-/// as [`main`] does. `app` names the binary and says what it does (`--help`); one subcommand
-/// is required, and `--version` (on every subcommand too) prints `version`.
-pub fn main_subcommands<C: clap::Subcommand>(
+/// as [`main`] does, with `E` its app library's error type. `app` names the binary and says
+/// what it does (`--help`); one subcommand is required, and `--version` (on every subcommand
+/// too) prints `version`.
+pub fn main_subcommands<C: clap::Subcommand, E: AppError>(
     app: clap::Command,
     version: &'static str,
     run: impl FnOnce(C) -> anyhow::Result<()>,
 ) -> ExitCode {
     // What clap's derive gives a `Parser` struct holding only `#[command(subcommand)]`.
     let app = app.version(version).propagate_version(true).subcommand_required(true).arg_required_else_help(true);
+    let _ = APP_ERROR.set(held::<E>);
     drive(C::augment_subcommands(app), version, run)
+}
+
+/// An app library's error type, which holds the engine's errors in a variant that shows
+/// them as they are (`#[error(transparent)] Engine(#[from] engine::EngineError)`). Such a
+/// variant hides the engine error from the error chain, which goes on with the engine
+/// error's own source; [`main_subcommands`] asks the app's type for it instead, so that its
+/// kind chooses the exit status and the JSON error's `kind` and `flag` wherever the app's
+/// library raised it. [`app_error!`](crate::app_error) implements it.
+pub trait AppError: std::error::Error + 'static {
+    /// The engine error this error is, if it is one.
+    fn engine(&self) -> Option<&engine::EngineError>;
+}
+
+/// Implements [`AppError`] for an app library's error enum whose `Engine` variant holds the
+/// engine's errors, as every app's does: `kit::app_error!(MadError);` beside the enum.
+#[macro_export]
+macro_rules! app_error {
+    ($error:ident) => {
+        impl $crate::AppError for $error {
+            fn engine(&self) -> Option<&$crate::__private::EngineError> {
+                match self {
+                    $error::Engine(e) => Some(e),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+/// Finds the engine error held by one link of an error chain of the binary's app error type.
+type Held = for<'a> fn(&'a (dyn std::error::Error + 'static)) -> Option<&'a engine::EngineError>;
+
+/// The binary's app error type, as [`main_subcommands`] names it.
+static APP_ERROR: OnceLock<Held> = OnceLock::new();
+
+fn held<'a, E: AppError>(cause: &'a (dyn std::error::Error + 'static)) -> Option<&'a engine::EngineError> {
+    cause.downcast_ref::<E>().and_then(E::engine)
 }
 
 /// [`main`] of the command line `command`, from which `C` is read.
@@ -76,7 +116,7 @@ fn drive<C: clap::FromArgMatches>(
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
-        Err(e) if e.is::<Usage>() || engine_error(&e).and_then(engine::EngineError::usage_flag).is_some() => {
+        Err(e) if is_usage(&e) => {
             report_error(binary, &name, json, &e, Some(version));
             ExitCode::from(USAGE)
         }
@@ -87,10 +127,18 @@ fn drive<C: clap::FromArgMatches>(
     }
 }
 
-/// The engine error in `error`'s chain, if any: its kind chooses the exit status and the
-/// `kind` and `flag` of the JSON error, never its message.
+/// Whether `error` is a usage mistake (exit status 2): a [`Usage`], or an engine error that
+/// blames a flag.
+fn is_usage(error: &anyhow::Error) -> bool {
+    error.is::<Usage>() || engine_error(error).and_then(engine::EngineError::usage_flag).is_some()
+}
+
+/// The engine error in `error`'s chain, itself or held by the app's error type ([`AppError`]),
+/// if any: its kind chooses the exit status and the `kind` and `flag` of the JSON error,
+/// never its message.
 fn engine_error(error: &anyhow::Error) -> Option<&engine::EngineError> {
-    error.chain().find_map(|cause| cause.downcast_ref::<engine::EngineError>())
+    let held = APP_ERROR.get();
+    error.chain().find_map(|cause| cause.downcast_ref::<engine::EngineError>().or_else(|| held?(cause)))
 }
 
 /// The messages of an error chain, outermost first. Every error of the workspace keeps its
@@ -226,6 +274,33 @@ mod tests {
         let e = command.try_get_matches_from(args).unwrap_err();
         let text = e.render().to_string();
         text.trim_end().strip_prefix("error: ").unwrap_or(text.trim_end()).to_string()
+    }
+
+    /// An app library's error as the apps write it: the engine's shown as it is.
+    #[derive(Debug, thiserror::Error)]
+    enum LibError {
+        #[error(transparent)]
+        Engine(#[from] engine::EngineError),
+        #[error("the library's own")]
+        Own,
+    }
+
+    crate::app_error!(LibError);
+
+    #[test]
+    fn an_engine_error_inside_an_app_error_chooses_the_status_and_kind() {
+        // What `main_subcommands::<_, LibError>` registers.
+        let _ = APP_ERROR.set(held::<LibError>);
+        let several = engine::EngineError::SeveralDevices { selector: "all".into(), count: 2 };
+        let error = anyhow::Error::from(LibError::from(several)).context("opening the window's device");
+        assert!(engine_error(&LibError::Own.into()).is_none());
+        let found = engine_error(&error).expect("the engine error in the app's error");
+        assert_eq!((found.kind(), found.usage_flag()), (engine::ErrorKind::DeviceSelection, Some("--device")));
+        assert!(is_usage(&error));
+        assert_eq!(
+            messages(&error),
+            ["opening the window's device", "--device all names 2 devices; this command runs on one"]
+        );
     }
 
     #[test]

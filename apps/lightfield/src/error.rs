@@ -111,6 +111,8 @@ pub enum LfError {
     Jpeg { step: &'static str, error: image::ImageError },
 }
 
+kit::app_error!(LfError);
+
 pub type Result<T, E = LfError> = std::result::Result<T, E>;
 
 impl LfError {

@@ -66,7 +66,7 @@ lightfield render scene.lfc --view 4,4 --focus -1.2 --aperture 4 --out refocused
 fn main() -> ExitCode {
     let app = clap::Command::new("lightfield")
         .about("Dictionary-ensemble light-field codec (train, encode on the GPU, decode)");
-    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
+    kit::main_subcommands::<_, lightfield::LfError>(app, env!("CARGO_PKG_VERSION"), run)
 }
 
 fn run(command: Command) -> anyhow::Result<()> {
@@ -81,14 +81,5 @@ fn run(command: Command) -> anyhow::Result<()> {
         Command::Bench(args) => commands::bench::run(args),
         Command::Demo(args) => commands::demo::run(args),
     };
-    done.map_err(reported)
-}
-
-/// A codec error as `kit` reads it: an engine error as itself, so that its kind chooses
-/// the exit status and the JSON error's `kind` and `flag` (docs/cli.md); any other as it is.
-fn reported(error: lightfield::LfError) -> anyhow::Error {
-    match error {
-        lightfield::LfError::Engine(e) => e.into(),
-        other => other.into(),
-    }
+    Ok(done?)
 }

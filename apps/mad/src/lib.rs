@@ -69,6 +69,8 @@ pub enum MadError {
     TilePlan(String),
 }
 
+kit::app_error!(MadError);
+
 /// The scores of one pair.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Scores {

@@ -70,7 +70,7 @@ fn run(command: Command) -> Result<()> {
 fn main() -> ExitCode {
     let app = clap::Command::new("mad")
         .about("The Most Apparent Distortion image quality metric (Larson & Chandler 2010), exact, on the GPU");
-    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
+    kit::main_subcommands::<_, mad::MadError>(app, env!("CARGO_PKG_VERSION"), run)
 }
 
 #[cfg(test)]

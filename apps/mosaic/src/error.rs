@@ -52,6 +52,8 @@ pub enum MosaicError {
     Engine(#[from] engine::EngineError),
 }
 
+kit::app_error!(MosaicError);
+
 pub type Result<T, E = MosaicError> = std::result::Result<T, E>;
 
 impl MosaicError {

@@ -42,7 +42,7 @@ enum Command {
 fn main() -> ExitCode {
     let app = clap::Command::new("mosaic")
         .about("Photomosaics without repeated tiles: greedy, annealing, SoftAssign on the GPU, exact");
-    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
+    kit::main_subcommands::<_, mosaic::MosaicError>(app, env!("CARGO_PKG_VERSION"), run)
 }
 
 fn run(command: Command) -> Result<()> {

@@ -24,4 +24,6 @@ pub enum SmoeError {
     Invalid(String),
 }
 
+kit::app_error!(SmoeError);
+
 pub type Result<T, E = SmoeError> = std::result::Result<T, E>;

@@ -44,7 +44,7 @@ fn main() -> std::process::ExitCode {
     let app = clap::Command::new("smoe")
         .about("Steered Mixture-of-Experts: fit, render, convert and view models")
         .after_help("Examples:\n  smoe fit photo.png --kernels 2000 --out photo.json\n  smoe render photo.json --out big.png --size 3840x2160\n  smoe convert photo.json photo.smoe");
-    kit::main_subcommands(app, env!("CARGO_PKG_VERSION"), run)
+    kit::main_subcommands::<_, smoe::error::SmoeError>(app, env!("CARGO_PKG_VERSION"), run)
 }
 
 fn run(command: Command) -> Result<()> {

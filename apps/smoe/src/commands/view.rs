@@ -82,11 +82,12 @@ pub fn run(args: ViewArgs) -> Result<()> {
     Ok(())
 }
 
-/// The viewer's error as `kit::main` reads it: an engine error as itself, so that its kind
-/// chooses the exit status (the window's device is opened inside the loop); any other as it is.
+/// The viewer's error as `kit::main` reads it: each variant's error as itself, so that an
+/// engine error's kind chooses the exit status (the window's device is opened inside the
+/// loop), whether the viewer or the scene raised it.
 fn reported(error: ViewerError<SmoeError>) -> anyhow::Error {
     match error {
-        ViewerError::Engine(e) | ViewerError::Scene(SmoeError::Engine(e)) => e.into(),
+        ViewerError::Engine(e) => e.into(),
         ViewerError::Kit(e) => e.into(),
         ViewerError::Scene(e) => e.into(),
     }

@@ -8,7 +8,9 @@
 
 pub mod culled;
 
-use engine::{Context, Location};
+use std::time::Instant;
+
+use engine::{Buffer, Context, Location, Recorder};
 
 use crate::data::Grid;
 use crate::em::{model_from_raw, regularisation, FitReport};
@@ -45,6 +47,47 @@ pub(crate) fn reg_push(grid: &Grid) -> [f32; 8] {
     reg
 }
 
+/// Refuses `n` samples of `d` dimensions where the shaders index them in 32 bits.
+fn check_samples(n: usize, d: usize) -> engine::Result<()> {
+    if n as u64 * d as u64 > u32::MAX as u64 / 4 {
+        return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
+    }
+    Ok(())
+}
+
+/// What a GPU fit's iterations fill in: the report, their GPU time and their start.
+struct Iterations {
+    report: FitReport,
+    gpu_ms: f64,
+    start: Instant,
+}
+
+impl Iterations {
+    fn start(kernels: usize, samples: usize, iterations: usize) -> Iterations {
+        Iterations { report: FitReport::new(kernels, samples, iterations), gpu_ms: 0.0, start: Instant::now() }
+    }
+
+    /// Submits an iteration's recording and waits for it; adds its GPU time, and records and
+    /// returns the mean log-likelihood per sample from the E-step's per-workgroup `partials`.
+    fn finish(&mut self, ctx: &Context, mut rec: Recorder, partials: &Buffer<f32>) -> engine::Result<f64> {
+        rec.mark("em iteration");
+        let passes = rec.submit()?.wait_profiled()?;
+        self.gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();
+        let loglik = ctx.download(partials)?.iter().map(|&v| v as f64).sum::<f64>() / self.report.samples as f64;
+        self.report.loglik.push(loglik);
+        Ok(loglik)
+    }
+
+    /// The model of `init`'s header with the raw records `raw` the iterations updated, and
+    /// the report.
+    fn end(mut self, ctx: &Context, init: &Model, raw: &Buffer<f32>) -> engine::Result<(Model, FitReport)> {
+        self.report.em_ms = self.start.elapsed().as_secs_f64() * 1e3;
+        self.report.gpu_ms = Some(self.gpu_ms);
+        let params = ctx.download(raw)?;
+        Ok((model_from_raw(init, &params), self.report))
+    }
+}
+
 /// Runs `iterations` EM iterations on the GPU from the model `init` (fitted to `grid`),
 /// calling `progress(iteration, loglik)` after each.
 pub fn fit_gpu_from(
@@ -57,9 +100,7 @@ pub fn fit_gpu_from(
     let k = init.pi.len();
     let d = init.dims();
     let n = grid.len();
-    if n as u64 * d as u64 > u32::MAX as u64 / 4 {
-        return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
-    }
+    check_samples(n, d)?;
     let spec = [GROUP, d as u32, CHUNK];
     let prepare = ctx.kernel::<Push>(&kernels::EM_PREPARE, &spec)?;
     let estep = ctx.kernel::<Push>(&kernels::EM_ESTEP, &spec)?;
@@ -74,9 +115,7 @@ pub fn fit_gpu_from(
     let push =
         Push { samples: n as u32, kernels: k as u32, per_group: GROUP, reg: reg_push(grid), ..Default::default() };
     let kernel_groups = (k as u32).div_ceil(GROUP);
-    let mut report = FitReport::new(k, n, iterations);
-    let mut gpu_ms = 0.0;
-    let start = std::time::Instant::now();
+    let mut fit = Iterations::start(k, n, iterations);
     for it in 0..iterations {
         let mut rec = ctx.recorder()?;
         rec.enable_profiling(4)?;
@@ -95,17 +134,9 @@ pub fn fit_gpu_from(
             .read_write(&raw)
             .push(&push)
             .dispatch_linear(k as u32)?;
-        rec.mark("em iteration");
-        let passes = rec.submit()?.wait_profiled()?;
-        gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();
-        let ll = ctx.download(&partials)?.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        report.loglik.push(ll);
-        progress(it, ll);
+        progress(it, fit.finish(ctx, rec, &partials)?);
     }
-    report.em_ms = start.elapsed().as_secs_f64() * 1e3;
-    report.gpu_ms = Some(gpu_ms);
-    let params = ctx.download(&raw)?;
-    Ok((model_from_raw(&init, &params), report))
+    fit.end(ctx, &init, &raw)
 }
 
 /// The bounds one GPU EM iteration (dense or culled) is held to against the f64 CPU step:

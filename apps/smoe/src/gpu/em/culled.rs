@@ -18,9 +18,9 @@
 
 use engine::{Context, Location};
 
-use super::{reg_push, Push, CHUNK, GROUP};
+use super::{check_samples, reg_push, Iterations, Push, CHUNK, GROUP};
 use crate::data::{psnr, Grid};
-use crate::em::{model_from_raw, FitReport};
+use crate::em::FitReport;
 use crate::gpu::{Mode, RenderSettings, Renderer};
 use crate::model::{packed_len, Model};
 use crate::shaders::kernels;
@@ -58,9 +58,7 @@ pub fn fit_gpu_culled(
         return Err(engine::EngineError::InvalidInput("the culled EM fits images".into()));
     }
     let (k, d, n) = (init.len(), init.dims(), grid.len());
-    if n as u64 * d as u64 > u32::MAX as u64 / 4 {
-        return Err(engine::EngineError::InvalidInput(format!("{n} samples are too many for one fit")));
-    }
+    check_samples(n, d)?;
     let spec = [GROUP, d as u32, CHUNK, TILE];
     let prepare = ctx.kernel::<Push>(&kernels::EM_PREPARE, &spec)?;
     let estep = ctx.kernel::<Push>(&kernels::EM_ESTEP_TILES, &spec)?;
@@ -75,9 +73,7 @@ pub fn fit_gpu_culled(
     let lse = ctx.buffer::<f32>(n, Location::Device, "smoe fit lse")?;
     let partials = ctx.buffer::<f32>(tiles, Location::Device, "smoe fit loglik partials")?;
     let (span, margin) = renderer.culling();
-    let mut report = FitReport::new(k, n, iterations);
-    let mut gpu_ms = 0.0;
-    let start = std::time::Instant::now();
+    let mut fit = Iterations::start(k, n, iterations);
     for iteration in 0..iterations {
         let push = Push {
             samples: n as u32,
@@ -122,11 +118,7 @@ pub fn fit_gpu_culled(
             .read(&frame.floor)
             .push(&push)
             .dispatch_linear(k as u32)?;
-        rec.mark("em iteration");
-        let passes = rec.submit()?.wait_profiled()?;
-        gpu_ms += passes.iter().map(|p| p.ms).sum::<f64>();
-        let loglik = ctx.download(&partials)?.iter().map(|&v| v as f64).sum::<f64>() / n as f64;
-        report.loglik.push(loglik);
+        let loglik = fit.finish(ctx, rec, &partials)?;
         let psnr_db = if render {
             let rgb: Vec<f32> = bytemuck::cast_slice(&ctx.download(&frame.out)?).to_vec();
             Some(psnr(&rgb, &grid.rgb))
@@ -137,13 +129,10 @@ pub fn fit_gpu_culled(
         // lists for the next iteration.
         let entries = renderer.list_entries(&frame)?;
         renderer.fit_capacity(&mut frame, entries)?;
-        report.list_entries = Some(entries);
+        fit.report.list_entries = Some(entries);
         progress(EmStep { iteration, loglik, psnr_db });
     }
-    report.em_ms = start.elapsed().as_secs_f64() * 1e3;
-    report.gpu_ms = Some(gpu_ms);
-    let params = ctx.download(renderer.raw())?;
-    Ok((model_from_raw(&init, &params), report))
+    fit.end(ctx, &init, renderer.raw())
 }
 
 #[cfg(test)]
