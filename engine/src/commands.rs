@@ -43,6 +43,8 @@ pub struct Recorder {
     waits: Vec<(vk::Semaphore, u64)>,
     /// Whether the submission waits for everything submitted to its queue before it.
     after_queue: bool,
+    /// Begun for repeated submission ([`Context::replay_recorder`]).
+    reusable: bool,
     tracker: Tracker,
     /// What the recorded commands use, kept alive until the submission completes.
     keep: Vec<Keep>,
@@ -62,13 +64,19 @@ fn queue(shared: &Shared, kind: QueueKind) -> &Queue {
 impl Context {
     /// A recorder for the compute (universal) queue.
     pub fn recorder(&self) -> Result<Recorder> {
-        Recorder::new(self.clone(), QueueKind::Compute)
+        Recorder::new(self.clone(), QueueKind::Compute, false)
+    }
+
+    /// A recorder for the compute queue whose commands [`Recorder::finish`] keeps as a
+    /// [`Replay`], to be run many times.
+    pub fn replay_recorder(&self) -> Result<Recorder> {
+        Recorder::new(self.clone(), QueueKind::Compute, true)
     }
 
     /// A recorder for the dedicated transfer queue, or the compute queue on devices without
     /// one. Only copies may be recorded on it.
     pub fn transfer_recorder(&self) -> Result<Recorder> {
-        Recorder::new(self.clone(), QueueKind::Transfer)
+        Recorder::new(self.clone(), QueueKind::Transfer, false)
     }
 
     /// Records with `f`, submits, waits.
@@ -80,7 +88,7 @@ impl Context {
 }
 
 impl Recorder {
-    fn new(ctx: Context, kind: QueueKind) -> Result<Recorder> {
+    fn new(ctx: Context, kind: QueueKind, reusable: bool) -> Result<Recorder> {
         let device = &ctx.shared.device;
         let family = queue(&ctx.shared, kind).family;
         let pool = unsafe {
@@ -101,13 +109,10 @@ impl Recorder {
             )
         }
         .vk("vkAllocateCommandBuffers")?[0];
-        unsafe {
-            device.begin_command_buffer(
-                cmd,
-                &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
-            )
-        }
-        .vk("vkBeginCommandBuffer")?;
+        let flags =
+            if reusable { vk::CommandBufferUsageFlags::empty() } else { vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT };
+        unsafe { device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default().flags(flags)) }
+            .vk("vkBeginCommandBuffer")?;
         Ok(Recorder {
             ctx,
             kind,
@@ -116,6 +121,7 @@ impl Recorder {
             timestamps: None,
             waits: Vec::new(),
             after_queue: false,
+            reusable,
             tracker: Tracker::default(),
             keep: Vec::new(),
             kept: HashSet::new(),
@@ -393,45 +399,114 @@ impl Recorder {
 
     /// Ends recording and submits; the queue's timeline semaphore is signalled on completion.
     pub fn submit(mut self) -> Result<Submission> {
+        if self.reusable {
+            return Err(EngineError::InvalidInput("a replay recorder is ended with finish, not submit".into()));
+        }
         let device = &self.ctx.shared.device;
         unsafe { device.end_command_buffer(self.cmd) }.vk("vkEndCommandBuffer")?;
-        let q = queue(&self.ctx.shared, self.kind);
-        let raw_queue = q.raw.lock().unwrap();
-        let value = q.next_value.fetch_add(1, Ordering::SeqCst);
-        let cmd_infos = [vk::CommandBufferSubmitInfo::default().command_buffer(self.cmd)];
-        let signal = [vk::SemaphoreSubmitInfo::default()
-            .semaphore(q.timeline)
-            .value(value)
-            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-        // Timeline values complete in order: the one before this submission's covers all earlier.
-        let earlier = self.after_queue.then_some((q.timeline, value - 1));
-        let waits: Vec<vk::SemaphoreSubmitInfo> = self
-            .waits
-            .iter()
-            .chain(earlier.iter())
-            .map(|&(s, v)| {
-                vk::SemaphoreSubmitInfo::default()
-                    .semaphore(s)
-                    .value(v)
-                    .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
-            })
-            .collect();
-        let submit = vk::SubmitInfo2::default()
-            .command_buffer_infos(&cmd_infos)
-            .signal_semaphore_infos(&signal)
-            .wait_semaphore_infos(&waits);
-        unsafe { device.queue_submit2(*raw_queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit2")?;
-        drop(raw_queue);
+        let (timeline, value) = submit_on(&self.ctx.shared, self.kind, self.cmd, &self.waits, self.after_queue)?;
         let pool = std::mem::replace(&mut self.pool, vk::CommandPool::null());
         Ok(Submission {
             shared: self.ctx.shared.clone(),
-            timeline: q.timeline,
+            timeline,
             value,
             pool,
             timestamps: self.timestamps.take(),
             keep: std::mem::take(&mut self.keep),
             done: false,
         })
+    }
+
+    /// Ends a recorder of [`Context::replay_recorder`]: its commands become a [`Replay`].
+    /// Timestamps and waits on other submissions belong to one submission and are refused.
+    pub fn finish(mut self) -> Result<Replay> {
+        if !self.reusable || self.timestamps.is_some() || !self.waits.is_empty() {
+            return Err(EngineError::InvalidInput(
+                "a replay is finished from a replay recorder without profiling or waits".into(),
+            ));
+        }
+        unsafe { self.ctx.shared.device.end_command_buffer(self.cmd) }.vk("vkEndCommandBuffer")?;
+        Ok(Replay {
+            shared: self.ctx.shared.clone(),
+            kind: self.kind,
+            pool: std::mem::replace(&mut self.pool, vk::CommandPool::null()),
+            cmd: self.cmd,
+            _keep: std::mem::take(&mut self.keep),
+        })
+    }
+}
+
+/// Submits `cmd` on its queue, waiting (on the GPU) for `waits` and, with `after_queue`,
+/// for everything submitted to the queue before; returns the timeline value it signals.
+fn submit_on(
+    shared: &Shared,
+    kind: QueueKind,
+    cmd: vk::CommandBuffer,
+    waits: &[(vk::Semaphore, u64)],
+    after_queue: bool,
+) -> Result<(vk::Semaphore, u64)> {
+    let q = queue(shared, kind);
+    let raw_queue = q.raw.lock().unwrap();
+    let value = q.next_value.fetch_add(1, Ordering::SeqCst);
+    let cmd_infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+    let signal = [vk::SemaphoreSubmitInfo::default()
+        .semaphore(q.timeline)
+        .value(value)
+        .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+    // Timeline values complete in order: the one before this submission's covers all earlier.
+    let earlier = after_queue.then_some((q.timeline, value - 1));
+    let waits: Vec<vk::SemaphoreSubmitInfo> = waits
+        .iter()
+        .chain(earlier.iter())
+        .map(|&(s, v)| {
+            vk::SemaphoreSubmitInfo::default().semaphore(s).value(v).stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        })
+        .collect();
+    let submit = vk::SubmitInfo2::default()
+        .command_buffer_infos(&cmd_infos)
+        .signal_semaphore_infos(&signal)
+        .wait_semaphore_infos(&waits);
+    unsafe { shared.device.queue_submit2(*raw_queue, &[submit], vk::Fence::null()) }.vk("vkQueueSubmit2")?;
+    Ok((q.timeline, value))
+}
+
+/// Blocks until `timeline` reaches `value`.
+fn wait_on(shared: &Shared, timeline: vk::Semaphore, value: u64) -> Result<()> {
+    let semaphores = [timeline];
+    let values = [value];
+    let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+    unsafe { shared.device.wait_semaphores(&info, u64::MAX) }.map_err(|result| match result {
+        vk::Result::ERROR_DEVICE_LOST => EngineError::Vulkan { call: "vkWaitSemaphores (device lost)", result },
+        result => EngineError::Vulkan { call: "vkWaitSemaphores", result },
+    })
+}
+
+/// Commands recorded once ([`Recorder::finish`]) and run again and again, for loops whose
+/// state lives on the device, each run going on where the last one stopped: recording the
+/// same passes anew for every batch would cost the host more than the GPU takes to run
+/// them. Each run waits, on the GPU, for everything submitted to its queue before it, so it
+/// sees the previous run's writes; [`Replay::run`] returns once the run has completed. The
+/// buffers and pipelines the commands use are kept until the replay is dropped.
+pub struct Replay {
+    shared: Arc<Shared>,
+    kind: QueueKind,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    _keep: Vec<Keep>,
+}
+
+impl Replay {
+    /// Runs the recorded commands once more and waits for them.
+    pub fn run(&self) -> Result<()> {
+        let (timeline, value) = submit_on(&self.shared, self.kind, self.cmd, &[], true)?;
+        wait_on(&self.shared, timeline, value)
+    }
+}
+
+impl Drop for Replay {
+    fn drop(&mut self) {
+        // No run is in flight: run() returns only once its submission has completed.
+        unsafe { self.shared.device.destroy_command_pool(self.pool, None) };
     }
 }
 
@@ -470,17 +545,11 @@ impl Submission {
         if self.done {
             return Ok(());
         }
-        let semaphores = [self.timeline];
-        let values = [self.value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-        let r = unsafe { self.shared.device.wait_semaphores(&info, u64::MAX) };
+        let r = wait_on(&self.shared, self.timeline, self.value);
         self.done = true;
         unsafe { self.shared.device.destroy_command_pool(self.pool, None) };
         self.keep.clear();
-        r.map_err(|result| match result {
-            vk::Result::ERROR_DEVICE_LOST => EngineError::Vulkan { call: "vkWaitSemaphores (device lost)", result },
-            result => EngineError::Vulkan { call: "vkWaitSemaphores", result },
-        })
+        r
     }
 
     /// Whether the GPU has finished this work (does not block).

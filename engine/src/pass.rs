@@ -226,6 +226,40 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_runs_its_commands_again_on_what_the_last_run_left() {
+        // Each run: the sum of the buffer replaces its first element (a pass, then a copy
+        // back), so every run reads what the one before wrote.
+        let ctx = testing::context();
+        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let mut want: Vec<u32> = (0..100u32).map(|i| i * 7 + 3).collect();
+        let data = ctx.upload(&want, "data").unwrap();
+        let total = ctx.buffer::<u32>(1, Location::Device, "total").unwrap();
+        let mut rec = ctx.replay_recorder().unwrap();
+        rec.pass(&kernel)
+            .read(&data)
+            .write(&total)
+            .push(&SumPush { n: 100, per_group: 128 })
+            .dispatch_linear(1)
+            .unwrap();
+        rec.copy_region(&total, 0, &data, 0, 1);
+        let watch = total.watch();
+        let replay = rec.finish().unwrap();
+        drop(total);
+        assert!(watch.upgrade().is_some(), "the replay holds what its commands use");
+        for _ in 0..3 {
+            replay.run().unwrap();
+            want[0] = want.iter().fold(0u32, |a, &b| a.wrapping_add(b));
+        }
+        assert_eq!(ctx.download(&data).unwrap(), want);
+        drop(replay);
+        assert!(watch.upgrade().is_none(), "dropping the replay frees what it held");
+        // A replay recorder is not submitted once, and a plain recorder is not replayed.
+        assert!(ctx.replay_recorder().unwrap().submit().is_err());
+        assert!(ctx.recorder().unwrap().finish().is_err());
+        testing::assert_no_validation_messages();
+    }
+
+    #[test]
     fn dependent_passes_read_what_the_pass_before_wrote() {
         // A chain through one buffer in one command buffer: upload copy -> sum -> sum of
         // the partials -> copy -> host; each step reads what the one before wrote.

@@ -5,11 +5,12 @@
 //! values; `auction_reverse.comp`: unassigned columns above lambda offer themselves to a
 //! row or come down to lambda; `auction_claim.comp` again, roles swapped;
 //! `auction_reverse_assign.comp`); between phases `auction_prepare.comp` and
-//! `auction_phase.comp` set unassigned columns to lambda and release everything. Rounds are recorded in batches that grow while a stage
-//! goes on; the host reads back only one count (unassigned rows, or columns above lambda)
-//! at the end of each batch, since launch and synchronisation dominate small problems.
+//! `auction_phase.comp` set unassigned columns to lambda and release everything. A stage's
+//! rounds are recorded once, a run of them with the readback of one count (unassigned rows,
+//! or columns above lambda), as a replay run until the count is 0: recording the same
+//! passes for every batch cost the host more than the GPU took to run them.
 
-use engine::{Buffer, Context, Kernel, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder, Replay};
 
 use std::time::Instant;
 
@@ -20,10 +21,9 @@ use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::shaders::kernels;
 
-/// Rounds in a phase's first batch; each later batch doubles, up to [`MAX_BATCH`].
-const FIRST_BATCH: u64 = 4;
-/// Most rounds per submission (rounds after the phase ended cost only empty launches).
-const MAX_BATCH: u64 = 128;
+/// Rounds per run of a stage's replay (rounds after the stage ended cost only empty
+/// launches; each run costs a submission and a wait).
+const ROUNDS_PER_RUN: u64 = 16;
 /// Rounds after which a stage of a phase stops unfinished (a safeguard: the repair completes whatever
 /// assignment the auction reached).
 const MAX_ROUNDS_PER_PHASE: u64 = 1 << 20;
@@ -250,30 +250,29 @@ impl GpuAuction {
         Ok(())
     }
 
-    /// Records `round` in batches until the count it maintains (read from `count` through
-    /// `host`) is 0 after a batch, or the safeguard stops; returns the rounds run, counting
-    /// whole batches.
+    /// Runs `round` until the count it maintains (read from `count` through `host`) is 0
+    /// after a run of [`ROUNDS_PER_RUN`] of them, or the safeguard stops; returns the rounds
+    /// run, counting whole runs. The rounds and the readback are recorded once, as a replay.
     fn rounds_until_zero(
         &self,
         count: &Buffer<u32>,
         host: &Buffer<u32>,
         round: impl Fn(&mut Recorder) -> Result<()>,
     ) -> Result<u64> {
+        let mut rec = self.ctx.replay_recorder()?;
+        for _ in 0..ROUNDS_PER_RUN {
+            round(&mut rec)?;
+        }
+        rec.copy(count, host);
+        rec.host_read(host);
+        let replay: Replay = rec.finish()?;
         let mut rounds = 0;
-        let mut batch = FIRST_BATCH;
         while rounds < MAX_ROUNDS_PER_PHASE {
-            let mut rec = self.ctx.recorder()?;
-            for _ in 0..batch {
-                round(&mut rec)?;
-            }
-            rec.copy(count, host);
-            rec.host_read(host);
-            rec.submit()?.wait()?;
-            rounds += batch;
+            replay.run()?;
+            rounds += ROUNDS_PER_RUN;
             if host.mapped()?[0] == 0 {
                 break;
             }
-            batch = (batch * 2).min(MAX_BATCH);
         }
         Ok(rounds)
     }

@@ -4,10 +4,10 @@
 //! covers), with `hungarian_control.comp` between them choosing the next step in a control
 //! block on the device; every kernel returns at once unless the block's mode is its step. So
 //! a tick does one pass of step 4 and, when that pass says so, a step 6 or a step 5, with no
-//! host round trip: the host records ticks in batches that double while the machine runs and
-//! reads back only the control block after each.
+//! host round trip. The ticks are recorded once, [`TICKS_PER_RUN`] of them with a readback of
+//! the control block, as a [`Replay`] that runs again until the block says done.
 
-use engine::{Buffer, Context, Kernel, Location, Recorder};
+use engine::{Buffer, Context, Kernel, Location, Recorder, Replay};
 
 use std::time::Instant;
 
@@ -17,10 +17,9 @@ use crate::hungarian::{certify, HungarianState, NONE};
 use crate::matrix::DistanceMatrix;
 use crate::shaders::kernels;
 
-/// Ticks in the first batch; each later batch doubles, up to [`MAX_BATCH`].
-const FIRST_BATCH: u64 = 8;
-/// Most ticks per submission (ticks after the end cost only empty launches).
-const MAX_BATCH: u64 = 256;
+/// Ticks per run of the replay (ticks after the end cost only empty launches; each run costs
+/// a submission and a wait).
+const TICKS_PER_RUN: u64 = 32;
 /// Ticks after which the solve gives up (a safeguard: the steps end far sooner).
 const MAX_TICKS: u64 = 1 << 22;
 /// Invocations per workgroup of every kernel but the control's.
@@ -316,14 +315,34 @@ impl GpuHungarian {
         self.record_cover(rec)
     }
 
-    /// Reads the control block back after what `rec` recorded; returns it.
-    fn submit_and_read(&self, mut rec: Recorder) -> Result<[u32; CONTROL_WORDS]> {
+    /// Records the control block's readback.
+    fn record_readback(&self, rec: &mut Recorder) {
         rec.copy(&self.ctl, &self.ctl_host);
         rec.host_read(&self.ctl_host);
-        rec.submit()?.wait()?;
+    }
+
+    /// The control block as the last readback left it.
+    fn control_words(&self) -> Result<[u32; CONTROL_WORDS]> {
         let mut words = [0; CONTROL_WORDS];
         words.copy_from_slice(self.ctl_host.mapped()?);
         Ok(words)
+    }
+
+    /// Reads the control block back after what `rec` recorded; returns it.
+    fn submit_and_read(&self, mut rec: Recorder) -> Result<[u32; CONTROL_WORDS]> {
+        self.record_readback(&mut rec);
+        rec.submit()?.wait()?;
+        self.control_words()
+    }
+
+    /// [`TICKS_PER_RUN`] ticks and the readback, recorded once.
+    fn ticks(&self) -> Result<Replay> {
+        let mut rec = self.ctx.replay_recorder()?;
+        for _ in 0..TICKS_PER_RUN {
+            self.record_tick(&mut rec)?;
+        }
+        self.record_readback(&mut rec);
+        Ok(rec.finish()?)
     }
 
     /// The start alone on the costs uploaded last, for the stage tests: (u, v, the zero
@@ -374,25 +393,19 @@ impl GpuHungarian {
 
     /// Solves the costs uploaded last.
     fn run(&self) -> Result<std::result::Result<HungarianState, Fault>> {
+        let ticks = self.ticks()?;
         let mut rec = self.ctx.recorder()?;
         self.record_start(&mut rec)?;
-        let mut batch = FIRST_BATCH;
-        let mut ticks = 0;
-        let words = loop {
-            for _ in 0..batch {
-                self.record_tick(&mut rec)?;
-            }
-            ticks += batch;
-            let words = self.submit_and_read(rec)?;
-            if words[0] == MODE_DONE || words[0] == MODE_FAULT {
-                break words;
-            }
-            if ticks >= MAX_TICKS {
+        let mut words = self.submit_and_read(rec)?;
+        let mut run = 0;
+        while words[0] != MODE_DONE && words[0] != MODE_FAULT {
+            if run * TICKS_PER_RUN >= MAX_TICKS {
                 return Ok(Err(Fault::Ticks));
             }
-            batch = (batch * 2).min(MAX_BATCH);
-            rec = self.ctx.recorder()?;
-        };
+            ticks.run()?;
+            words = self.control_words()?;
+            run += 1;
+        }
         if words[0] == MODE_FAULT {
             return Ok(Err(if words[6] == FAULT_ZEROS { Fault::Zeros } else { Fault::Internal(words[6]) }));
         }
