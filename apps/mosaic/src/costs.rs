@@ -182,22 +182,19 @@ pub fn run(
             let gpu = crate::solve::exact_on_gpu(ctx, &d, &ProgressBar::hidden())?;
             let gpu_ms = start.elapsed().as_secs_f64() * 1e3;
             let gpu_cost = d.cost(&gpu.assignment);
-            let hungarian = match crate::hungarian::whole_within(&d, HUNGARIAN_LEVELS * n as f64) {
-                true => {
-                    let start = Instant::now();
-                    let solution = crate::gpu::hungarian::solve(ctx, &d)?;
-                    let total_ms = start.elapsed().as_secs_f64() * 1e3;
-                    solution.map(|s| HungarianRun {
-                        total_ms,
-                        upload_ms: s.upload_ms,
-                        device_ms: s.auction_ms,
-                        certify_ms: s.repair_ms,
-                        passes: s.rounds,
-                        dual_updates: s.reverse_rounds,
-                        cost: d.cost(&s.assignment),
-                    })
-                }
-                false => None,
+            let hungarian = {
+                let start = Instant::now();
+                let solution = crate::gpu::hungarian::solve(ctx, &d, HUNGARIAN_LEVELS * n as f64)?;
+                let total_ms = start.elapsed().as_secs_f64() * 1e3;
+                solution.map(|s| HungarianRun {
+                    total_ms,
+                    upload_ms: s.upload_ms,
+                    device_ms: s.auction_ms,
+                    certify_ms: s.repair_ms,
+                    passes: s.rounds,
+                    dual_updates: s.reverse_rounds,
+                    cost: d.cost(&s.assignment),
+                })
             };
             let cpu = (!skip_cpu).then(|| {
                 let start = Instant::now();

@@ -44,11 +44,23 @@ use crate::matrix::DistanceMatrix;
 /// "No row" / "no column" (GPU and CPU alike).
 pub const NONE: u32 = u32::MAX;
 
-/// The most levels per column for which the Hungarian method is chosen over the auction:
-/// the largest entry at most this many times n. floor(u n) has one level per column; a
-/// photomosaic's squared colour distances have millions of levels, and there every dual
-/// update makes few zeros.
+/// The most levels per column for which the Hungarian method is chosen over the auction on
+/// a wide matrix (m < n): the largest entry at most this many times n. floor(u n) has one
+/// level per column; a photomosaic's squared colour distances have millions of levels, and
+/// there every dual update makes few zeros.
 pub const LEVELS_PER_COLUMN: f64 = 4.0;
+
+/// The same on a square matrix, where the auction's last rows fight over the last columns
+/// for longer. Measured on the H200 (`mosaic bench --costs`): at 2^20 levels the auction
+/// won at n = 4096 (256 levels a column: 385 against 653 ms), the Hungarian method at
+/// n = 10000 (105 a column: 1057 against 1635 ms).
+pub const LEVELS_PER_COLUMN_SQUARE: f64 = 128.0;
+
+/// The largest entry for which the Hungarian method is chosen for an m x n matrix.
+pub fn largest_level(m: usize, n: usize) -> f64 {
+    let per_column = if m == n { LEVELS_PER_COLUMN_SQUARE } else { LEVELS_PER_COLUMN };
+    per_column * n as f64
+}
 
 /// The first potentials (step 1) of the m x n `d`: row minima, and column minima of what
 /// remains on a square matrix (0 otherwise).
@@ -58,25 +70,11 @@ pub fn reductions(d: &[i32], m: usize, n: usize) -> (Vec<i32>, Vec<i32>) {
     (u, v)
 }
 
-/// The largest entry taken: whole numbers below 2^24 are exact in f32 (the matrix files'
-/// type) and leave i32 room for the potentials' sums.
-const LARGEST: f64 = (1u32 << 24) as f64;
+/// The largest entry taken at all: whole numbers below 2^24 are exact in f32 (the matrix
+/// files' type) and leave i32 room for the potentials' sums.
+pub const LARGEST: f64 = (1u32 << 24) as f64;
 
-/// Whether the Hungarian method suits `d`: m <= n, whole numbers, at most
-/// [`LEVELS_PER_COLUMN`] x n levels.
-pub fn suits(d: &DistanceMatrix) -> bool {
-    whole_within(d, LEVELS_PER_COLUMN * d.cols as f64)
-}
-
-/// Whether `d` has m <= n and entries that are whole numbers of at most `largest` (and
-/// below 2^24), which [`costs`] holds exactly.
-pub fn whole_within(d: &DistanceMatrix, largest: f64) -> bool {
-    use rayon::prelude::*;
-    let limit = largest.min(LARGEST);
-    d.rows <= d.cols && d.data.par_iter().all(|&x| x.fract() == 0.0 && x <= limit)
-}
-
-/// `d`'s entries as i32 (exact where [`whole_within`] holds).
+/// `d`'s entries as i32 (exact for whole numbers below [`LARGEST`]).
 pub fn costs(d: &DistanceMatrix) -> Vec<i32> {
     use rayon::prelude::*;
     d.data.par_iter().map(|&x| x as i32).collect()

@@ -104,14 +104,12 @@ pub struct Solved {
 }
 
 /// The exact optimum on the GPU: the Hungarian method where it suits the matrix (m <= n,
-/// whole numbers, few levels: [`crate::hungarian::suits`]), else (or should its zero
+/// whole numbers, few levels: [`crate::hungarian::largest_level`]), else (or should its zero
 /// list overflow) the auction; both certified in f64.
 pub fn exact_on_gpu(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Result<ExactSolution> {
-    if crate::hungarian::suits(d) {
-        if let Some(solution) = crate::gpu::hungarian::solve(ctx, d)? {
-            progress.set_position(d.rows as u64);
-            return Ok(solution);
-        }
+    if let Some(solution) = crate::gpu::hungarian::solve(ctx, d, crate::hungarian::largest_level(d.rows, d.cols))? {
+        progress.set_position(d.rows as u64);
+        return Ok(solution);
     }
     crate::gpu::auction::solve(ctx, d, progress)
 }

@@ -63,8 +63,15 @@ pub fn epsilons_for(d: &DistanceMatrix, scale: f64) -> Vec<f32> {
 pub const LAST_EPSILON: f32 = 1.0 / 8388608.0;
 
 /// The scale D is divided by before the auction: its largest entry (1 for all zeros).
+/// Entries are finite and >= 0 ([`DistanceMatrix::new`]), so a compare and select finds it
+/// (which vectorises, where `f64::max`'s NaN rule does not).
 pub fn scale_of(d: &DistanceMatrix) -> f64 {
-    let max = d.data.iter().copied().fold(0.0, f64::max);
+    use rayon::prelude::*;
+    let max = d
+        .data
+        .par_chunks(1 << 16)
+        .map(|chunk| chunk.iter().fold(0.0f64, |m, &x| if x > m { x } else { m }))
+        .reduce(|| 0.0, |a, b| if b > a { b } else { a });
     if max > 0.0 {
         max
     } else {

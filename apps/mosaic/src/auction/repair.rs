@@ -41,10 +41,7 @@ pub struct Certified {
 
 /// u[i] = min_j d[i][j] - v[j], the largest row potentials that v allows.
 fn row_potentials(d: &DistanceMatrix, v: &[f64]) -> Vec<f64> {
-    (0..d.rows)
-        .into_par_iter()
-        .map(|i| d.row(i).iter().zip(v).map(|(&x, &vj)| x - vj).fold(f64::INFINITY, f64::min))
-        .collect()
+    (0..d.rows).into_par_iter().map(|i| lowest_reduced_cost(d.row(i), v, 0.0)).collect()
 }
 
 /// Whether assigned row `i` is above its minimum u[i] on its column (or unassigned).

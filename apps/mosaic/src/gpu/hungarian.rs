@@ -357,9 +357,11 @@ impl GpuHungarian {
         Ok((self.ctx.download(&self.u)?, self.ctx.download(&self.v)?, zeros))
     }
 
-    /// Uploads `d` (whole numbers, [`crate::hungarian::whole_within`]) as i32, converted on
-    /// all cores straight into the staging buffer.
-    pub fn upload_matrix(&self, d: &DistanceMatrix) -> Result<()> {
+    /// Uploads `d` as i32, converted on all cores straight into the staging buffer, if its
+    /// entries are whole numbers of at most `largest` (and below
+    /// [`crate::hungarian::LARGEST`]), checked in the same pass; returns whether they were
+    /// (nothing is uploaded if not).
+    pub fn upload_matrix(&self, d: &DistanceMatrix, largest: f64) -> Result<bool> {
         use rayon::prelude::*;
         if (d.rows, d.cols) != (self.m, self.n) {
             return Err(MosaicError::InvalidInput(format!(
@@ -367,14 +369,21 @@ impl GpuHungarian {
                 d.rows, d.cols, self.m, self.n
             )));
         }
+        let limit = largest.min(crate::hungarian::LARGEST);
         let mut staging = self.ctx.buffer::<i32>(self.m * self.n, Location::Upload, "Hungarian costs (staging)")?;
-        staging.mapped_mut()?.par_chunks_mut(self.n).zip(d.data.par_chunks(self.n)).for_each(|(to, from)| {
-            to.iter_mut().zip(from).for_each(|(t, &x)| *t = x as i32);
+        let whole = staging.mapped_mut()?.par_chunks_mut(self.n).zip(d.data.par_chunks(self.n)).all(|(to, from)| {
+            to.iter_mut().zip(from).fold(true, |ok, (t, &x)| {
+                *t = x as i32;
+                ok & (x <= limit) & (*t as f64 == x)
+            })
         });
+        if !whole {
+            return Ok(false);
+        }
         let mut rec = self.ctx.transfer_recorder()?;
         rec.copy(&staging, &self.d);
         rec.submit()?.wait()?;
-        Ok(())
+        Ok(true)
     }
 
     fn upload(&self, d: &[i32]) -> Result<()> {
@@ -420,14 +429,26 @@ impl GpuHungarian {
     }
 }
 
-/// Solves the whole-number `d` ([`crate::hungarian::whole_within`]) on the GPU and
-/// certifies the result; `None` when the machine stopped without an answer (a zero list too
-/// long for its buffer; the tests check that nothing else stops it), and the caller runs the
-/// auction instead.
-pub fn solve(ctx: &Context, d: &DistanceMatrix) -> Result<Option<ExactSolution>> {
+/// Whether every entry of 64 rows spread over `d` is a whole number of at most `limit`: a
+/// cheap look before the buffers are made (the upload checks every entry).
+fn plausible(d: &DistanceMatrix, limit: f64) -> bool {
+    let step = (d.rows / 64).max(1);
+    (0..d.rows).step_by(step).all(|i| d.row(i).iter().all(|&x| x <= limit && x.fract() == 0.0))
+}
+
+/// Solves `d` (m <= n) on the GPU and certifies the result if its entries are whole numbers
+/// of at most `largest`; `None` if they are not, or when the machine stopped without an
+/// answer (a zero list too long for its buffer; the tests check that nothing else stops
+/// it): the caller runs the auction instead.
+pub fn solve(ctx: &Context, d: &DistanceMatrix, largest: f64) -> Result<Option<ExactSolution>> {
+    if d.rows > d.cols || !plausible(d, largest.min(crate::hungarian::LARGEST)) {
+        return Ok(None);
+    }
     let start = Instant::now();
     let solver = GpuHungarian::new(ctx, d.rows, d.cols)?;
-    solver.upload_matrix(d)?;
+    if !solver.upload_matrix(d, largest)? {
+        return Ok(None);
+    }
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     match solver.run()? {

@@ -40,16 +40,26 @@ fn optimum(d: &DistanceMatrix) -> f64 {
 }
 
 #[test]
-fn the_method_suits_matrices_of_few_whole_levels_only() {
-    assert!(suits(&whole(20, 80, 1)));
-    assert!(!suits(&whole(20, 400, 1)), "more than 4 n levels");
-    assert!(suits(&whole_mn(5, 30, 120, 1)), "wide: 4 levels a column");
+fn the_gpu_solve_takes_matrices_of_few_whole_levels_only() {
+    let ctx = testing::context();
+    let takes = |d: &DistanceMatrix| {
+        crate::gpu::hungarian::solve(ctx, d, largest_level(d.rows, d.cols)).unwrap().map(|s| s.cost)
+    };
+    let d = whole(20, 2560, 1);
+    assert_eq!(takes(&d), Some(optimum(&d)), "square: 128 n levels");
+    assert_eq!(takes(&whole(20, 20000, 1)), None, "square: more than 128 n levels");
+    let d = whole_mn(5, 30, 120, 1);
+    assert_eq!(takes(&d), Some(optimum(&d)), "wide: 4 n levels");
+    assert_eq!(takes(&whole_mn(5, 30, 400, 1)), None, "wide: more than 4 n levels");
     let tall = DistanceMatrix::new(3, 2, vec![0.0, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
-    assert!(!suits(&tall), "more rows than columns");
-    let fraction = DistanceMatrix::new(2, 2, vec![0.0, 1.5, 2.0, 3.0]).unwrap();
-    assert!(!suits(&fraction));
+    assert_eq!(takes(&tall), None, "more rows than columns");
+    // A fraction in a row the first look skips: found by the upload's check of every entry.
+    let mut data = whole(130, 130, 3).data;
+    data[129 * 130 + 7] = 2.5;
+    assert_eq!(takes(&DistanceMatrix::new(130, 130, data).unwrap()), None, "a fraction");
     let d = whole(3, 9, 2);
     assert_eq!(costs(&d), d.data.iter().map(|&x| x as i32).collect::<Vec<_>>());
+    testing::assert_no_validation_messages();
 }
 
 #[test]
@@ -73,7 +83,7 @@ fn the_gpu_start_equals_the_twin() {
         let d = whole_mn(m, n, levels, seed);
         let costs = costs(&d);
         let solver = GpuHungarian::new(ctx, m, n).unwrap();
-        solver.upload_matrix(&d).unwrap();
+        assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
         let (u, v, zeros) = solver.start().unwrap();
         let (want_u, want_v) = reductions(&costs, m, n);
         assert_eq!(u, want_u, "{m}x{n}: row reductions");
