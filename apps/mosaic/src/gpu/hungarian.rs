@@ -1,9 +1,9 @@
 //! The Hungarian method on the GPU ([`crate::hungarian`] has the steps). The host records
-//! the start (reductions, zero list, first stars, covers), then ticks: a tick is the prime
-//! pass, the dual update (min, potentials, zero list) and the augmentation (mark, flip,
-//! covers), with `hungarian_control.comp` between them choosing the next step in a control
+//! the start (reductions, zero list, first stars, covers), then ticks: a tick is a few prime
+//! passes, the dual update (min, potentials, zero list) and the augmentation (mark, flip,
+//! covers), with `hungarian_control.comp` after each choosing the next step in a control
 //! block on the device; every kernel returns at once unless the block's mode is its step. So
-//! a tick does one pass of step 4 and, when that pass says so, a step 6 or a step 5, with no
+//! a tick does passes of step 4 until one says otherwise, then a step 6 or a step 5, with no
 //! host round trip. The ticks are recorded once, [`TICKS_PER_RUN`] of them with a readback of
 //! the control block, as a [`Replay`] that runs again until the block says done.
 
@@ -19,7 +19,11 @@ use crate::shaders::kernels;
 
 /// Ticks per run of the replay (ticks after the end cost only empty launches; each run costs
 /// a submission and a wait).
-const TICKS_PER_RUN: u64 = 32;
+const TICKS_PER_RUN: u64 = 16;
+/// Prime passes per tick. Most passes lead to another pass, not to a dual update or an
+/// augmentation, whose seven kernels cost about 3.5 us each even when they return at once
+/// (H200): so a tick runs them after several passes, not after each.
+const PASSES_PER_TICK: usize = 4;
 /// Ticks after which the solve gives up (a safeguard: the steps end far sooner).
 const MAX_TICKS: u64 = 1 << 22;
 /// Invocations per workgroup of every kernel but the control's.
@@ -207,6 +211,7 @@ impl GpuHungarian {
             .read_write(&self.ctl)
             .push(&ControlPush { m: self.m as u32, point })
             .dispatch_linear(1)?;
+        rec.mark("control");
         Ok(())
     }
 
@@ -232,6 +237,7 @@ impl GpuHungarian {
             .write(&self.green)
             .push(&self.shape())
             .dispatch_linear(self.per_index())?;
+        rec.mark("cover");
         self.record_control(rec, AFTER_COVER)
     }
 
@@ -266,18 +272,24 @@ impl GpuHungarian {
         self.record_cover(rec)
     }
 
+    /// A tick: [`PASSES_PER_TICK`] prime passes (those after the one that chose a dual update
+    /// or an augmentation return at once), then the dual update and the augmentation, each
+    /// of which runs only in its mode.
     fn record_tick(&self, rec: &mut Recorder) -> Result<()> {
         let n = self.n as u32;
-        rec.pass(&self.prime)
-            .read_write(&self.ctl)
-            .read(&self.zeros)
-            .read(&self.star_col)
-            .read_write(&self.prime_col)
-            .read_write(&self.cover_row)
-            .read_write(&self.cover_col)
-            .push(&PrimePush { n, capacity: self.capacity, sweeps: PRIME_SWEEPS })
-            .dispatch_linear(self.striding())?;
-        self.record_control(rec, AFTER_PRIME)?;
+        for _ in 0..PASSES_PER_TICK {
+            rec.pass(&self.prime)
+                .read_write(&self.ctl)
+                .read(&self.zeros)
+                .read(&self.star_col)
+                .read_write(&self.prime_col)
+                .read_write(&self.cover_row)
+                .read_write(&self.cover_col)
+                .push(&PrimePush { n, capacity: self.capacity, sweeps: PRIME_SWEEPS })
+                .dispatch_linear(self.striding())?;
+            rec.mark("prime");
+            self.record_control(rec, AFTER_PRIME)?;
+        }
         rec.pass(&self.min)
             .read_write(&self.ctl)
             .read(&self.d)
@@ -287,6 +299,7 @@ impl GpuHungarian {
             .read(&self.cover_col)
             .push(&self.shape())
             .dispatch_linear(self.striding())?;
+        rec.mark("min");
         rec.pass(&self.dual)
             .read_write(&self.ctl)
             .read_write(&self.u)
@@ -295,7 +308,9 @@ impl GpuHungarian {
             .read(&self.cover_col)
             .push(&self.shape())
             .dispatch_linear(self.per_index())?;
+        rec.mark("dual");
         self.record_compress(rec, MODE_DUAL)?;
+        rec.mark("compress");
         self.record_control(rec, AFTER_DUAL)?;
         rec.pass(&self.mark)
             .read_write(&self.ctl)
@@ -305,6 +320,7 @@ impl GpuHungarian {
             .write(&self.green)
             .push(&self.shape())
             .dispatch_linear(self.per_index())?;
+        rec.mark("mark");
         rec.pass(&self.flip)
             .read_write(&self.ctl)
             .read_write(&self.star_col)
@@ -312,6 +328,7 @@ impl GpuHungarian {
             .read(&self.green)
             .push(&self.shape())
             .dispatch_linear(self.per_index())?;
+        rec.mark("flip");
         self.record_cover(rec)
     }
 
@@ -398,6 +415,21 @@ impl GpuHungarian {
     pub fn solve(&self, d: &[i32]) -> Result<std::result::Result<HungarianState, Fault>> {
         self.upload(d)?;
         self.run()
+    }
+
+    /// The GPU time of each kernel over the start and `ticks` ticks on the costs uploaded
+    /// last, each pass timed apart (for the benchmarks: where a tick's time goes).
+    pub fn profile(&self, ticks: u32) -> Result<Vec<engine::PassTime>> {
+        let marks = ticks * (2 * PASSES_PER_TICK as u32 + 8);
+        let mut rec = self.ctx.recorder()?;
+        self.record_start(&mut rec)?;
+        rec.submit()?.wait()?;
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(marks)?;
+        for _ in 0..ticks {
+            self.record_tick(&mut rec)?;
+        }
+        Ok(engine::profile::total_by_name(&rec.submit()?.wait_profiled()?))
     }
 
     /// Solves the costs uploaded last.
