@@ -37,6 +37,9 @@ const STAR_PASSES: usize = 3;
 /// Sweeps of its slice a workgroup of the prime pass makes while it primes.
 const PRIME_SWEEPS: u32 = 16;
 
+/// Entries per chunk of the upload (16 MiB of i32).
+const UPLOAD_CHUNK: usize = 1 << 22;
+
 /// Words of the control block (`Control` in hungarian_common.glsl).
 const CONTROL_WORDS: usize = 10;
 const MODE_DONE: u32 = 4;
@@ -374,10 +377,10 @@ impl GpuHungarian {
         Ok((self.ctx.download(&self.u)?, self.ctx.download(&self.v)?, zeros))
     }
 
-    /// Uploads `d` as i32, converted on all cores straight into the staging buffer, if its
-    /// entries are whole numbers of at most `largest` (and below
-    /// [`crate::hungarian::LARGEST`]), checked in the same pass; returns whether they were
-    /// (nothing is uploaded if not).
+    /// Uploads `d` as i32 if its entries are whole numbers of at most `largest` (and below
+    /// [`crate::hungarian::LARGEST`]); returns whether they were. In chunks of rows through
+    /// two staging buffers: each is converted (and checked) on all cores while the other's
+    /// copy runs on the transfer queue. A chunk that fails the check stops the upload.
     pub fn upload_matrix(&self, d: &DistanceMatrix, largest: f64) -> Result<bool> {
         use rayon::prelude::*;
         if (d.rows, d.cols) != (self.m, self.n) {
@@ -387,19 +390,35 @@ impl GpuHungarian {
             )));
         }
         let limit = largest.min(crate::hungarian::LARGEST);
-        let mut staging = self.ctx.buffer::<i32>(self.m * self.n, Location::Upload, "Hungarian costs (staging)")?;
-        let whole = staging.mapped_mut()?.par_chunks_mut(self.n).zip(d.data.par_chunks(self.n)).all(|(to, from)| {
-            to.iter_mut().zip(from).fold(true, |ok, (t, &x)| {
-                *t = x as i32;
-                ok & (x <= limit) & (*t as f64 == x)
-            })
-        });
-        if !whole {
-            return Ok(false);
+        let chunk = (UPLOAD_CHUNK / self.n).max(1) * self.n;
+        let staging = |k| {
+            self.ctx.buffer::<i32>(chunk.min(d.data.len()), Location::Upload, &format!("Hungarian costs (staging {k})"))
+        };
+        let mut slots = [(staging(0)?, None), (staging(1)?, None)];
+        for (k, from) in d.data.chunks(chunk).enumerate() {
+            let (buffer, copy): &mut (Buffer<i32>, Option<engine::Submission>) = &mut slots[k % 2];
+            if let Some(copy) = copy.take() {
+                copy.wait()?;
+            }
+            let to = &mut buffer.mapped_mut()?[..from.len()];
+            let whole = to.par_chunks_mut(self.n).zip(from.par_chunks(self.n)).all(|(to, from)| {
+                to.iter_mut().zip(from).fold(true, |ok, (t, &x)| {
+                    *t = x as i32;
+                    ok & (x <= limit) & (*t as f64 == x)
+                })
+            });
+            if !whole {
+                return Ok(false);
+            }
+            let mut rec = self.ctx.transfer_recorder()?;
+            rec.copy_region(buffer, 0, &self.d, k * chunk, from.len());
+            *copy = Some(rec.submit()?);
         }
-        let mut rec = self.ctx.transfer_recorder()?;
-        rec.copy(&staging, &self.d);
-        rec.submit()?.wait()?;
+        for (_, copy) in slots {
+            if let Some(copy) = copy {
+                copy.wait()?;
+            }
+        }
         Ok(true)
     }
 

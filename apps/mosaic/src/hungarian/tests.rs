@@ -77,9 +77,16 @@ fn the_twin_reaches_a_certified_optimum() {
 #[test]
 fn the_gpu_start_equals_the_twin() {
     let ctx = testing::context();
-    for (m, n, levels, seed) in
-        [(1, 1, 3, 1), (37, 37, 37, 2), (130, 130, 11, 3), (333, 333, 333, 4), (45, 301, 301, 5)]
-    {
+    // 2100 x 2100 is uploaded in two chunks.
+    let shapes = [
+        (1, 1, 3, 1),
+        (37, 37, 37, 2),
+        (130, 130, 11, 3),
+        (333, 333, 333, 4),
+        (45, 301, 301, 5),
+        (2100, 2100, 2100, 6),
+    ];
+    for (m, n, levels, seed) in shapes {
         let d = whole_mn(m, n, levels, seed);
         let costs = costs(&d);
         let solver = GpuHungarian::new(ctx, m, n).unwrap();
