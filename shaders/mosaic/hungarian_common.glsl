@@ -34,6 +34,7 @@ layout(set = 0, binding = 0) coherent buffer Control {
     uint passes;
     uint dual_updates;
     uint augmentations;
+    uint arrived;  // workgroups of the prime pass that have finished it
 } ctl;
 
 // Sets the fault (the first one is kept) and stops the machine.

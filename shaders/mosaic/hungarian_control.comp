@@ -1,8 +1,7 @@
 #version 460
-// Hungarian method: the state machine's transitions, one invocation, at three points of
-// each recorded tick (prime, [dual update], [augment, cover]):
-//   after the prime pass: a free row primed -> augment; something primed -> another pass;
-//     nothing -> dual update;
+// Hungarian method: the state machine's transitions, one invocation, at two points of each
+// recorded tick (prime passes, [dual update], [augment, cover]; the prime pass makes its own,
+// in its last workgroup):
 //   after the dual update: -> prime;
 //   after the covers (first stars, or an augmentation): m stars (one a row) -> done; else
 //     -> prime.
@@ -15,25 +14,12 @@ layout(push_constant) uniform Push {
     uint point;
 };
 
-const uint AFTER_PRIME = 0u;
 const uint AFTER_DUAL = 1u;
 const uint AFTER_COVER = 2u;
 
 void main() {
     uint mode = ctl.mode;
-    if (point == AFTER_PRIME && mode == MODE_PRIME) {
-        ctl.passes += 1u;
-        if (ctl.free_row != 0u) {
-            ctl.mode = MODE_AUGMENT;
-            ctl.augmentations += 1u;
-        } else if (ctl.found != 0u) {
-            ctl.found = 0u;
-        } else {
-            ctl.mode = MODE_DUAL;
-            ctl.delta = INT_MAX;
-            ctl.dual_updates += 1u;
-        }
-    } else if (point == AFTER_DUAL && mode == MODE_DUAL) {
+    if (point == AFTER_DUAL && mode == MODE_DUAL) {
         ctl.mode = MODE_PRIME;
         ctl.found = 0u;
     } else if (point == AFTER_COVER && (mode == MODE_START || mode == MODE_AUGMENT)) {

@@ -4,8 +4,9 @@
 // (one prime a row); a row with a star is then covered and its star's column uncovered, a
 // row without one marks Control.free_row (step 5 follows). Each workgroup sweeps its slice
 // of the zero list again while it primes (other workgroups' covers change meanwhile), up to
-// `sweeps` times or until a free row is found; the control kernel repeats the pass while
-// any workgroup primed.
+// `sweeps` times or until a free row is found. The last workgroup to finish chooses the next
+// step: a free row primed -> augment; something primed -> another pass; nothing -> dual
+// update.
 #include "common.glsl"
 #include "hungarian_common.glsl"
 
@@ -59,5 +60,24 @@ void main() {
         if (gl_LocalInvocationID.x == 0u) s_stop = !s_progress || ctl.free_row != 0u;
         barrier();
         if (s_stop) break;
+    }
+    barrier();
+    if (gl_LocalInvocationID.x != 0u) return;
+    // Every write of this workgroup is made visible before it counts itself; the last one
+    // to count sees every other workgroup's.
+    memoryBarrierBuffer();
+    if (atomicAdd(ctl.arrived, 1u) != gl_NumWorkGroups.x * gl_NumWorkGroups.y - 1u) return;
+    memoryBarrierBuffer();
+    ctl.arrived = 0u;
+    ctl.passes += 1u;
+    if (atomicOr(ctl.free_row, 0u) != 0u) {
+        ctl.mode = MODE_AUGMENT;
+        ctl.augmentations += 1u;
+    } else if (atomicOr(ctl.found, 0u) != 0u) {
+        ctl.found = 0u;
+    } else {
+        ctl.mode = MODE_DUAL;
+        ctl.delta = INT_MAX;
+        ctl.dual_updates += 1u;
     }
 }

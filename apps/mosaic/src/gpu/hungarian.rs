@@ -1,10 +1,10 @@
 //! The Hungarian method on the GPU ([`crate::hungarian`] has the steps). The host records
 //! the start (reductions, zero list, first stars, covers), then ticks: a tick is a few prime
 //! passes, the dual update (min, potentials, zero list) and the augmentation (mark, flip,
-//! covers), with `hungarian_control.comp` after each choosing the next step in a control
-//! block on the device; every kernel returns at once unless the block's mode is its step. So
-//! a tick does passes of step 4 until one says otherwise, then a step 6 or a step 5, with no
-//! host round trip. The ticks are recorded once, [`TICKS_PER_RUN`] of them with a readback of
+//! covers), each choosing the next step in a control block on the device (the prime pass in
+//! its last workgroup, the others through `hungarian_control.comp`); every kernel returns at
+//! once unless the block's mode is its step. So a tick does passes of step 4 until one says
+//! otherwise, then a step 6 or a step 5, with no host round trip. The ticks are recorded once, [`TICKS_PER_RUN`] of them with a readback of
 //! the control block, as a [`Replay`] that runs again until the block says done.
 
 use engine::{Buffer, Context, Kernel, Location, Recorder, Replay};
@@ -21,7 +21,7 @@ use crate::shaders::kernels;
 /// a submission and a wait).
 const TICKS_PER_RUN: u64 = 16;
 /// Prime passes per tick. Most passes lead to another pass, not to a dual update or an
-/// augmentation, whose seven kernels cost about 3.5 us each even when they return at once
+/// augmentation, whose eight dispatches cost about 3.5 us each even when they return at once
 /// (H200): so a tick runs them after several passes, not after each.
 const PASSES_PER_TICK: usize = 4;
 /// Ticks after which the solve gives up (a safeguard: the steps end far sooner).
@@ -41,12 +41,11 @@ const PRIME_SWEEPS: u32 = 16;
 const UPLOAD_CHUNK: usize = 1 << 22;
 
 /// Words of the control block (`Control` in hungarian_common.glsl).
-const CONTROL_WORDS: usize = 10;
+const CONTROL_WORDS: usize = 11;
 const MODE_DONE: u32 = 4;
 const MODE_FAULT: u32 = 5;
 const FAULT_ZEROS: u32 = 1;
-/// The control kernel's points (its push constant).
-const AFTER_PRIME: u32 = 0;
+/// The control kernel's points (its push constant; the prime pass makes its own transition).
 const AFTER_DUAL: u32 = 1;
 const AFTER_COVER: u32 = 2;
 /// The compress kernel's modes: the start, and step 6.
@@ -291,7 +290,6 @@ impl GpuHungarian {
                 .push(&PrimePush { n, capacity: self.capacity, sweeps: PRIME_SWEEPS })
                 .dispatch_linear(self.striding())?;
             rec.mark("prime");
-            self.record_control(rec, AFTER_PRIME)?;
         }
         rec.pass(&self.min)
             .read_write(&self.ctl)
@@ -439,7 +437,7 @@ impl GpuHungarian {
     /// The GPU time of each kernel over the start and `ticks` ticks on the costs uploaded
     /// last, each pass timed apart (for the benchmarks: where a tick's time goes).
     pub fn profile(&self, ticks: u32) -> Result<Vec<engine::PassTime>> {
-        let marks = ticks * (2 * PASSES_PER_TICK as u32 + 8);
+        let marks = ticks * (PASSES_PER_TICK as u32 + 8);
         let mut rec = self.ctx.recorder()?;
         self.record_start(&mut rec)?;
         rec.submit()?.wait()?;

@@ -155,8 +155,8 @@ fn tick_profile() {
             state.passes, state.dual_updates
         );
         assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
-        for pass in solver.profile(50).unwrap() {
-            eprintln!("n {n}: {} {:.3} ms over 50 ticks", pass.name, pass.ms);
+        for pass in solver.profile(300).unwrap() {
+            eprintln!("n {n}: {} {:.3} ms over 300 ticks", pass.name, pass.ms);
         }
     }
 }
