@@ -118,7 +118,8 @@ pub struct HungarianRun {
     pub cost: f64,
 }
 
-/// One matrix solved exactly on the GPU (the certified auction) and the CPU.
+/// One matrix solved exactly on the GPU ([`crate::solve::exact_on_gpu`], certified) and the
+/// CPU.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CostRecord {
     pub matrix: Kind,

@@ -1,9 +1,10 @@
 //! The exact optimum of an m x n matrix (m <= n) of whole numbers with few levels: the
 //! Hungarian method (Munkres' steps, with Bourgeois and Lassalle's rectangular case) over
-//! the zeros of the reduced costs d - u - v, in i32, so every step is exact. On such matrices (floor(u n): about one level per column) most rows have
-//! several zero-cost columns after the row and column reductions, and a dual update makes
-//! many new zeros at once, so few updates are needed; an auction instead meets price wars
-//! between the many tied columns ([`crate::auction`]). The GPU runs it
+//! the zeros of the reduced costs d - u - v, in i32, so every step is exact. On such
+//! matrices (floor(u n): about one level per column) most rows have several zero-cost
+//! columns after the reductions, and a dual update makes many new zeros at once, so few
+//! updates are needed; an auction instead meets price wars between the many tied columns
+//! ([`crate::auction`]). The GPU runs it
 //! ([`crate::gpu::hungarian`]); [`crate::cpu::hungarian`] is its sequential twin.
 //!
 //! The steps, on the zeros (kept as a list of entries, rebuilt after each dual update):
@@ -35,10 +36,9 @@
 //! several; its cost does not. The final potentials are checked as the LP certificate over
 //! every entry in f64 ([`certify`]), as the auction's are.
 
-use crate::auction::repair::{check, Potentials};
+use crate::auction::repair::{checked_or_exact, Potentials};
 use crate::auction::ExactSolution;
 use crate::error::Result;
-use crate::exact;
 use crate::matrix::DistanceMatrix;
 
 /// "No row" / "no column" (GPU and CPU alike).
@@ -124,9 +124,9 @@ pub fn zeros(d: &[i32], n: usize, u: &[i32], v: &[i32]) -> Vec<u32> {
 }
 
 /// The certified solution from a finished state: the potentials in f64 (on a square matrix
-/// shifted so that v <= 0, the form the check expects), checked over every entry. Should the
-/// check ever fail (a bug, not an input), the CPU exact solver runs instead.
-/// `upload_ms` and `gpu_ms` are the times of the costs' upload and of the GPU solve.
+/// shifted so that v <= 0, the form the check expects), checked over every entry, or the
+/// CPU exact solver's should the check ever fail ([`checked_or_exact`]). `upload_ms` and
+/// `gpu_ms` are the times of the costs' upload and of the GPU solve.
 pub fn certify(d: &DistanceMatrix, state: &HungarianState, upload_ms: f64, gpu_ms: f64) -> Result<ExactSolution> {
     let start = std::time::Instant::now();
     let top = if d.rows == d.cols { state.v.iter().copied().max().unwrap_or(0) as f64 } else { 0.0 };
@@ -139,17 +139,7 @@ pub fn certify(d: &DistanceMatrix, state: &HungarianState, upload_ms: f64, gpu_m
     // would do; this one scales with the potentials, as the auction's does with D.
     let largest = solution.u.iter().chain(&solution.v).fold(1.0f64, |a, &x| a.max(x.abs()));
     let tol = 1e-9 * largest;
-    let (solution, gap, fallback) = match check(d, &solution, tol) {
-        Ok(gap) => (solution, gap, false),
-        Err(_) => {
-            let exact = exact::solve_with_duals(d, &indicatif::ProgressBar::hidden());
-            let solution = Potentials { assignment: exact.assignment, u: exact.u, v: exact.v };
-            let gap = check(d, &solution, tol).map_err(|e| {
-                crate::error::MosaicError::InvalidInput(format!("the exact solver's certificate failed: {e}"))
-            })?;
-            (solution, gap, true)
-        }
-    };
+    let (solution, gap, fallback) = checked_or_exact(d, solution, tol)?;
     Ok(ExactSolution {
         cost: d.cost(&solution.assignment),
         assignment: solution.assignment,

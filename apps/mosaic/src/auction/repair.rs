@@ -186,16 +186,20 @@ pub fn certify_or_repair(d: &DistanceMatrix, state: &AuctionState, scale: f64) -
         u: aug.u.iter().map(|&u| u + top).collect(),
         v: aug.v.iter().map(|&v| v - top).collect(),
     };
-    let tol = TOLERANCE * scale;
-    let (solution, gap, fallback) = match check(d, &solution, tol) {
-        Ok(gap) => (solution, gap, false),
-        Err(_) => {
-            let exact = exact::solve_with_duals(d, &indicatif::ProgressBar::hidden());
-            let solution = Potentials { assignment: exact.assignment, u: exact.u, v: exact.v };
-            let gap = check(d, &solution, tol)
-                .map_err(|e| MosaicError::InvalidInput(format!("the exact solver's certificate failed: {e}")))?;
-            (solution, gap, true)
-        }
-    };
+    let (solution, gap, fallback) = checked_or_exact(d, solution, TOLERANCE * scale)?;
     Ok(Certified { assignment: solution.assignment, gap, repaired_rows, fallback })
+}
+
+/// `solution` with its duality gap if its certificate holds within `tol` ([`check`]);
+/// should it ever fail (a GPU solver's bug, not an input), the CPU exact solver's
+/// solution, checked the same way. The flag says whether the CPU solver ran.
+pub fn checked_or_exact(d: &DistanceMatrix, solution: Potentials, tol: f64) -> Result<(Potentials, f64, bool)> {
+    if let Ok(gap) = check(d, &solution, tol) {
+        return Ok((solution, gap, false));
+    }
+    let exact = exact::solve_with_duals(d, &indicatif::ProgressBar::hidden());
+    let solution = Potentials { assignment: exact.assignment, u: exact.u, v: exact.v };
+    let gap = check(d, &solution, tol)
+        .map_err(|e| MosaicError::InvalidInput(format!("the exact solver's certificate failed: {e}")))?;
+    Ok((solution, gap, true))
 }

@@ -4,8 +4,9 @@
 //! covers), each choosing the next step in a control block on the device (the prime pass in
 //! its last workgroup, the others through `hungarian_control.comp`); every kernel returns at
 //! once unless the block's mode is its step. So a tick does passes of step 4 until one says
-//! otherwise, then a step 6 or a step 5, with no host round trip. The ticks are recorded once, [`TICKS_PER_RUN`] of them with a readback of
-//! the control block, as a [`Replay`] that runs again until the block says done.
+//! otherwise, then a step 6 or a step 5, with no host round trip. The ticks are recorded
+//! once, [`TICKS_PER_RUN`] of them with a readback of the control block, as a [`Replay`]
+//! that runs again until the block says done.
 
 use engine::{Buffer, Context, Kernel, Location, Recorder, Replay};
 
@@ -40,8 +41,15 @@ const PRIME_SWEEPS: u32 = 16;
 /// Entries per chunk of the upload (16 MiB of i32).
 const UPLOAD_CHUNK: usize = 1 << 22;
 
-/// Words of the control block (`Control` in hungarian_common.glsl).
+/// Words of the control block (`Control` in hungarian_common.glsl), and the places of those
+/// the host reads.
 const CONTROL_WORDS: usize = 11;
+const WORD_MODE: usize = 0;
+const WORD_ZEROS: usize = 5;
+const WORD_FAULT: usize = 6;
+const WORD_PASSES: usize = 7;
+const WORD_DUAL_UPDATES: usize = 8;
+const WORD_AUGMENTATIONS: usize = 9;
 const MODE_DONE: u32 = 4;
 const MODE_FAULT: u32 = 5;
 const FAULT_ZEROS: u32 = 1;
@@ -113,6 +121,8 @@ pub struct GpuHungarian {
     ctx: Context,
     m: usize,
     n: usize,
+    /// Invocations per workgroup ([`WORKGROUP`], or less where the device needs).
+    wg: u32,
     capacity: u32,
     row_min: Kernel<Shape>,
     col_min: Kernel<ColumnPush>,
@@ -164,6 +174,7 @@ impl GpuHungarian {
             ctx: ctx.clone(),
             m,
             n,
+            wg,
             capacity: capacity as u32,
             row_min: ctx.kernel(&kernels::HUNGARIAN_ROW_MIN, &[wg])?,
             col_min: ctx.kernel(&kernels::HUNGARIAN_COL_MIN, &[wg])?,
@@ -193,11 +204,7 @@ impl GpuHungarian {
 
     /// Workgroups of the kernels with one invocation per row or column.
     fn per_index(&self) -> u32 {
-        (self.n as u32).div_ceil(self.wg())
-    }
-
-    fn wg(&self) -> u32 {
-        WORKGROUP.min(self.ctx.info().max_workgroup_invocations).min(64 * self.ctx.info().subgroup_size.max(1))
+        (self.n as u32).div_ceil(self.wg)
     }
 
     fn striding(&self) -> u32 {
@@ -370,7 +377,7 @@ impl GpuHungarian {
         self.record_start(&mut rec)?;
         let words = self.submit_and_read(rec)?;
         let mut zeros = self.ctx.download(&self.zeros)?;
-        zeros.truncate((words[5] as usize).min(zeros.len()));
+        zeros.truncate((words[WORD_ZEROS] as usize).min(zeros.len()));
         zeros.sort_unstable();
         Ok((self.ctx.download(&self.u)?, self.ctx.download(&self.v)?, zeros))
     }
@@ -456,7 +463,7 @@ impl GpuHungarian {
         self.record_start(&mut rec)?;
         let mut words = self.submit_and_read(rec)?;
         let mut run = 0;
-        while words[0] != MODE_DONE && words[0] != MODE_FAULT {
+        while words[WORD_MODE] != MODE_DONE && words[WORD_MODE] != MODE_FAULT {
             if run * TICKS_PER_RUN >= MAX_TICKS {
                 return Ok(Err(Fault::Ticks));
             }
@@ -464,16 +471,17 @@ impl GpuHungarian {
             words = self.control_words()?;
             run += 1;
         }
-        if words[0] == MODE_FAULT {
-            return Ok(Err(if words[6] == FAULT_ZEROS { Fault::Zeros } else { Fault::Internal(words[6]) }));
+        if words[WORD_MODE] == MODE_FAULT {
+            let fault = words[WORD_FAULT];
+            return Ok(Err(if fault == FAULT_ZEROS { Fault::Zeros } else { Fault::Internal(fault) }));
         }
         Ok(Ok(HungarianState {
             col4row: self.ctx.download(&self.star_col)?,
             u: self.ctx.download(&self.u)?,
             v: self.ctx.download(&self.v)?,
-            passes: words[7] as u64,
-            dual_updates: words[8] as u64,
-            augmentations: words[9] as u64,
+            passes: words[WORD_PASSES] as u64,
+            dual_updates: words[WORD_DUAL_UPDATES] as u64,
+            augmentations: words[WORD_AUGMENTATIONS] as u64,
         }))
     }
 }

@@ -5,6 +5,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::cpu::hungarian as cpu;
+use crate::exact;
 use crate::gpu::hungarian::GpuHungarian;
 
 /// An m x n matrix of whole numbers below `levels`, seeded.
