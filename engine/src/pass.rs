@@ -166,23 +166,44 @@ mod tests {
     use super::*;
     use crate::prims::reduce::SumPush;
     use crate::shaders::kernels;
-    use crate::{testing, Location};
+    use crate::{testing, Buffer, Context, Location};
 
     fn sums(data: &[u32], per_group: usize) -> Vec<u32> {
         data.chunks(per_group).map(|c| c.iter().fold(0u32, |a, &b| a.wrapping_add(b))).collect()
     }
 
+    /// The `reduce_sum_u32` kernel the tests' passes run, in workgroups of 64.
+    fn sum_kernel(ctx: &Context) -> Kernel<SumPush> {
+        ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap()
+    }
+
+    /// Records one pass of `kernel`: the (wrapping) sums of each `per_group` of the first `n`
+    /// values of `input` into `output`, a workgroup each.
+    fn record_sums(
+        rec: &mut Recorder,
+        kernel: &Kernel<SumPush>,
+        input: &Buffer<u32>,
+        output: &Buffer<u32>,
+        (n, per_group): (u32, u32),
+    ) {
+        rec.pass(kernel)
+            .read(input)
+            .write(output)
+            .push(&SumPush { n, per_group })
+            .dispatch_linear(n.div_ceil(per_group))
+            .unwrap();
+    }
+
     #[test]
     fn a_buffer_dropped_right_after_recording_lives_until_the_submission_completes() {
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let data: Vec<u32> = (0..1000u32).map(|i| i.wrapping_mul(2654435761) >> 8).collect();
         let input = ctx.upload(&data, "input").unwrap();
         let partials = ctx.buffer::<u32>(4, Location::Device, "partials").unwrap();
         let watch = input.watch();
         let mut rec = ctx.recorder().unwrap();
-        let push = SumPush { n: 1000, per_group: 250 };
-        rec.pass(&kernel).read(&input).write(&partials).push(&push).dispatch_linear(4).unwrap();
+        record_sums(&mut rec, &kernel, &input, &partials, (1000, 250));
         // The input and the kernel go before the GPU has run: the recorder, then the
         // submission, keep them.
         drop(input);
@@ -199,7 +220,7 @@ mod tests {
     #[test]
     fn a_missing_binding_a_wrong_access_or_missing_push_is_refused_naming_kernel_and_binding() {
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let input = ctx.upload(&[1u32; 100], "input").unwrap();
         let partials = ctx.buffer::<u32>(2, Location::Device, "partials").unwrap();
         let push = SumPush { n: 100, per_group: 64 };
@@ -230,17 +251,12 @@ mod tests {
         // Each run: the sum of the buffer replaces its first element (a pass, then a copy
         // back), so every run reads what the one before wrote.
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let mut want: Vec<u32> = (0..100u32).map(|i| i * 7 + 3).collect();
         let data = ctx.upload(&want, "data").unwrap();
         let total = ctx.buffer::<u32>(1, Location::Device, "total").unwrap();
         let mut rec = ctx.replay_recorder().unwrap();
-        rec.pass(&kernel)
-            .read(&data)
-            .write(&total)
-            .push(&SumPush { n: 100, per_group: 128 })
-            .dispatch_linear(1)
-            .unwrap();
+        record_sums(&mut rec, &kernel, &data, &total, (100, 128));
         rec.copy_region(&total, 0, &data, 0, 1);
         let watch = total.watch();
         let replay = rec.finish().unwrap();
@@ -264,7 +280,7 @@ mod tests {
         // A chain through one buffer in one command buffer: upload copy -> sum -> sum of
         // the partials -> copy -> host; each step reads what the one before wrote.
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let data: Vec<u32> = (0..5000u32).map(|i| i ^ 0x5a5a).collect();
         let staging = ctx.upload_buffer(&data, "staging").unwrap();
         let input = ctx.buffer::<u32>(data.len(), Location::Device, "input").unwrap();
@@ -273,18 +289,8 @@ mod tests {
         let readback = ctx.buffer::<u32>(1, Location::Download, "readback").unwrap();
         let mut rec = ctx.recorder().unwrap();
         rec.copy(&staging, &input);
-        rec.pass(&kernel)
-            .read(&input)
-            .write(&partials)
-            .push(&SumPush { n: 5000, per_group: 256 })
-            .dispatch_linear(20)
-            .unwrap();
-        rec.pass(&kernel)
-            .read(&partials)
-            .write(&total)
-            .push(&SumPush { n: 20, per_group: 64 })
-            .dispatch_linear(1)
-            .unwrap();
+        record_sums(&mut rec, &kernel, &input, &partials, (5000, 256));
+        record_sums(&mut rec, &kernel, &partials, &total, (20, 64));
         rec.copy(&total, &readback);
         rec.host_read(&readback);
         rec.submit().unwrap().wait().unwrap();
@@ -298,18 +304,13 @@ mod tests {
     #[test]
     fn a_submission_after_its_queue_follows_every_earlier_one() {
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let data: Vec<u32> = (0..3000u32).map(|i| i.wrapping_mul(2654435761) >> 9).collect();
         let input = ctx.upload(&data, "input").unwrap();
         let partials = ctx.buffer::<u32>(12, Location::Device, "partials").unwrap();
         let readback = ctx.buffer::<u32>(12, Location::Download, "readback").unwrap();
         let mut rec = ctx.recorder().unwrap();
-        rec.pass(&kernel)
-            .read(&input)
-            .write(&partials)
-            .push(&SumPush { n: 3000, per_group: 250 })
-            .dispatch_linear(12)
-            .unwrap();
+        record_sums(&mut rec, &kernel, &input, &partials, (3000, 250));
         let earlier = rec.submit().unwrap();
         let mut rec = ctx.recorder().unwrap();
         rec.after_queue();
@@ -327,19 +328,14 @@ mod tests {
     #[test]
     fn isolated_marks_close_one_timed_section_each() {
         let ctx = testing::context();
-        let kernel = ctx.kernel::<SumPush>(&kernels::REDUCE_SUM_U32, &[64]).unwrap();
+        let kernel = sum_kernel(ctx);
         let data: Vec<u32> = (0..640u32).map(|i| i.wrapping_mul(2654435761) >> 10).collect();
         let input = ctx.upload(&data, "input").unwrap();
         let outputs = [0, 1].map(|_| ctx.buffer::<u32>(10, Location::Device, "partials").unwrap());
         let mut rec = ctx.recorder().unwrap();
         rec.enable_profiling(2).unwrap();
         for (out, name) in outputs.iter().zip(["first", "second"]) {
-            rec.pass(&kernel)
-                .read(&input)
-                .write(out)
-                .push(&SumPush { n: 640, per_group: 64 })
-                .dispatch_linear(10)
-                .unwrap();
+            record_sums(&mut rec, &kernel, &input, out, (640, 64));
             rec.mark_isolated(name);
         }
         let passes = rec.submit().unwrap().wait_profiled().unwrap();

@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 
 use composite::ap::{ApImage, HEADER_BYTES};
 use composite::frame::Frame;
+use kit::testing::write_file;
 use rand::{Rng, SeedableRng};
 
 const BIN: kit::testing::Bin = kit::testing::Bin(env!("CARGO_BIN_EXE_composite"));
@@ -150,11 +151,7 @@ fn bad_ap_files_give_clear_errors() {
     BIN.ok(&encode_args(&c2, &z2, &small, &["--backend", "cpu"]));
     let bytes = std::fs::read(&a).unwrap();
     let out = d.join("out.png");
-    let write = |name: &str, b: &[u8]| {
-        let p = d.join(name);
-        std::fs::write(&p, b).unwrap();
-        p
-    };
+    let write = |name: &str, b: &[u8]| write_file(d, name, b);
     let truncated = write("truncated.ap", &bytes[..bytes.len() - 8]);
     assert!(fails(&["decode", s(&truncated), "--color", s(&out)]).contains("payload"));
     let short = write("short.ap", &bytes[..10]);
@@ -369,12 +366,6 @@ fn huge_ap_headers_are_refused_before_allocating() {
     long.extend_from_slice(&[0u8; 24]);
     assert!(fails(&["decode", s(&write_file(d, "long.ap", &long)), "--color", s(&out)]).contains("at most 16"));
     assert!(!out.exists());
-}
-
-fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, bytes).unwrap();
-    p
 }
 
 /// A folder holding `cube.obj` (a unit cube) and `extra.obj` with `text`.

@@ -444,11 +444,7 @@ mod tests {
     #[test]
     fn pgm_and_ppm_are_read() {
         let dir = tempfile::tempdir().unwrap();
-        let file = |name: &str, bytes: &[u8]| {
-            let p = dir.path().join(name);
-            std::fs::write(&p, bytes).unwrap();
-            p
-        };
+        let file = |name: &str, bytes: &[u8]| crate::testing::write_file(dir.path(), name, bytes);
         let gray = load(&file("a.pgm", b"P5\n3 2\n255\n\x00\x33\xff\x10\x20\x30")).unwrap();
         assert_eq!((gray.width, gray.height, gray.channels, gray.source_bits), (3, 2, 1, 8));
         assert_eq!(gray.data.iter().map(|&v| to_u8(v)).collect::<Vec<_>>(), [0, 0x33, 0xff, 0x10, 0x20, 0x30]);

@@ -56,4 +56,5 @@ pub use run::{main, main_subcommands, print_error, AppError, Reported, Usage};
 #[doc(hidden)]
 pub mod __private {
     pub use engine::EngineError;
+    pub use serde_json;
 }

@@ -23,6 +23,21 @@ struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
+/// Implements `Display` as the record's JSON on one line, for records that read as JSON in
+/// text mode too (benchmark lines, so that runs can be collected with `jq`):
+/// `kit::json_display!(RenderBench, FitBench);` beside the types.
+#[macro_export]
+macro_rules! json_display {
+    ($($t:ty),* $(,)?) => {$(
+        impl ::std::fmt::Display for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                let line = $crate::__private::serde_json::to_string(self).map_err(|_| ::std::fmt::Error)?;
+                f.write_str(&line)
+            }
+        }
+    )*};
+}
+
 fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> Option<T> {
     let mut guard = STATE.lock().unwrap_or_else(|p| p.into_inner());
     guard.as_mut().map(f)

@@ -1,7 +1,7 @@
 //! A binary of the workspace run by its integration tests, with the command-line contract's
 //! checks (docs/cli.md): a command that must succeed prints no Vulkan validation message,
-//! one that must fail fails cleanly, without a panic; and [`temp_path`], the scratch file
-//! tests write.
+//! one that must fail fails cleanly, without a panic; and [`temp_path`] and [`write_file`],
+//! the scratch files tests write.
 
 use std::ffi::OsStr;
 use std::fmt::Debug;
@@ -47,4 +47,11 @@ pub fn temp_path(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let path = dir.path().join(name);
     (dir, path)
+}
+
+/// Writes `bytes` to the file `name` in `dir` (a test's temporary folder); returns its path.
+pub fn write_file(dir: &Path, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    path
 }

@@ -8,7 +8,6 @@
 //! `--quick` runs tiny sizes so a test can exercise it on lavapipe in seconds.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Instant;
 
 use engine::{Context, PassTime};
@@ -155,11 +154,7 @@ pub enum BenchLine {
     },
 }
 
-impl fmt::Display for BenchLine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&serde_json::to_string(self).map_err(|_| fmt::Error)?)
-    }
-}
+kit::json_display!(BenchLine);
 
 /// The largest pair whose tiles the bench also scores on the CPU.
 const CPU_TILED_MAX_PIXELS: usize = 1 << 20;

@@ -222,12 +222,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn csiq_tid_and_kadid_names_pair_without_a_csv() {
+    /// A temporary folder holding `ref/` with the empty files `refs` and `dst/` with `dists`;
+    /// returns it (kept alive by the caller) and the two folders' paths.
+    fn folders(refs: &[&str], dists: &[&str]) -> (tempfile::TempDir, PathBuf, PathBuf) {
         let d = tempfile::tempdir().unwrap();
         let (r, x) = (d.path().join("ref"), d.path().join("dst"));
-        touch(&r, &["1600.png", "16.png", "I01.BMP", "I11.bmp"]);
-        touch(&x, &["awgn/1600.AWGN.1.png", "16.jpeg.3.png", "i01_01_1.bmp", "I11_24_05.png", "readme.txt", "x.png"]);
+        touch(&r, refs);
+        touch(&x, dists);
+        (d, r, x)
+    }
+
+    #[test]
+    fn csiq_tid_and_kadid_names_pair_without_a_csv() {
+        let (_dir, r, x) = folders(
+            &["1600.png", "16.png", "I01.BMP", "I11.bmp"],
+            &["awgn/1600.AWGN.1.png", "16.jpeg.3.png", "i01_01_1.bmp", "I11_24_05.png", "readme.txt", "x.png"],
+        );
         let m = pair_folders(&r, &x, None).unwrap();
         let got: Vec<(String, String)> = m.pairs.iter().map(|p| (p.ref_name.clone(), p.dist_name.clone())).collect();
         assert_eq!(
@@ -244,10 +254,7 @@ mod tests {
 
     #[test]
     fn a_pattern_names_other_layouts() {
-        let d = tempfile::tempdir().unwrap();
-        let (r, x) = (d.path().join("ref"), d.path().join("dst"));
-        touch(&r, &["parrots.png", "cat.png"]);
-        touch(&x, &["dist_parrots_blur.png", "dist_cat.png"]);
+        let (_dir, r, x) = folders(&["parrots.png", "cat.png"], &["dist_parrots_blur.png", "dist_cat.png"]);
         let p: Pattern = "dist_{ref}*".parse().unwrap();
         let m = pair_folders(&r, &x, Some(&p)).unwrap();
         assert_eq!(m.pairs.len(), 2);
@@ -258,10 +265,7 @@ mod tests {
 
     #[test]
     fn an_empty_distorted_folder_says_so() {
-        let d = tempfile::tempdir().unwrap();
-        let (r, x) = (d.path().join("ref"), d.path().join("dst"));
-        touch(&r, &["I01.png"]);
-        touch(&x, &["readme.txt"]);
+        let (_dir, r, x) = folders(&["I01.png"], &["readme.txt"]);
         let e = pair_folders(&r, &x, None).err().unwrap().to_string();
         assert!(e.ends_with("dst: holds no images"), "{e}");
     }
@@ -271,10 +275,7 @@ mod tests {
     fn names_that_are_not_utf8_are_left_out_not_written_lossily() {
         use std::ffi::OsStr;
         use std::os::unix::ffi::OsStrExt;
-        let d = tempfile::tempdir().unwrap();
-        let (r, x) = (d.path().join("ref"), d.path().join("dst"));
-        touch(&r, &["I01.png"]);
-        touch(&x, &["I01_01_1.png"]);
+        let (_dir, r, x) = folders(&["I01.png"], &["I01_01_1.png"]);
         // Two names a lossy conversion makes one, and a reference with no UTF-8 stem.
         for name in [&b"I01_\xe9.png"[..], b"I01_\xe8.png"] {
             std::fs::write(x.join(OsStr::from_bytes(name)), b"").unwrap();

@@ -231,9 +231,7 @@ fn hostile_npy_files_fail_cleanly() {
     let npy = |name: &str, descr: &str, shape: &[usize], data: &[u8]| {
         let mut bytes = kit::npy::header_bytes(descr, shape);
         bytes.extend_from_slice(data);
-        let path = dir.path().join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
+        kit::testing::write_file(dir.path(), name, bytes)
     };
     let cases = [
         // 128 bytes declaring 2^38 floats (1 TiB): refused before anything is allocated.

@@ -136,17 +136,8 @@ struct FitBench {
     device: String,
 }
 
-/// Benchmark lines read as JSON in text mode too, so runs can be collected with `jq`.
-macro_rules! json_display {
-    ($($t:ty),*) => {$(
-        impl std::fmt::Display for $t {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&serde_json::to_string(self).map_err(|_| std::fmt::Error)?)
-            }
-        }
-    )*};
-}
-json_display!(RenderBench, TileListBench, FitBench, RefineBench);
+// Benchmark lines read as JSON in text mode too, so runs can be collected with `jq`.
+kit::json_display!(RenderBench, TileListBench, FitBench, RefineBench);
 
 /// Median GPU ms per pass, median GPU ms in total, median wall ms, tile-list entries.
 struct Timing {

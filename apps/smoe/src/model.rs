@@ -665,11 +665,7 @@ mod tests {
     #[test]
     fn load_errors_name_the_file_once() {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, bytes: &[u8]| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, bytes).unwrap();
-            path
-        };
+        let write = |name: &str, bytes: &[u8]| kit::testing::write_file(dir.path(), name, bytes);
         let text = tiny().to_json().unwrap();
         let cut = write("cut.json", &text.as_bytes()[..text.len() / 2]);
         let e = Model::load(&cut).unwrap_err().to_string();

@@ -75,7 +75,11 @@ fn json_number_mutants(text: &str) -> Vec<Vec<u8>> {
     out
 }
 
-fn check_allocations(what: &str) {
+/// Runs `fuzz` under [`BUDGET`], then checks that none of its allocations was larger.
+fn within_budget(what: &str, fuzz: impl FnOnce()) {
+    kit::budget::set(BUDGET);
+    ALLOC.reset();
+    fuzz();
     let largest = ALLOC.largest() as u64;
     println!("fuzz {what}: largest allocation {largest} bytes");
     assert!(largest <= BUDGET, "{what}: one allocation of {largest} bytes, above the {BUDGET}-byte budget");
@@ -83,29 +87,28 @@ fn check_allocations(what: &str) {
 
 #[test]
 fn model_readers_survive_mutation() {
-    kit::budget::set(BUDGET);
-    ALLOC.reset();
-    for p in [2, 4] {
-        let m = model(p, 3);
-        let text = m.to_json().unwrap();
-        let mut cases = kit::fuzz::mutants(text.as_bytes(), 96, 300, 0, 11 + p as u64);
-        cases.extend(json_number_mutants(&text));
-        let tally = kit::fuzz::run_file_reader("m.json", &cases, Model::load);
-        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+    within_budget("model readers", || {
+        for p in [2, 4] {
+            let m = model(p, 3);
+            let text = m.to_json().unwrap();
+            let mut cases = kit::fuzz::mutants(text.as_bytes(), 96, 300, 0, 11 + p as u64);
+            cases.extend(json_number_mutants(&text));
+            let tally = kit::fuzz::run_file_reader("m.json", &cases, Model::load);
+            assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
 
-        let mut bin = Vec::new();
-        m.write_binary(&mut bin).unwrap();
-        let cases = kit::fuzz::mutants(&bin, 48, 400, 1024, 21 + p as u64);
-        let tally = kit::fuzz::run_file_reader("m.smoe", &cases, |path: &Path| {
-            let loaded = Model::load(path)?;
-            // What a reader accepts, the writers write back.
-            let again = tempfile::NamedTempFile::with_suffix(".smoe").unwrap();
-            loaded.save(again.path())?;
-            Ok::<_, smoe::model::ModelError>(loaded)
-        });
-        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
-    }
-    check_allocations("model readers");
+            let mut bin = Vec::new();
+            m.write_binary(&mut bin).unwrap();
+            let cases = kit::fuzz::mutants(&bin, 48, 400, 1024, 21 + p as u64);
+            let tally = kit::fuzz::run_file_reader("m.smoe", &cases, |path: &Path| {
+                let loaded = Model::load(path)?;
+                // What a reader accepts, the writers write back.
+                let again = tempfile::NamedTempFile::with_suffix(".smoe").unwrap();
+                loaded.save(again.path())?;
+                Ok::<_, smoe::model::ModelError>(loaded)
+            });
+            assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+        }
+    });
 }
 
 /// `bytes` with its last four bytes set to the CRC-32 of the rest, as a `.smc` file ends.
@@ -120,54 +123,52 @@ fn with_crc(mut bytes: Vec<u8>) -> Vec<u8> {
 
 #[test]
 fn smc_reader_survives_mutation() {
-    kit::budget::set(BUDGET);
-    ALLOC.reset();
-    for p in [2, 4] {
-        let m = model(p, 12);
-        let smc = smoe::codec::encode_model(&m, &smoe::codec::Steps::scaled(0.5)).unwrap();
-        let read = |path: &Path| {
-            let loaded = Model::load(path)?;
-            // What the reader accepts, the writers write back.
-            let again = tempfile::NamedTempFile::with_suffix(".smc").unwrap();
-            loaded.save(again.path())?;
-            Ok::<_, smoe::model::ModelError>(loaded)
-        };
-        let cases = kit::fuzz::mutants(&smc, 48, 300, 512, 51 + p as u64);
-        let tally = kit::fuzz::run_file_reader("m.smc", &cases, read);
-        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
-        let fixed: Vec<Vec<u8>> = cases.into_iter().map(with_crc).collect();
-        let tally = kit::fuzz::run_file_reader("m.smc", &fixed, read);
-        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
-        // The most kernels a header may declare, with a payload of nothing: refused by the
-        // budget before anything is allocated.
-        let mut big = smc.clone();
-        big[6 + 2 * p..10 + 2 * p].copy_from_slice(&(1u32 << 24).to_le_bytes());
-        let (_dir, path) = kit::testing::temp_path("big.smc");
-        std::fs::write(&path, with_crc(big)).unwrap();
-        let e = Model::load(&path).unwrap_err().to_string();
-        assert!(e.contains("budget") || e.contains("memory"), "{e}");
-    }
-    check_allocations(".smc reader");
+    within_budget(".smc reader", || {
+        for p in [2, 4] {
+            let m = model(p, 12);
+            let smc = smoe::codec::encode_model(&m, &smoe::codec::Steps::scaled(0.5)).unwrap();
+            let read = |path: &Path| {
+                let loaded = Model::load(path)?;
+                // What the reader accepts, the writers write back.
+                let again = tempfile::NamedTempFile::with_suffix(".smc").unwrap();
+                loaded.save(again.path())?;
+                Ok::<_, smoe::model::ModelError>(loaded)
+            };
+            let cases = kit::fuzz::mutants(&smc, 48, 300, 512, 51 + p as u64);
+            let tally = kit::fuzz::run_file_reader("m.smc", &cases, read);
+            assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+            let fixed: Vec<Vec<u8>> = cases.into_iter().map(with_crc).collect();
+            let tally = kit::fuzz::run_file_reader("m.smc", &fixed, read);
+            assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+            // The most kernels a header may declare, with a payload of nothing: refused by the
+            // budget before anything is allocated.
+            let mut big = smc.clone();
+            big[6 + 2 * p..10 + 2 * p].copy_from_slice(&(1u32 << 24).to_le_bytes());
+            let (_dir, path) = kit::testing::temp_path("big.smc");
+            std::fs::write(&path, with_crc(big)).unwrap();
+            let e = Model::load(&path).unwrap_err().to_string();
+            assert!(e.contains("budget") || e.contains("memory"), "{e}");
+        }
+    });
 }
 
 #[test]
 fn fit_input_loader_survives_mutation() {
-    kit::budget::set(BUDGET);
-    ALLOC.reset();
-    let dir = tempfile::tempdir().unwrap();
-    let npy = dir.path().join("lf.npy");
-    let values: Vec<f32> = (0..2 * 2 * 3 * 4 * 3).map(|i| (i % 7) as f32 / 7.0).collect();
-    kit::npy::write_f32(&npy, &[2, 2, 3, 4, 3], &values).unwrap();
-    let bytes = std::fs::read(&npy).unwrap();
-    let cases = kit::fuzz::mutants(&bytes, 128, 400, 0, 31);
-    let tally = kit::fuzz::run_file_reader("lf.npy", &cases, Grid::load);
-    assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
+    within_budget("fit inputs", || {
+        let dir = tempfile::tempdir().unwrap();
+        let npy = dir.path().join("lf.npy");
+        let values: Vec<f32> = (0..2 * 2 * 3 * 4 * 3).map(|i| (i % 7) as f32 / 7.0).collect();
+        kit::npy::write_f32(&npy, &[2, 2, 3, 4, 3], &values).unwrap();
+        let bytes = std::fs::read(&npy).unwrap();
+        let cases = kit::fuzz::mutants(&bytes, 128, 400, 0, 31);
+        let tally = kit::fuzz::run_file_reader("lf.npy", &cases, Grid::load);
+        assert!(tally.accepted > 0 && tally.refused > 0, "{tally:?}");
 
-    let png = dir.path().join("a.png");
-    let rgb: Vec<u8> = (0..7 * 5 * 3).map(|i| (i * 13 % 256) as u8).collect();
-    kit::image::save_rgb8(&png, 7, 5, &rgb).unwrap();
-    let bytes = std::fs::read(&png).unwrap();
-    let cases = kit::fuzz::mutants(&bytes, 40, 300, 0, 41);
-    kit::fuzz::run_file_reader("a.png", &cases, Grid::load);
-    check_allocations("fit inputs");
+        let png = dir.path().join("a.png");
+        let rgb: Vec<u8> = (0..7 * 5 * 3).map(|i| (i * 13 % 256) as u8).collect();
+        kit::image::save_rgb8(&png, 7, 5, &rgb).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        let cases = kit::fuzz::mutants(&bytes, 40, 300, 0, 41);
+        kit::fuzz::run_file_reader("a.png", &cases, Grid::load);
+    });
 }

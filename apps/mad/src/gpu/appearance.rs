@@ -278,6 +278,30 @@ mod tests {
         Fixture { ctx, grid, spec, upload, stack, base }
     }
 
+    impl Fixture {
+        /// Runs `gabor_apply` once on the fixture's spectra with `push`, the lines' spectra
+        /// and the seams' table bound; returns the band stack it wrote.
+        fn gabor_apply(
+            &self,
+            app: &Appearance,
+            lines: &(impl Resource + ?Sized),
+            table: &(impl Resource + ?Sized),
+            push: &Push,
+        ) -> Vec<[f32; 2]> {
+            let mut rec = self.ctx.recorder().unwrap();
+            rec.pass(&app.gabor_apply)
+                .read(&self.upload)
+                .write(&self.stack.data)
+                .read(lines)
+                .read(table)
+                .push(push)
+                .dispatch_linear((self.grid.pixels() as u32).div_ceil(WORKGROUP))
+                .unwrap();
+            rec.submit().unwrap().wait().unwrap();
+            self.ctx.download(&self.stack.data).unwrap()
+        }
+    }
+
     /// `spectra[image] * log-Gabor(band)` in f64, bin by bin.
     fn filtered(grid: &Grid, spec: &[[f32; 2]], image: usize, band: usize) -> Vec<Complex64> {
         let (w, h) = (grid.width, grid.height);
@@ -294,21 +318,12 @@ mod tests {
     /// f64 value (f32 log, exp and atan), relative to the bin's spectrum.
     #[test]
     fn gabor_apply_matches_the_filter() {
-        let Fixture { ctx, grid, spec, upload, stack, base } = setup();
+        let fixture = setup();
+        let Fixture { ctx, grid, spec, upload, base, .. } = &fixture;
         let app = Appearance::new(ctx).unwrap();
-        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..base };
-        let mut rec = ctx.recorder().unwrap();
-        let bins = grid.pixels() as u32;
-        rec.pass(&app.gabor_apply)
-            .read(&upload)
-            .write(&stack.data)
-            .read(&upload)
-            .read(&upload)
-            .push(&push)
-            .dispatch_linear(bins.div_ceil(WORKGROUP))
-            .unwrap();
-        rec.submit().unwrap().wait().unwrap();
-        let got = ctx.download(&stack.data).unwrap();
+        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..*base };
+        // Without seams, the lines and the table are placeholders.
+        let got = fixture.gabor_apply(&app, upload, upload, &push);
         let n = grid.pixels();
         let mut worst = 0.0f64;
         for p in 0..PAIRS {
@@ -333,7 +348,8 @@ mod tests {
     /// relative to the bin's inputs (the window 83x71 of a 300x257 image).
     #[test]
     fn gabor_apply_adds_the_seams() {
-        let Fixture { ctx, grid, spec, upload, stack, .. } = setup();
+        let fixture = setup();
+        let Fixture { ctx, grid, spec, .. } = &fixture;
         let app = Appearance::new(ctx).unwrap();
         let full = Grid::new(300, 257);
         let seams = crate::seams::Seams::new((full.width, full.height), (grid.width, grid.height), 20).unwrap();
@@ -343,18 +359,8 @@ mod tests {
         let lines: Vec<[f32; 2]> = spec.iter().rev().copied().collect();
         let lines_buffer = ctx.upload(&lines, "test lines").unwrap();
         let place = super::super::Place { full, origin: (-5, -7), cells: crate::grid::Cells::all(&grid), tiled: true };
-        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..place.push(&grid, 1) };
-        let mut rec = ctx.recorder().unwrap();
-        rec.pass(&app.gabor_apply)
-            .read(&upload)
-            .write(&stack.data)
-            .read(&lines_buffer)
-            .read(&table)
-            .push(&push)
-            .dispatch_linear((n as u32).div_ceil(WORKGROUP))
-            .unwrap();
-        rec.submit().unwrap().wait().unwrap();
-        let got = ctx.download(&stack.data).unwrap();
+        let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..place.push(grid, 1) };
+        let got = fixture.gabor_apply(&app, &lines_buffer, &table, &push);
         let c = |v: [f32; 2]| Complex64::new(v[0] as f64, v[1] as f64);
         let mut worst = 0.0f64;
         for b in 0..GROUP {

@@ -74,6 +74,12 @@ fn solved(d: &DistanceMatrix, repeat: usize, plan: Plan) -> f64 {
     cost
 }
 
+/// Asserts that `got`, a cost found on `d`, is the optimum `want` (within rounding); `what`
+/// names the case after the matrix's shape.
+fn assert_optimum(d: &DistanceMatrix, got: f64, want: f64, what: std::fmt::Arguments<'_>) {
+    assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{}x{} {what}: {got} vs {want}", d.rows, d.cols);
+}
+
 #[test]
 fn every_plan_matches_brute_force_on_tiny_cases_with_ties() {
     let mut rng = ChaCha8Rng::seed_from_u64(9);
@@ -82,8 +88,7 @@ fn every_plan_matches_brute_force_on_tiny_cases_with_ties() {
         let d = random(m, n, if rng.gen() { 3 } else { 1000 }, &mut rng);
         let want = brute_force(&d, 1);
         for plan in plans(rng.gen_range(0..=m)) {
-            let got = solved(&d, 1, plan);
-            assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{m}x{n} {plan:?}: {got} vs {want}");
+            assert_optimum(&d, solved(&d, 1, plan), want, format_args!("{plan:?}"));
         }
     }
 }
@@ -93,13 +98,11 @@ fn repeats_match_brute_force_and_one_repeat_is_the_plain_problem() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     for _ in 0..300 {
         let (repeat, d) = with_repeats(&mut rng, 3, 1..=4);
-        let (m, n) = (d.rows, d.cols);
         let want = brute_force(&d, repeat);
-        for plan in plans(rng.gen_range(0..=m)) {
-            let got = solved(&d, repeat, plan);
-            assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{m}x{n} x{repeat} {plan:?}: {got} vs {want}");
+        for plan in plans(rng.gen_range(0..=d.rows)) {
+            assert_optimum(&d, solved(&d, repeat, plan), want, format_args!("x{repeat} {plan:?}"));
         }
-        if m <= n {
+        if d.rows <= d.cols {
             let plain = solve_with_duals(&d, &ProgressBar::hidden());
             let once = solve_repeat(&d, 1, &ProgressBar::hidden());
             assert_eq!(plain.assignment, once.assignment);
@@ -161,11 +164,9 @@ fn short_lists_grow_to_the_optimum() {
     let mut rng = ChaCha8Rng::seed_from_u64(12);
     for _ in 0..300 {
         let (repeat, d) = with_repeats(&mut rng, 2, 4..=9);
-        let (m, n) = (d.rows, d.cols);
         let first_list = rng.gen_range(1..=2);
         let plan = Plan { initialise: rng.gen(), first_list, dense_after: usize::MAX, adaptive: false };
-        let (got, want) = (solved(&d, repeat, plan), brute_force(&d, repeat));
-        assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{m}x{n} x{repeat}: {got} vs {want}");
+        assert_optimum(&d, solved(&d, repeat, plan), brute_force(&d, repeat), format_args!("x{repeat}"));
     }
 }
 

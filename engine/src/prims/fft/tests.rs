@@ -31,10 +31,6 @@ fn max_image_error(got: &[[f32; 2]], want: &[Complex64], image: usize) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn check(width: usize, height: usize, batch: usize, seed: u64) {
-    check_plan(&Fft2d::new(testing::context(), width, height, batch).unwrap(), seed);
-}
-
 /// Forward against the CPU reference and the round trip, both within [`BOUND`].
 fn check_plan(plan: &Fft2d, seed: u64) {
     let (width, height, batch) = (plan.width(), plan.height(), plan.batch());
@@ -52,16 +48,25 @@ fn check_plan(plan: &Fft2d, seed: u64) {
     assert!(err < BOUND, "{width}x{height} x{batch}: round-trip error {err:e}");
 }
 
-#[test]
-fn power_of_two_sizes_match_rustfft() {
-    for (i, (w, h, b)) in
-        [(1, 1, 1), (2, 2, 1), (8, 8, 1), (64, 32, 3), (4, 16, 2), (512, 512, 1), (4096, 2, 1), (2, 4096, 1)]
-            .into_iter()
-            .enumerate()
-    {
-        check(w, h, b, i as u64);
+/// [`check_plan`] on the plan of each `(width, height, batch)` of `shapes` (seeds counting
+/// from `first_seed`), once `expect` has checked the plan's kernels; then no validation
+/// messages.
+fn check_shapes(shapes: &[(usize, usize, usize)], first_seed: u64, expect: impl Fn(&Fft2d)) {
+    for (i, &(w, h, b)) in shapes.iter().enumerate() {
+        let plan = Fft2d::new(testing::context(), w, h, b).unwrap();
+        expect(&plan);
+        check_plan(&plan, first_seed + i as u64);
     }
     testing::assert_no_validation_messages();
+}
+
+#[test]
+fn power_of_two_sizes_match_rustfft() {
+    check_shapes(
+        &[(1, 1, 1), (2, 2, 1), (8, 8, 1), (64, 32, 3), (4, 16, 2), (512, 512, 1), (4096, 2, 1), (2, 4096, 1)],
+        0,
+        |_| {},
+    );
 }
 
 #[test]
@@ -69,15 +74,14 @@ fn bluestein_sizes_match_rustfft() {
     // (21, 151): columns on a 512-point FFT, whose exchange splits real and imaginary parts
     // where 16 columns of complex values overflow shared memory (lavapipe's 32 KiB, NVIDIA's
     // 48 KiB), with a last workgroup only partly filled.
-    for (i, (w, h, b)) in [(31, 17, 3), (1001, 7, 1), (333, 517, 1), (7, 1, 2), (1, 11, 1), (2047, 2, 1), (21, 151, 1)]
-        .into_iter()
-        .enumerate()
-    {
-        let plan = Fft2d::new(testing::context(), w, h, b).unwrap();
-        assert!(!plan.kernels().contains(&"fft_mixed"), "{w}x{h}: {:?}", plan.kernels());
-        check_plan(&plan, 100 + i as u64);
-    }
-    testing::assert_no_validation_messages();
+    check_shapes(
+        &[(31, 17, 3), (1001, 7, 1), (333, 517, 1), (7, 1, 2), (1, 11, 1), (2047, 2, 1), (21, 151, 1)],
+        100,
+        |plan| {
+            let (w, h) = (plan.width(), plan.height());
+            assert!(!plan.kernels().contains(&"fft_mixed"), "{w}x{h}: {:?}", plan.kernels());
+        },
+    );
 }
 
 /// Lengths `2^a 3^b 5^c` on the mixed-radix kernel (rows and columns, ragged last
@@ -86,7 +90,7 @@ fn bluestein_sizes_match_rustfft() {
 /// 1920x1080), far under it.
 #[test]
 fn mixed_radix_sizes_match_rustfft() {
-    for (i, (w, h, b)) in [
+    let shapes = [
         (1920, 1080, 1),
         (7, 5, 2),
         (45, 81, 1),
@@ -98,18 +102,14 @@ fn mixed_radix_sizes_match_rustfft() {
         (1, 10, 3),
         (12, 2, 1),
         (2, 125, 2),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let plan = Fft2d::new(testing::context(), w, h, b).unwrap();
+    ];
+    check_shapes(&shapes, 500, |plan| {
+        let (w, h) = (plan.width(), plan.height());
         let mixed = plan.kernels().iter().filter(|&&k| k == "fft_mixed").count();
         let want = [w, h].iter().filter(|&&n| mixed::radices(n).is_some()).count();
         assert_eq!(mixed, want, "{w}x{h}: {:?}", plan.kernels());
         assert!(plan.passes() <= 2, "{w}x{h}: {} passes", plan.passes());
-        check_plan(&plan, 500 + i as u64);
-    }
-    testing::assert_no_validation_messages();
+    });
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn bad_shapes_are_errors() {
 #[test]
 #[ignore]
 fn image_sizes_match_rustfft() {
-    for (i, (w, h, b)) in [
+    let shapes = [
         (1920, 1080, 1),
         (4096, 4096, 1),
         (512, 512, 8),
@@ -151,13 +151,8 @@ fn image_sizes_match_rustfft() {
         (2560, 1440, 1),
         (16384, 64, 1),
         (50, 16383, 1),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        check(w, h, b, 200 + i as u64);
-    }
-    testing::assert_no_validation_messages();
+    ];
+    check_shapes(&shapes, 200, |_| {});
 }
 
 /// The four-step path for lines longer than a workgroup holds, reached at small sizes by
