@@ -329,7 +329,7 @@ mod tests {
         for p in 0..PAIRS {
             for b in 0..GROUP {
                 for i in 0..2 {
-                    let want = filtered(&grid, &spec, 2 * p + i, RANGE.0 + b);
+                    let want = filtered(grid, spec, 2 * p + i, RANGE.0 + b);
                     let at = (2 * (p * GROUP + b) + i) * n;
                     for (k, w) in want.iter().enumerate() {
                         let g = Complex64::new(got[at + k][0] as f64, got[at + k][1] as f64);
@@ -358,7 +358,7 @@ mod tests {
         // Four random images for the lines: the fixture's spectra, reversed.
         let lines: Vec<[f32; 2]> = spec.iter().rev().copied().collect();
         let lines_buffer = ctx.upload(&lines, "test lines").unwrap();
-        let place = super::super::Place { full, origin: (-5, -7), cells: crate::grid::Cells::all(&grid), tiled: true };
+        let place = super::super::Place { full, origin: (-5, -7), cells: crate::grid::Cells::all(grid), tiled: true };
         let push = Push { band_first: RANGE.0 as u32, band_count: GROUP as u32, ..place.push(grid, 1) };
         let got = fixture.gabor_apply(&app, &lines_buffer, &table, &push);
         let c = |v: [f32; 2]| Complex64::new(v[0] as f64, v[1] as f64);
