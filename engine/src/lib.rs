@@ -50,7 +50,7 @@ pub mod stream;
 pub mod testing;
 
 pub use ash::vk;
-pub use commands::{linear_grid, Recorder, Replay, Submission};
+pub use commands::{linear_grid, Recorder, Replay, Submission, MAX_GROUPS_PER_AXIS};
 pub use context::{validation_message_count, Context, ContextOptions, DeviceInfo, Instance};
 pub use error::{EngineError, ErrorKind, Result};
 pub use kernel::{Access, BindingDesc, Dim, Kernel, KernelDesc, SpecDesc};

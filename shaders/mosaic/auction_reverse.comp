@@ -16,7 +16,8 @@
 
 layout(local_size_x_id = 0) in;
 
-layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
+// D transposed (n x m, auction_transpose.comp): a column's entries are consecutive.
+layout(set = 0, binding = 0) readonly buffer Transposed { float dt[]; };
 layout(set = 0, binding = 1) buffer Prices { float price[]; };
 layout(set = 0, binding = 2) readonly buffer Owner { uint owner[]; };
 layout(set = 0, binding = 3) readonly buffer Value { float w[]; };
@@ -41,7 +42,7 @@ void main() {
     float second = INF;
     uint index = NONE;
     for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
-        precise float y = d[i * n + j] - w[i];
+        precise float y = dt[j * m + i] - w[i];
         select_fold(y, i, best, second, index);
     }
     float b, s;
@@ -52,7 +53,7 @@ void main() {
     // A single row has no second: -INF - eps stays below lambda.
     precise float low = -s - eps;
     float offer = low > l ? low : l;
-    precise float value = d[i * n + j] + offer;
+    precise float value = dt[j * m + i] + offer;
     if (!(top > l) || !(value < w[i])) {
         price[j] = l;
         return;

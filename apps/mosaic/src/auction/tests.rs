@@ -80,6 +80,25 @@ fn assert_rectangular_eps_cs(cpu: &CpuAuction, dn: &[f32], n: usize, eps: f32, w
     }
 }
 
+/// The device's D is the normalised one, and the reverse rounds' copy its exact transpose,
+/// at shapes with partial tiles, and one wider than a grid axis holds in tiles (uploaded in
+/// three chunks of rows).
+#[test]
+fn the_device_holds_normalised_d_and_its_transpose() {
+    let ctx = testing::context();
+    let mut rng = ChaCha8Rng::seed_from_u64(23);
+    for (m, n) in [(1, 1), (37, 101), (64, 64), (3, 2_100_000)] {
+        let d = matrix(m, n, &mut rng, |r| r.gen_range(0.01..1000.0));
+        let scale = scale_of(&d);
+        let gpu = GpuAuction::new(ctx, m, n).unwrap();
+        gpu.load_scaled(&d, scale).unwrap();
+        let dn = normalised(&d, scale);
+        let want: Vec<f32> = (0..n * m).map(|k| dn[(k % m) * n + k / m]).collect();
+        assert!(gpu.transposed().unwrap() == want, "{m}x{n}: the transpose differs");
+    }
+    testing::assert_no_validation_messages();
+}
+
 /// GPU and CPU auctions agree bit for bit on prices and assignment after the forward and
 /// the reverse rounds of every phase, at awkward shapes with random non-zero entries, a
 /// wide one with duplicate columns and a photomosaic-like one (where reverse rounds have

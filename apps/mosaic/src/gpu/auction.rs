@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use indicatif::ProgressBar;
 
-use crate::auction::{epsilons_for, normalised, repair, scale_of, AuctionState, ExactSolution, NONE};
+use crate::auction::{epsilons_for, repair, scale_of, AuctionState, ExactSolution, NONE};
 use crate::error::{MosaicError, Result};
 use crate::matrix::DistanceMatrix;
 use crate::shaders::kernels;
@@ -33,6 +33,8 @@ const LINEAR_WORKGROUP: u32 = 64;
 const MAX_BID_WORKGROUP: u32 = 256;
 /// Columns each bidding invocation aims to scan.
 const COLUMNS_PER_INVOCATION: u32 = 8;
+/// The side of `auction_transpose.comp`'s tiles.
+const TILE: u32 = 32;
 
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -61,7 +63,10 @@ pub struct GpuAuction {
     reverse_pipe: Kernel<BidPush>,
     reverse_assign_pipe: Kernel<u32>,
     phase_pipe: Kernel<u32>,
+    transpose_pipe: Kernel<ShapePush>,
     d: Buffer<f32>,
+    /// D transposed (n x m), which the reverse rounds scan by column.
+    dt: Buffer<f32>,
     prices: Buffer<f32>,
     owner: Buffer<u32>,
     col4row: Buffer<u32>,
@@ -99,6 +104,7 @@ impl GpuAuction {
             )));
         }
         ctx.check_binding(values.saturating_mul(4), &format!("a {m} x {n} auction"))?;
+        kit::budget::check(values.saturating_mul(8), format!("a {m} x {n} auction's D and its transpose"))?;
         let subgroup = info.subgroup_size.max(1);
         // The scanning kernels keep one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);
@@ -112,6 +118,7 @@ impl GpuAuction {
         let reverse_pipe = ctx.kernel(&kernels::AUCTION_REVERSE, &[reverse_wg])?;
         let reverse_assign_pipe = ctx.kernel(&kernels::AUCTION_REVERSE_ASSIGN, &[linear])?;
         let phase_pipe = ctx.kernel(&kernels::AUCTION_PHASE, &[linear])?;
+        let transpose_pipe = ctx.kernel(&kernels::AUCTION_TRANSPOSE, &[])?;
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
         Ok(GpuAuction {
             ctx: ctx.clone(),
@@ -124,7 +131,9 @@ impl GpuAuction {
             reverse_pipe,
             reverse_assign_pipe,
             phase_pipe,
+            transpose_pipe,
             d: ctx.buffer(m * n, Location::Device, "auction distances")?,
+            dt: ctx.buffer(m * n, Location::Device, "auction distances, transposed")?,
             prices: ctx.buffer(n, Location::Device, "auction prices")?,
             owner: device(n, "auction column owners")?,
             col4row: device(m, "auction row columns")?,
@@ -146,15 +155,43 @@ impl GpuAuction {
         })
     }
 
+    /// D transposed as the device holds it after [`GpuAuction::load`] (for the stage test).
+    pub fn transposed(&self) -> Result<Vec<f32>> {
+        Ok(self.ctx.download(&self.dt)?)
+    }
+
     fn linear_groups(&self, len: usize) -> u32 {
         (len as u32).div_ceil(LINEAR_WORKGROUP.min(self.ctx.info().max_workgroup_invocations))
     }
 
-    /// Uploads the normalised distances and resets the state: prices 0, nothing assigned.
+    /// Uploads the normalised distances and resets the state ([`GpuAuction::reset`]).
     pub fn load(&self, d: &[f32]) -> Result<()> {
         assert_eq!(d.len(), self.m * self.n, "distances for another shape");
         self.ctx.write(&self.d, 0, d)?;
+        self.reset()
+    }
+
+    /// Uploads D / `scale` (as [`crate::auction::normalised`] makes it, converted on the way: no normalised
+    /// copy on the host) and resets the state.
+    pub fn load_scaled(&self, d: &DistanceMatrix, scale: f64) -> Result<()> {
+        assert_eq!((d.rows, d.cols), (self.m, self.n), "distances for another shape");
+        super::upload::upload_rows(&self.ctx, d, &self.d, "auction distances", |from, to| {
+            to.iter_mut().zip(from).for_each(|(t, &x)| *t = (x / scale) as f32);
+            true
+        })?;
+        self.reset()
+    }
+
+    /// Transposes the uploaded distances for the reverse rounds, and resets the state:
+    /// prices 0, nothing assigned.
+    fn reset(&self) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
+        let (m, n) = (self.m as u32, self.n as u32);
+        rec.pass(&self.transpose_pipe).read(&self.d).write(&self.dt).push(&ShapePush { m, n }).dispatch([
+            n.div_ceil(TILE).min(engine::MAX_GROUPS_PER_AXIS),
+            m.div_ceil(TILE),
+            1,
+        ])?;
         rec.fill(&self.prices, 0);
         rec.fill(&self.col_bid, 0);
         let per_round = [&self.bid_col, &self.winner, &self.offer_row, &self.row_offer, &self.row_winner];
@@ -218,7 +255,7 @@ impl GpuAuction {
         rec.fill(&self.active, 0);
         self.record_prepare(rec)?;
         rec.pass(&self.reverse_pipe)
-            .read(&self.d)
+            .read(&self.dt)
             .read_write(&self.prices)
             .read(&self.owner)
             .read(&self.value)
@@ -348,7 +385,7 @@ pub fn solve(ctx: &Context, d: &DistanceMatrix, progress: &ProgressBar) -> Resul
     let start = Instant::now();
     let scale = scale_of(d);
     let auction = GpuAuction::new(ctx, d.rows, d.cols)?;
-    auction.load(&normalised(d, scale))?;
+    auction.load_scaled(d, scale)?;
     let upload_ms = start.elapsed().as_secs_f64() * 1e3;
     let start = Instant::now();
     let state = auction.run(&epsilons_for(d, scale), |phase, phases| {

@@ -38,9 +38,6 @@ const STAR_PASSES: usize = 3;
 /// Sweeps of its slice a workgroup of the prime pass makes while it primes.
 const PRIME_SWEEPS: u32 = 16;
 
-/// Entries per chunk of the upload (16 MiB of i32).
-const UPLOAD_CHUNK: usize = 1 << 22;
-
 /// Words of the control block (`Control` in hungarian_common.glsl), and the places of those
 /// the host reads.
 const CONTROL_WORDS: usize = 11;
@@ -383,11 +380,9 @@ impl GpuHungarian {
     }
 
     /// Uploads `d` as i32 if its entries are whole numbers of at most `largest` (and below
-    /// [`crate::hungarian::LARGEST`]); returns whether they were. In chunks of rows through
-    /// two staging buffers: each is converted (and checked) on all cores while the other's
-    /// copy runs on the transfer queue. A chunk that fails the check stops the upload.
+    /// [`crate::hungarian::LARGEST`]); returns whether they were. Each chunk is checked as it
+    /// is converted ([`super::upload`]); one that fails stops the upload.
     pub fn upload_matrix(&self, d: &DistanceMatrix, largest: f64) -> Result<bool> {
-        use rayon::prelude::*;
         if (d.rows, d.cols) != (self.m, self.n) {
             return Err(MosaicError::InvalidInput(format!(
                 "a {} x {} matrix for a {} x {} solve",
@@ -395,36 +390,12 @@ impl GpuHungarian {
             )));
         }
         let limit = largest.min(crate::hungarian::LARGEST);
-        let chunk = (UPLOAD_CHUNK / self.n).max(1) * self.n;
-        let staging = |k| {
-            self.ctx.buffer::<i32>(chunk.min(d.data.len()), Location::Upload, &format!("Hungarian costs (staging {k})"))
-        };
-        let mut slots = [(staging(0)?, None), (staging(1)?, None)];
-        for (k, from) in d.data.chunks(chunk).enumerate() {
-            let (buffer, copy): &mut (Buffer<i32>, Option<engine::Submission>) = &mut slots[k % 2];
-            if let Some(copy) = copy.take() {
-                copy.wait()?;
-            }
-            let to = &mut buffer.mapped_mut()?[..from.len()];
-            let whole = to.par_chunks_mut(self.n).zip(from.par_chunks(self.n)).all(|(to, from)| {
-                to.iter_mut().zip(from).fold(true, |ok, (t, &x)| {
-                    *t = x as i32;
-                    ok & (x <= limit) & (*t as f64 == x)
-                })
-            });
-            if !whole {
-                return Ok(false);
-            }
-            let mut rec = self.ctx.transfer_recorder()?;
-            rec.copy_region(buffer, 0, &self.d, k * chunk, from.len());
-            *copy = Some(rec.submit()?);
-        }
-        for (_, copy) in slots {
-            if let Some(copy) = copy {
-                copy.wait()?;
-            }
-        }
-        Ok(true)
+        super::upload::upload_rows(&self.ctx, d, &self.d, "Hungarian costs", |from, to| {
+            to.iter_mut().zip(from).fold(true, |ok, (t, &x)| {
+                *t = x as i32;
+                ok & (x <= limit) & (*t as f64 == x)
+            })
+        })
     }
 
     fn upload(&self, d: &[i32]) -> Result<()> {

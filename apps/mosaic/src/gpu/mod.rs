@@ -6,9 +6,12 @@
 //! - [`auction`]: the exact solver's forward/reverse auction.
 //! - [`hungarian`]: the exact solver's Hungarian method (square matrices of few levels).
 //! - [`render`]: the mosaic image from the assigned thumbnails.
+//!
+//! [`upload`] brings D to the device for the exact solvers, converted on the way.
 
 pub mod auction;
 pub mod distance;
 pub mod hungarian;
 pub mod render;
 pub mod softassign;
+pub mod upload;
