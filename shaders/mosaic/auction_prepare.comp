@@ -1,7 +1,7 @@
 #version 460
 // Start of a reverse round (and of a phase change), over max(m, n) invocations: lambda =
-// the lowest price of an assigned column (atomicMin on the bits of non-negative floats; the
-// host resets it to NONE), and each assigned row's value w[i] = d[i][c] + price[c] on its
+// the lowest price of an assigned column (atomicMin on the bits of non-negative floats; it
+// is NONE outside a round), and each assigned row's value w[i] = d[i][c] + price[c] on its
 // column c.
 #include "common.glsl"
 
@@ -13,6 +13,8 @@ layout(set = 0, binding = 2) readonly buffer Owner { uint owner[]; };
 layout(set = 0, binding = 3) readonly buffer Col4Row { uint col4row[]; };
 layout(set = 0, binding = 4) writeonly buffer Value { float w[]; };
 layout(set = 0, binding = 5) buffer Lambda { uint lambda; };
+// The reverse round's count of columns above lambda, zeroed here for auction_reverse.comp.
+layout(set = 0, binding = 6) writeonly buffer Above { uint above; };
 layout(push_constant) uniform Push {
     uint m;
     uint n;
@@ -22,6 +24,7 @@ const uint NONE = 0xffffffffu;
 
 void main() {
     uint x = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (x == 0u) above = 0u;
     if (x < n && owner[x] != NONE) atomicMin(lambda, floatBitsToUint(price[x]));
     uint c = x < m ? col4row[x] : NONE;
     if (c != NONE) {

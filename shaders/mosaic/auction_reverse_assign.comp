@@ -15,6 +15,9 @@ layout(set = 0, binding = 3) buffer RowOffer { uint row_offer[]; };
 layout(set = 0, binding = 4) buffer Prices { float price[]; };
 layout(set = 0, binding = 5) buffer Owner { uint owner[]; };
 layout(set = 0, binding = 6) buffer Col4Row { uint col4row[]; };
+// Reset to "none" for the next round's auction_prepare.comp (no pass of this round reads it
+// any more): lambda is "none" outside a round.
+layout(set = 0, binding = 7) writeonly buffer Lambda { uint lambda; };
 layout(push_constant) uniform Push {
     uint n;
 };
@@ -23,6 +26,7 @@ const uint NONE = 0xffffffffu;
 
 void main() {
     uint j = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+    if (j == 0u) lambda = NONE;
     if (j >= n) return;
     uint i = offer_row[j];
     if (i == NONE) return;

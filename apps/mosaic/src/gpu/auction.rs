@@ -234,10 +234,11 @@ impl GpuAuction {
         Ok(())
     }
 
-    /// Records lambda and the rows' values (`auction_prepare.comp`).
+    /// Records lambda and the rows' values (`auction_prepare.comp`; lambda is NONE before,
+    /// as every reverse round and phase change leaves it), and zeroes the count of columns
+    /// above lambda.
     fn record_prepare(&self, rec: &mut Recorder) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
-        rec.fill(&self.lambda, NONE);
         rec.pass(&self.prepare_pipe)
             .read(&self.d)
             .read(&self.prices)
@@ -245,6 +246,7 @@ impl GpuAuction {
             .read(&self.col4row)
             .write(&self.value)
             .read_write(&self.lambda)
+            .write(&self.active)
             .push(&ShapePush { m, n })
             .dispatch_linear(self.linear_groups(self.m.max(self.n)))?;
         Ok(())
@@ -252,7 +254,7 @@ impl GpuAuction {
 
     fn record_reverse_round(&self, rec: &mut Recorder, eps: f32) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
-        rec.fill(&self.active, 0);
+        // No fills: each would cost a transfer barrier in every round.
         self.record_prepare(rec)?;
         rec.pass(&self.reverse_pipe)
             .read(&self.dt)
@@ -282,6 +284,7 @@ impl GpuAuction {
             .read_write(&self.prices)
             .read_write(&self.owner)
             .read_write(&self.col4row)
+            .write(&self.lambda)
             .push(&n)
             .dispatch_linear(self.linear_groups(self.n))?;
         Ok(())
@@ -346,6 +349,7 @@ impl GpuAuction {
             .read(&self.lambda)
             .push(&(self.n as u32))
             .dispatch_linear(self.linear_groups(self.n))?;
+        rec.fill(&self.lambda, NONE);
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);
         rec.submit()?.wait()?;
