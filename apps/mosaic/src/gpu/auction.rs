@@ -5,7 +5,8 @@
 //! values; `auction_reverse.comp`: unassigned columns above lambda offer themselves to a
 //! row or come down to lambda; `auction_claim.comp` again, roles swapped;
 //! `auction_reverse_assign.comp`); between phases `auction_prepare.comp` and
-//! `auction_phase.comp` set unassigned columns to lambda and release everything. A stage's
+//! `auction_phase.comp` set unassigned columns to lambda and release everything. The reverse
+//! scans read D transposed (`auction_transpose.comp`, once per load). A stage's
 //! rounds are recorded once, a run of them with the readback of one count (unassigned rows,
 //! or columns above lambda), as a replay run until the count is 0: recording the same
 //! passes for every batch cost the host more than the GPU took to run them.
@@ -171,8 +172,8 @@ impl GpuAuction {
         self.reset()
     }
 
-    /// Uploads D / `scale` (as [`crate::auction::normalised`] makes it, converted on the way: no normalised
-    /// copy on the host) and resets the state.
+    /// Uploads D / `scale` as [`crate::auction::normalised`] makes it, converted on the way
+    /// (no normalised copy on the host), and resets the state.
     pub fn load_scaled(&self, d: &DistanceMatrix, scale: f64) -> Result<()> {
         assert_eq!((d.rows, d.cols), (self.m, self.n), "distances for another shape");
         super::upload::upload_rows(&self.ctx, d, &self.d, "auction distances", |from, to| {
