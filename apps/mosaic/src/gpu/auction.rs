@@ -66,8 +66,9 @@ pub struct GpuAuction {
     phase_pipe: Kernel<u32>,
     transpose_pipe: Kernel<ShapePush>,
     d: Buffer<f32>,
-    /// D transposed (n x m), which the reverse rounds scan by column.
-    dt: Buffer<f32>,
+    /// D transposed (n x m), which the reverse rounds scan by column; none when m = n, where
+    /// every column is assigned once every row is, and no reverse round has anything to do.
+    dt: Option<Buffer<f32>>,
     prices: Buffer<f32>,
     owner: Buffer<u32>,
     col4row: Buffer<u32>,
@@ -105,7 +106,9 @@ impl GpuAuction {
             )));
         }
         ctx.check_binding(values.saturating_mul(4), &format!("a {m} x {n} auction"))?;
-        kit::budget::check(values.saturating_mul(8), format!("a {m} x {n} auction's D and its transpose"))?;
+        if m < n {
+            kit::budget::check(values.saturating_mul(8), format!("a {m} x {n} auction's D and its transpose"))?;
+        }
         let subgroup = info.subgroup_size.max(1);
         // The scanning kernels keep one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);
@@ -134,7 +137,7 @@ impl GpuAuction {
             phase_pipe,
             transpose_pipe,
             d: ctx.buffer(m * n, Location::Device, "auction distances")?,
-            dt: ctx.buffer(m * n, Location::Device, "auction distances, transposed")?,
+            dt: (m < n).then(|| ctx.buffer(m * n, Location::Device, "auction distances, transposed")).transpose()?,
             prices: ctx.buffer(n, Location::Device, "auction prices")?,
             owner: device(n, "auction column owners")?,
             col4row: device(m, "auction row columns")?,
@@ -156,20 +159,14 @@ impl GpuAuction {
         })
     }
 
-    /// D transposed as the device holds it after [`GpuAuction::load`] (for the stage test).
-    pub fn transposed(&self) -> Result<Vec<f32>> {
-        Ok(self.ctx.download(&self.dt)?)
+    /// D transposed as the device holds it after [`GpuAuction::load_scaled`], where m < n
+    /// (for the stage test).
+    pub fn transposed(&self) -> Result<Option<Vec<f32>>> {
+        Ok(self.dt.as_ref().map(|dt| self.ctx.download(dt)).transpose()?)
     }
 
     fn linear_groups(&self, len: usize) -> u32 {
         (len as u32).div_ceil(LINEAR_WORKGROUP.min(self.ctx.info().max_workgroup_invocations))
-    }
-
-    /// Uploads the normalised distances and resets the state ([`GpuAuction::reset`]).
-    pub fn load(&self, d: &[f32]) -> Result<()> {
-        assert_eq!(d.len(), self.m * self.n, "distances for another shape");
-        self.ctx.write(&self.d, 0, d)?;
-        self.reset()
     }
 
     /// Uploads D / `scale` as [`crate::auction::normalised`] makes it, converted on the way
@@ -183,16 +180,15 @@ impl GpuAuction {
         self.reset()
     }
 
-    /// Transposes the uploaded distances for the reverse rounds, and resets the state:
-    /// prices 0, nothing assigned.
+    /// Transposes the uploaded distances for the reverse rounds (where m < n), and resets
+    /// the state: prices 0, nothing assigned.
     fn reset(&self) -> Result<()> {
         let mut rec = self.ctx.recorder()?;
         let (m, n) = (self.m as u32, self.n as u32);
-        rec.pass(&self.transpose_pipe).read(&self.d).write(&self.dt).push(&ShapePush { m, n }).dispatch([
-            n.div_ceil(TILE).min(engine::MAX_GROUPS_PER_AXIS),
-            m.div_ceil(TILE),
-            1,
-        ])?;
+        if let Some(dt) = &self.dt {
+            let groups = [n.div_ceil(TILE).min(engine::MAX_GROUPS_PER_AXIS), m.div_ceil(TILE), 1];
+            rec.pass(&self.transpose_pipe).read(&self.d).write(dt).push(&ShapePush { m, n }).dispatch(groups)?;
+        }
         rec.fill(&self.prices, 0);
         rec.fill(&self.col_bid, 0);
         let per_round = [&self.bid_col, &self.winner, &self.offer_row, &self.row_offer, &self.row_winner];
@@ -253,12 +249,12 @@ impl GpuAuction {
         Ok(())
     }
 
-    fn record_reverse_round(&self, rec: &mut Recorder, eps: f32) -> Result<()> {
+    fn record_reverse_round(&self, rec: &mut Recorder, dt: &Buffer<f32>, eps: f32) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
         // No fills: each would cost a transfer barrier in every round.
         self.record_prepare(rec)?;
         rec.pass(&self.reverse_pipe)
-            .read(&self.dt)
+            .read(dt)
             .read_write(&self.prices)
             .read(&self.owner)
             .read(&self.value)
@@ -326,9 +322,14 @@ impl GpuAuction {
     }
 
     /// Reverse rounds at `eps` (every row assigned) until no unassigned column costs more
-    /// than lambda; returns the rounds run.
+    /// than lambda; returns the rounds run (none when m = n: no column is unassigned).
     pub fn reverse(&self, eps: f32) -> Result<u64> {
-        self.rounds_until_zero(&self.active, &self.active_host, |rec| self.record_reverse_round(rec, eps))
+        match &self.dt {
+            Some(dt) => {
+                self.rounds_until_zero(&self.active, &self.active_host, |rec| self.record_reverse_round(rec, dt, eps))
+            }
+            None => Ok(0),
+        }
     }
 
     /// One epsilon phase: forward rounds, then (if every row was assigned) reverse rounds;
