@@ -176,6 +176,9 @@ pub struct DeviceInfo {
     pub timestamps_valid: bool,
     pub shader_float64: bool,
     pub shader_int64: bool,
+    /// 64-bit integer atomics on storage buffers (Vulkan 1.2's shaderBufferInt64Atomics),
+    /// enabled on the device where it has them.
+    pub shader_buffer_int64_atomics: bool,
     /// `atomicAdd` on f32 in storage buffers (VK_EXT_shader_atomic_float's
     /// shaderBufferFloat32AtomicAdd), enabled on the device where it has it.
     pub shader_buffer_float32_atomic_add: bool,
@@ -217,8 +220,9 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, fami
     let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut size_control);
     unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
     // Vulkan 1.3's features (the engine needs 1.3's synchronization2 anyway).
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
-    let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f13);
+    let mut features2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f12).push_next(&mut f13);
     unsafe { instance.get_physical_device_features2(pd, &mut features2) };
     let props = props2.properties;
     let sized = f13.subgroup_size_control == vk::TRUE
@@ -263,6 +267,7 @@ fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, index: usize, fami
         timestamps_valid: families.get(family as usize).map(|f| f.timestamp_valid_bits > 0).unwrap_or(false),
         shader_float64: features.shader_float64 == vk::TRUE,
         shader_int64: features.shader_int64 == vk::TRUE,
+        shader_buffer_int64_atomics: features.shader_int64 == vk::TRUE && f12.shader_buffer_int64_atomics == vk::TRUE,
         shader_buffer_float32_atomic_add: has_buffer_float32_atomic_add(instance, pd),
         memory_heaps: mem
             .memory_heaps_as_slice()
@@ -429,6 +434,9 @@ impl Context {
             .scalar_block_layout(s12.scalar_block_layout == vk::TRUE)
             .storage_buffer8_bit_access(s12.storage_buffer8_bit_access == vk::TRUE)
             .shader_int8(s12.shader_int8 == vk::TRUE)
+            .shader_buffer_int64_atomics(
+                supported.shader_int64 == vk::TRUE && s12.shader_buffer_int64_atomics == vk::TRUE,
+            )
             .shader_float16(s12.shader_float16 == vk::TRUE)
             .host_query_reset(s12.host_query_reset == vk::TRUE);
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default()

@@ -1,19 +1,21 @@
 #version 460
-// Auction, last pass of a round: each column's winner takes it at its bid, the previous
-// owner becomes unassigned, and the per-round state (bid, winner) is reset for the next
-// round. Every bidder takes its winner slot with a compare-and-swap, so the reset by the
-// winner never races with the losers' reads. `free_rows` counts the unassigned rows.
+// Auction, last pass of a forward round: each column's winner (its row in the low word of
+// the column's best bid, auction_bid.comp) takes it at its bid, the previous owner becomes
+// unassigned, and the per-round state is reset for the next round. The winner clears the
+// column's best bid while the losers may still read it: they compare its low word with
+// their own ~row, which neither the bid nor the cleared 0 matches. `free_rows` counts the
+// unassigned rows.
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #include "common.glsl"
 
 layout(local_size_x_id = 0) in;
 
 layout(set = 0, binding = 0) buffer BidCol { uint bid_col[]; };
-layout(set = 0, binding = 1) buffer ColBid { uint col_bid[]; };
-layout(set = 0, binding = 2) buffer Winner { uint winner[]; };
-layout(set = 0, binding = 3) buffer Prices { float price[]; };
-layout(set = 0, binding = 4) buffer Owner { uint owner[]; };
-layout(set = 0, binding = 5) buffer Col4Row { uint col4row[]; };
-layout(set = 0, binding = 6) buffer FreeRows { uint free_rows; };
+layout(set = 0, binding = 1) buffer ColBest { uint64_t col_best[]; };
+layout(set = 0, binding = 2) buffer Prices { float price[]; };
+layout(set = 0, binding = 3) buffer Owner { uint owner[]; };
+layout(set = 0, binding = 4) buffer Col4Row { uint col4row[]; };
+layout(set = 0, binding = 5) buffer FreeRows { uint free_rows; };
 layout(push_constant) uniform Push {
     uint m;
 };
@@ -26,9 +28,10 @@ void main() {
     uint j = bid_col[i];
     if (j == NONE) return;
     bid_col[i] = NONE;
-    if (atomicCompSwap(winner[j], i, NONE) != i) return;
-    price[j] = uintBitsToFloat(col_bid[j]);
-    col_bid[j] = 0u;
+    uint64_t best = col_best[j];
+    if (uint(best) != ~i) return;
+    col_best[j] = 0ul;
+    price[j] = uintBitsToFloat(uint(best >> 32));
     uint previous = owner[j];
     owner[j] = i;
     col4row[i] = j;

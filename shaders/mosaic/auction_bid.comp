@@ -5,8 +5,12 @@
 //   bid = price[j] + (second - best) + eps
 // on its best column. One workgroup per row; each invocation scans a strided slice of the
 // columns, then auction_select.glsl combines. Bids are positive floats, whose bit patterns
-// order like unsigned integers, so the column keeps its highest bid with a 32-bit atomicMax.
+// order like unsigned integers, so one 64-bit atomicMax on (bid bits, ~row) keeps each
+// column's highest bid and, among equal bids, the smallest row: the round's winner, as on
+// the CPU twin, with no pass of its own.
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_atomic_int64 : require
 #include "common.glsl"
 #include "auction_select.glsl"
 
@@ -16,8 +20,8 @@ layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
 layout(set = 0, binding = 1) readonly buffer Prices { float price[]; };
 layout(set = 0, binding = 2) readonly buffer Col4Row { uint col4row[]; };
 layout(set = 0, binding = 3) writeonly buffer BidCol { uint bid_col[]; };
-layout(set = 0, binding = 4) writeonly buffer BidVal { uint bid_val[]; };
-layout(set = 0, binding = 5) buffer ColBid { uint col_bid[]; };
+// Per column: (highest bid's bits << 32) | ~(its row), 0 where no row bid.
+layout(set = 0, binding = 4) buffer ColBest { uint64_t col_best[]; };
 layout(push_constant) uniform Push {
     uint m;
     uint n;
@@ -46,6 +50,5 @@ void main() {
     // Rounding must never leave the price where it is (the auction would not end).
     if (!(bid > p)) bid = uintBitsToFloat(floatBitsToUint(p) + 1u);
     bid_col[i] = w;
-    bid_val[i] = floatBitsToUint(bid);
-    atomicMax(col_bid[w], floatBitsToUint(bid));
+    atomicMax(col_best[w], (uint64_t(floatBitsToUint(bid)) << 32) | uint64_t(~i));
 }

@@ -11,7 +11,7 @@ layout(local_size_x_id = 0) in;
 
 layout(set = 0, binding = 0) buffer Prices { float price[]; };
 layout(set = 0, binding = 1) buffer Owner { uint owner[]; };
-layout(set = 0, binding = 2) readonly buffer Lambda { uint lambda; };
+layout(set = 0, binding = 2) readonly buffer Lambda { uint lambda[2]; };
 layout(push_constant) uniform Push {
     uint n;
 };
@@ -21,6 +21,6 @@ const uint NONE = 0xffffffffu;
 void main() {
     uint j = linear_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
     if (j >= n) return;
-    if (owner[j] == NONE && lambda != NONE) price[j] = uintBitsToFloat(lambda);
+    if (owner[j] == NONE && lambda[0] != NONE) price[j] = uintBitsToFloat(lambda[0]);
     owner[j] = NONE;
 }

@@ -6,11 +6,18 @@
 // If even the best row gains no more than lambda + eps, j comes down to lambda and stays
 // unassigned. Otherwise j offers itself to that row at price max(lambda, omega - eps), the
 // highest at which no other row would prefer j by more than eps; the row takes its lowest
-// offer (auction_claim.comp, then auction_reverse_assign.comp). An offer must lower the
+// offer, at the smallest column: one 64-bit atomicMin on (value bits << 32) | j keeps it
+// (values are non-negative floats, whose bits order like unsigned integers), and
+// auction_reverse_assign.comp hands the row over. An offer must lower the
 // row's value strictly (rounding could prevent it with a tiny eps): else j comes down to
 // lambda too, so every offer taken makes progress and the rounds end.
 // One workgroup per column; the scan selects the smallest y = d[i][j] - w[i] = -gain.
+// Rounds alternate between two sets of the per-round words (`parity`): this round reads
+// lambda[p], counts in above[p] and offers in row_offer[p], and resets lambda[q] and
+// above[q] (q = 1 - p), which the round's last pass and the next round fill.
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_atomic_int64 : require
 #include "common.glsl"
 #include "auction_select.glsl"
 
@@ -21,21 +28,26 @@ layout(set = 0, binding = 0) readonly buffer Transposed { float dt[]; };
 layout(set = 0, binding = 1) buffer Prices { float price[]; };
 layout(set = 0, binding = 2) readonly buffer Owner { uint owner[]; };
 layout(set = 0, binding = 3) readonly buffer Value { float w[]; };
-layout(set = 0, binding = 4) readonly buffer Lambda { uint lambda; };
+layout(set = 0, binding = 4) buffer Lambda { uint lambda[2]; };
 layout(set = 0, binding = 5) writeonly buffer OfferRow { uint offer_row[]; };
-layout(set = 0, binding = 6) writeonly buffer OfferVal { uint offer_val[]; };
-layout(set = 0, binding = 7) writeonly buffer OfferPrice { float offer_price[]; };
-layout(set = 0, binding = 8) buffer RowOffer { uint row_offer[]; };
-layout(set = 0, binding = 9) buffer Above { uint above; };
+layout(set = 0, binding = 6) writeonly buffer OfferPrice { float offer_price[]; };
+// Per row, two rounds' sets of m: the lowest offer, (value bits << 32) | column.
+layout(set = 0, binding = 7) buffer RowOffer { uint64_t row_offer[]; };
+layout(set = 0, binding = 8) buffer Above { uint above[2]; };
 layout(push_constant) uniform Push {
     uint m;
     uint n;
     float eps;
+    uint parity;
 };
 
 void main() {
     uint j = linear_group_id();
-    float l = uintBitsToFloat(lambda);
+    if (j == 0u && gl_LocalInvocationID.x == 0u) {
+        lambda[1u - parity] = NONE;
+        above[1u - parity] = 0u;
+    }
+    float l = uintBitsToFloat(lambda[parity]);
     // Uniform per workgroup: every invocation of a column leaves together.
     if (j >= n || owner[j] != NONE || !(price[j] > l)) return;
     float best = INF;
@@ -48,7 +60,7 @@ void main() {
     float b, s;
     uint i;
     if (!select_combine(best, second, index, b, s, i)) return;
-    atomicAdd(above, 1u);
+    atomicAdd(above[parity], 1u);
     precise float top = -b - eps;
     // A single row has no second: -INF - eps stays below lambda.
     precise float low = -s - eps;
@@ -59,7 +71,6 @@ void main() {
         return;
     }
     offer_row[j] = i;
-    offer_val[j] = floatBitsToUint(value);
     offer_price[j] = offer;
-    atomicMin(row_offer[i], floatBitsToUint(value));
+    atomicMin(row_offer[parity * m + i], (uint64_t(floatBitsToUint(value)) << 32) | uint64_t(j));
 }

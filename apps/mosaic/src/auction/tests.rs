@@ -256,3 +256,56 @@ fn whole_number_matrices_stop_at_one_cost_level() {
     let wide = matrix(3, 4, &mut rng, |r| (r.gen::<f64>() * 1e9).floor());
     assert_eq!(epsilons_for(&wide, scale_of(&wide)), epsilons());
 }
+
+/// Where the photomosaic-like 2048 x 8192 auction's time goes (run on a GPU: `--ignored`):
+/// each phase's stages by wall time, a replay run with nothing left to do, and the GPU time
+/// of 16 rounds in one command buffer at the start of each phase.
+#[test]
+#[ignore]
+fn round_profile() {
+    let ctx = testing::context();
+    let (m, n) = (2048, 8192);
+    let d = crate::bench::matrix(m, n, 7);
+    let scale = scale_of(&d);
+    let auction = GpuAuction::new(ctx, m, n).unwrap();
+    let epsilons = epsilons_for(&d, scale);
+    for profiled in [false, true] {
+        auction.load_scaled(&d, scale).unwrap();
+        let total = Instant::now();
+        for (k, &eps) in epsilons.iter().enumerate() {
+            if k > 0 {
+                auction.next_phase().unwrap();
+            }
+            let profile = |reverse: bool| {
+                let passes = auction.profile_rounds(eps, 16, reverse).unwrap();
+                let ms: f64 = passes.iter().filter(|p| p.name.ends_with("round")).map(|p| p.ms).sum();
+                eprintln!(
+                    "phase {k}: 16 {} rounds {ms:.3} ms of GPU time",
+                    if reverse { "reverse" } else { "forward" }
+                );
+            };
+            if profiled {
+                profile(false);
+            }
+            let start = Instant::now();
+            let (forward, _) = auction.forward(eps).unwrap();
+            let forward_ms = start.elapsed().as_secs_f64() * 1e3;
+            let start = Instant::now();
+            auction.forward(eps).unwrap();
+            let empty_ms = start.elapsed().as_secs_f64() * 1e3;
+            if profiled {
+                profile(true);
+            }
+            let start = Instant::now();
+            let reverse = auction.reverse(eps).unwrap();
+            let reverse_ms = start.elapsed().as_secs_f64() * 1e3;
+            eprintln!(
+                "phase {k} eps {eps:e}: forward {forward} rounds {forward_ms:.2} ms ({:.1} us a round), \
+                 an empty run {empty_ms:.3} ms, reverse {reverse} rounds {reverse_ms:.2} ms ({:.1} us a round)",
+                forward_ms * 1e3 / forward.max(1) as f64,
+                reverse_ms * 1e3 / reverse.max(1) as f64
+            );
+        }
+        eprintln!("profiled {profiled}: whole auction {:.1} ms", total.elapsed().as_secs_f64() * 1e3);
+    }
+}

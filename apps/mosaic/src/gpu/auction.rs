@@ -1,15 +1,18 @@
-//! The auction on the GPU. Three kernels per forward Jacobi round (`auction_bid.comp`:
-//! every unassigned row bids; `auction_claim.comp`: the smallest of the highest bidders
-//! claims the column; `auction_assign.comp`: winners take their columns, previous owners
-//! leave), then four per reverse round (`auction_prepare.comp`: lambda and the rows'
-//! values; `auction_reverse.comp`: unassigned columns above lambda offer themselves to a
-//! row or come down to lambda; `auction_claim.comp` again, roles swapped;
-//! `auction_reverse_assign.comp`); between phases `auction_prepare.comp` and
-//! `auction_phase.comp` set unassigned columns to lambda and release everything. The reverse
-//! scans read D transposed (`auction_transpose.comp`, once per load). A stage's
-//! rounds are recorded once, a run of them with the readback of one count (unassigned rows,
-//! or columns above lambda), as a replay run until the count is 0: recording the same
-//! passes for every batch cost the host more than the GPU took to run them.
+//! The auction on the GPU. Two kernels per forward Jacobi round (`auction_bid.comp`: every
+//! unassigned row bids, and a 64-bit atomicMax on (bid, ~row) leaves each column its
+//! winner; `auction_assign.comp`: winners take their columns, previous owners leave), and
+//! two per reverse round (`auction_reverse.comp`: unassigned columns above lambda offer
+//! themselves to a row, kept by a 64-bit atomicMin on (value, column), or come down to
+//! lambda; `auction_reverse_assign.comp`: rows move to their offers, and the next round's
+//! lambda). A reverse stage starts with `auction_prepare.comp` (lambda and the rows'
+//! values); between phases it and `auction_phase.comp` set unassigned columns to lambda and
+//! release everything. The reverse scans read D transposed (`auction_transpose.comp`, once
+//! per load). A kernel costs a few microseconds even with nothing to do, and the photomosaic
+//! matrices take thousands of rounds, so the passes a round are what the solve's time goes
+//! to. A stage's rounds are recorded once, a run of them with the readback of one count
+//! (unassigned rows, or columns above lambda), as a replay run until the count is 0:
+//! recording the same passes for every batch cost the host more than the GPU took to run
+//! them.
 
 use engine::{Buffer, Context, Kernel, Location, Recorder, Replay};
 
@@ -23,8 +26,12 @@ use crate::matrix::DistanceMatrix;
 use crate::shaders::kernels;
 
 /// Rounds per run of a stage's replay (rounds after the stage ended cost only empty
-/// launches; each run costs a submission and a wait).
+/// launches; each run costs a submission and a wait). Even: reverse rounds alternate
+/// between two sets of their per-round words, and a run ends on the second.
 const ROUNDS_PER_RUN: u64 = 16;
+const _: () = assert!(ROUNDS_PER_RUN.is_multiple_of(2));
+/// No offer to a row (`row_offer`'s words).
+const NO_OFFER: u32 = u32::MAX;
 /// Rounds after which a stage of a phase stops unfinished (a safeguard: the repair completes whatever
 /// assignment the auction reached).
 const MAX_ROUNDS_PER_PHASE: u64 = 1 << 20;
@@ -52,17 +59,35 @@ struct ShapePush {
     n: u32,
 }
 
+/// A reverse round's push: the shape, epsilon, and which set of per-round words it uses.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ReversePush {
+    m: u32,
+    n: u32,
+    eps: f32,
+    parity: u32,
+}
+
+/// The last pass of a reverse round: the shape and the round's set of words.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct SettlePush {
+    m: u32,
+    n: u32,
+    parity: u32,
+}
+
 /// Auction state on the GPU for one m x n shape.
 pub struct GpuAuction {
     ctx: Context,
     m: usize,
     n: usize,
     bid_pipe: Kernel<BidPush>,
-    claim_pipe: Kernel<u32>,
     assign_pipe: Kernel<u32>,
     prepare_pipe: Kernel<ShapePush>,
-    reverse_pipe: Kernel<BidPush>,
-    reverse_assign_pipe: Kernel<u32>,
+    reverse_pipe: Kernel<ReversePush>,
+    reverse_assign_pipe: Kernel<SettlePush>,
     phase_pipe: Kernel<u32>,
     transpose_pipe: Kernel<ShapePush>,
     d: Buffer<f32>,
@@ -73,18 +98,19 @@ pub struct GpuAuction {
     owner: Buffer<u32>,
     col4row: Buffer<u32>,
     bid_col: Buffer<u32>,
-    bid_val: Buffer<u32>,
-    col_bid: Buffer<u32>,
-    winner: Buffer<u32>,
+    /// Per column: (highest bid's bits << 32) | ~(its row); 0 without a bid.
+    col_best: Buffer<u64>,
     free_rows: Buffer<u32>,
     free_host: Buffer<u32>,
+    /// The lowest price of an assigned column, for even and odd reverse rounds.
     lambda: Buffer<u32>,
     value: Buffer<f32>,
     offer_row: Buffer<u32>,
-    offer_val: Buffer<u32>,
     offer_price: Buffer<f32>,
-    row_offer: Buffer<u32>,
-    row_winner: Buffer<u32>,
+    /// Per row, for even and odd reverse rounds: (lowest offered value's bits << 32) | its
+    /// column; all ones without an offer.
+    row_offer: Buffer<u64>,
+    /// Columns above lambda, counted by even and odd reverse rounds.
     active: Buffer<u32>,
     active_host: Buffer<u32>,
 }
@@ -109,6 +135,11 @@ impl GpuAuction {
         if m < n {
             kit::budget::check(values.saturating_mul(8), format!("a {m} x {n} auction's D and its transpose"))?;
         }
+        if !info.shader_buffer_int64_atomics {
+            return Err(MosaicError::Engine(engine::EngineError::Unsupported(
+                "the GPU auction needs 64-bit atomics on storage buffers (shaderBufferInt64Atomics)".into(),
+            )));
+        }
         let subgroup = info.subgroup_size.max(1);
         // The scanning kernels keep one shared slot per subgroup, 64 at most.
         let max_wg = MAX_BID_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup);
@@ -116,7 +147,6 @@ impl GpuAuction {
         let reverse_wg = scan_workgroup(m, subgroup, max_wg);
         let linear = LINEAR_WORKGROUP.min(info.max_workgroup_invocations);
         let bid_pipe = ctx.kernel(&kernels::AUCTION_BID, &[bid_wg])?;
-        let claim_pipe = ctx.kernel(&kernels::AUCTION_CLAIM, &[linear])?;
         let assign_pipe = ctx.kernel(&kernels::AUCTION_ASSIGN, &[linear])?;
         let prepare_pipe = ctx.kernel(&kernels::AUCTION_PREPARE, &[linear])?;
         let reverse_pipe = ctx.kernel(&kernels::AUCTION_REVERSE, &[reverse_wg])?;
@@ -129,7 +159,6 @@ impl GpuAuction {
             m,
             n,
             bid_pipe,
-            claim_pipe,
             assign_pipe,
             prepare_pipe,
             reverse_pipe,
@@ -142,20 +171,16 @@ impl GpuAuction {
             owner: device(n, "auction column owners")?,
             col4row: device(m, "auction row columns")?,
             bid_col: device(m, "auction bid columns")?,
-            bid_val: device(m, "auction bids")?,
-            col_bid: device(n, "auction highest bids")?,
-            winner: device(n, "auction winners")?,
+            col_best: ctx.buffer(n, Location::Device, "auction highest bids")?,
             free_rows: device(1, "auction unassigned rows")?,
             free_host: ctx.buffer(1, Location::Download, "auction unassigned rows (host)")?,
-            lambda: device(1, "auction lowest assigned price")?,
+            lambda: device(2, "auction lowest assigned price")?,
             value: ctx.buffer(m, Location::Device, "auction row values")?,
             offer_row: device(n, "auction offered rows")?,
-            offer_val: device(n, "auction offered values")?,
             offer_price: ctx.buffer(n, Location::Device, "auction offered prices")?,
-            row_offer: device(m, "auction lowest offers")?,
-            row_winner: device(m, "auction offer winners")?,
-            active: device(1, "auction columns above lambda")?,
-            active_host: ctx.buffer(1, Location::Download, "auction columns above lambda (host)")?,
+            row_offer: ctx.buffer(2 * m, Location::Device, "auction lowest offers")?,
+            active: device(2, "auction columns above lambda")?,
+            active_host: ctx.buffer(2, Location::Download, "auction columns above lambda (host)")?,
         })
     }
 
@@ -190,9 +215,9 @@ impl GpuAuction {
             rec.pass(&self.transpose_pipe).read(&self.d).write(dt).push(&ShapePush { m, n }).dispatch(groups)?;
         }
         rec.fill(&self.prices, 0);
-        rec.fill(&self.col_bid, 0);
-        let per_round = [&self.bid_col, &self.winner, &self.offer_row, &self.row_offer, &self.row_winner];
-        for b in [&self.owner, &self.col4row, &self.lambda].into_iter().chain(per_round) {
+        rec.fill(&self.col_best, 0);
+        rec.fill(&self.row_offer, NO_OFFER);
+        for b in [&self.owner, &self.col4row, &self.lambda, &self.bid_col, &self.offer_row] {
             rec.fill(b, NONE);
         }
         rec.fill(&self.free_rows, self.m as u32);
@@ -207,21 +232,12 @@ impl GpuAuction {
             .read(&self.prices)
             .read(&self.col4row)
             .write(&self.bid_col)
-            .write(&self.bid_val)
-            .read_write(&self.col_bid)
+            .read_write(&self.col_best)
             .push(&BidPush { m, n: self.n as u32, eps })
             .dispatch_linear(m)?;
-        rec.pass(&self.claim_pipe)
-            .read(&self.bid_col)
-            .read(&self.bid_val)
-            .read(&self.col_bid)
-            .read_write(&self.winner)
-            .push(&m)
-            .dispatch_linear(self.linear_groups(self.m))?;
         rec.pass(&self.assign_pipe)
             .read_write(&self.bid_col)
-            .read_write(&self.col_bid)
-            .read_write(&self.winner)
+            .read_write(&self.col_best)
             .read_write(&self.prices)
             .read_write(&self.owner)
             .read_write(&self.col4row)
@@ -231,11 +247,11 @@ impl GpuAuction {
         Ok(())
     }
 
-    /// Records lambda and the rows' values (`auction_prepare.comp`; lambda is NONE before,
-    /// as every reverse round and phase change leaves it), and zeroes the count of columns
-    /// above lambda.
+    /// Records lambda and the rows' values (`auction_prepare.comp`), and zeroes the first
+    /// reverse round's count of columns above lambda.
     fn record_prepare(&self, rec: &mut Recorder) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
+        rec.fill(&self.lambda, NONE);
         rec.pass(&self.prepare_pipe)
             .read(&self.d)
             .read(&self.prices)
@@ -249,56 +265,50 @@ impl GpuAuction {
         Ok(())
     }
 
-    fn record_reverse_round(&self, rec: &mut Recorder, dt: &Buffer<f32>, eps: f32) -> Result<()> {
-        let (m, n) = (self.m as u32, self.n as u32);
-        // No fills: each would cost a transfer barrier in every round.
-        self.record_prepare(rec)?;
+    /// Records reverse round number `round` of a run: its words are the set `round % 2`
+    /// (no fills: each would cost a transfer barrier in every round).
+    fn record_reverse_round(&self, rec: &mut Recorder, dt: &Buffer<f32>, eps: f32, round: u64) -> Result<()> {
+        let (m, n, parity) = (self.m as u32, self.n as u32, (round % 2) as u32);
         rec.pass(&self.reverse_pipe)
             .read(dt)
             .read_write(&self.prices)
             .read(&self.owner)
             .read(&self.value)
-            .read(&self.lambda)
+            .read_write(&self.lambda)
             .write(&self.offer_row)
-            .write(&self.offer_val)
             .write(&self.offer_price)
             .read_write(&self.row_offer)
             .read_write(&self.active)
-            .push(&BidPush { m, n, eps })
+            .push(&ReversePush { m, n, eps, parity })
             .dispatch_linear(n)?;
-        rec.pass(&self.claim_pipe)
-            .read(&self.offer_row)
-            .read(&self.offer_val)
-            .read(&self.row_offer)
-            .read_write(&self.row_winner)
-            .push(&n)
-            .dispatch_linear(self.linear_groups(self.n))?;
         rec.pass(&self.reverse_assign_pipe)
             .read_write(&self.offer_row)
             .read(&self.offer_price)
-            .read_write(&self.row_winner)
             .read_write(&self.row_offer)
             .read_write(&self.prices)
             .read_write(&self.owner)
-            .read_write(&self.col4row)
-            .write(&self.lambda)
-            .push(&n)
-            .dispatch_linear(self.linear_groups(self.n))?;
+            .write(&self.col4row)
+            .write(&self.value)
+            .read_write(&self.lambda)
+            .push(&SettlePush { m, n, parity })
+            .dispatch_linear(self.linear_groups(self.m.max(self.n)))?;
         Ok(())
     }
 
-    /// Runs `round` until the count it maintains (read from `count` through `host`) is 0
-    /// after a run of [`ROUNDS_PER_RUN`] of them, or the safeguard stops; returns the rounds
-    /// run, counting whole runs. The rounds and the readback are recorded once, as a replay.
+    /// Runs `round(rec, k)` (k: the round's number within a run) until the count it
+    /// maintains, word `word` of `count`, read through `host`, is 0 after a run of
+    /// [`ROUNDS_PER_RUN`] of them, or the safeguard stops; returns the rounds run, counting
+    /// whole runs. The rounds and the readback are recorded once, as a replay.
     fn rounds_until_zero(
         &self,
         count: &Buffer<u32>,
         host: &Buffer<u32>,
-        round: impl Fn(&mut Recorder) -> Result<()>,
+        word: usize,
+        round: impl Fn(&mut Recorder, u64) -> Result<()>,
     ) -> Result<u64> {
         let mut rec = self.ctx.replay_recorder()?;
-        for _ in 0..ROUNDS_PER_RUN {
-            round(&mut rec)?;
+        for k in 0..ROUNDS_PER_RUN {
+            round(&mut rec, k)?;
         }
         rec.copy(count, host);
         rec.host_read(host);
@@ -307,7 +317,7 @@ impl GpuAuction {
         while rounds < MAX_ROUNDS_PER_PHASE {
             replay.run()?;
             rounds += ROUNDS_PER_RUN;
-            if host.mapped()?[0] == 0 {
+            if host.mapped()?[word] == 0 {
                 break;
             }
         }
@@ -317,19 +327,23 @@ impl GpuAuction {
     /// Forward rounds at `eps` until every row is assigned (or the safeguard stops); returns
     /// the rounds run and whether every row is assigned.
     pub fn forward(&self, eps: f32) -> Result<(u64, bool)> {
-        let rounds = self.rounds_until_zero(&self.free_rows, &self.free_host, |rec| self.record_round(rec, eps))?;
+        let rounds =
+            self.rounds_until_zero(&self.free_rows, &self.free_host, 0, |rec, _| self.record_round(rec, eps))?;
         Ok((rounds, self.free_host.mapped()?[0] == 0))
     }
 
     /// Reverse rounds at `eps` (every row assigned) until no unassigned column costs more
-    /// than lambda; returns the rounds run (none when m = n: no column is unassigned).
+    /// than lambda; returns the rounds run (none when m = n: no column is unassigned). The
+    /// stage starts from lambda and the rows' values as `auction_prepare.comp` sets them.
     pub fn reverse(&self, eps: f32) -> Result<u64> {
-        match &self.dt {
-            Some(dt) => {
-                self.rounds_until_zero(&self.active, &self.active_host, |rec| self.record_reverse_round(rec, dt, eps))
-            }
-            None => Ok(0),
-        }
+        let Some(dt) = &self.dt else { return Ok(0) };
+        let mut rec = self.ctx.recorder()?;
+        self.record_prepare(&mut rec)?;
+        rec.submit()?.wait()?;
+        let last = (ROUNDS_PER_RUN - 1) as usize % 2;
+        self.rounds_until_zero(&self.active, &self.active_host, last, |rec, k| {
+            self.record_reverse_round(rec, dt, eps, k)
+        })
     }
 
     /// One epsilon phase: forward rounds, then (if every row was assigned) reverse rounds;
@@ -351,11 +365,36 @@ impl GpuAuction {
             .read(&self.lambda)
             .push(&(self.n as u32))
             .dispatch_linear(self.linear_groups(self.n))?;
-        rec.fill(&self.lambda, NONE);
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);
         rec.submit()?.wait()?;
         Ok(())
+    }
+
+    /// GPU time of `rounds` forward rounds (or, with every row assigned, reverse rounds
+    /// from the stage's start) at `eps` from the state the device holds, in one plain
+    /// command buffer (for the profile test).
+    #[cfg(test)]
+    pub fn profile_rounds(&self, eps: f32, rounds: u64, reverse: bool) -> Result<Vec<engine::PassTime>> {
+        let mut rec = self.ctx.recorder()?;
+        rec.enable_profiling(rounds as u32 + 2)?;
+        match (&self.dt, reverse) {
+            (Some(dt), true) => {
+                self.record_prepare(&mut rec)?;
+                rec.mark("prepare");
+                for k in 0..rounds {
+                    self.record_reverse_round(&mut rec, dt, eps, k)?;
+                    rec.mark("reverse round");
+                }
+            }
+            _ => {
+                for _ in 0..rounds {
+                    self.record_round(&mut rec, eps)?;
+                    rec.mark("forward round");
+                }
+            }
+        }
+        Ok(engine::profile::total_by_name(&rec.submit()?.wait_profiled()?))
     }
 
     /// Downloads prices and assignment.
