@@ -3,7 +3,7 @@
 // smallest value x_j = d[i][j] + price[j] (best, at the smallest such j) and the second
 // smallest value, and bids
 //   bid = price[j] + (second - best) + eps
-// on its best column. One workgroup per row; each invocation scans a strided slice of the
+// on its best column. One workgroup a row; each invocation scans a strided slice of the
 // columns, then auction_select.glsl combines. Bids are positive floats, whose bit patterns
 // order like unsigned integers, so one 64-bit atomicMax on (bid bits, ~row) keeps each
 // column's highest bid and, among equal bids, the smallest row: the round's winner, as on
@@ -28,10 +28,8 @@ layout(push_constant) uniform Push {
     float eps;
 };
 
-void main() {
-    uint i = linear_group_id();
-    // Uniform per workgroup: every invocation of a row leaves together.
-    if (i >= m || col4row[i] != NONE) return;
+// Row i's bid (every invocation of the workgroup calls it).
+void bid_row(uint i) {
     float best = INF;
     float second = INF;
     uint index = NONE;
@@ -42,7 +40,10 @@ void main() {
     }
     float b, s;
     uint w;
-    if (!select_combine(best, second, index, b, s, w)) return;
+    bool lead = select_combine(best, second, index, b, s, w);
+    // The shared slots are read before the next row writes them.
+    barrier();
+    if (!lead) return;
     float p = price[w];
     // A single column has no second best: the bid is then just eps above the price.
     precise float gap = s == INF ? 0.0 : s - b;
@@ -51,4 +52,14 @@ void main() {
     if (!(bid > p)) bid = uintBitsToFloat(floatBitsToUint(p) + 1u);
     bid_col[i] = w;
     atomicMax(col_best[w], (uint64_t(floatBitsToUint(bid)) << 32) | uint64_t(~i));
+}
+
+// The workgroups stride over the rows: a round late in a phase has few bidders, and a
+// workgroup launched for each row would cost more than the bids.
+void main() {
+    uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    for (uint i = linear_group_id(); i < m; i += groups) {
+        // Uniform per workgroup: every invocation of a row skips it together.
+        if (col4row[i] == NONE) bid_row(i);
+    }
 }

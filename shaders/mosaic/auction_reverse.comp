@@ -11,7 +11,7 @@
 // auction_reverse_assign.comp hands the row over. An offer must lower the
 // row's value strictly (rounding could prevent it with a tiny eps): else j comes down to
 // lambda too, so every offer taken makes progress and the rounds end.
-// One workgroup per column; the scan selects the smallest y = d[i][j] - w[i] = -gain.
+// One workgroup a column; the scan selects the smallest y = d[i][j] - w[i] = -gain.
 // Rounds alternate between two sets of the per-round words (`parity`): this round reads
 // lambda[p], counts in above[p] and offers in row_offer[p], and resets lambda[q] and
 // above[q] (q = 1 - p), which the round's last pass and the next round fill.
@@ -41,15 +41,8 @@ layout(push_constant) uniform Push {
     uint parity;
 };
 
-void main() {
-    uint j = linear_group_id();
-    if (j == 0u && gl_LocalInvocationID.x == 0u) {
-        lambda[1u - parity] = NONE;
-        above[1u - parity] = 0u;
-    }
-    float l = uintBitsToFloat(lambda[parity]);
-    // Uniform per workgroup: every invocation of a column leaves together.
-    if (j >= n || owner[j] != NONE || !(price[j] > l)) return;
+// Column j's offer or descent to lambda `l` (every invocation of the workgroup calls it).
+void offer_column(uint j, float l) {
     float best = INF;
     float second = INF;
     uint index = NONE;
@@ -59,7 +52,10 @@ void main() {
     }
     float b, s;
     uint i;
-    if (!select_combine(best, second, index, b, s, i)) return;
+    bool lead = select_combine(best, second, index, b, s, i);
+    // The shared slots are read before the next column writes them.
+    barrier();
+    if (!lead) return;
     atomicAdd(above[parity], 1u);
     precise float top = -b - eps;
     // A single row has no second: -INF - eps stays below lambda.
@@ -73,4 +69,18 @@ void main() {
     offer_row[j] = i;
     offer_price[j] = offer;
     atomicMin(row_offer[parity * m + i], (uint64_t(floatBitsToUint(value)) << 32) | uint64_t(j));
+}
+
+// The workgroups stride over the columns, as auction_bid.comp's over the rows.
+void main() {
+    if (linear_group_id() == 0u && gl_LocalInvocationID.x == 0u) {
+        lambda[1u - parity] = NONE;
+        above[1u - parity] = 0u;
+    }
+    float l = uintBitsToFloat(lambda[parity]);
+    uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
+    for (uint j = linear_group_id(); j < n; j += groups) {
+        // Uniform per workgroup: every invocation of a column skips it together.
+        if (owner[j] == NONE && price[j] > l) offer_column(j, l);
+    }
 }

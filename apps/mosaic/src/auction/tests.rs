@@ -257,15 +257,15 @@ fn whole_number_matrices_stop_at_one_cost_level() {
     assert_eq!(epsilons_for(&wide, scale_of(&wide)), epsilons());
 }
 
-/// Where the photomosaic-like 2048 x 8192 auction's time goes (run on a GPU: `--ignored`):
-/// each phase's stages by wall time, a replay run with nothing left to do, and the GPU time
-/// of 16 rounds in one command buffer at the start of each phase.
+/// Where the 2048 x 8192 photo auction of `mosaic bench --costs` spends its time (run on a
+/// GPU: `--ignored`): each phase's stages by wall time, a replay run with nothing left to
+/// do, and the GPU time of 16 rounds in one command buffer at the start of each stage.
 #[test]
 #[ignore]
 fn round_profile() {
     let ctx = testing::context();
     let (m, n) = (2048, 8192);
-    let d = crate::bench::matrix(m, n, 7);
+    let d = crate::costs::matrix(crate::costs::Kind::Photo, m, n, (m * 31 + n) as u64).unwrap();
     let scale = scale_of(&d);
     let auction = GpuAuction::new(ctx, m, n).unwrap();
     let epsilons = epsilons_for(&d, scale);

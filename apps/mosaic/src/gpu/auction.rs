@@ -39,6 +39,10 @@ const MAX_ROUNDS_PER_PHASE: u64 = 1 << 20;
 const LINEAR_WORKGROUP: u32 = 64;
 /// Largest workgroup of the bidding kernel (the scan of a row is split over it).
 const MAX_BID_WORKGROUP: u32 = 256;
+/// Most workgroups of the scanning kernels, which stride over their rows or columns: enough
+/// to fill a large GPU, where a workgroup for each would cost more to launch than the few
+/// rows or columns left late in a phase take to scan.
+const MAX_SCAN_GROUPS: usize = 1024;
 /// Columns each bidding invocation aims to scan.
 const COLUMNS_PER_INVOCATION: u32 = 8;
 /// The side of `auction_transpose.comp`'s tiles.
@@ -234,7 +238,7 @@ impl GpuAuction {
             .write(&self.bid_col)
             .read_write(&self.col_best)
             .push(&BidPush { m, n: self.n as u32, eps })
-            .dispatch_linear(m)?;
+            .dispatch_linear(self.m.min(MAX_SCAN_GROUPS) as u32)?;
         rec.pass(&self.assign_pipe)
             .read_write(&self.bid_col)
             .read_write(&self.col_best)
@@ -280,7 +284,7 @@ impl GpuAuction {
             .read_write(&self.row_offer)
             .read_write(&self.active)
             .push(&ReversePush { m, n, eps, parity })
-            .dispatch_linear(n)?;
+            .dispatch_linear(self.n.min(MAX_SCAN_GROUPS) as u32)?;
         rec.pass(&self.reverse_assign_pipe)
             .read_write(&self.offer_row)
             .read(&self.offer_price)
