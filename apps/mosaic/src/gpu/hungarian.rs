@@ -429,10 +429,19 @@ impl GpuHungarian {
 
     /// Solves the costs uploaded last.
     fn run(&self) -> Result<std::result::Result<HungarianState, Fault>> {
+        self.run_observed(|_| {})
+    }
+
+    /// [`GpuHungarian::run`], calling `step` after each of its steps: "recorded" (the ticks'
+    /// replay), "start", then "run" after each run of the replay (for the diagnostics of
+    /// where the solve's wall time goes).
+    pub fn run_observed(&self, mut step: impl FnMut(&str)) -> Result<std::result::Result<HungarianState, Fault>> {
         let ticks = self.ticks()?;
+        step("recorded");
         let mut rec = self.ctx.recorder()?;
         self.record_start(&mut rec)?;
         let mut words = self.submit_and_read(rec)?;
+        step("start");
         let mut run = 0;
         while words[WORD_MODE] != MODE_DONE && words[WORD_MODE] != MODE_FAULT {
             if run * TICKS_PER_RUN >= MAX_TICKS {
@@ -440,6 +449,7 @@ impl GpuHungarian {
             }
             ticks.run()?;
             words = self.control_words()?;
+            step("run");
             run += 1;
         }
         if words[WORD_MODE] == MODE_FAULT {

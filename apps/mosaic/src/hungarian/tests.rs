@@ -161,3 +161,40 @@ fn tick_profile() {
         }
     }
 }
+
+/// Where the replayed solve's wall time goes on floor(u n) matrices (run on a GPU:
+/// `--ignored`): the replay's recording, the start, and each run of the replay, against the
+/// GPU time of the same number of ticks in one command buffer.
+#[test]
+#[ignore]
+fn run_profile() {
+    let ctx = testing::context();
+    for n in [4096, 10000] {
+        let d = crate::costs::matrix(crate::costs::Kind::Integer, n, n, (n * 31 + n) as u64).unwrap();
+        let solver = GpuHungarian::new(ctx, n, n).unwrap();
+        for _ in 0..2 {
+            assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
+            let mut last = std::time::Instant::now();
+            let mut steps: Vec<(String, f64)> = Vec::new();
+            let state = solver
+                .run_observed(|name| {
+                    steps.push((name.to_string(), last.elapsed().as_secs_f64() * 1e3));
+                    last = std::time::Instant::now();
+                })
+                .unwrap()
+                .unwrap();
+            let runs: Vec<f64> = steps.iter().filter(|s| s.0 == "run").map(|s| s.1).collect();
+            let fixed: Vec<String> =
+                steps.iter().filter(|s| s.0 != "run").map(|s| format!("{} {:.2} ms", s.0, s.1)).collect();
+            eprintln!(
+                "n {n}: {}; {} runs, {:.1} ms in all: {}; {} passes, {} dual updates",
+                fixed.join(", "),
+                runs.len(),
+                runs.iter().sum::<f64>(),
+                runs.iter().map(|ms| format!("{ms:.2}")).collect::<Vec<_>>().join(" "),
+                state.passes,
+                state.dual_updates
+            );
+        }
+    }
+}
