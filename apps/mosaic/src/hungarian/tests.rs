@@ -139,35 +139,12 @@ fn exact_on_the_gpu_falls_back_to_the_auction_when_the_zero_list_overflows() {
     testing::assert_no_validation_messages();
 }
 
-/// Where a tick's GPU time goes, on floor(u n) matrices (run on a GPU: `--ignored`).
+/// Where a tick's GPU time goes, and the replayed solve's wall time, on floor(u n) matrices
+/// (run on a GPU: `--ignored`): the replay's recording, the start and each run of the
+/// replay, against each kernel's GPU time over 300 ticks in one command buffer.
 #[test]
 #[ignore]
 fn tick_profile() {
-    let ctx = testing::context();
-    for n in [4096, 10000] {
-        let d = crate::costs::matrix(crate::costs::Kind::Integer, n, n, (n * 31 + n) as u64).unwrap();
-        let solver = GpuHungarian::new(ctx, n, n).unwrap();
-        assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
-        let start = std::time::Instant::now();
-        let state = solver.solve(&costs(&d)).unwrap().unwrap();
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        eprintln!(
-            "n {n}: solve {ms:.1} ms (with the upload), {} passes, {} dual updates",
-            state.passes, state.dual_updates
-        );
-        assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
-        for pass in solver.profile(300).unwrap() {
-            eprintln!("n {n}: {} {:.3} ms over 300 ticks", pass.name, pass.ms);
-        }
-    }
-}
-
-/// Where the replayed solve's wall time goes on floor(u n) matrices (run on a GPU:
-/// `--ignored`): the replay's recording, the start, and each run of the replay, against the
-/// GPU time of the same number of ticks in one command buffer.
-#[test]
-#[ignore]
-fn run_profile() {
     let ctx = testing::context();
     for n in [4096, 10000] {
         let d = crate::costs::matrix(crate::costs::Kind::Integer, n, n, (n * 31 + n) as u64).unwrap();
@@ -195,6 +172,10 @@ fn run_profile() {
                 state.passes,
                 state.dual_updates
             );
+        }
+        assert!(solver.upload_matrix(&d, f64::MAX).unwrap());
+        for pass in solver.profile(300).unwrap() {
+            eprintln!("n {n}: {} {:.3} ms over 300 ticks", pass.name, pass.ms);
         }
     }
 }
