@@ -109,6 +109,7 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
     let ctx = testing::context();
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut reverse_rounds = 0;
+    let mut tail_rounds = 0;
     let mut cases: Vec<DistanceMatrix> = [(37, 53), (100, 100), (61, 200), (1, 3), (3, 3), (40, 400)]
         .into_iter()
         .map(|(m, n)| matrix(m, n, &mut rng, |r| r.gen_range(0.01..1.0)))
@@ -138,6 +139,7 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
             assert_eq!(got.col4row, cpu.col4row, "{m}x{n}: assignment after the forward rounds of phase {k}");
             assert_eq!(got.prices, cpu.prices, "{m}x{n}: prices after the forward rounds of phase {k}");
             gpu.reverse(eps).unwrap();
+            tail_rounds += gpu.tail_rounds().unwrap();
             let before = cpu.reverse_rounds;
             cpu.reverse(eps);
             reverse_rounds += cpu.reverse_rounds - before - 1;
@@ -148,6 +150,8 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
         }
     }
     assert!(reverse_rounds > 0, "no reverse round did anything");
+    // Both kinds of reverse round ran: the tail kernel's and the Jacobi passes'.
+    assert!(tail_rounds > 0 && tail_rounds < reverse_rounds, "tail rounds {tail_rounds} of {reverse_rounds}");
     testing::assert_no_validation_messages();
 }
 

@@ -1,0 +1,134 @@
+#version 460
+// Reverse rounds in one workgroup, for the end of a reverse stage: there most rounds have
+// one or a few columns above lambda (a chain of displacements, each a round), and two
+// dispatches a round cost more than the round's work. While a round has between 1 and
+// `limit` such columns, this kernel runs it exactly as auction_reverse.comp and
+// auction_reverse_assign.comp do (the same offers against the same state, each row taking
+// its lowest offer at the smallest column), up to `rounds` rounds; then it leaves lambda
+// for the next Jacobi round in lambda[parity] and counts its rounds in above[2]. With no
+// column above lambda, or more than `limit`, it stops without changing anything, and the
+// Jacobi rounds that follow go on from the same state.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+#include "auction_select.glsl"
+
+layout(local_size_x_id = 0) in;
+
+// D transposed (n x m, auction_transpose.comp): a column's entries are consecutive.
+layout(set = 0, binding = 0) readonly buffer Transposed { float dt[]; };
+layout(set = 0, binding = 1) coherent buffer Prices { float price[]; };
+layout(set = 0, binding = 2) coherent buffer Owner { uint owner[]; };
+layout(set = 0, binding = 3) coherent buffer Col4Row { uint col4row[]; };
+layout(set = 0, binding = 4) coherent buffer Value { float w[]; };
+layout(set = 0, binding = 5) buffer Lambda { uint lambda[2]; };
+// Columns above lambda by even and odd Jacobi rounds, then the rounds run here.
+layout(set = 0, binding = 6) buffer Above { uint above[3]; };
+layout(push_constant) uniform Push {
+    uint m;
+    uint n;
+    float eps;
+    uint parity;
+    uint rounds;
+    uint limit;
+};
+
+// At most this many columns above lambda in a round run here.
+const uint MAX_LIMIT = 16u;
+
+shared uint s_lambda;
+shared uint s_count;
+shared uint s_column[MAX_LIMIT];
+shared uint s_row[MAX_LIMIT];
+shared uint s_value[MAX_LIMIT];
+shared float s_offer[MAX_LIMIT];
+
+// Lambda, the lowest price of an assigned column, into s_lambda (every invocation calls it).
+void lowest_assigned_price() {
+    if (gl_LocalInvocationID.x == 0u) s_lambda = NONE;
+    barrier();
+    uint low = NONE;
+    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
+        if (owner[j] != NONE) low = min(low, floatBitsToUint(price[j]));
+    }
+    low = subgroupMin(low);
+    if (subgroupElect()) atomicMin(s_lambda, low);
+    barrier();
+}
+
+// Column s_column[a]'s offer (s_row, s_value, s_offer) or its descent to `l` (s_row NONE).
+void offer_column(uint a, float l) {
+    uint j = s_column[a];
+    float best = INF;
+    float second = INF;
+    uint index = NONE;
+    for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
+        precise float y = dt[j * m + i] - w[i];
+        select_fold(y, i, best, second, index);
+    }
+    float b, s;
+    uint i;
+    bool lead = select_combine(best, second, index, b, s, i);
+    barrier();
+    if (!lead) return;
+    precise float top = -b - eps;
+    precise float low = -s - eps;
+    float offer = low > l ? low : l;
+    precise float value = dt[j * m + i] + offer;
+    if (!(top > l) || !(value < w[i])) {
+        price[j] = l;
+        s_row[a] = NONE;
+    } else {
+        s_row[a] = i;
+        s_value[a] = floatBitsToUint(value);
+        s_offer[a] = offer;
+    }
+}
+
+void main() {
+    uint cap = min(limit, MAX_LIMIT);
+    uint done = 0u;
+    for (; done < rounds; done++) {
+        lowest_assigned_price();
+        float l = uintBitsToFloat(s_lambda);
+        if (gl_LocalInvocationID.x == 0u) s_count = 0u;
+        barrier();
+        for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
+            if (owner[j] == NONE && price[j] > l) {
+                uint k = atomicAdd(s_count, 1u);
+                if (k < cap) s_column[k] = j;
+            }
+        }
+        barrier();
+        uint count = s_count;
+        // Uniform: every invocation read the same count after the barrier.
+        if (count == 0u || count > cap) break;
+        for (uint a = 0u; a < count; a++) offer_column(a, l);
+        memoryBarrierBuffer();
+        barrier();
+        if (gl_LocalInvocationID.x == 0u) {
+            for (uint a = 0u; a < count; a++) {
+                uint i = s_row[a];
+                if (i == NONE) continue;
+                bool wins = true;
+                for (uint b = 0u; b < count; b++) {
+                    bool lower = s_value[b] < s_value[a] || (s_value[b] == s_value[a] && s_column[b] < s_column[a]);
+                    if (b != a && s_row[b] == i && lower) wins = false;
+                }
+                if (!wins) continue;
+                uint j = s_column[a];
+                price[j] = s_offer[a];
+                owner[col4row[i]] = NONE;
+                owner[j] = i;
+                col4row[i] = j;
+                w[i] = uintBitsToFloat(s_value[a]);
+            }
+        }
+        memoryBarrierBuffer();
+        barrier();
+    }
+    lowest_assigned_price();
+    if (gl_LocalInvocationID.x == 0u) {
+        lambda[parity] = s_lambda;
+        above[2] += done;
+    }
+}
