@@ -110,6 +110,7 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut reverse_rounds = 0;
     let mut tail_rounds = 0;
+    let (mut forward_rounds, mut forward_tail_rounds) = (0, 0);
     let mut cases: Vec<DistanceMatrix> = [(37, 53), (100, 100), (61, 200), (1, 3), (3, 3), (40, 400)]
         .into_iter()
         .map(|(m, n)| matrix(m, n, &mut rng, |r| r.gen_range(0.01..1.0)))
@@ -132,14 +133,16 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
                 gpu.next_phase().unwrap();
                 cpu.next_phase();
             }
-            let (_, assigned) = gpu.forward(eps).unwrap();
-            assert!(assigned, "{m}x{n}: phase {k} left rows unassigned");
+            let stage = gpu.forward(eps).unwrap();
+            assert!(stage.done, "{m}x{n}: phase {k} left rows unassigned");
+            forward_tail_rounds += stage.tail;
+            let before = cpu.rounds;
             cpu.forward(eps);
+            forward_rounds += cpu.rounds - before;
             let got = gpu.state(0, 0).unwrap();
             assert_eq!(got.col4row, cpu.col4row, "{m}x{n}: assignment after the forward rounds of phase {k}");
             assert_eq!(got.prices, cpu.prices, "{m}x{n}: prices after the forward rounds of phase {k}");
-            gpu.reverse(eps).unwrap();
-            tail_rounds += gpu.tail_rounds().unwrap();
+            tail_rounds += gpu.reverse(eps).unwrap().tail;
             let before = cpu.reverse_rounds;
             cpu.reverse(eps);
             reverse_rounds += cpu.reverse_rounds - before - 1;
@@ -152,6 +155,10 @@ fn gpu_auction_matches_cpu_twin_after_every_phase() {
     assert!(reverse_rounds > 0, "no reverse round did anything");
     // Both kinds of reverse round ran: the tail kernel's and the Jacobi passes'.
     assert!(tail_rounds > 0 && tail_rounds < reverse_rounds, "tail rounds {tail_rounds} of {reverse_rounds}");
+    assert!(
+        forward_tail_rounds > 0 && forward_tail_rounds < forward_rounds,
+        "forward tail rounds {forward_tail_rounds} of {forward_rounds}"
+    );
     testing::assert_no_validation_messages();
 }
 
@@ -292,7 +299,7 @@ fn round_profile() {
                 profile(false);
             }
             let start = Instant::now();
-            let (forward, _) = auction.forward(eps).unwrap();
+            let forward = auction.forward(eps).unwrap().rounds;
             let forward_ms = start.elapsed().as_secs_f64() * 1e3;
             let start = Instant::now();
             auction.forward(eps).unwrap();
@@ -301,7 +308,7 @@ fn round_profile() {
                 profile(true);
             }
             let start = Instant::now();
-            let reverse = auction.reverse(eps).unwrap();
+            let reverse = auction.reverse(eps).unwrap().rounds;
             let reverse_ms = start.elapsed().as_secs_f64() * 1e3;
             eprintln!(
                 "phase {k} eps {eps:e}: forward {forward} rounds {forward_ms:.2} ms ({:.1} us a round), \

@@ -5,8 +5,9 @@
 //! themselves to a row, kept by a 64-bit atomicMin on (value, column), or come down to
 //! lambda; `auction_reverse_assign.comp`: rows move to their offers, and the next round's
 //! lambda). Late in a reverse stage most rounds have one or a few columns above lambda (a
-//! chain of displacements): `auction_reverse_tail.comp` runs those rounds, the same rounds,
-//! in one workgroup, up to 128 a dispatch, before every pair of Jacobi rounds. A reverse
+//! chain of displacements), and late in a forward stage many have a few unassigned rows:
+//! `auction_reverse_tail.comp` and `auction_forward_tail.comp` run those rounds, the same
+//! rounds, in one workgroup, up to 128 a dispatch, before every pair of Jacobi rounds. A reverse
 //! stage starts with `auction_prepare.comp` (lambda and the rows' values); between phases it and `auction_phase.comp` set unassigned columns to lambda and
 //! release everything. The reverse scans read D transposed (`auction_transpose.comp`, once
 //! per load). A kernel costs a few microseconds even with nothing to do, and the photomosaic
@@ -34,9 +35,11 @@ const ROUNDS_PER_RUN: u64 = 16;
 const _: () = assert!(ROUNDS_PER_RUN.is_multiple_of(2));
 /// No offer to a row (`row_offer`'s words).
 const NO_OFFER: u32 = u32::MAX;
-/// Rounds that one dispatch of `auction_reverse_tail.comp` may run, and the most columns
-/// above lambda a round it runs may have. On the 2048 x 8192 photo matrix 70% of the
-/// reverse rounds have one such column, 97% at most eight.
+/// Rounds that one dispatch of a tail kernel (`auction_forward_tail.comp`,
+/// `auction_reverse_tail.comp`) may run, and the most unassigned rows (columns above lambda)
+/// a round it runs may have. On the 2048 x 8192 photo matrix 56% of the forward rounds have
+/// at most eight unassigned rows, and 70% of the reverse rounds one column above lambda,
+/// 97% at most eight.
 const TAIL_ROUNDS: u32 = 128;
 const TAIL_LIMIT: u32 = 8;
 /// Largest workgroup of the tail kernel (one workgroup scans all the columns).
@@ -82,8 +85,19 @@ struct ReversePush {
     parity: u32,
 }
 
-/// The tail kernel's push: the shape, epsilon, the set of words of the Jacobi round after
-/// it, and its limits.
+/// The forward tail kernel's push: the shape, epsilon and its limits.
+#[repr(C)]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct ForwardTailPush {
+    m: u32,
+    n: u32,
+    eps: f32,
+    rounds: u32,
+    limit: u32,
+}
+
+/// The reverse tail kernel's push: the shape, epsilon, the set of words of the Jacobi round
+/// after it, and its limits.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct TailPush {
@@ -104,6 +118,18 @@ struct SettlePush {
     parity: u32,
 }
 
+/// What a stage of rounds did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stage {
+    /// Rounds run: whole runs of the Jacobi replay, and the tail kernel's rounds.
+    pub rounds: u64,
+    /// The tail kernel's rounds among them.
+    pub tail: u64,
+    /// Whether the stage ended (every row assigned; no column above lambda), not the
+    /// safeguard.
+    pub done: bool,
+}
+
 /// Auction state on the GPU for one m x n shape.
 pub struct GpuAuction {
     ctx: Context,
@@ -115,6 +141,7 @@ pub struct GpuAuction {
     reverse_pipe: Kernel<ReversePush>,
     reverse_assign_pipe: Kernel<SettlePush>,
     reverse_tail_pipe: Kernel<TailPush>,
+    forward_tail_pipe: Kernel<ForwardTailPush>,
     phase_pipe: Kernel<u32>,
     transpose_pipe: Kernel<ShapePush>,
     d: Buffer<f32>,
@@ -137,7 +164,7 @@ pub struct GpuAuction {
     /// Per row, for even and odd reverse rounds: (lowest offered value's bits << 32) | its
     /// column; all ones without an offer.
     row_offer: Buffer<u64>,
-    /// Columns above lambda, counted by even and odd reverse rounds, then the rounds the
+    /// Columns above lambda, counted by even and odd reverse rounds, then the rounds a
     /// tail kernel ran in the stage.
     active: Buffer<u32>,
     active_host: Buffer<u32>,
@@ -182,6 +209,7 @@ impl GpuAuction {
         let tail_wg =
             scan_workgroup(n, subgroup, MAX_TAIL_WORKGROUP.min(info.max_workgroup_invocations).min(64 * subgroup));
         let reverse_tail_pipe = ctx.kernel(&kernels::AUCTION_REVERSE_TAIL, &[tail_wg])?;
+        let forward_tail_pipe = ctx.kernel(&kernels::AUCTION_FORWARD_TAIL, &[tail_wg])?;
         let phase_pipe = ctx.kernel(&kernels::AUCTION_PHASE, &[linear])?;
         let transpose_pipe = ctx.kernel(&kernels::AUCTION_TRANSPOSE, &[])?;
         let device = |len: usize, what: &str| ctx.buffer::<u32>(len, Location::Device, what);
@@ -195,6 +223,7 @@ impl GpuAuction {
             reverse_pipe,
             reverse_assign_pipe,
             reverse_tail_pipe,
+            forward_tail_pipe,
             phase_pipe,
             transpose_pipe,
             d: ctx.buffer(m * n, Location::Device, "auction distances")?,
@@ -372,21 +401,40 @@ impl GpuAuction {
         Ok(rounds)
     }
 
-    /// Forward rounds at `eps` until every row is assigned (or the safeguard stops); returns
-    /// the rounds run and whether every row is assigned.
-    pub fn forward(&self, eps: f32) -> Result<(u64, bool)> {
-        let rounds =
-            self.rounds_until_zero(&self.free_rows, &self.free_host, 0, |rec, _| self.record_round(rec, eps))?;
-        Ok((rounds, self.free_host.mapped()?[0] == 0))
+    /// Forward rounds at `eps` until every row is assigned (or the safeguard stops). Each
+    /// pair of Jacobi rounds follows the tail kernel, which runs the rounds with few
+    /// unassigned rows in one dispatch.
+    pub fn forward(&self, eps: f32) -> Result<Stage> {
+        self.ctx.run(|rec| {
+            rec.fill(&self.active, 0);
+            Ok(())
+        })?;
+        let (m, n) = (self.m as u32, self.n as u32);
+        let jacobi = self.rounds_until_zero(&self.free_rows, &self.free_host, 0, |rec, k| {
+            if k % 2 == 0 {
+                rec.pass(&self.forward_tail_pipe)
+                    .read(&self.d)
+                    .read_write(&self.prices)
+                    .read_write(&self.owner)
+                    .read_write(&self.col4row)
+                    .read_write(&self.free_rows)
+                    .read_write(&self.active)
+                    .push(&ForwardTailPush { m, n, eps, rounds: TAIL_ROUNDS, limit: TAIL_LIMIT })
+                    .dispatch_linear(1)?;
+            }
+            self.record_round(rec, eps)
+        })?;
+        let tail = self.tail_rounds()?;
+        Ok(Stage { rounds: jacobi + tail, tail, done: self.free_host.mapped()?[0] == 0 })
     }
 
     /// Reverse rounds at `eps` (every row assigned) until no unassigned column costs more
-    /// than lambda; returns the rounds run (none when m = n: no column is unassigned). The
+    /// than lambda (none when m = n: no column is unassigned). The
     /// stage starts from lambda and the rows' values as `auction_prepare.comp` sets them;
     /// each pair of Jacobi rounds follows the tail kernel, which runs the rounds with few
     /// columns above lambda in one dispatch.
-    pub fn reverse(&self, eps: f32) -> Result<u64> {
-        let Some(dt) = &self.dt else { return Ok(0) };
+    pub fn reverse(&self, eps: f32) -> Result<Stage> {
+        let Some(dt) = &self.dt else { return Ok(Stage { rounds: 0, tail: 0, done: true }) };
         let mut rec = self.ctx.recorder()?;
         rec.fill(&self.active, 0);
         self.record_prepare(&mut rec)?;
@@ -398,20 +446,22 @@ impl GpuAuction {
             }
             self.record_reverse_round(rec, dt, eps, k)
         })?;
-        Ok(jacobi + self.tail_rounds()?)
+        let tail = self.tail_rounds()?;
+        let done = self.active_host.mapped()?[last] == 0;
+        Ok(Stage { rounds: jacobi + tail, tail, done })
     }
 
-    /// The rounds the tail kernel ran in the last reverse stage.
-    pub fn tail_rounds(&self) -> Result<u64> {
-        Ok(self.active_host.mapped()?[2] as u64)
+    /// The rounds a tail kernel ran in the stage that just ended.
+    fn tail_rounds(&self) -> Result<u64> {
+        Ok(self.ctx.download(&self.active)?[2] as u64)
     }
 
     /// One epsilon phase: forward rounds, then (if every row was assigned) reverse rounds;
     /// returns the rounds of each.
     pub fn phase(&self, eps: f32) -> Result<(u64, u64)> {
-        let (forward, assigned) = self.forward(eps)?;
-        let reverse = if assigned { self.reverse(eps)? } else { 0 };
-        Ok((forward, reverse))
+        let forward = self.forward(eps)?;
+        let reverse = if forward.done { self.reverse(eps)?.rounds } else { 0 };
+        Ok((forward.rounds, reverse))
     }
 
     /// Between phases: unassigned columns go to lambda, and every row and column is

@@ -1,0 +1,107 @@
+#version 460
+// Forward rounds in one workgroup, for the end of a forward stage: there many rounds have a
+// few unassigned rows, and two dispatches a round cost more than the bids. While a round
+// has between 1 and `limit` unassigned rows, this kernel runs it exactly as
+// auction_bid.comp and auction_assign.comp do (the same bids against the same prices, each
+// column taking its highest bid from the smallest row), up to `rounds` rounds, keeping
+// `free_rows` as they do, and counts its rounds in tail[0]. With no unassigned row, or
+// more than `limit`, it stops without changing anything, and the Jacobi rounds that follow
+// go on from the same state.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common.glsl"
+#include "auction_select.glsl"
+
+layout(local_size_x_id = 0) in;
+
+layout(set = 0, binding = 0) readonly buffer Distances { float d[]; };
+layout(set = 0, binding = 1) coherent buffer Prices { float price[]; };
+layout(set = 0, binding = 2) coherent buffer Owner { uint owner[]; };
+layout(set = 0, binding = 3) coherent buffer Col4Row { uint col4row[]; };
+layout(set = 0, binding = 4) buffer FreeRows { uint free_rows; };
+// The rounds run here in the stage (word 2; the reverse stage's counts come before it).
+layout(set = 0, binding = 5) buffer Tail { uint tail[3]; };
+layout(push_constant) uniform Push {
+    uint m;
+    uint n;
+    float eps;
+    uint rounds;
+    uint limit;
+};
+
+// At most this many unassigned rows in a round run here.
+const uint MAX_LIMIT = 16u;
+
+shared uint s_count;
+shared uint s_row[MAX_LIMIT];
+shared uint s_column[MAX_LIMIT];
+shared uint s_bid[MAX_LIMIT];
+
+// Row s_row[a]'s bid into (s_column, s_bid), as auction_bid.comp makes it.
+void bid_row(uint a) {
+    uint i = s_row[a];
+    float best = INF;
+    float second = INF;
+    uint index = NONE;
+    uint base = i * n;
+    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
+        precise float x = d[base + j] + price[j];
+        select_fold(x, j, best, second, index);
+    }
+    float b, s;
+    uint w;
+    bool lead = select_combine(best, second, index, b, s, w);
+    barrier();
+    if (!lead) return;
+    float p = price[w];
+    precise float gap = s == INF ? 0.0 : s - b;
+    precise float bid = (p + gap) + eps;
+    if (!(bid > p)) bid = uintBitsToFloat(floatBitsToUint(p) + 1u);
+    s_column[a] = w;
+    s_bid[a] = floatBitsToUint(bid);
+}
+
+void main() {
+    uint cap = min(limit, MAX_LIMIT);
+    uint done = 0u;
+    for (; done < rounds; done++) {
+        if (gl_LocalInvocationID.x == 0u) s_count = 0u;
+        barrier();
+        for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
+            if (col4row[i] == NONE) {
+                uint k = atomicAdd(s_count, 1u);
+                if (k < cap) s_row[k] = i;
+            }
+        }
+        barrier();
+        uint count = s_count;
+        // Uniform: every invocation read the same count after the barrier.
+        if (count == 0u || count > cap) break;
+        for (uint a = 0u; a < count; a++) bid_row(a);
+        memoryBarrierBuffer();
+        barrier();
+        if (gl_LocalInvocationID.x == 0u) {
+            for (uint a = 0u; a < count; a++) {
+                bool wins = true;
+                for (uint b = 0u; b < count; b++) {
+                    bool higher = s_bid[b] > s_bid[a] || (s_bid[b] == s_bid[a] && s_row[b] < s_row[a]);
+                    if (b != a && s_column[b] == s_column[a] && higher) wins = false;
+                }
+                if (!wins) continue;
+                uint i = s_row[a];
+                uint j = s_column[a];
+                price[j] = uintBitsToFloat(s_bid[a]);
+                uint previous = owner[j];
+                owner[j] = i;
+                col4row[i] = j;
+                if (previous != NONE) {
+                    col4row[previous] = NONE;
+                } else {
+                    free_rows -= 1u;
+                }
+            }
+        }
+        memoryBarrierBuffer();
+        barrier();
+    }
+    if (gl_LocalInvocationID.x == 0u) tail[2] += done;
+}
