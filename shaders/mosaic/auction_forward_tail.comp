@@ -6,7 +6,8 @@
 // column taking its highest bid from the smallest row), up to `rounds` rounds, keeping
 // `free_rows` as they do, and counts its rounds in tail[0]. With no unassigned row, or
 // more than `limit`, it stops without changing anything, and the Jacobi rounds that follow
-// go on from the same state.
+// go on from the same state. Only the first round scans every row: a later round's
+// unassigned rows are the ones that lost and the ones displaced in the round before.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
 #include "auction_select.glsl"
@@ -32,7 +33,9 @@ layout(push_constant) uniform Push {
 const uint MAX_LIMIT = 16u;
 
 shared uint s_count;
-shared uint s_row[MAX_LIMIT];
+// The round's unassigned rows, then the next round's (at most twice as many: the rows that
+// lost, and the rows that winners displaced).
+shared uint s_row[2 * MAX_LIMIT];
 shared uint s_column[MAX_LIMIT];
 shared uint s_bid[MAX_LIMIT];
 
@@ -60,46 +63,58 @@ void bid_row(uint a) {
     s_bid[a] = floatBitsToUint(bid);
 }
 
+// Invocation 0, after the bids: each column takes its highest bid (the smallest row on a
+// tie); the rows that lost and the rows displaced are the next round's unassigned rows.
+void settle(uint count) {
+    uint next = 0u;
+    uint row[MAX_LIMIT];
+    for (uint a = 0u; a < count; a++) row[a] = s_row[a];
+    for (uint a = 0u; a < count; a++) {
+        bool wins = true;
+        for (uint b = 0u; b < count; b++) {
+            bool higher = s_bid[b] > s_bid[a] || (s_bid[b] == s_bid[a] && row[b] < row[a]);
+            if (b != a && s_column[b] == s_column[a] && higher) wins = false;
+        }
+        uint i = row[a];
+        if (!wins) {
+            s_row[next++] = i;
+            continue;
+        }
+        uint j = s_column[a];
+        price[j] = uintBitsToFloat(s_bid[a]);
+        uint previous = owner[j];
+        owner[j] = i;
+        col4row[i] = j;
+        if (previous != NONE) {
+            col4row[previous] = NONE;
+            s_row[next++] = previous;
+        } else {
+            free_rows -= 1u;
+        }
+    }
+    s_count = next;
+}
+
 void main() {
     uint cap = min(limit, MAX_LIMIT);
+    if (gl_LocalInvocationID.x == 0u) s_count = 0u;
+    barrier();
+    for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
+        if (col4row[i] == NONE) {
+            uint k = atomicAdd(s_count, 1u);
+            if (k < cap) s_row[k] = i;
+        }
+    }
+    barrier();
     uint done = 0u;
     for (; done < rounds; done++) {
-        if (gl_LocalInvocationID.x == 0u) s_count = 0u;
-        barrier();
-        for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
-            if (col4row[i] == NONE) {
-                uint k = atomicAdd(s_count, 1u);
-                if (k < cap) s_row[k] = i;
-            }
-        }
-        barrier();
         uint count = s_count;
-        // Uniform: every invocation read the same count after the barrier.
+        // Uniform: every invocation read the same count after a barrier.
         if (count == 0u || count > cap) break;
         for (uint a = 0u; a < count; a++) bid_row(a);
         memoryBarrierBuffer();
         barrier();
-        if (gl_LocalInvocationID.x == 0u) {
-            for (uint a = 0u; a < count; a++) {
-                bool wins = true;
-                for (uint b = 0u; b < count; b++) {
-                    bool higher = s_bid[b] > s_bid[a] || (s_bid[b] == s_bid[a] && s_row[b] < s_row[a]);
-                    if (b != a && s_column[b] == s_column[a] && higher) wins = false;
-                }
-                if (!wins) continue;
-                uint i = s_row[a];
-                uint j = s_column[a];
-                price[j] = uintBitsToFloat(s_bid[a]);
-                uint previous = owner[j];
-                owner[j] = i;
-                col4row[i] = j;
-                if (previous != NONE) {
-                    col4row[previous] = NONE;
-                } else {
-                    free_rows -= 1u;
-                }
-            }
-        }
+        if (gl_LocalInvocationID.x == 0u) settle(count);
         memoryBarrierBuffer();
         barrier();
     }

@@ -7,7 +7,11 @@
 // its lowest offer at the smallest column), up to `rounds` rounds; then it leaves lambda
 // for the next Jacobi round in lambda[parity] and counts its rounds in above[2]. With no
 // column above lambda, or more than `limit`, it stops without changing anything, and the
-// Jacobi rounds that follow go on from the same state.
+// Jacobi rounds that follow go on from the same state. Only the first round scans every
+// column: a later round's columns above lambda are among those whose offers lost and those
+// the moved rows left, since every other unassigned column is at most lambda, which never
+// falls (an offer is never below it), and lambda is found again only when a row leaves a
+// column at its price.
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common.glsl"
 #include "auction_select.glsl"
@@ -37,7 +41,10 @@ const uint MAX_LIMIT = 16u;
 
 shared uint s_lambda;
 shared uint s_count;
-shared uint s_column[MAX_LIMIT];
+shared bool s_recompute;
+// The round's columns above lambda, then the next round's candidates (at most twice as many:
+// the columns whose offers lost, and the columns the rows that moved left).
+shared uint s_column[2 * MAX_LIMIT];
 shared uint s_row[MAX_LIMIT];
 shared uint s_value[MAX_LIMIT];
 shared float s_offer[MAX_LIMIT];
@@ -84,49 +91,76 @@ void offer_column(uint a, float l) {
     }
 }
 
+// Invocation 0, after the offers: rows take their lowest offers; the columns whose offers
+// lost and the columns the rows left become the next round's candidates; s_recompute says
+// whether a column left at lambda's price (lambda may rise; an offer is never below it).
+void settle(uint count) {
+    uint next = 0u;
+    s_recompute = false;
+    uint column[MAX_LIMIT];
+    for (uint a = 0u; a < count; a++) column[a] = s_column[a];
+    for (uint a = 0u; a < count; a++) {
+        uint i = s_row[a];
+        if (i == NONE) continue;
+        bool wins = true;
+        for (uint b = 0u; b < count; b++) {
+            bool lower = s_value[b] < s_value[a] || (s_value[b] == s_value[a] && column[b] < column[a]);
+            if (b != a && s_row[b] == i && lower) wins = false;
+        }
+        uint j = column[a];
+        if (!wins) {
+            s_column[next++] = j;
+            continue;
+        }
+        uint left = col4row[i];
+        if (floatBitsToUint(price[left]) == s_lambda) s_recompute = true;
+        price[j] = s_offer[a];
+        owner[left] = NONE;
+        owner[j] = i;
+        col4row[i] = j;
+        w[i] = uintBitsToFloat(s_value[a]);
+        s_column[next++] = left;
+    }
+    s_count = next;
+}
+
 void main() {
     uint cap = min(limit, MAX_LIMIT);
+    lowest_assigned_price();
+    float l = uintBitsToFloat(s_lambda);
+    if (gl_LocalInvocationID.x == 0u) s_count = 0u;
+    barrier();
+    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
+        if (owner[j] == NONE && price[j] > l) {
+            uint k = atomicAdd(s_count, 1u);
+            if (k < cap) s_column[k] = j;
+        }
+    }
+    barrier();
     uint done = 0u;
     for (; done < rounds; done++) {
-        lowest_assigned_price();
-        float l = uintBitsToFloat(s_lambda);
-        if (gl_LocalInvocationID.x == 0u) s_count = 0u;
-        barrier();
-        for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
-            if (owner[j] == NONE && price[j] > l) {
-                uint k = atomicAdd(s_count, 1u);
-                if (k < cap) s_column[k] = j;
-            }
-        }
-        barrier();
         uint count = s_count;
-        // Uniform: every invocation read the same count after the barrier.
+        // Uniform: every invocation read the same count after a barrier.
         if (count == 0u || count > cap) break;
         for (uint a = 0u; a < count; a++) offer_column(a, l);
         memoryBarrierBuffer();
         barrier();
-        if (gl_LocalInvocationID.x == 0u) {
-            for (uint a = 0u; a < count; a++) {
-                uint i = s_row[a];
-                if (i == NONE) continue;
-                bool wins = true;
-                for (uint b = 0u; b < count; b++) {
-                    bool lower = s_value[b] < s_value[a] || (s_value[b] == s_value[a] && s_column[b] < s_column[a]);
-                    if (b != a && s_row[b] == i && lower) wins = false;
-                }
-                if (!wins) continue;
-                uint j = s_column[a];
-                price[j] = s_offer[a];
-                owner[col4row[i]] = NONE;
-                owner[j] = i;
-                col4row[i] = j;
-                w[i] = uintBitsToFloat(s_value[a]);
-            }
-        }
+        if (gl_LocalInvocationID.x == 0u) settle(count);
         memoryBarrierBuffer();
         barrier();
+        if (s_recompute) lowest_assigned_price();
+        l = uintBitsToFloat(s_lambda);
+        // Every other unassigned column is at most the old lambda, so at most the new one.
+        if (gl_LocalInvocationID.x == 0u) {
+            uint kept = 0u;
+            for (uint a = 0u; a < s_count; a++) {
+                uint j = s_column[a];
+                if (price[j] > l) s_column[kept++] = j;
+            }
+            s_count = kept;
+        }
+        barrier();
     }
-    lowest_assigned_price();
     if (gl_LocalInvocationID.x == 0u) {
         lambda[parity] = s_lambda;
         above[2] += done;
