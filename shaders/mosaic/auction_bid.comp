@@ -28,31 +28,8 @@ layout(push_constant) uniform Push {
     float eps;
 };
 
-// Row i's bid (every invocation of the workgroup calls it).
-void bid_row(uint i) {
-    float best = INF;
-    float second = INF;
-    uint index = NONE;
-    uint base = i * n;
-    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
-        precise float x = d[base + j] + price[j];
-        select_fold(x, j, best, second, index);
-    }
-    float b, s;
-    uint w;
-    bool lead = select_combine(best, second, index, b, s, w);
-    // The shared slots are read before the next row writes them.
-    barrier();
-    if (!lead) return;
-    float p = price[w];
-    // A single column has no second best: the bid is then just eps above the price.
-    precise float gap = s == INF ? 0.0 : s - b;
-    precise float bid = (p + gap) + eps;
-    // Rounding must never leave the price where it is (the auction would not end).
-    if (!(bid > p)) bid = uintBitsToFloat(floatBitsToUint(p) + 1u);
-    bid_col[i] = w;
-    atomicMax(col_best[w], (uint64_t(floatBitsToUint(bid)) << 32) | uint64_t(~i));
-}
+#define AUCTION_BID_SCAN
+#include "auction_scans.glsl"
 
 // The workgroups stride over the rows: a round late in a phase has few bidders, and a
 // workgroup launched for each row would cost more than the bids.
@@ -60,6 +37,10 @@ void main() {
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
     for (uint i = linear_group_id(); i < m; i += groups) {
         // Uniform per workgroup: every invocation of a row skips it together.
-        if (col4row[i] == NONE) bid_row(i);
+        uint column, bid;
+        if (col4row[i] == NONE && bid_scan(i, column, bid)) {
+            bid_col[i] = column;
+            atomicMax(col_best[column], (uint64_t(bid) << 32) | uint64_t(~i));
+        }
     }
 }

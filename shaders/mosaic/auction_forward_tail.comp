@@ -39,29 +39,8 @@ shared uint s_row[2 * MAX_LIMIT];
 shared uint s_column[MAX_LIMIT];
 shared uint s_bid[MAX_LIMIT];
 
-// Row s_row[a]'s bid into (s_column, s_bid), as auction_bid.comp makes it.
-void bid_row(uint a) {
-    uint i = s_row[a];
-    float best = INF;
-    float second = INF;
-    uint index = NONE;
-    uint base = i * n;
-    for (uint j = gl_LocalInvocationID.x; j < n; j += gl_WorkGroupSize.x) {
-        precise float x = d[base + j] + price[j];
-        select_fold(x, j, best, second, index);
-    }
-    float b, s;
-    uint w;
-    bool lead = select_combine(best, second, index, b, s, w);
-    barrier();
-    if (!lead) return;
-    float p = price[w];
-    precise float gap = s == INF ? 0.0 : s - b;
-    precise float bid = (p + gap) + eps;
-    if (!(bid > p)) bid = uintBitsToFloat(floatBitsToUint(p) + 1u);
-    s_column[a] = w;
-    s_bid[a] = floatBitsToUint(bid);
-}
+#define AUCTION_BID_SCAN
+#include "auction_scans.glsl"
 
 // Invocation 0, after the bids: each column takes its highest bid (the smallest row on a
 // tie); the rows that lost and the rows displaced are the next round's unassigned rows.
@@ -111,7 +90,13 @@ void main() {
         uint count = s_count;
         // Uniform: every invocation read the same count after a barrier.
         if (count == 0u || count > cap) break;
-        for (uint a = 0u; a < count; a++) bid_row(a);
+        for (uint a = 0u; a < count; a++) {
+            uint column, bid;
+            if (bid_scan(s_row[a], column, bid)) {
+                s_column[a] = column;
+                s_bid[a] = bid;
+            }
+        }
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationID.x == 0u) settle(count);

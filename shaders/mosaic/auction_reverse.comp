@@ -41,35 +41,8 @@ layout(push_constant) uniform Push {
     uint parity;
 };
 
-// Column j's offer or descent to lambda `l` (every invocation of the workgroup calls it).
-void offer_column(uint j, float l) {
-    float best = INF;
-    float second = INF;
-    uint index = NONE;
-    for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
-        precise float y = dt[j * m + i] - w[i];
-        select_fold(y, i, best, second, index);
-    }
-    float b, s;
-    uint i;
-    bool lead = select_combine(best, second, index, b, s, i);
-    // The shared slots are read before the next column writes them.
-    barrier();
-    if (!lead) return;
-    atomicAdd(above[parity], 1u);
-    precise float top = -b - eps;
-    // A single row has no second: -INF - eps stays below lambda.
-    precise float low = -s - eps;
-    float offer = low > l ? low : l;
-    precise float value = dt[j * m + i] + offer;
-    if (!(top > l) || !(value < w[i])) {
-        price[j] = l;
-        return;
-    }
-    offer_row[j] = i;
-    offer_price[j] = offer;
-    atomicMin(row_offer[parity * m + i], (uint64_t(floatBitsToUint(value)) << 32) | uint64_t(j));
-}
+#define AUCTION_OFFER_SCAN
+#include "auction_scans.glsl"
 
 // The workgroups stride over the columns, as auction_bid.comp's over the rows.
 void main() {
@@ -81,6 +54,15 @@ void main() {
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y;
     for (uint j = linear_group_id(); j < n; j += groups) {
         // Uniform per workgroup: every invocation of a column skips it together.
-        if (owner[j] == NONE && price[j] > l) offer_column(j, l);
+        uint i, value;
+        float offer;
+        if (owner[j] == NONE && price[j] > l && offer_scan(j, l, i, value, offer)) {
+            atomicAdd(above[parity], 1u);
+            if (i != NONE) {
+                offer_row[j] = i;
+                offer_price[j] = offer;
+                atomicMin(row_offer[parity * m + i], (uint64_t(value) << 32) | uint64_t(j));
+            }
+        }
     }
 }

@@ -62,34 +62,8 @@ void lowest_assigned_price() {
     barrier();
 }
 
-// Column s_column[a]'s offer (s_row, s_value, s_offer) or its descent to `l` (s_row NONE).
-void offer_column(uint a, float l) {
-    uint j = s_column[a];
-    float best = INF;
-    float second = INF;
-    uint index = NONE;
-    for (uint i = gl_LocalInvocationID.x; i < m; i += gl_WorkGroupSize.x) {
-        precise float y = dt[j * m + i] - w[i];
-        select_fold(y, i, best, second, index);
-    }
-    float b, s;
-    uint i;
-    bool lead = select_combine(best, second, index, b, s, i);
-    barrier();
-    if (!lead) return;
-    precise float top = -b - eps;
-    precise float low = -s - eps;
-    float offer = low > l ? low : l;
-    precise float value = dt[j * m + i] + offer;
-    if (!(top > l) || !(value < w[i])) {
-        price[j] = l;
-        s_row[a] = NONE;
-    } else {
-        s_row[a] = i;
-        s_value[a] = floatBitsToUint(value);
-        s_offer[a] = offer;
-    }
-}
+#define AUCTION_OFFER_SCAN
+#include "auction_scans.glsl"
 
 // Invocation 0, after the offers: rows take their lowest offers; the columns whose offers
 // lost and the columns the rows left become the next round's candidates; s_recompute says
@@ -142,7 +116,15 @@ void main() {
         uint count = s_count;
         // Uniform: every invocation read the same count after a barrier.
         if (count == 0u || count > cap) break;
-        for (uint a = 0u; a < count; a++) offer_column(a, l);
+        for (uint a = 0u; a < count; a++) {
+            uint row, value;
+            float offer;
+            if (offer_scan(s_column[a], l, row, value, offer)) {
+                s_row[a] = row;
+                s_value[a] = value;
+                s_offer[a] = offer;
+            }
+        }
         memoryBarrierBuffer();
         barrier();
         if (gl_LocalInvocationID.x == 0u) settle(count);
