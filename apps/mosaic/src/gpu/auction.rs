@@ -7,10 +7,11 @@
 //! lambda). Late in a reverse stage most rounds have one or a few columns above lambda (a
 //! chain of displacements), and late in a forward stage many have a few unassigned rows:
 //! `auction_reverse_tail.comp` and `auction_forward_tail.comp` run those rounds, the same
-//! rounds, in one workgroup, up to 128 a dispatch, before every pair of Jacobi rounds. A reverse
-//! stage starts with `auction_prepare.comp` (lambda and the rows' values); between phases it and `auction_phase.comp` set unassigned columns to lambda and
-//! release everything. The reverse scans read D transposed (`auction_transpose.comp`, once
-//! per load). A kernel costs a few microseconds even with nothing to do, and the photomosaic
+//! rounds, in one workgroup, up to 128 a dispatch, before every pair of Jacobi rounds. A
+//! reverse stage starts with `auction_prepare.comp` (lambda and the rows' values); between
+//! phases it and `auction_phase.comp` set unassigned columns to lambda and release
+//! everything. The reverse scans read D transposed (`auction_transpose.comp`, once per
+//! load). A kernel costs a few microseconds even with nothing to do, and the photomosaic
 //! matrices take thousands of rounds, so the passes a round are what the solve's time goes
 //! to. A stage's rounds are recorded once, a run of them with the readback of one count
 //! (unassigned rows, or columns above lambda), as a replay run until the count is 0:
@@ -100,7 +101,7 @@ struct ForwardTailPush {
 /// after it, and its limits.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct TailPush {
+struct ReverseTailPush {
     m: u32,
     n: u32,
     eps: f32,
@@ -140,7 +141,7 @@ pub struct GpuAuction {
     prepare_pipe: Kernel<ShapePush>,
     reverse_pipe: Kernel<ReversePush>,
     reverse_assign_pipe: Kernel<SettlePush>,
-    reverse_tail_pipe: Kernel<TailPush>,
+    reverse_tail_pipe: Kernel<ReverseTailPush>,
     forward_tail_pipe: Kernel<ForwardTailPush>,
     phase_pipe: Kernel<u32>,
     transpose_pipe: Kernel<ShapePush>,
@@ -356,7 +357,22 @@ impl GpuAuction {
         Ok(())
     }
 
-    /// Records the tail kernel before Jacobi round `parity` of a pair.
+    /// Records the forward tail kernel before a pair of Jacobi rounds.
+    fn record_forward_tail(&self, rec: &mut Recorder, eps: f32) -> Result<()> {
+        let (m, n) = (self.m as u32, self.n as u32);
+        rec.pass(&self.forward_tail_pipe)
+            .read(&self.d)
+            .read_write(&self.prices)
+            .read_write(&self.owner)
+            .read_write(&self.col4row)
+            .read_write(&self.free_rows)
+            .read_write(&self.active)
+            .push(&ForwardTailPush { m, n, eps, rounds: TAIL_ROUNDS, limit: TAIL_LIMIT })
+            .dispatch_linear(1)?;
+        Ok(())
+    }
+
+    /// Records the reverse tail kernel before Jacobi round `parity` of a pair.
     fn record_reverse_tail(&self, rec: &mut Recorder, dt: &Buffer<f32>, eps: f32, parity: u32) -> Result<()> {
         let (m, n) = (self.m as u32, self.n as u32);
         rec.pass(&self.reverse_tail_pipe)
@@ -367,7 +383,7 @@ impl GpuAuction {
             .read_write(&self.value)
             .read_write(&self.lambda)
             .read_write(&self.active)
-            .push(&TailPush { m, n, eps, parity, rounds: TAIL_ROUNDS, limit: TAIL_LIMIT })
+            .push(&ReverseTailPush { m, n, eps, parity, rounds: TAIL_ROUNDS, limit: TAIL_LIMIT })
             .dispatch_linear(1)?;
         Ok(())
     }
@@ -409,18 +425,9 @@ impl GpuAuction {
             rec.fill(&self.active, 0);
             Ok(())
         })?;
-        let (m, n) = (self.m as u32, self.n as u32);
         let jacobi = self.rounds_until_zero(&self.free_rows, &self.free_host, 0, |rec, k| {
             if k % 2 == 0 {
-                rec.pass(&self.forward_tail_pipe)
-                    .read(&self.d)
-                    .read_write(&self.prices)
-                    .read_write(&self.owner)
-                    .read_write(&self.col4row)
-                    .read_write(&self.free_rows)
-                    .read_write(&self.active)
-                    .push(&ForwardTailPush { m, n, eps, rounds: TAIL_ROUNDS, limit: TAIL_LIMIT })
-                    .dispatch_linear(1)?;
+                self.record_forward_tail(rec, eps)?;
             }
             self.record_round(rec, eps)
         })?;
