@@ -43,6 +43,9 @@ const NO_OFFER: u32 = u32::MAX;
 /// 97% at most eight.
 const TAIL_ROUNDS: u32 = 128;
 const TAIL_LIMIT: u32 = 8;
+/// The word of `active` where the tail kernels count their rounds (after the even and odd
+/// reverse rounds' counts).
+const TAIL_WORD: usize = 2;
 /// Largest workgroup of the tail kernel (one workgroup scans all the columns).
 const MAX_TAIL_WORKGROUP: u32 = 1024;
 /// Rounds after which a stage of a phase stops unfinished (a safeguard: the repair completes whatever
@@ -283,6 +286,7 @@ impl GpuAuction {
             rec.fill(b, NONE);
         }
         rec.fill(&self.free_rows, self.m as u32);
+        rec.fill(&self.active, 0);
         rec.submit()?.wait()?;
         Ok(())
     }
@@ -421,17 +425,14 @@ impl GpuAuction {
     /// pair of Jacobi rounds follows the tail kernel, which runs the rounds with few
     /// unassigned rows in one dispatch.
     pub fn forward(&self, eps: f32) -> Result<Stage> {
-        self.ctx.run(|rec| {
-            rec.fill(&self.active, 0);
-            Ok(())
-        })?;
         let jacobi = self.rounds_until_zero(&self.free_rows, &self.free_host, 0, |rec, k| {
             if k % 2 == 0 {
                 self.record_forward_tail(rec, eps)?;
             }
             self.record_round(rec, eps)
         })?;
-        let tail = self.tail_rounds()?;
+        // The tail's count, zeroed by the reset or the phase change before this stage.
+        let tail = self.ctx.download(&self.active)?[TAIL_WORD] as u64;
         Ok(Stage { rounds: jacobi + tail, tail, done: self.free_host.mapped()?[0] == 0 })
     }
 
@@ -453,14 +454,10 @@ impl GpuAuction {
             }
             self.record_reverse_round(rec, dt, eps, k)
         })?;
-        let tail = self.tail_rounds()?;
-        let done = self.active_host.mapped()?[last] == 0;
-        Ok(Stage { rounds: jacobi + tail, tail, done })
-    }
-
-    /// The rounds a tail kernel ran in the stage that just ended.
-    fn tail_rounds(&self) -> Result<u64> {
-        Ok(self.ctx.download(&self.active)?[2] as u64)
+        // Every run reads the whole block back, the tail's count with it.
+        let words = self.active_host.mapped()?;
+        let tail = words[TAIL_WORD] as u64;
+        Ok(Stage { rounds: jacobi + tail, tail, done: words[last] == 0 })
     }
 
     /// One epsilon phase: forward rounds, then (if every row was assigned) reverse rounds;
@@ -484,6 +481,7 @@ impl GpuAuction {
             .dispatch_linear(self.linear_groups(self.n))?;
         rec.fill(&self.col4row, NONE);
         rec.fill(&self.free_rows, self.m as u32);
+        rec.fill(&self.active, 0);
         rec.submit()?.wait()?;
         Ok(())
     }
